@@ -1,0 +1,43 @@
+# run.gp -- the chart of one `kvsim run`: latency CDFs, KV memory and queue
+# length over time.  Variables (set with -e): dir (run directory), out (PNG
+# path), title (workload name), replicas (count), reqs (1 if requests.csv).
+set terminal pngcairo size 1400,900 font ",10" noenhanced
+set output out
+set datafile separator ","
+set key autotitle columnhead
+set multiplot layout 2,2 title sprintf("kvsim: %s", title)
+
+set title "Latency CDF (completed requests)"
+set xlabel "latency (s)"
+set ylabel "share of requests"
+set logscale x
+set grid
+set key bottom right
+if (reqs) {
+  stats dir."/requests.csv" using 12 nooutput
+  n = STATS_records
+  plot dir."/requests.csv" using 10:(1.0/n) smooth cumulative with lines lw 2 title "TTFT", \
+       ""                  using 12:(1.0/n) smooth cumulative with lines lw 2 title "end-to-end", \
+       ""                  using 11:(1.0/n) smooth cumulative with lines lw 2 title "time per output token"
+} else {
+  set label 1 "requests.csv disabled" at graph 0.5,0.5 center
+  plot NaN notitle
+  unset label 1
+}
+unset logscale x
+
+set title "KV memory reserved (solid) and holding live tokens (dashed)"
+set xlabel "simulated time (s)"
+set ylabel "GiB"
+set key top right
+plot for [i=0:replicas-1] dir."/timeseries.csv" using 1:($2==i ? $6/2**30 : 1/0) with lines lw 1.5 lc i+1 title sprintf("replica %d reserved", i), \
+     for [i=0:replicas-1] dir."/timeseries.csv" using 1:($2==i ? $5/2**30 : 1/0) with lines dt 2 lc i+1 notitle
+
+set title "Waiting requests"
+set ylabel "requests"
+plot for [i=0:replicas-1] dir."/timeseries.csv" using 1:($2==i ? $3 : 1/0) with lines lc i+1 title sprintf("replica %d", i)
+
+set title "Running requests (batch)"
+set ylabel "requests"
+plot for [i=0:replicas-1] dir."/timeseries.csv" using 1:($2==i ? $4 : 1/0) with lines lc i+1 title sprintf("replica %d", i)
+unset multiplot

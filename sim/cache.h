@@ -1,0 +1,70 @@
+/*
+ * cache.h -- the KV-cache model interface.
+ *
+ * A cache model decides how a request's KV cache occupies its replica's
+ * memory pool: how many bytes a token takes, when blocks are allocated and
+ * freed, how many bytes attention reads.  Each replica has one instance
+ * (private state of .priv_size bytes, zeroed, options filled from YAML by the
+ * engine before .init).
+ *
+ * The engine guarantees, hook by hook:
+ *   init     called once per replica before any request; env->pool is
+ *            initialised and empty.  Validates options (fill d, return
+ *            KV_EINVAL: the run stops with exit status 2).
+ *   reserve  called before a request runs an iteration, with the number of
+ *            tokens its KV must hold once the iteration ends (monotone
+ *            non-decreasing between two release calls).  Must make
+ *            q->kv_bytes equal the bytes the request now holds in the pool and
+ *            return 0, or return KV_ENOMEM leaving the request's holdings as
+ *            they were before the call (no partial growth).  The engine has
+ *            already accounted the memory-time integral up to now.
+ *   release  called when a request finishes, is rejected, or is preempted by
+ *            recompute: free everything it holds; set q->kv_bytes to 0.
+ *   bytes_per_token  beta: the bytes one cached token occupies under this
+ *            model (for the cost model and the "used" memory metric).
+ *   read_bytes (optional) KV bytes attention reads for ctx_tokens tokens of
+ *            context; NULL means ctx_tokens * bytes_per_token.
+ *   fini     called once at the end; every request has been released.
+ *
+ * Hooks must not allocate per call (use the pool and the request's cache[]
+ * words), must not touch other requests, and must not change scheduling
+ * state.
+ */
+#ifndef KV_CACHE_H
+#define KV_CACHE_H
+
+#include "plugin.h"
+#include "pool.h"
+#include "profile.h"
+
+struct kv_req;
+
+/* What a cache model instance sees of its replica. */
+struct kv_cache_env {
+	struct kv_pool *pool; /* the replica's memory pool */
+	const struct kv_model *model; /* the served model */
+	const struct kv_device *device; /* the replica's device */
+	uint32_t tp; /* tensor-parallel degree (KV is split over tp GPUs) */
+	uint64_t token_bytes; /* fp16 KV bytes per token on this replica (all GPUs) */
+};
+
+struct kv_cache_ops {
+	const char *name; /* "full", "chunked", ... */
+	const char *desc; /* one sentence with the memory equation */
+	size_t priv_size; /* bytes of private state per replica */
+	const struct kv_option *options; /* NULL-terminated table */
+	int (*init)(void *priv, const struct kv_cache_env *env, struct kv_diag *d);
+	void (*fini)(void *priv);
+	int (*reserve)(void *priv, struct kv_req *q, uint64_t tokens);
+	void (*release)(void *priv, struct kv_req *q);
+	double (*bytes_per_token)(const void *priv);
+	uint64_t (*read_bytes)(const void *priv, uint64_t ctx_tokens); /* optional */
+};
+
+/* The registry: NULL-terminated, in `kvsim list` order. */
+extern const struct kv_cache_ops *const kv_cache_registry[];
+
+/* Finds a cache model by name, or NULL. */
+const struct kv_cache_ops *kv_cache_find(const char *name);
+
+#endif /* KV_CACHE_H */

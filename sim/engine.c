@@ -1,0 +1,727 @@
+/*
+ * engine.c -- the event loop, replicas with continuous batching, request
+ * bookkeeping.  See engine.h for the model and its invariants.
+ */
+#include "engine.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { EV_ARRIVAL = 1, EV_ITER_DONE, EV_SAMPLE };
+
+#define PAGE_SHIFT 12
+#define PAGE_SLOTS (1u << PAGE_SHIFT)
+
+const char *kv_end_name(enum kv_end e)
+{
+	static const char *const names[] = {
+#define KV__END_NAME(name, msg) msg,
+		KV_END_MAP(KV__END_NAME)
+#undef KV__END_NAME
+	};
+	return (unsigned)e < KV_END_N ? names[e] : "unknown";
+}
+
+/* --- request slots ------------------------------------------------------ */
+
+static void slots_grow(struct kv_sim *s)
+{
+	uint32_t base = s->n_pages * PAGE_SLOTS;
+	struct kv_req *page = kv_xcalloc(PAGE_SLOTS, sizeof(*page));
+	uint32_t i;
+
+	s->pages = kv_xrealloc(s->pages, (s->n_pages + 1) * sizeof(*s->pages));
+	s->pages[s->n_pages++] = page;
+	/* Link the new slots so the lowest index is handed out first. */
+	for (i = PAGE_SLOTS; i-- > 0;) {
+		page[i].q_next = s->free_slot;
+		s->free_slot = base + i;
+	}
+}
+
+static struct kv_req *slot_alloc(struct kv_sim *s)
+{
+	struct kv_req *q;
+	uint32_t slot;
+
+	if (s->free_slot == KV_NIL)
+		slots_grow(s);
+	slot = s->free_slot;
+	q = kv_sim_req(s, slot);
+	s->free_slot = q->q_next;
+	memset(q, 0, sizeof(*q));
+	q->slot = slot;
+	q->q_prev = q->q_next = KV_NIL;
+	q->first_token_ns = KV_NS_NEVER;
+	return q;
+}
+
+static void slot_free(struct kv_sim *s, struct kv_req *q)
+{
+	q->state = KV_REQ_FREE;
+	q->q_next = s->free_slot;
+	s->free_slot = q->slot;
+}
+
+/* --- queues for schedulers ---------------------------------------------- */
+
+void kv_reqq_init(struct kv_reqq *qq)
+{
+	qq->head = qq->tail = KV_NIL;
+	qq->n = 0;
+}
+
+void kv_reqq_push_back(struct kv_sim *s, struct kv_reqq *qq, struct kv_req *q)
+{
+	q->q_next = KV_NIL;
+	q->q_prev = qq->tail;
+	if (qq->tail != KV_NIL)
+		kv_sim_req(s, qq->tail)->q_next = q->slot;
+	else
+		qq->head = q->slot;
+	qq->tail = q->slot;
+	qq->n++;
+}
+
+void kv_reqq_push_front(struct kv_sim *s, struct kv_reqq *qq, struct kv_req *q)
+{
+	q->q_prev = KV_NIL;
+	q->q_next = qq->head;
+	if (qq->head != KV_NIL)
+		kv_sim_req(s, qq->head)->q_prev = q->slot;
+	else
+		qq->tail = q->slot;
+	qq->head = q->slot;
+	qq->n++;
+}
+
+void kv_reqq_remove(struct kv_sim *s, struct kv_reqq *qq, struct kv_req *q)
+{
+	if (q->q_prev != KV_NIL)
+		kv_sim_req(s, q->q_prev)->q_next = q->q_next;
+	else
+		qq->head = q->q_next;
+	if (q->q_next != KV_NIL)
+		kv_sim_req(s, q->q_next)->q_prev = q->q_prev;
+	else
+		qq->tail = q->q_prev;
+	q->q_prev = q->q_next = KV_NIL;
+	KV_CHECK(qq->n > 0, "removing request %llu from an empty queue",
+		 (unsigned long long)q->id);
+	qq->n--;
+}
+
+struct kv_req *kv_reqq_head(const struct kv_sim *s, const struct kv_reqq *qq)
+{
+	return qq->head == KV_NIL ? NULL : kv_sim_req(s, qq->head);
+}
+
+struct kv_req *kv_reqq_next(const struct kv_sim *s, const struct kv_req *q)
+{
+	return q->q_next == KV_NIL ? NULL : kv_sim_req(s, q->q_next);
+}
+
+/* --- memory accounting ------------------------------------------------- */
+
+/* Brings q's memory-time integral up to now; call before kv_bytes changes. */
+static void req_mem_touch(const struct kv_sim *s, struct kv_req *q)
+{
+	q->memtime_Bs += (double)q->kv_bytes * (double)(s->now - q->mem_t0_ns) * 1e-9;
+	q->mem_t0_ns = s->now;
+}
+
+/* Brings r's memory integrals up to now; call before reserved or live bytes change. */
+static void rep_acct(struct kv_replica *r)
+{
+	const struct kv_sim *s = r->sim;
+	double dt_s = (double)(s->now - r->acct_t0_ns) * 1e-9;
+	uint64_t reserved = r->pool.size_bytes - r->pool.free_bytes;
+
+	r->reserved_Bs += (double)reserved * dt_s;
+	r->used_Bs += (double)r->live_tokens * r->beta_bytes * dt_s;
+	r->acct_t0_ns = s->now;
+}
+
+static int req_reserve(struct kv_replica *r, struct kv_req *q, uint64_t tokens)
+{
+	uint64_t reserved;
+	int rc;
+
+	req_mem_touch(r->sim, q);
+	rc = r->cache->reserve(r->cache_priv, q, tokens);
+	reserved = r->pool.size_bytes - r->pool.free_bytes;
+	if (reserved > r->peak_reserved_bytes)
+		r->peak_reserved_bytes = reserved;
+	return rc;
+}
+
+static void req_release(struct kv_replica *r, struct kv_req *q)
+{
+	req_mem_touch(r->sim, q);
+	r->cache->release(r->cache_priv, q);
+	KV_CHECK(q->kv_bytes == 0, "request %llu holds %llu bytes after release",
+		 (unsigned long long)q->id, (unsigned long long)q->kv_bytes);
+	r->live_tokens -= q->kv_tokens;
+}
+
+/* --- the running set ---------------------------------------------------- */
+
+static void running_remove(struct kv_replica *r, struct kv_req *q)
+{
+	uint32_t i = q->run_idx;
+
+	KV_CHECK(i < r->n_running && r->running[i] == q, "request %llu not in running set",
+		 (unsigned long long)q->id);
+	memmove(&r->running[i], &r->running[i + 1],
+		(r->n_running - i - 1) * sizeof(*r->running));
+	r->n_running--;
+	for (; i < r->n_running; i++)
+		r->running[i]->run_idx = i;
+}
+
+void kv_replica_admit(struct kv_replica *r, struct kv_req *q)
+{
+	KV_CHECK(q->state == KV_REQ_WAITING, "admitting request %llu in state %u",
+		 (unsigned long long)q->id, q->state);
+	if (r->n_running == r->running_cap) {
+		r->running_cap = r->running_cap ? 2 * r->running_cap : 64;
+		r->running = kv_xrealloc(r->running, r->running_cap * sizeof(*r->running));
+	}
+	q->state = KV_REQ_RUNNING;
+	q->run_idx = r->n_running;
+	r->running[r->n_running++] = q;
+}
+
+/* --- ending a request ---------------------------------------------------- */
+
+static int end_request(struct kv_sim *s, struct kv_replica *r, struct kv_req *q,
+		       enum kv_end e)
+{
+	const struct kv_sim_config *c = s->cfg;
+	struct kv_tenant_stats *ts = &s->tenant[q->tenant];
+	int rc = 0;
+
+	q->finish_ns = s->now;
+	if (q->kv_bytes || q->kv_tokens)
+		req_release(r, q);
+	r->outstanding_tokens -= (q->prefill_target - q->kv_tokens) +
+				 (q->output_tokens - q->generated);
+	r->n_assigned--;
+	s->ended[e]++;
+	if (e == KV_END_COMPLETED) {
+		double L = (double)(q->prompt_tokens + q->output_tokens);
+
+		q->cost = c->device.alpha * (double)kv_model_weight_bytes(&c->model) +
+			  r->beta_bytes * L * (double)q->output_tokens;
+		if (q->first_token_ns == KV_NS_NEVER)
+			q->first_token_ns = s->now;
+		kv_hist_add(&s->ttft, q->first_token_ns - q->arrival_ns);
+		kv_hist_add(&s->e2e, s->now - q->arrival_ns);
+		if (q->output_tokens > 1)
+			kv_hist_add(&s->tpot, (s->now - q->first_token_ns) / (q->output_tokens - 1));
+		kv_hist_add(&ts->ttft, q->first_token_ns - q->arrival_ns);
+		kv_hist_add(&ts->e2e, s->now - q->arrival_ns);
+		ts->completed++;
+		ts->prompt_tokens += q->prompt_tokens;
+		ts->output_tokens += q->output_tokens;
+		ts->cost += q->cost;
+		s->prompt_tokens_done += q->prompt_tokens;
+		s->output_tokens_done += q->output_tokens;
+		if (r->sched->on_done)
+			r->sched->on_done(r->sched_priv, r, q);
+	} else {
+		ts->rejected++;
+	}
+	if (s->now > s->last_finish_ns)
+		s->last_finish_ns = s->now;
+	if (s->sink.request && s->sink.request(s->sink.ctx, s, q, e))
+		rc = KV_EIO;
+	s->n_live--;
+	slot_free(s, q);
+	return rc;
+}
+
+/* --- batch formation ---------------------------------------------------- */
+
+uint64_t kv_req_next_tokens(const struct kv_req *q)
+{
+	if (q->kv_tokens < q->prefill_target)
+		return q->prefill_target - q->kv_tokens;
+	return 1;
+}
+
+int kv_replica_schedule(struct kv_replica *r, struct kv_req *q)
+{
+	const struct kv_sim_config *c = r->sim->cfg;
+	int prefill = q->kv_tokens < q->prefill_target;
+	uint64_t take = kv_req_next_tokens(q);
+	uint64_t ctx;
+	int rc;
+
+	KV_CHECK(q->batch_tokens == 0, "request %llu scheduled twice",
+		 (unsigned long long)q->id);
+	if (r->n_batch >= c->max_batch_seqs || r->budget_tokens == 0)
+		return KV_ERANGE;
+	if (take > r->budget_tokens) {
+		if (prefill && c->chunked_prefill)
+			take = r->budget_tokens;
+		else if (r->n_batch > 0)
+			return KV_ERANGE; /* a whole prompt over the budget runs alone */
+	}
+	rc = req_reserve(r, q, q->kv_tokens + take);
+	if (rc) {
+		if (rc == KV_ENOMEM)
+			r->last_nomem = q;
+		return rc;
+	}
+	q->batch_tokens = (uint32_t)take;
+	r->batch[r->n_batch++] = q;
+	r->budget_tokens -= KV_MIN(take, r->budget_tokens);
+	ctx = q->kv_tokens + take;
+	r->shape.n_seqs++;
+	if (prefill) {
+		r->shape.n_prefill_tokens += take;
+		r->shape.attn_pairs += kv_perf_prefill_pairs(q->kv_tokens, take);
+	} else {
+		r->shape.n_decode++;
+		r->shape.attn_pairs += ctx;
+	}
+	r->shape.kv_read_bytes += r->cache->read_bytes ?
+		r->cache->read_bytes(r->cache_priv, ctx) :
+		(uint64_t)((double)ctx * r->beta_bytes);
+	return 0;
+}
+
+void kv_replica_preempt(struct kv_replica *r, struct kv_req *q)
+{
+	KV_CHECK(q->state == KV_REQ_RUNNING && q->batch_tokens == 0,
+		 "preempting request %llu that is not running or already scheduled",
+		 (unsigned long long)q->id);
+	running_remove(r, q);
+	req_release(r, q);
+	/* Recompute: rebuild prompt plus generated tokens by prefill. */
+	r->outstanding_tokens -= q->prefill_target - q->kv_tokens;
+	q->prefill_target = q->prompt_tokens + q->generated;
+	q->kv_tokens = 0;
+	r->outstanding_tokens += q->prefill_target;
+	q->preemptions++;
+	r->sim->preemptions++;
+	q->state = KV_REQ_WAITING;
+	r->sched->enqueue(r->sched_priv, r, q);
+}
+
+void kv_replica_reject(struct kv_replica *r, struct kv_req *q)
+{
+	struct kv_sim *s = r->sim;
+	int rc;
+
+	KV_CHECK(q->state == KV_REQ_RUNNING && q->batch_tokens == 0,
+		 "rejecting request %llu that is not running or already scheduled",
+		 (unsigned long long)q->id);
+	running_remove(r, q);
+	rc = end_request(s, r, q, KV_END_REJECTED_POOL);
+	if (rc && !s->deferred_rc)
+		s->deferred_rc = rc;
+}
+
+/* Forms and starts the next iteration of an idle replica. */
+static int kick(struct kv_sim *s, struct kv_replica *r)
+{
+	int rc;
+
+	if (r->busy)
+		return 0;
+	rep_acct(r);
+	for (;;) {
+		memset(&r->shape, 0, sizeof(r->shape));
+		r->n_batch = 0;
+		r->budget_tokens = s->cfg->max_batch_tokens;
+		r->last_nomem = NULL;
+		if (r->n_running == 0 && r->sched->waiting(r->sched_priv) == 0)
+			return 0;
+		r->sched->form_batch(r->sched_priv, r);
+		if (s->deferred_rc)
+			return s->deferred_rc;
+		if (r->n_batch)
+			break;
+		/*
+		 * Nothing could run.  With requests running that is a
+		 * scheduler bug; with none, the memory refused belongs to a
+		 * request that cannot fit even in an empty pool: reject it.
+		 */
+		KV_CHECK(r->n_running == 0 && r->last_nomem,
+			 "replica %u formed an empty batch (running %u)", r->idx, r->n_running);
+		r->sched->dequeue(r->sched_priv, r, r->last_nomem);
+		rc = end_request(s, r, r->last_nomem, KV_END_REJECTED_POOL);
+		if (rc)
+			return rc;
+	}
+	r->busy = 1;
+	r->iter_start_ns = s->now;
+	kv_heap_push(&s->heap, s->now + kv_perf_iter_ns(&s->perf, &r->shape), EV_ITER_DONE,
+		     r->idx, 0);
+	return 0;
+}
+
+/* Applies one request's tokens at the end of an iteration; returns 1 when it finished. */
+static int apply_tokens(struct kv_replica *r, struct kv_req *q)
+{
+	uint64_t t = q->batch_tokens;
+	int prefill = q->kv_tokens < q->prefill_target;
+
+	q->batch_tokens = 0;
+	q->kv_tokens += t;
+	r->live_tokens += t;
+	if (prefill)
+		r->outstanding_tokens -= t;
+	if ((!prefill || q->kv_tokens == q->prefill_target) && q->generated < q->output_tokens) {
+		q->generated++;
+		r->outstanding_tokens--;
+		if (q->first_token_ns == KV_NS_NEVER)
+			q->first_token_ns = r->sim->now;
+	}
+	return q->kv_tokens >= q->prefill_target && q->generated == q->output_tokens;
+}
+
+static int on_iter_done(struct kv_sim *s, struct kv_replica *r)
+{
+	uint32_t i, j;
+	int rc = 0;
+
+	rep_acct(r);
+	r->busy = 0;
+	r->busy_ns += s->now - r->iter_start_ns;
+	r->iterations++;
+	for (i = 0; i < r->n_batch; i++) {
+		struct kv_req *q = r->batch[i];
+
+		if (apply_tokens(r, q))
+			q->state = KV_REQ_FREE; /* mark; removed below */
+	}
+	/* Compact the running set, keeping admission order, then end the finished. */
+	for (i = j = 0; i < r->n_running; i++) {
+		struct kv_req *q = r->running[i];
+
+		if (q->state == KV_REQ_RUNNING) {
+			q->run_idx = j;
+			r->running[j++] = q;
+		}
+	}
+	r->n_running = j;
+	for (i = 0; i < r->n_batch; i++) {
+		struct kv_req *q = r->batch[i];
+
+		if (q->state == KV_REQ_FREE && !rc)
+			rc = end_request(s, r, q, KV_END_COMPLETED);
+	}
+	r->n_batch = 0;
+	return rc ? rc : kick(s, r);
+}
+
+/* --- arrivals ------------------------------------------------------------ */
+
+/* Applies the oversize policy; returns 1 to admit, 0 to reject, <0 on error. */
+static int check_context(struct kv_sim *s, struct kv_arrival *a)
+{
+	const struct kv_sim_config *c = s->cfg;
+	uint64_t max = c->model.max_ctx_tokens;
+
+	if (a->prompt_tokens + a->output_tokens <= max)
+		return 1;
+	switch (c->oversize) {
+	case KV_OVERSIZE_REJECT:
+		return 0;
+	case KV_OVERSIZE_CLIP:
+		if (a->prompt_tokens >= max)
+			a->prompt_tokens = max - 1;
+		a->output_tokens = KV_MIN(a->output_tokens, max - a->prompt_tokens);
+		return 1;
+	default:
+		return kv_diag_set(&s->diag, KV_EINVAL, a->origin_file ? a->origin_file : "workload",
+				   a->origin_line, 0, "tokens",
+				   "request %llu has %llu prompt + %llu output tokens, beyond %s's context of %llu: expected at most %llu in total (or set workload.oversize: reject|clip)",
+				   (unsigned long long)a->id, (unsigned long long)a->prompt_tokens,
+				   (unsigned long long)a->output_tokens, c->model.name,
+				   (unsigned long long)max, (unsigned long long)max);
+	}
+}
+
+static int next_arrival(struct kv_sim *s)
+{
+	int rc = kv_source_next(s->src, &s->pending, &s->diag);
+
+	if (rc < 0)
+		return rc;
+	s->have_pending = rc;
+	if (rc) {
+		KV_CHECK(s->pending.t_ns >= s->now, "arrival %llu goes back in time",
+			 (unsigned long long)s->pending.id);
+		kv_heap_push(&s->heap, s->pending.t_ns, EV_ARRIVAL, 0, 0);
+	}
+	return 0;
+}
+
+static int on_arrival(struct kv_sim *s)
+{
+	struct kv_arrival *a = &s->pending;
+	struct kv_replica *r;
+	struct kv_req *q;
+	int ok = check_context(s, a);
+
+	if (ok < 0)
+		return ok;
+	if (s->arrived == 0)
+		s->first_arrival_ns = s->now;
+	s->arrived++;
+	s->n_live++;
+	if (s->n_live > s->peak_live)
+		s->peak_live = s->n_live;
+	s->tenant[a->tenant].arrived++;
+	q = slot_alloc(s);
+	q->id = a->id;
+	q->arrival_ns = s->now;
+	q->prompt_tokens = a->prompt_tokens;
+	q->output_tokens = a->output_tokens;
+	q->prefill_target = a->prompt_tokens;
+	q->tenant = a->tenant;
+	q->origin_line = a->origin_line;
+	q->mem_t0_ns = s->now;
+	q->replica = s->cfg->router->pick(s, q, &s->router_state);
+	r = &s->rep[q->replica];
+	r->n_assigned++;
+	r->outstanding_tokens += q->prompt_tokens + q->output_tokens;
+	if (!ok) {
+		int rc = end_request(s, r, q, KV_END_REJECTED_CONTEXT);
+
+		return rc ? rc : next_arrival(s);
+	}
+	q->state = KV_REQ_WAITING;
+	r->sched->enqueue(r->sched_priv, r, q);
+	ok = kick(s, r);
+	return ok ? ok : next_arrival(s);
+}
+
+/* --- the loop ------------------------------------------------------------ */
+
+static int on_sample(struct kv_sim *s)
+{
+	if (s->sink.sample && s->sink.sample(s->sink.ctx, s, s->now))
+		return KV_EIO;
+	if (s->have_pending || s->n_live)
+		kv_heap_push(&s->heap, s->now + s->cfg->sample_interval_ns, EV_SAMPLE, 0, 0);
+	return 0;
+}
+
+static void check_pool(const struct kv_replica *r)
+{
+	char msg[256];
+
+	if (kv_pool_check(&r->pool, msg, sizeof(msg)))
+		kv__check_fail(__FILE__, __LINE__, "kv_pool_check", "replica %u: %s", r->idx, msg);
+}
+
+static int dispatch(struct kv_sim *s, const struct kv_event *ev)
+{
+	int rc;
+
+	switch (ev->kind) {
+	case EV_ARRIVAL:
+		rc = on_arrival(s);
+		break;
+	case EV_ITER_DONE:
+		rc = on_iter_done(s, &s->rep[ev->target]);
+		break;
+	case EV_SAMPLE:
+		rc = on_sample(s);
+		break;
+	default:
+		kv__check_fail(__FILE__, __LINE__, "event kind", "unknown event %u", ev->kind);
+	}
+	if (!rc && s->cfg->check_pool) {
+		uint32_t i;
+
+		for (i = 0; i < s->n_rep; i++)
+			check_pool(&s->rep[i]);
+	}
+	return rc;
+}
+
+/* End-of-run conservation checks. */
+static void final_checks(struct kv_sim *s)
+{
+	uint64_t ended = 0;
+	uint32_t i;
+
+	for (i = 0; i < KV_END_N; i++)
+		ended += s->ended[i];
+	KV_CHECK(ended == s->arrived && s->n_live == 0,
+		 "%llu arrived, %llu ended, %llu live", (unsigned long long)s->arrived,
+		 (unsigned long long)ended, (unsigned long long)s->n_live);
+	for (i = 0; i < s->n_rep; i++) {
+		struct kv_replica *r = &s->rep[i];
+
+		rep_acct(r);
+		KV_CHECK(r->pool.free_bytes == r->pool.size_bytes && r->live_tokens == 0 &&
+				 r->n_running == 0 && r->n_assigned == 0 &&
+				 r->outstanding_tokens == 0,
+			 "replica %u leaks: %llu bytes held, %llu live tokens, %u running, %llu outstanding",
+			 i, (unsigned long long)(r->pool.size_bytes - r->pool.free_bytes),
+			 (unsigned long long)r->live_tokens, r->n_running,
+			 (unsigned long long)r->outstanding_tokens);
+		check_pool(r);
+	}
+}
+
+int kv_sim_run(struct kv_sim *s)
+{
+	struct kv_event ev;
+	int rc = next_arrival(s);
+
+	if (rc)
+		return rc;
+	if (s->cfg->sample_interval_ns)
+		kv_heap_push(&s->heap, 0, EV_SAMPLE, 0, 0);
+	while (kv_heap_pop(&s->heap, &ev)) {
+		KV_CHECK(ev.t_ns >= s->now, "time went back from %llu to %llu ns",
+			 (unsigned long long)s->now, (unsigned long long)ev.t_ns);
+		s->now = ev.t_ns;
+		s->events++;
+		rc = dispatch(s, &ev);
+		if (rc)
+			return rc;
+		if ((s->events & 0x3fff) == 0) {
+			if (s->sink.progress)
+				s->sink.progress(s->sink.ctx, s);
+			if (s->stop && *s->stop)
+				return KV_EINTR;
+		}
+	}
+	final_checks(s);
+	return 0;
+}
+
+/* --- set-up -------------------------------------------------------------- */
+
+static int replica_init(struct kv_sim *s, struct kv_replica *r, uint32_t idx)
+{
+	const struct kv_sim_config *c = s->cfg;
+	struct kv_cache_env env;
+	int rc;
+
+	r->sim = s;
+	r->idx = idx;
+	rc = kv_pool_init(&r->pool, s->pool_bytes, c->pool_min_block_bytes,
+			  c->pool_max_block_bytes);
+	if (rc)
+		return kv_diag_set(&s->diag, rc, "", 0, 0, "memory.pool",
+				   "cannot build a pool of %llu bytes with blocks %llu..%llu bytes: expected powers of two and at least one block",
+				   (unsigned long long)s->pool_bytes,
+				   (unsigned long long)c->pool_min_block_bytes,
+				   (unsigned long long)c->pool_max_block_bytes);
+	r->batch = kv_xcalloc(c->max_batch_seqs, sizeof(*r->batch));
+	r->cache = c->cache;
+	r->cache_priv = kv_xcalloc(1, c->cache->priv_size ? c->cache->priv_size : 1);
+	memcpy(r->cache_priv, c->cache_opts, c->cache->priv_size);
+	env.pool = &r->pool;
+	env.model = &c->model;
+	env.device = &c->device;
+	env.tp = c->tp;
+	env.token_bytes = s->token_bytes;
+	rc = c->cache->init(r->cache_priv, &env, &s->diag);
+	if (rc)
+		return rc;
+	r->beta_bytes = c->cache->bytes_per_token(r->cache_priv);
+	r->sched = c->sched;
+	r->sched_priv = kv_xcalloc(1, c->sched->priv_size ? c->sched->priv_size : 1);
+	memcpy(r->sched_priv, c->sched_opts, c->sched->priv_size);
+	return c->sched->init(r->sched_priv, r, &s->diag);
+}
+
+/* Pool bytes per replica: tp * memory * share - alpha * M (the weights and workspace). */
+static int pool_size(struct kv_sim *s)
+{
+	const struct kv_sim_config *c = s->cfg;
+	double usable = (double)c->device.mem_bytes * c->tp * c->mem_share;
+	double base = c->device.alpha * (double)kv_model_weight_bytes(&c->model);
+
+	if (usable <= base)
+		return kv_diag_set(&s->diag, KV_EINVAL, "", 0, 0, "memory.share",
+				   "%s needs %.1f GB for weights and workspace (alpha %.2f x %.1f GB) but %u x %s x %.2f gives %.1f GB: expected more memory (raise cluster.tensor_parallel or memory.share)",
+				   c->model.name, base / 1e9, c->device.alpha,
+				   (double)kv_model_weight_bytes(&c->model) / 1e9, c->tp,
+				   c->device.name, c->mem_share, usable / 1e9);
+	s->pool_bytes = (uint64_t)(usable - base);
+	return 0;
+}
+
+int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct kv_sink *sink)
+{
+	uint32_t i;
+	int rc;
+
+	memset(s, 0, sizeof(*s));
+	s->cfg = cfg;
+	s->free_slot = KV_NIL;
+	if (sink)
+		s->sink = *sink;
+	s->token_bytes = kv_model_kv_bytes_per_token(&cfg->model);
+	kv_perf_init(&s->perf, &cfg->model, &cfg->device, cfg->tp);
+	kv_heap_init(&s->heap, 1024);
+	kv_hist_init(&s->ttft);
+	kv_hist_init(&s->tpot);
+	kv_hist_init(&s->e2e);
+	s->tenant = kv_xcalloc(cfg->source.n_tenants, sizeof(*s->tenant));
+	for (i = 0; i < cfg->source.n_tenants; i++) {
+		kv_hist_init(&s->tenant[i].ttft);
+		kv_hist_init(&s->tenant[i].e2e);
+	}
+	rc = pool_size(s);
+	if (rc)
+		return rc;
+	s->n_rep = cfg->replicas;
+	s->rep = kv_xcalloc(s->n_rep, sizeof(*s->rep));
+	for (i = 0; i < s->n_rep; i++) {
+		rc = replica_init(s, &s->rep[i], i);
+		if (rc)
+			return rc;
+	}
+	return kv_source_open(&cfg->source, cfg->seed, &s->src, &s->diag);
+}
+
+void kv_sim_release(struct kv_sim *s)
+{
+	uint32_t i;
+
+	for (i = 0; i < s->n_rep; i++) {
+		struct kv_replica *r = &s->rep[i];
+
+		if (r->sched_priv && r->sched && r->sched->fini)
+			r->sched->fini(r->sched_priv);
+		if (r->cache_priv && r->cache && r->cache->fini)
+			r->cache->fini(r->cache_priv);
+		free(r->sched_priv);
+		free(r->cache_priv);
+		free(r->running);
+		free(r->batch);
+		kv_pool_release(&r->pool);
+	}
+	free(s->rep);
+	for (i = 0; i < s->n_pages; i++)
+		free(s->pages[i]);
+	free(s->pages);
+	if (s->src)
+		kv_source_close(s->src);
+	kv_heap_release(&s->heap);
+	kv_hist_release(&s->ttft);
+	kv_hist_release(&s->tpot);
+	kv_hist_release(&s->e2e);
+	if (s->tenant) {
+		for (i = 0; i < s->cfg->source.n_tenants; i++) {
+			kv_hist_release(&s->tenant[i].ttft);
+			kv_hist_release(&s->tenant[i].e2e);
+		}
+		free(s->tenant);
+	}
+	memset(s, 0, sizeof(*s));
+}

@@ -1,0 +1,267 @@
+/*
+ * engine.h -- the discrete-event engine: requests, replicas, the cluster.
+ *
+ * One event queue (heap.h) drives everything: the next arrival, the end of
+ * each replica's iteration, timeseries samples.  Each replica runs at most
+ * one iteration at a time (continuous batching, iteration-level scheduling
+ * as in Orca and vLLM).  When an iteration ends, its tokens are applied
+ * (prefill chunks extend the KV cache; the iteration that completes a
+ * prefill, and every decode step, emits one output token), finished
+ * requests leave and release their memory, then the scheduler forms the next
+ * batch under a token budget and a sequence cap, the cache model reserves
+ * memory for it, and the perf model gives its duration.
+ *
+ * Token accounting, per request: kv_tokens is the KV held; a request is in
+ * prefill while kv_tokens < prefill_target (the prompt, or prompt plus the
+ * tokens generated so far after a preemption by recompute), else it decodes
+ * one token per iteration.  So a lone request with prompt P and T >= 1
+ * outputs takes ceil(P / budget) prefill iterations (1 when P fits) plus
+ * T - 1 decode iterations, and its KV peaks at P + T - 1 tokens.
+ *
+ * Invariants checked always (KV_CHECK): time never goes backwards; every
+ * arrival ends exactly once, completed or rejected with a reason; a
+ * finished request holds no memory; at the end every pool is entirely free
+ * and the live-token counters are zero.  Requests live in pages of stable
+ * slots (pointers never move) recycled through a free list, so memory is
+ * proportional to requests in flight, not to the trace; nothing is
+ * allocated per event or per token once the high-water mark is reached.
+ */
+#ifndef KV_ENGINE_H
+#define KV_ENGINE_H
+
+#include "cache.h"
+#include "heap.h"
+#include "metrics.h"
+#include "perf.h"
+#include "sched.h"
+#include "source.h"
+
+#include <signal.h>
+
+#define KV_NIL UINT32_MAX
+
+enum kv_req_state {
+	KV_REQ_FREE = 0, /* slot unused */
+	KV_REQ_WAITING, /* queued in its replica's scheduler */
+	KV_REQ_RUNNING, /* admitted: in the replica's running set */
+};
+
+/* Why a request ended. */
+#define KV_END_MAP(X)                                                         \
+	X(COMPLETED, "completed")                                             \
+	X(REJECTED_CONTEXT, "prompt plus output exceeds the model's context") \
+	X(REJECTED_POOL, "KV cache larger than the whole memory pool")
+
+enum kv_end {
+#define KV__END_ENUM(name, msg) KV_END_##name,
+	KV_END_MAP(KV__END_ENUM)
+#undef KV__END_ENUM
+	KV_END_N
+};
+const char *kv_end_name(enum kv_end e);
+
+struct kv_req {
+	uint64_t id; /* arrival order, from 0 */
+	kv_ns arrival_ns; /* arrival time */
+	kv_ns first_token_ns; /* when the first output token was emitted, KV_NS_NEVER before */
+	kv_ns finish_ns; /* when it ended */
+	uint64_t prompt_tokens; /* input tokens */
+	uint64_t output_tokens; /* tokens to generate */
+	uint64_t prefill_target; /* KV tokens to build before decoding */
+	uint64_t kv_tokens; /* KV tokens held now */
+	uint64_t generated; /* output tokens emitted so far */
+	uint64_t kv_bytes; /* pool bytes held now (maintained by the cache model) */
+	uint64_t cache[4]; /* cache-model private words */
+	kv_ns mem_t0_ns; /* time memtime was last brought up to date */
+	double memtime_Bs; /* integral of kv_bytes over time, byte-seconds */
+	double cost; /* Cost = alpha*M + beta*L*T, bytes (see docs/cost-model.md) */
+	uint32_t tenant; /* tenant index */
+	uint32_t replica; /* replica index */
+	uint32_t preemptions; /* times preempted */
+	uint32_t state; /* enum kv_req_state */
+	uint32_t slot; /* own slot index */
+	uint32_t q_prev, q_next; /* scheduler queue links (slots), KV_NIL at ends */
+	uint32_t run_idx; /* index in the replica's running array */
+	uint32_t batch_tokens; /* tokens scheduled in the current iteration, 0 if none */
+	uint64_t sched_key; /* scheduler-private ordering key */
+	unsigned long origin_line; /* trace line, 0 when generated */
+};
+
+/* An intrusive FIFO of requests linked through q_prev/q_next. */
+struct kv_reqq {
+	uint32_t head, tail; /* slots, KV_NIL when empty */
+	uint64_t n; /* length */
+};
+
+struct kv_sim;
+
+struct kv_replica {
+	struct kv_sim *sim; /* owner */
+	uint32_t idx; /* index in the cluster */
+	struct kv_pool pool; /* KV memory */
+	const struct kv_sched_ops *sched; /* scheduler plugin */
+	void *sched_priv; /* its private state */
+	const struct kv_cache_ops *cache; /* cache-model plugin */
+	void *cache_priv; /* its private state */
+	struct kv_req **running; /* admitted requests, in admission order */
+	uint32_t n_running, running_cap;
+	struct kv_req **batch; /* requests scheduled in the current iteration */
+	uint32_t n_batch;
+	uint64_t budget_tokens; /* tokens left in the batch being formed */
+	struct kv_batch_shape shape; /* of the batch being formed / in flight */
+	int busy; /* an iteration is in flight */
+	kv_ns iter_start_ns; /* start of the iteration in flight */
+	uint64_t live_tokens; /* sum of kv_tokens over its requests */
+	uint64_t outstanding_tokens; /* prompt + output tokens not yet processed, assigned here */
+	uint64_t n_assigned; /* requests assigned, not yet ended */
+	/* statistics */
+	uint64_t iterations; /* iterations run */
+	kv_ns busy_ns; /* time spent in iterations */
+	double reserved_Bs; /* integral of reserved pool bytes, byte-seconds */
+	double used_Bs; /* integral of live-token bytes, byte-seconds */
+	kv_ns acct_t0_ns; /* time the integrals were last brought up to date */
+	uint64_t peak_reserved_bytes; /* high-water mark of reserved bytes */
+	double beta_bytes; /* cache model's bytes per token (cached at init) */
+	struct kv_req *last_nomem; /* last request refused memory while forming the batch */
+};
+
+enum kv_oversize { KV_OVERSIZE_ERROR, KV_OVERSIZE_REJECT, KV_OVERSIZE_CLIP };
+
+/* Everything a run needs; filled by the workload loader. */
+struct kv_sim_config {
+	struct kv_model model; /* served model */
+	struct kv_device device; /* one replica's GPU */
+	uint32_t replicas; /* replicas in the cluster, >= 1 */
+	uint32_t tp; /* GPUs per replica (tensor parallel), >= 1 */
+	const struct kv_router_ops *router; /* arrival routing */
+	const struct kv_sched_ops *sched; /* scheduler */
+	void *sched_opts; /* sched->priv_size bytes with options filled */
+	const struct kv_cache_ops *cache; /* cache model */
+	void *cache_opts; /* cache->priv_size bytes with options filled */
+	double mem_share; /* share of device memory the server may use, default 0.9 */
+	uint64_t pool_min_block_bytes; /* buddy unit, default 256 KiB */
+	uint64_t pool_max_block_bytes; /* largest contiguous block, 0 = no cap */
+	uint64_t max_batch_tokens; /* token budget per iteration, default 2048 */
+	uint32_t max_batch_seqs; /* sequences per iteration, default 256 */
+	int chunked_prefill; /* split prompts over iterations, default 1 */
+	enum kv_oversize oversize; /* prompt+output beyond context, default error */
+	kv_ns sample_interval_ns; /* timeseries period, default 1 s, 0 = off */
+	int check_pool; /* run the pool integrity check after every event */
+	struct kv_source_spec source; /* arrivals */
+	uint64_t seed; /* random seed */
+};
+
+/* Where results go; any callback may be NULL.  Returning nonzero stops the run with KV_EIO. */
+struct kv_sink {
+	void *ctx;
+	int (*request)(void *ctx, const struct kv_sim *s, const struct kv_req *q, enum kv_end e);
+	int (*sample)(void *ctx, const struct kv_sim *s, kv_ns t_ns);
+	void (*progress)(void *ctx, const struct kv_sim *s); /* every few thousand events */
+};
+
+struct kv_tenant_stats {
+	uint64_t arrived, completed, rejected; /* requests */
+	uint64_t prompt_tokens, output_tokens; /* of completed requests */
+	double cost; /* sum of Cost */
+	struct kv_hist ttft, e2e; /* ns */
+};
+
+struct kv_sim {
+	const struct kv_sim_config *cfg;
+	struct kv_perf perf; /* iteration-time model */
+	uint64_t token_bytes; /* fp16 KV bytes per token, whole replica */
+	uint64_t pool_bytes; /* pool size per replica */
+	struct kv_heap heap; /* the event queue */
+	struct kv_replica *rep; /* replicas */
+	uint32_t n_rep;
+	struct kv_req **pages; /* request slot pages */
+	uint32_t n_pages; /* pages allocated */
+	uint32_t free_slot; /* head of the free-slot list (linked through q_next), KV_NIL */
+	uint64_t n_live; /* requests arrived and not ended */
+	uint64_t peak_live; /* high-water mark of n_live */
+	struct kv_source *src; /* arrivals */
+	struct kv_arrival pending; /* next arrival, when have_pending */
+	int have_pending;
+	kv_ns now; /* current simulated time */
+	uint64_t router_state; /* router private word */
+	struct kv_sink sink; /* outputs */
+	volatile sig_atomic_t *stop; /* set asynchronously to stop early (may be NULL) */
+	/* statistics */
+	uint64_t events; /* events processed */
+	uint64_t arrived; /* requests arrived */
+	uint64_t ended[KV_END_N]; /* requests ended, by reason */
+	uint64_t prompt_tokens_done, output_tokens_done; /* of completed requests */
+	uint64_t preemptions; /* total */
+	struct kv_hist ttft, tpot, e2e; /* ns */
+	struct kv_tenant_stats *tenant; /* cfg->source.n_tenants entries */
+	kv_ns first_arrival_ns, last_finish_ns; /* makespan bounds */
+	struct kv_diag diag; /* error detail when a run fails */
+	int deferred_rc; /* error raised inside a scheduler hook, returned after it */
+};
+
+/*
+ * Builds the cluster: profiles, pools, plugin instances, the source.
+ * Returns 0, or a negative code with s->diag filled (bad plugin options,
+ * a pool that holds nothing, an unreadable trace).
+ */
+int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct kv_sink *sink);
+
+/*
+ * Runs to completion.  Returns 0; KV_EINVAL with s->diag filled for a bad
+ * trace row or an oversize request under the "error" policy; KV_EIO when a
+ * sink callback failed; KV_EINTR when *s->stop was set.
+ */
+int kv_sim_run(struct kv_sim *s);
+
+void kv_sim_release(struct kv_sim *s);
+
+/* The request in a slot. */
+static inline struct kv_req *kv_sim_req(const struct kv_sim *s, uint32_t slot)
+{
+	return &s->pages[slot >> 12][slot & 4095];
+}
+
+/* --- helpers for schedulers ------------------------------------------- */
+
+void kv_reqq_init(struct kv_reqq *qq);
+void kv_reqq_push_back(struct kv_sim *s, struct kv_reqq *qq, struct kv_req *q);
+void kv_reqq_push_front(struct kv_sim *s, struct kv_reqq *qq, struct kv_req *q);
+void kv_reqq_remove(struct kv_sim *s, struct kv_reqq *qq, struct kv_req *q);
+/* Head of the queue, or NULL. */
+struct kv_req *kv_reqq_head(const struct kv_sim *s, const struct kv_reqq *qq);
+/* Successor of q in its queue, or NULL. */
+struct kv_req *kv_reqq_next(const struct kv_sim *s, const struct kv_req *q);
+
+/*
+ * Schedules q (running or waiting on r) for the iteration being formed:
+ * takes its tokens from the budget (a decode step is one token; a prefill
+ * chunk is what remains of its prefill, cut to the budget when chunked
+ * prefill is on) and reserves the memory through the cache model.
+ * Returns 0 when scheduled; KV_ERANGE when the token budget or the sequence
+ * cap is spent (q untouched); KV_ENOMEM when its memory cannot be reserved
+ * (q untouched).  A waiting q must be admitted with kv_replica_admit()
+ * after a 0 return.
+ */
+int kv_replica_schedule(struct kv_replica *r, struct kv_req *q);
+
+/* Moves a waiting q that kv_replica_schedule() accepted into the running set. */
+void kv_replica_admit(struct kv_replica *r, struct kv_req *q);
+
+/*
+ * Preempts running q by recompute: releases its memory, sets it back to
+ * prefill its prompt plus the tokens generated so far, and hands it to the
+ * scheduler's enqueue.  q must not be scheduled in the batch being formed.
+ */
+void kv_replica_preempt(struct kv_replica *r, struct kv_req *q);
+
+/*
+ * Ends running q as rejected (KV_END_REJECTED_POOL): for a request that
+ * cannot grow although it is alone on the replica.  q must not be scheduled
+ * in the batch being formed.
+ */
+void kv_replica_reject(struct kv_replica *r, struct kv_req *q);
+
+/* Tokens q would take from the budget now (ignoring the budget's size). */
+uint64_t kv_req_next_tokens(const struct kv_req *q);
+
+#endif /* KV_ENGINE_H */

@@ -1,0 +1,107 @@
+/*
+ * kv_common.h -- types, units, errors and allocation wrappers shared by every
+ * kvsim module.
+ *
+ * Units live in names: simulated time is integer nanoseconds (kv_ns), memory
+ * integer bytes, lengths integer tokens.  Fallible functions return int: 0 on
+ * success, a negative KV_E* code otherwise.  Input errors carry a struct
+ * kv_diag that names the file, line, column, field, bad value and what was
+ * expected; the caller prints it once and exits with status 2.
+ *
+ * Out of memory aborts inside kv_xmalloc() and friends: nothing checks NULL
+ * after them.  KV_CHECK() is an always-on model invariant (cheap, like
+ * Linux's VM_BUG_ON); assert() is kept for pre- and postconditions.
+ */
+#ifndef KV_COMMON_H
+#define KV_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Simulated time: nanoseconds since the start of the run. */
+typedef uint64_t kv_ns;
+#define KV_NS_PER_US 1000ULL
+#define KV_NS_PER_MS 1000000ULL
+#define KV_NS_PER_S 1000000000ULL
+#define KV_NS_NEVER UINT64_MAX
+
+#define KV_KiB (1024ULL)
+#define KV_MiB (1024ULL * 1024ULL)
+#define KV_GiB (1024ULL * 1024ULL * 1024ULL)
+
+#define KV_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define KV_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define KV_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* Error codes: name, value, message.  One list, as libuv's UV_ERRNO_MAP. */
+#define KV_ERRNO_MAP(X)                                                       \
+	X(INVAL, -1, "invalid input")                                         \
+	X(NOMEM, -2, "not enough simulated memory")                           \
+	X(IO, -3, "input/output error")                                       \
+	X(NOENT, -4, "no such file or entry")                                 \
+	X(RANGE, -5, "value out of range")                                    \
+	X(EOF, -6, "end of input")                                            \
+	X(TOOBIG, -7, "request larger than the memory pool or context")       \
+	X(INTR, -8, "interrupted")                                            \
+	X(INVARIANT, -9, "model invariant violated")
+
+enum kv_errno {
+#define KV__ERR_ENUM(name, val, msg) KV_E##name = (val),
+	KV_ERRNO_MAP(KV__ERR_ENUM)
+#undef KV__ERR_ENUM
+};
+
+/* Returns the message of a KV_E* code (never NULL). */
+const char *kv_strerror(int err);
+
+/*
+ * A diagnostic for bad input.  Filled by parsers with kv_diag_set(); printed
+ * once by the command as "kvsim: FILE:LINE:COL: FIELD: MESSAGE".
+ * line/col are 1-based; 0 means "not applicable".
+ */
+struct kv_diag {
+	char file[512]; /* input file, or "--set" for command-line overrides */
+	unsigned long line; /* 1-based line, 0 when unknown */
+	unsigned long col; /* 1-based column, 0 when unknown */
+	char field[128]; /* key path or column name, "" when none */
+	char msg[768]; /* what was wrong: bad value and what was expected */
+};
+
+/* Fills d (when non-NULL) and returns err, so parsers can `return kv_diag_set(...)`. */
+int kv_diag_set(struct kv_diag *d, int err, const char *file, unsigned long line,
+		unsigned long col, const char *field, const char *fmt, ...)
+	__attribute__((format(printf, 7, 8)));
+
+/* Writes "kvsim: file:line:col: field: msg\n" to f. */
+void kv_diag_print(const struct kv_diag *d, FILE *f);
+
+/* Allocation that aborts with a message on failure; never returns NULL. */
+void *kv_xmalloc(size_t n);
+void *kv_xcalloc(size_t nmemb, size_t size);
+void *kv_xrealloc(void *p, size_t n);
+char *kv_xstrdup(const char *s);
+
+/*
+ * Fault injection for tests: when KVSIM_FAIL_ALLOC=N is set in the
+ * environment, the Nth kv_x* call fails (message, exit status 3).
+ */
+void kv_alloc_fault_init(void);
+
+/* Always-on invariant check: prints the failed condition and aborts. */
+#define KV_CHECK(cond, ...)                                                   \
+	do {                                                                  \
+		if (__builtin_expect(!(cond), 0))                             \
+			kv__check_fail(__FILE__, __LINE__, #cond, __VA_ARGS__); \
+	} while (0)
+_Noreturn void kv__check_fail(const char *file, int line, const char *cond,
+			      const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* Integer ceil(a / b) for b > 0. */
+static inline uint64_t kv_div_ceil(uint64_t a, uint64_t b)
+{
+	return (a + b - 1) / b;
+}
+
+#endif /* KV_COMMON_H */

@@ -1,0 +1,81 @@
+/*
+ * perf.c -- the iteration-time roofline of perf.h.
+ *
+ * kv_perf_init() folds the model, the device and the tensor-parallel degree
+ * into a handful of per-GPU constants once per run; kv_perf_iter_ns() is
+ * then a few multiply-adds per iteration.  All arithmetic is in double
+ * nanoseconds, rounded up once at the end, so the same inputs give the same
+ * duration on any IEEE-754 machine.
+ */
+#include "perf.h"
+
+#include <assert.h>
+#include <math.h>
+
+/*
+ * Ring all-reduce of one token's activations (hidden * dtype bytes) sends
+ * 2(tp-1)/tp of the buffer over each GPU's link; a layer does two (after
+ * attention and after the MLP).  Returns ns per batch token.
+ */
+static double allreduce_ns_per_token(const struct kv_model *m, const struct kv_device *dev,
+				     uint32_t tp)
+{
+	double link_Bps = dev->interconnect_Bps > 0 ? dev->interconnect_Bps
+						    : dev->host_link_Bps;
+	double bytes = (double)m->hidden * m->dtype_bytes;
+	double ring = 2.0 * (tp - 1) / tp;
+
+	if (tp <= 1)
+		return 0.0;
+	return 2.0 * m->layers * ring * bytes / link_Bps * 1e9;
+}
+
+void kv_perf_init(struct kv_perf *pf, const struct kv_model *m, const struct kv_device *dev,
+		  uint32_t tp)
+{
+	assert(tp >= 1);
+	pf->tp = tp;
+	pf->weight_bytes_per_gpu = (double)kv_model_weight_bytes(m) / tp;
+	pf->lin_flops_per_token = kv_model_linear_flops_per_token(m) / tp;
+	pf->attn_flops_per_pair = kv_model_attn_flops_per_pair(m) / tp;
+	pf->bw_Bps = dev->mem_bw_Bps * dev->eff_bw;
+	pf->flops_per_s = dev->flops * dev->eff_flops;
+	pf->dequant_flops_per_byte = dev->dequant_flops_per_byte;
+	pf->overhead_ns = (double)dev->overhead_ns;
+	pf->per_seq_ns = (double)dev->per_seq_ns;
+	pf->allreduce_ns_per_token = allreduce_ns_per_token(m, dev, tp);
+	pf->allreduce_ns_fixed =
+		tp > 1 ? 2.0 * m->layers * (double)dev->allreduce_latency_ns : 0.0;
+}
+
+/* Linear layers: every weight read once, F_lin FLOPs per batch token. */
+static double linear_ns(const struct kv_perf *pf, uint64_t n_tokens)
+{
+	double mem = pf->weight_bytes_per_gpu / pf->bw_Bps;
+	double cmp = pf->lin_flops_per_token * (double)n_tokens / pf->flops_per_s;
+
+	return 1e9 * fmax(mem, cmp);
+}
+
+/* Attention: the KV this GPU's heads read, F_attn per pair plus dequantisation. */
+static double attention_ns(const struct kv_perf *pf, const struct kv_batch_shape *b)
+{
+	double mem = (double)b->kv_read_bytes / pf->tp / pf->bw_Bps;
+	double flops = pf->attn_flops_per_pair * (double)b->attn_pairs +
+		       pf->dequant_flops_per_byte * (double)b->dequant_bytes / pf->tp;
+
+	return 1e9 * fmax(mem, flops / pf->flops_per_s);
+}
+
+kv_ns kv_perf_iter_ns(const struct kv_perf *pf, const struct kv_batch_shape *b)
+{
+	uint64_t n_tokens = b->n_decode + b->n_prefill_tokens;
+	double t = pf->overhead_ns + pf->per_seq_ns * b->n_seqs;
+
+	t += linear_ns(pf, n_tokens) + attention_ns(pf, b);
+	if (pf->tp > 1)
+		t += pf->allreduce_ns_per_token * (double)n_tokens + pf->allreduce_ns_fixed;
+	t += (double)b->extra_ns;
+	t = ceil(t);
+	return t < 1.0 ? 1 : (kv_ns)t;
+}

@@ -1,0 +1,82 @@
+/*
+ * perf.h -- the iteration-time model: a roofline over one batch.
+ *
+ * For a batch with N tokens (prefill chunk tokens plus one per decoding
+ * sequence), S sequences, and `pairs` query-context token pairs read by
+ * attention (each query token reads its whole context, so decode contributes
+ * its context length and a prefill chunk of c tokens after p cached tokens
+ * contributes c*p + c*(c+1)/2), the model computes, per GPU of a
+ * tensor-parallel group of tp GPUs,
+ *
+ *   t_lin  = max(M/tp / (B*eff_bw),  F_lin*N/tp / (P*eff_flops))
+ *   t_attn = max(KV/tp / (B*eff_bw), (F_attn*pairs + q*D)/tp / (P*eff_flops))
+ *   t      = overhead + S*per_seq + t_lin + t_attn + t_ar + extra
+ *   t_ar   = N * 2L * 2(tp-1)/tp * hidden*dtype / I  +  2L * lat   (tp > 1 only)
+ *
+ * with M the weight bytes, KV the KV bytes attention reads over the whole
+ * replica (kv_read_bytes; heads are split over the tp GPUs), D the KV bytes
+ * to dequantise and q the device's dequant FLOPs per byte,
+ * F_lin = kv_model_linear_flops_per_token(), F_attn =
+ * kv_model_attn_flops_per_pair(), B and P the device's bandwidth and FLOP
+ * rate, I its GPU-GPU link (one direction), L the layers and lat the fixed
+ * cost of one all-reduce: two ring all-reduces of N*hidden activations per
+ * layer, as Megatron-style tensor parallelism does.
+ *
+ * The linear layers and attention are separate kernels that run one after
+ * the other, so each gets its own roofline and their times add; a single
+ * max over the summed bytes and FLOPs (rejected) lets attention's memory
+ * traffic hide under the linear layers' compute, which no real kernel
+ * schedule does, and under-predicted large-batch iterations by ~20%.
+ * docs/perf-model.md derives the terms and compares the model to published
+ * measurements.  The functions here are pure and allocation-free: they sit
+ * on the simulator's hot path.
+ */
+#ifndef KV_PERF_H
+#define KV_PERF_H
+
+#include "profile.h"
+
+/* The shape of one iteration's batch, filled by the engine. */
+struct kv_batch_shape {
+	uint32_t n_seqs; /* sequences in the batch */
+	uint32_t n_decode; /* sequences generating one token */
+	uint64_t n_prefill_tokens; /* prompt tokens processed this iteration */
+	uint64_t attn_pairs; /* query-context token pairs over the batch */
+	uint64_t kv_read_bytes; /* KV bytes read by attention, whole replica (cache-model dependent) */
+	uint64_t dequant_bytes; /* KV bytes that need dequantisation (quantized caches) */
+	uint64_t extra_ns; /* added time: swaps, recompute not in the batch, ... */
+};
+
+/* Precomputed per (model, device, tp) constants. */
+struct kv_perf {
+	double weight_bytes_per_gpu; /* M / tp */
+	double lin_flops_per_token; /* F_lin / tp */
+	double attn_flops_per_pair; /* F_attn / tp */
+	double bw_Bps; /* B * eff_bw */
+	double flops_per_s; /* P * eff_flops */
+	double dequant_flops_per_byte; /* from the device */
+	double overhead_ns; /* fixed per iteration */
+	double per_seq_ns; /* per sequence */
+	double allreduce_ns_per_token; /* tensor-parallel all-reduce time per batch token, 0 when tp == 1 */
+	double allreduce_ns_fixed; /* 2 * layers * all-reduce latency per iteration, 0 when tp == 1 */
+	uint32_t tp; /* tensor-parallel degree */
+};
+
+/*
+ * Fills pf from a model, a device and a tensor-parallel degree (>= 1).  A
+ * device without a GPU-GPU link (interconnect 0) all-reduces over its host
+ * link.
+ */
+void kv_perf_init(struct kv_perf *pf, const struct kv_model *m, const struct kv_device *dev,
+		  uint32_t tp);
+
+/* Iteration duration in ns (>= 1) for a batch shape. */
+kv_ns kv_perf_iter_ns(const struct kv_perf *pf, const struct kv_batch_shape *b);
+
+/* Query-context pairs of a prefill chunk of c tokens after p cached tokens: c*p + c*(c+1)/2. */
+static inline uint64_t kv_perf_prefill_pairs(uint64_t p, uint64_t c)
+{
+	return c * p + c * (c + 1) / 2;
+}
+
+#endif /* KV_PERF_H */

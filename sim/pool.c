@@ -1,0 +1,360 @@
+/*
+ * pool.c -- binary buddy allocator over flat per-unit arrays.
+ *
+ * The algorithm is Knowlton's buddy system (CACM 8(10), 1965; Knuth TAOCP
+ * 2.5): a block of order k is 2^k units starting at a multiple of 2^k, and
+ * its buddy is the block at offset XOR 2^k.  Alloc takes the smallest
+ * nonempty free list of order >= the request (a bit mask of nonempty lists
+ * finds it with one count-trailing-zeros), splits it down, pushing each
+ * upper half onto its list.  Free merges with the buddy while the buddy is a
+ * free block of the same order and the merged order is <= max_order; the
+ * merged block then lies in the region, since a free buddy does.
+ *
+ * A region of n units that is not a power of two starts as its greedy cover
+ * by maximal aligned blocks: at offset o take the largest k <= max_order
+ * with 2^k | o and o + 2^k <= n.  Blocks of the cover never merge across its
+ * cuts (below max_order, the would-be buddy is not whole inside the region
+ * or is split), so everything freed returns to the same cover.
+ *
+ * Bounds: internal waste < 50% of each block (power-of-two rounding).
+ * Robson's bound (JACM 21(3), 1974), as SQLite's mem5.c states it for its
+ * buddy allocator: with N units in the region, at most M units live at once
+ * and requests of at most n units (all rounded to powers of two), no
+ * allocation fails while N >= M * (1 + log2(n) / 2) - n + 1.  Refusals
+ * that free_bytes alone would have allowed are counted in alloc_fail_frag.
+ *
+ * Choice of block among equals: free lists are LIFO (push and pop at the
+ * head), O(1) and deterministic; the most recently freed block is reused
+ * first, as Linux's per-order lists do for cache-hot pages.  Lowest address
+ * first was rejected: address-ordered lists make insertion O(free blocks),
+ * and a per-order bitmap with find-first-set costs n_units bits per order
+ * and O(n_units / 64) per search without a second level.
+ *
+ * Per-unit metadata (meaningful at a block head only): order (0xff
+ * elsewhere), is_free, refs (allocated heads), next/prev (free heads).
+ */
+#include "pool.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NOT_HEAD 0xff /* order[] of a unit inside a block */
+#define REFS_MAX UINT16_MAX /* highest reference count */
+
+static inline unsigned floor_log2(uint64_t x)
+{
+	return 63 - (unsigned)__builtin_clzll(x);
+}
+
+static inline int is_pow2(uint64_t x)
+{
+	return x && !(x & (x - 1));
+}
+
+/* Pushes the block at off of order k on its free list (LIFO) and marks it free. */
+static inline void list_push(struct kv_pool *p, uint32_t off, unsigned k)
+{
+	int32_t head = p->free_head[k];
+
+	p->next[off] = head;
+	p->prev[off] = -1;
+	if (head >= 0)
+		p->prev[head] = (int32_t)off;
+	p->free_head[k] = (int32_t)off;
+	p->order[off] = (uint8_t)k;
+	p->is_free[off] = 1;
+	p->n_free_blocks[k]++;
+	p->free_mask |= 1ULL << k;
+	p->free_bytes += p->unit_bytes << k;
+}
+
+/* Removes the free block at off of order k from its list and marks it not free. */
+static inline void list_unlink(struct kv_pool *p, uint32_t off, unsigned k)
+{
+	int32_t nx = p->next[off], pv = p->prev[off];
+
+	if (pv >= 0)
+		p->next[pv] = nx;
+	else
+		p->free_head[k] = nx;
+	if (nx >= 0)
+		p->prev[nx] = pv;
+	p->is_free[off] = 0;
+	if (--p->n_free_blocks[k] == 0)
+		p->free_mask &= ~(1ULL << k);
+	p->free_bytes -= p->unit_bytes << k;
+}
+
+/*
+ * Lays the greedy cover of maximal aligned blocks over [0, n_units): the
+ * largest block that fits the rest, capped at max_order.  Orders never
+ * increase along the cover, so every offset is a multiple of the block's
+ * size without testing it (kv_pool_check does).
+ */
+static void pool_cover(struct kv_pool *p)
+{
+	uint32_t off = 0;
+
+	while (off < p->n_units) {
+		unsigned k = KV_MIN(floor_log2(p->n_units - off), p->max_order);
+
+		list_push(p, off, k);
+		off += 1u << k;
+	}
+}
+
+int kv_pool_init(struct kv_pool *p, uint64_t size_bytes, uint64_t min_block_bytes,
+		 uint64_t max_block_bytes)
+{
+	uint64_t n_units;
+	unsigned k;
+
+	memset(p, 0, sizeof(*p));
+	if (!is_pow2(min_block_bytes) || (max_block_bytes && !is_pow2(max_block_bytes)) ||
+	    (max_block_bytes && max_block_bytes < min_block_bytes))
+		return KV_EINVAL;
+	n_units = size_bytes / min_block_bytes;
+	if (!n_units)
+		return KV_EINVAL;
+	if (n_units > INT32_MAX)
+		return KV_ERANGE;
+	p->unit_bytes = min_block_bytes;
+	p->n_units = (uint32_t)n_units;
+	p->size_bytes = n_units * min_block_bytes;
+	p->max_order = floor_log2(n_units);
+	if (max_block_bytes)
+		p->max_order = KV_MIN(p->max_order, floor_log2(max_block_bytes / min_block_bytes));
+	for (k = 0; k <= KV_POOL_MAX_ORDER; k++)
+		p->free_head[k] = -1;
+	p->next = kv_xmalloc(n_units * sizeof(*p->next));
+	p->prev = kv_xmalloc(n_units * sizeof(*p->prev));
+	p->order = kv_xmalloc(n_units);
+	memset(p->order, NOT_HEAD, n_units);
+	p->is_free = kv_xcalloc(n_units, 1);
+	p->refs = kv_xcalloc(n_units, sizeof(*p->refs));
+	pool_cover(p);
+	return 0;
+}
+
+void kv_pool_release(struct kv_pool *p)
+{
+	free(p->next);
+	free(p->prev);
+	free(p->order);
+	free(p->is_free);
+	free(p->refs);
+	memset(p, 0, sizeof(*p));
+}
+
+int kv_pool_order_for(const struct kv_pool *p, uint64_t bytes)
+{
+	uint64_t units;
+	unsigned k;
+
+	if (bytes <= p->unit_bytes)
+		return 0;
+	units = ((bytes - 1) >> __builtin_ctzll(p->unit_bytes)) + 1;
+	k = floor_log2(units - 1) + 1; /* ceil(log2(units)) for units >= 2 */
+	return k > p->max_order ? -1 : (int)k;
+}
+
+/* Counts a refused allocation of the given order; returns KV_ENOMEM. */
+static __attribute__((noinline)) int pool_refuse(struct kv_pool *p, unsigned order)
+{
+	p->alloc_fail++;
+	if (p->free_bytes >= kv_pool_block_bytes(p, order))
+		p->alloc_fail_frag++;
+	return KV_ENOMEM;
+}
+
+int kv_pool_alloc(struct kv_pool *p, unsigned order, uint32_t *off)
+{
+	uint64_t avail;
+	unsigned k;
+	uint32_t o;
+
+	if (__builtin_expect(order > p->max_order, 0))
+		return KV_ETOOBIG;
+	avail = p->free_mask >> order;
+	if (__builtin_expect(!avail, 0))
+		return pool_refuse(p, order);
+	k = order + (unsigned)__builtin_ctzll(avail);
+	o = (uint32_t)p->free_head[k];
+	list_unlink(p, o, k);
+	while (k > order) {
+		k--;
+		list_push(p, o + (1u << k), k);
+	}
+	p->order[o] = (uint8_t)order;
+	p->refs[o] = 1;
+	p->n_allocs++;
+	*off = o;
+	return 0;
+}
+
+/* Aborts unless off is the head of an allocated block; `what` names the caller. */
+static inline void check_allocated(const struct kv_pool *p, uint32_t off, const char *what)
+{
+	KV_CHECK(off < p->n_units, "%s: offset %u outside the pool (%u units)", what, off,
+		 p->n_units);
+	KV_CHECK(p->order[off] != NOT_HEAD && !p->is_free[off] && p->refs[off],
+		 "%s: offset %u is not an allocated block (order %u, is_free %u, refs %u)",
+		 what, off, p->order[off], p->is_free[off], p->refs[off]);
+}
+
+unsigned kv_pool_ref(struct kv_pool *p, uint32_t off)
+{
+	check_allocated(p, off, "kv_pool_ref");
+	KV_CHECK(p->refs[off] < REFS_MAX, "kv_pool_ref: offset %u already has %u references",
+		 off, p->refs[off]);
+	return ++p->refs[off];
+}
+
+unsigned kv_pool_free(struct kv_pool *p, uint32_t off)
+{
+	unsigned k;
+
+	check_allocated(p, off, "kv_pool_free");
+	if (--p->refs[off])
+		return p->refs[off];
+	p->n_frees++;
+	for (k = p->order[off]; k < p->max_order; k++) {
+		uint32_t buddy = off ^ (1u << k);
+
+		if (buddy >= p->n_units || !p->is_free[buddy] || p->order[buddy] != k)
+			break;
+		list_unlink(p, buddy, k);
+		p->order[off | (1u << k)] = NOT_HEAD; /* the upper half stops being a head */
+		off &= ~(1u << k);
+	}
+	list_push(p, off, k);
+	return 0;
+}
+
+uint64_t kv_pool_largest_free(const struct kv_pool *p)
+{
+	return p->free_mask ? p->unit_bytes << floor_log2(p->free_mask) : 0;
+}
+
+double kv_pool_ext_frag(const struct kv_pool *p)
+{
+	if (!p->free_bytes)
+		return 0.0;
+	return 1.0 - (double)kv_pool_largest_free(p) / (double)p->free_bytes;
+}
+
+/* Formats the failure into msg (when non-NULL); returns KV_EINVARIANT. */
+static int check_fail(char *msg, size_t msglen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int check_fail(char *msg, size_t msglen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (msg && msglen) {
+		va_start(ap, fmt);
+		vsnprintf(msg, msglen, fmt, ap);
+		va_end(ap);
+	}
+	return KV_EINVARIANT;
+}
+
+/* Checks the units inside the block at off of order k are not heads, not free, unreferenced. */
+static int check_interior(const struct kv_pool *p, uint32_t off, unsigned k, char *msg,
+			  size_t msglen)
+{
+	uint32_t u, end = off + (1u << k);
+
+	for (u = off + 1; u < end; u++)
+		if (p->order[u] != NOT_HEAD || p->is_free[u] || p->refs[u])
+			return check_fail(msg, msglen,
+					  "unit %u inside block %u (order %u) has order %u, "
+					  "is_free %u, refs %u",
+					  u, off, k, p->order[u], p->is_free[u], p->refs[u]);
+	return 0;
+}
+
+/* Checks the block at off (a head): placement, flags, refs, and its buddy. */
+static int check_block(const struct kv_pool *p, uint32_t off, char *msg, size_t msglen)
+{
+	unsigned k = p->order[off];
+	uint32_t buddy;
+
+	if (k == NOT_HEAD || k > p->max_order)
+		return check_fail(msg, msglen, "unit %u should start a block but has order %u "
+				  "(max_order %u)", off, k, p->max_order);
+	if (off & ((1u << k) - 1) || (uint64_t)off + (1u << k) > p->n_units)
+		return check_fail(msg, msglen, "block %u of order %u misaligned or past the "
+				  "region (%u units)", off, k, p->n_units);
+	if (p->is_free[off] > 1 || (p->is_free[off] && p->refs[off]) ||
+	    (!p->is_free[off] && !p->refs[off]))
+		return check_fail(msg, msglen, "block %u (order %u): is_free %u with refs %u",
+				  off, k, p->is_free[off], p->refs[off]);
+	buddy = off ^ (1u << k);
+	if (p->is_free[off] && k < p->max_order && buddy > off && buddy < p->n_units &&
+	    p->order[buddy] == k && p->is_free[buddy])
+		return check_fail(msg, msglen, "free buddies %u and %u of order %u not coalesced",
+				  off, buddy, k);
+	return check_interior(p, off, k, msg, msglen);
+}
+
+/* Walks free list k: links, flags and count against n_free_blocks[k] and want. */
+static int check_list(const struct kv_pool *p, unsigned k, uint64_t want, char *msg,
+		      size_t msglen)
+{
+	int32_t i, prev = -1;
+	uint64_t count = 0;
+
+	for (i = p->free_head[k]; i != -1; prev = i, i = p->next[i]) {
+		if (i < 0 || (uint32_t)i >= p->n_units || ++count > want)
+			return check_fail(msg, msglen, "free list %u: bad link %d after %d, or "
+					  "more than the %llu free blocks of that order",
+					  k, i, prev, (unsigned long long)want);
+		if (!p->is_free[i] || p->order[i] != k || p->prev[i] != prev)
+			return check_fail(msg, msglen, "free list %u: unit %d has is_free %u, "
+					  "order %u, prev %d (expected %d)", k, i,
+					  p->is_free[i], p->order[i], p->prev[i], prev);
+	}
+	if (count != want || p->n_free_blocks[k] != want ||
+	    !!(p->free_mask & (1ULL << k)) != (want > 0))
+		return check_fail(msg, msglen, "order %u: %llu blocks listed, %llu counted, "
+				  "%llu free in the tiling, mask bit %d", k,
+				  (unsigned long long)count,
+				  (unsigned long long)p->n_free_blocks[k],
+				  (unsigned long long)want, !!(p->free_mask & (1ULL << k)));
+	return 0;
+}
+
+int kv_pool_check(const struct kv_pool *p, char *msg, size_t msglen)
+{
+	uint64_t n_free[KV_POOL_MAX_ORDER + 1] = { 0 };
+	uint64_t free_bytes = 0;
+	uint32_t off;
+	unsigned k;
+	int err;
+
+	for (off = 0; off < p->n_units; off += 1u << p->order[off]) {
+		err = check_block(p, off, msg, msglen);
+		if (err)
+			return err;
+		if (p->is_free[off]) {
+			n_free[p->order[off]]++;
+			free_bytes += kv_pool_block_bytes(p, p->order[off]);
+		}
+	}
+	for (k = 0; k <= KV_POOL_MAX_ORDER; k++) {
+		if (k > p->max_order && (p->free_head[k] != -1 || p->n_free_blocks[k]))
+			return check_fail(msg, msglen, "free list %u above max_order %u not empty",
+					  k, p->max_order);
+		err = k <= p->max_order ? check_list(p, k, n_free[k], msg, msglen) : 0;
+		if (err)
+			return err;
+	}
+	if (free_bytes != p->free_bytes || p->free_mask >> (p->max_order + 1))
+		return check_fail(msg, msglen, "free_bytes %llu but free blocks hold %llu; "
+				  "free_mask %#llx", (unsigned long long)p->free_bytes,
+				  (unsigned long long)free_bytes,
+				  (unsigned long long)p->free_mask);
+	return 0;
+}

@@ -1,0 +1,109 @@
+/*
+ * pool.h -- one replica's KV memory pool: a contiguous region of bytes
+ * managed by a binary buddy allocator.
+ *
+ * The region is `size_bytes` long, cut into units of `min_block_bytes` (a
+ * power of two).  Blocks are 2^k units for 0 <= k <= max_order, where
+ * 2^max_order units is the cap on the largest contiguous block.  The region
+ * need not be a power of two: it starts as the greedy cover of maximal
+ * aligned blocks; the tail smaller than one unit is never used.
+ *
+ * Allocation rounds a request up to the next power of two units, takes the
+ * smallest free block of at least that order (lowest offset first among
+ * equals is NOT promised: free lists are LIFO, which is deterministic), and
+ * splits it, returning the upper halves to the free lists.  Freeing
+ * coalesces a block with its buddy (offset XOR size) while the buddy is free
+ * and of the same order and the merged order is <= max_order.  Invariant
+ * (kv_pool_check): every unit is covered by exactly one block, free or
+ * allocated; no two free buddies of equal order below max_order coexist; the
+ * free-byte and per-order counters equal the free lists.
+ *
+ * Blocks carry a reference count (1 at allocation) for prefix sharing:
+ * kv_pool_ref() adds one, kv_pool_free() drops one and frees at zero.
+ * Freeing or referencing an offset that is not an allocated block, and a
+ * count past 65535, are model bugs: KV_CHECK aborts with a message.
+ *
+ * All metadata lives in flat arrays sized at init: alloc/free allocate
+ * nothing and run in O(max_order).  Offsets are in units of unit_bytes.
+ */
+#ifndef KV_POOL_H
+#define KV_POOL_H
+
+#include "kv_common.h"
+
+#define KV_POOL_MAX_ORDER 40
+
+struct kv_pool {
+	uint64_t size_bytes; /* usable region (multiple of min block), bytes */
+	uint64_t unit_bytes; /* min block, bytes (power of two) */
+	uint32_t n_units; /* size_bytes / unit_bytes */
+	uint32_t max_order; /* largest block is 2^max_order units */
+	int32_t free_head[KV_POOL_MAX_ORDER + 1]; /* free list heads, -1 = empty */
+	uint64_t free_mask; /* bit k set iff free list k is nonempty */
+	int32_t *next, *prev; /* intrusive free-list links, per unit (valid at a free block's head) */
+	uint8_t *order; /* per unit: order of the block starting here, 0xff if not a block head */
+	uint8_t *is_free; /* per unit: 1 if a free block starts here */
+	uint16_t *refs; /* per unit: reference count of the allocated block starting here */
+	uint64_t free_bytes; /* bytes in free blocks */
+	uint64_t n_free_blocks[KV_POOL_MAX_ORDER + 1]; /* free blocks per order */
+	uint64_t alloc_fail; /* allocations refused */
+	uint64_t alloc_fail_frag; /* refused although free_bytes >= the request */
+	uint64_t n_allocs, n_frees; /* blocks allocated, blocks freed (at refcount 0) */
+};
+
+/*
+ * Initialises a pool of size_bytes (rounded down to whole units) with units
+ * of min_block_bytes and the largest block max_block_bytes (both powers of
+ * two; max_block_bytes == 0, or one above the region, means the largest
+ * power of two that fits the region).  Returns 0, KV_EINVAL when the sizes
+ * are not powers of two, max_block_bytes < min_block_bytes or the region
+ * holds no unit, or KV_ERANGE above INT32_MAX units.  On error *p is zeroed
+ * and kv_pool_release(p) is a no-op.
+ */
+int kv_pool_init(struct kv_pool *p, uint64_t size_bytes, uint64_t min_block_bytes,
+		 uint64_t max_block_bytes);
+void kv_pool_release(struct kv_pool *p);
+
+/* Order of the smallest block holding `bytes` (0 for 0), or -1 when above max_order. */
+int kv_pool_order_for(const struct kv_pool *p, uint64_t bytes);
+
+/* Bytes in a block of this order. */
+static inline uint64_t kv_pool_block_bytes(const struct kv_pool *p, unsigned order)
+{
+	return p->unit_bytes << order;
+}
+
+/*
+ * Allocates one block of the given order; stores its offset (units) in *off.
+ * Returns 0, KV_ENOMEM when no free block is large enough (counted in
+ * alloc_fail, and in alloc_fail_frag when free_bytes would have sufficed),
+ * or KV_ETOOBIG, counted nowhere, when order > max_order.
+ */
+int kv_pool_alloc(struct kv_pool *p, unsigned order, uint32_t *off);
+
+/*
+ * Drops one reference to the allocated block at off; frees (and coalesces)
+ * it at zero.  Returns the remaining count.  off must be an allocated
+ * block's head (KV_CHECK).
+ */
+unsigned kv_pool_free(struct kv_pool *p, uint32_t off);
+
+/*
+ * Adds one reference to the allocated block at off; returns the new count.
+ * off must be an allocated block's head and the count below 65535 (KV_CHECK).
+ */
+unsigned kv_pool_ref(struct kv_pool *p, uint32_t off);
+
+/* Bytes of the largest free block (0 when none). */
+uint64_t kv_pool_largest_free(const struct kv_pool *p);
+
+/* 1 - largest_free / free_bytes, 0 when nothing is free. */
+double kv_pool_ext_frag(const struct kv_pool *p);
+
+/*
+ * Full integrity check, O(n_units).  Returns 0, or KV_EINVARIANT with a
+ * description in msg (when non-NULL, msglen bytes).
+ */
+int kv_pool_check(const struct kv_pool *p, char *msg, size_t msglen);
+
+#endif /* KV_POOL_H */

@@ -1,0 +1,40 @@
+/*
+ * router.c -- cluster routers: which replica an arrival joins.
+ *
+ *   round-robin               replica = n mod R for the n-th arrival.
+ *   least-outstanding-tokens  the replica with the fewest prompt + output
+ *                             tokens assigned and not yet processed (ties:
+ *                             lowest index); a join-the-shortest-queue policy
+ *                             measured in work rather than requests.
+ */
+#include "engine.h"
+
+static uint32_t rr_pick(struct kv_sim *s, const struct kv_req *q, uint64_t *state)
+{
+	(void)q;
+	return (uint32_t)((*state)++ % s->n_rep);
+}
+
+static uint32_t lot_pick(struct kv_sim *s, const struct kv_req *q, uint64_t *state)
+{
+	uint32_t i, best = 0;
+
+	(void)q;
+	(void)state;
+	for (i = 1; i < s->n_rep; i++)
+		if (s->rep[i].outstanding_tokens < s->rep[best].outstanding_tokens)
+			best = i;
+	return best;
+}
+
+const struct kv_router_ops kv_router_rr = {
+	.name = "round-robin",
+	.desc = "the n-th arrival goes to replica n mod R",
+	.pick = rr_pick,
+};
+
+const struct kv_router_ops kv_router_lot = {
+	.name = "least-outstanding-tokens",
+	.desc = "join the replica with the fewest unprocessed prompt+output tokens (ties: lowest index)",
+	.pick = lot_pick,
+};

@@ -1,0 +1,71 @@
+/*
+ * sched.h -- the scheduler interface: who runs in a replica's next iteration.
+ *
+ * A scheduler owns its replica's waiting requests (in its private state,
+ * usually kv_reqq queues linked through the requests themselves); the
+ * engine owns the running set.  Each replica has one instance: .priv_size
+ * bytes, zeroed, options filled from YAML before .init.
+ *
+ * Hook by hook, what the engine guarantees and what the hook must do:
+ *   init        once per replica, before any request.  Validate options:
+ *               fill d and return KV_EINVAL to stop the run (exit 2).
+ *   enqueue     a request arrived at this replica, or came back after a
+ *               preemption (q->preemptions > 0, its memory already released
+ *               when preempted by recompute).  Queue it; do not schedule here.
+ *   form_batch  the replica is idle and must form its next iteration.
+ *               The batch is empty and every running request is unscheduled.
+ *               Call kv_replica_schedule() for the requests to run, in the
+ *               order of your policy: running ones first to keep them going
+ *               (or preempt with kv_replica_preempt()), then waiting ones to
+ *               admit (kv_replica_admit() removes nothing from your queues:
+ *               dequeue before you call it).  An empty batch with waiting
+ *               requests means none can run now; the engine rejects a
+ *               request that cannot fit even in an empty replica.
+ *   dequeue     remove waiting q from your queues: the engine rejects it
+ *               (it cannot fit even in an empty replica).
+ *   on_done     (optional) a request of this replica finished: update
+ *               accounting (e.g. per-tenant service).  NULL: no accounting.
+ *   waiting     number of requests queued (for metrics and routing).
+ *   fini        once at the end.
+ *
+ * Hooks must not allocate per call, must not touch other replicas, and must
+ * not change simulated time.
+ */
+#ifndef KV_SCHED_H
+#define KV_SCHED_H
+
+#include "plugin.h"
+
+struct kv_req;
+struct kv_replica;
+
+struct kv_sched_ops {
+	const char *name; /* "fifo", "drf", ... */
+	const char *desc; /* one sentence with the policy's rule */
+	size_t priv_size; /* bytes of private state per replica */
+	const struct kv_option *options; /* NULL-terminated table */
+	int (*init)(void *priv, struct kv_replica *r, struct kv_diag *d);
+	void (*fini)(void *priv);
+	void (*enqueue)(void *priv, struct kv_replica *r, struct kv_req *q);
+	void (*form_batch)(void *priv, struct kv_replica *r);
+	void (*dequeue)(void *priv, struct kv_replica *r, struct kv_req *q);
+	void (*on_done)(void *priv, struct kv_replica *r, struct kv_req *q); /* optional */
+	uint64_t (*waiting)(const void *priv);
+};
+
+extern const struct kv_sched_ops *const kv_sched_registry[];
+const struct kv_sched_ops *kv_sched_find(const char *name);
+
+/* Routers spread arrivals over replicas. */
+struct kv_sim;
+struct kv_router_ops {
+	const char *name; /* "round-robin", ... */
+	const char *desc; /* one sentence */
+	/* Returns the replica index for q; state is one 64-bit word per sim. */
+	uint32_t (*pick)(struct kv_sim *s, const struct kv_req *q, uint64_t *state);
+};
+
+extern const struct kv_router_ops *const kv_router_registry[];
+const struct kv_router_ops *kv_router_find(const char *name);
+
+#endif /* KV_SCHED_H */

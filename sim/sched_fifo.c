@@ -1,0 +1,110 @@
+/*
+ * sched_fifo.c -- first come, first served (vLLM's default policy).
+ *
+ * Running requests keep going in admission order; when one cannot grow its
+ * KV cache, the most recently admitted running request is preempted by
+ * recompute (it loses its cache and re-enters at the head of the queue, as
+ * vLLM does) until the grower fits.  Then waiting requests are admitted in
+ * arrival order while the token budget, the sequence cap and memory allow;
+ * the first that does not fit blocks those behind it (no overtaking), which
+ * is what makes FIFO fair in arrival order and exposed to head-of-line
+ * blocking.  Guarantees: admission order equals arrival order (preempted
+ * requests excepted, which return to the front).
+ */
+#include "engine.h"
+
+struct fifo {
+	struct kv_reqq wait; /* waiting requests, arrival order */
+};
+
+static const struct kv_option fifo_options[] = {
+	{ .name = NULL },
+};
+
+static int fifo_init(void *priv, struct kv_replica *r, struct kv_diag *d)
+{
+	struct fifo *f = priv;
+
+	(void)r;
+	(void)d;
+	kv_reqq_init(&f->wait);
+	return 0;
+}
+
+static void fifo_enqueue(void *priv, struct kv_replica *r, struct kv_req *q)
+{
+	struct fifo *f = priv;
+
+	if (q->preemptions)
+		kv_reqq_push_front(r->sim, &f->wait, q);
+	else
+		kv_reqq_push_back(r->sim, &f->wait, q);
+}
+
+static void fifo_dequeue(void *priv, struct kv_replica *r, struct kv_req *q)
+{
+	struct fifo *f = priv;
+
+	kv_reqq_remove(r->sim, &f->wait, q);
+}
+
+/*
+ * Keeps running request q going, preempting from the tail of the running
+ * set while memory is short.  Returns 0 when q is still running (scheduled
+ * or out of budget), 1 when q itself left the running set.
+ */
+static int keep_running(struct kv_replica *r, struct kv_req *q)
+{
+	int rc;
+
+	while ((rc = kv_replica_schedule(r, q)) == KV_ENOMEM) {
+		struct kv_req *victim = r->running[r->n_running - 1];
+
+		if (victim != q) {
+			kv_replica_preempt(r, victim);
+			continue;
+		}
+		if (r->n_running == 1)
+			kv_replica_reject(r, q); /* cannot grow even alone */
+		else
+			kv_replica_preempt(r, q);
+		return 1;
+	}
+	return 0;
+}
+
+static void fifo_form_batch(void *priv, struct kv_replica *r)
+{
+	struct fifo *f = priv;
+	struct kv_req *q;
+	uint32_t i;
+
+	for (i = 0; i < r->n_running; i++)
+		if (keep_running(r, r->running[i]))
+			break; /* q was the tail: nothing after it */
+	while ((q = kv_reqq_head(r->sim, &f->wait))) {
+		if (kv_replica_schedule(r, q))
+			break;
+		kv_reqq_remove(r->sim, &f->wait, q);
+		kv_replica_admit(r, q);
+	}
+}
+
+static uint64_t fifo_waiting(const void *priv)
+{
+	const struct fifo *f = priv;
+
+	return f->wait.n;
+}
+
+const struct kv_sched_ops kv_sched_fifo = {
+	.name = "fifo",
+	.desc = "first come, first served: admit in arrival order while memory and the token budget allow; preempt the newest on memory pressure",
+	.priv_size = sizeof(struct fifo),
+	.options = fifo_options,
+	.init = fifo_init,
+	.enqueue = fifo_enqueue,
+	.form_batch = fifo_form_batch,
+	.dequeue = fifo_dequeue,
+	.waiting = fifo_waiting,
+};

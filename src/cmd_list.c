@@ -1,0 +1,128 @@
+/*
+ * cmd_list.c -- `kvsim list`: every scheduler, cache model, router, device
+ * and model, with a one-line description and the options (name, default,
+ * units).  Printed from the registries and option tables themselves.
+ */
+#include "commands.h"
+#include "profiles.h"
+
+#include "../sim/engine.h"
+
+#include <string.h>
+
+static void print_options(const struct kv_option *o)
+{
+	char def[64];
+
+	for (; o && o->name; o++) {
+		fprintf(stdout, "      %-16s %-9s default %-12s %-8s %s", o->name,
+			kv_option_type_name(o->type), kv_option_default_str(o, def, sizeof(def)),
+			o->units ? o->units : "", o->help);
+		if (o->type == KV_OPT_ENUM) {
+			const char *const *n;
+
+			fputs(" (", stdout);
+			for (n = o->names; *n; n++)
+				fprintf(stdout, "%s%s", n == o->names ? "" : "|", *n);
+			fputs(")", stdout);
+		}
+		fputc('\n', stdout);
+	}
+}
+
+static void list_schedulers(void)
+{
+	size_t i;
+
+	puts("schedulers (scheduler.name):");
+	for (i = 0; kv_sched_registry[i]; i++) {
+		printf("  %-26s %s\n", kv_sched_registry[i]->name, kv_sched_registry[i]->desc);
+		print_options(kv_sched_registry[i]->options);
+	}
+}
+
+static void list_caches(void)
+{
+	size_t i;
+
+	puts("cache models (cache.name):");
+	for (i = 0; kv_cache_registry[i]; i++) {
+		printf("  %-26s %s\n", kv_cache_registry[i]->name, kv_cache_registry[i]->desc);
+		print_options(kv_cache_registry[i]->options);
+	}
+}
+
+static void list_routers(void)
+{
+	size_t i;
+
+	puts("routers (cluster.router):");
+	for (i = 0; kv_router_registry[i]; i++)
+		printf("  %-26s %s\n", kv_router_registry[i]->name, kv_router_registry[i]->desc);
+}
+
+static void show_device(const char *name, const char *path, void *arg)
+{
+	struct kv_device dev;
+	struct kv_diag d;
+
+	(void)arg;
+	if (kv_profile_load_device(path, &dev, &d)) {
+		kv_diag_print(&d, stdout);
+		return;
+	}
+	printf("  %-26s %.0f GB, %.0f GB/s, %.0f dense fp16 TFLOP/s, host link %.0f GB/s; eff_bw %.2f, eff_flops %.2f, overhead %.2f ms, alpha %.2f\n",
+	       name, (double)dev.mem_bytes / 1e9, dev.mem_bw_Bps / 1e9, dev.flops / 1e12,
+	       dev.host_link_Bps / 1e9, dev.eff_bw, dev.eff_flops, (double)dev.overhead_ns / 1e6,
+	       dev.alpha);
+}
+
+static void show_model(const char *name, const char *path, void *arg)
+{
+	struct kv_model m;
+	struct kv_diag d;
+
+	(void)arg;
+	if (kv_profile_load_model(path, &m, &d)) {
+		kv_diag_print(&d, stdout);
+		return;
+	}
+	printf("  %-26s %u layers, hidden %u, %u heads (%u KV) x %u, %.2fB params: M = %.2f GB, KV %llu KiB/token, context %u\n",
+	       name, m.layers, m.hidden, m.heads, m.kv_heads, m.head_dim, (double)m.params / 1e9,
+	       (double)kv_model_weight_bytes(&m) / 1e9,
+	       (unsigned long long)(kv_model_kv_bytes_per_token(&m) / 1024), m.max_ctx_tokens);
+}
+
+int kv_cmd_list(int argc, char **argv)
+{
+	const char *what = argc > 1 ? argv[1] : "all";
+	int all = !strcmp(what, "all");
+
+	if (!strcmp(what, "--help") || !strcmp(what, "-h")) {
+		puts("usage: kvsim list [schedulers|caches|routers|devices|models]\n\n"
+		     "Prints every plugin with its description and options (name, type,\n"
+		     "default, units), and every shipped device and model profile with its\n"
+		     "key figures (from " "the profiles directory: $KVSIM_CONFIG_DIR or configs/).");
+		return 0;
+	}
+	if (!all && strcmp(what, "schedulers") && strcmp(what, "caches") &&
+	    strcmp(what, "routers") && strcmp(what, "devices") && strcmp(what, "models")) {
+		fprintf(stderr, "kvsim: list: unknown kind '%s': expected one of: schedulers, caches, routers, devices, models\n", what);
+		return 2;
+	}
+	if (all || !strcmp(what, "schedulers"))
+		list_schedulers();
+	if (all || !strcmp(what, "caches"))
+		list_caches();
+	if (all || !strcmp(what, "routers"))
+		list_routers();
+	if (all || !strcmp(what, "devices")) {
+		puts("devices (device:):");
+		kv_profiles_list("devices", show_device, NULL);
+	}
+	if (all || !strcmp(what, "models")) {
+		puts("models (model:):");
+		kv_profiles_list("models", show_model, NULL);
+	}
+	return fflush(stdout) || ferror(stdout) ? 1 : 0;
+}

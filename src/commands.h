@@ -1,0 +1,15 @@
+/*
+ * commands.h -- the subcommands of the kvsim program, one file each.
+ *
+ * Each takes argc/argv with argv[0] the subcommand name and returns the
+ * process exit status: 0 success, 1 a failed run, 2 bad input or usage,
+ * 3 out of memory, 130 interrupted.
+ */
+#ifndef KV_COMMANDS_H
+#define KV_COMMANDS_H
+
+int kv_cmd_run(int argc, char **argv);
+int kv_cmd_list(int argc, char **argv);
+int kv_cmd_gpu(int argc, char **argv);
+
+#endif /* KV_COMMANDS_H */

@@ -1,0 +1,66 @@
+/*
+ * main.c -- the kvsim command: one table of subcommands (as git's
+ * commands[]), dispatch, global help.
+ */
+#include "commands.h"
+
+#include "../sim/kv_common.h"
+
+#include <gsl/gsl_errno.h>
+#include <stdio.h>
+#include <string.h>
+
+struct command {
+	const char *name; /* subcommand */
+	int (*fn)(int argc, char **argv); /* returns the exit status */
+	const char *usage; /* synopsis */
+	const char *help; /* one line */
+};
+
+static const struct command commands[] = {
+	{ "run", kv_cmd_run, "run WORKLOAD.yaml [-o DIR] [--seed N] [--set key.path=value]...",
+	  "simulate a workload and write requests.csv, timeseries.csv, summary.csv and run.png" },
+	{ "list", kv_cmd_list, "list [schedulers|caches|routers|devices|models]",
+	  "show every plugin and profile with its options" },
+	{ "gpu", kv_cmd_gpu, "gpu", "report the GPU the execution backend would use, or why there is none" },
+};
+
+static void usage(FILE *f)
+{
+	size_t i;
+
+	fprintf(f, "kvsim %s: a discrete-event simulator of LLM inference serving\n\n"
+		   "usage: kvsim COMMAND [options]\n\ncommands:\n", KV_VERSION);
+	for (i = 0; i < KV_ARRAY_LEN(commands); i++)
+		fprintf(f, "  %-6s %s\n         %s\n", commands[i].name, commands[i].help,
+			commands[i].usage);
+	fprintf(f, "\n'kvsim COMMAND --help' describes a command's options.\n");
+}
+
+int main(int argc, char **argv)
+{
+	size_t i;
+
+	gsl_set_error_handler_off();
+	kv_alloc_fault_init();
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("kvsim %s\n", KV_VERSION);
+		return 0;
+	}
+	for (i = 0; i < KV_ARRAY_LEN(commands); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "kvsim: unknown command '%s': expected one of:", argv[1]);
+	for (i = 0; i < KV_ARRAY_LEN(commands); i++)
+		fprintf(stderr, " %s", commands[i].name);
+	fprintf(stderr, "\n");
+	return 2;
+}

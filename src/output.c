@@ -1,0 +1,429 @@
+/*
+ * output.c -- CSV writers, the summary, atomic commit, progress.
+ */
+#include "output.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { F_REQ, F_TS, F_SUM, F_PNG };
+static const char *const file_names[KV_OUT_FILES] = { "requests.csv", "timeseries.csv",
+						      "summary.csv", "run.png" };
+
+/* --- fast formatting (1M rows must not cost seconds) ------------------- */
+
+/* Writes v in decimal at p; returns the end. */
+static char *put_u64(char *p, uint64_t v)
+{
+	char tmp[24];
+	int n = 0;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n)
+		*p++ = tmp[--n];
+	return p;
+}
+
+/* Writes ns as seconds with 9 exact decimals. */
+static char *put_sec(char *p, kv_ns t)
+{
+	uint64_t frac = t % KV_NS_PER_S;
+	int i;
+
+	p = put_u64(p, t / KV_NS_PER_S);
+	*p++ = '.';
+	for (i = 8; i >= 0; i--) {
+		p[i] = (char)('0' + frac % 10);
+		frac /= 10;
+	}
+	return p + 9;
+}
+
+/* --- sinks -------------------------------------------------------------------- */
+
+static int write_request(void *ctx, const struct kv_sim *s, const struct kv_req *q,
+			 enum kv_end e)
+{
+	struct kv_out *o = ctx;
+	char line[512], *p = line;
+	int done = e == KV_END_COMPLETED;
+
+	if (!o->req)
+		return 0;
+	p = put_u64(p, q->id);
+	p += sprintf(p, ",%s,", s->cfg->source.tenants[q->tenant].name);
+	p = put_u64(p, q->replica);
+	p += sprintf(p, ",%s,", done ? "completed" : e == KV_END_REJECTED_CONTEXT ?
+			 "rejected_context" : "rejected_pool");
+	p = put_sec(p, q->arrival_ns);
+	*p++ = ',';
+	if (done)
+		p = put_sec(p, q->first_token_ns);
+	*p++ = ',';
+	p = put_sec(p, q->finish_ns);
+	*p++ = ',';
+	p = put_u64(p, q->prompt_tokens);
+	*p++ = ',';
+	p = put_u64(p, q->output_tokens);
+	*p++ = ',';
+	if (done) {
+		p = put_sec(p, q->first_token_ns - q->arrival_ns);
+		*p++ = ',';
+		if (q->output_tokens > 1)
+			p = put_sec(p, (q->finish_ns - q->first_token_ns) / (q->output_tokens - 1));
+		*p++ = ',';
+		p = put_sec(p, q->finish_ns - q->arrival_ns);
+	} else {
+		*p++ = ',';
+	}
+	*p++ = ',';
+	p = put_u64(p, q->preemptions);
+	p += sprintf(p, ",%.6e,%.6e\n", q->cost, q->memtime_Bs);
+	if (fwrite(line, 1, (size_t)(p - line), o->req) != (size_t)(p - line))
+		o->failed = 1;
+	return o->failed;
+}
+
+static int write_sample(void *ctx, const struct kv_sim *s, kv_ns t)
+{
+	struct kv_out *o = ctx;
+	uint32_t i;
+
+	for (i = 0; i < s->n_rep; i++) {
+		const struct kv_replica *r = &s->rep[i];
+		char line[256], *p = put_sec(line, t);
+
+		p += sprintf(p, ",%u,%llu,%u,%llu,%llu,%llu,%.4f\n", i,
+			     (unsigned long long)r->sched->waiting(r->sched_priv), r->n_running,
+			     (unsigned long long)((double)r->live_tokens * r->beta_bytes),
+			     (unsigned long long)(r->pool.size_bytes - r->pool.free_bytes),
+			     (unsigned long long)kv_pool_largest_free(&r->pool),
+			     kv_pool_ext_frag(&r->pool));
+		if (fwrite(line, 1, (size_t)(p - line), o->ts) != (size_t)(p - line))
+			o->failed = 1;
+	}
+	return o->failed;
+}
+
+struct kv_sink kv_out_sink(struct kv_out *o)
+{
+	struct kv_sink k = { .ctx = o, .request = write_request, .sample = write_sample,
+			     .progress = kv_progress_cb };
+
+	return k;
+}
+
+/* --- opening and committing ---------------------------------------------------- */
+
+/* mkdir -p; sets *created when the last component was made. */
+static int make_dirs(const char *dir, int *created)
+{
+	char tmp[1024];
+	size_t i;
+
+	snprintf(tmp, sizeof(tmp), "%s", dir);
+	*created = 0;
+	for (i = 1; tmp[i]; i++) {
+		if (tmp[i] != '/')
+			continue;
+		tmp[i] = 0;
+		if (mkdir(tmp, 0777) && errno != EEXIST)
+			return -errno;
+		tmp[i] = '/';
+	}
+	if (mkdir(tmp, 0777) == 0) {
+		*created = 1;
+		return 0;
+	}
+	return errno == EEXIST ? 0 : -errno;
+}
+
+static FILE *open_tmp(struct kv_out *o, int idx, struct kv_diag *d)
+{
+	FILE *f;
+	int fd;
+
+	char buf[sizeof(o->tmp[0])];
+
+	snprintf(buf, sizeof(buf), "%s/%s", o->dir, file_names[idx]);
+	memcpy(o->final[idx], buf, sizeof(buf));
+	snprintf(buf, sizeof(buf), "%s/.%s.XXXXXX", o->dir, file_names[idx]);
+	memcpy(o->tmp[idx], buf, sizeof(buf));
+	fd = mkstemp(o->tmp[idx]);
+	if (fd < 0 || !(f = fdopen(fd, "w"))) {
+		kv_diag_set(d, KV_EIO, o->tmp[idx], 0, 0, "", "cannot create: %s", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		o->tmp[idx][0] = 0;
+		return NULL;
+	}
+	return f;
+}
+
+int kv_out_open(struct kv_out *o, const char *dir, const struct kv_workload *w, struct kv_diag *d)
+{
+	static char buf_req[1 << 16], buf_ts[1 << 16];
+	int rc;
+
+	memset(o, 0, sizeof(*o));
+	o->w = w;
+	snprintf(o->dir, sizeof(o->dir), "%s", dir);
+	rc = make_dirs(dir, &o->created_dir);
+	if (rc)
+		return kv_diag_set(d, KV_EIO, dir, 0, 0, "", "cannot create the output directory: %s",
+				   strerror(-rc));
+	if (w->requests_csv) {
+		if (!(o->req = open_tmp(o, F_REQ, d)))
+			return KV_EIO;
+		setvbuf(o->req, buf_req, _IOFBF, sizeof(buf_req));
+		fputs("id,tenant,replica,status,arrival_s,first_token_s,finish_s,prompt_tokens,"
+		      "output_tokens,ttft_s,tpot_s,e2e_s,preemptions,cost_bytes,memtime_byte_s\n",
+		      o->req);
+	}
+	if (!(o->ts = open_tmp(o, F_TS, d)))
+		return KV_EIO;
+	setvbuf(o->ts, buf_ts, _IOFBF, sizeof(buf_ts));
+	fputs("t_s,replica,waiting,running,kv_used_bytes,kv_reserved_bytes,largest_free_bytes,"
+	      "ext_frag\n", o->ts);
+	return 0;
+}
+
+/* Flushes and closes f, returning nonzero when any write failed. */
+static int close_checked(FILE **f)
+{
+	int bad;
+
+	if (!*f)
+		return 0;
+	bad = fflush(*f) != 0 || ferror(*f);
+	bad |= fclose(*f) != 0;
+	*f = NULL;
+	return bad;
+}
+
+static int write_summary_csv(struct kv_out *o, const struct kv_summary *sum, struct kv_diag *d)
+{
+	FILE *f = open_tmp(o, F_SUM, d);
+	size_t i;
+
+	if (!f)
+		return KV_EIO;
+	fputs("workload", f);
+	for (i = 0; i < sum->n; i++)
+		fprintf(f, ",%s", sum->item[i].name);
+	fprintf(f, "\n%s", o->w->name);
+	for (i = 0; i < sum->n; i++)
+		fprintf(f, sum->item[i].integer ? ",%.0f" : ",%.6g", sum->item[i].value);
+	fputc('\n', f);
+	return close_checked(&f) ? kv_diag_set(d, KV_EIO, o->tmp[F_SUM], 0, 0, "",
+					       "write failed: %s", strerror(errno)) : 0;
+}
+
+/* Renders run.png with gnuplot; returns 0 when rendered (or gnuplot is absent). */
+static int render_chart(struct kv_out *o, const struct kv_sim *s)
+{
+	char cmd[4096], script[1100];
+	int st;
+
+	if (system("command -v gnuplot >/dev/null 2>&1") != 0) {
+		fprintf(stderr, "kvsim: gnuplot not found, no chart written (install it with: sudo apt-get install gnuplot-nox)\n");
+		return 0;
+	}
+	snprintf(script, sizeof(script), "%s/plots/run.gp", KV_SOURCE_DIR);
+	if (access(script, R_OK) != 0) {
+		fprintf(stderr, "kvsim: %s missing, no chart written\n", script);
+		return 0;
+	}
+	snprintf(o->final[F_PNG], sizeof(o->final[F_PNG]), "%s/run.png", o->dir);
+	snprintf(o->tmp[F_PNG], sizeof(o->tmp[F_PNG]), "%s/.run.png.tmp", o->dir);
+	snprintf(cmd, sizeof(cmd),
+		 "gnuplot -e \"dir='%s'; out='%s'; title='%s'; replicas=%u; reqs=%d\" '%s' 2>&1",
+		 o->dir, o->tmp[F_PNG], o->w->name, s->n_rep, o->w->requests_csv, script);
+	st = system(cmd);
+	if (st != 0 || rename(o->tmp[F_PNG], o->final[F_PNG])) {
+		fprintf(stderr, "kvsim: gnuplot failed (status %d), no chart written\n", st);
+		unlink(o->tmp[F_PNG]);
+	}
+	o->tmp[F_PNG][0] = 0;
+	return 0;
+}
+
+int kv_out_commit(struct kv_out *o, const struct kv_sim *s, const struct kv_summary *sum,
+		  struct kv_diag *d)
+{
+	int i, rc;
+
+	if (close_checked(&o->req) || close_checked(&o->ts) || o->failed)
+		return kv_diag_set(d, KV_EIO, o->dir, 0, 0, "", "writing the outputs failed: %s",
+				   strerror(errno ? errno : EIO));
+	rc = write_summary_csv(o, sum, d);
+	if (rc)
+		return rc;
+	for (i = 0; i < KV_OUT_FILES; i++) {
+		if (!o->tmp[i][0])
+			continue;
+		if (rename(o->tmp[i], o->final[i]))
+			return kv_diag_set(d, KV_EIO, o->final[i], 0, 0, "", "cannot rename into place: %s",
+					   strerror(errno));
+		o->tmp[i][0] = 0;
+	}
+	if (o->w->chart)
+		render_chart(o, s);
+	return 0;
+}
+
+void kv_out_abort(struct kv_out *o)
+{
+	int i;
+
+	if (o->req)
+		fclose(o->req);
+	if (o->ts)
+		fclose(o->ts);
+	o->req = o->ts = NULL;
+	for (i = 0; i < KV_OUT_FILES; i++) {
+		if (o->tmp[i][0])
+			unlink(o->tmp[i]);
+		o->tmp[i][0] = 0;
+	}
+	if (o->created_dir)
+		rmdir(o->dir);
+}
+
+/* --- summary ----------------------------------------------------------------- */
+
+static void add(struct kv_summary *sum, const char *name, const char *unit, double v, int integer)
+{
+	if (sum->n < KV_SUMMARY_MAX)
+		sum->item[sum->n++] = (struct kv_summary_item){ name, unit, v, integer };
+}
+
+static void add_quantiles(struct kv_summary *sum, const struct kv_hist *h, const char *const names[3],
+			  double scale, const char *unit)
+{
+	static const double qs[3] = { 0.5, 0.9, 0.99 };
+	int i;
+
+	for (i = 0; i < 3; i++)
+		add(sum, names[i], unit, (double)kv_hist_quantile(h, qs[i]) * scale, 0);
+}
+
+static double jain_over_tenants(const struct kv_sim *s)
+{
+	double x[KV_MAX_TENANTS];
+	uint32_t i, n = s->cfg->source.n_tenants;
+
+	for (i = 0; i < n; i++)
+		x[i] = (double)(s->tenant[i].prompt_tokens + s->tenant[i].output_tokens) /
+		       s->cfg->source.tenants[i].weight;
+	return kv_jain(x, n);
+}
+
+void kv_summary_compute(const struct kv_sim *s, struct kv_summary *sum)
+{
+	static const char *const ttft[3] = { "ttft_p50_s", "ttft_p90_s", "ttft_p99_s" };
+	static const char *const tpot[3] = { "tpot_p50_s", "tpot_p90_s", "tpot_p99_s" };
+	static const char *const e2e[3] = { "e2e_p50_s", "e2e_p90_s", "e2e_p99_s" };
+	double span = (double)(s->last_finish_ns - s->first_arrival_ns) * 1e-9;
+	double horizon = (double)s->last_finish_ns * 1e-9;
+	double reserved = 0, used = 0, cap, done = (double)s->ended[KV_END_COMPLETED];
+	uint64_t iters = 0;
+	uint32_t i;
+
+	for (i = 0; i < s->n_rep; i++) {
+		reserved += s->rep[i].reserved_Bs;
+		used += s->rep[i].used_Bs;
+		iters += s->rep[i].iterations;
+	}
+	cap = (double)s->pool_bytes * (double)s->n_rep * horizon;
+	sum->n = 0;
+	add(sum, "requests", "", (double)s->arrived, 1);
+	add(sum, "completed", "", done, 1);
+	add(sum, "rejected_context", "", (double)s->ended[KV_END_REJECTED_CONTEXT], 1);
+	add(sum, "rejected_pool", "", (double)s->ended[KV_END_REJECTED_POOL], 1);
+	add(sum, "preemptions", "", (double)s->preemptions, 1);
+	add(sum, "makespan_s", "s", span, 0);
+	add(sum, "throughput_tok_s", "tokens/s",
+	    span > 0 ? (double)(s->prompt_tokens_done + s->output_tokens_done) / span : 0, 0);
+	add(sum, "output_tok_s", "tokens/s", span > 0 ? (double)s->output_tokens_done / span : 0, 0);
+	add(sum, "requests_per_s", "req/s", span > 0 ? done / span : 0, 0);
+	add_quantiles(sum, &s->ttft, ttft, 1e-9, "s");
+	add_quantiles(sum, &s->tpot, tpot, 1e-9, "s");
+	add_quantiles(sum, &s->e2e, e2e, 1e-9, "s");
+	add(sum, "mem_reserved_util", "share of pool", cap > 0 ? reserved / cap : 0, 0);
+	add(sum, "mem_used_util", "share of pool", cap > 0 ? used / cap : 0, 0);
+	add(sum, "kv_pool_bytes", "bytes per replica", (double)s->pool_bytes, 1);
+	add(sum, "jain_fairness", "", jain_over_tenants(s), 0);
+	add(sum, "iterations", "", (double)iters, 1);
+	add(sum, "events", "", (double)s->events, 1);
+	add(sum, "peak_in_flight", "requests", (double)s->peak_live, 1);
+}
+
+void kv_summary_print(const struct kv_summary *sum, const char *title, FILE *f)
+{
+	size_t i, w = 6;
+
+	for (i = 0; i < sum->n; i++)
+		w = KV_MAX(w, strlen(sum->item[i].name));
+	fprintf(f, "%s\n", title);
+	for (i = 0; i < sum->n; i++) {
+		const struct kv_summary_item *it = &sum->item[i];
+
+		if (it->integer)
+			fprintf(f, "  %-*s %16.0f  %s\n", (int)w, it->name, it->value, it->unit);
+		else
+			fprintf(f, "  %-*s %16.6g  %s\n", (int)w, it->name, it->value, it->unit);
+	}
+}
+
+/* --- progress ------------------------------------------------------------------- */
+
+static int progress_on;
+static double progress_t0, progress_last;
+
+static double wall_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void kv_progress_init(int quiet)
+{
+	progress_on = !quiet && isatty(STDERR_FILENO);
+	progress_t0 = progress_last = wall_now();
+}
+
+void kv_progress_cb(void *ctx, const struct kv_sim *s)
+{
+	double now;
+
+	(void)ctx;
+	if (!progress_on)
+		return;
+	now = wall_now();
+	if (now - progress_last < 0.25 || now - progress_t0 < 1.0)
+		return;
+	progress_last = now;
+	fprintf(stderr, "\r\033[Kkvsim: simulated %.1f s, %llu requests arrived, %llu in flight, %.2f M events/s",
+		(double)s->now * 1e-9, (unsigned long long)s->arrived,
+		(unsigned long long)s->n_live, (double)s->events / (now - progress_t0) / 1e6);
+	if (s->cfg->source.requests)
+		fprintf(stderr, ", %.0f%%", 100.0 * (double)s->arrived / (double)s->cfg->source.requests);
+}
+
+void kv_progress_done(void)
+{
+	if (progress_on && wall_now() - progress_t0 >= 1.0)
+		fputs("\r\033[K", stderr);
+}

@@ -1,0 +1,76 @@
+/*
+ * output.h -- a run's output directory: requests.csv, timeseries.csv,
+ * summary.csv and a PNG chart, written atomically.
+ *
+ * Every file is written under a temporary name in the output directory and
+ * renamed into place only when the whole run succeeded (kv_out_commit);
+ * kv_out_abort removes the temporaries, and the directory when this run
+ * created it, so a failed or interrupted run leaves no half-written output.
+ * Rows are streamed as requests end and samples are taken: memory does not
+ * grow with the run.
+ */
+#ifndef KV_OUTPUT_H
+#define KV_OUTPUT_H
+
+#include "workload.h"
+
+#define KV_OUT_FILES 4
+
+struct kv_out {
+	char dir[1024]; /* output directory */
+	int created_dir; /* 1 if kv_out_open made it */
+	const struct kv_workload *w; /* the run's workload */
+	FILE *req, *ts; /* requests.csv and timeseries.csv, or NULL */
+	char tmp[KV_OUT_FILES][1100]; /* temporary names, "" when unused */
+	char final[KV_OUT_FILES][1100]; /* final names */
+	int failed; /* a write failed */
+};
+
+/* One line of the summary. */
+struct kv_summary_item {
+	const char *name; /* column name in summary.csv */
+	const char *unit; /* unit for the table */
+	double value;
+	int integer; /* print as an integer */
+};
+
+#define KV_SUMMARY_MAX 48
+
+struct kv_summary {
+	struct kv_summary_item item[KV_SUMMARY_MAX];
+	size_t n;
+};
+
+/* Computes the summary of a finished run. */
+void kv_summary_compute(const struct kv_sim *s, struct kv_summary *sum);
+
+/* Prints the summary as an aligned table. */
+void kv_summary_print(const struct kv_summary *sum, const char *title, FILE *f);
+
+/*
+ * Creates dir (and parents) when missing and opens the temporaries.
+ * Returns 0 or a negative code with d filled.
+ */
+int kv_out_open(struct kv_out *o, const char *dir, const struct kv_workload *w, struct kv_diag *d);
+
+/* The sink that streams rows into o. */
+struct kv_sink kv_out_sink(struct kv_out *o);
+
+/*
+ * Writes summary.csv, checks every write, renames the files into place and
+ * renders the chart when gnuplot is present (a missing gnuplot is a note on
+ * stderr, not an error).  Returns 0 or a negative code with d filled (then
+ * nothing was renamed).
+ */
+int kv_out_commit(struct kv_out *o, const struct kv_sim *s, const struct kv_summary *sum,
+		  struct kv_diag *d);
+
+/* Removes the temporaries (and the directory if this run created it and it is empty). */
+void kv_out_abort(struct kv_out *o);
+
+/* Progress on stderr when it is a terminal: call kv_progress_init first. */
+void kv_progress_init(int quiet);
+void kv_progress_cb(void *ctx, const struct kv_sim *s);
+void kv_progress_done(void);
+
+#endif /* KV_OUTPUT_H */

@@ -1,0 +1,467 @@
+/*
+ * workload.c -- reading a workload file into a kv_sim_config.
+ *
+ * One reader per section, each listing its keys so an unknown key is an
+ * error naming the valid ones.  Reading never stops at the first default:
+ * every key present is checked.
+ */
+#include "workload.h"
+
+#include "cfg.h"
+#include "profiles.h"
+
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TRY(x)                                                                \
+	do {                                                                  \
+		int rc_ = (x);                                                \
+		if (rc_)                                                      \
+			return rc_;                                           \
+	} while (0)
+
+/* --- plugins --------------------------------------------------------------- */
+
+/* Reads one plugin option from mapping m into priv. */
+static int read_option(struct kv_cfg_node *m, const struct kv_option *o, void *priv,
+		       struct kv_diag *d)
+{
+	char *f = (char *)priv + o->offset;
+	uint64_t u;
+	int i;
+
+	switch (o->type) {
+	case KV_OPT_U64:
+		TRY(kv_cfg_u64(m, o->name, *(uint64_t *)f, (uint64_t)o->min, (uint64_t)o->max, &u, d));
+		*(uint64_t *)f = u;
+		return 0;
+	case KV_OPT_BYTES:
+		TRY(kv_cfg_bytes(m, o->name, *(uint64_t *)f, (uint64_t)o->min, (uint64_t)o->max, &u, d));
+		*(uint64_t *)f = u;
+		return 0;
+	case KV_OPT_NS:
+		TRY(kv_cfg_ns(m, o->name, *(uint64_t *)f, (uint64_t)o->min, (uint64_t)o->max, &u, d));
+		*(uint64_t *)f = u;
+		return 0;
+	case KV_OPT_DBL:
+		return kv_cfg_dbl(m, o->name, *(double *)f, o->min, o->max, (double *)f, d);
+	case KV_OPT_BOOL:
+		TRY(kv_cfg_bool(m, o->name, *(int *)f, &i, d));
+		*(int *)f = i;
+		return 0;
+	case KV_OPT_ENUM:
+		TRY(kv_cfg_enum(m, o->name, o->names, *(int *)f, &i, d));
+		*(int *)f = i;
+		return 0;
+	}
+	return KV_EINVAL;
+}
+
+/* Names of the registry entries, "a, b, c", into buf. */
+static const char *plugin_names(const char *kind, char *buf, size_t len)
+{
+	size_t i, off = 0;
+
+	buf[0] = 0;
+	for (i = 0;; i++) {
+		const char *name = !strcmp(kind, "scheduler") ?
+			(kv_sched_registry[i] ? kv_sched_registry[i]->name : NULL) :
+			!strcmp(kind, "cache") ?
+			(kv_cache_registry[i] ? kv_cache_registry[i]->name : NULL) :
+			(kv_router_registry[i] ? kv_router_registry[i]->name : NULL);
+
+		if (!name)
+			break;
+		off += (size_t)snprintf(buf + off, off < len ? len - off : 0, "%s%s", i ? ", " : "", name);
+	}
+	return buf;
+}
+
+/*
+ * Reads a plugin section: a scalar name, or a mapping with `name:` and the
+ * plugin's options.  Finds the plugin with find(); allocates and fills its
+ * option block.
+ */
+static int read_plugin(struct kv_cfg_node *root, const char *kind, const char *def_name,
+		       const void *(*find)(const char *), const void **ops, void **opts,
+		       struct kv_diag *d)
+{
+	struct kv_cfg_node *n = kv_cfg_get(root, kind), *name_node = n;
+	const struct kv_option *table, *o;
+	char name[64], buf[512];
+	size_t priv_size;
+
+	if (n && n->type == KV_CFG_MAP) {
+		TRY(kv_cfg_str(n, "name", def_name, name, sizeof(name), d));
+		name_node = kv_cfg_get(n, "name");
+	} else if (n) {
+		TRY(kv_cfg_str(root, kind, def_name, name, sizeof(name), d));
+	} else {
+		snprintf(name, sizeof(name), "%s", def_name);
+	}
+	*ops = find(name);
+	if (!*ops)
+		return kv_cfg_error(name_node, d, "unknown %s '%s': expected one of: %s", kind,
+				    name, plugin_names(kind, buf, sizeof(buf)));
+	if (!strcmp(kind, "scheduler")) {
+		table = ((const struct kv_sched_ops *)*ops)->options;
+		priv_size = ((const struct kv_sched_ops *)*ops)->priv_size;
+	} else {
+		table = ((const struct kv_cache_ops *)*ops)->options;
+		priv_size = ((const struct kv_cache_ops *)*ops)->priv_size;
+	}
+	*opts = kv_xcalloc(1, priv_size ? priv_size : 1);
+	kv_options_defaults(table, *opts);
+	if (!n || n->type != KV_CFG_MAP)
+		return 0;
+	for (o = table; o && o->name; o++)
+		TRY(read_option(n, o, *opts, d));
+	return kv_cfg_check_unused(n, d);
+}
+
+static const void *find_sched(const char *name)
+{
+	return kv_sched_find(name);
+}
+
+static const void *find_cache(const char *name)
+{
+	return kv_cache_find(name);
+}
+
+/* --- sections ---------------------------------------------------------------- */
+
+static void list_profile(const char *name, const char *path, void *arg)
+{
+	char *buf = arg;
+	size_t off = strlen(buf);
+
+	(void)path;
+	snprintf(buf + off, off < 512 ? 512 - off : 0, "%s%s", off ? ", " : "", name);
+}
+
+/* Loads the model or device named by key ("model", "device"). */
+static int read_profile(struct kv_cfg_doc *doc, const char *key, const char *def,
+			struct kv_sim_config *c, struct kv_diag *d)
+{
+	struct kv_cfg_node *n = kv_cfg_get(doc->root, key);
+	char name[1024], path[1024], names[512] = "";
+	int is_path, rc;
+
+	TRY(kv_cfg_str(doc->root, key, def, name, sizeof(name), d));
+	is_path = strchr(name, '/') || strstr(name, ".yaml");
+	if (is_path)
+		TRY(kv_cfg_resolve_path(doc, n, name, path, sizeof(path)));
+	else
+		snprintf(path, sizeof(path), "%s", name);
+	rc = !strcmp(key, "model") ? kv_profile_load_model(path, &c->model, d) :
+				     kv_profile_load_device(path, &c->device, d);
+	if (rc != KV_ENOENT || is_path || !n)
+		return rc;
+	kv_profiles_list(!strcmp(key, "model") ? "models" : "devices", list_profile, names);
+	return kv_cfg_error(n, d, "unknown %s '%s': expected one of: %s (or a path to a .yaml profile)",
+			    key, name, names);
+}
+
+static int read_profiles(struct kv_cfg_doc *doc, struct kv_sim_config *c, struct kv_diag *d)
+{
+	TRY(read_profile(doc, "model", "llama-2-7b", c, d));
+	return read_profile(doc, "device", "a100-80g", c, d);
+}
+
+static int read_cluster(struct kv_cfg_node *root, struct kv_sim_config *c, struct kv_diag *d)
+{
+	static const char *const keys[] = { "replicas", "tensor_parallel", "router", NULL };
+	struct kv_cfg_node *n = kv_cfg_get(root, "cluster");
+	char name[64], buf[256];
+	uint64_t u;
+
+	TRY(kv_cfg_expect_map(n, d));
+	TRY(kv_cfg_check_keys(n, keys, d));
+	TRY(kv_cfg_u64(n, "replicas", 1, 1, 4096, &u, d));
+	c->replicas = (uint32_t)u;
+	TRY(kv_cfg_u64(n, "tensor_parallel", 1, 1, 64, &u, d));
+	c->tp = (uint32_t)u;
+	TRY(kv_cfg_str(n, "router", "round-robin", name, sizeof(name), d));
+	c->router = kv_router_find(name);
+	if (!c->router)
+		return kv_cfg_error(kv_cfg_get(n, "router"), d,
+				    "unknown router '%s': expected one of: %s", name,
+				    plugin_names("router", buf, sizeof(buf)));
+	return 0;
+}
+
+static int read_memory(struct kv_cfg_node *root, struct kv_sim_config *c, struct kv_diag *d)
+{
+	static const char *const keys[] = { "share", "min_block", "max_block", NULL };
+	struct kv_cfg_node *n = kv_cfg_get(root, "memory");
+
+	TRY(kv_cfg_expect_map(n, d));
+	TRY(kv_cfg_check_keys(n, keys, d));
+	TRY(kv_cfg_dbl(n, "share", 0.9, 0.01, 1.0, &c->mem_share, d));
+	TRY(kv_cfg_bytes(n, "min_block", 256 * KV_KiB, 4096, KV_GiB, &c->pool_min_block_bytes, d));
+	TRY(kv_cfg_bytes(n, "max_block", 0, 0, 1ULL << 50, &c->pool_max_block_bytes, d));
+	if (c->pool_min_block_bytes & (c->pool_min_block_bytes - 1))
+		return kv_cfg_error(kv_cfg_get(n, "min_block"), d,
+				    "bad value %llu: expected a power of two",
+				    (unsigned long long)c->pool_min_block_bytes);
+	if (c->pool_max_block_bytes &&
+	    ((c->pool_max_block_bytes & (c->pool_max_block_bytes - 1)) ||
+	     c->pool_max_block_bytes < c->pool_min_block_bytes))
+		return kv_cfg_error(kv_cfg_get(n, "max_block"), d,
+				    "bad value %llu: expected 0 (no cap) or a power of two >= min_block",
+				    (unsigned long long)c->pool_max_block_bytes);
+	return 0;
+}
+
+static int read_batching(struct kv_cfg_node *root, struct kv_sim_config *c, struct kv_diag *d)
+{
+	static const char *const keys[] = { "max_tokens", "max_seqs", "chunked_prefill", NULL };
+	struct kv_cfg_node *n = kv_cfg_get(root, "batching");
+	uint64_t u;
+
+	TRY(kv_cfg_expect_map(n, d));
+	TRY(kv_cfg_check_keys(n, keys, d));
+	TRY(kv_cfg_u64(n, "max_tokens", 2048, 1, 1 << 24, &c->max_batch_tokens, d));
+	TRY(kv_cfg_u64(n, "max_seqs", 256, 1, 65536, &u, d));
+	c->max_batch_seqs = (uint32_t)u;
+	return kv_cfg_bool(n, "chunked_prefill", 1, &c->chunked_prefill, d);
+}
+
+static int read_lengths(struct kv_cfg_doc *doc, struct kv_cfg_node *n, struct kv_length_spec *l,
+			struct kv_diag *d)
+{
+	static const char *const keys[] = { "dist", "prompt", "output", "prompt_min",
+					    "prompt_max", "output_min", "output_max",
+					    "prompt_mean", "prompt_sigma", "output_mean",
+					    "output_sigma", "trace", "format", NULL };
+	static const char *const dists[] = { "fixed", "uniform", "lognormal", "trace", NULL };
+	static const char *const formats[] = { "auto", "azure", "vidur", "lengths", "mooncake", NULL };
+	const uint64_t big = 1ULL << 40;
+	char rel[1024];
+	int i;
+
+	TRY(kv_cfg_expect_map(n, d));
+	TRY(kv_cfg_check_keys(n, keys, d));
+	TRY(kv_cfg_enum(n, "dist", dists, 0, &i, d));
+	l->kind = (enum kv_length_kind)i;
+	TRY(kv_cfg_u64(n, "prompt", 512, 1, big, &l->prompt, d));
+	TRY(kv_cfg_u64(n, "output", 128, 0, big, &l->output, d));
+	TRY(kv_cfg_u64(n, "prompt_min", 1, 1, big, &l->prompt_min, d));
+	TRY(kv_cfg_u64(n, "prompt_max", l->kind == KV_LEN_UNIFORM ? 1024 : 0, 0, big, &l->prompt_max, d));
+	TRY(kv_cfg_u64(n, "output_min", 1, 0, big, &l->output_min, d));
+	TRY(kv_cfg_u64(n, "output_max", l->kind == KV_LEN_UNIFORM ? 256 : 0, 0, big, &l->output_max, d));
+	TRY(kv_cfg_dbl(n, "prompt_mean", 512, 1, 1e9, &l->prompt_mean, d));
+	TRY(kv_cfg_dbl(n, "prompt_sigma", 1, 0, 10, &l->prompt_sigma, d));
+	TRY(kv_cfg_dbl(n, "output_mean", 128, 1, 1e9, &l->output_mean, d));
+	TRY(kv_cfg_dbl(n, "output_sigma", 1, 0, 10, &l->output_sigma, d));
+	TRY(kv_cfg_enum(n, "format", formats, 0, &i, d));
+	l->format = (enum kv_trace_format)i;
+	l->prompt_clip = l->prompt_max;
+	l->output_clip = l->output_max;
+	if (l->kind == KV_LEN_UNIFORM &&
+	    (l->prompt_min > l->prompt_max || l->output_min > l->output_max))
+		return kv_cfg_error(n, d, "uniform bounds: expected prompt_min <= prompt_max and output_min <= output_max");
+	if (l->kind != KV_LEN_TRACE)
+		return 0;
+	if (!kv_cfg_get(n, "trace"))
+		return kv_cfg_error(n, d, "dist trace: expected a `trace:` file of lengths");
+	TRY(kv_cfg_str(n, "trace", "", rel, sizeof(rel), d));
+	return kv_cfg_resolve_path(doc, kv_cfg_get(n, "trace"), rel, l->path, sizeof(l->path));
+}
+
+static int read_arrival(struct kv_cfg_doc *doc, struct kv_cfg_node *w, struct kv_source_spec *s,
+			struct kv_diag *d)
+{
+	static const char *const keys[] = { "process", "rate", "cv", "trace", "format",
+					    "time_scale", NULL };
+	static const char *const procs[] = { "poisson", "gamma", "trace", NULL };
+	static const char *const formats[] = { "auto", "azure", "vidur", "lengths", "mooncake", NULL };
+	struct kv_cfg_node *n = kv_cfg_get(w, "arrival");
+	char rel[1024];
+	int i;
+
+	TRY(kv_cfg_expect_map(n, d));
+	TRY(kv_cfg_check_keys(n, keys, d));
+	TRY(kv_cfg_enum(n, "process", procs, 0, &i, d));
+	s->arrival = (enum kv_arrival_kind)i;
+	TRY(kv_cfg_dbl(n, "rate", 1.0, 1e-9, 1e9, &s->rate_per_s, d));
+	TRY(kv_cfg_dbl(n, "cv", 1.0, 1e-3, 100, &s->cv, d));
+	TRY(kv_cfg_dbl(n, "time_scale", 1.0, 1e-6, 1e6, &s->time_scale, d));
+	TRY(kv_cfg_enum(n, "format", formats, 0, &i, d));
+	s->trace_format = (enum kv_trace_format)i;
+	if (s->arrival != KV_ARRIVAL_TRACE)
+		return 0;
+	if (!kv_cfg_get(n, "trace"))
+		return kv_cfg_error(n, d, "process trace: expected a `trace:` file with timestamps");
+	TRY(kv_cfg_str(n, "trace", "", rel, sizeof(rel), d));
+	return kv_cfg_resolve_path(doc, kv_cfg_get(n, "trace"), rel, s->trace_path,
+				   sizeof(s->trace_path));
+}
+
+static int read_tenant(struct kv_cfg_doc *doc, struct kv_cfg_node *n, struct kv_source_spec *s,
+		       uint32_t i, struct kv_diag *d)
+{
+	static const char *const keys[] = { "name", "share", "weight", "priority", "lengths", NULL };
+	struct kv_tenant_spec *t = &s->tenants[i];
+	char def[32];
+	double prio;
+	uint32_t j;
+
+	TRY(kv_cfg_expect_map(n, d));
+	TRY(kv_cfg_check_keys(n, keys, d));
+	snprintf(def, sizeof(def), "t%u", i);
+	TRY(kv_cfg_str(n, "name", def, t->name, sizeof(t->name), d));
+	for (j = 0; j < i; j++)
+		if (!strcmp(s->tenants[j].name, t->name))
+			return kv_cfg_error(kv_cfg_get(n, "name"), d,
+					    "duplicate tenant name '%s': expected unique names", t->name);
+	TRY(kv_cfg_dbl(n, "share", 1, 1e-9, 1e9, &t->share, d));
+	TRY(kv_cfg_dbl(n, "weight", 1, 1e-9, 1e9, &t->weight, d));
+	TRY(kv_cfg_dbl(n, "priority", 0, -1e6, 1e6, &prio, d));
+	t->priority = (int)prio;
+	if (!kv_cfg_get(n, "lengths"))
+		return 0;
+	t->has_lengths = 1;
+	return read_lengths(doc, kv_cfg_get(n, "lengths"), &t->lengths, d);
+}
+
+static int read_tenants(struct kv_cfg_doc *doc, struct kv_cfg_node *w, struct kv_source_spec *s,
+			struct kv_diag *d)
+{
+	struct kv_cfg_node *n = kv_cfg_get(w, "tenants"), *it;
+	uint32_t i = 0;
+
+	if (!n) {
+		s->n_tenants = 1;
+		snprintf(s->tenants[0].name, sizeof(s->tenants[0].name), "default");
+		s->tenants[0].share = 1;
+		s->tenants[0].weight = 1;
+		return 0;
+	}
+	TRY(kv_cfg_expect_seq(n, d));
+	if (n->n_children == 0 || n->n_children > KV_MAX_TENANTS)
+		return kv_cfg_error(n, d, "%zu tenants: expected 1 to %d", n->n_children,
+				    KV_MAX_TENANTS);
+	for (it = n->child; it; it = it->next, i++)
+		TRY(read_tenant(doc, it, s, i, d));
+	s->n_tenants = i;
+	return 0;
+}
+
+static int read_workload(struct kv_cfg_doc *doc, struct kv_sim_config *c, struct kv_diag *d)
+{
+	static const char *const keys[] = { "requests", "duration", "oversize", "arrival",
+					    "lengths", "tenants", NULL };
+	static const char *const oversize[] = { "error", "reject", "clip", NULL };
+	struct kv_cfg_node *w = kv_cfg_get(doc->root, "workload");
+	struct kv_source_spec *s = &c->source;
+	int i;
+
+	if (!w)
+		return kv_diag_set(d, KV_EINVAL, doc->path, 0, 0, "workload",
+				   "missing section: expected a `workload:` mapping with arrival and lengths");
+	TRY(kv_cfg_expect_map(w, d));
+	TRY(kv_cfg_check_keys(w, keys, d));
+	TRY(kv_cfg_u64(w, "requests", 0, 0, 1ULL << 40, &s->requests, d));
+	TRY(kv_cfg_ns(w, "duration", 0, 0, 1000ULL * 86400 * KV_NS_PER_S, &s->duration_ns, d));
+	TRY(kv_cfg_enum(w, "oversize", oversize, 0, &i, d));
+	c->oversize = (enum kv_oversize)i;
+	TRY(read_arrival(doc, w, s, d));
+	if (kv_cfg_get(w, "lengths")) {
+		s->lengths_set = 1;
+		TRY(read_lengths(doc, kv_cfg_get(w, "lengths"), &s->lengths, d));
+	} else if (s->arrival != KV_ARRIVAL_TRACE) {
+		TRY(read_lengths(doc, NULL, &s->lengths, d));
+	}
+	TRY(read_tenants(doc, w, s, d));
+	if (!s->requests && !s->duration_ns && s->arrival != KV_ARRIVAL_TRACE)
+		return kv_cfg_error(w, d, "no end: expected `requests:` or `duration:` (or a timestamped trace)");
+	return 0;
+}
+
+static int read_outputs(struct kv_cfg_doc *doc, struct kv_workload *wl, struct kv_diag *d)
+{
+	static const char *const keys[] = { "dir", "sample_interval", "requests", "chart", NULL };
+	struct kv_cfg_node *n = kv_cfg_get(doc->root, "outputs");
+	char rel[1024];
+
+	TRY(kv_cfg_expect_map(n, d));
+	TRY(kv_cfg_check_keys(n, keys, d));
+	TRY(kv_cfg_ns(n, "sample_interval", KV_NS_PER_S, 0, 86400 * KV_NS_PER_S,
+		      &wl->cfg.sample_interval_ns, d));
+	TRY(kv_cfg_bool(n, "requests", 1, &wl->requests_csv, d));
+	TRY(kv_cfg_bool(n, "chart", 1, &wl->chart, d));
+	if (!kv_cfg_get(n, "dir"))
+		return 0;
+	TRY(kv_cfg_str(n, "dir", "", rel, sizeof(rel), d));
+	return kv_cfg_resolve_path(doc, kv_cfg_get(n, "dir"), rel, wl->out_dir, sizeof(wl->out_dir));
+}
+
+static void default_name(struct kv_workload *w, const char *path)
+{
+	char tmp[1024], *base, *dot;
+
+	snprintf(tmp, sizeof(tmp), "%s", path);
+	base = basename(tmp);
+	dot = strrchr(base, '.');
+	if (dot && dot != base)
+		*dot = 0;
+	snprintf(w->name, sizeof(w->name), "%s", base);
+}
+
+static int read_top(struct kv_cfg_doc *doc, struct kv_workload *w, int has_seed, uint64_t seed,
+		    struct kv_diag *d)
+{
+	static const char *const keys[] = { "name", "description", "model", "device", "seed",
+					    "cluster", "memory", "batching", "scheduler",
+					    "cache", "workload", "outputs", "check_pool", NULL };
+	struct kv_sim_config *c = &w->cfg;
+
+	TRY(kv_cfg_check_keys(doc->root, keys, d));
+	TRY(kv_cfg_str(doc->root, "name", w->name, w->name, sizeof(w->name), d));
+	kv_cfg_get(doc->root, "description"); /* free text: read, not used */
+	TRY(kv_cfg_u64(doc->root, "seed", 1, 0, UINT64_MAX, &c->seed, d));
+	if (has_seed)
+		c->seed = seed;
+	TRY(kv_cfg_bool(doc->root, "check_pool", 0, &c->check_pool, d));
+	TRY(read_profiles(doc, c, d));
+	TRY(read_cluster(doc->root, c, d));
+	TRY(read_memory(doc->root, c, d));
+	TRY(read_batching(doc->root, c, d));
+	TRY(read_plugin(doc->root, "scheduler", "fifo", find_sched, (const void **)&c->sched,
+			&c->sched_opts, d));
+	TRY(read_plugin(doc->root, "cache", "full", find_cache, (const void **)&c->cache,
+			&c->cache_opts, d));
+	TRY(read_workload(doc, c, d));
+	return read_outputs(doc, w, d);
+}
+
+int kv_workload_load(struct kv_workload *w, const char *path, char *const *sets, size_t n_sets,
+		     int has_seed, uint64_t seed, struct kv_diag *d)
+{
+	struct kv_cfg_doc doc;
+	size_t i;
+	int rc;
+
+	memset(w, 0, sizeof(*w));
+	snprintf(w->path, sizeof(w->path), "%s", path);
+	default_name(w, path);
+	rc = kv_cfg_load(&doc, path, d);
+	if (rc)
+		return rc;
+	for (i = 0; i < n_sets && !rc; i++)
+		rc = kv_cfg_set(&doc, sets[i], d);
+	if (!rc)
+		rc = read_top(&doc, w, has_seed, seed, d);
+	kv_cfg_free(&doc);
+	return rc;
+}
+
+void kv_workload_release(struct kv_workload *w)
+{
+	free(w->cfg.sched_opts);
+	free(w->cfg.cache_opts);
+	w->cfg.sched_opts = w->cfg.cache_opts = NULL;
+}

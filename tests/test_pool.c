@@ -1,0 +1,616 @@
+/*
+ * test_pool.c -- the buddy allocator: split and merge, exhaustion,
+ * fragmentation, non-power-of-two regions, the block cap, reference counts,
+ * misuse aborts, the integrity check itself, and a random-operation
+ * property test against a shadow map of owned units.
+ */
+#include <check.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pool.h"
+
+/*
+ * ck_assert_msg() for loops: Check marks every passing assertion with a
+ * write to its pipe, which costs microseconds; this asserts only on failure
+ * (cond is evaluated again there, so it must have no side effects).
+ */
+#define EXPECT(cond, ...)                                                     \
+	do {                                                                  \
+		if (!(cond))                                                  \
+			ck_assert_msg(cond, __VA_ARGS__);                     \
+	} while (0)
+
+#define UNIT 256 /* unit (min block) bytes in most tests */
+
+/* xorshift64: a seeded, portable generator for test inputs. */
+static uint64_t rng_next(uint64_t *s)
+{
+	uint64_t x = *s;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return *s = x;
+}
+
+/* Asserts kv_pool_check passes; `when` says where, printed with the failure. */
+static void pool_ok(const struct kv_pool *p, const char *when)
+{
+	char msg[256] = "";
+	int err = kv_pool_check(p, msg, sizeof(msg));
+
+	EXPECT(err == 0, "%s: kv_pool_check: %s (free_bytes %llu of %llu)", when, msg,
+	       (unsigned long long)p->free_bytes, (unsigned long long)p->size_bytes);
+}
+
+/* Asserts n_free_blocks[k] == want[k] for every order. */
+static void free_blocks_are(const struct kv_pool *p, const uint64_t *want, const char *when)
+{
+	unsigned k;
+
+	for (k = 0; k <= KV_POOL_MAX_ORDER; k++)
+		EXPECT(p->n_free_blocks[k] == want[k],
+		       "%s: order %u has %llu free blocks, expected %llu", when, k,
+		       (unsigned long long)p->n_free_blocks[k], (unsigned long long)want[k]);
+}
+
+/* Allocates and asserts success; returns the offset. */
+static uint32_t alloc_ok(struct kv_pool *p, unsigned order)
+{
+	uint32_t off = UINT32_MAX;
+	int err = kv_pool_alloc(p, order, &off);
+
+	EXPECT(err == 0, "alloc of order %u: %s (free_bytes %llu, largest %llu)", order,
+	       kv_strerror(err), (unsigned long long)p->free_bytes,
+	       (unsigned long long)kv_pool_largest_free(p));
+	return off;
+}
+
+START_TEST(test_init_errors)
+{
+	struct kv_pool p;
+
+	ck_assert_int_eq(kv_pool_init(&p, 4096, 0, 0), KV_EINVAL);
+	ck_assert_int_eq(kv_pool_init(&p, 4096, 24, 0), KV_EINVAL);
+	ck_assert_int_eq(kv_pool_init(&p, 4096, 16, 48), KV_EINVAL);
+	ck_assert_int_eq(kv_pool_init(&p, 4096, 32, 16), KV_EINVAL);
+	ck_assert_int_eq(kv_pool_init(&p, 15, 16, 0), KV_EINVAL);
+	ck_assert_int_eq(kv_pool_init(&p, 1ULL << 31, 1, 0), KV_ERANGE);
+	kv_pool_release(&p); /* a no-op after a failed init */
+	ck_assert_int_eq(kv_pool_init(&p, 16, 16, 0), 0);
+	ck_assert_uint_eq(p.n_units, 1);
+	ck_assert_uint_eq(p.max_order, 0);
+	pool_ok(&p, "one unit");
+	kv_pool_release(&p);
+}
+END_TEST
+
+/* One order-0 alloc in an empty 2^10-unit pool splits once per order; free merges back. */
+START_TEST(test_split_merge)
+{
+	uint64_t want[KV_POOL_MAX_ORDER + 1] = { 0 };
+	struct kv_pool p;
+	uint32_t a, b;
+	unsigned k;
+
+	ck_assert_int_eq(kv_pool_init(&p, 1024 * UNIT, UNIT, 0), 0);
+	ck_assert_uint_eq(p.max_order, 10);
+	want[10] = 1;
+	free_blocks_are(&p, want, "empty");
+	a = alloc_ok(&p, 0);
+	ck_assert_uint_eq(a, 0);
+	want[10] = 0;
+	for (k = 0; k < 10; k++)
+		want[k] = 1;
+	free_blocks_are(&p, want, "after one order-0 alloc");
+	ck_assert_uint_eq(p.free_bytes, (1024 - 1) * UNIT);
+	ck_assert_uint_eq(kv_pool_largest_free(&p), 512 * UNIT);
+	pool_ok(&p, "after one order-0 alloc");
+	b = alloc_ok(&p, 0);
+	ck_assert_uint_eq(b, 1); /* the buddy, from the order-0 list */
+	want[0] = 0;
+	free_blocks_are(&p, want, "after two order-0 allocs");
+	ck_assert_uint_eq(kv_pool_free(&p, a), 0);
+	want[0] = 1;
+	free_blocks_are(&p, want, "after freeing the first");
+	ck_assert_uint_eq(kv_pool_free(&p, b), 0);
+	memset(want, 0, sizeof(want));
+	want[10] = 1;
+	free_blocks_are(&p, want, "after freeing both");
+	ck_assert_uint_eq(p.free_bytes, p.size_bytes);
+	ck_assert_uint_eq(kv_pool_largest_free(&p), p.size_bytes);
+	ck_assert_uint_eq(p.n_allocs, 2);
+	ck_assert_uint_eq(p.n_frees, 2);
+	pool_ok(&p, "merged back");
+	kv_pool_release(&p);
+}
+END_TEST
+
+/* Order-0 allocs fill a 100-unit pool exactly, then ENOMEM (not counted as fragmentation). */
+START_TEST(test_exhaustion)
+{
+	const uint32_t n = 100;
+	uint8_t seen[100] = { 0 };
+	struct kv_pool p;
+	uint32_t off, count = 0;
+	int err;
+
+	ck_assert_int_eq(kv_pool_init(&p, n * UNIT, UNIT, 0), 0);
+	while ((err = kv_pool_alloc(&p, 0, &off)) == 0) {
+		EXPECT(off < n && !seen[off], "alloc %u: offset %u out of range or twice",
+		       count, off);
+		seen[off] = 1;
+		count++;
+	}
+	ck_assert_int_eq(err, KV_ENOMEM);
+	ck_assert_msg(count == n, "%u order-0 blocks from %u units", count, n);
+	ck_assert_uint_eq(p.free_bytes, 0);
+	ck_assert_uint_eq(kv_pool_largest_free(&p), 0);
+	ck_assert_uint_eq(p.alloc_fail, 1);
+	ck_assert_uint_eq(p.alloc_fail_frag, 0);
+	ck_assert_double_eq(kv_pool_ext_frag(&p), 0.0);
+	pool_ok(&p, "full");
+	for (off = 0; off < n; off++)
+		kv_pool_free(&p, off);
+	ck_assert_uint_eq(p.free_bytes, p.size_bytes);
+	pool_ok(&p, "emptied");
+	kv_pool_release(&p);
+}
+END_TEST
+
+/* Freeing every other order-0 block: half the pool is free, no order-1 block is. */
+START_TEST(test_fragmentation)
+{
+	const uint32_t n = 64;
+	struct kv_pool p;
+	uint32_t off, i;
+	double want;
+
+	ck_assert_int_eq(kv_pool_init(&p, n * UNIT, UNIT, 0), 0);
+	for (i = 0; i < n; i++)
+		alloc_ok(&p, 0);
+	for (off = 0; off < n; off += 2)
+		ck_assert_uint_eq(kv_pool_free(&p, off), 0);
+	pool_ok(&p, "every other unit free");
+	ck_assert_uint_eq(p.free_bytes, n / 2 * UNIT);
+	ck_assert_uint_eq(kv_pool_largest_free(&p), UNIT);
+	ck_assert_int_eq(kv_pool_alloc(&p, 1, &off), KV_ENOMEM);
+	ck_assert_uint_eq(p.alloc_fail, 1);
+	ck_assert_uint_eq(p.alloc_fail_frag, 1);
+	want = 1.0 - 1.0 / (n / 2);
+	ck_assert_msg(kv_pool_ext_frag(&p) > want - 1e-12 && kv_pool_ext_frag(&p) < want + 1e-12,
+		      "ext_frag %.15f, expected %.15f", kv_pool_ext_frag(&p), want);
+	/* An order-0 request still fits, and a too-large one is not fragmentation. */
+	off = alloc_ok(&p, 0);
+	ck_assert_int_eq(kv_pool_alloc(&p, 6, &off), KV_ENOMEM);
+	ck_assert_uint_eq(p.alloc_fail, 2);
+	ck_assert_uint_eq(p.alloc_fail_frag, 1);
+	kv_pool_release(&p);
+}
+END_TEST
+
+/* Asserts the pool is exactly the free blocks (offset, order) listed in want. */
+static void cover_is(const struct kv_pool *p, const uint32_t (*want)[2], size_t n,
+		     const char *when)
+{
+	uint32_t off = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		ck_assert_msg(off == want[i][0] && p->order[off] == want[i][1] && p->is_free[off],
+			      "%s: block %zu at %u has order %u is_free %u, expected %u/%u",
+			      when, i, off, p->order[off], p->is_free[off], want[i][0],
+			      want[i][1]);
+		off += 1u << p->order[off];
+	}
+	ck_assert_msg(off == p->n_units, "%s: cover ends at %u of %u units", when, off,
+		      p->n_units);
+	pool_ok(p, when);
+}
+
+/* A 13.5-unit region is covered by 8 + 4 + 1; with a 4-unit cap 22 is 5 x 4 + 2. */
+START_TEST(test_non_pow2_cover)
+{
+	static const uint32_t c13[][2] = { { 0, 3 }, { 8, 2 }, { 12, 0 } };
+	static const uint32_t c22[][2] = { { 0, 2 }, { 4, 2 }, { 8, 2 }, { 12, 2 },
+					   { 16, 2 }, { 20, 1 } };
+	struct kv_pool p;
+	uint32_t offs[5], off, i;
+
+	ck_assert_int_eq(kv_pool_init(&p, 13 * UNIT + UNIT / 2, UNIT, 0), 0);
+	ck_assert_uint_eq(p.n_units, 13);
+	ck_assert_uint_eq(p.size_bytes, 13 * UNIT);
+	ck_assert_uint_eq(p.max_order, 3);
+	cover_is(&p, c13, KV_ARRAY_LEN(c13), "13 units");
+	kv_pool_release(&p);
+
+	ck_assert_int_eq(kv_pool_init(&p, 22 * UNIT, UNIT, 4 * UNIT), 0);
+	ck_assert_uint_eq(p.max_order, 2);
+	cover_is(&p, c22, KV_ARRAY_LEN(c22), "22 units, cap 4");
+	for (i = 0; i < 5; i++)
+		offs[i] = alloc_ok(&p, 2);
+	ck_assert_int_eq(kv_pool_alloc(&p, 2, &off), KV_ENOMEM);
+	ck_assert_uint_eq(p.alloc_fail_frag, 0); /* 2 units free < 4 */
+	for (i = 0; i < 5; i++)
+		kv_pool_free(&p, offs[4 - i]);
+	cover_is(&p, c22, KV_ARRAY_LEN(c22), "22 units, cap 4, after alloc and free");
+	kv_pool_release(&p);
+}
+END_TEST
+
+/* The cap on the largest block: order_for, alloc and coalescing respect it. */
+START_TEST(test_max_block)
+{
+	uint64_t want[KV_POOL_MAX_ORDER + 1] = { 0 };
+	struct kv_pool p;
+	uint32_t off;
+
+	ck_assert_int_eq(kv_pool_init(&p, 1024, 16, 64), 0);
+	ck_assert_uint_eq(p.max_order, 2);
+	ck_assert_int_eq(kv_pool_order_for(&p, 0), 0);
+	ck_assert_int_eq(kv_pool_order_for(&p, 1), 0);
+	ck_assert_int_eq(kv_pool_order_for(&p, 16), 0);
+	ck_assert_int_eq(kv_pool_order_for(&p, 17), 1);
+	ck_assert_int_eq(kv_pool_order_for(&p, 32), 1);
+	ck_assert_int_eq(kv_pool_order_for(&p, 33), 2);
+	ck_assert_int_eq(kv_pool_order_for(&p, 64), 2);
+	ck_assert_int_eq(kv_pool_order_for(&p, 65), -1);
+	ck_assert_int_eq(kv_pool_order_for(&p, UINT64_MAX), -1);
+	ck_assert_int_eq(kv_pool_alloc(&p, 3, &off), KV_ETOOBIG);
+	ck_assert_int_eq(kv_pool_alloc(&p, 40, &off), KV_ETOOBIG);
+	ck_assert_uint_eq(p.alloc_fail, 0);
+	want[2] = 16;
+	free_blocks_are(&p, want, "cap 4 units");
+	off = alloc_ok(&p, 0);
+	kv_pool_free(&p, off);
+	free_blocks_are(&p, want, "cap 4 units, after alloc and free");
+	pool_ok(&p, "cap 4 units");
+	kv_pool_release(&p);
+
+	/* A cap above the region is the largest power of two inside it. */
+	ck_assert_int_eq(kv_pool_init(&p, 1000 * UNIT, UNIT, 1ULL << 40), 0);
+	ck_assert_uint_eq(p.max_order, 9);
+	ck_assert_int_eq(kv_pool_order_for(&p, 512 * UNIT), 9);
+	ck_assert_int_eq(kv_pool_order_for(&p, 512 * UNIT + 1), -1);
+	kv_pool_release(&p);
+}
+END_TEST
+
+/* ref adds, free drops; the block is freed at zero only. */
+START_TEST(test_refcounts)
+{
+	struct kv_pool p;
+	uint32_t off;
+
+	ck_assert_int_eq(kv_pool_init(&p, 64 * UNIT, UNIT, 0), 0);
+	off = alloc_ok(&p, 3);
+	ck_assert_uint_eq(p.refs[off], 1);
+	ck_assert_uint_eq(kv_pool_ref(&p, off), 2);
+	ck_assert_uint_eq(kv_pool_ref(&p, off), 3);
+	ck_assert_uint_eq(kv_pool_free(&p, off), 2);
+	ck_assert_uint_eq(kv_pool_free(&p, off), 1);
+	ck_assert_uint_eq(p.free_bytes, 56 * UNIT);
+	ck_assert_uint_eq(p.n_frees, 0);
+	pool_ok(&p, "one reference left");
+	ck_assert_uint_eq(kv_pool_free(&p, off), 0);
+	ck_assert_uint_eq(p.free_bytes, p.size_bytes);
+	ck_assert_uint_eq(p.n_frees, 1);
+	pool_ok(&p, "freed");
+	kv_pool_release(&p);
+}
+END_TEST
+
+/* The 65536th reference is a model bug: abort, not wrap. */
+START_TEST(test_ref_overflow_aborts)
+{
+	struct kv_pool p;
+	uint32_t off, i;
+
+	ck_assert_int_eq(kv_pool_init(&p, 64 * UNIT, UNIT, 0), 0);
+	off = alloc_ok(&p, 0);
+	for (i = 2; i <= 65535; i++)
+		EXPECT(kv_pool_ref(&p, off) == i, "ref %u", i);
+	ck_assert_uint_eq(p.refs[off], 65535);
+	kv_pool_ref(&p, off);
+}
+END_TEST
+
+START_TEST(test_free_unallocated_aborts)
+{
+	struct kv_pool p;
+
+	ck_assert_int_eq(kv_pool_init(&p, 64 * UNIT, UNIT, 0), 0);
+	kv_pool_free(&p, 0); /* a free block */
+}
+END_TEST
+
+START_TEST(test_free_interior_aborts)
+{
+	struct kv_pool p;
+	uint32_t off;
+
+	ck_assert_int_eq(kv_pool_init(&p, 64 * UNIT, UNIT, 0), 0);
+	off = alloc_ok(&p, 2);
+	kv_pool_free(&p, off + 1);
+}
+END_TEST
+
+START_TEST(test_double_free_aborts)
+{
+	struct kv_pool p;
+	uint32_t off;
+
+	ck_assert_int_eq(kv_pool_init(&p, 64 * UNIT, UNIT, 0), 0);
+	off = alloc_ok(&p, 0);
+	alloc_ok(&p, 0); /* keeps off from merging away */
+	kv_pool_free(&p, off);
+	kv_pool_free(&p, off);
+}
+END_TEST
+
+START_TEST(test_free_out_of_range_aborts)
+{
+	struct kv_pool p;
+
+	ck_assert_int_eq(kv_pool_init(&p, 64 * UNIT, UNIT, 0), 0);
+	kv_pool_free(&p, 64);
+}
+END_TEST
+
+START_TEST(test_ref_free_block_aborts)
+{
+	struct kv_pool p;
+
+	ck_assert_int_eq(kv_pool_init(&p, 64 * UNIT, UNIT, 0), 0);
+	kv_pool_ref(&p, 0);
+}
+END_TEST
+
+/* Asserts kv_pool_check reports a corruption, with a message. */
+static void check_catches(const struct kv_pool *p, const char *what)
+{
+	char msg[256] = "";
+
+	ck_assert_msg(kv_pool_check(p, msg, sizeof(msg)) == KV_EINVARIANT && msg[0],
+		      "kv_pool_check missed %s (msg \"%s\")", what, msg);
+}
+
+/* Each corruption on a fresh pool with some allocations is caught. */
+START_TEST(test_check_catches)
+{
+	struct kv_pool p;
+	uint32_t a, b;
+	int i;
+
+	for (i = 0; i < 7; i++) {
+		ck_assert_int_eq(kv_pool_init(&p, 64 * UNIT, UNIT, 0), 0);
+		a = alloc_ok(&p, 0);
+		b = alloc_ok(&p, 1);
+		pool_ok(&p, "before corruption");
+		switch (i) {
+		case 0:
+			p.free_bytes += UNIT;
+			check_catches(&p, "free_bytes off by one unit");
+			break;
+		case 1:
+			p.order[b + 1] = 0;
+			check_catches(&p, "a head inside a block");
+			break;
+		case 2:
+			p.refs[a] = 0;
+			check_catches(&p, "an allocated block without references");
+			break;
+		case 3:
+			p.n_free_blocks[5]++;
+			check_catches(&p, "a per-order count off by one");
+			break;
+		case 4:
+			p.next[p.free_head[5]] = p.free_head[5];
+			check_catches(&p, "a cycle in a free list");
+			break;
+		case 5: /* a free block left out of its list */
+			p.refs[a] = 0;
+			p.is_free[a] = 1;
+			check_catches(&p, "a free block off its list");
+			break;
+		case 6:
+			p.free_mask |= 1ULL << 1; /* order 1 is empty: b took it */
+			check_catches(&p, "a stale free_mask bit");
+			break;
+		}
+		kv_pool_release(&p);
+	}
+}
+END_TEST
+
+/* One live block of the property test. */
+struct live {
+	uint32_t off; /* offset, units */
+	unsigned order; /* block order */
+	unsigned refs; /* references the test holds */
+};
+
+/* State of the property test: the pool and a shadow of who owns each unit. */
+struct prop {
+	struct kv_pool p;
+	struct live *live; /* live blocks, unordered */
+	size_t n_live;
+	uint32_t *owner; /* per unit: 1 + index in live[], 0 when free */
+	uint64_t live_bytes; /* bytes in live blocks */
+	uint64_t rng; /* xorshift state */
+};
+
+/* Tries an alloc of a geometric random order; checks the result against the shadow. */
+static void prop_alloc(struct prop *s, size_t step)
+{
+	struct kv_pool *p = &s->p;
+	unsigned geo = (unsigned)__builtin_ctzll(rng_next(&s->rng) | 1ULL << 63);
+	unsigned order = KV_MIN(geo, p->max_order);
+	uint64_t fail = p->alloc_fail, frag = p->alloc_fail_frag;
+	uint64_t bytes = kv_pool_block_bytes(p, order), free_before = p->free_bytes;
+	uint32_t off, u;
+	int err = kv_pool_alloc(p, order, &off);
+
+	if (err) {
+		EXPECT(err == KV_ENOMEM && kv_pool_largest_free(p) < bytes &&
+			       p->alloc_fail == fail + 1 &&
+			       p->alloc_fail_frag == frag + (free_before >= bytes),
+		       "step %zu: alloc order %u refused (%s) with largest free %llu, "
+		       "free %llu, fail %llu -> %llu, frag %llu -> %llu",
+		       step, order, kv_strerror(err),
+		       (unsigned long long)kv_pool_largest_free(p),
+		       (unsigned long long)free_before, (unsigned long long)fail,
+		       (unsigned long long)p->alloc_fail, (unsigned long long)frag,
+		       (unsigned long long)p->alloc_fail_frag);
+		return;
+	}
+	EXPECT(!(off & ((1u << order) - 1)) && off + (1u << order) <= p->n_units,
+	       "step %zu: order %u block at %u misaligned or outside %u units", step, order,
+	       off, p->n_units);
+	for (u = off; u < off + (1u << order); u++) {
+		EXPECT(!s->owner[u], "step %zu: order %u block at %u overlaps live block %u",
+		       step, order, off, s->live[s->owner[u] - 1].off);
+		s->owner[u] = (uint32_t)s->n_live + 1;
+	}
+	s->live[s->n_live++] = (struct live){ .off = off, .order = order, .refs = 1 };
+	s->live_bytes += bytes;
+}
+
+/* Drops one reference to live block i; forgets it at zero. */
+static void prop_free(struct prop *s, size_t i, size_t step)
+{
+	struct live *l = &s->live[i];
+	unsigned left = kv_pool_free(&s->p, l->off);
+	uint32_t u;
+
+	EXPECT(left == l->refs - 1, "step %zu: free of %u left %u references, expected %u",
+	       step, l->off, left, l->refs - 1);
+	if (--l->refs)
+		return;
+	for (u = l->off; u < l->off + (1u << l->order); u++)
+		s->owner[u] = 0;
+	s->live_bytes -= kv_pool_block_bytes(&s->p, l->order);
+	*l = s->live[--s->n_live];
+	if (i < s->n_live)
+		for (u = l->off; u < l->off + (1u << l->order); u++)
+			s->owner[u] = (uint32_t)i + 1;
+}
+
+/* One random operation: alloc (45%), ref (10%) or free (45%) of a random live block. */
+static void prop_step(struct prop *s, size_t step)
+{
+	unsigned r = (unsigned)(rng_next(&s->rng) % 100);
+	size_t i;
+
+	if (!s->n_live || r < 45) {
+		prop_alloc(s, step);
+		return;
+	}
+	i = rng_next(&s->rng) % s->n_live;
+	if (r < 55 && s->live[i].refs < 8) {
+		s->live[i].refs++;
+		EXPECT(kv_pool_ref(&s->p, s->live[i].off) == s->live[i].refs,
+		       "step %zu: ref of %u", step, s->live[i].off);
+		return;
+	}
+	prop_free(s, i, step);
+}
+
+/*
+ * n_ops random operations on a pool of n_units (block cap max_units, 0 for
+ * none); kv_pool_check every check_every operations; then everything is
+ * freed and the pool must be its initial cover again.
+ */
+static void prop_run(uint32_t n_units, uint32_t max_units, size_t n_ops, size_t check_every,
+		     uint64_t seed)
+{
+	uint64_t cover[KV_POOL_MAX_ORDER + 1];
+	struct prop s = { .rng = seed };
+	size_t step;
+	char when[64];
+
+	ck_assert_int_eq(kv_pool_init(&s.p, (uint64_t)n_units * UNIT, UNIT,
+				      (uint64_t)max_units * UNIT), 0);
+	memcpy(cover, s.p.n_free_blocks, sizeof(cover));
+	s.live = kv_xcalloc(n_units, sizeof(*s.live));
+	s.owner = kv_xcalloc(n_units, sizeof(*s.owner));
+	for (step = 0; step < n_ops; step++) {
+		prop_step(&s, step);
+		EXPECT(s.p.free_bytes + s.live_bytes == s.p.size_bytes,
+		       "step %zu: free %llu + live %llu != size %llu", step,
+		       (unsigned long long)s.p.free_bytes, (unsigned long long)s.live_bytes,
+		       (unsigned long long)s.p.size_bytes);
+		if (step % check_every == 0) {
+			snprintf(when, sizeof(when), "step %zu, %zu live", step, s.n_live);
+			pool_ok(&s.p, when);
+		}
+	}
+	while (s.n_live)
+		prop_free(&s, s.n_live - 1, n_ops);
+	ck_assert_uint_eq(s.p.free_bytes, s.p.size_bytes);
+	ck_assert_uint_eq(s.p.n_allocs, s.p.n_frees);
+	free_blocks_are(&s.p, cover, "all freed");
+	pool_ok(&s.p, "all freed");
+	free(s.live);
+	free(s.owner);
+	kv_pool_release(&s.p);
+}
+
+START_TEST(test_property_small)
+{
+	prop_run(64, 0, 100000, 1, 0x2545f4914f6cdd1dULL);
+}
+END_TEST
+
+START_TEST(test_property_small_non_pow2)
+{
+	prop_run(45, 8, 100000, 1, 12345);
+}
+END_TEST
+
+START_TEST(test_property_large)
+{
+	prop_run(40009, 1u << 12, 100000, 1000, 987654321);
+}
+END_TEST
+
+static Suite *pool_suite(void)
+{
+	Suite *s = suite_create("pool");
+	TCase *tc = tcase_create("core");
+	TCase *abort_tc = tcase_create("aborts");
+
+	tcase_add_test(tc, test_init_errors);
+	tcase_add_test(tc, test_split_merge);
+	tcase_add_test(tc, test_exhaustion);
+	tcase_add_test(tc, test_fragmentation);
+	tcase_add_test(tc, test_non_pow2_cover);
+	tcase_add_test(tc, test_max_block);
+	tcase_add_test(tc, test_refcounts);
+	tcase_add_test(tc, test_check_catches);
+	tcase_add_test(tc, test_property_small);
+	tcase_add_test(tc, test_property_small_non_pow2);
+	tcase_add_test(tc, test_property_large);
+	suite_add_tcase(s, tc);
+	tcase_add_test_raise_signal(abort_tc, test_ref_overflow_aborts, SIGABRT);
+	tcase_add_test_raise_signal(abort_tc, test_free_unallocated_aborts, SIGABRT);
+	tcase_add_test_raise_signal(abort_tc, test_free_interior_aborts, SIGABRT);
+	tcase_add_test_raise_signal(abort_tc, test_double_free_aborts, SIGABRT);
+	tcase_add_test_raise_signal(abort_tc, test_free_out_of_range_aborts, SIGABRT);
+	tcase_add_test_raise_signal(abort_tc, test_ref_free_block_aborts, SIGABRT);
+	suite_add_tcase(s, abort_tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(pool_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
