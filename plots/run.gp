@@ -14,11 +14,15 @@ set logscale x
 set grid
 set key bottom right
 if (reqs) {
+  stats dir."/requests.csv" using 10 nooutput
+  n_ttft = STATS_records
+  stats dir."/requests.csv" using 11 nooutput
+  n_tpot = STATS_records
   stats dir."/requests.csv" using 12 nooutput
-  n = STATS_records
-  plot dir."/requests.csv" using 10:(1.0/n) smooth cumulative with lines lw 2 title "TTFT", \
-       ""                  using 12:(1.0/n) smooth cumulative with lines lw 2 title "end-to-end", \
-       ""                  using 11:(1.0/n) smooth cumulative with lines lw 2 title "time per output token"
+  n_e2e = STATS_records
+  plot dir."/requests.csv" using 10:(1.0/n_ttft) smooth cumulative with lines lw 2 title "TTFT", \
+       ""                  using 12:(1.0/n_e2e) smooth cumulative with lines lw 2 title "end-to-end", \
+       ""                  using 11:(1.0/n_tpot) smooth cumulative with lines lw 2 title "time per output token"
 } else {
   set label 1 "requests.csv disabled" at graph 0.5,0.5 center
   plot NaN notitle
@@ -30,14 +34,15 @@ set title "KV memory reserved (solid) and holding live tokens (dashed)"
 set xlabel "simulated time (s)"
 set ylabel "GiB"
 set key top right
-plot for [i=0:replicas-1] dir."/timeseries.csv" using 1:($2==i ? $6/2**30 : 1/0) with lines lw 1.5 lc i+1 title sprintf("replica %d reserved", i), \
-     for [i=0:replicas-1] dir."/timeseries.csv" using 1:($2==i ? $5/2**30 : 1/0) with lines dt 2 lc i+1 notitle
+# rows are time-major, replica-minor: `every replicas::i` picks replica i
+plot for [i=0:replicas-1] dir."/timeseries.csv" every replicas::i using 1:($6/2**30) with lines lw 1.5 lc i+1 title sprintf("replica %d", i), \
+     for [i=0:replicas-1] dir."/timeseries.csv" every replicas::i using 1:($5/2**30) with lines dt 2 lc i+1 notitle
 
 set title "Waiting requests"
 set ylabel "requests"
-plot for [i=0:replicas-1] dir."/timeseries.csv" using 1:($2==i ? $3 : 1/0) with lines lc i+1 title sprintf("replica %d", i)
+plot for [i=0:replicas-1] dir."/timeseries.csv" every replicas::i using 1:3 with lines lc i+1 title sprintf("replica %d", i)
 
 set title "Running requests (batch)"
 set ylabel "requests"
-plot for [i=0:replicas-1] dir."/timeseries.csv" using 1:($2==i ? $4 : 1/0) with lines lc i+1 title sprintf("replica %d", i)
+plot for [i=0:replicas-1] dir."/timeseries.csv" every replicas::i using 1:4 with lines lc i+1 title sprintf("replica %d", i)
 unset multiplot

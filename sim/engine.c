@@ -195,6 +195,12 @@ void kv_replica_admit(struct kv_replica *r, struct kv_req *q)
 
 /* --- ending a request ---------------------------------------------------- */
 
+/* Prefill tokens q still has to compute. */
+static uint64_t prefill_left(const struct kv_req *q)
+{
+	return q->kv_tokens < q->prefill_target ? q->prefill_target - q->kv_tokens : 0;
+}
+
 static int end_request(struct kv_sim *s, struct kv_replica *r, struct kv_req *q,
 		       enum kv_end e)
 {
@@ -205,8 +211,7 @@ static int end_request(struct kv_sim *s, struct kv_replica *r, struct kv_req *q,
 	q->finish_ns = s->now;
 	if (q->kv_bytes || q->kv_tokens)
 		req_release(r, q);
-	r->outstanding_tokens -= (q->prefill_target - q->kv_tokens) +
-				 (q->output_tokens - q->generated);
+	r->outstanding_tokens -= prefill_left(q) + (q->output_tokens - q->generated);
 	r->n_assigned--;
 	s->ended[e]++;
 	if (e == KV_END_COMPLETED) {
@@ -301,7 +306,7 @@ void kv_replica_preempt(struct kv_replica *r, struct kv_req *q)
 	running_remove(r, q);
 	req_release(r, q);
 	/* Recompute: rebuild prompt plus generated tokens by prefill. */
-	r->outstanding_tokens -= q->prefill_target - q->kv_tokens;
+	r->outstanding_tokens -= prefill_left(q);
 	q->prefill_target = q->prompt_tokens + q->generated;
 	q->kv_tokens = 0;
 	r->outstanding_tokens += q->prefill_target;

@@ -85,7 +85,7 @@ void *kv_xcalloc(size_t nmemb, size_t size)
 	if (size && nmemb > SIZE_MAX / size)
 		return alloc_check(NULL, SIZE_MAX);
 	return alloc_check(calloc(nmemb ? nmemb : 1, size ? size : 1),
-			   nmemb * size ? nmemb * size : 1);
+			   nmemb && size ? nmemb * size : 1);
 }
 
 void *kv_xrealloc(void *p, size_t n)

@@ -94,7 +94,7 @@ void kv_alloc_fault_init(void);
 		if (__builtin_expect(!(cond), 0))                             \
 			kv__check_fail(__FILE__, __LINE__, #cond, __VA_ARGS__); \
 	} while (0)
-_Noreturn void kv__check_fail(const char *file, int line, const char *cond,
+__attribute__((noreturn)) void kv__check_fail(const char *file, int line, const char *cond,
 			      const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 

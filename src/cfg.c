@@ -8,7 +8,9 @@
  * collection `cur` and, inside a mapping, one pending key: a scalar event
  * in a mapping with no pending key becomes the key; any other node event
  * appends a child to `cur`, and a collection start makes that child the new
- * `cur`.  libyaml marks are 0-based; nodes store them 1-based.
+ * `cur`.  libyaml marks are 0-based; nodes store them 1-based.  Nesting is
+ * capped at KV__CFG_MAX_DEPTH: libyaml's own cost grows with the square of
+ * the flow depth, and no configuration needs more than a handful of levels.
  *
  * Numbers: integer readers (u64, sizes, durations) parse the decimal text
  * exactly -- at most 24 significant digits times a power of ten -- and
@@ -34,6 +36,8 @@
 #include <yaml.h>
 
 __extension__ typedef unsigned __int128 u128;
+
+#define KV__CFG_MAX_DEPTH 1000 /* deepest nesting of collections accepted */
 
 /* File name of nodes made by kv_cfg_set(); compared by address. */
 static const char set_file[] = "--set";
@@ -276,6 +280,7 @@ const char *kv_cfg_path(const struct kv_cfg_node *n, char *buf, size_t len)
 	buf[pos] = '\0';
 	for (; n && n->parent; n = n->parent) {
 		if (path_seg(n, buf, &pos)) {
+			pos += buf[pos] == '.';
 			pos -= 3;
 			memcpy(buf + pos, "...", 3);
 			break;
@@ -299,6 +304,7 @@ struct builder {
 	char *key; /* pending mapping key, NULL when a key comes next */
 	unsigned long key_line, key_col; /* its position */
 	int docs; /* documents started */
+	int depth; /* open collections */
 	struct kv_diag *d;
 };
 
@@ -419,6 +425,9 @@ static int b_start(struct builder *b, const yaml_event_t *ev, enum kv_cfg_type t
 	if (b_want_key(b))
 		return b_err(b, ev->start_mark,
 			     "a mapping or sequence as a key is not supported");
+	if (++b->depth > KV__CFG_MAX_DEPTH)
+		return b_err(b, ev->start_mark, "nested deeper than %d levels",
+			     KV__CFG_MAX_DEPTH);
 	b_pos(b, ev->start_mark, &line, &col);
 	n = node_new(type, b->file, line, col);
 	b_attach(b, n);
@@ -446,6 +455,7 @@ static int b_event(struct builder *b, const yaml_event_t *ev)
 	case YAML_SEQUENCE_END_EVENT:
 	case YAML_MAPPING_END_EVENT:
 		b->cur = b->cur->parent;
+		b->depth--;
 		return 0;
 	default:
 		return 0;
@@ -787,9 +797,9 @@ static int set_descend(struct set_walk *w, struct kv_cfg_node *m, struct kv_cfg_
  */
 static int set_walk(struct set_walk *w, struct kv_cfg_node *m)
 {
-	struct kv_cfg_node *n, *item;
+	struct kv_cfg_node *n, *item = NULL;
 	const char *at;
-	size_t klen, idx;
+	size_t klen, idx = 0;
 	int err;
 
 	for (;;) {

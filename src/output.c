@@ -147,6 +147,15 @@ static int make_dirs(const char *dir, int *created)
 	return errno == EEXIST ? 0 : -errno;
 }
 
+/* The process's umask (mkstemp creates 0600 files; outputs should be 0644). */
+static mode_t current_umask(void)
+{
+	mode_t m = umask(022);
+
+	umask(m);
+	return m;
+}
+
 static FILE *open_tmp(struct kv_out *o, int idx, struct kv_diag *d)
 {
 	FILE *f;
@@ -159,6 +168,8 @@ static FILE *open_tmp(struct kv_out *o, int idx, struct kv_diag *d)
 	snprintf(buf, sizeof(buf), "%s/.%s.XXXXXX", o->dir, file_names[idx]);
 	memcpy(o->tmp[idx], buf, sizeof(buf));
 	fd = mkstemp(o->tmp[idx]);
+	if (fd >= 0)
+		fchmod(fd, 0666 & ~current_umask());
 	if (fd < 0 || !(f = fdopen(fd, "w"))) {
 		kv_diag_set(d, KV_EIO, o->tmp[idx], 0, 0, "", "cannot create: %s", strerror(errno));
 		if (fd >= 0)

@@ -1,0 +1,508 @@
+/*
+ * profiles.c -- model and device profiles from YAML (see profiles.h).
+ *
+ * Each loader reads the document into a kv_cfg tree, rejects unknown keys,
+ * checks the required ones are there, converts every field with the typed
+ * readers of cfg.h (which name file, line, column and field on error), then
+ * runs the module's own validation (kv_model_validate, kv_device_validate)
+ * and points its diagnostic at the offending key's line.
+ *
+ * Not on a hot path: a profile is read once per run.
+ */
+#include "profiles.h"
+#include "cfg.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#if !defined(KV_CONFIG_DIR) && defined(KV_SOURCE_DIR)
+#define KV_CONFIG_DIR KV_SOURCE_DIR "/configs"
+#endif
+
+#define PROFILE_PATH_MAX 4096
+
+static const char *const model_keys[] = {
+	"name", "layers", "hidden", "heads", "kv_heads", "head_dim", "intermediate",
+	"vocab", "max_context", "params", "dtype_bytes", "gated_mlp", "tie_embeddings",
+	"source", NULL,
+};
+
+static const char *const model_required[] = {
+	"name", "layers", "hidden", "heads", "kv_heads", "head_dim", "intermediate",
+	"vocab", "max_context", "params", "source", NULL,
+};
+
+static const char *const device_keys[] = {
+	"name", "memory", "mem_bandwidth", "fp16_tflops", "host_link_bandwidth",
+	"interconnect_bandwidth", "perf", "cost", "source", NULL,
+};
+
+static const char *const device_required[] = {
+	"name", "memory", "mem_bandwidth", "fp16_tflops", "host_link_bandwidth", "source", NULL,
+};
+
+static const char *const perf_keys[] = {
+	"eff_bw", "eff_flops", "overhead", "per_seq", "allreduce_latency",
+	"dequant_flops_per_byte", NULL,
+};
+
+static const char *const cost_keys[] = { "alpha", NULL };
+
+/* ---- where profiles live ---- */
+
+static int is_dir(const char *path)
+{
+	struct stat st;
+
+	return path && *path && !stat(path, &st) && S_ISDIR(st.st_mode);
+}
+
+/* Copies dir into buf without trailing slashes; returns buf. */
+static const char *set_dir(char *buf, size_t len, const char *dir)
+{
+	size_t n;
+
+	snprintf(buf, len, "%s", dir);
+	n = strlen(buf);
+	while (n > 1 && buf[n - 1] == '/')
+		buf[--n] = '\0';
+	return buf;
+}
+
+/*
+ * $KVSIM_CONFIG_DIR when set (even if missing: the user asked for it), else
+ * the first existing of the compiled-in source tree's configs/,
+ * $KVSIM_SOURCE_DIR/configs and the installed data directory, else
+ * "configs" relative to the working directory.
+ */
+const char *kv_profiles_dir(void)
+{
+	static char buf[PROFILE_PATH_MAX];
+	const char *env = getenv("KVSIM_CONFIG_DIR");
+	const char *src = getenv("KVSIM_SOURCE_DIR");
+	char tmp[PROFILE_PATH_MAX];
+
+	if (env && *env)
+		return set_dir(buf, sizeof(buf), env);
+#ifdef KV_CONFIG_DIR
+	if (is_dir(KV_CONFIG_DIR))
+		return set_dir(buf, sizeof(buf), KV_CONFIG_DIR);
+#endif
+	if (src && *src) {
+		snprintf(tmp, sizeof(tmp), "%s/configs", src);
+		if (is_dir(tmp))
+			return set_dir(buf, sizeof(buf), tmp);
+	}
+#ifdef KV_DATA_DIR
+	if (is_dir(KV_DATA_DIR))
+		return set_dir(buf, sizeof(buf), KV_DATA_DIR);
+#endif
+	return set_dir(buf, sizeof(buf), "configs");
+}
+
+/* ---- listing ---- */
+
+static int kind_ok(const char *kind)
+{
+	return kind && (!strcmp(kind, "models") || !strcmp(kind, "devices"));
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* "name.yaml" gives a malloc'ed "name"; anything else NULL. */
+static char *yaml_stem(const char *file)
+{
+	size_t n = strlen(file);
+	char *s;
+
+	if (file[0] == '.' || n <= 5 || strcmp(file + n - 5, ".yaml"))
+		return NULL;
+	s = kv_xstrdup(file);
+	s[n - 5] = '\0';
+	return s;
+}
+
+/* Reads the sorted profile names of dir into *names; returns their count or KV_ENOENT. */
+static int scan_names(const char *dir, char ***names)
+{
+	DIR *dp = opendir(dir);
+	struct dirent *de;
+	size_t n = 0, cap = 16;
+	char *stem;
+
+	if (!dp)
+		return KV_ENOENT;
+	*names = kv_xmalloc(cap * sizeof(**names));
+	while ((de = readdir(dp))) {
+		if (!(stem = yaml_stem(de->d_name)))
+			continue;
+		if (n == cap)
+			*names = kv_xrealloc(*names, (cap *= 2) * sizeof(**names));
+		(*names)[n++] = stem;
+	}
+	closedir(dp);
+	qsort(*names, n, sizeof(**names), cmp_str);
+	return (int)n;
+}
+
+static void free_names(char **names, int n)
+{
+	while (n > 0)
+		free(names[--n]);
+	free(names);
+}
+
+int kv_profiles_list(const char *kind, void (*fn)(const char *name, const char *path, void *arg),
+		     void *arg)
+{
+	char dir[PROFILE_PATH_MAX], path[PROFILE_PATH_MAX + 256];
+	char **names;
+	int i, n;
+
+	if (!kind_ok(kind))
+		return KV_EINVAL;
+	snprintf(dir, sizeof(dir), "%s/%s", kv_profiles_dir(), kind);
+	n = scan_names(dir, &names);
+	if (n < 0)
+		return n;
+	for (i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/%s.yaml", dir, names[i]);
+		fn(names[i], path, arg);
+	}
+	free_names(names, n);
+	return n;
+}
+
+/* ---- name resolution ---- */
+
+/* A path when it has a '/' or ends in .yaml/.yml; otherwise a profile name. */
+static int looks_like_path(const char *s)
+{
+	size_t n = strlen(s);
+
+	return strchr(s, '/') || (n > 5 && !strcmp(s + n - 5, ".yaml")) ||
+	       (n > 4 && !strcmp(s + n - 4, ".yml"));
+}
+
+/* Profile names are [A-Za-z0-9._-]+ not starting with '.'. */
+static int name_ok(const char *s)
+{
+	if (!*s || *s == '.')
+		return 0;
+	for (; *s; s++)
+		if (!(isalnum((unsigned char)*s) || *s == '.' || *s == '_' || *s == '-'))
+			return 0;
+	return 1;
+}
+
+/* Writes "a, b, c" (the names of kind) into buf. */
+static void list_names(const char *kind, char *buf, size_t len)
+{
+	char dir[PROFILE_PATH_MAX], **names;
+	size_t off = 0;
+	int i, n;
+
+	buf[0] = '\0';
+	snprintf(dir, sizeof(dir), "%s/%s", kv_profiles_dir(), kind);
+	n = scan_names(dir, &names);
+	for (i = 0; i < n && off + 1 < len; i++) {
+		int r = snprintf(buf + off, len - off, "%s%s", i ? ", " : "", names[i]);
+
+		off += r > 0 ? (size_t)r : 0;
+	}
+	if (n >= 0)
+		free_names(names, n);
+}
+
+/*
+ * Turns name_or_path into a file path in buf.  An unknown name is KV_ENOENT
+ * with d listing the names there are.
+ */
+static int resolve(const char *kind, const char *what, const char *name_or_path, char *buf,
+		   size_t len, struct kv_diag *d)
+{
+	char names[512];
+
+	if (looks_like_path(name_or_path)) {
+		snprintf(buf, len, "%s", name_or_path);
+		return 0;
+	}
+	snprintf(buf, len, "%s/%s/%s.yaml", kv_profiles_dir(), kind, name_or_path);
+	if (name_ok(name_or_path) && !access(buf, R_OK))
+		return 0;
+	list_names(kind, names, sizeof(names));
+	return kv_diag_set(d, KV_ENOENT, "", 0, 0, what,
+			   "unknown %s '%s' (no %s); valid names: %s", what, name_or_path, buf,
+			   names[0] ? names : "(none)");
+}
+
+/* ---- field readers ---- */
+
+/* Every key of required[] must be in m; the error points at m itself. */
+static int require_keys(struct kv_cfg_node *m, const char *const *required,
+			const char *file, struct kv_diag *d)
+{
+	for (; *required; required++) {
+		if (kv_cfg_get(m, *required))
+			continue;
+		return kv_diag_set(d, KV_EINVAL, file, m->line ? m->line : 1, m->col,
+				   *required, "missing required key '%s'", *required);
+	}
+	return 0;
+}
+
+/* `name` must be a non-empty string that fits buf. */
+static int read_name(struct kv_cfg_node *m, char *buf, size_t len, struct kv_diag *d)
+{
+	int err = kv_cfg_str(m, "name", "", buf, len, d);
+
+	if (err || buf[0])
+		return err;
+	return kv_cfg_error(kv_cfg_get(m, "name"), d, "expected a non-empty name");
+}
+
+/* A positive integer that fits uint32_t (def when absent). */
+static int read_u32(struct kv_cfg_node *m, const char *key, uint32_t def, uint32_t max,
+		    uint32_t *out, struct kv_diag *d)
+{
+	uint64_t v;
+	int err = kv_cfg_u64(m, key, def, 1, max, &v, d);
+
+	if (!err)
+		*out = (uint32_t)v;
+	return err;
+}
+
+static int read_flag(struct kv_cfg_node *m, const char *key, int def, uint32_t *out,
+		     struct kv_diag *d)
+{
+	int v, err = kv_cfg_bool(m, key, def, &v, d);
+
+	if (!err)
+		*out = (uint32_t)v;
+	return err;
+}
+
+/* `source` must be a non-empty string: every number in a profile has an origin. */
+static int read_source(struct kv_cfg_node *m, struct kv_diag *d)
+{
+	struct kv_cfg_node *n = kv_cfg_get(m, "source");
+	const char *s = n && n->type == KV_CFG_SCALAR ? n->value : NULL;
+
+	while (s && isspace((unsigned char)*s))
+		s++;
+	if (s && *s)
+		return 0;
+	return kv_cfg_error(n, d, "expected a non-empty string naming where the numbers come from");
+}
+
+struct rate_unit {
+	const char *name; /* suffix after the number */
+	double Bps; /* bytes/s of one unit */
+};
+
+static const struct rate_unit rate_units[] = {
+	{ "", 1e9 }, /* a plain number is GB/s */
+	{ "GB/s", 1e9 },   { "TB/s", 1e12 },	   { "MB/s", 1e6 },
+	{ "GiB/s", 1073741824.0 }, { "TiB/s", 1099511627776.0 },
+};
+
+/* Parses "2039GB/s", "2.039 TB/s" or "2039" (GB/s); 0 or -1. */
+static int parse_rate(const char *s, double *Bps)
+{
+	char *end;
+	double v = strtod(s, &end);
+	size_t i;
+
+	if (end == s || !isfinite(v))
+		return -1;
+	while (*end == ' ')
+		end++;
+	for (i = 0; i < KV_ARRAY_LEN(rate_units); i++) {
+		if (!strcmp(end, rate_units[i].name)) {
+			*Bps = v * rate_units[i].Bps;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* A bandwidth into bytes/s: positive, or >= 0 when zero_ok; def when absent. */
+static int read_rate(struct kv_cfg_node *m, const char *key, double def, int zero_ok,
+		     double *out, struct kv_diag *d)
+{
+	struct kv_cfg_node *n = kv_cfg_get(m, key);
+	double v;
+
+	if (!n) {
+		*out = def;
+		return 0;
+	}
+	if (n->type != KV_CFG_SCALAR || parse_rate(n->value, &v))
+		return kv_cfg_error(n, d, "bad value '%s': expected a bandwidth such as "
+				    "2039GB/s, 3.35TB/s or a number of GB/s",
+				    n->type == KV_CFG_SCALAR ? n->value : "(not a scalar)");
+	if (v < 0 || (v == 0 && !zero_ok))
+		return kv_cfg_error(n, d, "bad value '%s': a bandwidth must be %s", n->value,
+				    zero_ok ? ">= 0 (0: no link)" : "positive");
+	*out = v;
+	return 0;
+}
+
+/*
+ * After a module-level validation failed with d->field a dotted key path,
+ * points d at that key's line in the document.
+ */
+static int locate(struct kv_cfg_node *root, struct kv_diag *d, int err)
+{
+	char path[sizeof(d->field)], *key, *save = NULL;
+	struct kv_cfg_node *n = root;
+
+	snprintf(path, sizeof(path), "%s", d->field);
+	for (key = strtok_r(path, ".", &save); key && n; key = strtok_r(NULL, ".", &save))
+		n = kv_cfg_get(n, key);
+	if (n && n != root) {
+		d->line = n->line;
+		d->col = n->col;
+	}
+	return err;
+}
+
+/* ---- models ---- */
+
+static int read_model_arch(struct kv_cfg_node *r, struct kv_model *m, struct kv_diag *d)
+{
+	int err;
+
+	if ((err = read_u32(r, "layers", 0, UINT32_MAX, &m->layers, d)) ||
+	    (err = read_u32(r, "hidden", 0, UINT32_MAX, &m->hidden, d)) ||
+	    (err = read_u32(r, "heads", 0, UINT32_MAX, &m->heads, d)) ||
+	    (err = read_u32(r, "kv_heads", 0, UINT32_MAX, &m->kv_heads, d)) ||
+	    (err = read_u32(r, "head_dim", 0, UINT32_MAX, &m->head_dim, d)) ||
+	    (err = read_u32(r, "intermediate", 0, UINT32_MAX, &m->intermediate, d)) ||
+	    (err = read_u32(r, "vocab", 0, UINT32_MAX, &m->vocab, d)) ||
+	    (err = read_u32(r, "max_context", 0, UINT32_MAX, &m->max_ctx_tokens, d)) ||
+	    (err = read_u32(r, "dtype_bytes", 2, 4, &m->dtype_bytes, d)) ||
+	    (err = read_flag(r, "gated_mlp", 1, &m->gated_mlp, d)) ||
+	    (err = read_flag(r, "tie_embeddings", 0, &m->tie_embeddings, d)))
+		return err;
+	return kv_cfg_u64(r, "params", 0, 1, UINT64_MAX / 8, &m->params, d);
+}
+
+static int read_model(struct kv_cfg_doc *doc, struct kv_model *m, struct kv_diag *d)
+{
+	struct kv_cfg_node *r = doc->root;
+	int err;
+
+	if ((err = kv_cfg_check_keys(r, model_keys, d)) ||
+	    (err = require_keys(r, model_required, doc->path, d)) ||
+	    (err = read_name(r, m->name, sizeof(m->name), d)) ||
+	    (err = read_source(r, d)) || (err = read_model_arch(r, m, d)))
+		return err;
+	err = kv_model_validate(m, d, doc->path);
+	return err ? locate(r, d, err) : 0;
+}
+
+int kv_profile_load_model(const char *name_or_path, struct kv_model *m, struct kv_diag *d)
+{
+	char path[PROFILE_PATH_MAX + 256];
+	struct kv_cfg_doc doc;
+	int err = resolve("models", "model", name_or_path, path, sizeof(path), d);
+
+	if (err)
+		return err;
+	err = kv_cfg_load(&doc, path, d);
+	if (err)
+		return err;
+	memset(m, 0, sizeof(*m));
+	err = read_model(&doc, m, d);
+	kv_cfg_free(&doc);
+	return err;
+}
+
+/* ---- devices ---- */
+
+static int read_datasheet(struct kv_cfg_node *r, struct kv_device *dev, struct kv_diag *d)
+{
+	double tflops;
+	int err;
+
+	if ((err = kv_cfg_bytes(r, "memory", 0, 1, UINT64_MAX, &dev->mem_bytes, d)) ||
+	    (err = read_rate(r, "mem_bandwidth", 0, 0, &dev->mem_bw_Bps, d)) ||
+	    (err = kv_cfg_dbl(r, "fp16_tflops", 0, 1e-9, 1e9, &tflops, d)) ||
+	    (err = read_rate(r, "host_link_bandwidth", 0, 0, &dev->host_link_Bps, d)) ||
+	    (err = read_rate(r, "interconnect_bandwidth", 0, 1, &dev->interconnect_Bps, d)))
+		return err;
+	dev->flops = tflops * 1e12;
+	return 0;
+}
+
+/* The `perf:` mapping; absent keys keep their defaults. */
+static int read_perf(struct kv_cfg_node *p, struct kv_device *dev, struct kv_diag *d)
+{
+	const kv_ns max_ns = 10 * KV_NS_PER_S;
+	int err;
+
+	if ((err = kv_cfg_expect_map(p, d)) || (err = kv_cfg_check_keys(p, perf_keys, d)) ||
+	    (err = kv_cfg_dbl(p, "eff_bw", dev->eff_bw, 1e-6, 1, &dev->eff_bw, d)) ||
+	    (err = kv_cfg_dbl(p, "eff_flops", dev->eff_flops, 1e-6, 1, &dev->eff_flops, d)) ||
+	    (err = kv_cfg_ns(p, "overhead", dev->overhead_ns, 0, max_ns, &dev->overhead_ns, d)) ||
+	    (err = kv_cfg_ns(p, "per_seq", dev->per_seq_ns, 0, max_ns, &dev->per_seq_ns, d)) ||
+	    (err = kv_cfg_ns(p, "allreduce_latency", dev->allreduce_latency_ns, 0, max_ns,
+			     &dev->allreduce_latency_ns, d)))
+		return err;
+	return kv_cfg_dbl(p, "dequant_flops_per_byte", dev->dequant_flops_per_byte, 0, 1e6,
+			  &dev->dequant_flops_per_byte, d);
+}
+
+static int read_cost(struct kv_cfg_node *c, struct kv_device *dev, struct kv_diag *d)
+{
+	int err;
+
+	if ((err = kv_cfg_expect_map(c, d)) || (err = kv_cfg_check_keys(c, cost_keys, d)))
+		return err;
+	return kv_cfg_dbl(c, "alpha", dev->alpha, 1, 1e6, &dev->alpha, d);
+}
+
+static int read_device(struct kv_cfg_doc *doc, struct kv_device *dev, struct kv_diag *d)
+{
+	struct kv_cfg_node *r = doc->root;
+	int err;
+
+	kv_device_set_defaults(dev);
+	if ((err = kv_cfg_check_keys(r, device_keys, d)) ||
+	    (err = require_keys(r, device_required, doc->path, d)) ||
+	    (err = read_name(r, dev->name, sizeof(dev->name), d)) ||
+	    (err = read_source(r, d)) || (err = read_datasheet(r, dev, d)) ||
+	    (err = read_perf(kv_cfg_get(r, "perf"), dev, d)) ||
+	    (err = read_cost(kv_cfg_get(r, "cost"), dev, d)))
+		return err;
+	err = kv_device_validate(dev, d, doc->path);
+	return err ? locate(r, d, err) : 0;
+}
+
+int kv_profile_load_device(const char *name_or_path, struct kv_device *dev,
+			   struct kv_diag *d)
+{
+	char path[PROFILE_PATH_MAX + 256];
+	struct kv_cfg_doc doc;
+	int err = resolve("devices", "device", name_or_path, path, sizeof(path), d);
+
+	if (err)
+		return err;
+	err = kv_cfg_load(&doc, path, d);
+	if (err)
+		return err;
+	memset(dev, 0, sizeof(*dev));
+	err = read_device(&doc, dev, d);
+	kv_cfg_free(&doc);
+	return err;
+}

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# End-to-end tests of the kvsim command: help, list, determinism, atomic
+# outputs, and the corpus of bad inputs (tests/data/bad/*.yaml, each with
+# "# expect: TEXT" on its first line): exit status 2, the expected text in
+# the one-line message, and no output directory left behind.
+set -u
+kvsim=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+# --help everywhere, list shows every plugin with its options
+"$kvsim" --help | grep -q "run WORKLOAD.yaml" && ok || bad "kvsim --help"
+"$kvsim" run --help | grep -q -- "--set" && ok || bad "kvsim run --help"
+"$kvsim" list --help | grep -q "usage" && ok || bad "kvsim list --help"
+"$kvsim" gpu --help | grep -q "usage" && ok || bad "kvsim gpu --help"
+list=$("$kvsim" list)
+for word in fifo full round-robin least-outstanding-tokens max_len a100-80g h200 llama-2-7b opt-13b; do
+  grep -q -- "$word" <<<"$list" && ok || bad "kvsim list lacks $word"
+done
+"$kvsim" nonsense 2>/dev/null; [ $? -eq 2 ] && ok || bad "unknown command exit status"
+"$kvsim" list nonsense 2>/dev/null; [ $? -eq 2 ] && ok || bad "unknown list kind exit status"
+"$kvsim" run 2>/dev/null; [ $? -eq 2 ] && ok || bad "run without a file"
+"$kvsim" run --seed -1 "$src/workloads/default.yaml" 2>/dev/null; [ $? -eq 2 ] && ok || bad "negative seed"
+"$kvsim" gpu >/dev/null; st=$?; [ $st -eq 0 ] || [ $st -eq 77 ] && ok || bad "kvsim gpu status $st"
+
+# A small generated workload, run twice with one seed and once with another.
+cat > "$tmp/w.yaml" <<YAML
+model: llama-2-7b
+device: a100-80g
+cluster: {replicas: 2, router: least-outstanding-tokens}
+workload:
+  requests: 400
+  arrival: {process: gamma, rate: 30, cv: 2}
+  lengths: {dist: lognormal, prompt_mean: 400, output_mean: 120, prompt_max: 3000, output_max: 1000}
+  tenants: [{name: a, share: 2}, {name: b, share: 1, weight: 2}]
+outputs: {sample_interval: 0.5s, chart: false}
+YAML
+"$kvsim" run -q "$tmp/w.yaml" -o "$tmp/r1" --seed 7 && ok || bad "run r1"
+"$kvsim" run -q "$tmp/w.yaml" -o "$tmp/r2" --seed 7 && ok || bad "run r2"
+"$kvsim" run -q "$tmp/w.yaml" -o "$tmp/r3" --seed 8 && ok || bad "run r3"
+for f in requests.csv timeseries.csv summary.csv; do
+  [ -s "$tmp/r1/$f" ] && ok || bad "missing $f"
+  cmp -s "$tmp/r1/$f" "$tmp/r2/$f" && ok || bad "$f differs between identical runs"
+done
+cmp -s "$tmp/r1/requests.csv" "$tmp/r3/requests.csv" && bad "another seed gave the same requests.csv" || ok
+[ "$(tail -n +2 "$tmp/r1/requests.csv" | wc -l)" -eq 400 ] && ok || bad "requests.csv rows"
+ls -a "$tmp/r1" | grep -q '^\.' && [ -z "$(ls -a "$tmp/r1" | grep '^\..*XXXXXX\|\.tmp')" ] && ok || bad "temporaries left"
+# --set overrides apply and are checked
+"$kvsim" run -q "$tmp/w.yaml" -o "$tmp/r4" --set cluster.replicas=3 --set workload.requests=50 && ok || bad "--set run"
+[ "$(tail -n +2 "$tmp/r4/requests.csv" | wc -l)" -eq 50 ] && ok || bad "--set workload.requests"
+cut -d, -f3 "$tmp/r4/requests.csv" | grep -qx 2 && ok || bad "--set cluster.replicas"
+"$kvsim" run -q "$tmp/w.yaml" -o "$tmp/r5" --set cluster.replicas=many 2>"$tmp/err"; st=$?
+[ $st -eq 2 ] && grep -q "cluster.replicas" "$tmp/err" && [ ! -e "$tmp/r5" ] && ok || bad "--set bad value (status $st: $(cat "$tmp/err"))"
+# the table is printed
+"$kvsim" run "$tmp/w.yaml" -o "$tmp/r6" | grep -q "ttft_p99_s" && ok || bad "summary table"
+# an output directory that cannot be created
+"$kvsim" run -q "$tmp/w.yaml" -o /proc/kvsim-no 2>/dev/null; [ $? -eq 1 ] && ok || bad "unwritable output dir"
+
+# The corpus of bad inputs
+for f in "$src"/tests/data/bad/*.yaml; do
+  expect=$(head -n 1 "$f" | sed -n 's/^# expect: //p')
+  out="$tmp/bad-$(basename "$f" .yaml)"
+  "$kvsim" run -q "$f" -o "$out" 2>"$tmp/err" >/dev/null; st=$?
+  msg=$(cat "$tmp/err")
+  if [ $st -ne 2 ]; then bad "$(basename "$f"): exit $st, expected 2 ($msg)"
+  elif ! grep -qF -- "$expect" <<<"$msg"; then bad "$(basename "$f"): message lacks '$expect': $msg"
+  elif [ "$(wc -l <<<"$msg")" -ne 1 ]; then bad "$(basename "$f"): more than one line: $msg"
+  elif [ -e "$out" ]; then bad "$(basename "$f"): left $out behind"
+  else ok; fi
+done
+
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]

@@ -1,0 +1,355 @@
+/*
+ * test_engine.c -- the event engine, continuous batching, fifo, full, the
+ * routers: end-to-end on small generated workloads.
+ */
+#include "output.h"
+#include "profiles.h"
+
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Writes YAML text to a temporary file; returns its path (static buffer). */
+static const char *yaml_file(const char *text)
+{
+	static char path[64];
+	FILE *f;
+	int fd;
+
+	snprintf(path, sizeof(path), "/tmp/kvsim-test-XXXXXX");
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	f = fdopen(fd, "w");
+	fputs(text, f);
+	fclose(f);
+	return path;
+}
+
+/* A sink recording the requests it saw. */
+struct rec {
+	uint64_t n;
+	uint64_t ended[KV_END_N];
+	struct kv_req last;
+	kv_ns finish[64];
+	uint32_t replica[64];
+};
+
+static int rec_request(void *ctx, const struct kv_sim *s, const struct kv_req *q, enum kv_end e)
+{
+	struct rec *r = ctx;
+
+	(void)s;
+	if (q->id < 64) {
+		r->finish[q->id] = q->finish_ns;
+		r->replica[q->id] = q->replica;
+	}
+	r->last = *q;
+	r->n++;
+	r->ended[e]++;
+	return 0;
+}
+
+static void load(struct kv_workload *w, const char *yaml)
+{
+	struct kv_diag d;
+	const char *path = yaml_file(yaml);
+	int rc = kv_workload_load(w, path, NULL, 0, 0, 0, &d);
+
+	unlink(path);
+	if (rc)
+		kv_diag_print(&d, stderr);
+	ck_assert_int_eq(rc, 0);
+}
+
+static void run(struct kv_workload *w, struct rec *r, struct kv_sim *s)
+{
+	struct kv_sink sink = { .ctx = r, .request = rec_request };
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	w->cfg.check_pool = 1;
+	rc = kv_sim_init(s, &w->cfg, &sink);
+	if (rc)
+		kv_diag_print(&s->diag, stderr);
+	ck_assert_int_eq(rc, 0);
+	rc = kv_sim_run(s);
+	if (rc)
+		kv_diag_print(&s->diag, stderr);
+	ck_assert_int_eq(rc, 0);
+}
+
+static kv_ns decode_ns(const struct kv_sim *s, uint64_t ctx)
+{
+	struct kv_batch_shape b = { .n_seqs = 1, .n_decode = 1, .attn_pairs = ctx,
+				    .kv_read_bytes = ctx * s->token_bytes };
+
+	return kv_perf_iter_ns(&s->perf, &b);
+}
+
+static kv_ns prefill_ns(const struct kv_sim *s, uint64_t done, uint64_t chunk)
+{
+	struct kv_batch_shape b = { .n_seqs = 1, .n_prefill_tokens = chunk,
+				    .attn_pairs = kv_perf_prefill_pairs(done, chunk),
+				    .kv_read_bytes = (done + chunk) * s->token_bytes };
+
+	return kv_perf_iter_ns(&s->perf, &b);
+}
+
+#define LONE "model: llama-2-7b\ndevice: a100-80g\nscheduler: fifo\ncache: full\n" \
+	     "outputs: {sample_interval: 0}\n"
+
+/* A lone request takes exactly its prefill plus T - 1 decode iterations. */
+START_TEST(lone_request_exact_time)
+{
+	struct kv_workload w;
+	struct kv_sim s;
+	struct rec r;
+	kv_ns want_first, want_total;
+	uint64_t i, P = 100, T = 10;
+
+	load(&w, LONE "workload:\n  requests: 1\n  arrival: {process: poisson, rate: 1}\n"
+		      "  lengths: {dist: fixed, prompt: 100, output: 10}\n");
+	run(&w, &r, &s);
+	want_first = prefill_ns(&s, 0, P);
+	want_total = want_first;
+	for (i = 1; i < T; i++)
+		want_total += decode_ns(&s, P + i);
+	ck_assert_uint_eq(r.n, 1);
+	ck_assert_uint_eq(r.ended[KV_END_COMPLETED], 1);
+	ck_assert_msg(r.last.first_token_ns - r.last.arrival_ns == want_first,
+		      "TTFT %llu ns, perf model says %llu",
+		      (unsigned long long)(r.last.first_token_ns - r.last.arrival_ns),
+		      (unsigned long long)want_first);
+	ck_assert_msg(r.last.finish_ns - r.last.arrival_ns == want_total,
+		      "E2E %llu ns, perf model says %llu",
+		      (unsigned long long)(r.last.finish_ns - r.last.arrival_ns),
+		      (unsigned long long)want_total);
+	ck_assert_uint_eq(s.rep[0].iterations, T);
+	ck_assert_uint_eq(r.last.generated, T);
+	kv_sim_release(&s);
+	kv_workload_release(&w);
+}
+END_TEST
+
+/* A prompt over the budget is prefilled in budget-sized chunks. */
+START_TEST(chunked_prefill_iterations)
+{
+	struct kv_workload w;
+	struct kv_sim s;
+	struct rec r;
+	kv_ns want;
+
+	load(&w, LONE "batching: {max_tokens: 1024}\nworkload:\n  requests: 1\n"
+		      "  arrival: {process: poisson, rate: 1}\n"
+		      "  lengths: {dist: fixed, prompt: 3000, output: 2}\n");
+	run(&w, &r, &s);
+	want = prefill_ns(&s, 0, 1024) + prefill_ns(&s, 1024, 1024) + prefill_ns(&s, 2048, 952) +
+	       decode_ns(&s, 3001);
+	ck_assert_uint_eq(s.rep[0].iterations, 4);
+	ck_assert_msg(r.last.finish_ns - r.last.arrival_ns == want, "E2E %llu, expected %llu",
+		      (unsigned long long)(r.last.finish_ns - r.last.arrival_ns),
+		      (unsigned long long)want);
+	kv_sim_release(&s);
+	kv_workload_release(&w);
+}
+END_TEST
+
+/* Without chunked prefill the prompt runs whole, alone. */
+START_TEST(unchunked_prefill)
+{
+	struct kv_workload w;
+	struct kv_sim s;
+	struct rec r;
+
+	load(&w, LONE "batching: {max_tokens: 1024, chunked_prefill: false}\nworkload:\n"
+		      "  requests: 1\n  arrival: {process: poisson, rate: 1}\n"
+		      "  lengths: {dist: fixed, prompt: 3000, output: 2}\n");
+	run(&w, &r, &s);
+	ck_assert_uint_eq(s.rep[0].iterations, 2);
+	ck_assert_uint_eq(r.last.finish_ns - r.last.arrival_ns,
+			  prefill_ns(&s, 0, 3000) + decode_ns(&s, 3001));
+	kv_sim_release(&s);
+	kv_workload_release(&w);
+}
+END_TEST
+
+/* Zero output tokens: the request ends with its prefill. */
+START_TEST(zero_output)
+{
+	struct kv_workload w;
+	struct kv_sim s;
+	struct rec r;
+
+	load(&w, LONE "workload:\n  requests: 3\n  arrival: {process: poisson, rate: 0.001}\n"
+		      "  lengths: {dist: fixed, prompt: 64, output: 0}\n");
+	run(&w, &r, &s);
+	ck_assert_uint_eq(r.ended[KV_END_COMPLETED], 3);
+	ck_assert_uint_eq(s.rep[0].iterations, 3);
+	kv_sim_release(&s);
+	kv_workload_release(&w);
+}
+END_TEST
+
+/* Under load every request ends once; full never preempts; memory returns. */
+START_TEST(conservation_under_load)
+{
+	struct kv_workload w;
+	struct kv_sim s;
+	struct rec r;
+
+	load(&w, "model: llama-2-13b\ndevice: a100-40g\nscheduler: fifo\ncache: full\n"
+		 "cluster: {replicas: 3, router: least-outstanding-tokens}\n"
+		 "workload:\n  requests: 400\n  arrival: {process: gamma, rate: 50, cv: 3}\n"
+		 "  lengths: {dist: uniform, prompt_min: 1, prompt_max: 1500, output_min: 0, output_max: 500}\n"
+		 "outputs: {sample_interval: 0.5s}\n");
+	run(&w, &r, &s);
+	ck_assert_uint_eq(r.n, 400);
+	ck_assert_uint_eq(r.ended[KV_END_COMPLETED], 400);
+	ck_assert_uint_eq(s.preemptions, 0);
+	ck_assert_msg(s.peak_live > 20, "expected queueing under overload, peak %llu",
+		      (unsigned long long)s.peak_live);
+	kv_sim_release(&s);
+	kv_workload_release(&w);
+}
+END_TEST
+
+/* A request whose reservation exceeds the pool is rejected, not looped on. */
+START_TEST(larger_than_pool_rejected)
+{
+	struct kv_workload w;
+	struct kv_sim s;
+	struct rec r;
+
+	/* 13B on a 40 GB card: ~10 GB of pool; max_block 1 GiB caps a block below 4096 x 800 KiB. */
+	load(&w, "model: llama-2-13b\ndevice: a100-40g\nmemory: {max_block: 1GiB}\n"
+		 "cache: {name: full, reserve: request}\n"
+		 "workload:\n  requests: 4\n  arrival: {process: poisson, rate: 1}\n"
+		 "  lengths: {dist: uniform, prompt_min: 100, prompt_max: 3000, output_min: 10, output_max: 1000}\n"
+		 "outputs: {sample_interval: 0}\n");
+	run(&w, &r, &s);
+	ck_assert_uint_eq(r.n, 4);
+	ck_assert_uint_eq(r.ended[KV_END_COMPLETED] + r.ended[KV_END_REJECTED_POOL], 4);
+	ck_assert_msg(r.ended[KV_END_REJECTED_POOL] >= 1, "no rejection");
+	kv_sim_release(&s);
+	kv_workload_release(&w);
+}
+END_TEST
+
+/* Oversize policies: reject counts, clip shortens. */
+START_TEST(oversize_policies)
+{
+	struct kv_workload w;
+	struct kv_sim s;
+	struct rec r;
+
+	load(&w, LONE "workload:\n  requests: 5\n  oversize: reject\n"
+		      "  arrival: {process: poisson, rate: 1}\n"
+		      "  lengths: {dist: fixed, prompt: 4000, output: 200}\n");
+	run(&w, &r, &s);
+	ck_assert_uint_eq(r.ended[KV_END_REJECTED_CONTEXT], 5);
+	kv_sim_release(&s);
+	kv_workload_release(&w);
+	load(&w, LONE "workload:\n  requests: 5\n  oversize: clip\n"
+		      "  arrival: {process: poisson, rate: 1}\n"
+		      "  lengths: {dist: fixed, prompt: 4000, output: 200}\n");
+	run(&w, &r, &s);
+	ck_assert_uint_eq(r.ended[KV_END_COMPLETED], 5);
+	ck_assert_uint_eq(r.last.prompt_tokens + r.last.output_tokens, 4096);
+	kv_sim_release(&s);
+	kv_workload_release(&w);
+}
+END_TEST
+
+/* Round-robin spreads arrivals cyclically. */
+START_TEST(round_robin)
+{
+	struct kv_workload w;
+	struct kv_sim s;
+	struct rec r;
+	int i;
+
+	load(&w, LONE "cluster: {replicas: 3, router: round-robin}\nworkload:\n  requests: 30\n"
+		      "  arrival: {process: poisson, rate: 10}\n"
+		      "  lengths: {dist: fixed, prompt: 10, output: 5}\n");
+	run(&w, &r, &s);
+	for (i = 0; i < 30; i++)
+		ck_assert_uint_eq(r.replica[i], (uint32_t)(i % 3));
+	kv_sim_release(&s);
+	kv_workload_release(&w);
+}
+END_TEST
+
+/* FIFO: with equal requests on one replica, finish order follows arrival order. */
+START_TEST(fifo_order)
+{
+	struct kv_workload w;
+	struct kv_sim s;
+	struct rec r;
+	int i;
+
+	load(&w, LONE "batching: {max_seqs: 2}\nworkload:\n  requests: 20\n"
+		      "  arrival: {process: poisson, rate: 1000}\n"
+		      "  lengths: {dist: fixed, prompt: 50, output: 20}\n");
+	run(&w, &r, &s);
+	for (i = 1; i < 20; i++)
+		ck_assert_msg(r.finish[i] >= r.finish[i - 1], "request %d finished before %d", i,
+			      i - 1);
+	kv_sim_release(&s);
+	kv_workload_release(&w);
+}
+END_TEST
+
+/* The histogram's quantiles are within its stated relative error. */
+START_TEST(hist_quantiles)
+{
+	struct kv_hist h;
+	uint64_t i;
+
+	kv_hist_init(&h);
+	for (i = 1; i <= 100000; i++)
+		kv_hist_add(&h, i * 1000);
+	ck_assert_uint_eq(kv_hist_quantile(&h, 0), 1000);
+	ck_assert_uint_eq(kv_hist_quantile(&h, 1), 100000000);
+	for (i = 1; i < 100; i++) {
+		double want = (double)i * 1000.0 * 1000.0, got = (double)kv_hist_quantile(&h, (double)i / 100);
+
+		ck_assert_msg(got > want * (1 - 0.004) && got < want * (1 + 0.004),
+			      "q%llu: %g vs %g", (unsigned long long)i, got, want);
+	}
+	kv_hist_release(&h);
+	ck_assert_double_eq_tol(kv_jain((double[]){ 1, 1, 1 }, 3), 1.0, 1e-12);
+	ck_assert_double_eq_tol(kv_jain((double[]){ 1, 0 }, 2), 0.5, 1e-12);
+}
+END_TEST
+
+static Suite *engine_suite(void)
+{
+	Suite *s = suite_create("engine");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, lone_request_exact_time);
+	tcase_add_test(tc, chunked_prefill_iterations);
+	tcase_add_test(tc, unchunked_prefill);
+	tcase_add_test(tc, zero_output);
+	tcase_add_test(tc, conservation_under_load);
+	tcase_add_test(tc, larger_than_pool_rejected);
+	tcase_add_test(tc, oversize_policies);
+	tcase_add_test(tc, round_robin);
+	tcase_add_test(tc, fifo_order);
+	tcase_add_test(tc, hist_quantiles);
+	tcase_set_timeout(tc, 120);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(engine_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

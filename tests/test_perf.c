@@ -1,0 +1,561 @@
+/*
+ * test_perf.c -- model and device profiles and the iteration-time model:
+ * derived numbers, loading every shipped profile, rejecting bad ones with
+ * file, line and field, the roofline's formula and monotonicity, tensor
+ * parallelism, and the published measurements of docs/perf-model.md.
+ *
+ * Profiles come from $KVSIM_CONFIG_DIR, else $KVSIM_SOURCE_DIR/configs,
+ * else the compiled-in KV_CONFIG_DIR; fixtures from $KVSIM_TEST_DATA.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cfg.h"
+#include "perf.h"
+#include "profiles.h"
+
+/* Asserts only on failure (Check's passing asserts are slow in loops). */
+#define EXPECT(cond, ...)                                                     \
+	do {                                                                  \
+		if (!(cond))                                                  \
+			ck_assert_msg(cond, __VA_ARGS__);                     \
+	} while (0)
+
+static struct kv_model load_model(const char *name)
+{
+	struct kv_diag d = { 0 };
+	struct kv_model m;
+	int err = kv_profile_load_model(name, &m, &d);
+
+	ck_assert_msg(!err, "model %s: %s: %s:%lu: %s: %s", name, kv_strerror(err), d.file,
+		      d.line, d.field, d.msg);
+	return m;
+}
+
+static struct kv_device load_device(const char *name)
+{
+	struct kv_diag d = { 0 };
+	struct kv_device dev;
+	int err = kv_profile_load_device(name, &dev, &d);
+
+	ck_assert_msg(!err, "device %s: %s: %s:%lu: %s: %s", name, kv_strerror(err), d.file,
+		      d.line, d.field, d.msg);
+	return dev;
+}
+
+/* A batch of n sequences each decoding one token against ctx tokens of context. */
+static struct kv_batch_shape decode_batch(const struct kv_model *m, uint32_t n, uint64_t ctx)
+{
+	struct kv_batch_shape b = { 0 };
+
+	b.n_seqs = n;
+	b.n_decode = n;
+	b.attn_pairs = (uint64_t)n * ctx;
+	b.kv_read_bytes = (uint64_t)n * ctx * kv_model_kv_bytes_per_token(m);
+	return b;
+}
+
+/* One prefill chunk of c tokens after p cached ones. */
+static struct kv_batch_shape prefill_batch(const struct kv_model *m, uint64_t p, uint64_t c)
+{
+	struct kv_batch_shape b = { 0 };
+
+	b.n_seqs = 1;
+	b.n_prefill_tokens = c;
+	b.attn_pairs = kv_perf_prefill_pairs(p, c);
+	b.kv_read_bytes = (p + c) * kv_model_kv_bytes_per_token(m);
+	return b;
+}
+
+static double decode_ms(const struct kv_model *m, const struct kv_device *dev, uint32_t tp,
+			uint32_t n, uint64_t ctx)
+{
+	struct kv_batch_shape b = decode_batch(m, n, ctx);
+	struct kv_perf pf;
+
+	kv_perf_init(&pf, m, dev, tp);
+	return kv_perf_iter_ns(&pf, &b) / 1e6;
+}
+
+/* ---- derived numbers ---- */
+
+START_TEST(test_derived_numbers)
+{
+	static const struct {
+		const char *name;
+		uint64_t kv_bytes; /* reference/models.csv kv_bytes_per_token_fp16 */
+		uint64_t weight_bytes; /* reference/models.csv param_bytes_fp16 */
+	} want[] = {
+		{ "llama-2-7b", 524288, 13476831232ULL },
+		{ "llama-2-13b", 819200, 26031728640ULL },
+		{ "llama-3-8b", 131072, 16060522496ULL },
+		{ "llama-2-70b", 327680, 137953296384ULL },
+		{ "mistral-7b", 131072, 14483464192ULL },
+		{ "opt-13b", 819200, 25706946560ULL },
+	};
+	size_t i;
+
+	for (i = 0; i < KV_ARRAY_LEN(want); i++) {
+		struct kv_model m = load_model(want[i].name);
+
+		ck_assert_msg(kv_model_kv_bytes_per_token(&m) == want[i].kv_bytes,
+			      "%s: KV bytes/token %llu, want %llu", want[i].name,
+			      (unsigned long long)kv_model_kv_bytes_per_token(&m),
+			      (unsigned long long)want[i].kv_bytes);
+		ck_assert_msg(kv_model_weight_bytes(&m) == m.params * 2 &&
+				      m.params * 2 == want[i].weight_bytes,
+			      "%s: weight bytes %llu, params %llu", want[i].name,
+			      (unsigned long long)kv_model_weight_bytes(&m),
+			      (unsigned long long)m.params);
+	}
+}
+END_TEST
+
+/* The Llama expression reproduces the exact counts; OPT's biases are ~0.1%. */
+START_TEST(test_arch_params)
+{
+	static const char *const exact[] = { "llama-2-7b", "llama-2-13b", "llama-2-70b",
+					     "llama-3-8b", "mistral-7b", "tinyllama-1.1b",
+					     "tiny" };
+	struct kv_model m;
+	size_t i;
+	double rel;
+
+	for (i = 0; i < KV_ARRAY_LEN(exact); i++) {
+		m = load_model(exact[i]);
+		ck_assert_msg(kv_model_arch_params(&m) == m.params, "%s: arch %llu != params %llu",
+			      exact[i], (unsigned long long)kv_model_arch_params(&m),
+			      (unsigned long long)m.params);
+	}
+	m = load_model("opt-30b");
+	rel = fabs((double)kv_model_arch_params(&m) / (double)m.params - 1);
+	ck_assert_msg(rel < 0.002, "opt-30b: arch params off by %.4f", rel);
+	ck_assert_msg(m.params > 29.9e9 && m.params < 30.0e9, "opt-30b params %llu",
+		      (unsigned long long)m.params);
+	/* Tied LM head: every parameter multiplies an activation. */
+	ck_assert(kv_model_linear_flops_per_token(&m) == 2.0 * (double)m.params);
+	m = load_model("llama-2-7b");
+	ck_assert(kv_model_linear_flops_per_token(&m) ==
+		  2.0 * ((double)m.params - 32000.0 * 4096.0));
+	ck_assert(kv_model_attn_flops_per_pair(&m) == 4.0 * 32 * 32 * 128);
+}
+END_TEST
+
+START_TEST(test_model_validate)
+{
+	struct kv_model m = load_model("llama-2-7b");
+	struct kv_diag d = { 0 };
+
+	ck_assert_int_eq(kv_model_validate(&m, &d, "x"), 0);
+	m.kv_heads = 7;
+	ck_assert_int_eq(kv_model_validate(&m, &d, "x"), KV_EINVAL);
+	ck_assert_str_eq(d.field, "kv_heads");
+	m.kv_heads = 64;
+	ck_assert_int_eq(kv_model_validate(&m, &d, "x"), KV_EINVAL);
+	m = load_model("llama-2-7b");
+	m.intermediate = 0;
+	ck_assert_int_eq(kv_model_validate(&m, &d, "x"), KV_EINVAL);
+	ck_assert_str_eq(d.field, "intermediate");
+	m = load_model("llama-2-7b");
+	m.params = m.params * 105 / 100;
+	ck_assert_int_eq(kv_model_validate(&m, &d, "x"), KV_EINVAL);
+	ck_assert_str_eq(d.field, "params");
+}
+END_TEST
+
+/* ---- loading ---- */
+
+struct list_state {
+	const char *kind;
+	int failures;
+	char first[2048];
+};
+
+/* Loads a listed profile by path, then by name: both must work. */
+static void load_listed(const char *name, const char *path, void *arg)
+{
+	struct list_state *st = arg;
+	struct kv_diag d = { 0 };
+	struct kv_model m;
+	struct kv_device dev;
+	int err, models = !strcmp(st->kind, "models");
+
+	err = models ? kv_profile_load_model(path, &m, &d) : kv_profile_load_device(path, &dev, &d);
+	if (!err)
+		err = models ? kv_profile_load_model(name, &m, &d)
+			     : kv_profile_load_device(name, &dev, &d);
+	if (!err && strcmp(models ? m.name : dev.name, name))
+		err = kv_diag_set(&d, KV_EINVAL, path, 0, 0, "name", "name differs from file");
+	if (err && !st->failures++)
+		snprintf(st->first, sizeof(st->first), "%s: %s:%lu: %s: %s", name, d.file,
+			 d.line, d.field, d.msg);
+}
+
+START_TEST(test_shipped_profiles_load)
+{
+	struct list_state models = { "models", 0, "" }, devices = { "devices", 0, "" };
+	int n;
+
+	n = kv_profiles_list("models", load_listed, &models);
+	ck_assert_msg(n >= 9, "only %d models in %s", n, kv_profiles_dir());
+	ck_assert_msg(!models.failures, "%d models failed, first %s", models.failures,
+		      models.first);
+	n = kv_profiles_list("devices", load_listed, &devices);
+	ck_assert_msg(n >= 4, "only %d devices in %s", n, kv_profiles_dir());
+	ck_assert_msg(!devices.failures, "%d devices failed, first %s", devices.failures,
+		      devices.first);
+	ck_assert_int_eq(kv_profiles_list("nonsense", load_listed, &devices), KV_EINVAL);
+}
+END_TEST
+
+START_TEST(test_device_fields)
+{
+	struct kv_device a = load_device("a100-80g");
+	struct kv_device h = load_device("h200");
+
+	ck_assert(a.mem_bytes == 80000000000ULL);
+	ck_assert(a.mem_bw_Bps == 2039e9 && a.flops == 312e12);
+	ck_assert(a.host_link_Bps == 32e9 && a.interconnect_Bps == 300e9);
+	ck_assert(a.overhead_ns == 1600 * KV_NS_PER_US && a.per_seq_ns == 0);
+	ck_assert(a.allreduce_latency_ns == 5 * KV_NS_PER_US);
+	ck_assert(a.eff_bw == 0.83 && a.eff_flops == 0.73 && a.alpha == 1.1);
+	ck_assert(h.mem_bytes == 141000000000ULL && h.mem_bw_Bps == 4800e9);
+	ck_assert(h.host_link_Bps == 64e9 && h.interconnect_Bps == 450e9);
+}
+END_TEST
+
+START_TEST(test_unknown_name)
+{
+	struct kv_diag d = { 0 };
+	struct kv_model m;
+
+	ck_assert_int_eq(kv_profile_load_model("llama-9-1b", &m, &d), KV_ENOENT);
+	ck_assert_msg(strstr(d.msg, "llama-2-7b") && strstr(d.msg, "tiny"), "msg: %s", d.msg);
+	ck_assert_int_eq(kv_profile_load_model("../models/llama-2-7b", &m, &d), KV_ENOENT);
+}
+END_TEST
+
+/* A fixture under $KVSIM_TEST_DATA/profiles, its kind and the error it must give. */
+static const struct bad_case {
+	const char *file;
+	int is_model;
+	int err; /* KV_EINVAL; KV_ERANGE for a number outside its range */
+	unsigned long line; /* 0: any line >= 1 */
+	const char *field; /* substring of d.field */
+} bad_cases[] = {
+	{ "device-unknown-key.yaml", 0, KV_EINVAL, 6, "colour" },
+	{ "device-negative-bw.yaml", 0, KV_EINVAL, 4, "mem_bandwidth" },
+	{ "device-missing-field.yaml", 0, KV_EINVAL, 0, "mem_bandwidth" },
+	{ "device-bad-eff.yaml", 0, KV_ERANGE, 8, "eff_bw" },
+	{ "device-perf-unknown-key.yaml", 0, KV_EINVAL, 8, "eff_bww" },
+	{ "model-bad-kv-heads.yaml", 1, KV_EINVAL, 6, "kv_heads" },
+	{ "model-bad-params.yaml", 1, KV_EINVAL, 11, "params" },
+	{ "model-missing-field.yaml", 1, KV_EINVAL, 0, "head_dim" },
+};
+
+START_TEST(test_bad_profiles)
+{
+	const struct bad_case *c = &bad_cases[_i];
+	const char *data = getenv("KVSIM_TEST_DATA");
+	char path[4096];
+	struct kv_diag d = { 0 };
+	struct kv_model m;
+	struct kv_device dev;
+	int err;
+
+	ck_assert_msg(data != NULL, "KVSIM_TEST_DATA is not set");
+	snprintf(path, sizeof(path), "%s/profiles/%s", data, c->file);
+	err = c->is_model ? kv_profile_load_model(path, &m, &d)
+			  : kv_profile_load_device(path, &dev, &d);
+	ck_assert_msg(err == c->err, "%s: got %d (%s), want %d", c->file, err, kv_strerror(err),
+		      c->err);
+	ck_assert_msg(strstr(d.file, c->file), "%s: diag file '%s'", c->file, d.file);
+	ck_assert_msg(c->line ? d.line == c->line : d.line >= 1, "%s: line %lu, want %lu (%s)",
+		      c->file, d.line, c->line, d.msg);
+	ck_assert_msg(strstr(d.field, c->field), "%s: field '%s', want '%s' (%s)", c->file,
+		      d.field, c->field, d.msg);
+	ck_assert_msg(d.msg[0], "%s: empty message", c->file);
+}
+END_TEST
+
+/* ---- the roofline ---- */
+
+/* Batch-1 decode is memory bound: (M + KV) / (B * eff_bw) + overhead, by hand. */
+START_TEST(test_batch1_decode_formula)
+{
+	struct kv_model m = load_model("llama-2-7b");
+	struct kv_device dev = load_device("a100-80g");
+	struct kv_batch_shape b = decode_batch(&m, 1, 512);
+	struct kv_perf pf;
+	double bytes = 13476831232.0 + 512.0 * 524288.0;
+	double bw = 2039e9 * 0.83, fl = 312e12 * 0.73;
+	double flops = 2.0 * (6738415616.0 - 32000.0 * 4096.0) + 512.0 * 4 * 32 * 32 * 128;
+	double want = 1.6e6 + bytes / bw * 1e9;
+	kv_ns got;
+
+	kv_perf_init(&pf, &m, &dev, 1);
+	got = kv_perf_iter_ns(&pf, &b);
+	ck_assert_msg(flops / fl < bytes / bw / 50, "not memory bound: %g s vs %g s", flops / fl,
+		      bytes / bw);
+	ck_assert_msg(fabs((double)got - want) <= 1.0, "got %llu ns, want %.1f ns",
+		      (unsigned long long)got, want);
+	/* ~9.72 ms: the figure docs/perf-model.md quotes. */
+	ck_assert_msg(got > 9700000 && got < 9750000, "got %llu ns", (unsigned long long)got);
+}
+END_TEST
+
+START_TEST(test_monotone_batch)
+{
+	struct kv_model m = load_model("llama-2-13b");
+	struct kv_device dev = load_device("a100-80g");
+	struct kv_perf pf;
+	kv_ns prev = 0, t;
+	uint32_t n;
+
+	kv_perf_init(&pf, &m, &dev, 1);
+	for (n = 1; n <= 512; n++) {
+		struct kv_batch_shape b = decode_batch(&m, n, 1000);
+
+		t = kv_perf_iter_ns(&pf, &b);
+		EXPECT(t >= prev, "batch %u: %llu ns < %llu ns at batch %u", n,
+		       (unsigned long long)t, (unsigned long long)prev, n - 1);
+		prev = t;
+	}
+	ck_assert_msg(prev > decode_ms(&m, &dev, 1, 1, 1000) * 1e6, "batch 512 not slower");
+}
+END_TEST
+
+START_TEST(test_monotone_context)
+{
+	struct kv_model m = load_model("llama-2-7b");
+	struct kv_device dev = load_device("a100-80g");
+	struct kv_perf pf;
+	kv_ns prev = 0, t;
+	uint64_t ctx;
+
+	kv_perf_init(&pf, &m, &dev, 1);
+	for (ctx = 1; ctx <= 4096; ctx += 5) {
+		struct kv_batch_shape b = decode_batch(&m, 32, ctx);
+
+		t = kv_perf_iter_ns(&pf, &b);
+		EXPECT(t >= prev, "ctx %llu: %llu ns < %llu ns", (unsigned long long)ctx,
+		       (unsigned long long)t, (unsigned long long)prev);
+		prev = t;
+	}
+	for (prev = 0, ctx = 1; ctx <= 4096; ctx += 7) {
+		struct kv_batch_shape b = prefill_batch(&m, 0, ctx);
+
+		t = kv_perf_iter_ns(&pf, &b);
+		EXPECT(t >= prev, "prefill %llu: %llu ns < %llu ns", (unsigned long long)ctx,
+		       (unsigned long long)t, (unsigned long long)prev);
+		prev = t;
+	}
+}
+END_TEST
+
+START_TEST(test_prefill_pairs)
+{
+	uint64_t p, c, i, sum;
+
+	for (p = 0; p < 300; p += 37) {
+		for (c = 0; c < 300; c += 13) {
+			for (sum = 0, i = 1; i <= c; i++)
+				sum += p + i; /* query i sees p cached + i chunk tokens */
+			EXPECT(kv_perf_prefill_pairs(p, c) == sum, "p %llu c %llu: %llu != %llu",
+			       (unsigned long long)p, (unsigned long long)c,
+			       (unsigned long long)kv_perf_prefill_pairs(p, c),
+			       (unsigned long long)sum);
+			/* Chunking a prompt never changes the total. */
+			EXPECT(kv_perf_prefill_pairs(0, p) + kv_perf_prefill_pairs(p, c) ==
+				       kv_perf_prefill_pairs(0, p + c),
+			       "split at %llu of %llu", (unsigned long long)p,
+			       (unsigned long long)(p + c));
+		}
+	}
+	ck_assert_uint_eq(kv_perf_prefill_pairs(0, 2048), 2048ULL * 2049 / 2);
+}
+END_TEST
+
+/* Long prefill is compute bound: F_lin * c + F_attn * pairs over P * eff_flops. */
+START_TEST(test_prefill_formula)
+{
+	struct kv_model m = load_model("llama-2-7b");
+	struct kv_device dev = load_device("a100-80g");
+	struct kv_batch_shape b = prefill_batch(&m, 0, 2048);
+	struct kv_perf pf;
+	double fl = 312e12 * 0.73;
+	double lin = 2.0 * (6738415616.0 - 32000.0 * 4096.0) * 2048 / fl;
+	double attn = 4.0 * 32 * 32 * 128 * (2048.0 * 2049 / 2) / fl;
+	double want = 1.6e6 + (lin + attn) * 1e9;
+	kv_ns got;
+
+	kv_perf_init(&pf, &m, &dev, 1);
+	got = kv_perf_iter_ns(&pf, &b);
+	ck_assert_msg(fabs((double)got - want) <= 1.0, "got %llu ns, want %.1f ns",
+		      (unsigned long long)got, want);
+}
+END_TEST
+
+/* tp=2 halves the weight (and KV) time and adds two all-reduces per layer. */
+START_TEST(test_tensor_parallel)
+{
+	struct kv_model m = load_model("llama-2-7b");
+	struct kv_device dev = load_device("a100-80g");
+	struct kv_batch_shape b = decode_batch(&m, 1, 512);
+	struct kv_perf p1, p2;
+	double ar_tok = 2.0 * 32 * (2.0 * 1 / 2) * 4096 * 2 / 300e9 * 1e9;
+	double ar_fix = 2.0 * 32 * 5000;
+	double t1, t2, want;
+
+	kv_perf_init(&p1, &m, &dev, 1);
+	kv_perf_init(&p2, &m, &dev, 2);
+	ck_assert(p2.weight_bytes_per_gpu * 2 == p1.weight_bytes_per_gpu);
+	ck_assert(p1.allreduce_ns_per_token == 0 && p1.allreduce_ns_fixed == 0);
+	ck_assert_msg(fabs(p2.allreduce_ns_per_token - ar_tok) < 1e-9, "%g vs %g",
+		      p2.allreduce_ns_per_token, ar_tok);
+	ck_assert(p2.allreduce_ns_fixed == ar_fix);
+	t1 = (double)kv_perf_iter_ns(&p1, &b);
+	t2 = (double)kv_perf_iter_ns(&p2, &b);
+	want = 1.6e6 + (t1 - 1.6e6) / 2 + ar_tok + ar_fix;
+	ck_assert_msg(fabs(t2 - want) <= 2.0, "tp2 %.0f ns, want %.1f ns", t2, want);
+	/* A device without NVLink all-reduces over PCIe: slower, still finite. */
+	dev.interconnect_Bps = 0;
+	kv_perf_init(&p2, &m, &dev, 2);
+	ck_assert(p2.allreduce_ns_per_token > ar_tok && isfinite(p2.allreduce_ns_per_token));
+}
+END_TEST
+
+START_TEST(test_extra_and_dequant)
+{
+	struct kv_model m = load_model("llama-2-7b");
+	struct kv_device dev = load_device("a100-80g");
+	struct kv_batch_shape b = decode_batch(&m, 8, 100);
+	struct kv_perf pf;
+	kv_ns base;
+
+	kv_perf_init(&pf, &m, &dev, 1);
+	base = kv_perf_iter_ns(&pf, &b);
+	b.extra_ns = 12345;
+	ck_assert_uint_eq(kv_perf_iter_ns(&pf, &b), base + 12345);
+	b.extra_ns = 0;
+	b.dequant_bytes = 1ULL << 40; /* enough work to be compute bound */
+	ck_assert(kv_perf_iter_ns(&pf, &b) > base);
+	memset(&b, 0, sizeof(b));
+	ck_assert_uint_ge(kv_perf_iter_ns(&pf, &b), 1);
+}
+END_TEST
+
+/* ---- published measurements (docs/perf-model.md) ---- */
+
+/*
+ * LMDeploy v0.1.0a1 static benchmark on A100-80G (docs/en/benchmark/
+ * a100_fp16.md): median token latency at batch n, prompt/output lengths
+ * giving the median context ctx.  Measured to 1 ms.
+ */
+static const struct published {
+	const char *model;
+	uint32_t n;
+	uint64_t ctx;
+	double ms;
+} lmdeploy[] = {
+	{ "llama-2-7b", 1, 192, 10 },	 { "llama-2-7b", 1, 2112, 10 },
+	{ "llama-2-7b", 16, 192, 11 },	 { "llama-2-7b", 32, 192, 12 },
+	{ "llama-2-7b", 32, 1152, 21 },	 { "llama-2-7b", 64, 192, 14 },
+	{ "llama-2-13b", 1, 192, 17 },	 { "llama-2-13b", 1, 2112, 19 },
+	{ "llama-2-13b", 16, 192, 19 },	 { "llama-2-13b", 32, 192, 21 },
+	{ "llama-2-13b", 32, 1152, 34 }, { "llama-2-13b", 64, 192, 24 },
+};
+
+START_TEST(test_published_decode)
+{
+	const struct published *p = &lmdeploy[_i];
+	struct kv_model m = load_model(p->model);
+	struct kv_device dev = load_device("a100-80g");
+	double ms = decode_ms(&m, &dev, 1, p->n, p->ctx);
+
+	ck_assert_msg(fabs(ms / p->ms - 1) <= 0.06, "%s batch %u ctx %llu: %.3f ms vs %.0f ms",
+		      p->model, p->n, (unsigned long long)p->ctx, ms, p->ms);
+}
+END_TEST
+
+/* gpt-fast (A100-80GB at 330 W): batch 1, 5-token prompt, 200 new tokens. */
+START_TEST(test_published_gpt_fast)
+{
+	static const double tok_s[] = { 104.9, 168.84, 254.02, 328.43 }; /* tp 1, 2, 4, 8 */
+	struct kv_model m = load_model("llama-2-7b");
+	struct kv_device dev = load_device("a100-80g");
+	uint32_t tp = 1u << _i;
+	double ms = 0;
+	int i;
+
+	for (i = 1; i < 200; i++)
+		ms += decode_ms(&m, &dev, tp, 1, 5 + i) / 199;
+	ck_assert_msg(fabs(ms * tok_s[_i] / 1000 - 1) <= 0.05, "tp %u: %.3f ms vs %.3f ms", tp,
+		      ms, 1000 / tok_s[_i]);
+}
+END_TEST
+
+static Suite *perf_suite(void)
+{
+	Suite *s = suite_create("perf");
+	TCase *prof = tcase_create("profiles");
+	TCase *roof = tcase_create("roofline");
+	TCase *pub = tcase_create("published");
+
+	tcase_add_test(prof, test_derived_numbers);
+	tcase_add_test(prof, test_arch_params);
+	tcase_add_test(prof, test_model_validate);
+	tcase_add_test(prof, test_shipped_profiles_load);
+	tcase_add_test(prof, test_device_fields);
+	tcase_add_test(prof, test_unknown_name);
+	tcase_add_loop_test(prof, test_bad_profiles, 0, (int)KV_ARRAY_LEN(bad_cases));
+	tcase_add_test(roof, test_batch1_decode_formula);
+	tcase_add_test(roof, test_monotone_batch);
+	tcase_add_test(roof, test_monotone_context);
+	tcase_add_test(roof, test_prefill_pairs);
+	tcase_add_test(roof, test_prefill_formula);
+	tcase_add_test(roof, test_tensor_parallel);
+	tcase_add_test(roof, test_extra_and_dequant);
+	tcase_add_loop_test(pub, test_published_decode, 0, (int)KV_ARRAY_LEN(lmdeploy));
+	tcase_add_loop_test(pub, test_published_gpt_fast, 0, 4);
+	suite_add_tcase(s, prof);
+	suite_add_tcase(s, roof);
+	suite_add_tcase(s, pub);
+	return s;
+}
+
+/*
+ * Points KVSIM_CONFIG_DIR at the source tree's configs/ unless the caller
+ * chose a directory: $KVSIM_SOURCE_DIR (meson sets it) or the compiled-in
+ * KV_CONFIG_DIR.
+ */
+static void set_config_dir(void)
+{
+	const char *src = getenv("KVSIM_SOURCE_DIR");
+	char dir[4096];
+
+	if (getenv("KVSIM_CONFIG_DIR"))
+		return;
+	if (src && *src) {
+		snprintf(dir, sizeof(dir), "%s/configs", src);
+		setenv("KVSIM_CONFIG_DIR", dir, 1);
+		return;
+	}
+#ifdef KV_CONFIG_DIR
+	setenv("KVSIM_CONFIG_DIR", KV_CONFIG_DIR, 1);
+#endif
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(perf_suite());
+	int failed;
+
+	set_config_dir();
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
