@@ -16,10 +16,14 @@
  *            non-decreasing between two release calls).  Must make
  *            q->kv_bytes equal the bytes the request now holds in the pool and
  *            return 0, or return KV_ENOMEM leaving the request's holdings as
- *            they were before the call (no partial growth).  The engine has
- *            already accounted the memory-time integral up to now.
+ *            they were before the call (no partial growth).  It must also
+ *            set q->kv_cap_tokens to the tokens the holding fits: the engine
+ *            does not call reserve while tokens <= kv_cap_tokens (the hot
+ *            path of a decode step), so a model whose cost depends on every
+ *            call sets it to the tokens just reserved.
  *   release  called when a request finishes, is rejected, or is preempted by
- *            recompute: free everything it holds; set q->kv_bytes to 0.
+ *            recompute: free everything it holds; set q->kv_bytes and
+ *            q->kv_cap_tokens to 0.
  *   bytes_per_token  beta: the bytes one cached token occupies under this
  *            model (for the cost model and the "used" memory metric).
  *   read_bytes (optional) KV bytes attention reads for ctx_tokens tokens of

@@ -71,7 +71,7 @@ static int full_reserve(void *priv, struct kv_req *q, uint64_t tokens)
 	int order;
 
 	if (q->kv_bytes)
-		return tokens <= q->cache[2] ? 0 : KV_ENOMEM;
+		return tokens <= q->kv_cap_tokens ? 0 : KV_ENOMEM;
 	want = f->reserve == RESERVE_REQUEST ? q->prompt_tokens + q->output_tokens : f->max_len;
 	want = KV_MAX(want, q->prompt_tokens + q->output_tokens);
 	want = KV_MAX(want, tokens);
@@ -81,6 +81,7 @@ static int full_reserve(void *priv, struct kv_req *q, uint64_t tokens)
 	q->cache[0] = off;
 	q->cache[1] = (uint64_t)order;
 	q->cache[2] = want;
+	q->kv_cap_tokens = want;
 	q->kv_bytes = kv_pool_block_bytes(f->pool, (unsigned)order);
 	return 0;
 }
@@ -92,6 +93,7 @@ static void full_release(void *priv, struct kv_req *q)
 	if (q->kv_bytes)
 		kv_pool_free(f->pool, (uint32_t)q->cache[0]);
 	q->kv_bytes = 0;
+	q->kv_cap_tokens = 0;
 	q->cache[0] = q->cache[1] = q->cache[2] = 0;
 }
 

@@ -28,9 +28,11 @@ const char *kv_end_name(enum kv_end e)
 static void slots_grow(struct kv_sim *s)
 {
 	uint32_t base = s->n_pages * PAGE_SLOTS;
-	struct kv_req *page = kv_xcalloc(PAGE_SLOTS, sizeof(*page));
+	struct kv_req *page = kv_xaligned_alloc(_Alignof(struct kv_req),
+						PAGE_SLOTS * sizeof(*page));
 	uint32_t i;
 
+	memset(page, 0, PAGE_SLOTS * sizeof(*page));
 	s->pages = kv_xrealloc(s->pages, (s->n_pages + 1) * sizeof(*s->pages));
 	s->pages[s->n_pages++] = page;
 	/* Link the new slots so the lowest index is handed out first. */
@@ -124,7 +126,11 @@ struct kv_req *kv_reqq_next(const struct kv_sim *s, const struct kv_req *q)
 
 /* --- memory accounting ------------------------------------------------- */
 
-/* Brings q's memory-time integral up to now; call before kv_bytes changes. */
+/*
+ * Brings q's memory-time integral up to now.  Called only where kv_bytes may
+ * change (reserve, release): between two such points the holding is constant,
+ * so the integral is exact without a per-iteration update.
+ */
 static void req_mem_touch(const struct kv_sim *s, struct kv_req *q)
 {
 	q->memtime_Bs += (double)q->kv_bytes * (double)(s->now - q->mem_t0_ns) * 1e-9;
@@ -143,11 +149,14 @@ static void rep_acct(struct kv_replica *r)
 	r->acct_t0_ns = s->now;
 }
 
+/* Grows q's holding to `tokens` through the cache model; 0 or KV_ENOMEM. */
 static int req_reserve(struct kv_replica *r, struct kv_req *q, uint64_t tokens)
 {
 	uint64_t reserved;
 	int rc;
 
+	if (tokens <= q->kv_cap_tokens)
+		return 0; /* the hot path: a decode step inside the holding */
 	req_mem_touch(r->sim, q);
 	rc = r->cache->reserve(r->cache_priv, q, tokens);
 	reserved = r->pool.size_bytes - r->pool.free_bytes;
@@ -160,8 +169,9 @@ static void req_release(struct kv_replica *r, struct kv_req *q)
 {
 	req_mem_touch(r->sim, q);
 	r->cache->release(r->cache_priv, q);
-	KV_CHECK(q->kv_bytes == 0, "request %llu holds %llu bytes after release",
-		 (unsigned long long)q->id, (unsigned long long)q->kv_bytes);
+	KV_CHECK(q->kv_bytes == 0 && q->kv_cap_tokens == 0,
+		 "request %llu holds %llu bytes after release", (unsigned long long)q->id,
+		 (unsigned long long)q->kv_bytes);
 	r->live_tokens -= q->kv_tokens;
 }
 
@@ -292,9 +302,10 @@ int kv_replica_schedule(struct kv_replica *r, struct kv_req *q)
 		r->shape.n_decode++;
 		r->shape.attn_pairs += ctx;
 	}
-	r->shape.kv_read_bytes += r->cache->read_bytes ?
-		r->cache->read_bytes(r->cache_priv, ctx) :
-		(uint64_t)((double)ctx * r->beta_bytes);
+	if (r->cache->read_bytes)
+		r->shape.kv_read_bytes += r->cache->read_bytes(r->cache_priv, ctx);
+	else
+		r->ctx_tokens += ctx; /* times beta once the batch is formed */
 	return 0;
 }
 
@@ -340,6 +351,7 @@ static int kick(struct kv_sim *s, struct kv_replica *r)
 	rep_acct(r);
 	for (;;) {
 		memset(&r->shape, 0, sizeof(r->shape));
+		r->ctx_tokens = 0;
 		r->n_batch = 0;
 		r->budget_tokens = s->cfg->max_batch_tokens;
 		r->last_nomem = NULL;
@@ -362,6 +374,7 @@ static int kick(struct kv_sim *s, struct kv_replica *r)
 		if (rc)
 			return rc;
 	}
+	r->shape.kv_read_bytes += (uint64_t)((double)r->ctx_tokens * r->beta_bytes);
 	r->busy = 1;
 	r->iter_start_ns = s->now;
 	kv_heap_push(&s->heap, s->now + kv_perf_iter_ns(&s->perf, &r->shape), EV_ITER_DONE,
@@ -391,7 +404,7 @@ static int apply_tokens(struct kv_replica *r, struct kv_req *q)
 
 static int on_iter_done(struct kv_sim *s, struct kv_replica *r)
 {
-	uint32_t i, j;
+	uint32_t i, j, finished = 0;
 	int rc = 0;
 
 	rep_acct(r);
@@ -401,8 +414,14 @@ static int on_iter_done(struct kv_sim *s, struct kv_replica *r)
 	for (i = 0; i < r->n_batch; i++) {
 		struct kv_req *q = r->batch[i];
 
-		if (apply_tokens(r, q))
+		if (apply_tokens(r, q)) {
 			q->state = KV_REQ_FREE; /* mark; removed below */
+			finished++;
+		}
+	}
+	if (!finished) {
+		r->n_batch = 0;
+		return kick(s, r);
 	}
 	/* Compact the running set, keeping admission order, then end the finished. */
 	for (i = j = 0; i < r->n_running; i++) {

@@ -61,28 +61,31 @@ enum kv_end {
 const char *kv_end_name(enum kv_end e);
 
 struct kv_req {
+	/* Hot: read or written by every iteration; kept in the first cache line. */
+	_Alignas(64) uint64_t kv_tokens; /* KV tokens held now */
+	uint64_t prefill_target; /* KV tokens to build before decoding */
+	uint64_t kv_cap_tokens; /* tokens the current holding fits (cache model sets; the engine skips reserve below it) */
+	uint64_t generated; /* output tokens emitted so far */
+	uint64_t output_tokens; /* tokens to generate */
+	uint32_t batch_tokens; /* tokens scheduled in the current iteration, 0 if none */
+	uint32_t state; /* enum kv_req_state */
+	uint32_t run_idx; /* index in the replica's running array */
+	uint32_t replica; /* replica index */
+	kv_ns first_token_ns; /* when the first output token was emitted, KV_NS_NEVER before */
+	/* Cold: arrival, completion, accounting. */
 	uint64_t id; /* arrival order, from 0 */
 	kv_ns arrival_ns; /* arrival time */
-	kv_ns first_token_ns; /* when the first output token was emitted, KV_NS_NEVER before */
 	kv_ns finish_ns; /* when it ended */
 	uint64_t prompt_tokens; /* input tokens */
-	uint64_t output_tokens; /* tokens to generate */
-	uint64_t prefill_target; /* KV tokens to build before decoding */
-	uint64_t kv_tokens; /* KV tokens held now */
-	uint64_t generated; /* output tokens emitted so far */
 	uint64_t kv_bytes; /* pool bytes held now (maintained by the cache model) */
 	uint64_t cache[4]; /* cache-model private words */
 	kv_ns mem_t0_ns; /* time memtime was last brought up to date */
 	double memtime_Bs; /* integral of kv_bytes over time, byte-seconds */
 	double cost; /* Cost = alpha*M + beta*L*T, bytes (see docs/cost-model.md) */
 	uint32_t tenant; /* tenant index */
-	uint32_t replica; /* replica index */
 	uint32_t preemptions; /* times preempted */
-	uint32_t state; /* enum kv_req_state */
 	uint32_t slot; /* own slot index */
 	uint32_t q_prev, q_next; /* scheduler queue links (slots), KV_NIL at ends */
-	uint32_t run_idx; /* index in the replica's running array */
-	uint32_t batch_tokens; /* tokens scheduled in the current iteration, 0 if none */
 	uint64_t sched_key; /* scheduler-private ordering key */
 	unsigned long origin_line; /* trace line, 0 when generated */
 };
@@ -109,6 +112,7 @@ struct kv_replica {
 	uint32_t n_batch;
 	uint64_t budget_tokens; /* tokens left in the batch being formed */
 	struct kv_batch_shape shape; /* of the batch being formed / in flight */
+	uint64_t ctx_tokens; /* context tokens read by the batch (when the cache has no read_bytes) */
 	int busy; /* an iteration is in flight */
 	kv_ns iter_start_ns; /* start of the iteration in flight */
 	uint64_t live_tokens; /* sum of kv_tokens over its requests */

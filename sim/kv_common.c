@@ -93,6 +93,12 @@ void *kv_xrealloc(void *p, size_t n)
 	return alloc_check(realloc(p, n ? n : 1), n ? n : 1);
 }
 
+void *kv_xaligned_alloc(size_t align, size_t n)
+{
+	n = (n + align - 1) / align * align; /* aligned_alloc wants a multiple */
+	return alloc_check(aligned_alloc(align, n ? n : align), n ? n : align);
+}
+
 char *kv_xstrdup(const char *s)
 {
 	size_t n = strlen(s) + 1;

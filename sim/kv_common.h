@@ -81,6 +81,8 @@ void *kv_xmalloc(size_t n);
 void *kv_xcalloc(size_t nmemb, size_t size);
 void *kv_xrealloc(void *p, size_t n);
 char *kv_xstrdup(const char *s);
+/* n bytes aligned to align (a power of two); release with free(). */
+void *kv_xaligned_alloc(size_t align, size_t n);
 
 /*
  * Fault injection for tests: when KVSIM_FAIL_ALLOC=N is set in the

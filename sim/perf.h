@@ -23,10 +23,12 @@
  * layer, as Megatron-style tensor parallelism does.
  *
  * The linear layers and attention are separate kernels that run one after
- * the other, so each gets its own roofline and their times add; a single
+ * the other, so each gets its own roofline and their times add.  A single
  * max over the summed bytes and FLOPs (rejected) lets attention's memory
- * traffic hide under the linear layers' compute, which no real kernel
- * schedule does, and under-predicted large-batch iterations by ~20%.
+ * traffic hide under the linear layers' compute, which no kernel schedule
+ * does: with the same coefficients it over-predicted TensorRT-LLM's
+ * batch-384 Llama-2-7B throughput by 26%, and the best grid-searched
+ * coefficients still left a 42% error somewhere in the comparison set.
  * docs/perf-model.md derives the terms and compares the model to published
  * measurements.  The functions here are pure and allocation-free: they sit
  * on the simulator's hot path.

@@ -869,6 +869,7 @@ int kv_cfg_set(struct kv_cfg_doc *doc, const char *assignment, struct kv_diag *d
 /* ---- numbers ---- */
 
 #define DEC_DIGITS 24 /* significant digits kept: 10^24 * 2^42 < 2^128 */
+#define DEC_TOOLONG 1 /* dec_to_u64(): in range but more than DEC_DIGITS digits */
 
 /* A decimal number: sign * dig * 10^e. */
 struct dec {
@@ -879,12 +880,15 @@ struct dec {
 	int toolong; /* more than DEC_DIGITS significant digits */
 };
 
+/* Appends a significant digit; past DEC_DIGITS it is dropped and e keeps the magnitude. */
 static void dec_push(struct dec *v, char c)
 {
-	if (v->n < DEC_DIGITS)
+	if (v->n < DEC_DIGITS) {
 		v->dig[v->n++] = c;
-	else
-		v->toolong = 1;
+		return;
+	}
+	v->toolong = 1;
+	v->e++;
 }
 
 /* One mantissa digit: zeros after the last non-zero one wait in *zeros. */
@@ -962,9 +966,11 @@ static const char *dec_parse(const char *s, struct dec *v)
 }
 
 /*
- * v * unit into *out.  Returns 0; KV_EINVAL when negative, too many digits,
- * or not integral and !round; KV_ERANGE above UINT64_MAX.  With round the
- * result is rounded to nearest, halves up.
+ * v * unit into *out.  Returns 0; KV_EINVAL when negative, or not integral
+ * and !round; KV_ERANGE above UINT64_MAX; DEC_TOOLONG when more digits than
+ * DEC_DIGITS were given and the value is not out of range (those digits
+ * were dropped, so the result would not be exact).  With round the result
+ * is rounded to nearest, halves up.
  */
 static int dec_to_u64(const struct dec *v, uint64_t unit, int round, uint64_t *out)
 {
@@ -976,7 +982,7 @@ static int dec_to_u64(const struct dec *v, uint64_t unit, int round, uint64_t *o
 		*out = 0;
 		return 0;
 	}
-	if (v->neg || v->toolong)
+	if (v->neg)
 		return KV_EINVAL;
 	for (i = 0; i < v->n; i++)
 		x = x * 10 + (unsigned)(v->dig[i] - '0');
@@ -994,6 +1000,10 @@ static int dec_to_u64(const struct dec *v, uint64_t unit, int round, uint64_t *o
 		p *= 10;
 	r = x % p;
 	x /= p;
+	if (x > UINT64_MAX)
+		return KV_ERANGE;
+	if (v->toolong)
+		return DEC_TOOLONG;
 	if (r && !round)
 		return KV_EINVAL;
 	if (r && r >= p - r)
@@ -1099,8 +1109,10 @@ static const char *conv_range(const struct conv *c, uint64_t min, uint64_t max, 
 
 	conv_fmt(c, min, a, sizeof(a));
 	conv_fmt(c, max, b, sizeof(b));
-	if (max == UINT64_MAX)
-		snprintf(buf, len, min ? " of at least %s" : "", a);
+	if (max == UINT64_MAX && !min)
+		buf[0] = '\0';
+	else if (max == UINT64_MAX)
+		snprintf(buf, len, " of at least %s", a);
 	else
 		snprintf(buf, len, " in [%s, %s]", a, b);
 	return buf;
@@ -1120,6 +1132,9 @@ static int node_conv(struct kv_cfg_node *n, const struct conv *c, uint64_t min, 
 		return node_err(n, d, KV_EINVAL, 0, "expected %s%s, got %s", c->what, range,
 				describe(n, what, sizeof(what)));
 	err = conv_parse(c, n->value, &x);
+	if (err == DEC_TOOLONG)
+		return node_err(n, d, KV_EINVAL, 0, "bad value '%s': more than %d significant digits",
+				shown(n->value, what, sizeof(what)), DEC_DIGITS);
 	if (!err && (x < min || x > max))
 		err = KV_ERANGE;
 	if (err)
@@ -1203,6 +1218,7 @@ static int reader_get(struct kv_cfg_node *m, const char *key, struct kv_cfg_node
 {
 	int err = kv_cfg_expect_map(m, d);
 
+	*n = NULL;
 	if (err)
 		return err;
 	*n = kv_cfg_get(m, key);

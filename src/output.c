@@ -33,6 +33,14 @@ static char *put_u64(char *p, uint64_t v)
 	return p;
 }
 
+/* Copies a NUL-terminated string (bounded by its source: tenant names are < 32 bytes). */
+static char *put_str(char *p, const char *str)
+{
+	while (*str)
+		*p++ = *str++;
+	return p;
+}
+
 /* Writes ns as seconds with 9 exact decimals. */
 static char *put_sec(char *p, kv_ns t)
 {
@@ -48,6 +56,19 @@ static char *put_sec(char *p, kv_ns t)
 	return p + 9;
 }
 
+/* Writes a non-negative value with 3 exact decimals (rounded to the nearest thousandth). */
+static char *put_milli(char *p, double v)
+{
+	uint64_t m = (uint64_t)llround(v * 1000.0);
+
+	p = put_u64(p, m / 1000);
+	*p++ = '.';
+	*p++ = (char)('0' + m / 100 % 10);
+	*p++ = (char)('0' + m / 10 % 10);
+	*p++ = (char)('0' + m % 10);
+	return p;
+}
+
 /* --- sinks -------------------------------------------------------------------- */
 
 static int write_request(void *ctx, const struct kv_sim *s, const struct kv_req *q,
@@ -60,10 +81,14 @@ static int write_request(void *ctx, const struct kv_sim *s, const struct kv_req 
 	if (!o->req)
 		return 0;
 	p = put_u64(p, q->id);
-	p += sprintf(p, ",%s,", s->cfg->source.tenants[q->tenant].name);
+	*p++ = ',';
+	p = put_str(p, s->cfg->source.tenants[q->tenant].name);
+	*p++ = ',';
 	p = put_u64(p, q->replica);
-	p += sprintf(p, ",%s,", done ? "completed" : e == KV_END_REJECTED_CONTEXT ?
-			 "rejected_context" : "rejected_pool");
+	*p++ = ',';
+	p = put_str(p, done ? "completed" : e == KV_END_REJECTED_CONTEXT ? "rejected_context" :
+		    "rejected_pool");
+	*p++ = ',';
 	p = put_sec(p, q->arrival_ns);
 	*p++ = ',';
 	if (done)
@@ -87,7 +112,11 @@ static int write_request(void *ctx, const struct kv_sim *s, const struct kv_req 
 	}
 	*p++ = ',';
 	p = put_u64(p, q->preemptions);
-	p += sprintf(p, ",%.6e,%.6e\n", q->cost, q->memtime_Bs);
+	*p++ = ',';
+	p = put_u64(p, (uint64_t)llround(q->cost));
+	*p++ = ',';
+	p = put_milli(p, q->memtime_Bs);
+	*p++ = '\n';
 	if (fwrite(line, 1, (size_t)(p - line), o->req) != (size_t)(p - line))
 		o->failed = 1;
 	return o->failed;

@@ -497,6 +497,64 @@ START_TEST(test_published_gpt_fast)
 }
 END_TEST
 
+/* One static batch: a prefill of n prompts, then out - 1 decode steps.  Returns out tok/s. */
+static double static_run_tok_s(const struct kv_model *m, const struct kv_device *dev, uint32_t n,
+			       uint64_t in, uint64_t out)
+{
+	struct kv_batch_shape b = prefill_batch(m, 0, in);
+	struct kv_perf pf;
+	double ms;
+	uint64_t i;
+
+	kv_perf_init(&pf, m, dev, 1);
+	b.n_seqs = n;
+	b.n_prefill_tokens *= n;
+	b.attn_pairs *= n;
+	b.kv_read_bytes *= n;
+	ms = kv_perf_iter_ns(&pf, &b) / 1e6;
+	for (i = 1; i < out; i++)
+		ms += decode_ms(m, dev, 1, n, in + i);
+	return n * (double)out / (ms / 1e3);
+}
+
+/* TensorRT-LLM v0.6.1 A100 FP16 throughput table (docs/source/performance.md). */
+START_TEST(test_published_trt)
+{
+	static const struct {
+		uint32_t n;
+		uint64_t in, out;
+		double tok_s;
+	} trt[] = { { 384, 128, 128, 5586 }, { 60, 128, 2048, 1928 }, { 52, 2048, 128, 591 } };
+	struct kv_model m = load_model("llama-2-7b");
+	struct kv_device dev = load_device("a100-80g");
+	double got = static_run_tok_s(&m, &dev, trt[_i].n, trt[_i].in, trt[_i].out);
+
+	ck_assert_msg(fabs(got / trt[_i].tok_s - 1) <= 0.07, "batch %u %llu/%llu: %.0f vs %.0f tok/s",
+		      trt[_i].n, (unsigned long long)trt[_i].in, (unsigned long long)trt[_i].out,
+		      got, trt[_i].tok_s);
+}
+END_TEST
+
+/* First-token latency of a 2048-token prompt at batch 1 (TensorRT-LLM v0.5, LMDeploy). */
+START_TEST(test_published_long_prefill)
+{
+	static const struct {
+		const char *model;
+		double ms;
+	} ftl[] = { { "llama-2-7b", 133 }, { "llama-2-7b", 139 }, { "llama-2-13b", 242 } };
+	struct kv_model m = load_model(ftl[_i].model);
+	struct kv_device dev = load_device("a100-80g");
+	struct kv_batch_shape b = prefill_batch(&m, 0, 2048);
+	struct kv_perf pf;
+	double ms;
+
+	kv_perf_init(&pf, &m, &dev, 1);
+	ms = kv_perf_iter_ns(&pf, &b) / 1e6;
+	ck_assert_msg(fabs(ms / ftl[_i].ms - 1) <= 0.11, "%s: %.1f vs %.0f ms", ftl[_i].model, ms,
+		      ftl[_i].ms);
+}
+END_TEST
+
 static Suite *perf_suite(void)
 {
 	Suite *s = suite_create("perf");
@@ -520,6 +578,8 @@ static Suite *perf_suite(void)
 	tcase_add_test(roof, test_extra_and_dequant);
 	tcase_add_loop_test(pub, test_published_decode, 0, (int)KV_ARRAY_LEN(lmdeploy));
 	tcase_add_loop_test(pub, test_published_gpt_fast, 0, 4);
+	tcase_add_loop_test(pub, test_published_trt, 0, 3);
+	tcase_add_loop_test(pub, test_published_long_prefill, 0, 3);
 	suite_add_tcase(s, prof);
 	suite_add_tcase(s, roof);
 	suite_add_tcase(s, pub);
