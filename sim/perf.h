@@ -27,8 +27,9 @@
  * max over the summed bytes and FLOPs (rejected) lets attention's memory
  * traffic hide under the linear layers' compute, which no kernel schedule
  * does: with the same coefficients it over-predicted TensorRT-LLM's
- * batch-384 Llama-2-7B throughput by 26%, and the best grid-searched
- * coefficients still left a 42% error somewhere in the comparison set.
+ * batch-384 Llama-2-7B throughput by 26%; refitted, it needed a 20 us
+ * per-sequence term to stand in for attention and still fitted the
+ * comparison set worse (largest error 8.8% against 7.4%).
  * docs/perf-model.md derives the terms and compares the model to published
  * measurements.  The functions here are pure and allocation-free: they sit
  * on the simulator's hot path.

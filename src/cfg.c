@@ -9,7 +9,7 @@
  * in a mapping with no pending key becomes the key; any other node event
  * appends a child to `cur`, and a collection start makes that child the new
  * `cur`.  libyaml marks are 0-based; nodes store them 1-based.  Nesting is
- * capped at KV__CFG_MAX_DEPTH: libyaml's own cost grows with the square of
+ * capped at MAX_DEPTH: libyaml's own cost grows with the square of
  * the flow depth, and no configuration needs more than a handful of levels.
  *
  * Numbers: integer readers (u64, sizes, durations) parse the decimal text
@@ -37,7 +37,7 @@
 
 __extension__ typedef unsigned __int128 u128;
 
-#define KV__CFG_MAX_DEPTH 1000 /* deepest nesting of collections accepted */
+#define MAX_DEPTH 1000 /* deepest nesting of collections accepted */
 
 /* File name of nodes made by kv_cfg_set(); compared by address. */
 static const char set_file[] = "--set";
@@ -425,9 +425,9 @@ static int b_start(struct builder *b, const yaml_event_t *ev, enum kv_cfg_type t
 	if (b_want_key(b))
 		return b_err(b, ev->start_mark,
 			     "a mapping or sequence as a key is not supported");
-	if (++b->depth > KV__CFG_MAX_DEPTH)
+	if (++b->depth > MAX_DEPTH)
 		return b_err(b, ev->start_mark, "nested deeper than %d levels",
-			     KV__CFG_MAX_DEPTH);
+			     MAX_DEPTH);
 	b_pos(b, ev->start_mark, &line, &col);
 	n = node_new(type, b->file, line, col);
 	b_attach(b, n);
@@ -703,7 +703,9 @@ static int set_not(const struct set_walk *w, const char *at, const struct kv_cfg
 		   const char *want)
 {
 	static const char *const kind[] = {
-		[KV_CFG_SCALAR] = "a scalar", [KV_CFG_MAP] = "a mapping", [KV_CFG_SEQ] = "a sequence",
+		[KV_CFG_SCALAR] = "a scalar",
+		[KV_CFG_MAP] = "a mapping",
+		[KV_CFG_SEQ] = "a sequence",
 	};
 	char path[128];
 
@@ -1133,7 +1135,8 @@ static int node_conv(struct kv_cfg_node *n, const struct conv *c, uint64_t min, 
 				describe(n, what, sizeof(what)));
 	err = conv_parse(c, n->value, &x);
 	if (err == DEC_TOOLONG)
-		return node_err(n, d, KV_EINVAL, 0, "bad value '%s': more than %d significant digits",
+		return node_err(n, d, KV_EINVAL, 0,
+				"bad value '%s': more than %d significant digits",
 				shown(n->value, what, sizeof(what)), DEC_DIGITS);
 	if (!err && (x < min || x > max))
 		err = KV_ERANGE;
@@ -1425,13 +1428,16 @@ int kv_cfg_check_keys(struct kv_cfg_node *m, const char *const *allowed, struct 
 	for (n = m->child; n; n = n->next) {
 		for (i = 0; allowed[i] && strcmp(allowed[i], n->key); i++)
 			;
-		if (!allowed[i] && !allowed[0])
-			return node_err(n, d, KV_EINVAL, 1, "unknown key '%s': this section takes no keys",
-					shown(n->key, k, sizeof(k)));
-		if (!allowed[i])
-			return node_err(n, d, KV_EINVAL, 1, "unknown key '%s': expected one of: %s",
-					shown(n->key, k, sizeof(k)), join(allowed, list, sizeof(list)));
-		n->used = 1;
+		if (allowed[i]) {
+			n->used = 1;
+			continue;
+		}
+		shown(n->key, k, sizeof(k));
+		if (!allowed[0])
+			return node_err(n, d, KV_EINVAL, 1,
+					"unknown key '%s': this section takes no keys", k);
+		return node_err(n, d, KV_EINVAL, 1, "unknown key '%s': expected one of: %s", k,
+				join(allowed, list, sizeof(list)));
 	}
 	return 0;
 }

@@ -208,6 +208,8 @@ START_TEST(u64_ok)
 }
 END_TEST
 
+#define ANY 0, UINT64_MAX /* the full range of kv_cfg_u64() */
+
 START_TEST(u64_errors)
 {
 	static const struct {
@@ -216,24 +218,26 @@ START_TEST(u64_errors)
 		int code;
 		const char *msg;
 	} cases[] = {
-		{ "-5", 0, UINT64_MAX, KV_EINVAL, "bad value '-5': expected a non-negative integer" },
-		{ "1.5", 0, UINT64_MAX, KV_EINVAL, "bad value '1.5': expected a non-negative integer" },
-		{ "1e-1", 0, UINT64_MAX, KV_EINVAL, "bad value '1e-1': expected a non-negative integer" },
-		{ "abc", 0, UINT64_MAX, KV_EINVAL, "bad value 'abc': expected a non-negative integer" },
-		{ "1__0", 0, UINT64_MAX, KV_EINVAL, "bad value '1__0': expected a non-negative integer" },
-		{ "_1", 0, UINT64_MAX, KV_EINVAL, "bad value '_1': expected a non-negative integer" },
-		{ "1_", 0, UINT64_MAX, KV_EINVAL, "bad value '1_': expected a non-negative integer" },
-		{ "0x10", 0, UINT64_MAX, KV_EINVAL, "bad value '0x10': expected a non-negative integer" },
-		{ "1e", 0, UINT64_MAX, KV_EINVAL, "bad value '1e': expected a non-negative integer" },
-		{ "''", 0, UINT64_MAX, KV_EINVAL, "bad value '': expected a non-negative integer" },
-		{ "18446744073709551616", 0, UINT64_MAX, KV_ERANGE,
+		{ "-5", ANY, KV_EINVAL, "bad value '-5': expected a non-negative integer" },
+		{ "1.5", ANY, KV_EINVAL, "bad value '1.5': expected a non-negative integer" },
+		{ "1e-1", ANY, KV_EINVAL, "bad value '1e-1': expected a non-negative integer" },
+		{ "abc", ANY, KV_EINVAL, "bad value 'abc': expected a non-negative integer" },
+		{ "1__0", ANY, KV_EINVAL, "bad value '1__0': expected a non-negative integer" },
+		{ "_1", ANY, KV_EINVAL, "bad value '_1': expected a non-negative integer" },
+		{ "1_", ANY, KV_EINVAL, "bad value '1_': expected a non-negative integer" },
+		{ "0x10", ANY, KV_EINVAL, "bad value '0x10': expected a non-negative integer" },
+		{ "1e", ANY, KV_EINVAL, "bad value '1e': expected a non-negative integer" },
+		{ "''", ANY, KV_EINVAL, "bad value '': expected a non-negative integer" },
+		{ "18446744073709551616", ANY, KV_ERANGE,
 		  "bad value '18446744073709551616': expected a non-negative integer" },
-		{ "1e20", 0, UINT64_MAX, KV_ERANGE, "bad value '1e20': expected a non-negative integer" },
-		{ "101", 1, 100, KV_ERANGE, "bad value '101': expected a non-negative integer in [1, 100]" },
-		{ "0", 1, 100, KV_ERANGE, "bad value '0': expected a non-negative integer in [1, 100]" },
+		{ "1e20", ANY, KV_ERANGE, "bad value '1e20': expected a non-negative integer" },
+		{ "101", 1, 100, KV_ERANGE,
+		  "bad value '101': expected a non-negative integer in [1, 100]" },
+		{ "0", 1, 100, KV_ERANGE,
+		  "bad value '0': expected a non-negative integer in [1, 100]" },
 		{ "0", 1, UINT64_MAX, KV_ERANGE,
 		  "bad value '0': expected a non-negative integer of at least 1" },
-		{ "[1, 2]", 0, UINT64_MAX, KV_EINVAL, "expected a non-negative integer, got a sequence" },
+		{ "[1, 2]", ANY, KV_EINVAL, "expected a non-negative integer, got a sequence" },
 		{ "{a: 1}", 1, 100, KV_EINVAL,
 		  "expected a non-negative integer in [1, 100], got a mapping" },
 	};
@@ -247,7 +251,8 @@ START_TEST(u64_errors)
 		load(text);
 		x = 42;
 		err = kv_cfg_u64(at("w"), "n", 0, cases[i].min, cases[i].max, &x, &d);
-		check_diag(cases[i].text, err, cases[i].code, "t.yaml", 3, 6, "w.n", cases[i].msg, 1);
+		check_diag(cases[i].text, err, cases[i].code, "t.yaml", 3, 6, "w.n", cases[i].msg,
+			   1);
 		ck_assert_msg(x == 42, "'%s': *out written on error", cases[i].text);
 	}
 }
@@ -315,7 +320,8 @@ START_TEST(dbl_errors)
 	int err;
 
 	for (i = 0; i < KV_ARRAY_LEN(cases); i++) {
-		snprintf(text, sizeof(text), "workload:\n  arrival:\n    rate: %s\n", cases[i].text);
+		snprintf(text, sizeof(text), "workload:\n  arrival:\n    rate: %s\n",
+			 cases[i].text);
 		load(text);
 		err = kv_cfg_dbl(at("workload.arrival"), "rate", 0, cases[i].min, cases[i].max, &x,
 				 &d);
@@ -344,8 +350,8 @@ START_TEST(bool_reader)
 	}
 	load("a: \"true\"\nb: maybe\nc:\n");
 	check_diag("quoted", kv_cfg_bool(doc.root, "a", 0, &x, &d), KV_EINVAL, "t.yaml", 1, 4, "a",
-		   "bad value 'true' (quoted): expected true/false, yes/no or on/off without quotes",
-		   1);
+		   "bad value 'true' (quoted): "
+		   "expected true/false, yes/no or on/off without quotes", 1);
 	check_diag("maybe", kv_cfg_bool(doc.root, "b", 0, &x, &d), KV_EINVAL, "t.yaml", 2, 4, "b",
 		   "bad value 'maybe': expected true/false, yes/no or on/off", 1);
 	ck_assert_int_eq(kv_cfg_bool(doc.root, "c", 1, &x, &d), 0);
@@ -443,14 +449,18 @@ START_TEST(bytes_table)
 		int code;
 		const char *msg;
 	} bad[] = {
-		{ "80 G", KV_EINVAL, "bad value '80 G': expected a size (a number with unit B, KB, MB, "
-				     "GB, TB, KiB, MiB, GiB or TiB; no unit: bytes)" },
+		{ "80 G", KV_EINVAL,
+		  "bad value '80 G': expected a size "
+		  "(a number with unit B, KB, MB, GB, TB, KiB, MiB, GiB or TiB; no unit: bytes)" },
 		{ "GB", KV_EINVAL, "bad value 'GB': expected a size (" },
 		{ "-1GB", KV_EINVAL, "bad value '-1GB': expected a size (" },
 		{ "1.5.GB", KV_EINVAL, "bad value '1.5.GB': expected a size (" },
 		{ "5 EiB", KV_EINVAL, "bad value '5 EiB': expected a size (" },
 		{ "1e30 B", KV_ERANGE, "bad value '1e30 B': expected a size" },
 		{ "16777216TiB", KV_ERANGE, "bad value '16777216TiB': expected a size" },
+		{ "1.0000000000000000000000001GB", KV_EINVAL,
+		  "bad value '1.0000000000000000000000001GB': more than 24 significant digits" },
+		{ "1000000000000000000000000.1", KV_ERANGE, "expected a size" },
 	};
 	char text[128];
 	uint64_t x;
@@ -462,8 +472,8 @@ START_TEST(bytes_table)
 		load(text);
 		err = kv_cfg_bytes(doc.root, "k", 1, 0, UINT64_MAX, &x, &d);
 		ck_assert_msg(!err && x == ok[i].want, "'%s': err %d, got %llu, want %llu: %s",
-			      ok[i].text, err, (unsigned long long)x, (unsigned long long)ok[i].want,
-			      d.msg);
+			      ok[i].text, err, (unsigned long long)x,
+			      (unsigned long long)ok[i].want, d.msg);
 	}
 	for (i = 0; i < KV_ARRAY_LEN(bad); i++) {
 		snprintf(text, sizeof(text), "gpu:\n  mem: %s\n", bad[i].text);
@@ -473,8 +483,8 @@ START_TEST(bytes_table)
 	}
 	load("mem: 2TiB\n");
 	check_diag("range", kv_cfg_bytes(doc.root, "mem", 0, KV_GiB, 1024 * KV_GiB, &x, &d),
-		   KV_ERANGE, "t.yaml", 1, 6, "mem", "bad value '2TiB': expected a size in [1GiB, 1TiB]",
-		   1);
+		   KV_ERANGE, "t.yaml", 1, 6, "mem",
+		   "bad value '2TiB': expected a size in [1GiB, 1TiB]", 1);
 	ck_assert_int_eq(kv_cfg_bytes(doc.root, "absent", 5, 0, 10, &x, &d), 0);
 	ck_assert_uint_eq(x, 5);
 }
@@ -507,8 +517,9 @@ START_TEST(ns_table)
 		int code;
 		const char *msg;
 	} bad[] = {
-		{ "5m", KV_EINVAL, "bad value '5m': expected a duration (a number with unit ns, us, ms, "
-				   "s, min or h; no unit: seconds)" },
+		{ "5m", KV_EINVAL,
+		  "bad value '5m': expected a duration "
+		  "(a number with unit ns, us, ms, s, min or h; no unit: seconds)" },
 		{ "-1s", KV_EINVAL, "bad value '-1s': expected a duration (" },
 		{ "1 fortnight", KV_EINVAL, "bad value '1 fortnight': expected a duration (" },
 		{ "1MS", KV_EINVAL, "bad value '1MS': expected a duration (" },
@@ -524,19 +535,20 @@ START_TEST(ns_table)
 		load(text);
 		err = kv_cfg_ns(doc.root, "k", 1, 0, KV_NS_NEVER, &x, &d);
 		ck_assert_msg(!err && x == ok[i].want, "'%s': err %d, got %llu, want %llu: %s",
-			      ok[i].text, err, (unsigned long long)x, (unsigned long long)ok[i].want,
-			      d.msg);
+			      ok[i].text, err, (unsigned long long)x,
+			      (unsigned long long)ok[i].want, d.msg);
 	}
 	for (i = 0; i < KV_ARRAY_LEN(bad); i++) {
 		snprintf(text, sizeof(text), "slo:\n  ttft: %s\n", bad[i].text);
 		load(text);
 		err = kv_cfg_ns(at("slo"), "ttft", 1, 0, KV_NS_NEVER, &x, &d);
-		check_diag(bad[i].text, err, bad[i].code, "t.yaml", 2, 9, "slo.ttft", bad[i].msg, 0);
+		check_diag(bad[i].text, err, bad[i].code, "t.yaml", 2, 9, "slo.ttft", bad[i].msg,
+			   0);
 	}
 	load("t: 2h\n");
 	check_diag("range", kv_cfg_ns(doc.root, "t", 0, KV_NS_PER_MS, 3600 * KV_NS_PER_S, &x, &d),
-		   KV_ERANGE, "t.yaml", 1, 4, "t", "bad value '2h': expected a duration in [1ms, 1h]",
-		   1);
+		   KV_ERANGE, "t.yaml", 1, 4, "t",
+		   "bad value '2h': expected a duration in [1ms, 1h]", 1);
 }
 END_TEST
 
@@ -683,8 +695,8 @@ START_TEST(unsupported_yaml)
 	check_diag("anchor", KV_EINVAL, KV_EINVAL, "t.yaml", 1, 4, "",
 		   "anchors (&x) are not supported", 1);
 	load_fails("a: 1\nb: *x\n", KV_EINVAL);
-	check_diag("alias", KV_EINVAL, KV_EINVAL, "t.yaml", 2, 4, "", "aliases (*x) are not supported",
-		   1);
+	check_diag("alias", KV_EINVAL, KV_EINVAL, "t.yaml", 2, 4, "",
+		   "aliases (*x) are not supported", 1);
 	load_fails("a: !!int 5\n", KV_EINVAL);
 	ck_assert_msg(strstr(d.msg, "tags (tag:yaml.org,2002:int) are not supported"), "%s",
 		      d.msg);
@@ -729,8 +741,8 @@ START_TEST(check_keys)
 		   "unknown key 'foo': expected one of: name, options", 1);
 	check_diag("none", kv_cfg_check_keys(s, none, &d), KV_EINVAL, "t.yaml", 2, 3, "sched.name",
 		   "unknown key 'name': this section takes no keys", 1);
-	check_diag("scalar", kv_cfg_check_keys(at("x"), allowed, &d), KV_EINVAL, "t.yaml", 4, 4, "x",
-		   "expected a mapping (key: value), got '1'", 1);
+	check_diag("scalar", kv_cfg_check_keys(at("x"), allowed, &d), KV_EINVAL, "t.yaml", 4, 4,
+		   "x", "expected a mapping (key: value), got '1'", 1);
 	ck_assert_int_eq(kv_cfg_check_keys(NULL, allowed, &d), 0);
 	load("sched:\n  name: fifo\n");
 	ck_assert_int_eq(kv_cfg_check_keys(at("sched"), allowed, &d), 0);
@@ -830,6 +842,7 @@ END_TEST
 START_TEST(file_load)
 {
 	char path[1024], dir[1024], buf[2048], want[2048];
+	struct kv_cfg_node *trace;
 	uint64_t x;
 
 	data_path("basic.yaml", path, sizeof(path));
@@ -841,11 +854,11 @@ START_TEST(file_load)
 	ck_assert_int_eq(kv_cfg_u64(at("workload"), "requests", 0, 0, UINT64_MAX, &x, &d), 0);
 	ck_assert_uint_eq(x, 1000000);
 	check_diag("file value", kv_cfg_u64(at("workload"), "seed", 0, 0, 100, &x, &d), KV_EINVAL,
-		   path, 4, 9, "workload.seed", "bad value 'lucky': expected a non-negative integer in [0, 100]",
-		   1);
+		   path, 4, 9, "workload.seed",
+		   "bad value 'lucky': expected a non-negative integer in [0, 100]", 1);
 	snprintf(want, sizeof(want), "%s/traces/a.csv", dir);
-	ck_assert_int_eq(kv_cfg_resolve_path(&doc, at("workload.trace"), at("workload.trace")->value,
-					     buf, sizeof(buf)), 0);
+	trace = at("workload.trace");
+	ck_assert_int_eq(kv_cfg_resolve_path(&doc, trace, trace->value, buf, sizeof(buf)), 0);
 	ck_assert_str_eq(buf, want);
 	ck_assert_int_eq(kv_cfg_resolve_path(&doc, NULL, "/abs/x", buf, sizeof(buf)), 0);
 	ck_assert_str_eq(buf, "/abs/x");

@@ -13,6 +13,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/*
+ * ck_assert records every passing check through a pipe (one write each in
+ * fork mode): hot loops use EXPECT, which only calls into Check on failure.
+ */
+#define EXPECT(cond, ...)                                                     \
+	do {                                                                  \
+		if (!(cond))                                                  \
+			ck_abort_msg(__VA_ARGS__);                            \
+	} while (0)
+
 static struct kv_source_spec spec; /* ~75 KiB: kept off the stack */
 
 /* $KVSIM_TEST_DATA/traces/name (falls back to tests/data). */
@@ -79,8 +89,8 @@ static int next_ok(struct kv_source *s, struct kv_arrival *a)
 	struct kv_diag d = { 0 };
 	int r = kv_source_next(s, a, &d);
 
-	ck_assert_msg(r >= 0, "next: %d %s:%lu:%lu: %s: %s", r, d.file, d.line, d.col,
-		      d.field, d.msg);
+	EXPECT(r >= 0, "next: %d %s:%lu:%lu: %s: %s", r, d.file, d.line, d.col, d.field,
+	       d.msg);
 	return r;
 }
 
@@ -121,15 +131,14 @@ START_TEST(test_same_seed_same_stream)
 	s2 = open_ok(42);
 	s3 = open_ok(43);
 	for (i = 0; i < 5000; i++) {
-		ck_assert_int_eq(next_ok(s1, &a), 1);
-		ck_assert_int_eq(next_ok(s2, &b), 1);
-		ck_assert_msg(a.id == b.id && a.t_ns == b.t_ns && a.tenant == b.tenant &&
-				      a.prompt_tokens == b.prompt_tokens &&
-				      a.output_tokens == b.output_tokens &&
-				      a.origin_line == b.origin_line,
-			      "arrival %d differs: t %llu/%llu", i, (unsigned long long)a.t_ns,
-			      (unsigned long long)b.t_ns);
-		ck_assert_int_eq(next_ok(s3, &b), 1);
+		EXPECT(next_ok(s1, &a) == 1, "stream ended early");
+		EXPECT(next_ok(s2, &b) == 1, "stream ended early");
+		EXPECT(a.id == b.id && a.t_ns == b.t_ns && a.tenant == b.tenant &&
+			       a.prompt_tokens == b.prompt_tokens &&
+			       a.output_tokens == b.output_tokens && a.origin_line == b.origin_line,
+		       "arrival %d differs: t %llu/%llu", i, (unsigned long long)a.t_ns,
+		       (unsigned long long)b.t_ns);
+		EXPECT(next_ok(s3, &b) == 1, "stream ended early");
 		differ += a.t_ns != b.t_ns;
 	}
 	ck_assert_int_eq(next_ok(s1, &a), 0);
@@ -148,7 +157,7 @@ static void gap_moments(struct kv_source *s, int n, double *mean, double *cv)
 	int i;
 
 	for (i = 0; i < n; i++) {
-		ck_assert_int_eq(next_ok(s, &a), 1);
+		EXPECT(next_ok(s, &a) == 1, "stream ended early");
 		g = (double)a.t_ns / 1e9 - prev;
 		prev = (double)a.t_ns / 1e9;
 		sum += g;
@@ -213,7 +222,8 @@ START_TEST(test_duration_limit)
 	s = open_ok(1);
 	while (next_ok(s, &a) == 1) {
 		n++;
-		ck_assert_uint_eq(a.t_ns, (kv_ns)n * 100 * KV_NS_PER_MS);
+		EXPECT(a.t_ns == (kv_ns)n * 100 * KV_NS_PER_MS, "arrival %d at %llu ns", n,
+		       (unsigned long long)a.t_ns);
 	}
 	ck_assert_int_eq(n, 99);
 	ck_assert_int_eq(next_ok(s, &a), 0);
@@ -232,9 +242,12 @@ START_TEST(test_requests_limit)
 	spec.duration_ns = 1000 * KV_NS_PER_S;
 	s = open_ok(3);
 	while (next_ok(s, &a) == 1) {
-		ck_assert_uint_eq(a.id, n);
-		ck_assert(a.prompt_tokens == 100 && a.output_tokens == 10);
-		ck_assert(a.origin_file == NULL && a.origin_line == 0 && a.n_hashes == 0);
+		EXPECT(a.id == n, "id %llu, want %llu", (unsigned long long)a.id,
+		       (unsigned long long)n);
+		EXPECT(a.prompt_tokens == 100 && a.output_tokens == 10 && !a.origin_file &&
+			       a.origin_line == 0 && a.n_hashes == 0,
+		       "arrival %llu: %llu/%llu tokens", (unsigned long long)n,
+		       (unsigned long long)a.prompt_tokens, (unsigned long long)a.output_tokens);
 		n++;
 	}
 	ck_assert_uint_eq(n, 123);
@@ -261,12 +274,12 @@ START_TEST(test_lognormal_mean)
 	spec.lengths.output_clip = 50;
 	s = open_ok(5);
 	for (i = 0; i < n; i++) {
-		ck_assert_int_eq(next_ok(s, &a), 1);
+		EXPECT(next_ok(s, &a) == 1, "stream ended early");
 		sp += (double)a.prompt_tokens;
 		so += (double)a.output_tokens;
 		maxo = KV_MAX(maxo, a.output_tokens);
 		mino = KV_MIN(mino, a.output_tokens);
-		ck_assert(a.prompt_tokens >= 1);
+		EXPECT(a.prompt_tokens >= 1, "prompt 0");
 	}
 	ck_assert_msg(fabs(sp / n - 2000) < 0.03 * 2000, "lognormal prompt mean %g, want 2000",
 		      sp / n);
@@ -292,11 +305,10 @@ START_TEST(test_uniform_bounds)
 	spec.lengths.output_max = 2;
 	s = open_ok(9);
 	for (i = 0; i < 10000; i++) {
-		ck_assert_int_eq(next_ok(s, &a), 1);
-		ck_assert_msg(a.prompt_tokens >= 5 && a.prompt_tokens <= 8, "prompt %llu",
-			      (unsigned long long)a.prompt_tokens);
-		ck_assert_msg(a.output_tokens <= 2, "output %llu",
-			      (unsigned long long)a.output_tokens);
+		EXPECT(next_ok(s, &a) == 1, "stream ended early");
+		EXPECT(a.prompt_tokens >= 5 && a.prompt_tokens <= 8, "prompt %llu",
+		       (unsigned long long)a.prompt_tokens);
+		EXPECT(a.output_tokens <= 2, "output %llu", (unsigned long long)a.output_tokens);
 		seen_p[a.prompt_tokens - 5]++;
 		seen_o[a.output_tokens]++;
 	}
@@ -325,8 +337,8 @@ START_TEST(test_tenant_shares)
 	}
 	s = open_ok(13);
 	for (i = 0; i < n; i++) {
-		ck_assert_int_eq(next_ok(s, &a), 1);
-		ck_assert_uint_lt(a.tenant, 3);
+		EXPECT(next_ok(s, &a) == 1, "stream ended early");
+		EXPECT(a.tenant < 3, "tenant %u", a.tenant);
 		count[a.tenant]++;
 	}
 	for (i = 0; i < 3; i++) {
@@ -355,13 +367,14 @@ START_TEST(test_tenant_override)
 	spec.tenants[1].lengths.output = 0;
 	s = open_ok(17);
 	for (i = 0; i < 1000; i++) {
-		ck_assert_int_eq(next_ok(s, &a), 1);
-		ck_assert_uint_eq(a.prompt_tokens, a.tenant ? 7 : 100);
+		EXPECT(next_ok(s, &a) == 1, "stream ended early");
+		EXPECT(a.prompt_tokens == (a.tenant ? 7u : 100u), "tenant %u prompt %llu", a.tenant,
+		       (unsigned long long)a.prompt_tokens);
 	}
 	kv_source_close(s);
 	spec.n_tenants = 0;
 	s = open_ok(17);
-	ck_assert_int_eq(next_ok(s, &a), 1);
+	EXPECT(next_ok(s, &a) == 1, "stream ended early");
 	ck_assert(a.tenant == 0 && a.prompt_tokens == 100);
 	kv_source_close(s);
 }
@@ -386,7 +399,7 @@ START_TEST(test_trace_time_scale)
 			 fixture("vidur_small.csv"));
 		s = open_ok(1);
 		for (i = 0; i < 4; i++) {
-			ck_assert_int_eq(next_ok(s, &a), 1);
+			EXPECT(next_ok(s, &a) == 1, "stream ended early");
 			ck_assert_uint_eq(a.t_ns, (kv_ns)llround((double)vidur_t[i] * scales[k]));
 			ck_assert_uint_eq(a.prompt_tokens, vidur_prompt[i]);
 			ck_assert_uint_eq(a.origin_line, vidur_line[i]);
@@ -409,13 +422,13 @@ START_TEST(test_trace_lengths_set)
 	spec.arrival = KV_ARRIVAL_TRACE;
 	snprintf(spec.trace_path, sizeof(spec.trace_path), "%s", fixture("mooncake_small.jsonl"));
 	s = open_ok(1);
-	ck_assert_int_eq(next_ok(s, &a), 1);
+	EXPECT(next_ok(s, &a) == 1, "stream ended early");
 	ck_assert(a.prompt_tokens == 6758 && a.n_hashes == 3 && a.hashes[2] == 2);
 	kv_source_close(s);
 	spec.lengths_set = 1;
 	s = open_ok(1);
 	for (i = 0; i < 4; i++) {
-		ck_assert_int_eq(next_ok(s, &a), 1);
+		EXPECT(next_ok(s, &a) == 1, "stream ended early");
 		ck_assert(a.prompt_tokens == 100 && a.output_tokens == 10 && a.n_hashes == 0);
 		ck_assert_uint_gt(a.origin_line, 0);
 	}
@@ -438,7 +451,7 @@ START_TEST(test_length_trace_cycles)
 	set_trace_lengths(&spec.lengths, fixture("lengths_small.csv"));
 	s = open_ok(1);
 	for (i = 0; i < 10; i++) {
-		ck_assert_int_eq(next_ok(s, &a), 1);
+		EXPECT(next_ok(s, &a) == 1, "stream ended early");
 		ck_assert_uint_eq(a.prompt_tokens, len_prompt[i % 3]);
 		ck_assert_uint_eq(a.origin_line, (unsigned long)(i % 3) + 2);
 	}
@@ -453,8 +466,10 @@ START_TEST(test_length_trace_cycles)
 	memset(&spec.lengths, 0, sizeof(spec.lengths)); /* unused: not checked */
 	s = open_ok(1);
 	for (i = 0; i < 100; i++) {
-		ck_assert_int_eq(next_ok(s, &a), 1);
-		ck_assert_uint_eq(a.prompt_tokens, len_prompt[seen[a.tenant]++ % 3]);
+		EXPECT(next_ok(s, &a) == 1, "stream ended early");
+		EXPECT(a.prompt_tokens == len_prompt[seen[a.tenant] % 3], "tenant %u row %d: %llu",
+		       a.tenant, seen[a.tenant], (unsigned long long)a.prompt_tokens);
+		seen[a.tenant]++;
 	}
 	ck_assert(seen[0] > 20 && seen[1] > 20);
 	kv_source_close(s);
@@ -534,7 +549,8 @@ START_TEST(test_real_trace_replay)
 		snprintf(spec.trace_path, sizeof(spec.trace_path), "%s", path);
 		s = open_ok(1);
 		for (n = 0, prev = 0; next_ok(s, &a) == 1; n++, prev = a.t_ns)
-			ck_assert_uint_ge(a.t_ns, prev);
+			EXPECT(a.t_ns >= prev, "time went back at arrival %llu",
+			       (unsigned long long)n);
 		ck_assert_uint_eq(n, rows[k]);
 		kv_source_close(s);
 	}
