@@ -45,7 +45,7 @@ struct kv_batch_shape {
 	uint32_t n_decode; /* sequences generating one token */
 	uint64_t n_prefill_tokens; /* prompt tokens processed this iteration */
 	uint64_t attn_pairs; /* query-context token pairs over the batch */
-	uint64_t kv_read_bytes; /* KV bytes read by attention, whole replica (cache-model dependent) */
+	uint64_t kv_read_bytes; /* KV bytes attention reads, whole replica (cache model's) */
 	uint64_t dequant_bytes; /* KV bytes that need dequantisation (quantized caches) */
 	uint64_t extra_ns; /* added time: swaps, recompute not in the batch, ... */
 };
@@ -60,8 +60,8 @@ struct kv_perf {
 	double dequant_flops_per_byte; /* from the device */
 	double overhead_ns; /* fixed per iteration */
 	double per_seq_ns; /* per sequence */
-	double allreduce_ns_per_token; /* tensor-parallel all-reduce time per batch token, 0 when tp == 1 */
-	double allreduce_ns_fixed; /* 2 * layers * all-reduce latency per iteration, 0 when tp == 1 */
+	double allreduce_ns_per_token; /* TP all-reduce time per batch token, 0 when tp == 1 */
+	double allreduce_ns_fixed; /* 2 * layers * all-reduce latency, 0 when tp == 1 */
 	uint32_t tp; /* tensor-parallel degree */
 };
 

@@ -373,7 +373,7 @@ static int scale_time(struct kv_source *s, kv_ns t, kv_ns *out, struct kv_diag *
 /* The next arrival time into a->t_ns.  1, 0 when the stream ends, or < 0. */
 static int next_time(struct kv_source *s, struct kv_arrival *a, struct kv_diag *d)
 {
-	kv_ns t;
+	kv_ns t = 0;
 	int r;
 
 	if (s->arrivals) {

@@ -4,18 +4,23 @@
  * A profile is named ("llama-2-7b" finds configs/models/llama-2-7b.yaml) or
  * given as a path to a .yaml file (relative paths already resolved by the
  * caller).  Named profiles are searched in $KVSIM_CONFIG_DIR when set, else
- * in the configs/ directory of the source tree (compiled in as
- * KV_CONFIG_DIR), else in the installed data directory.
+ * in the first existing of: the source tree's configs/ (compiled in as
+ * KV_CONFIG_DIR, or KV_SOURCE_DIR "/configs"), $KVSIM_SOURCE_DIR/configs,
+ * the installed data directory (KV_DATA_DIR when compiled in); else in
+ * ./configs.
  *
  * Model file keys: name, layers, hidden, heads, kv_heads, head_dim,
- * intermediate, vocab, max_context, params, dtype_bytes (default 2),
- * gated_mlp (default true), source (free text, required: where the numbers
- * come from).  Device file keys: name, memory (bytes with unit, e.g. "80GB"),
- * mem_bandwidth ("2039GB/s" or a number of GB/s), fp16_tflops,
- * host_link_bandwidth (GB/s, one direction), interconnect_bandwidth (GB/s,
- * one direction), and a `perf:` mapping with eff_bw, eff_flops, overhead
- * (duration), per_seq (duration), dequant_flops_per_byte, and `cost:` with
- * alpha; source (required).  Unknown keys are errors.
+ * intermediate, vocab, max_context, params, source (free text: where the
+ * numbers come from), all required; dtype_bytes (default 2), gated_mlp
+ * (default true), tie_embeddings (default false).  Device file keys: name,
+ * memory (bytes with unit, e.g. "80GB" = 80e9 bytes), mem_bandwidth
+ * ("2039GB/s", "3.35TB/s" or a number of GB/s), fp16_tflops (dense),
+ * host_link_bandwidth (GB/s, one direction), source, all required;
+ * interconnect_bandwidth (GB/s, one direction; default 0: none), a `perf:`
+ * mapping with eff_bw, eff_flops, overhead (duration), per_seq (duration),
+ * allreduce_latency (duration), dequant_flops_per_byte, and `cost:` with
+ * alpha, each defaulting to profile.h's KV_DEV_DEFAULT_*.  Unknown keys are
+ * errors.  An error in a file names its line, column and key.
  */
 #ifndef KV_PROFILES_H
 #define KV_PROFILES_H
@@ -25,10 +30,14 @@
 /* Directory holding models/ and devices/ (no trailing slash). */
 const char *kv_profiles_dir(void);
 
-/* Loads a model by name or path; returns 0 or a negative code with d filled. */
+/*
+ * Loads a model by name or path and validates it (kv_model_validate).
+ * Returns 0, KV_ENOENT for an unknown name (d lists the valid ones) or a
+ * missing file, KV_EINVAL or KV_ERANGE for bad contents, with d filled.
+ */
 int kv_profile_load_model(const char *name_or_path, struct kv_model *m, struct kv_diag *d);
 
-/* Loads a device by name or path; returns 0 or a negative code with d filled. */
+/* Loads a device by name or path and validates it; returns as kv_profile_load_model. */
 int kv_profile_load_device(const char *name_or_path, struct kv_device *dev,
 			   struct kv_diag *d);
 
