@@ -81,7 +81,7 @@ struct kv_req {
 	uint64_t cache[4]; /* cache-model private words */
 	kv_ns mem_t0_ns; /* time memtime was last brought up to date */
 	double memtime_Bs; /* integral of kv_bytes over time, byte-seconds */
-	double cost; /* Cost = alpha*M + beta*L*T, bytes (see docs/cost-model.md) */
+	double cost; /* Cost = alpha*M + beta*L*T, byte-steps (see docs/cost-model.md) */
 	uint32_t tenant; /* tenant index */
 	uint32_t preemptions; /* times preempted */
 	uint32_t slot; /* own slot index */

@@ -226,7 +226,7 @@ int kv_out_open(struct kv_out *o, const char *dir, const struct kv_workload *w, 
 			return KV_EIO;
 		setvbuf(o->req, buf_req, _IOFBF, sizeof(buf_req));
 		fputs("id,tenant,replica,status,arrival_s,first_token_s,finish_s,prompt_tokens,"
-		      "output_tokens,ttft_s,tpot_s,e2e_s,preemptions,cost_bytes,memtime_byte_s\n",
+		      "output_tokens,ttft_s,tpot_s,e2e_s,preemptions,cost_byte_steps,memtime_byte_s\n",
 		      o->req);
 	}
 	if (!(o->ts = open_tmp(o, F_TS, d)))
