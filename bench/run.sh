@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash .ci/deps
-[ -f build-release/build.ninja ] || meson setup build-release --buildtype=release -Dtests=disabled >/dev/null
+[ -f build-release/build.ninja ] || meson setup build-release --buildtype=release -Db_lto=true -Dtests=disabled >/dev/null
 ninja -C build-release >/dev/null
 w=${1:-bench/million.yaml}
 shift || true
