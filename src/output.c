@@ -376,10 +376,11 @@ void kv_summary_compute(const struct kv_sim *s, struct kv_summary *sum)
 	double span = (double)(s->last_finish_ns - s->first_arrival_ns) * 1e-9;
 	double horizon = (double)s->last_finish_ns * 1e-9;
 	double reserved = 0, used = 0, cap, done = (double)s->ended[KV_END_COMPLETED];
-	uint64_t iters = 0;
+	uint64_t iters = 0, peak = 0;
 	uint32_t i;
 
 	for (i = 0; i < s->n_rep; i++) {
+		peak = KV_MAX(peak, s->rep[i].peak_reserved_bytes);
 		reserved += s->rep[i].reserved_Bs;
 		used += s->rep[i].used_Bs;
 		iters += s->rep[i].iterations;
@@ -402,6 +403,7 @@ void kv_summary_compute(const struct kv_sim *s, struct kv_summary *sum)
 	add(sum, "mem_reserved_util", "share of pool", cap > 0 ? reserved / cap : 0, 0);
 	add(sum, "mem_used_util", "share of pool", cap > 0 ? used / cap : 0, 0);
 	add(sum, "kv_pool_bytes", "bytes per replica", (double)s->pool_bytes, 1);
+	add(sum, "kv_peak_reserved_bytes", "bytes, busiest replica", (double)peak, 1);
 	add(sum, "jain_fairness", "", jain_over_tenants(s), 0);
 	add(sum, "iterations", "", (double)iters, 1);
 	add(sum, "events", "", (double)s->events, 1);

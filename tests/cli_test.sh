@@ -60,6 +60,13 @@ cut -d, -f3 "$tmp/r4/requests.csv" | grep -qx 2 && ok || bad "--set cluster.repl
 # an output directory that cannot be created
 "$kvsim" run -q "$tmp/w.yaml" -o /proc/kvsim-no 2>/dev/null; [ $? -eq 1 ] && ok || bad "unwritable output dir"
 
+# SIGINT and SIGTERM stop a run: status 130, a message, no output directory
+for sig in INT TERM; do
+  "$kvsim" run -q "$src/bench/million.yaml" -o "$tmp/sig-$sig" 2>"$tmp/err" & pid=$!
+  sleep 1; kill -s $sig $pid; wait $pid; st=$?
+  [ $st -eq 130 ] && grep -q interrupted "$tmp/err" && [ ! -e "$tmp/sig-$sig" ] && ok || bad "SIG$sig: status $st, $(cat "$tmp/err")"
+done
+
 # The corpus of bad inputs
 for f in "$src"/tests/data/bad/*.yaml; do
   expect=$(head -n 1 "$f" | sed -n 's/^# expect: //p')

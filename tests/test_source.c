@@ -5,6 +5,8 @@
  */
 #include "source.h"
 
+#include "testutil.h"
+
 #include <check.h>
 #include <gsl/gsl_errno.h>
 #include <math.h>
@@ -25,28 +27,6 @@
 
 static struct kv_source_spec spec; /* ~75 KiB: kept off the stack */
 
-/* $KVSIM_TEST_DATA/traces/name (falls back to tests/data). */
-static const char *fixture(const char *name)
-{
-	static char buf[1024];
-	const char *dir = getenv("KVSIM_TEST_DATA");
-
-	snprintf(buf, sizeof(buf), "%s/traces/%s", dir ? dir : "tests/data", name);
-	return buf;
-}
-
-/* $KVSIM_TRACES/name, or NULL when the real traces are absent. */
-static const char *real_trace(const char *name)
-{
-	static char buf[1024];
-	const char *dir = getenv("KVSIM_TRACES");
-	struct stat st;
-
-	if (!dir)
-		return NULL;
-	snprintf(buf, sizeof(buf), "%s/%s", dir, name);
-	return stat(buf, &st) == 0 ? buf : NULL;
-}
 
 /* Poisson at 10/s, fixed 100/10 tokens, one tenant, 1000 requests. */
 static void base_spec(void)

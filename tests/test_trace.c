@@ -6,6 +6,8 @@
  */
 #include "trace.h"
 
+#include "testutil.h"
+
 #include <check.h>
 #include <malloc.h>
 #include <stdlib.h>
@@ -25,28 +27,6 @@
 
 static struct kv_trace_row row; /* 4 KiB: kept off the stack */
 
-/* $KVSIM_TEST_DATA/traces/name (falls back to tests/data). */
-static const char *fixture(const char *name)
-{
-	static char buf[1024];
-	const char *dir = getenv("KVSIM_TEST_DATA");
-
-	snprintf(buf, sizeof(buf), "%s/traces/%s", dir ? dir : "tests/data", name);
-	return buf;
-}
-
-/* $KVSIM_TRACES/name, or NULL when the real traces are absent. */
-static const char *real_trace(const char *name)
-{
-	static char buf[1024];
-	const char *dir = getenv("KVSIM_TRACES");
-	struct stat st;
-
-	if (!dir)
-		return NULL;
-	snprintf(buf, sizeof(buf), "%s/%s", dir, name);
-	return stat(buf, &st) == 0 ? buf : NULL;
-}
 
 /* Writes text to a fresh temporary file; returns its path (static buffer). */
 static const char *temp_file(const char *text)

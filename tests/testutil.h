@@ -1,0 +1,36 @@
+/*
+ * testutil.h -- helpers shared by the Check suites: where fixtures and the
+ * real traces are, and a main() that runs one suite.
+ */
+#ifndef KV_TESTUTIL_H
+#define KV_TESTUTIL_H
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+/* $KVSIM_TEST_DATA/traces/name (falls back to tests/data). */
+static inline const char *fixture(const char *name)
+{
+	static char buf[1024];
+	const char *dir = getenv("KVSIM_TEST_DATA");
+
+	snprintf(buf, sizeof(buf), "%s/traces/%s", dir ? dir : "tests/data", name);
+	return buf;
+}
+
+/* $KVSIM_TRACES/name, or NULL when the real traces are absent. */
+static inline const char *real_trace(const char *name)
+{
+	static char buf[1024];
+	const char *dir = getenv("KVSIM_TRACES");
+	struct stat st;
+
+	if (!dir)
+		return NULL;
+	snprintf(buf, sizeof(buf), "%s/%s", dir, name);
+	return stat(buf, &st) == 0 ? buf : NULL;
+}
+
+#endif /* KV_TESTUTIL_H */
