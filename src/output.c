@@ -286,7 +286,7 @@ static int render_chart(struct kv_out *o, const struct kv_sim *s)
 	snprintf(o->final[F_PNG], sizeof(o->final[F_PNG]), "%s/run.png", o->dir);
 	snprintf(o->tmp[F_PNG], sizeof(o->tmp[F_PNG]), "%s/.run.png.tmp", o->dir);
 	snprintf(cmd, sizeof(cmd),
-		 "gnuplot -e \"dir='%s'; out='%s'; title='%s'; replicas=%u; reqs=%d\" '%s' 2>&1",
+		 "gnuplot -e \"dir='%s'; out='%s'; title='%s'; replicas=%u; reqs=%d\" '%s' >/dev/null 2>&1",
 		 o->dir, o->tmp[F_PNG], o->w->name, s->n_rep, o->w->requests_csv, script);
 	st = system(cmd);
 	if (st != 0 || rename(o->tmp[F_PNG], o->final[F_PNG])) {
