@@ -268,6 +268,12 @@ static int write_summary_csv(struct kv_out *o, const struct kv_summary *sum, str
 					       "write failed: %s", strerror(errno)) : 0;
 }
 
+/* 1 if s can sit inside '...' in gnuplot code inside "..." in a shell command. */
+static int shell_safe(const char *s)
+{
+	return !strpbrk(s, "'\"\\$`");
+}
+
 /* Renders run.png with gnuplot; returns 0 when rendered (or gnuplot is absent). */
 static int render_chart(struct kv_out *o, const struct kv_sim *s)
 {
@@ -281,6 +287,10 @@ static int render_chart(struct kv_out *o, const struct kv_sim *s)
 	snprintf(script, sizeof(script), "%s/plots/run.gp", KV_SOURCE_DIR);
 	if (access(script, R_OK) != 0) {
 		fprintf(stderr, "kvsim: %s missing, no chart written\n", script);
+		return 0;
+	}
+	if (!shell_safe(o->dir) || !shell_safe(o->w->name)) {
+		fprintf(stderr, "kvsim: no chart written: the output directory or workload name has quotes, '$', '`' or '\\'\n");
 		return 0;
 	}
 	snprintf(o->final[F_PNG], sizeof(o->final[F_PNG]), "%s/run.png", o->dir);
