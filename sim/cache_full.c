@@ -1,41 +1,43 @@
 /*
- * cache_full.c -- full contiguous preallocation, the naive static layout.
+ * cache_full.c -- full preallocation, the naive static layout.
  *
- * Each admitted request reserves, in one contiguous pool block, the KV
- * cache of `max_len` tokens (the model's context when 0), as a
- * `(batch, heads, max_seq_len, head_dim)` tensor does, or of its own
- * prompt + output length with `reserve: request` (an oracle that knows the
- * output length; it bounds what static allocation can do).  A request
- * longer than max_len reserves its own length.  The buddy allocator rounds
- * the block up to a power of two of its unit, so the memory held is
+ * Each admitted request reserves, at once, the KV cache of `max_len` tokens
+ * (the model's context when 0), as a `(batch, heads, max_seq_len, head_dim)`
+ * tensor does, or of its own prompt + output length with `reserve: request`
+ * (an oracle that knows the output length: the best static allocation can
+ * do).  A request longer than max_len reserves its own length.  The
+ * reservation is one extent of the pool (blocks.h): whole units, or with
+ * `round: pow2` a power of two of units, as a single buddy block would be:
  *
- *   kv_bytes = unit * 2^ceil(log2(ceil(R * b / unit)))   with R the reserved
- *              tokens and b the fp16 KV bytes per token,
+ *   kv_bytes = unit * ceil(R * b / unit)            (round: exact)
+ *   kv_bytes = unit * 2^ceil(log2(ceil(R * b / unit)))   (round: pow2)
  *
- * the cost model's beta is b, and internal waste is kv_bytes - kv_tokens * b:
- * the over-reservation the vLLM paper measured (only 20-38% of KV memory
- * holding live tokens in static systems, Kwon et al., SOSP'23, Fig. 2).
- * A reservation larger than the largest contiguous block never fits: the
- * engine rejects it.  Nothing grows after admission, so `full` never
- * preempts.
+ * with R the reserved tokens and b the fp16 KV bytes per token; beta = b.
+ * Internal waste is kv_bytes - kv_tokens * b: the over-reservation the vLLM
+ * paper measured in static systems (20-38% of KV memory holding live
+ * tokens; Kwon et al., SOSP'23, Fig. 2).  Nothing grows after admission, so
+ * `full` never preempts.
  *
- * Per-request words: cache[0] block offset (units), cache[1] block order,
- * cache[2] reserved tokens.
+ * Per-request words: cache[0] the block chain.
  */
+#include "blocks.h"
 #include "engine.h"
 
 #include <stddef.h>
 
 enum { RESERVE_MAX_LEN, RESERVE_REQUEST };
+enum { ROUND_EXACT, ROUND_POW2 };
 
 struct full {
 	uint64_t max_len; /* option: tokens reserved per request, 0 = model context */
 	int reserve; /* option: max_len or request */
-	struct kv_pool *pool;
-	uint64_t token_bytes;
+	int round; /* option: exact or pow2 */
+	struct kv_blocks blocks; /* chains over the pool */
+	uint64_t token_bytes; /* b */
 };
 
 static const char *const reserve_names[] = { "max_len", "request", NULL };
+static const char *const round_names[] = { "exact", "pow2", NULL };
 
 static const struct kv_option full_options[] = {
 	{ .name = "max_len", .type = KV_OPT_U64, .offset = offsetof(struct full, max_len),
@@ -44,6 +46,9 @@ static const struct kv_option full_options[] = {
 	{ .name = "reserve", .type = KV_OPT_ENUM, .offset = offsetof(struct full, reserve),
 	  .def = RESERVE_MAX_LEN, .units = "", .names = reserve_names,
 	  .help = "max_len: reserve max_len tokens; request: the request's own prompt+output" },
+	{ .name = "round", .type = KV_OPT_ENUM, .offset = offsetof(struct full, round),
+	  .def = ROUND_EXACT, .units = "", .names = round_names,
+	  .help = "exact: whole pool units; pow2: a power of two of units, as one buddy block" },
 	{ .name = NULL },
 };
 
@@ -58,31 +63,34 @@ static int full_init(void *priv, const struct kv_cache_env *env, struct kv_diag 
 				   env->model->max_ctx_tokens);
 	if (!f->max_len)
 		f->max_len = env->model->max_ctx_tokens;
-	f->pool = env->pool;
+	kv_blocks_init(&f->blocks, env->pool);
 	f->token_bytes = env->token_bytes;
 	return 0;
+}
+
+static void full_fini(void *priv)
+{
+	struct full *f = priv;
+
+	kv_blocks_release(&f->blocks);
 }
 
 static int full_reserve(void *priv, struct kv_req *q, uint64_t tokens)
 {
 	struct full *f = priv;
-	uint64_t want;
-	uint32_t off;
-	int order;
+	uint64_t want, chain = KV_BLOCKS_EMPTY, held = 0;
 
 	if (q->kv_bytes)
-		return tokens <= q->kv_cap_tokens ? 0 : KV_ENOMEM;
+		return KV_ENOMEM; /* beyond its reservation: cannot grow */
 	want = f->reserve == RESERVE_REQUEST ? q->prompt_tokens + q->output_tokens : f->max_len;
 	want = KV_MAX(want, q->prompt_tokens + q->output_tokens);
 	want = KV_MAX(want, tokens);
-	order = kv_pool_order_for(f->pool, want * f->token_bytes);
-	if (order < 0 || kv_pool_alloc(f->pool, (unsigned)order, &off))
+	if (kv_blocks_append(&f->blocks, &chain, want * f->token_bytes, f->round == ROUND_POW2,
+			     &held))
 		return KV_ENOMEM;
-	q->cache[0] = off;
-	q->cache[1] = (uint64_t)order;
-	q->cache[2] = want;
+	q->cache[0] = chain;
 	q->kv_cap_tokens = want;
-	q->kv_bytes = kv_pool_block_bytes(f->pool, (unsigned)order);
+	q->kv_bytes = held;
 	return 0;
 }
 
@@ -91,10 +99,10 @@ static void full_release(void *priv, struct kv_req *q)
 	struct full *f = priv;
 
 	if (q->kv_bytes)
-		kv_pool_free(f->pool, (uint32_t)q->cache[0]);
+		kv_blocks_free(&f->blocks, &q->cache[0]);
 	q->kv_bytes = 0;
 	q->kv_cap_tokens = 0;
-	q->cache[0] = q->cache[1] = q->cache[2] = 0;
+	q->cache[0] = KV_BLOCKS_EMPTY;
 }
 
 static double full_bytes_per_token(const void *priv)
@@ -106,10 +114,11 @@ static double full_bytes_per_token(const void *priv)
 
 const struct kv_cache_ops kv_cache_full = {
 	.name = "full",
-	.desc = "contiguous preallocation of max_len tokens per request: kv_bytes = pow2(max_len * b), beta = b",
+	.desc = "preallocate max_len tokens per request at admission: kv_bytes = extent(max_len * b), beta = b",
 	.priv_size = sizeof(struct full),
 	.options = full_options,
 	.init = full_init,
+	.fini = full_fini,
 	.reserve = full_reserve,
 	.release = full_release,
 	.bytes_per_token = full_bytes_per_token,

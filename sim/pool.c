@@ -30,8 +30,11 @@
  * and a per-order bitmap with find-first-set costs n_units bits per order
  * and O(n_units / 64) per search without a second level.
  *
- * Per-unit metadata (meaningful at a block head only): order (0xff
- * elsewhere), is_free, refs (allocated heads), next/prev (free heads).
+ * Per-unit metadata is one 12-byte record (meaningful at a block head only):
+ * order (0xff elsewhere), is_free, refs (allocated heads), next/prev (free
+ * heads).  One record, not five arrays: an alloc or free touches one cache
+ * line per block instead of five, which made tables of 8 MiB blocks
+ * (175 per ShareGPT request with 16-token blocks) affordable.
  */
 #include "pool.h"
 
@@ -57,13 +60,13 @@ static inline void list_push(struct kv_pool *p, uint32_t off, unsigned k)
 {
 	int32_t head = p->free_head[k];
 
-	p->next[off] = head;
-	p->prev[off] = -1;
+	p->u[off].next = head;
+	p->u[off].prev = -1;
 	if (head >= 0)
-		p->prev[head] = (int32_t)off;
+		p->u[head].prev = (int32_t)off;
 	p->free_head[k] = (int32_t)off;
-	p->order[off] = (uint8_t)k;
-	p->is_free[off] = 1;
+	p->u[off].order = (uint8_t)k;
+	p->u[off].is_free = 1;
 	p->n_free_blocks[k]++;
 	p->free_mask |= 1ULL << k;
 	p->free_bytes += p->unit_bytes << k;
@@ -72,15 +75,15 @@ static inline void list_push(struct kv_pool *p, uint32_t off, unsigned k)
 /* Removes the free block at off of order k from its list and marks it not free. */
 static inline void list_unlink(struct kv_pool *p, uint32_t off, unsigned k)
 {
-	int32_t nx = p->next[off], pv = p->prev[off];
+	int32_t nx = p->u[off].next, pv = p->u[off].prev;
 
 	if (pv >= 0)
-		p->next[pv] = nx;
+		p->u[pv].next = nx;
 	else
 		p->free_head[k] = nx;
 	if (nx >= 0)
-		p->prev[nx] = pv;
-	p->is_free[off] = 0;
+		p->u[nx].prev = pv;
+	p->u[off].is_free = 0;
 	if (--p->n_free_blocks[k] == 0)
 		p->free_mask &= ~(1ULL << k);
 	p->free_bytes -= p->unit_bytes << k;
@@ -127,23 +130,16 @@ int kv_pool_init(struct kv_pool *p, uint64_t size_bytes, uint64_t min_block_byte
 		p->max_order = KV_MIN(p->max_order, floor_log2(max_block_bytes / min_block_bytes));
 	for (k = 0; k <= KV_POOL_MAX_ORDER; k++)
 		p->free_head[k] = -1;
-	p->next = kv_xmalloc(n_units * sizeof(*p->next));
-	p->prev = kv_xmalloc(n_units * sizeof(*p->prev));
-	p->order = kv_xmalloc(n_units);
-	memset(p->order, NOT_HEAD, n_units);
-	p->is_free = kv_xcalloc(n_units, 1);
-	p->refs = kv_xcalloc(n_units, sizeof(*p->refs));
+	p->u = kv_xaligned_alloc(64, n_units * sizeof(*p->u));
+	for (k = 0; k < n_units; k++)
+		p->u[k] = (struct kv_pool_unit){ .next = -1, .prev = -1, .order = NOT_HEAD };
 	pool_cover(p);
 	return 0;
 }
 
 void kv_pool_release(struct kv_pool *p)
 {
-	free(p->next);
-	free(p->prev);
-	free(p->order);
-	free(p->is_free);
-	free(p->refs);
+	free(p->u);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -186,8 +182,8 @@ int kv_pool_alloc(struct kv_pool *p, unsigned order, uint32_t *off)
 		k--;
 		list_push(p, o + (1u << k), k);
 	}
-	p->order[o] = (uint8_t)order;
-	p->refs[o] = 1;
+	p->u[o].order = (uint8_t)order;
+	p->u[o].refs = 1;
 	p->n_allocs++;
 	*off = o;
 	return 0;
@@ -198,17 +194,17 @@ static inline void check_allocated(const struct kv_pool *p, uint32_t off, const 
 {
 	KV_CHECK(off < p->n_units, "%s: offset %u outside the pool (%u units)", what, off,
 		 p->n_units);
-	KV_CHECK(p->order[off] != NOT_HEAD && !p->is_free[off] && p->refs[off],
+	KV_CHECK(p->u[off].order != NOT_HEAD && !p->u[off].is_free && p->u[off].refs,
 		 "%s: offset %u is not an allocated block (order %u, is_free %u, refs %u)",
-		 what, off, p->order[off], p->is_free[off], p->refs[off]);
+		 what, off, p->u[off].order, p->u[off].is_free, p->u[off].refs);
 }
 
 unsigned kv_pool_ref(struct kv_pool *p, uint32_t off)
 {
 	check_allocated(p, off, "kv_pool_ref");
-	KV_CHECK(p->refs[off] < REFS_MAX, "kv_pool_ref: offset %u already has %u references",
-		 off, p->refs[off]);
-	return ++p->refs[off];
+	KV_CHECK(p->u[off].refs < REFS_MAX, "kv_pool_ref: offset %u already has %u references",
+		 off, p->u[off].refs);
+	return ++p->u[off].refs;
 }
 
 unsigned kv_pool_free(struct kv_pool *p, uint32_t off)
@@ -216,16 +212,16 @@ unsigned kv_pool_free(struct kv_pool *p, uint32_t off)
 	unsigned k;
 
 	check_allocated(p, off, "kv_pool_free");
-	if (--p->refs[off])
-		return p->refs[off];
+	if (--p->u[off].refs)
+		return p->u[off].refs;
 	p->n_frees++;
-	for (k = p->order[off]; k < p->max_order; k++) {
+	for (k = p->u[off].order; k < p->max_order; k++) {
 		uint32_t buddy = off ^ (1u << k);
 
-		if (buddy >= p->n_units || !p->is_free[buddy] || p->order[buddy] != k)
+		if (buddy >= p->n_units || !p->u[buddy].is_free || p->u[buddy].order != k)
 			break;
 		list_unlink(p, buddy, k);
-		p->order[off | (1u << k)] = NOT_HEAD; /* the upper half stops being a head */
+		p->u[off | (1u << k)].order = NOT_HEAD; /* the upper half stops being a head */
 		off &= ~(1u << k);
 	}
 	list_push(p, off, k);
@@ -267,18 +263,18 @@ static int check_interior(const struct kv_pool *p, uint32_t off, unsigned k, cha
 	uint32_t u, end = off + (1u << k);
 
 	for (u = off + 1; u < end; u++)
-		if (p->order[u] != NOT_HEAD || p->is_free[u] || p->refs[u])
+		if (p->u[u].order != NOT_HEAD || p->u[u].is_free || p->u[u].refs)
 			return check_fail(msg, msglen,
 					  "unit %u inside block %u (order %u) has order %u, "
 					  "is_free %u, refs %u",
-					  u, off, k, p->order[u], p->is_free[u], p->refs[u]);
+					  u, off, k, p->u[u].order, p->u[u].is_free, p->u[u].refs);
 	return 0;
 }
 
 /* Checks the block at off (a head): placement, flags, refs, and its buddy. */
 static int check_block(const struct kv_pool *p, uint32_t off, char *msg, size_t msglen)
 {
-	unsigned k = p->order[off];
+	unsigned k = p->u[off].order;
 	uint32_t buddy;
 
 	if (k == NOT_HEAD || k > p->max_order)
@@ -287,13 +283,13 @@ static int check_block(const struct kv_pool *p, uint32_t off, char *msg, size_t 
 	if (off & ((1u << k) - 1) || (uint64_t)off + (1u << k) > p->n_units)
 		return check_fail(msg, msglen, "block %u of order %u misaligned or past the "
 				  "region (%u units)", off, k, p->n_units);
-	if (p->is_free[off] > 1 || (p->is_free[off] && p->refs[off]) ||
-	    (!p->is_free[off] && !p->refs[off]))
+	if (p->u[off].is_free > 1 || (p->u[off].is_free && p->u[off].refs) ||
+	    (!p->u[off].is_free && !p->u[off].refs))
 		return check_fail(msg, msglen, "block %u (order %u): is_free %u with refs %u",
-				  off, k, p->is_free[off], p->refs[off]);
+				  off, k, p->u[off].is_free, p->u[off].refs);
 	buddy = off ^ (1u << k);
-	if (p->is_free[off] && k < p->max_order && buddy > off && buddy < p->n_units &&
-	    p->order[buddy] == k && p->is_free[buddy])
+	if (p->u[off].is_free && k < p->max_order && buddy > off && buddy < p->n_units &&
+	    p->u[buddy].order == k && p->u[buddy].is_free)
 		return check_fail(msg, msglen, "free buddies %u and %u of order %u not coalesced",
 				  off, buddy, k);
 	return check_interior(p, off, k, msg, msglen);
@@ -306,15 +302,15 @@ static int check_list(const struct kv_pool *p, unsigned k, uint64_t want, char *
 	int32_t i, prev = -1;
 	uint64_t count = 0;
 
-	for (i = p->free_head[k]; i != -1; prev = i, i = p->next[i]) {
+	for (i = p->free_head[k]; i != -1; prev = i, i = p->u[i].next) {
 		if (i < 0 || (uint32_t)i >= p->n_units || ++count > want)
 			return check_fail(msg, msglen, "free list %u: bad link %d after %d, or "
 					  "more than the %llu free blocks of that order",
 					  k, i, prev, (unsigned long long)want);
-		if (!p->is_free[i] || p->order[i] != k || p->prev[i] != prev)
+		if (!p->u[i].is_free || p->u[i].order != k || p->u[i].prev != prev)
 			return check_fail(msg, msglen, "free list %u: unit %d has is_free %u, "
 					  "order %u, prev %d (expected %d)", k, i,
-					  p->is_free[i], p->order[i], p->prev[i], prev);
+					  p->u[i].is_free, p->u[i].order, p->u[i].prev, prev);
 	}
 	if (count != want || p->n_free_blocks[k] != want ||
 	    !!(p->free_mask & (1ULL << k)) != (want > 0))
@@ -334,13 +330,13 @@ int kv_pool_check(const struct kv_pool *p, char *msg, size_t msglen)
 	unsigned k;
 	int err;
 
-	for (off = 0; off < p->n_units; off += 1u << p->order[off]) {
+	for (off = 0; off < p->n_units; off += 1u << p->u[off].order) {
 		err = check_block(p, off, msg, msglen);
 		if (err)
 			return err;
-		if (p->is_free[off]) {
-			n_free[p->order[off]]++;
-			free_bytes += kv_pool_block_bytes(p, p->order[off]);
+		if (p->u[off].is_free) {
+			n_free[p->u[off].order]++;
+			free_bytes += kv_pool_block_bytes(p, p->u[off].order);
 		}
 	}
 	for (k = 0; k <= KV_POOL_MAX_ORDER; k++) {

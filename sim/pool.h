@@ -33,6 +33,14 @@
 
 #define KV_POOL_MAX_ORDER 40
 
+/* Metadata of one unit; meaningful at a block's first unit only. */
+struct kv_pool_unit {
+	int32_t next, prev; /* free-list links (free blocks), -1 at the ends */
+	uint16_t refs; /* reference count (allocated blocks) */
+	uint8_t order; /* order of the block starting here, 0xff if not a block head */
+	uint8_t is_free; /* 1 if a free block starts here */
+};
+
 struct kv_pool {
 	uint64_t size_bytes; /* usable region (multiple of min block), bytes */
 	uint64_t unit_bytes; /* min block, bytes (power of two) */
@@ -40,10 +48,7 @@ struct kv_pool {
 	uint32_t max_order; /* largest block is 2^max_order units */
 	int32_t free_head[KV_POOL_MAX_ORDER + 1]; /* free list heads, -1 = empty */
 	uint64_t free_mask; /* bit k set iff free list k is nonempty */
-	int32_t *next, *prev; /* intrusive free-list links, per unit (valid at a free block's head) */
-	uint8_t *order; /* per unit: order of the block starting here, 0xff if not a block head */
-	uint8_t *is_free; /* per unit: 1 if a free block starts here */
-	uint16_t *refs; /* per unit: reference count of the allocated block starting here */
+	struct kv_pool_unit *u; /* n_units records */
 	uint64_t free_bytes; /* bytes in free blocks */
 	uint64_t n_free_blocks[KV_POOL_MAX_ORDER + 1]; /* free blocks per order */
 	uint64_t alloc_fail; /* allocations refused */

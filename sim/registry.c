@@ -7,7 +7,7 @@
 #include <string.h>
 
 extern const struct kv_sched_ops kv_sched_fifo;
-extern const struct kv_cache_ops kv_cache_full;
+extern const struct kv_cache_ops kv_cache_full, kv_cache_chunked;
 extern const struct kv_router_ops kv_router_rr, kv_router_lot;
 
 const struct kv_sched_ops *const kv_sched_registry[] = {
@@ -17,6 +17,7 @@ const struct kv_sched_ops *const kv_sched_registry[] = {
 
 const struct kv_cache_ops *const kv_cache_registry[] = {
 	&kv_cache_full,
+	&kv_cache_chunked,
 	NULL,
 };
 

@@ -1239,6 +1239,30 @@ static int need_scalar(struct kv_cfg_node *n, const char *what, struct kv_diag *
 			describe(n, buf, sizeof(buf)));
 }
 
+void kv_cfg_wrap_scalar(struct kv_cfg_node *m, const char *key, const char *inner)
+{
+	struct kv_cfg_node *sc = m && m->type == KV_CFG_MAP ? map_find(m, key, strlen(key)) : NULL;
+	struct kv_cfg_node *map, **link;
+
+	if (!sc || sc->type != KV_CFG_SCALAR || is_null(sc))
+		return;
+	map = node_new(KV_CFG_MAP, sc->file, sc->line, sc->col);
+	map->key_line = sc->key_line;
+	map->key_col = sc->key_col;
+	for (link = &m->child; *link != sc; link = &(*link)->next)
+		;
+	*link = map;
+	map->next = sc->next;
+	map->parent = m;
+	if (m->last == sc)
+		m->last = map;
+	map->key = sc->key;
+	sc->key = kv_xstrdup(inner);
+	sc->key_line = sc->line;
+	sc->key_col = sc->col;
+	node_append(map, sc);
+}
+
 struct kv_cfg_node *kv_cfg_get(struct kv_cfg_node *m, const char *key)
 {
 	struct kv_cfg_node *n;

@@ -79,6 +79,13 @@ void kv_cfg_free(struct kv_cfg_doc *doc);
  */
 int kv_cfg_set(struct kv_cfg_doc *doc, const char *assignment, struct kv_diag *d);
 
+/*
+ * Turns the scalar child `key` of mapping m into a mapping {inner: scalar}
+ * (positions kept), so "cache: full" accepts --set cache.block_tokens=16.
+ * Does nothing when the child is absent, null or not a scalar.
+ */
+void kv_cfg_wrap_scalar(struct kv_cfg_node *m, const char *key, const char *inner);
+
 /* Child of a mapping by key, or NULL (also NULL when m is NULL or not a map). Marks it used. */
 struct kv_cfg_node *kv_cfg_get(struct kv_cfg_node *m, const char *key);
 

@@ -201,7 +201,7 @@ static int read_memory(struct kv_cfg_node *root, struct kv_sim_config *c, struct
 	TRY(kv_cfg_check_keys(n, keys, d));
 	TRY(kv_cfg_dbl(n, "share", 0.9, 0.01, 1.0, &c->mem_share, d));
 	TRY(kv_cfg_bytes(n, "min_block", 256 * KV_KiB, 4096, KV_GiB, &c->pool_min_block_bytes, d));
-	TRY(kv_cfg_bytes(n, "max_block", 0, 0, 1ULL << 50, &c->pool_max_block_bytes, d));
+	TRY(kv_cfg_bytes(n, "max_block", 8 * KV_MiB, 0, 1ULL << 50, &c->pool_max_block_bytes, d));
 	if (c->pool_min_block_bytes & (c->pool_min_block_bytes - 1))
 		return kv_cfg_error(kv_cfg_get(n, "min_block"), d,
 				    "bad value %llu: expected a power of two",
@@ -451,6 +451,9 @@ int kv_workload_load(struct kv_workload *w, const char *path, char *const *sets,
 	rc = kv_cfg_load(&doc, path, d);
 	if (rc)
 		return rc;
+	/* "scheduler: fifo" is short for {name: fifo}: let --set reach its options */
+	kv_cfg_wrap_scalar(doc.root, "scheduler", "name");
+	kv_cfg_wrap_scalar(doc.root, "cache", "name");
 	for (i = 0; i < n_sets && !rc; i++)
 		rc = kv_cfg_set(&doc, sets[i], d);
 	if (!rc)

@@ -223,8 +223,8 @@ START_TEST(larger_than_pool_rejected)
 	struct kv_sim s;
 	struct rec r;
 
-	/* 13B on a 40 GB card: ~10 GB of pool; max_block 1 GiB caps a block below 4096 x 800 KiB. */
-	load(&w, "model: llama-2-13b\ndevice: a100-40g\nmemory: {max_block: 1GiB}\n"
+	/* 13B on a 40 GB card at a 0.76 share: a 1.8 GB pool, below 4000 x 800 KiB. */
+	load(&w, "model: llama-2-13b\ndevice: a100-40g\nmemory: {share: 0.76}\n"
 		 "cache: {name: full, reserve: request}\n"
 		 "workload:\n  requests: 4\n  arrival: {process: poisson, rate: 1}\n"
 		 "  lengths: {dist: uniform, prompt_min: 100, prompt_max: 3000, output_min: 10, output_max: 1000}\n"

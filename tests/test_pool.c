@@ -199,11 +199,11 @@ static void cover_is(const struct kv_pool *p, const uint32_t (*want)[2], size_t 
 	size_t i;
 
 	for (i = 0; i < n; i++) {
-		ck_assert_msg(off == want[i][0] && p->order[off] == want[i][1] && p->is_free[off],
+		ck_assert_msg(off == want[i][0] && p->u[off].order == want[i][1] && p->u[off].is_free,
 			      "%s: block %zu at %u has order %u is_free %u, expected %u/%u",
-			      when, i, off, p->order[off], p->is_free[off], want[i][0],
+			      when, i, off, p->u[off].order, p->u[off].is_free, want[i][0],
 			      want[i][1]);
-		off += 1u << p->order[off];
+		off += 1u << p->u[off].order;
 	}
 	ck_assert_msg(off == p->n_units, "%s: cover ends at %u of %u units", when, off,
 		      p->n_units);
@@ -286,7 +286,7 @@ START_TEST(test_refcounts)
 
 	ck_assert_int_eq(kv_pool_init(&p, 64 * UNIT, UNIT, 0), 0);
 	off = alloc_ok(&p, 3);
-	ck_assert_uint_eq(p.refs[off], 1);
+	ck_assert_uint_eq(p.u[off].refs, 1);
 	ck_assert_uint_eq(kv_pool_ref(&p, off), 2);
 	ck_assert_uint_eq(kv_pool_ref(&p, off), 3);
 	ck_assert_uint_eq(kv_pool_free(&p, off), 2);
@@ -312,7 +312,7 @@ START_TEST(test_ref_overflow_aborts)
 	off = alloc_ok(&p, 0);
 	for (i = 2; i <= 65535; i++)
 		EXPECT(kv_pool_ref(&p, off) == i, "ref %u", i);
-	ck_assert_uint_eq(p.refs[off], 65535);
+	ck_assert_uint_eq(p.u[off].refs, 65535);
 	kv_pool_ref(&p, off);
 }
 END_TEST
@@ -395,11 +395,11 @@ START_TEST(test_check_catches)
 			check_catches(&p, "free_bytes off by one unit");
 			break;
 		case 1:
-			p.order[b + 1] = 0;
+			p.u[b + 1].order = 0;
 			check_catches(&p, "a head inside a block");
 			break;
 		case 2:
-			p.refs[a] = 0;
+			p.u[a].refs = 0;
 			check_catches(&p, "an allocated block without references");
 			break;
 		case 3:
@@ -407,12 +407,12 @@ START_TEST(test_check_catches)
 			check_catches(&p, "a per-order count off by one");
 			break;
 		case 4:
-			p.next[p.free_head[5]] = p.free_head[5];
+			p.u[p.free_head[5]].next = p.free_head[5];
 			check_catches(&p, "a cycle in a free list");
 			break;
 		case 5: /* a free block left out of its list */
-			p.refs[a] = 0;
-			p.is_free[a] = 1;
+			p.u[a].refs = 0;
+			p.u[a].is_free = 1;
 			check_catches(&p, "a free block off its list");
 			break;
 		case 6:

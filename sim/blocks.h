@@ -1,0 +1,74 @@
+/*
+ * blocks.h -- a request's KV holding as a table of buddy blocks.
+ *
+ * The pool caps its largest contiguous block (memory.max_block, 8 MiB by
+ * default), so a holding of more bytes than that -- a full preallocation, a
+ * 16-token block of a 13B model -- is an *extent*: its size rounded up to
+ * whole pool units, decomposed into blocks by the binary digits of the unit
+ * count, largest first (50 units with a 32-unit cap: 32 + 16 + 2).  With
+ * `pow2` the unit count is first rounded up to a power of two, as a
+ * single-block buddy allocation would; the difference is internal waste.
+ *
+ * A request's blocks are listed in a block table (as vLLM's), kept in
+ * fixed-size pages of block offsets from a per-replica page arena: a table
+ * is named by one 64-bit word (head page in the low half, block count in the
+ * high half; KV_BLOCKS_EMPTY when it has none) that fits a request's cache
+ * words.  Pages are recycled through a free list, so once the arena has
+ * reached its high-water mark, building and freeing tables allocates
+ * nothing.  Freeing walks offsets stored side by side, so the pool's
+ * records are fetched independently (a linked chain through the pool would
+ * make every block a dependent cache miss).  A block is in at most one table
+ * (prefix sharing keeps its own index of shared blocks).
+ */
+#ifndef KV_BLOCKS_H
+#define KV_BLOCKS_H
+
+#include "pool.h"
+
+#define KV_BLOCKS_EMPTY UINT64_MAX
+#define KV_BLOCKS_PER_PAGE 62 /* offsets per page: a page is 256 bytes */
+
+struct kv_blocks_page {
+	uint32_t next; /* next page of the table, UINT32_MAX at the tail */
+	uint32_t n; /* offsets used */
+	uint32_t off[KV_BLOCKS_PER_PAGE]; /* block offsets (pool units) */
+};
+
+struct kv_blocks {
+	struct kv_pool *pool; /* the replica's pool */
+	struct kv_blocks_page *pages; /* the page arena */
+	uint32_t n_pages; /* pages in the arena */
+	uint32_t free_page; /* head of the free-page list (through next), UINT32_MAX */
+};
+
+void kv_blocks_init(struct kv_blocks *b, struct kv_pool *pool);
+void kv_blocks_release(struct kv_blocks *b);
+
+/* Units an extent of `bytes` takes (rounded up; to a power of two with pow2). */
+uint64_t kv_blocks_units(const struct kv_blocks *b, uint64_t bytes, int pow2);
+
+/*
+ * Appends an extent of `bytes` to table *t.  Returns 0 and adds the extent's
+ * bytes to *held, or KV_ENOMEM with *t and *held unchanged (blocks taken
+ * before the failure are returned).
+ */
+int kv_blocks_append(struct kv_blocks *b, uint64_t *t, uint64_t bytes, int pow2,
+		     uint64_t *held);
+
+/*
+ * Frees the blocks appended to *t after it was `saved` (a copy of the word
+ * taken earlier; KV_BLOCKS_EMPTY frees all) and restores it.  For
+ * all-or-nothing growth over several appends.
+ */
+void kv_blocks_truncate(struct kv_blocks *b, uint64_t *t, uint64_t saved);
+
+/* Drops one reference to every block of *t and empties it; returns the bytes of the table. */
+uint64_t kv_blocks_free(struct kv_blocks *b, uint64_t *t);
+
+/* Number of blocks in table t. */
+static inline uint64_t kv_blocks_count(uint64_t t)
+{
+	return t == KV_BLOCKS_EMPTY ? 0 : t >> 32;
+}
+
+#endif /* KV_BLOCKS_H */

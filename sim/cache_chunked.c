@@ -1,0 +1,122 @@
+/*
+ * cache_chunked.c -- paged KV cache: fixed-size blocks allocated on demand
+ * (vLLM's PagedAttention, Kwon et al., SOSP'23).
+ *
+ * A request holds ceil(kv_tokens / block_tokens) blocks of block_tokens
+ * tokens; a block is one extent of the pool (blocks.h), so
+ *
+ *   kv_bytes = ceil(n / B) * unit * ceil(B * b / unit)
+ *
+ * for n resident tokens, block size B and b fp16 KV bytes per token;
+ * beta = b.  Internal waste is at most one partly filled block per request
+ * (plus unit rounding).  When a block cannot be had, the scheduler preempts
+ * (fifo: the newest running request, by recompute).
+ *
+ * warmup_share s in [0, 1): the first ceil(s * (prompt + output)) tokens of a
+ * request are reserved at admission as one extent (the full layout), the
+ * rest grows in blocks -- a hybrid that trades some over-reservation for
+ * fewer allocations on the prefill path.
+ *
+ * Per-request words: cache[0] the block chain.
+ */
+#include "blocks.h"
+#include "engine.h"
+
+#include <math.h>
+#include <stddef.h>
+
+struct chunked {
+	uint64_t block_tokens; /* option: tokens per block, default 16 */
+	double warmup_share; /* option: share of a request's tokens reserved upfront, default 0 */
+	struct kv_blocks blocks; /* chains over the pool */
+	uint64_t token_bytes; /* b */
+	uint64_t max_ctx; /* the model's context */
+};
+
+static const struct kv_option chunked_options[] = {
+	{ .name = "block_tokens", .type = KV_OPT_U64,
+	  .offset = offsetof(struct chunked, block_tokens), .def = 16, .min = 1,
+	  .max = 1 << 20, .units = "tokens", .help = "tokens per KV block" },
+	{ .name = "warmup_share", .type = KV_OPT_DBL,
+	  .offset = offsetof(struct chunked, warmup_share), .def = 0, .min = 0, .max = 0.999,
+	  .units = "", .help = "share of a request's tokens reserved at admission in the full layout" },
+	{ .name = NULL },
+};
+
+static int chunked_init(void *priv, const struct kv_cache_env *env, struct kv_diag *d)
+{
+	struct chunked *c = priv;
+
+	if (c->block_tokens > env->model->max_ctx_tokens)
+		return kv_diag_set(d, KV_EINVAL, "", 0, 0, "cache.block_tokens",
+				   "bad value %llu: expected at most %s's context of %u tokens",
+				   (unsigned long long)c->block_tokens, env->model->name,
+				   env->model->max_ctx_tokens);
+	kv_blocks_init(&c->blocks, env->pool);
+	c->token_bytes = env->token_bytes;
+	c->max_ctx = env->model->max_ctx_tokens;
+	return 0;
+}
+
+static void chunked_fini(void *priv)
+{
+	struct chunked *c = priv;
+
+	kv_blocks_release(&c->blocks);
+}
+
+/* Grows q's chain to hold `tokens`; all or nothing. */
+static int chunked_reserve(void *priv, struct kv_req *q, uint64_t tokens)
+{
+	struct chunked *c = priv;
+	uint64_t chain = q->kv_bytes ? q->cache[0] : KV_BLOCKS_EMPTY;
+	uint64_t cap = q->kv_cap_tokens, held = 0, saved = chain;
+
+	if (!q->kv_bytes && c->warmup_share > 0) {
+		cap = (uint64_t)ceil(c->warmup_share * (double)(q->prompt_tokens + q->output_tokens));
+		if (cap && kv_blocks_append(&c->blocks, &chain, cap * c->token_bytes, 0, &held))
+			return KV_ENOMEM;
+	}
+	while (cap < tokens) {
+		if (kv_blocks_append(&c->blocks, &chain, c->block_tokens * c->token_bytes, 0,
+				     &held)) {
+			kv_blocks_truncate(&c->blocks, &chain, saved); /* all or nothing */
+			return KV_ENOMEM;
+		}
+		cap += c->block_tokens;
+	}
+	q->cache[0] = chain;
+	q->kv_cap_tokens = cap;
+	q->kv_bytes += held;
+	return 0;
+}
+
+static void chunked_release(void *priv, struct kv_req *q)
+{
+	struct chunked *c = priv;
+
+	if (q->kv_bytes)
+		kv_blocks_free(&c->blocks, &q->cache[0]);
+	q->kv_bytes = 0;
+	q->kv_cap_tokens = 0;
+	q->cache[0] = KV_BLOCKS_EMPTY;
+}
+
+static double chunked_bytes_per_token(const void *priv)
+{
+	const struct chunked *c = priv;
+
+	return (double)c->token_bytes;
+}
+
+const struct kv_cache_ops kv_cache_chunked = {
+	.name = "chunked",
+	.desc = "paged blocks of block_tokens allocated on demand: kv_bytes = ceil(n/B) * extent(B * b), beta = b",
+	.priv_size = sizeof(struct chunked),
+	.options = chunked_options,
+	.init = chunked_init,
+	.fini = chunked_fini,
+	.reserve = chunked_reserve,
+	.release = chunked_release,
+	.bytes_per_token = chunked_bytes_per_token,
+};
