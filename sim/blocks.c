@@ -5,14 +5,20 @@
 
 #define NIL UINT32_MAX
 
-static inline uint32_t t_head(uint64_t t)
+static inline uint32_t t_last(uint64_t t)
 {
 	return (uint32_t)t;
 }
 
-static inline uint64_t t_make(uint32_t head, uint64_t count)
+static inline uint64_t t_make(uint32_t last, uint64_t count)
 {
-	return count ? (uint64_t)head | count << 32 : KV_BLOCKS_EMPTY;
+	return count ? (uint64_t)last | count << 32 : KV_BLOCKS_EMPTY;
+}
+
+/* Offsets held by the last page of a table of `count` blocks (all others are full). */
+static inline uint32_t last_fill(uint64_t count)
+{
+	return count ? (uint32_t)((count - 1) % KV_BLOCKS_PER_PAGE) + 1 : 0;
 }
 
 void kv_blocks_init(struct kv_blocks *b, struct kv_pool *pool)
@@ -40,8 +46,8 @@ uint64_t kv_blocks_units(const struct kv_blocks *b, uint64_t bytes, int pow2)
 	return u;
 }
 
-/* A fresh empty page: from the free list, else by doubling the arena. */
-static uint32_t page_get(struct kv_blocks *b)
+/* A fresh page whose prev is `prev`: from the free list, else by doubling the arena. */
+static uint32_t page_get(struct kv_blocks *b, uint32_t prev)
 {
 	uint32_t i, old = b->n_pages;
 
@@ -49,81 +55,62 @@ static uint32_t page_get(struct kv_blocks *b)
 		b->n_pages = old ? 2 * old : 64;
 		b->pages = kv_xrealloc(b->pages, (size_t)b->n_pages * sizeof(*b->pages));
 		for (i = b->n_pages; i-- > old;) {
-			b->pages[i].next = b->free_page;
+			b->pages[i].prev = b->free_page;
 			b->free_page = i;
 		}
 	}
 	i = b->free_page;
-	b->free_page = b->pages[i].next;
-	b->pages[i].next = NIL;
-	b->pages[i].n = 0;
+	b->free_page = b->pages[i].prev;
+	b->pages[i].prev = prev;
 	return i;
 }
 
 static void page_put(struct kv_blocks *b, uint32_t i)
 {
-	b->pages[i].next = b->free_page;
+	b->pages[i].prev = b->free_page;
 	b->free_page = i;
 }
 
-/* Tail page of a nonempty table. */
-static uint32_t tail_page(const struct kv_blocks *b, uint64_t t)
+/* Adds offset `off` at the end of table *t. */
+static void table_push(struct kv_blocks *b, uint64_t *t, uint32_t off)
 {
-	uint32_t p = t_head(t);
+	uint64_t count = kv_blocks_count(*t);
+	uint32_t last = count ? t_last(*t) : NIL, fill = last_fill(count);
 
-	while (b->pages[p].next != NIL)
-		p = b->pages[p].next;
-	return p;
-}
-
-/* Adds offset `off` at the end of table *t, whose tail page is *tail (NIL when empty). */
-static void table_push(struct kv_blocks *b, uint64_t *t, uint32_t *tail, uint32_t off)
-{
-	uint32_t head = *t == KV_BLOCKS_EMPTY ? NIL : t_head(*t);
-
-	if (*tail == NIL || b->pages[*tail].n == KV_BLOCKS_PER_PAGE) {
-		uint32_t p = page_get(b);
-
-		if (*tail != NIL)
-			b->pages[*tail].next = p;
-		else
-			head = p;
-		*tail = p;
+	if (fill == 0 || fill == KV_BLOCKS_PER_PAGE) {
+		last = page_get(b, last);
+		fill = 0;
 	}
-	b->pages[*tail].off[b->pages[*tail].n++] = off;
-	*t = t_make(head, kv_blocks_count(*t) + 1);
+	b->pages[last].off[fill] = off;
+	*t = t_make(last, count + 1);
 }
 
-/* Frees the blocks of *t past the first `keep` and the pages they empty; returns their bytes. */
+/* Frees the blocks of *t past the first `keep`, from the end, and the pages they empty; returns their bytes. */
 static uint64_t cut(struct kv_blocks *b, uint64_t *t, uint64_t keep)
 {
 	struct kv_pool *pool = b->pool;
-	uint64_t seen = 0, bytes = 0;
-	uint32_t p, last = NIL;
+	uint64_t count = kv_blocks_count(*t), bytes = 0;
+	uint32_t page = count ? t_last(*t) : NIL;
 
-	if (*t == KV_BLOCKS_EMPTY)
-		return 0;
-	for (p = t_head(*t); p != NIL;) {
-		struct kv_blocks_page *pg = &b->pages[p];
-		uint32_t next = pg->next, i, from;
+	while (count > keep) {
+		struct kv_blocks_page *pg = &b->pages[page];
+		uint32_t fill = last_fill(count), stop = 0, i;
 
-		from = keep > seen ? (uint32_t)KV_MIN(keep - seen, pg->n) : 0;
-		seen += pg->n;
-		for (i = from; i < pg->n; i++) {
+		if (count - keep < fill)
+			stop = fill - (uint32_t)(count - keep);
+		for (i = fill; i-- > stop;) {
 			bytes += kv_pool_block_bytes(pool, pool->u[pg->off[i]].order);
 			kv_pool_free(pool, pg->off[i]);
 		}
-		if (from == 0) {
-			page_put(b, p);
-		} else {
-			pg->n = from;
-			last = p;
+		count -= fill - stop;
+		if (stop == 0) {
+			uint32_t prev = pg->prev;
+
+			page_put(b, page);
+			page = prev;
 		}
-		p = next;
 	}
-	if (last != NIL)
-		b->pages[last].next = NIL;
-	*t = keep ? t_make(t_head(*t), keep) : KV_BLOCKS_EMPTY;
+	*t = t_make(page, count);
 	return bytes;
 }
 
@@ -142,8 +129,8 @@ int kv_blocks_append(struct kv_blocks *b, uint64_t *t, uint64_t bytes, int pow2,
 {
 	struct kv_pool *p = b->pool;
 	uint64_t units = kv_blocks_units(b, bytes, pow2), left = units, saved = *t;
-	uint32_t tail = *t == KV_BLOCKS_EMPTY ? NIL : tail_page(b, *t), off;
 	unsigned k = p->max_order;
+	uint32_t off;
 
 	if (units > p->n_units)
 		return KV_ENOMEM;
@@ -154,7 +141,7 @@ int kv_blocks_append(struct kv_blocks *b, uint64_t *t, uint64_t bytes, int pow2,
 			cut(b, t, kv_blocks_count(saved));
 			return KV_ENOMEM;
 		}
-		table_push(b, t, &tail, off);
+		table_push(b, t, off);
 		left -= 1ULL << k;
 	}
 	*held += units * p->unit_bytes;

@@ -11,14 +11,17 @@
  *
  * A request's blocks are listed in a block table (as vLLM's), kept in
  * fixed-size pages of block offsets from a per-replica page arena: a table
- * is named by one 64-bit word (head page in the low half, block count in the
- * high half; KV_BLOCKS_EMPTY when it has none) that fits a request's cache
- * words.  Pages are recycled through a free list, so once the arena has
- * reached its high-water mark, building and freeing tables allocates
- * nothing.  Freeing walks offsets stored side by side, so the pool's
- * records are fetched independently (a linked chain through the pool would
- * make every block a dependent cache miss).  A block is in at most one table
- * (prefix sharing keeps its own index of shared blocks).
+ * is named by one 64-bit word (its *last* page in the low half, the block
+ * count in the high half; KV_BLOCKS_EMPTY when it has none) that fits a
+ * request's cache words.  Pages link backwards and every page but the last
+ * is full, so the count says where the next offset goes: appending stores
+ * without reading the table, and truncating frees from the end.  Pages are
+ * recycled through a free list, so once the arena has reached its
+ * high-water mark, building and freeing tables allocates nothing.  Freeing
+ * walks offsets stored side by side, so the pool's records are fetched
+ * independently (a linked chain through the pool would make every block a
+ * dependent cache miss).  A block is in at most one table (prefix sharing
+ * keeps its own index of shared blocks).
  */
 #ifndef KV_BLOCKS_H
 #define KV_BLOCKS_H
@@ -29,8 +32,8 @@
 #define KV_BLOCKS_PER_PAGE 62 /* offsets per page: a page is 256 bytes */
 
 struct kv_blocks_page {
-	uint32_t next; /* next page of the table, UINT32_MAX at the tail */
-	uint32_t n; /* offsets used */
+	uint32_t prev; /* previous page of the table (toward its first), or the free list's next */
+	uint32_t spare; /* keeps off[] 8-byte aligned */
 	uint32_t off[KV_BLOCKS_PER_PAGE]; /* block offsets (pool units) */
 };
 
@@ -38,7 +41,7 @@ struct kv_blocks {
 	struct kv_pool *pool; /* the replica's pool */
 	struct kv_blocks_page *pages; /* the page arena */
 	uint32_t n_pages; /* pages in the arena */
-	uint32_t free_page; /* head of the free-page list (through next), UINT32_MAX */
+	uint32_t free_page; /* head of the free-page list (through prev), UINT32_MAX */
 };
 
 void kv_blocks_init(struct kv_blocks *b, struct kv_pool *pool);

@@ -635,13 +635,12 @@ static int replica_init(struct kv_sim *s, struct kv_replica *r, uint32_t idx)
 
 	r->sim = s;
 	r->idx = idx;
-	rc = kv_pool_init(&r->pool, s->pool_bytes, c->pool_min_block_bytes,
-			  c->pool_max_block_bytes);
+	rc = kv_pool_init(&r->pool, s->pool_bytes, s->pool_unit_bytes, c->pool_max_block_bytes);
 	if (rc)
 		return kv_diag_set(&s->diag, rc, "", 0, 0, "memory.pool",
 				   "cannot build a pool of %llu bytes with blocks %llu..%llu bytes: expected powers of two and at least one block",
 				   (unsigned long long)s->pool_bytes,
-				   (unsigned long long)c->pool_min_block_bytes,
+				   (unsigned long long)s->pool_unit_bytes,
 				   (unsigned long long)c->pool_max_block_bytes);
 	r->batch = kv_xcalloc(c->max_batch_seqs, sizeof(*r->batch));
 	r->cache = c->cache;
@@ -660,6 +659,15 @@ static int replica_init(struct kv_sim *s, struct kv_replica *r, uint32_t idx)
 	r->sched_priv = kv_xcalloc(1, c->sched->priv_size ? c->sched->priv_size : 1);
 	memcpy(r->sched_priv, c->sched_opts, c->sched->priv_size);
 	return c->sched->init(r->sched_priv, r, &s->diag);
+}
+
+uint64_t kv_sim_pool_unit(uint64_t token_bytes, uint64_t max_block_bytes)
+{
+	uint64_t block = 16 * token_bytes, unit = block & -block; /* lowest set bit */
+
+	if (max_block_bytes && unit > max_block_bytes)
+		unit = max_block_bytes;
+	return KV_MAX(unit, 4096);
 }
 
 /* Pool bytes per replica: tp * memory * share - alpha * M (the weights and workspace). */
@@ -690,6 +698,8 @@ int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct 
 	if (sink)
 		s->sink = *sink;
 	s->token_bytes = kv_model_kv_bytes_per_token(&cfg->model);
+	s->pool_unit_bytes = cfg->pool_min_block_bytes ?
+		cfg->pool_min_block_bytes : kv_sim_pool_unit(s->token_bytes, cfg->pool_max_block_bytes);
 	kv_perf_init(&s->perf, &cfg->model, &cfg->device, cfg->tp);
 	kv_heap_init(&s->heap, 1024);
 	kv_hist_init(&s->ttft);

@@ -143,8 +143,8 @@ struct kv_sim_config {
 	const struct kv_cache_ops *cache; /* cache model */
 	void *cache_opts; /* cache->priv_size bytes with options filled */
 	double mem_share; /* share of device memory the server may use, default 0.9 */
-	uint64_t pool_min_block_bytes; /* buddy unit, default 256 KiB */
-	uint64_t pool_max_block_bytes; /* largest contiguous block, 0 = no cap */
+	uint64_t pool_min_block_bytes; /* buddy unit; 0 = auto (kv_sim_pool_unit), the default */
+	uint64_t pool_max_block_bytes; /* largest contiguous block, default 8 MiB, 0 = no cap */
 	uint64_t max_batch_tokens; /* token budget per iteration, default 2048 */
 	uint32_t max_batch_seqs; /* sequences per iteration, default 256 */
 	int chunked_prefill; /* split prompts over iterations, default 1 */
@@ -175,6 +175,7 @@ struct kv_sim {
 	struct kv_perf perf; /* iteration-time model */
 	uint64_t token_bytes; /* fp16 KV bytes per token, whole replica */
 	uint64_t pool_bytes; /* pool size per replica */
+	uint64_t pool_unit_bytes; /* buddy unit in use */
 	struct kv_heap heap; /* the event queue */
 	struct kv_replica *rep; /* replicas */
 	uint32_t n_rep;
@@ -218,6 +219,15 @@ int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct 
 int kv_sim_run(struct kv_sim *s);
 
 void kv_sim_release(struct kv_sim *s);
+
+/*
+ * The pool unit used when memory.min_block is auto: the largest power of two
+ * dividing the KV bytes of 16 tokens (vLLM's default block), at most the
+ * largest block and at least 4 KiB.  So a 16-token block is a whole number of
+ * units (no rounding waste: 8 MiB for Llama-2-7B, 512 KiB for Llama-2-13B's
+ * 12.5 MiB blocks) while the pool keeps few units to track.
+ */
+uint64_t kv_sim_pool_unit(uint64_t token_bytes, uint64_t max_block_bytes);
 
 /* The request in a slot. */
 static inline struct kv_req *kv_sim_req(const struct kv_sim *s, uint32_t slot)

@@ -10,7 +10,7 @@
  *
  * Allocation rounds a request up to the next power of two units, takes the
  * smallest free block of at least that order (lowest offset first among
- * equals is NOT promised: free lists are LIFO, which is deterministic), and
+ * equals is NOT promised: free blocks of an order form a LIFO stack, deterministic), and
  * splits it, returning the upper halves to the free lists.  Freeing
  * coalesces a block with its buddy (offset XOR size) while the buddy is free
  * and of the same order and the merged order is <= max_order.  Invariant
@@ -35,7 +35,7 @@
 
 /* Metadata of one unit; meaningful at a block's first unit only. */
 struct kv_pool_unit {
-	int32_t next, prev; /* free-list links (free blocks), -1 at the ends */
+	uint32_t pos; /* index in its order's free stack (free blocks) */
 	uint16_t refs; /* reference count (allocated blocks) */
 	uint8_t order; /* order of the block starting here, 0xff if not a block head */
 	uint8_t is_free; /* 1 if a free block starts here */
@@ -46,11 +46,11 @@ struct kv_pool {
 	uint64_t unit_bytes; /* min block, bytes (power of two) */
 	uint32_t n_units; /* size_bytes / unit_bytes */
 	uint32_t max_order; /* largest block is 2^max_order units */
-	int32_t free_head[KV_POOL_MAX_ORDER + 1]; /* free list heads, -1 = empty */
+	uint32_t *stack[KV_POOL_MAX_ORDER + 1]; /* free blocks of each order; n_free_blocks[k] used */
 	uint64_t free_mask; /* bit k set iff free list k is nonempty */
 	struct kv_pool_unit *u; /* n_units records */
 	uint64_t free_bytes; /* bytes in free blocks */
-	uint64_t n_free_blocks[KV_POOL_MAX_ORDER + 1]; /* free blocks per order */
+	uint64_t n_free_blocks[KV_POOL_MAX_ORDER + 1]; /* free blocks per order (stack heights) */
 	uint64_t alloc_fail; /* allocations refused */
 	uint64_t alloc_fail_frag; /* refused although free_bytes >= the request */
 	uint64_t n_allocs, n_frees; /* blocks allocated, blocks freed (at refcount 0) */

@@ -200,9 +200,13 @@ static int read_memory(struct kv_cfg_node *root, struct kv_sim_config *c, struct
 	TRY(kv_cfg_expect_map(n, d));
 	TRY(kv_cfg_check_keys(n, keys, d));
 	TRY(kv_cfg_dbl(n, "share", 0.9, 0.01, 1.0, &c->mem_share, d));
-	TRY(kv_cfg_bytes(n, "min_block", 256 * KV_KiB, 4096, KV_GiB, &c->pool_min_block_bytes, d));
+	if (kv_cfg_get(n, "min_block") && !strcmp(kv_cfg_get(n, "min_block")->value ?
+						  kv_cfg_get(n, "min_block")->value : "", "auto"))
+		c->pool_min_block_bytes = 0;
+	else
+		TRY(kv_cfg_bytes(n, "min_block", 0, 4096, KV_GiB, &c->pool_min_block_bytes, d));
 	TRY(kv_cfg_bytes(n, "max_block", 8 * KV_MiB, 0, 1ULL << 50, &c->pool_max_block_bytes, d));
-	if (c->pool_min_block_bytes & (c->pool_min_block_bytes - 1))
+	if (c->pool_min_block_bytes && (c->pool_min_block_bytes & (c->pool_min_block_bytes - 1)))
 		return kv_cfg_error(kv_cfg_get(n, "min_block"), d,
 				    "bad value %llu: expected a power of two",
 				    (unsigned long long)c->pool_min_block_bytes);

@@ -407,8 +407,8 @@ START_TEST(test_check_catches)
 			check_catches(&p, "a per-order count off by one");
 			break;
 		case 4:
-			p.u[p.free_head[5]].next = p.free_head[5];
-			check_catches(&p, "a cycle in a free list");
+			p.stack[5][0] = a; /* an allocated block on a free stack */
+			check_catches(&p, "an allocated block on a free stack");
 			break;
 		case 5: /* a free block left out of its list */
 			p.u[a].refs = 0;
