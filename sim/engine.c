@@ -56,11 +56,70 @@ static struct kv_req *slot_alloc(struct kv_sim *s)
 	q->slot = slot;
 	q->q_prev = q->q_next = KV_NIL;
 	q->first_token_ns = KV_NS_NEVER;
+	q->hash_page = KV_NIL;
 	return q;
+}
+
+/* --- prefix-block hashes ------------------------------------------------ */
+
+static uint32_t hash_page_get(struct kv_sim *s)
+{
+	uint32_t i, old = s->n_hash_pages;
+
+	if (s->free_hash_page == KV_NIL) {
+		s->n_hash_pages = old ? 2 * old : 64;
+		s->hash_pages = kv_xrealloc(s->hash_pages,
+					    (size_t)s->n_hash_pages * sizeof(*s->hash_pages));
+		for (i = s->n_hash_pages; i-- > old;) {
+			s->hash_pages[i].next = s->free_hash_page;
+			s->free_hash_page = i;
+		}
+	}
+	i = s->free_hash_page;
+	s->free_hash_page = (uint32_t)s->hash_pages[i].next;
+	s->hash_pages[i].next = KV_NIL;
+	return i;
+}
+
+/* Copies an arrival's hashes into pages owned by q. */
+static void hashes_store(struct kv_sim *s, struct kv_req *q, const struct kv_arrival *a)
+{
+	uint32_t i, page = KV_NIL;
+
+	q->hash_page = KV_NIL;
+	q->n_hashes = a->n_hashes;
+	for (i = 0; i < a->n_hashes; i++) {
+		if (i % KV_HASHES_PER_PAGE == 0) {
+			uint32_t p = hash_page_get(s);
+
+			if (page == KV_NIL)
+				q->hash_page = p;
+			else
+				s->hash_pages[page].next = p;
+			page = p;
+		}
+		s->hash_pages[page].h[i % KV_HASHES_PER_PAGE] = a->hashes[i];
+	}
+}
+
+static void hashes_drop(struct kv_sim *s, struct kv_req *q)
+{
+	uint32_t p = q->hash_page;
+
+	while (p != KV_NIL) {
+		uint32_t next = (uint32_t)s->hash_pages[p].next;
+
+		s->hash_pages[p].next = s->free_hash_page;
+		s->free_hash_page = p;
+		p = next;
+	}
+	q->hash_page = KV_NIL;
+	q->n_hashes = 0;
 }
 
 static void slot_free(struct kv_sim *s, struct kv_req *q)
 {
+	hashes_drop(s, q);
 	q->state = KV_REQ_FREE;
 	q->q_next = s->free_slot;
 	s->free_slot = q->slot;
@@ -146,6 +205,7 @@ static void rep_acct(struct kv_replica *r)
 
 	r->reserved_Bs += (double)reserved * dt_s;
 	r->used_Bs += (double)r->live_tokens * r->beta_bytes * dt_s;
+	r->extfrag_s += kv_pool_ext_frag(&r->pool) * dt_s;
 	r->acct_t0_ns = s->now;
 }
 
@@ -510,6 +570,7 @@ static int on_arrival(struct kv_sim *s)
 	q->prefill_target = a->prompt_tokens;
 	q->tenant = a->tenant;
 	q->origin_line = a->origin_line;
+	hashes_store(s, q, a);
 	q->mem_t0_ns = s->now;
 	q->replica = s->cfg->router->pick(s, q, &s->router_state);
 	r = &s->rep[q->replica];
@@ -695,6 +756,7 @@ int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct 
 	memset(s, 0, sizeof(*s));
 	s->cfg = cfg;
 	s->free_slot = KV_NIL;
+	s->free_hash_page = KV_NIL;
 	if (sink)
 		s->sink = *sink;
 	s->token_bytes = kv_model_kv_bytes_per_token(&cfg->model);
@@ -744,6 +806,7 @@ void kv_sim_release(struct kv_sim *s)
 	for (i = 0; i < s->n_pages; i++)
 		free(s->pages[i]);
 	free(s->pages);
+	free(s->hash_pages);
 	if (s->src)
 		kv_source_close(s->src);
 	kv_heap_release(&s->heap);

@@ -88,6 +88,25 @@ struct kv_req {
 	uint32_t q_prev, q_next; /* scheduler queue links (slots), KV_NIL at ends */
 	uint64_t sched_key; /* scheduler-private ordering key */
 	unsigned long origin_line; /* trace line, 0 when generated */
+	uint32_t hash_page; /* first page of its prefix-block hashes (KV_NIL: none) */
+	uint32_t n_hashes; /* prefix-block hashes (Mooncake hash_ids), 512 tokens each */
+};
+
+/*
+ * Prefix-block hashes of requests in flight, in pages from one arena
+ * recycled through a free list (memory follows the requests in flight).
+ */
+#define KV_HASHES_PER_PAGE 63
+struct kv_hash_page {
+	uint64_t next; /* next page of the same request, KV_NIL at the end (or the free list's next) */
+	uint64_t h[KV_HASHES_PER_PAGE]; /* hashes */
+};
+
+/* Sequential reader of a request's hashes. */
+struct kv_hash_iter {
+	const struct kv_hash_page *pages; /* the arena */
+	uint32_t page; /* current page */
+	uint32_t i, n; /* hashes read, hashes in all */
 };
 
 /* An intrusive FIFO of requests linked through q_prev/q_next. */
@@ -123,6 +142,7 @@ struct kv_replica {
 	kv_ns busy_ns; /* time spent in iterations */
 	double reserved_Bs; /* integral of reserved pool bytes, byte-seconds */
 	double used_Bs; /* integral of live-token bytes, byte-seconds */
+	double extfrag_s; /* integral of the pool's external fragmentation, seconds */
 	kv_ns acct_t0_ns; /* time the integrals were last brought up to date */
 	uint64_t peak_reserved_bytes; /* high-water mark of reserved bytes */
 	double beta_bytes; /* cache model's bytes per token (cached at init) */
@@ -200,6 +220,9 @@ struct kv_sim {
 	struct kv_hist ttft, tpot, e2e; /* ns */
 	struct kv_tenant_stats *tenant; /* cfg->source.n_tenants entries */
 	kv_ns first_arrival_ns, last_finish_ns; /* makespan bounds */
+	struct kv_hash_page *hash_pages; /* arena of prefix-block hash pages */
+	uint32_t n_hash_pages; /* pages in the arena */
+	uint32_t free_hash_page; /* free list head, KV_NIL */
 	struct kv_diag diag; /* error detail when a run fails */
 	int deferred_rc; /* error raised inside a scheduler hook, returned after it */
 };
@@ -233,6 +256,30 @@ uint64_t kv_sim_pool_unit(uint64_t token_bytes, uint64_t max_block_bytes);
 static inline struct kv_req *kv_sim_req(const struct kv_sim *s, uint32_t slot)
 {
 	return &s->pages[slot >> 12][slot & 4095];
+}
+
+/* Starts reading q's prefix-block hashes (valid until q ends). */
+static inline void kv_hash_iter_init(struct kv_hash_iter *it, const struct kv_sim *s,
+				     const struct kv_req *q)
+{
+	it->pages = s->hash_pages;
+	it->page = q->hash_page;
+	it->i = 0;
+	it->n = q->n_hashes;
+}
+
+/* Stores the next hash in *h and returns 1, or returns 0 after the last. */
+static inline int kv_hash_iter_next(struct kv_hash_iter *it, uint64_t *h)
+{
+	uint32_t j;
+
+	if (it->i == it->n)
+		return 0;
+	j = it->i++ % KV_HASHES_PER_PAGE;
+	*h = it->pages[it->page].h[j];
+	if (j == KV_HASHES_PER_PAGE - 1)
+		it->page = (uint32_t)it->pages[it->page].next;
+	return 1;
 }
 
 /* --- helpers for schedulers ------------------------------------------- */

@@ -258,7 +258,8 @@ double kv_pool_ext_frag(const struct kv_pool *p)
 {
 	if (!p->free_bytes)
 		return 0.0;
-	return 1.0 - (double)kv_pool_largest_free(p) / (double)p->free_bytes;
+	return 1.0 - (double)(p->n_free_blocks[p->max_order] << p->max_order) *
+			     (double)p->unit_bytes / (double)p->free_bytes;
 }
 
 /* Formats the failure into msg (when non-NULL); returns KV_EINVARIANT. */

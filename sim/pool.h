@@ -102,7 +102,13 @@ unsigned kv_pool_ref(struct kv_pool *p, uint32_t off);
 /* Bytes of the largest free block (0 when none). */
 uint64_t kv_pool_largest_free(const struct kv_pool *p);
 
-/* 1 - largest_free / free_bytes, 0 when nothing is free. */
+/*
+ * External fragmentation: the share of free bytes not in blocks of the
+ * largest order, 1 - (free max-order bytes) / free_bytes; 0 when nothing is
+ * free.  With a cap on the block size, free memory in max-size blocks is as
+ * usable as one block, so this generalises 1 - largest_free / free_bytes
+ * (which it equals when a single max-order block remains free).
+ */
 double kv_pool_ext_frag(const struct kv_pool *p);
 
 /*

@@ -131,12 +131,16 @@ static int write_sample(void *ctx, const struct kv_sim *s, kv_ns t)
 		const struct kv_replica *r = &s->rep[i];
 		char line[256], *p = put_sec(line, t);
 
-		p += sprintf(p, ",%u,%llu,%u,%llu,%llu,%llu,%.4f\n", i,
+		uint64_t used = (uint64_t)((double)r->live_tokens * r->beta_bytes);
+		uint64_t reserved = r->pool.size_bytes - r->pool.free_bytes;
+
+		p += sprintf(p, ",%u,%llu,%u,%llu,%llu,%llu,%llu,%.4f,%llu\n", i,
 			     (unsigned long long)r->sched->waiting(r->sched_priv), r->n_running,
-			     (unsigned long long)((double)r->live_tokens * r->beta_bytes),
-			     (unsigned long long)(r->pool.size_bytes - r->pool.free_bytes),
+			     (unsigned long long)used, (unsigned long long)reserved,
+			     (unsigned long long)(reserved > used ? reserved - used : 0),
 			     (unsigned long long)kv_pool_largest_free(&r->pool),
-			     kv_pool_ext_frag(&r->pool));
+			     kv_pool_ext_frag(&r->pool),
+			     (unsigned long long)r->pool.alloc_fail_frag);
 		if (fwrite(line, 1, (size_t)(p - line), o->ts) != (size_t)(p - line))
 			o->failed = 1;
 	}
@@ -232,8 +236,8 @@ int kv_out_open(struct kv_out *o, const char *dir, const struct kv_workload *w, 
 	if (!(o->ts = open_tmp(o, F_TS, d)))
 		return KV_EIO;
 	setvbuf(o->ts, buf_ts, _IOFBF, sizeof(buf_ts));
-	fputs("t_s,replica,waiting,running,kv_used_bytes,kv_reserved_bytes,largest_free_bytes,"
-	      "ext_frag\n", o->ts);
+	fputs("t_s,replica,waiting,running,kv_used_bytes,kv_reserved_bytes,kv_internal_waste_bytes,"
+	      "largest_free_bytes,ext_frag,alloc_fail_frag\n", o->ts);
 	return 0;
 }
 
@@ -386,12 +390,15 @@ void kv_summary_compute(const struct kv_sim *s, struct kv_summary *sum)
 	double span = (double)(s->last_finish_ns - s->first_arrival_ns) * 1e-9;
 	double horizon = (double)s->last_finish_ns * 1e-9;
 	double reserved = 0, used = 0, cap, done = (double)s->ended[KV_END_COMPLETED];
-	uint64_t iters = 0, peak = 0;
+	uint64_t iters = 0, peak = 0, frag_fail = 0;
+	double extfrag = 0;
 	uint32_t i;
 
 	for (i = 0; i < s->n_rep; i++) {
 		peak = KV_MAX(peak, s->rep[i].peak_reserved_bytes);
 		reserved += s->rep[i].reserved_Bs;
+		extfrag += s->rep[i].extfrag_s;
+		frag_fail += s->rep[i].pool.alloc_fail_frag;
 		used += s->rep[i].used_Bs;
 		iters += s->rep[i].iterations;
 	}
@@ -412,6 +419,9 @@ void kv_summary_compute(const struct kv_sim *s, struct kv_summary *sum)
 	add_quantiles(sum, &s->e2e, e2e, 1e-9, "s");
 	add(sum, "mem_reserved_util", "share of pool", cap > 0 ? reserved / cap : 0, 0);
 	add(sum, "mem_used_util", "share of pool", cap > 0 ? used / cap : 0, 0);
+	add(sum, "mem_useful_share", "live / reserved", reserved > 0 ? used / reserved : 0, 0);
+	add(sum, "ext_frag_mean", "", horizon > 0 ? extfrag / ((double)s->n_rep * horizon) : 0, 0);
+	add(sum, "alloc_fail_frag", "refusals with enough free bytes", (double)frag_fail, 1);
 	add(sum, "kv_pool_bytes", "bytes per replica", (double)s->pool_bytes, 1);
 	add(sum, "kv_peak_reserved_bytes", "bytes, busiest replica", (double)peak, 1);
 	add(sum, "jain_fairness", "", jain_over_tenants(s), 0);

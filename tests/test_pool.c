@@ -5,6 +5,7 @@
  * property test against a shadow map of owned units.
  */
 #include <check.h>
+#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,6 +161,26 @@ START_TEST(test_exhaustion)
 }
 END_TEST
 
+/* With a cap, free bytes outside max-order blocks are the fragmented share. */
+START_TEST(test_ext_frag_capped)
+{
+	struct kv_pool p;
+	uint32_t a, b;
+
+	ck_assert_int_eq(kv_pool_init(&p, 64 * UNIT, UNIT, 8 * UNIT), 0);
+	ck_assert_double_eq(kv_pool_ext_frag(&p), 0.0); /* 8 free blocks of 8 units */
+	a = alloc_ok(&p, 0); /* splits one max block: 7 units free below max order */
+	b = alloc_ok(&p, 3);
+	ck_assert_msg(fabs(kv_pool_ext_frag(&p) - 7.0 / 55.0) < 1e-12, "ext_frag %.15f",
+		      kv_pool_ext_frag(&p));
+	kv_pool_free(&p, a);
+	ck_assert_double_eq(kv_pool_ext_frag(&p), 0.0); /* the split block merged back */
+	kv_pool_free(&p, b);
+	pool_ok(&p, "all free");
+	kv_pool_release(&p);
+}
+END_TEST
+
 /* Freeing every other order-0 block: half the pool is free, no order-1 block is. */
 START_TEST(test_fragmentation)
 {
@@ -179,7 +200,7 @@ START_TEST(test_fragmentation)
 	ck_assert_int_eq(kv_pool_alloc(&p, 1, &off), KV_ENOMEM);
 	ck_assert_uint_eq(p.alloc_fail, 1);
 	ck_assert_uint_eq(p.alloc_fail_frag, 1);
-	want = 1.0 - 1.0 / (n / 2);
+	want = 1.0; /* no free byte is in a max-order (64-unit) block */
 	ck_assert_msg(kv_pool_ext_frag(&p) > want - 1e-12 && kv_pool_ext_frag(&p) < want + 1e-12,
 		      "ext_frag %.15f, expected %.15f", kv_pool_ext_frag(&p), want);
 	/* An order-0 request still fits, and a too-large one is not fragmentation. */
@@ -586,6 +607,7 @@ static Suite *pool_suite(void)
 	tcase_add_test(tc, test_split_merge);
 	tcase_add_test(tc, test_exhaustion);
 	tcase_add_test(tc, test_fragmentation);
+	tcase_add_test(tc, test_ext_frag_capped);
 	tcase_add_test(tc, test_non_pow2_cover);
 	tcase_add_test(tc, test_max_block);
 	tcase_add_test(tc, test_refcounts);
