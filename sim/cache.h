@@ -28,6 +28,24 @@
  *            model (for the cost model and the "used" memory metric).
  *   read_bytes (optional) KV bytes attention reads for ctx_tokens tokens of
  *            context; NULL means ctx_tokens * bytes_per_token.
+ *   dequant_bytes (optional) stored KV bytes that must be dequantised to
+ *            read ctx_tokens of context (added to the perf model's compute);
+ *            NULL means none.
+ *   prefix_hit (optional) called when a request holding nothing is about to
+ *            be scheduled for its first prefill chunk: returns how many of
+ *            its first prefill_target - 1 tokens are already cached (taking
+ *            whatever references that needs, and counting them in
+ *            q->kv_bytes and q->kv_cap_tokens); the engine skips their
+ *            prefill.  If the request then cannot be scheduled, the engine
+ *            calls release.  NULL means no prefix is ever cached.
+ *   extra_prefill_tokens (optional) called when a request is scheduled for
+ *            a decode step: tokens the model must recompute this step (for
+ *            context it dropped); the engine adds them to the iteration's
+ *            prefill work.  NULL means none.
+ *   flush    (optional) called once at the end, after every request ended
+ *            and before the leak check: free what the model keeps beyond
+ *            requests (cached prefixes).  NULL means it keeps nothing.
+ *   stats    (optional) fills a kv_cache_stats for the summary.
  *   fini     called once at the end; every request has been released.
  *
  * Hooks must not allocate per call (use the pool and the request's cache[]
@@ -52,6 +70,15 @@ struct kv_cache_env {
 	uint64_t token_bytes; /* fp16 KV bytes per token on this replica (all GPUs) */
 };
 
+/* What a cache model reports beyond memory (summary.csv). */
+struct kv_cache_stats {
+	double hit_rate; /* model-defined: prefix tokens found / looked up, or attention mass kept */
+	uint64_t hit_tokens; /* tokens served from cache (prefix sharing) */
+	uint64_t lookup_tokens; /* tokens looked up */
+	uint64_t bytes_saved; /* KV bytes not stored thanks to the model, summed over admissions */
+	uint64_t recompute_tokens; /* tokens recomputed for dropped context */
+};
+
 struct kv_cache_ops {
 	const char *name; /* "full", "chunked", ... */
 	const char *desc; /* one sentence with the memory equation */
@@ -63,6 +90,11 @@ struct kv_cache_ops {
 	void (*release)(void *priv, struct kv_req *q);
 	double (*bytes_per_token)(const void *priv);
 	uint64_t (*read_bytes)(const void *priv, uint64_t ctx_tokens); /* optional */
+	uint64_t (*dequant_bytes)(const void *priv, uint64_t ctx_tokens); /* optional */
+	uint64_t (*prefix_hit)(void *priv, struct kv_req *q); /* optional */
+	uint64_t (*extra_prefill_tokens)(void *priv, const struct kv_req *q); /* optional */
+	void (*flush)(void *priv); /* optional */
+	void (*stats)(const void *priv, struct kv_cache_stats *st); /* optional */
 };
 
 /* The registry: NULL-terminated, in `kvsim list` order. */

@@ -326,6 +326,29 @@ uint64_t kv_req_next_tokens(const struct kv_req *q)
 	return 1;
 }
 
+/* Asks the cache model for q's cached prefix; the engine skips its prefill. */
+static void take_prefix(struct kv_replica *r, struct kv_req *q)
+{
+	uint64_t h;
+
+	req_mem_touch(r->sim, q);
+	h = r->cache->prefix_hit(r->cache_priv, q);
+	KV_CHECK(h < q->prefill_target || (h == 0 && q->prefill_target == 0),
+		 "prefix hit of %llu tokens for a prefill of %llu", (unsigned long long)h,
+		 (unsigned long long)q->prefill_target);
+	q->kv_tokens = h;
+	r->live_tokens += h;
+	r->outstanding_tokens -= h;
+}
+
+/* Undoes take_prefix for a request that could not be admitted after all. */
+static void drop_prefix(struct kv_replica *r, struct kv_req *q)
+{
+	r->outstanding_tokens += q->kv_tokens;
+	req_release(r, q);
+	q->kv_tokens = 0;
+}
+
 int kv_replica_schedule(struct kv_replica *r, struct kv_req *q)
 {
 	const struct kv_sim_config *c = r->sim->cfg;
@@ -338,6 +361,11 @@ int kv_replica_schedule(struct kv_replica *r, struct kv_req *q)
 		 (unsigned long long)q->id);
 	if (r->n_batch >= c->max_batch_seqs || r->budget_tokens == 0)
 		return KV_ERANGE;
+	if (q->kv_tokens == 0 && !q->kv_bytes && r->cache->prefix_hit) {
+		take_prefix(r, q);
+		prefill = q->kv_tokens < q->prefill_target;
+		take = kv_req_next_tokens(q);
+	}
 	if (take > r->budget_tokens) {
 		if (prefill && c->chunked_prefill)
 			take = r->budget_tokens;
@@ -348,6 +376,8 @@ int kv_replica_schedule(struct kv_replica *r, struct kv_req *q)
 	if (rc) {
 		if (rc == KV_ENOMEM)
 			r->last_nomem = q;
+		if (q->state == KV_REQ_WAITING && (q->kv_bytes || q->kv_tokens))
+			drop_prefix(r, q); /* not admitted: give the cached prefix back */
 		return rc;
 	}
 	q->batch_tokens = (uint32_t)take;
@@ -361,7 +391,15 @@ int kv_replica_schedule(struct kv_replica *r, struct kv_req *q)
 	} else {
 		r->shape.n_decode++;
 		r->shape.attn_pairs += ctx;
+		if (r->cache->extra_prefill_tokens) {
+			uint64_t x = r->cache->extra_prefill_tokens(r->cache_priv, q);
+
+			r->shape.n_prefill_tokens += x;
+			r->shape.attn_pairs += x * ctx;
+		}
 	}
+	if (r->cache->dequant_bytes)
+		r->shape.dequant_bytes += r->cache->dequant_bytes(r->cache_priv, ctx);
 	if (r->cache->read_bytes)
 		r->shape.kv_read_bytes += r->cache->read_bytes(r->cache_priv, ctx);
 	else
@@ -647,6 +685,8 @@ static void final_checks(struct kv_sim *s)
 		struct kv_replica *r = &s->rep[i];
 
 		rep_acct(r);
+		if (r->cache->flush)
+			r->cache->flush(r->cache_priv);
 		KV_CHECK(r->pool.free_bytes == r->pool.size_bytes && r->live_tokens == 0 &&
 				 r->n_running == 0 && r->n_assigned == 0 &&
 				 r->outstanding_tokens == 0,

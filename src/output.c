@@ -265,8 +265,12 @@ static int write_summary_csv(struct kv_out *o, const struct kv_summary *sum, str
 	for (i = 0; i < sum->n; i++)
 		fprintf(f, ",%s", sum->item[i].name);
 	fprintf(f, "\n%s", o->w->name);
-	for (i = 0; i < sum->n; i++)
-		fprintf(f, sum->item[i].integer ? ",%.0f" : ",%.6g", sum->item[i].value);
+	for (i = 0; i < sum->n; i++) {
+		if (isnan(sum->item[i].value))
+			fputc(',', f); /* not applicable: empty */
+		else
+			fprintf(f, sum->item[i].integer ? ",%.0f" : ",%.6g", sum->item[i].value);
+	}
 	fputc('\n', f);
 	return close_checked(&f) ? kv_diag_set(d, KV_EIO, o->tmp[F_SUM], 0, 0, "",
 					       "write failed: %s", strerror(errno)) : 0;
@@ -382,6 +386,35 @@ static double jain_over_tenants(const struct kv_sim *s)
 	return kv_jain(x, n);
 }
 
+/* The cache model's own figures, summed over replicas; NaN (empty) when it has none. */
+static void add_cache_stats(const struct kv_sim *s, struct kv_summary *sum)
+{
+	struct kv_cache_stats t = { 0 }, st;
+	double rate = 0;
+	uint32_t i;
+
+	for (i = 0; i < s->n_rep; i++) {
+		const struct kv_replica *r = &s->rep[i];
+
+		if (!r->cache->stats)
+			continue;
+		memset(&st, 0, sizeof(st));
+		r->cache->stats(r->cache_priv, &st);
+		rate += st.hit_rate / s->n_rep;
+		t.hit_tokens += st.hit_tokens;
+		t.lookup_tokens += st.lookup_tokens;
+		t.bytes_saved += st.bytes_saved;
+		t.recompute_tokens += st.recompute_tokens;
+	}
+	if (!s->cfg->cache->stats)
+		rate = NAN;
+	else if (t.lookup_tokens)
+		rate = (double)t.hit_tokens / (double)t.lookup_tokens;
+	add(sum, "cache_hit_rate", "", rate, 0);
+	add(sum, "cache_bytes_saved", "bytes", (double)t.bytes_saved, 1);
+	add(sum, "cache_recompute_tokens", "tokens", (double)t.recompute_tokens, 1);
+}
+
 void kv_summary_compute(const struct kv_sim *s, struct kv_summary *sum)
 {
 	static const char *const ttft[3] = { "ttft_p50_s", "ttft_p90_s", "ttft_p99_s" };
@@ -422,6 +455,7 @@ void kv_summary_compute(const struct kv_sim *s, struct kv_summary *sum)
 	add(sum, "mem_useful_share", "live / reserved", reserved > 0 ? used / reserved : 0, 0);
 	add(sum, "ext_frag_mean", "", horizon > 0 ? extfrag / ((double)s->n_rep * horizon) : 0, 0);
 	add(sum, "alloc_fail_frag", "refusals with enough free bytes", (double)frag_fail, 1);
+	add_cache_stats(s, sum);
 	add(sum, "kv_pool_bytes", "bytes per replica", (double)s->pool_bytes, 1);
 	add(sum, "kv_peak_reserved_bytes", "bytes, busiest replica", (double)peak, 1);
 	add(sum, "jain_fairness", "", jain_over_tenants(s), 0);
@@ -440,7 +474,9 @@ void kv_summary_print(const struct kv_summary *sum, const char *title, FILE *f)
 	for (i = 0; i < sum->n; i++) {
 		const struct kv_summary_item *it = &sum->item[i];
 
-		if (it->integer)
+		if (isnan(it->value))
+			fprintf(f, "  %-*s %16s  %s\n", (int)w, it->name, "-", "(not applicable)");
+		else if (it->integer)
 			fprintf(f, "  %-*s %16.0f  %s\n", (int)w, it->name, it->value, it->unit);
 		else
 			fprintf(f, "  %-*s %16.6g  %s\n", (int)w, it->name, it->value, it->unit);
