@@ -46,6 +46,12 @@
  *            and before the leak check: free what the model keeps beyond
  *            requests (cached prefixes).  NULL means it keeps nothing.
  *   stats    (optional) fills a kv_cache_stats for the summary.
+ *   offload  (optional) how a preempted request's KV leaves the device:
+ *            KV_OFFLOAD_NONE (dropped and recomputed later, the default when
+ *            NULL), KV_OFFLOAD_SERIAL (copied to host memory over the
+ *            device's host link and back when it runs again, the copies
+ *            adding to the iteration) or KV_OFFLOAD_OVERLAP (the copies run on
+ *            a second stream, overlapped with compute).
  *   fini     called once at the end; every request has been released.
  *
  * Hooks must not allocate per call (use the pool and the request's cache[]
@@ -69,6 +75,8 @@ struct kv_cache_env {
 	uint32_t tp; /* tensor-parallel degree (KV is split over tp GPUs) */
 	uint64_t token_bytes; /* fp16 KV bytes per token on this replica (all GPUs) */
 };
+
+enum kv_offload { KV_OFFLOAD_NONE, KV_OFFLOAD_SERIAL, KV_OFFLOAD_OVERLAP };
 
 /* What a cache model reports beyond memory (summary.csv). */
 struct kv_cache_stats {
@@ -95,6 +103,7 @@ struct kv_cache_ops {
 	uint64_t (*extra_prefill_tokens)(void *priv, const struct kv_req *q); /* optional */
 	void (*flush)(void *priv); /* optional */
 	void (*stats)(const void *priv, struct kv_cache_stats *st); /* optional */
+	enum kv_offload (*offload)(const void *priv); /* optional */
 };
 
 /* The registry: NULL-terminated, in `kvsim list` order. */

@@ -17,7 +17,15 @@
  * rest grows in blocks -- a hybrid that trades some over-reservation for
  * fewer allocations on the prefill path.
  *
- * Per-request words: cache[0] the block chain.
+ * offload: a request preempted under memory pressure keeps its KV: its
+ * blocks are copied to host memory over the device's host link (bytes /
+ * host_link_bandwidth) and copied back before it runs again, instead of
+ * being dropped and recomputed by prefill.  With overlap the copies run on a
+ * second stream: an iteration lasts max(compute, copies); without, their
+ * sum.  Conservation: bytes out = bytes in + bytes dropped (requests ending
+ * while on host), checked at the end of every run.
+ *
+ * Per-request words: cache[0] the block table.
  */
 #include "blocks.h"
 #include "engine.h"
@@ -28,6 +36,8 @@
 struct chunked {
 	uint64_t block_tokens; /* option: tokens per block, default 16 */
 	double warmup_share; /* option: share of a request's tokens reserved upfront, default 0 */
+	int offload; /* option: preempted requests' blocks go to host memory, default false */
+	int overlap; /* option: host copies overlap compute on a second stream, default true */
 	struct kv_blocks blocks; /* chains over the pool */
 	uint64_t token_bytes; /* b */
 	uint64_t max_ctx; /* the model's context */
@@ -40,6 +50,12 @@ static const struct kv_option chunked_options[] = {
 	{ .name = "warmup_share", .type = KV_OPT_DBL,
 	  .offset = offsetof(struct chunked, warmup_share), .def = 0, .min = 0, .max = 0.999,
 	  .units = "", .help = "share of a request's tokens reserved at admission in the full layout" },
+	{ .name = "offload", .type = KV_OPT_BOOL, .offset = offsetof(struct chunked, offload),
+	  .def = 0, .units = "",
+	  .help = "preempted requests' blocks move to host memory over the host link and come back, instead of being recomputed" },
+	{ .name = "overlap", .type = KV_OPT_BOOL, .offset = offsetof(struct chunked, overlap),
+	  .def = 1, .units = "",
+	  .help = "with offload: copies overlap compute on a second stream (else they add to the iteration)" },
 	{ .name = NULL },
 };
 
@@ -102,6 +118,15 @@ static void chunked_release(void *priv, struct kv_req *q)
 	q->cache[0] = KV_BLOCKS_EMPTY;
 }
 
+static enum kv_offload chunked_offload(const void *priv)
+{
+	const struct chunked *c = priv;
+
+	if (!c->offload)
+		return KV_OFFLOAD_NONE;
+	return c->overlap ? KV_OFFLOAD_OVERLAP : KV_OFFLOAD_SERIAL;
+}
+
 static double chunked_bytes_per_token(const void *priv)
 {
 	const struct chunked *c = priv;
@@ -119,4 +144,5 @@ const struct kv_cache_ops kv_cache_chunked = {
 	.reserve = chunked_reserve,
 	.release = chunked_release,
 	.bytes_per_token = chunked_bytes_per_token,
+	.offload = chunked_offload,
 };

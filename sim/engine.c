@@ -279,8 +279,12 @@ static int end_request(struct kv_sim *s, struct kv_replica *r, struct kv_req *q,
 	int rc = 0;
 
 	q->finish_ns = s->now;
-	if (q->kv_bytes || q->kv_tokens)
+	if (q->swapped_bytes) { /* ends on host: its copy is dropped */
+		r->swap_dropped_bytes += q->swapped_bytes;
+		q->swapped_bytes = 0;
+	} else if (q->kv_bytes || q->kv_tokens) {
 		req_release(r, q);
+	}
 	r->outstanding_tokens -= prefill_left(q) + (q->output_tokens - q->generated);
 	r->n_assigned--;
 	s->ended[e]++;
@@ -324,6 +328,43 @@ uint64_t kv_req_next_tokens(const struct kv_req *q)
 	if (q->kv_tokens < q->prefill_target)
 		return q->prefill_target - q->kv_tokens;
 	return 1;
+}
+
+/* Host-link time of a copy of `bytes`. */
+static kv_ns copy_time_ns(const struct kv_replica *r, uint64_t bytes)
+{
+	double bw = r->sim->cfg->device.host_link_Bps * r->sim->cfg->tp;
+
+	return bw > 0 ? (kv_ns)ceil((double)bytes / bw * 1e9) : 0;
+}
+
+static void swap_out(struct kv_replica *r, struct kv_req *q)
+{
+	uint64_t bytes = q->kv_bytes;
+
+	req_release(r, q); /* the tokens leave the device; q keeps kv_tokens */
+	q->swapped_bytes = bytes ? bytes : 1; /* nonzero marks "on host" */
+	r->swap_out_bytes += q->swapped_bytes;
+	r->swaps++;
+	r->copy_ns += copy_time_ns(r, bytes);
+}
+
+/* Brings a swapped q's KV back after its memory was reserved. */
+static void swap_in(struct kv_replica *r, struct kv_req *q)
+{
+	r->live_tokens += q->kv_tokens;
+	r->swap_in_bytes += q->swapped_bytes;
+	r->copy_ns += copy_time_ns(r, q->swapped_bytes);
+	q->swapped_bytes = 0;
+}
+
+static void recompute(struct kv_replica *r, struct kv_req *q)
+{
+	req_release(r, q);
+	r->outstanding_tokens -= prefill_left(q);
+	q->prefill_target = q->prompt_tokens + q->generated;
+	q->kv_tokens = 0;
+	r->outstanding_tokens += q->prefill_target;
 }
 
 /* Asks the cache model for q's cached prefix; the engine skips its prefill. */
@@ -376,10 +417,12 @@ int kv_replica_schedule(struct kv_replica *r, struct kv_req *q)
 	if (rc) {
 		if (rc == KV_ENOMEM)
 			r->last_nomem = q;
-		if (q->state == KV_REQ_WAITING && (q->kv_bytes || q->kv_tokens))
+		if (q->state == KV_REQ_WAITING && !q->swapped_bytes && (q->kv_bytes || q->kv_tokens))
 			drop_prefix(r, q); /* not admitted: give the cached prefix back */
 		return rc;
 	}
+	if (q->swapped_bytes)
+		swap_in(r, q);
 	q->batch_tokens = (uint32_t)take;
 	r->batch[r->n_batch++] = q;
 	r->budget_tokens -= KV_MIN(take, r->budget_tokens);
@@ -407,22 +450,27 @@ int kv_replica_schedule(struct kv_replica *r, struct kv_req *q)
 	return 0;
 }
 
-void kv_replica_preempt(struct kv_replica *r, struct kv_req *q)
+void kv_replica_preempt_as(struct kv_replica *r, struct kv_req *q, enum kv_preempt how)
 {
 	KV_CHECK(q->state == KV_REQ_RUNNING && q->batch_tokens == 0,
 		 "preempting request %llu that is not running or already scheduled",
 		 (unsigned long long)q->id);
+	if (how == KV_PREEMPT_AUTO)
+		how = r->offload == KV_OFFLOAD_NONE ? KV_PREEMPT_RECOMPUTE : KV_PREEMPT_SWAP;
 	running_remove(r, q);
-	req_release(r, q);
-	/* Recompute: rebuild prompt plus generated tokens by prefill. */
-	r->outstanding_tokens -= prefill_left(q);
-	q->prefill_target = q->prompt_tokens + q->generated;
-	q->kv_tokens = 0;
-	r->outstanding_tokens += q->prefill_target;
+	if (how == KV_PREEMPT_SWAP)
+		swap_out(r, q);
+	else
+		recompute(r, q);
 	q->preemptions++;
 	r->sim->preemptions++;
 	q->state = KV_REQ_WAITING;
 	r->sched->enqueue(r->sched_priv, r, q);
+}
+
+void kv_replica_preempt(struct kv_replica *r, struct kv_req *q)
+{
+	kv_replica_preempt_as(r, q, KV_PREEMPT_AUTO);
 }
 
 void kv_replica_reject(struct kv_replica *r, struct kv_req *q)
@@ -437,6 +485,17 @@ void kv_replica_reject(struct kv_replica *r, struct kv_req *q)
 	rc = end_request(s, r, q, KV_END_REJECTED_POOL);
 	if (rc && !s->deferred_rc)
 		s->deferred_rc = rc;
+}
+
+/* The formed batch's duration, with the host-link copies queued for it. */
+static kv_ns iter_ns(struct kv_replica *r)
+{
+	kv_ns t = kv_perf_iter_ns(&r->sim->perf, &r->shape), c = r->copy_ns;
+
+	r->copy_ns = 0;
+	if (r->offload == KV_OFFLOAD_OVERLAP)
+		return KV_MAX(t, c);
+	return t + c;
 }
 
 /* Forms and starts the next iteration of an idle replica. */
@@ -475,8 +534,7 @@ static int kick(struct kv_sim *s, struct kv_replica *r)
 	r->shape.kv_read_bytes += (uint64_t)((double)r->ctx_tokens * r->beta_bytes);
 	r->busy = 1;
 	r->iter_start_ns = s->now;
-	kv_heap_push(&s->heap, s->now + kv_perf_iter_ns(&s->perf, &r->shape), EV_ITER_DONE,
-		     r->idx, 0);
+	kv_heap_push(&s->heap, s->now + iter_ns(r), EV_ITER_DONE, r->idx, 0);
 	return 0;
 }
 
@@ -687,6 +745,10 @@ static void final_checks(struct kv_sim *s)
 		rep_acct(r);
 		if (r->cache->flush)
 			r->cache->flush(r->cache_priv);
+		KV_CHECK(r->swap_out_bytes == r->swap_in_bytes + r->swap_dropped_bytes,
+			 "replica %u: %llu bytes swapped out, %llu in, %llu dropped", i,
+			 (unsigned long long)r->swap_out_bytes, (unsigned long long)r->swap_in_bytes,
+			 (unsigned long long)r->swap_dropped_bytes);
 		KV_CHECK(r->pool.free_bytes == r->pool.size_bytes && r->live_tokens == 0 &&
 				 r->n_running == 0 && r->n_assigned == 0 &&
 				 r->outstanding_tokens == 0,
@@ -756,6 +818,7 @@ static int replica_init(struct kv_sim *s, struct kv_replica *r, uint32_t idx)
 	if (rc)
 		return rc;
 	r->beta_bytes = c->cache->bytes_per_token(r->cache_priv);
+	r->offload = c->cache->offload ? c->cache->offload(r->cache_priv) : KV_OFFLOAD_NONE;
 	r->sched = c->sched;
 	r->sched_priv = kv_xcalloc(1, c->sched->priv_size ? c->sched->priv_size : 1);
 	memcpy(r->sched_priv, c->sched_opts, c->sched->priv_size);

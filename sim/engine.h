@@ -88,6 +88,7 @@ struct kv_req {
 	uint32_t q_prev, q_next; /* scheduler queue links (slots), KV_NIL at ends */
 	uint64_t sched_key; /* scheduler-private ordering key */
 	unsigned long origin_line; /* trace line, 0 when generated */
+	uint64_t swapped_bytes; /* KV bytes held in host memory after a swap-out, 0 when none */
 	uint32_t hash_page; /* first page of its prefix-block hashes (KV_NIL: none) */
 	uint32_t n_hashes; /* prefix-block hashes (Mooncake hash_ids), 512 tokens each */
 };
@@ -146,6 +147,10 @@ struct kv_replica {
 	kv_ns acct_t0_ns; /* time the integrals were last brought up to date */
 	uint64_t peak_reserved_bytes; /* high-water mark of reserved bytes */
 	double beta_bytes; /* cache model's bytes per token (cached at init) */
+	enum kv_offload offload; /* the cache model's offload mode (cached at init) */
+	kv_ns copy_ns; /* host-link transfers queued for the next iteration */
+	uint64_t swap_out_bytes, swap_in_bytes, swap_dropped_bytes; /* offload traffic */
+	uint64_t swaps; /* swap-outs */
 	struct kv_req *last_nomem; /* last request refused memory while forming the batch */
 };
 
@@ -308,11 +313,22 @@ int kv_replica_schedule(struct kv_replica *r, struct kv_req *q);
 /* Moves a waiting q that kv_replica_schedule() accepted into the running set. */
 void kv_replica_admit(struct kv_replica *r, struct kv_req *q);
 
+enum kv_preempt {
+	KV_PREEMPT_AUTO, /* swap when the cache model offloads, else recompute */
+	KV_PREEMPT_RECOMPUTE, /* drop the KV; prefill prompt + generated tokens again */
+	KV_PREEMPT_SWAP, /* copy the KV to host memory; copy it back to resume */
+};
+
 /*
- * Preempts running q by recompute: releases its memory, sets it back to
- * prefill its prompt plus the tokens generated so far, and hands it to the
- * scheduler's enqueue.  q must not be scheduled in the batch being formed.
+ * Preempts running q and hands it to the scheduler's enqueue.  By recompute:
+ * releases its memory and sets it back to prefill its prompt plus the
+ * tokens generated so far.  By swap: copies its KV bytes to host memory
+ * over the host link (time added to the next iteration, or overlapped with
+ * it, as the cache model says), releases the device memory, and copies them
+ * back when it is scheduled again.  q must not be scheduled in the batch
+ * being formed.  kv_replica_preempt() is the KV_PREEMPT_AUTO case.
  */
+void kv_replica_preempt_as(struct kv_replica *r, struct kv_req *q, enum kv_preempt how);
 void kv_replica_preempt(struct kv_replica *r, struct kv_req *q);
 
 /*

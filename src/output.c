@@ -423,7 +423,7 @@ void kv_summary_compute(const struct kv_sim *s, struct kv_summary *sum)
 	double span = (double)(s->last_finish_ns - s->first_arrival_ns) * 1e-9;
 	double horizon = (double)s->last_finish_ns * 1e-9;
 	double reserved = 0, used = 0, cap, done = (double)s->ended[KV_END_COMPLETED];
-	uint64_t iters = 0, peak = 0, frag_fail = 0;
+	uint64_t iters = 0, peak = 0, frag_fail = 0, swap_out = 0, swap_in = 0;
 	double extfrag = 0;
 	uint32_t i;
 
@@ -432,6 +432,8 @@ void kv_summary_compute(const struct kv_sim *s, struct kv_summary *sum)
 		reserved += s->rep[i].reserved_Bs;
 		extfrag += s->rep[i].extfrag_s;
 		frag_fail += s->rep[i].pool.alloc_fail_frag;
+		swap_out += s->rep[i].swap_out_bytes;
+		swap_in += s->rep[i].swap_in_bytes;
 		used += s->rep[i].used_Bs;
 		iters += s->rep[i].iterations;
 	}
@@ -456,6 +458,8 @@ void kv_summary_compute(const struct kv_sim *s, struct kv_summary *sum)
 	add(sum, "ext_frag_mean", "", horizon > 0 ? extfrag / ((double)s->n_rep * horizon) : 0, 0);
 	add(sum, "alloc_fail_frag", "refusals with enough free bytes", (double)frag_fail, 1);
 	add_cache_stats(s, sum);
+	add(sum, "swap_out_bytes", "bytes to host", (double)swap_out, 1);
+	add(sum, "swap_in_bytes", "bytes from host", (double)swap_in, 1);
 	add(sum, "kv_pool_bytes", "bytes per replica", (double)s->pool_bytes, 1);
 	add(sum, "kv_peak_reserved_bytes", "bytes, busiest replica", (double)peak, 1);
 	add(sum, "jain_fairness", "", jain_over_tenants(s), 0);

@@ -302,6 +302,72 @@ START_TEST(fifo_order)
 }
 END_TEST
 
+/* Offload: preempted requests' KV goes to host and back; bytes are conserved, copies cost time. */
+START_TEST(offload_swaps)
+{
+	static const char *const variants[] = { "offload: false", "offload: true, overlap: false",
+						 "offload: true, overlap: true" };
+	kv_ns makespan[3];
+	struct kv_workload w;
+	struct kv_sim s;
+	struct rec r;
+	char yaml[1024];
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		snprintf(yaml, sizeof(yaml),
+			 "model: llama-2-13b\ndevice: a100-40g\n"
+			 "cache: {name: chunked, %s}\n"
+			 "workload:\n  requests: 150\n  arrival: {process: poisson, rate: 40}\n"
+			 "  lengths: {dist: uniform, prompt_min: 200, prompt_max: 1200, output_min: 200, output_max: 900}\n"
+			 "outputs: {sample_interval: 0}\n", variants[i]);
+		load(&w, yaml);
+		run(&w, &r, &s);
+		ck_assert_uint_eq(r.ended[KV_END_COMPLETED], 150);
+		ck_assert_msg(s.preemptions > 0, "%s: no preemption: raise the load", variants[i]);
+		if (i == 0)
+			ck_assert_uint_eq(s.rep[0].swap_out_bytes, 0);
+		else
+			ck_assert_msg(s.rep[0].swap_out_bytes > 0 &&
+					      s.rep[0].swap_out_bytes == s.rep[0].swap_in_bytes,
+				      "%s: out %llu in %llu", variants[i],
+				      (unsigned long long)s.rep[0].swap_out_bytes,
+				      (unsigned long long)s.rep[0].swap_in_bytes);
+		makespan[i] = s.last_finish_ns;
+		kv_sim_release(&s);
+		kv_workload_release(&w);
+	}
+	ck_assert_msg(makespan[2] <= makespan[1], "overlapped copies (%llu ns) slower than serial (%llu ns)",
+		      (unsigned long long)makespan[2], (unsigned long long)makespan[1]);
+}
+END_TEST
+
+/* A lone request takes the same time under chunked as under full: the cache changes memory, not compute. */
+START_TEST(lone_request_chunked)
+{
+	struct kv_workload w;
+	struct kv_sim s;
+	struct rec r;
+	kv_ns full_e2e;
+
+	load(&w, LONE "workload:\n  requests: 1\n  arrival: {process: poisson, rate: 1}\n"
+		      "  lengths: {dist: fixed, prompt: 700, output: 40}\n");
+	run(&w, &r, &s);
+	full_e2e = r.last.finish_ns - r.last.arrival_ns;
+	kv_sim_release(&s);
+	kv_workload_release(&w);
+	load(&w, "model: llama-2-7b\ndevice: a100-80g\ncache: chunked\noutputs: {sample_interval: 0}\n"
+		 "workload:\n  requests: 1\n  arrival: {process: poisson, rate: 1}\n"
+		 "  lengths: {dist: fixed, prompt: 700, output: 40}\n");
+	run(&w, &r, &s);
+	ck_assert_uint_eq(r.last.finish_ns - r.last.arrival_ns, full_e2e);
+	/* 700 + 39 tokens in 16-token blocks of 8 MiB: 47 blocks */
+	ck_assert_uint_eq(s.rep[0].peak_reserved_bytes, 47ULL * 8 * KV_MiB);
+	kv_sim_release(&s);
+	kv_workload_release(&w);
+}
+END_TEST
+
 /* The histogram's quantiles are within its stated relative error. */
 START_TEST(hist_quantiles)
 {
@@ -340,6 +406,8 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, round_robin);
 	tcase_add_test(tc, fifo_order);
 	tcase_add_test(tc, hist_quantiles);
+	tcase_add_test(tc, offload_swaps);
+	tcase_add_test(tc, lone_request_chunked);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	return s;
