@@ -395,7 +395,7 @@ int kv_replica_schedule(struct kv_replica *r, struct kv_req *q)
 	const struct kv_sim_config *c = r->sim->cfg;
 	int prefill = q->kv_tokens < q->prefill_target;
 	uint64_t take = kv_req_next_tokens(q);
-	uint64_t ctx;
+	uint64_t ctx, want;
 	int rc;
 
 	KV_CHECK(q->batch_tokens == 0, "request %llu scheduled twice",
@@ -413,7 +413,16 @@ int kv_replica_schedule(struct kv_replica *r, struct kv_req *q)
 		else if (r->n_batch > 0)
 			return KV_ERANGE; /* a whole prompt over the budget runs alone */
 	}
-	rc = req_reserve(r, q, q->kv_tokens + take);
+	/*
+	 * Admission reserves the whole prefill, as vLLM's block manager does
+	 * (can_allocate checks every prompt block, chunked prefill or not):
+	 * admitting on the first chunk alone lets a long prompt start, grow,
+	 * and be preempted again, thrashing by recompute under pressure.
+	 */
+	want = q->kv_tokens + take;
+	if (q->state == KV_REQ_WAITING)
+		want = KV_MAX(want, q->prefill_target);
+	rc = req_reserve(r, q, want);
 	if (rc) {
 		if (rc == KV_ENOMEM)
 			r->last_nomem = q;
@@ -605,7 +614,7 @@ static int on_iter_done(struct kv_sim *s, struct kv_replica *r)
 static int check_context(struct kv_sim *s, struct kv_arrival *a)
 {
 	const struct kv_sim_config *c = s->cfg;
-	uint64_t max = c->model.max_ctx_tokens;
+	uint64_t max = c->max_context_tokens ? c->max_context_tokens : c->model.max_ctx_tokens;
 
 	if (a->prompt_tokens + a->output_tokens <= max)
 		return 1;

@@ -174,6 +174,7 @@ struct kv_sim_config {
 	uint32_t max_batch_seqs; /* sequences per iteration, default 256 */
 	int chunked_prefill; /* split prompts over iterations, default 1 */
 	enum kv_oversize oversize; /* prompt+output beyond context, default error */
+	uint64_t max_context_tokens; /* served context (vLLM max_model_len), 0 = the model's */
 	kv_ns sample_interval_ns; /* timeseries period, default 1 s, 0 = off */
 	int check_pool; /* run the pool integrity check after every event */
 	struct kv_source_spec source; /* arrivals */

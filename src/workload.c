@@ -356,8 +356,8 @@ static int read_tenants(struct kv_cfg_doc *doc, struct kv_cfg_node *w, struct kv
 
 static int read_workload(struct kv_cfg_doc *doc, struct kv_sim_config *c, struct kv_diag *d)
 {
-	static const char *const keys[] = { "requests", "duration", "oversize", "arrival",
-					    "lengths", "tenants", NULL };
+	static const char *const keys[] = { "requests", "duration", "oversize", "max_context",
+					    "arrival", "lengths", "tenants", NULL };
 	static const char *const oversize[] = { "error", "reject", "clip", NULL };
 	struct kv_cfg_node *w = kv_cfg_get(doc->root, "workload");
 	struct kv_source_spec *s = &c->source;
@@ -372,6 +372,7 @@ static int read_workload(struct kv_cfg_doc *doc, struct kv_sim_config *c, struct
 	TRY(kv_cfg_ns(w, "duration", 0, 0, 1000ULL * 86400 * KV_NS_PER_S, &s->duration_ns, d));
 	TRY(kv_cfg_enum(w, "oversize", oversize, 0, &i, d));
 	c->oversize = (enum kv_oversize)i;
+	TRY(kv_cfg_u64(w, "max_context", 0, 0, c->model.max_ctx_tokens, &c->max_context_tokens, d));
 	TRY(read_arrival(doc, w, s, d));
 	if (kv_cfg_get(w, "lengths")) {
 		s->lengths_set = 1;
