@@ -203,6 +203,8 @@ static void rep_acct(struct kv_replica *r)
 	double dt_s = (double)(s->now - r->acct_t0_ns) * 1e-9;
 	uint64_t reserved = r->pool.size_bytes - r->pool.free_bytes;
 
+	if (s->now == r->acct_t0_ns)
+		return;
 	r->reserved_Bs += (double)reserved * dt_s;
 	r->used_Bs += (double)r->live_tokens * r->beta_bytes * dt_s;
 	r->extfrag_s += kv_pool_ext_frag(&r->pool) * dt_s;
@@ -390,7 +392,7 @@ static void drop_prefix(struct kv_replica *r, struct kv_req *q)
 	q->kv_tokens = 0;
 }
 
-int kv_replica_schedule(struct kv_replica *r, struct kv_req *q)
+int kv__replica_schedule(struct kv_replica *r, struct kv_req *q)
 {
 	const struct kv_sim_config *c = r->sim->cfg;
 	int prefill = q->kv_tokens < q->prefill_target;
@@ -547,28 +549,32 @@ static int kick(struct kv_sim *s, struct kv_replica *r)
 	return 0;
 }
 
-/* Applies one request's tokens at the end of an iteration; returns 1 when it finished. */
-static int apply_tokens(struct kv_replica *r, struct kv_req *q)
+/*
+ * Applies one request's tokens at the end of an iteration; returns 1 when it
+ * finished.  *done_tokens counts the prefill and output work it completed
+ * (the replica's outstanding tokens drop by it); the caller sums them, and
+ * the live tokens, in registers rather than through r.
+ */
+static inline int apply_tokens(struct kv_req *q, kv_ns now, uint64_t *done_tokens)
 {
 	uint64_t t = q->batch_tokens;
 	int prefill = q->kv_tokens < q->prefill_target;
 
 	q->batch_tokens = 0;
 	q->kv_tokens += t;
-	r->live_tokens += t;
-	if (prefill)
-		r->outstanding_tokens -= t;
+	*done_tokens += prefill ? t : 0;
 	if ((!prefill || q->kv_tokens == q->prefill_target) && q->generated < q->output_tokens) {
 		q->generated++;
-		r->outstanding_tokens--;
+		++*done_tokens;
 		if (q->first_token_ns == KV_NS_NEVER)
-			q->first_token_ns = r->sim->now;
+			q->first_token_ns = now;
 	}
 	return q->kv_tokens >= q->prefill_target && q->generated == q->output_tokens;
 }
 
 static int on_iter_done(struct kv_sim *s, struct kv_replica *r)
 {
+	uint64_t live = 0, done = 0;
 	uint32_t i, j, finished = 0;
 	int rc = 0;
 
@@ -579,11 +585,14 @@ static int on_iter_done(struct kv_sim *s, struct kv_replica *r)
 	for (i = 0; i < r->n_batch; i++) {
 		struct kv_req *q = r->batch[i];
 
-		if (apply_tokens(r, q)) {
+		live += q->batch_tokens;
+		if (apply_tokens(q, s->now, &done)) {
 			q->state = KV_REQ_FREE; /* mark; removed below */
 			finished++;
 		}
 	}
+	r->live_tokens += live;
+	r->outstanding_tokens -= done;
 	if (!finished) {
 		r->n_batch = 0;
 		return kick(s, r);
@@ -828,6 +837,9 @@ static int replica_init(struct kv_sim *s, struct kv_replica *r, uint32_t idx)
 		return rc;
 	r->beta_bytes = c->cache->bytes_per_token(r->cache_priv);
 	r->offload = c->cache->offload ? c->cache->offload(r->cache_priv) : KV_OFFLOAD_NONE;
+	r->plain_decode = !c->cache->extra_prefill_tokens && !c->cache->dequant_bytes &&
+			  !c->cache->read_bytes;
+	r->max_seqs = c->max_batch_seqs;
 	r->sched = c->sched;
 	r->sched_priv = kv_xcalloc(1, c->sched->priv_size ? c->sched->priv_size : 1);
 	memcpy(r->sched_priv, c->sched_opts, c->sched->priv_size);

@@ -148,6 +148,8 @@ struct kv_replica {
 	uint64_t peak_reserved_bytes; /* high-water mark of reserved bytes */
 	double beta_bytes; /* cache model's bytes per token (cached at init) */
 	enum kv_offload offload; /* the cache model's offload mode (cached at init) */
+	int plain_decode; /* the cache model has no per-step hooks: decode steps take the fast path */
+	uint32_t max_seqs; /* sequence cap of a batch (cfg->max_batch_seqs) */
 	kv_ns copy_ns; /* host-link transfers queued for the next iteration */
 	uint64_t swap_out_bytes, swap_in_bytes, swap_dropped_bytes; /* offload traffic */
 	uint64_t swaps; /* swap-outs */
@@ -309,7 +311,24 @@ struct kv_req *kv_reqq_next(const struct kv_sim *s, const struct kv_req *q);
  * (q untouched).  A waiting q must be admitted with kv_replica_admit()
  * after a 0 return.
  */
-int kv_replica_schedule(struct kv_replica *r, struct kv_req *q);
+int kv__replica_schedule(struct kv_replica *r, struct kv_req *q);
+static inline int kv_replica_schedule(struct kv_replica *r, struct kv_req *q)
+{
+	if (r->plain_decode && q->kv_tokens >= q->prefill_target &&
+	    q->kv_tokens < q->kv_cap_tokens && q->state == KV_REQ_RUNNING &&
+	    r->n_batch < r->max_seqs && r->budget_tokens && !q->batch_tokens) {
+		/* The hot path, inline: a decode step inside the request's holding. */
+		q->batch_tokens = 1;
+		r->batch[r->n_batch++] = q;
+		r->budget_tokens--;
+		r->shape.n_seqs++;
+		r->shape.n_decode++;
+		r->shape.attn_pairs += q->kv_tokens + 1;
+		r->ctx_tokens += q->kv_tokens + 1;
+		return 0;
+	}
+	return kv__replica_schedule(r, q);
+}
 
 /* Moves a waiting q that kv_replica_schedule() accepted into the running set. */
 void kv_replica_admit(struct kv_replica *r, struct kv_req *q);
