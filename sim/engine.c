@@ -461,6 +461,56 @@ int kv__replica_schedule(struct kv_replica *r, struct kv_req *q)
 	return 0;
 }
 
+uint32_t kv_replica_schedule_running(struct kv_replica *r, uint32_t from, int *err)
+{
+	uint64_t budget = r->budget_tokens, pairs = 0;
+	uint32_t i = from, n = r->n_batch, n0 = n;
+	int rc = 0;
+
+	while (i < r->n_running) {
+		/* locals: the stores below could alias r's fields as far as C knows */
+		struct kv_req *const *running = r->running, **batch = r->batch;
+		uint32_t n_running = r->n_running, max = r->plain_decode ? r->max_seqs : 0;
+
+		for (; i < n_running && n < max && budget; i++) {
+			struct kv_req *q = running[i];
+
+			if (q->kv_tokens < q->prefill_target || q->kv_tokens >= q->kv_cap_tokens ||
+			    q->batch_tokens)
+				break;
+			q->batch_tokens = 1;
+			batch[n++] = q;
+			budget--;
+			pairs += q->kv_tokens + 1;
+		}
+		if (i == n_running)
+			break;
+		struct kv_req *q = running[i];
+		/* the general case: publish the counters, take the slow path */
+		r->n_batch = n;
+		r->budget_tokens = budget;
+		r->shape.n_seqs += n - n0;
+		r->shape.n_decode += n - n0;
+		r->shape.attn_pairs += pairs;
+		r->ctx_tokens += pairs;
+		rc = kv__replica_schedule(r, q);
+		n = n0 = r->n_batch;
+		budget = r->budget_tokens;
+		pairs = 0;
+		if (rc)
+			break;
+		i++;
+	}
+	r->n_batch = n;
+	r->budget_tokens = budget;
+	r->shape.n_seqs += n - n0;
+	r->shape.n_decode += n - n0;
+	r->shape.attn_pairs += pairs;
+	r->ctx_tokens += pairs;
+	*err = rc;
+	return i;
+}
+
 void kv_replica_preempt_as(struct kv_replica *r, struct kv_req *q, enum kv_preempt how)
 {
 	KV_CHECK(q->state == KV_REQ_RUNNING && q->batch_tokens == 0,

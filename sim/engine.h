@@ -330,6 +330,16 @@ static inline int kv_replica_schedule(struct kv_replica *r, struct kv_req *q)
 	return kv__replica_schedule(r, q);
 }
 
+/*
+ * Schedules running[from], running[from + 1], ... in order, as
+ * kv_replica_schedule() would, stopping at the first that fails.  Returns
+ * the index of that request (n_running when all were scheduled) and stores
+ * its error in *err (0 when none failed).  Equivalent to the loop over
+ * kv_replica_schedule(), only faster: decode steps inside their holdings are
+ * batched with the counters in registers.
+ */
+uint32_t kv_replica_schedule_running(struct kv_replica *r, uint32_t from, int *err);
+
 /* Moves a waiting q that kv_replica_schedule() accepted into the running set. */
 void kv_replica_admit(struct kv_replica *r, struct kv_req *q);
 

@@ -49,39 +49,48 @@ static void fifo_dequeue(void *priv, struct kv_replica *r, struct kv_req *q)
 }
 
 /*
- * Keeps running request q going, preempting from the tail of the running
- * set while memory is short.  Returns 0 when q is still running (scheduled
- * or out of budget), 1 when q itself left the running set.
+ * Makes room for running request q, which could not grow: preempts from the
+ * tail of the running set until q fits.  Returns 0 when q is scheduled or
+ * out of budget, 1 when q itself left the running set (it was the tail).
  */
-static int keep_running(struct kv_replica *r, struct kv_req *q)
+static int make_room(struct kv_replica *r, struct kv_req *q)
 {
 	int rc;
 
-	while ((rc = kv_replica_schedule(r, q)) == KV_ENOMEM) {
+	do {
 		struct kv_req *victim = r->running[r->n_running - 1];
 
-		if (victim != q) {
-			kv_replica_preempt(r, victim);
-			continue;
+		if (victim == q) {
+			if (r->n_running == 1)
+				kv_replica_reject(r, q); /* cannot grow even alone */
+			else
+				kv_replica_preempt(r, q);
+			return 1;
 		}
-		if (r->n_running == 1)
-			kv_replica_reject(r, q); /* cannot grow even alone */
-		else
-			kv_replica_preempt(r, q);
-		return 1;
-	}
+		kv_replica_preempt(r, victim);
+	} while ((rc = kv_replica_schedule(r, q)) == KV_ENOMEM);
 	return 0;
+}
+
+/* Keeps the running requests going, in admission order. */
+static void keep_running(struct kv_replica *r)
+{
+	uint32_t i = 0;
+	int err;
+
+	while ((i = kv_replica_schedule_running(r, i, &err)) < r->n_running) {
+		if (err == KV_ENOMEM && make_room(r, r->running[i]))
+			return; /* it was the tail: nothing after it */
+		i++; /* scheduled after making room, or out of budget */
+	}
 }
 
 static void fifo_form_batch(void *priv, struct kv_replica *r)
 {
 	struct fifo *f = priv;
 	struct kv_req *q;
-	uint32_t i;
 
-	for (i = 0; i < r->n_running; i++)
-		if (keep_running(r, r->running[i]))
-			break; /* q was the tail: nothing after it */
+	keep_running(r);
 	while ((q = kv_reqq_head(r->sim, &f->wait))) {
 		if (kv_replica_schedule(r, q))
 			break;
