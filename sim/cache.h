@@ -66,6 +66,7 @@
 #include "profile.h"
 
 struct kv_req;
+struct kv_sim;
 
 /* What a cache model instance sees of its replica. */
 struct kv_cache_env {
@@ -74,6 +75,7 @@ struct kv_cache_env {
 	const struct kv_device *device; /* the replica's device */
 	uint32_t tp; /* tensor-parallel degree (KV is split over tp GPUs) */
 	uint64_t token_bytes; /* fp16 KV bytes per token on this replica (all GPUs) */
+	const struct kv_sim *sim; /* read-only: for kv_hash_iter_init */
 };
 
 enum kv_offload { KV_OFFLOAD_NONE, KV_OFFLOAD_SERIAL, KV_OFFLOAD_OVERLAP };
@@ -85,6 +87,7 @@ struct kv_cache_stats {
 	uint64_t lookup_tokens; /* tokens looked up */
 	uint64_t bytes_saved; /* KV bytes not stored thanks to the model, summed over admissions */
 	uint64_t recompute_tokens; /* tokens recomputed for dropped context */
+	uint64_t evictions; /* cached entries evicted to make room */
 };
 
 struct kv_cache_ops {

@@ -858,14 +858,13 @@ int kv_sim_run(struct kv_sim *s)
 
 /* --- set-up -------------------------------------------------------------- */
 
-static int replica_init(struct kv_sim *s, struct kv_replica *r, uint32_t idx)
+/* Builds r's pool and cache-model instance with the current unit. */
+static int replica_memory(struct kv_sim *s, struct kv_replica *r)
 {
 	const struct kv_sim_config *c = s->cfg;
 	struct kv_cache_env env;
 	int rc;
 
-	r->sim = s;
-	r->idx = idx;
 	rc = kv_pool_init(&r->pool, s->pool_bytes, s->pool_unit_bytes, c->pool_max_block_bytes);
 	if (rc)
 		return kv_diag_set(&s->diag, rc, "", 0, 0, "memory.pool",
@@ -873,7 +872,6 @@ static int replica_init(struct kv_sim *s, struct kv_replica *r, uint32_t idx)
 				   (unsigned long long)s->pool_bytes,
 				   (unsigned long long)s->pool_unit_bytes,
 				   (unsigned long long)c->pool_max_block_bytes);
-	r->batch = kv_xcalloc(c->max_batch_seqs, sizeof(*r->batch));
 	r->cache = c->cache;
 	r->cache_priv = kv_xcalloc(1, c->cache->priv_size ? c->cache->priv_size : 1);
 	memcpy(r->cache_priv, c->cache_opts, c->cache->priv_size);
@@ -882,10 +880,51 @@ static int replica_init(struct kv_sim *s, struct kv_replica *r, uint32_t idx)
 	env.device = &c->device;
 	env.tp = c->tp;
 	env.token_bytes = s->token_bytes;
+	env.sim = s;
 	rc = c->cache->init(r->cache_priv, &env, &s->diag);
 	if (rc)
 		return rc;
 	r->beta_bytes = c->cache->bytes_per_token(r->cache_priv);
+	return 0;
+}
+
+/* Takes r's pool and cache-model instance down (to rebuild them). */
+static void replica_memory_release(struct kv_replica *r)
+{
+	if (r->cache->fini)
+		r->cache->fini(r->cache_priv);
+	free(r->cache_priv);
+	r->cache_priv = NULL;
+	kv_pool_release(&r->pool);
+}
+
+static int replica_init(struct kv_sim *s, struct kv_replica *r, uint32_t idx)
+{
+	const struct kv_sim_config *c = s->cfg;
+	int rc;
+
+	r->sim = s;
+	r->idx = idx;
+	rc = replica_memory(s, r);
+	if (rc)
+		return rc;
+	/*
+	 * An auto unit follows the bytes the cache model stores per token (a
+	 * 4-bit cache's 16-token block is a quarter of fp16's): known only once
+	 * the model is initialised, so the first replica may build twice.
+	 */
+	if (idx == 0 && !c->pool_min_block_bytes) {
+		uint64_t unit = kv_sim_pool_unit((uint64_t)ceil(r->beta_bytes), c->pool_max_block_bytes);
+
+		if (unit != s->pool_unit_bytes) {
+			replica_memory_release(r);
+			s->pool_unit_bytes = unit;
+			rc = replica_memory(s, r);
+			if (rc)
+				return rc;
+		}
+	}
+	r->batch = kv_xcalloc(c->max_batch_seqs, sizeof(*r->batch));
 	r->offload = c->cache->offload ? c->cache->offload(r->cache_priv) : KV_OFFLOAD_NONE;
 	r->plain_decode = !c->cache->extra_prefill_tokens && !c->cache->dequant_bytes &&
 			  !c->cache->read_bytes;

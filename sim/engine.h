@@ -253,8 +253,9 @@ void kv_sim_release(struct kv_sim *s);
 
 /*
  * The pool unit used when memory.min_block is auto: the largest power of two
- * dividing the KV bytes of 16 tokens (vLLM's default block), at most the
- * largest block and at least 4 KiB.  So a 16-token block is a whole number of
+ * dividing the KV bytes of 16 tokens (vLLM's default block) as the cache
+ * model stores them (token_bytes: its beta), at most the largest block and
+ * at least 4 KiB.  So a 16-token block is a whole number of
  * units (no rounding waste: 8 MiB for Llama-2-7B, 512 KiB for Llama-2-13B's
  * 12.5 MiB blocks) while the pool keeps few units to track.
  */

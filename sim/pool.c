@@ -256,7 +256,7 @@ uint64_t kv_pool_largest_free(const struct kv_pool *p)
 
 double kv_pool_ext_frag(const struct kv_pool *p)
 {
-	if (!p->free_bytes)
+	if (!p->free_bytes || p->max_order > KV_POOL_MAX_ORDER)
 		return 0.0;
 	return 1.0 - (double)(p->n_free_blocks[p->max_order] << p->max_order) *
 			     (double)p->unit_bytes / (double)p->free_bytes;

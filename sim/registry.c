@@ -7,7 +7,8 @@
 #include <string.h>
 
 extern const struct kv_sched_ops kv_sched_fifo;
-extern const struct kv_cache_ops kv_cache_full, kv_cache_chunked;
+extern const struct kv_cache_ops kv_cache_full, kv_cache_chunked, kv_cache_quantized,
+	kv_cache_sparse, kv_cache_shared;
 extern const struct kv_router_ops kv_router_rr, kv_router_lot;
 
 const struct kv_sched_ops *const kv_sched_registry[] = {
@@ -18,6 +19,9 @@ const struct kv_sched_ops *const kv_sched_registry[] = {
 const struct kv_cache_ops *const kv_cache_registry[] = {
 	&kv_cache_full,
 	&kv_cache_chunked,
+	&kv_cache_quantized,
+	&kv_cache_sparse,
+	&kv_cache_shared,
 	NULL,
 };
 

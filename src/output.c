@@ -405,6 +405,7 @@ static void add_cache_stats(const struct kv_sim *s, struct kv_summary *sum)
 		t.lookup_tokens += st.lookup_tokens;
 		t.bytes_saved += st.bytes_saved;
 		t.recompute_tokens += st.recompute_tokens;
+		t.evictions += st.evictions;
 	}
 	if (!s->cfg->cache->stats)
 		rate = NAN;
@@ -413,6 +414,7 @@ static void add_cache_stats(const struct kv_sim *s, struct kv_summary *sum)
 	add(sum, "cache_hit_rate", "", rate, 0);
 	add(sum, "cache_bytes_saved", "bytes", (double)t.bytes_saved, 1);
 	add(sum, "cache_recompute_tokens", "tokens", (double)t.recompute_tokens, 1);
+	add(sum, "cache_evictions", "entries", (double)t.evictions, 1);
 }
 
 void kv_summary_compute(const struct kv_sim *s, struct kv_summary *sum)

@@ -1,0 +1,503 @@
+/*
+ * test_shared.c -- the `shared` cache model (prefix sharing with
+ * reference-counted blocks): hits on a shared system prompt, blocks kept
+ * while a sharer holds them, eviction under memory pressure, hash-id keys
+ * at several block sizes, the real Mooncake trace, bad options.  Every run
+ * checks the pool after every event (check_pool) except the long trace run,
+ * and the engine's end-of-run leak check runs after the model's flush.
+ */
+#include "output.h"
+#include "profiles.h"
+#include "testutil.h"
+#include "workload.h"
+
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Writes text to a temporary file ending in suffix; returns its path (static buffer). */
+static const char *temp_file(const char *text, const char *suffix, int which)
+{
+	static char paths[2][64];
+	char *path = paths[which];
+	FILE *f;
+	int fd;
+
+	snprintf(path, sizeof(paths[0]), "/tmp/kvsim-shared-XXXXXX%s", suffix);
+	fd = mkstemps(path, (int)strlen(suffix));
+	ck_assert_int_ge(fd, 0);
+	f = fdopen(fd, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	ck_assert_int_eq(fclose(f), 0);
+	return path;
+}
+
+/* What a run's sink saw. */
+struct rec {
+	uint64_t n; /* requests ended */
+	uint64_t ended[KV_END_N]; /* by reason */
+	uint64_t prompt_tokens; /* of completed requests */
+	double ttft_sum_s; /* of completed requests */
+	kv_ns ttft[8]; /* of the first requests */
+	int (*check)(struct rec *r, const struct kv_sim *s, const struct kv_req *q); /* optional */
+	uint64_t checks; /* times check ran */
+	char failure[512]; /* the first failed check, "" when none */
+};
+
+static int rec_request(void *ctx, const struct kv_sim *s, const struct kv_req *q, enum kv_end e)
+{
+	struct rec *r = ctx;
+
+	r->n++;
+	r->ended[e]++;
+	if (e == KV_END_COMPLETED) {
+		r->prompt_tokens += q->prompt_tokens;
+		r->ttft_sum_s += (double)(q->first_token_ns - q->arrival_ns) * 1e-9;
+		if (q->id < 8)
+			r->ttft[q->id] = q->first_token_ns - q->arrival_ns;
+	}
+	if (r->check) {
+		r->checks++;
+		if (r->check(r, s, q) && !r->failure[0])
+			snprintf(r->failure, sizeof(r->failure), "check failed at request %llu",
+				 (unsigned long long)q->id);
+	}
+	return 0;
+}
+
+static void load(struct kv_workload *w, const char *yaml)
+{
+	struct kv_diag d;
+	const char *path = temp_file(yaml, ".yaml", 0);
+	int rc = kv_workload_load(w, path, NULL, 0, 0, 0, &d);
+
+	unlink(path);
+	if (rc)
+		kv_diag_print(&d, stderr);
+	ck_assert_int_eq(rc, 0);
+}
+
+/* Runs w (pool checked after every event when check_pool); r's check, if any, stays set. */
+static void run(struct kv_workload *w, struct rec *r, struct kv_sim *s, int check_pool)
+{
+	struct kv_sink sink = { .ctx = r, .request = rec_request };
+	int (*check)(struct rec *, const struct kv_sim *, const struct kv_req *) = r->check;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	r->check = check;
+	w->cfg.check_pool = check_pool;
+	rc = kv_sim_init(s, &w->cfg, &sink);
+	if (rc)
+		kv_diag_print(&s->diag, stderr);
+	ck_assert_int_eq(rc, 0);
+	rc = kv_sim_run(s);
+	if (rc)
+		kv_diag_print(&s->diag, stderr);
+	ck_assert_int_eq(rc, 0);
+	ck_assert_msg(!r->failure[0], "%s", r->failure);
+}
+
+/* The cache model's statistics summed over replicas. */
+static struct kv_cache_stats stats(const struct kv_sim *s)
+{
+	struct kv_cache_stats t = { 0 }, st;
+	uint32_t i;
+
+	for (i = 0; i < s->n_rep; i++) {
+		memset(&st, 0, sizeof(st));
+		ck_assert(s->rep[i].cache->stats != NULL);
+		s->rep[i].cache->stats(s->rep[i].cache_priv, &st);
+		t.hit_tokens += st.hit_tokens;
+		t.lookup_tokens += st.lookup_tokens;
+		t.bytes_saved += st.bytes_saved;
+	}
+	t.hit_rate = t.lookup_tokens ? (double)t.hit_tokens / (double)t.lookup_tokens : 0;
+	return t;
+}
+
+/* Bytes of one prefix block's extent: B tokens rounded up to whole pool units. */
+static uint64_t extent_bytes(const struct kv_sim *s, uint64_t tokens)
+{
+	return kv_div_ceil(tokens * s->token_bytes, s->pool_unit_bytes) * s->pool_unit_bytes;
+}
+
+/* Bytes in allocated blocks of replica 0 whose reference count is `refs` (0: any). */
+static uint64_t bytes_with_refs(const struct kv_sim *s, unsigned refs)
+{
+	const struct kv_pool *p = &s->rep[0].pool;
+	uint64_t bytes = 0;
+	uint32_t off;
+
+	for (off = 0; off < p->n_units; off += 1u << p->u[off].order)
+		if (!p->u[off].is_free && (!refs || p->u[off].refs == refs))
+			bytes += kv_pool_block_bytes(p, p->u[off].order);
+	return bytes;
+}
+
+#define LLAMA "model: llama-2-7b\ndevice: a100-80g\nscheduler: fifo\n" \
+	      "outputs: {sample_interval: 0}\n"
+#define SYSTEM_WORKLOAD "workload:\n  requests: 200\n  arrival: {process: poisson, rate: 4}\n" \
+			"  lengths: {dist: uniform, prompt_min: 1100, prompt_max: 3000, output_min: 1, output_max: 64}\n"
+
+/*
+ * 200 requests share a 1024-token system prompt: after the first ones donate
+ * it, every admission hits its two 512-token blocks, so the hit rate nears
+ * 1024 / mean prompt; prefill skipped lowers TTFT below `chunked`'s.
+ */
+START_TEST(system_prompt)
+{
+	struct kv_workload w;
+	struct kv_sim s;
+	struct rec r = { 0 };
+	struct kv_cache_stats st;
+	double expect, ttft_shared, ttft_chunked;
+
+	load(&w, LLAMA "cache: {name: shared, system_prompt_tokens: 1024}\n" SYSTEM_WORKLOAD);
+	run(&w, &r, &s, 1);
+	ck_assert_uint_eq(r.ended[KV_END_COMPLETED], 200);
+	st = stats(&s);
+	expect = 1024.0 * 200 / (double)r.prompt_tokens;
+	ck_assert_msg(st.hit_rate <= expect + 1e-12 && st.hit_rate >= 0.9 * expect,
+		      "hit rate %.4f, expected about %.4f (%llu of %llu tokens)", st.hit_rate,
+		      expect, (unsigned long long)st.hit_tokens,
+		      (unsigned long long)st.lookup_tokens);
+	ck_assert_uint_eq(st.hit_tokens % 1024, 0);
+	ck_assert_uint_eq(st.bytes_saved, st.hit_tokens / 512 * extent_bytes(&s, 512));
+	ck_assert_uint_gt(st.bytes_saved, 0);
+	ttft_shared = r.ttft_sum_s / 200;
+	kv_sim_release(&s);
+	kv_workload_release(&w);
+
+	load(&w, LLAMA "cache: chunked\n" SYSTEM_WORKLOAD);
+	run(&w, &r, &s, 1);
+	ck_assert_uint_eq(r.ended[KV_END_COMPLETED], 200);
+	ttft_chunked = r.ttft_sum_s / 200;
+	ck_assert_msg(ttft_shared < ttft_chunked, "mean TTFT %.4f s shared, %.4f s chunked",
+		      ttft_shared, ttft_chunked);
+	kv_sim_release(&s);
+	kv_workload_release(&w);
+}
+END_TEST
+
+/*
+ * R0 computes and donates the system prompt; A and B arrive together and
+ * share it; A ends first.  At each end the pool must show exactly the
+ * shared blocks held once per sharer plus once by the index: A's release
+ * must not free what B still reads.
+ */
+static int check_sharing(struct rec *r, const struct kv_sim *s, const struct kv_req *q)
+{
+	const struct kv_replica *rep = &s->rep[0];
+	uint64_t entry = 2 * extent_bytes(s, 512);
+	uint64_t reserved = rep->pool.size_bytes - rep->pool.free_bytes;
+
+	(void)r;
+	if (bytes_with_refs(s, 0) != reserved)
+		return 1;
+	if (q->id == 0 || q->id == 2) { /* nobody else runs: only the cached prefix remains */
+		if (rep->n_running != 0 || reserved != entry || bytes_with_refs(s, 1) != entry)
+			return 1;
+	} else { /* A ended, B runs and holds the prefix: index + B = 2 references */
+		const struct kv_req *b = rep->n_running == 1 ? rep->running[0] : NULL;
+
+		if (!b || b->id != 2 || bytes_with_refs(s, 2) != entry || b->kv_bytes != reserved ||
+		    bytes_with_refs(s, 3) != 0)
+			return 1;
+	}
+	return 0;
+}
+
+START_TEST(shared_blocks_survive_a_sharer)
+{
+	const char *trace = temp_file("arrived_at,num_prefill_tokens,num_decode_tokens\n"
+				      "0,2000,2\n10,2000,2\n10,2000,200\n", ".csv", 1);
+	char yaml[1024];
+	struct kv_workload w;
+	struct kv_sim s;
+	struct rec r = { .check = check_sharing };
+	struct kv_cache_stats st;
+
+	snprintf(yaml, sizeof(yaml),
+		 LLAMA "cache: {name: shared, system_prompt_tokens: 1024}\n"
+		       "workload:\n  arrival: {process: trace, trace: %s, format: vidur}\n", trace);
+	load(&w, yaml);
+	run(&w, &r, &s, 1);
+	unlink(trace);
+	ck_assert_uint_eq(r.ended[KV_END_COMPLETED], 3);
+	ck_assert_uint_eq(r.checks, 3);
+	st = stats(&s);
+	ck_assert_uint_eq(st.hit_tokens, 2 * 1024);
+	ck_assert_uint_eq(st.lookup_tokens, 3 * 2000);
+	/* A prefills 976 tokens alone where R0 prefilled 2000 (B shares A's iteration). */
+	ck_assert_msg(r.ttft[1] < r.ttft[0], "TTFT %llu ns without a hit, %llu with",
+		      (unsigned long long)r.ttft[0], (unsigned long long)r.ttft[1]);
+	ck_assert_uint_eq(s.rep[0].pool.free_bytes, s.rep[0].pool.size_bytes);
+	kv_sim_release(&s);
+	kv_workload_release(&w);
+}
+END_TEST
+
+/*
+ * A Mooncake-format trace of n requests, 1500-token prompts: two hash ids
+ * of a prefix group (group 0 for every third request, else one of 40 by a
+ * stride), then one id of its own.
+ */
+static const char *group_trace(int n)
+{
+	static char text[64 * 1024];
+	size_t len = 0;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		int g = i % 3 == 0 ? 0 : 1 + (i * 7) % 39;
+
+		len += (size_t)snprintf(text + len, sizeof(text) - len,
+					"{\"timestamp\": %d, \"input_length\": 1500, \"output_length\": 16, \"hash_ids\": [%d, %d, %d]}\n",
+					i * 200, 2 * g, 2 * g + 1, 1000 + i);
+		ck_assert_uint_lt(len, sizeof(text));
+	}
+	return temp_file(text, ".jsonl", 1);
+}
+
+static void run_groups(struct kv_workload *w, struct rec *r, struct kv_sim *s,
+		       const char *share)
+{
+	const char *trace = group_trace(300);
+	char yaml[1024];
+
+	snprintf(yaml, sizeof(yaml),
+		 LLAMA "memory: {share: %s}\ncache: shared\n"
+		       "workload:\n  arrival: {process: trace, trace: %s, format: mooncake}\n",
+		 share, trace);
+	load(w, yaml);
+	run(w, r, s, 1);
+	unlink(trace);
+	ck_assert_uint_eq(r->ended[KV_END_COMPLETED], 300);
+}
+
+/*
+ * A pool of a few requests and 40 prefixes: cached prefixes must be evicted
+ * to admit new requests (the pool refuses allocations, hits fall below an
+ * ample pool's), yet every request completes and nothing leaks.
+ */
+START_TEST(eviction_under_pressure)
+{
+	struct kv_workload w;
+	struct kv_sim s;
+	struct rec r = { 0 };
+	struct kv_cache_stats big, small;
+	uint64_t fails, pool_bytes;
+
+	run_groups(&w, &r, &s, "0.9");
+	big = stats(&s);
+	ck_assert_uint_eq(s.rep[0].pool.alloc_fail, 0);
+	kv_sim_release(&s);
+	kv_workload_release(&w);
+
+	run_groups(&w, &r, &s, "0.22");
+	small = stats(&s);
+	fails = s.rep[0].pool.alloc_fail;
+	pool_bytes = s.pool_bytes;
+	kv_sim_release(&s);
+	kv_workload_release(&w);
+	ck_assert_msg(fails > 0, "no allocation refused in a %llu-byte pool",
+		      (unsigned long long)pool_bytes);
+	ck_assert_msg(small.hit_tokens > 0 && small.hit_tokens < big.hit_tokens,
+		      "hits %llu tokens in a small pool, %llu in an ample one",
+		      (unsigned long long)small.hit_tokens, (unsigned long long)big.hit_tokens);
+	/* With ample memory every group after its first request hits 1024 tokens. */
+	ck_assert_uint_ge(big.hit_tokens, (300 - 40) * 1024 * 9 / 10);
+}
+END_TEST
+
+/* The same run twice: identical statistics and request outcomes. */
+START_TEST(deterministic)
+{
+	struct kv_workload w;
+	struct kv_sim s;
+	struct rec r1 = { 0 }, r2 = { 0 };
+	struct kv_cache_stats a, b;
+
+	run_groups(&w, &r1, &s, "0.22");
+	a = stats(&s);
+	kv_sim_release(&s);
+	kv_workload_release(&w);
+	run_groups(&w, &r2, &s, "0.22");
+	b = stats(&s);
+	kv_sim_release(&s);
+	kv_workload_release(&w);
+	ck_assert_uint_eq(a.hit_tokens, b.hit_tokens);
+	ck_assert_uint_eq(a.lookup_tokens, b.lookup_tokens);
+	ck_assert(memcmp(r1.ttft, r2.ttft, sizeof(r1.ttft)) == 0);
+	ck_assert(r1.ttft_sum_s == r2.ttft_sum_s);
+}
+END_TEST
+
+/*
+ * Hash-id keys at B = 256, 512, 1024: R1 shares R0's first two ids (1024
+ * tokens), R2 only the first, R3 none in its first block (so its later
+ * equal ids must not match: the chain).  Expected hit tokens per B.
+ */
+static void hashed_blocks(const char *B, uint64_t want)
+{
+	const char *trace = temp_file(
+		"{\"timestamp\": 0, \"input_length\": 1500, \"output_length\": 4, \"hash_ids\": [1, 2, 3]}\n"
+		"{\"timestamp\": 100000, \"input_length\": 1500, \"output_length\": 4, \"hash_ids\": [1, 2, 4]}\n"
+		"{\"timestamp\": 200000, \"input_length\": 1500, \"output_length\": 4, \"hash_ids\": [1, 5, 6]}\n"
+		"{\"timestamp\": 300000, \"input_length\": 1500, \"output_length\": 4, \"hash_ids\": [9, 2, 3]}\n",
+		".jsonl", 1);
+	char yaml[1024];
+	struct kv_workload w;
+	struct kv_sim s;
+	struct rec r = { 0 };
+
+	snprintf(yaml, sizeof(yaml),
+		 LLAMA "cache: {name: shared, prefix_block_tokens: %s}\n"
+		       "workload:\n  arrival: {process: trace, trace: %s, format: mooncake}\n",
+		 B, trace);
+	load(&w, yaml);
+	run(&w, &r, &s, 1);
+	unlink(trace);
+	ck_assert_uint_eq(r.ended[KV_END_COMPLETED], 4);
+	ck_assert_msg(stats(&s).hit_tokens == want, "B = %s: %llu hit tokens, expected %llu", B,
+		      (unsigned long long)stats(&s).hit_tokens, (unsigned long long)want);
+	kv_sim_release(&s);
+	kv_workload_release(&w);
+}
+
+START_TEST(hash_id_keys)
+{
+	hashed_blocks("512", 1024 + 512);
+	hashed_blocks("256", 1024 + 512);
+	hashed_blocks("1024", 1024);
+	hashed_blocks("128", 1024 + 512);
+}
+END_TEST
+
+/*
+ * The Mooncake conversation trace on Mistral-7B / H200 (as
+ * workloads/mooncake.yaml, one replica so one cache sees every request),
+ * tensor-parallel over tp GPUs: every request accounted for, and the prefix
+ * hit rate printed against the README's 36.6% of prefix blocks seen before.
+ * That is an unbounded cache's figure (38.4% of prompt tokens for contiguous
+ * prefixes of complete blocks, by an offline count); a pool holds far less:
+ * one H200 about 1,650 blocks (an LRU of that many blocks alone hits 8%),
+ * eight about 15,000 (34%).  No per-event pool check: 12k requests.
+ */
+static void mooncake(uint32_t tp, double lo, double hi)
+{
+	const char *path = real_trace("conversation_trace.jsonl");
+	char yaml[2048];
+	struct kv_workload w;
+	struct kv_sim s;
+	struct rec r = { 0 };
+	struct kv_cache_stats st;
+
+	if (!path) {
+		printf("mooncake_trace: skipped, KVSIM_TRACES has no conversation_trace.jsonl\n");
+		return;
+	}
+	snprintf(yaml, sizeof(yaml),
+		 "model: mistral-7b\ndevice: h200\ncluster: {tensor_parallel: %u}\n"
+		 "scheduler: fifo\nbatching: {max_tokens: 8192}\n"
+		 "cache: shared\noutputs: {sample_interval: 0}\n"
+		 "workload:\n  oversize: reject\n"
+		 "  arrival: {process: trace, trace: %s, format: mooncake}\n", tp, path);
+	load(&w, yaml);
+	run(&w, &r, &s, 0);
+	st = stats(&s);
+	printf("mooncake_trace: tp %u, pool %.1f GB: %llu requests, %llu completed, %llu rejected (context), %llu rejected (pool), %llu preemptions; prefix hit rate %.1f%% (%llu of %llu prompt tokens; trace README: 36.6%% of prefix blocks seen before)\n",
+	       tp, (double)s.pool_bytes / 1e9, (unsigned long long)s.arrived,
+	       (unsigned long long)r.ended[KV_END_COMPLETED],
+	       (unsigned long long)r.ended[KV_END_REJECTED_CONTEXT],
+	       (unsigned long long)r.ended[KV_END_REJECTED_POOL],
+	       (unsigned long long)s.preemptions, 100 * st.hit_rate,
+	       (unsigned long long)st.hit_tokens, (unsigned long long)st.lookup_tokens);
+	fflush(stdout);
+	ck_assert_uint_eq(s.arrived, 12031);
+	ck_assert_uint_eq(r.n, s.arrived);
+	ck_assert_uint_eq(r.ended[KV_END_COMPLETED] + r.ended[KV_END_REJECTED_CONTEXT] +
+				  r.ended[KV_END_REJECTED_POOL], s.arrived);
+	ck_assert_uint_gt(r.ended[KV_END_COMPLETED], 11000);
+	ck_assert_msg(st.hit_rate >= lo && st.hit_rate <= hi, "tp %u: hit rate %.3f, expected %.2f..%.2f",
+		      tp, st.hit_rate, lo, hi);
+	kv_sim_release(&s);
+	kv_workload_release(&w);
+}
+
+/* One H200: the pool bounds the hit rate well below the trace's reuse. */
+START_TEST(mooncake_one_gpu)
+{
+	mooncake(1, 0.04, 0.20);
+}
+END_TEST
+
+/* Eight H200s (one Mooncake-sized node): near the trace's reuse. */
+START_TEST(mooncake_eight_gpus)
+{
+	mooncake(8, 0.10, 0.60);
+}
+END_TEST
+
+/* Options checked at init: the run stops with the option named. */
+static void bad_option(const char *cache, const char *field)
+{
+	char yaml[512];
+	struct kv_workload w;
+	struct kv_sim s;
+	int rc;
+
+	snprintf(yaml, sizeof(yaml),
+		 LLAMA "cache: {name: shared, %s}\nworkload: {requests: 10, arrival: {rate: 1}}\n",
+		 cache);
+	load(&w, yaml);
+	rc = kv_sim_init(&s, &w.cfg, NULL);
+	ck_assert_msg(rc == KV_EINVAL, "%s: init returned %d", cache, rc);
+	ck_assert_msg(!strcmp(s.diag.field, field), "%s: diagnostic names '%s', expected '%s'",
+		      cache, s.diag.field, field);
+	ck_assert_ptr_nonnull(strstr(s.diag.msg, "expected"));
+	kv_sim_release(&s);
+	kv_workload_release(&w);
+}
+
+START_TEST(bad_options)
+{
+	bad_option("prefix_block_tokens: 500", "cache.prefix_block_tokens");
+	bad_option("block_tokens: 32, prefix_block_tokens: 48", "cache.prefix_block_tokens");
+	bad_option("prefix_block_tokens: 8192", "cache.prefix_block_tokens");
+	bad_option("system_prompt_tokens: 5000", "cache.system_prompt_tokens");
+	bad_option("block_tokens: 8192", "cache.block_tokens");
+}
+END_TEST
+
+static Suite *shared_suite(void)
+{
+	Suite *s = suite_create("shared");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, system_prompt);
+	tcase_add_test(tc, shared_blocks_survive_a_sharer);
+	tcase_add_test(tc, eviction_under_pressure);
+	tcase_add_test(tc, deterministic);
+	tcase_add_test(tc, hash_id_keys);
+	tcase_add_test(tc, mooncake_one_gpu);
+	tcase_add_test(tc, mooncake_eight_gpus);
+	tcase_add_test(tc, bad_options);
+	tcase_set_timeout(tc, 600);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(shared_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
