@@ -427,6 +427,7 @@ void kv_summary_compute(const struct kv_sim *s, struct kv_summary *sum)
 	double reserved = 0, used = 0, cap, done = (double)s->ended[KV_END_COMPLETED];
 	uint64_t iters = 0, peak = 0, frag_fail = 0, swap_out = 0, swap_in = 0;
 	double extfrag = 0;
+	kv_ns busy = 0;
 	uint32_t i;
 
 	for (i = 0; i < s->n_rep; i++) {
@@ -438,6 +439,7 @@ void kv_summary_compute(const struct kv_sim *s, struct kv_summary *sum)
 		swap_in += s->rep[i].swap_in_bytes;
 		used += s->rep[i].used_Bs;
 		iters += s->rep[i].iterations;
+		busy += s->rep[i].busy_ns;
 	}
 	cap = (double)s->pool_bytes * (double)s->n_rep * horizon;
 	sum->n = 0;
@@ -465,6 +467,7 @@ void kv_summary_compute(const struct kv_sim *s, struct kv_summary *sum)
 	add(sum, "kv_pool_bytes", "bytes per replica", (double)s->pool_bytes, 1);
 	add(sum, "kv_peak_reserved_bytes", "bytes, busiest replica", (double)peak, 1);
 	add(sum, "jain_fairness", "", jain_over_tenants(s), 0);
+	add(sum, "iter_mean_s", "s", iters ? (double)busy * 1e-9 / (double)iters : 0, 0);
 	add(sum, "iterations", "", (double)iters, 1);
 	add(sum, "events", "", (double)s->events, 1);
 	add(sum, "peak_in_flight", "requests", (double)s->peak_live, 1);
