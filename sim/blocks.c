@@ -98,6 +98,9 @@ static uint64_t cut(struct kv_blocks *b, uint64_t *t, uint64_t keep)
 
 		if (count - keep < fill)
 			stop = fill - (uint32_t)(count - keep);
+		/* fetch the page's pool records together: freeing them one by one misses once each */
+		for (i = stop; i < fill; i++)
+			__builtin_prefetch(&pool->u[pg->off[i]], 1);
 		for (i = fill; i-- > stop;) {
 			bytes += kv_pool_block_bytes(pool, pool->u[pg->off[i]].order);
 			kv_pool_free(pool, pg->off[i]);
