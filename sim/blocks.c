@@ -101,10 +101,7 @@ static uint64_t cut(struct kv_blocks *b, uint64_t *t, uint64_t keep)
 		/* fetch the page's pool records together: freeing them one by one misses once each */
 		for (i = stop; i < fill; i++)
 			__builtin_prefetch(&pool->u[pg->off[i]], 1);
-		for (i = fill; i-- > stop;) {
-			bytes += kv_pool_block_bytes(pool, pool->u[pg->off[i]].order);
-			kv_pool_free(pool, pg->off[i]);
-		}
+		bytes += kv_pool_free_n(pool, &pg->off[stop], fill - stop);
 		count -= fill - stop;
 		if (stop == 0) {
 			uint32_t prev = pg->prev;
@@ -125,6 +122,50 @@ void kv_blocks_truncate(struct kv_blocks *b, uint64_t *t, uint64_t saved)
 uint64_t kv_blocks_free(struct kv_blocks *b, uint64_t *t)
 {
 	return cut(b, t, 0);
+}
+
+int kv_blocks_append_n(struct kv_blocks *b, uint64_t *t, uint64_t bytes, uint64_t n,
+		       uint64_t *held)
+{
+	struct kv_pool *p = b->pool;
+	uint64_t units = kv_blocks_units(b, bytes, 0), count = kv_blocks_count(*t), saved = *t;
+	unsigned k = (unsigned)__builtin_ctzll(units);
+
+	if (units != 1ULL << k || k > p->max_order) {
+		/* an extent of several blocks: one at a time */
+		uint64_t i;
+
+		for (i = 0; i < n; i++) {
+			if (kv_blocks_append(b, t, bytes, 0, held)) {
+				cut(b, t, kv_blocks_count(saved));
+				*held -= i * units * p->unit_bytes;
+				return KV_ENOMEM;
+			}
+		}
+		return 0;
+	}
+	while (n) {
+		/* fill the last page (or a new one) straight from the pool */
+		uint32_t last = count ? t_last(*t) : NIL, fill = last_fill(count), take;
+
+		if (fill == 0 || fill == KV_BLOCKS_PER_PAGE) {
+			last = page_get(b, last);
+			fill = 0;
+		}
+		take = (uint32_t)KV_MIN(n, (uint64_t)(KV_BLOCKS_PER_PAGE - fill));
+		if (kv_pool_alloc_n(p, k, take, &b->pages[last].off[fill])) {
+			if (fill == 0)
+				page_put(b, last);
+			cut(b, t, kv_blocks_count(saved));
+			*held -= (count - kv_blocks_count(saved)) * units * p->unit_bytes;
+			return KV_ENOMEM;
+		}
+		count += take;
+		*t = t_make(last, count);
+		*held += take * units * p->unit_bytes;
+		n -= take;
+	}
+	return 0;
 }
 
 int kv_blocks_append(struct kv_blocks *b, uint64_t *t, uint64_t bytes, int pow2,

@@ -59,6 +59,15 @@ int kv_blocks_append(struct kv_blocks *b, uint64_t *t, uint64_t bytes, int pow2,
 		     uint64_t *held);
 
 /*
+ * Appends n extents of `bytes` each (whole units, no rounding) to table *t:
+ * all or nothing, as n calls of kv_blocks_append() with a rollback.  When an
+ * extent is one buddy block (its units a power of two within the cap) the
+ * blocks come from the pool in runs, written straight into the table pages.
+ */
+int kv_blocks_append_n(struct kv_blocks *b, uint64_t *t, uint64_t bytes, uint64_t n,
+		       uint64_t *held);
+
+/*
  * Frees the blocks appended to *t after it was `saved` (a copy of the word
  * taken earlier; KV_BLOCKS_EMPTY frees all) and restores it.  For
  * all-or-nothing growth over several appends.

@@ -210,6 +210,38 @@ int kv_pool_alloc(struct kv_pool *p, unsigned order, uint32_t *off)
 	return 0;
 }
 
+int kv_pool_alloc_n(struct kv_pool *p, unsigned order, uint32_t n, uint32_t *off)
+{
+	uint64_t top;
+	uint32_t i;
+
+	if (order > p->max_order || p->n_free_blocks[order] < n) {
+		for (i = 0; i < n; i++) {
+			if (kv_pool_alloc(p, order, &off[i])) {
+				while (i--)
+					kv_pool_free(p, off[i]);
+				return KV_ENOMEM;
+			}
+		}
+		return 0;
+	}
+	/* the common case: n blocks straight off the top of the order's stack */
+	top = p->n_free_blocks[order] - n;
+	for (i = 0; i < n; i++) {
+		uint32_t o = p->stack[order][top + i];
+
+		off[i] = o;
+		p->u[o].is_free = 0;
+		p->u[o].refs = 1;
+	}
+	p->n_free_blocks[order] = top;
+	if (top == 0)
+		p->free_mask &= ~(1ULL << order);
+	p->free_bytes -= (uint64_t)n * (p->unit_bytes << order);
+	p->n_allocs += n;
+	return 0;
+}
+
 /* Aborts unless off is the head of an allocated block; `what` names the caller. */
 static inline void check_allocated(const struct kv_pool *p, uint32_t off, const char *what)
 {
@@ -247,6 +279,40 @@ unsigned kv_pool_free(struct kv_pool *p, uint32_t off)
 	}
 	list_push(p, off, k);
 	return 0;
+}
+
+uint64_t kv_pool_free_n(struct kv_pool *p, const uint32_t *off, uint32_t n)
+{
+	unsigned top = p->max_order;
+	uint64_t bytes = 0, pushed = 0, h = p->n_free_blocks[top];
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		uint32_t o = off[i];
+		unsigned k;
+
+		check_allocated(p, o, "kv_pool_free_n");
+		k = p->u[o].order;
+		bytes += p->unit_bytes << k;
+		if (k != top || p->u[o].refs != 1) {
+			p->n_free_blocks[top] = h; /* the general case sees a consistent stack */
+			kv_pool_free(p, o);
+			h = p->n_free_blocks[top];
+			continue;
+		}
+		/* the common case: a max-order block has no buddy to merge with */
+		p->u[o].refs = 0;
+		p->u[o].is_free = 1;
+		p->u[o].pos = (uint32_t)h;
+		p->stack[top][h++] = o;
+		pushed++;
+	}
+	p->n_free_blocks[top] = h;
+	if (h)
+		p->free_mask |= 1ULL << top;
+	p->free_bytes += pushed * (p->unit_bytes << top);
+	p->n_frees += pushed;
+	return bytes;
 }
 
 uint64_t kv_pool_largest_free(const struct kv_pool *p)

@@ -87,6 +87,21 @@ static inline uint64_t kv_pool_block_bytes(const struct kv_pool *p, unsigned ord
 int kv_pool_alloc(struct kv_pool *p, unsigned order, uint32_t *off);
 
 /*
+ * Drops one reference to each block in off[0..n) (kv_pool_free for each);
+ * returns the bytes of those blocks.  Max-order blocks, which have no buddy
+ * to merge with, go back to their stack in one pass.
+ */
+uint64_t kv_pool_free_n(struct kv_pool *p, const uint32_t *off, uint32_t n);
+
+/*
+ * Allocates n blocks of the given order into off[0..n): all or nothing
+ * (KV_ENOMEM, counted as kv_pool_alloc counts it, with nothing taken).
+ * Equivalent to n calls of kv_pool_alloc(); when the order's free stack holds
+ * n blocks it takes them in one pass, as a paged cache's prompt needs.
+ */
+int kv_pool_alloc_n(struct kv_pool *p, unsigned order, uint32_t n, uint32_t *off);
+
+/*
  * Drops one reference to the allocated block at off; frees (and coalesces)
  * it at zero.  Returns the remaining count.  off must be an allocated
  * block's head (KV_CHECK).

@@ -15,7 +15,7 @@ static void print_options(const struct kv_option *o)
 	char def[64];
 
 	for (; o && o->name; o++) {
-		fprintf(stdout, "      %-16s %-9s default %-12s %-8s %s", o->name,
+		fprintf(stdout, "      %-20s %-9s default %-12s %-8s %s", o->name,
 			kv_option_type_name(o->type), kv_option_default_str(o, def, sizeof(def)),
 			o->units ? o->units : "", o->help);
 		if (o->type == KV_OPT_ENUM) {

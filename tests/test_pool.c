@@ -161,6 +161,40 @@ START_TEST(test_exhaustion)
 }
 END_TEST
 
+/* Bulk allocation and free are equivalent to one block at a time, all or nothing. */
+START_TEST(test_bulk)
+{
+	struct kv_pool p;
+	uint32_t off[64], one;
+	uint64_t bytes;
+
+	ck_assert_int_eq(kv_pool_init(&p, 64 * UNIT, UNIT, 4 * UNIT), 0);
+	/* fast path: 10 max-order blocks straight off the stack */
+	ck_assert_int_eq(kv_pool_alloc_n(&p, 2, 10, off), 0);
+	pool_ok(&p, "after alloc_n of 10 max-order blocks");
+	ck_assert_uint_eq(p.free_bytes, 24 * UNIT);
+	/* slow path: order 0 needs splits */
+	ck_assert_int_eq(kv_pool_alloc_n(&p, 0, 5, off + 10), 0);
+	pool_ok(&p, "after alloc_n with splits");
+	/* all or nothing: 20 more units than are free */
+	ck_assert_int_eq(kv_pool_alloc_n(&p, 2, 5, off + 15), KV_ENOMEM);
+	pool_ok(&p, "after a refused alloc_n");
+	ck_assert_uint_eq(p.free_bytes, 19 * UNIT);
+	/* a shared block survives a bulk free */
+	ck_assert_uint_eq(kv_pool_ref(&p, off[3]), 2);
+	bytes = kv_pool_free_n(&p, off, 15);
+	ck_assert_uint_eq(bytes, 10 * 4 * UNIT + 5 * UNIT);
+	pool_ok(&p, "after free_n");
+	ck_assert_uint_eq(p.free_bytes, 60 * UNIT);
+	ck_assert_uint_eq(kv_pool_free(&p, off[3]), 0);
+	pool_ok(&p, "all free");
+	ck_assert_uint_eq(p.free_bytes, 64 * UNIT);
+	ck_assert_int_eq(kv_pool_alloc(&p, 2, &one), 0);
+	kv_pool_free(&p, one);
+	kv_pool_release(&p);
+}
+END_TEST
+
 /* With a cap, free bytes outside max-order blocks are the fragmented share. */
 START_TEST(test_ext_frag_capped)
 {
@@ -608,6 +642,7 @@ static Suite *pool_suite(void)
 	tcase_add_test(tc, test_exhaustion);
 	tcase_add_test(tc, test_fragmentation);
 	tcase_add_test(tc, test_ext_frag_capped);
+	tcase_add_test(tc, test_bulk);
 	tcase_add_test(tc, test_non_pow2_cover);
 	tcase_add_test(tc, test_max_block);
 	tcase_add_test(tc, test_refcounts);
