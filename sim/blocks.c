@@ -191,3 +191,17 @@ int kv_blocks_append(struct kv_blocks *b, uint64_t *t, uint64_t bytes, int pow2,
 	*held += units * p->unit_bytes;
 	return 0;
 }
+
+int kv_blocks_grow(struct kv_blocks *b, uint64_t *t, uint64_t *cap_tokens, uint64_t tokens,
+		   uint64_t block_tokens, uint64_t block_bytes, uint64_t *held)
+{
+	uint64_t n;
+
+	if (*cap_tokens >= tokens)
+		return 0;
+	n = kv_div_ceil(tokens - *cap_tokens, block_tokens);
+	if (kv_blocks_append_n(b, t, block_bytes, n, held))
+		return KV_ENOMEM;
+	*cap_tokens += n * block_tokens;
+	return 0;
+}

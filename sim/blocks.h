@@ -68,6 +68,15 @@ int kv_blocks_append_n(struct kv_blocks *b, uint64_t *t, uint64_t bytes, uint64_
 		       uint64_t *held);
 
 /*
+ * Grows a paged holding: while *cap_tokens < tokens, appends blocks of
+ * block_tokens tokens (block_bytes each) to *t and raises *cap_tokens by
+ * block_tokens per block; all or nothing.  The shared step of chunked,
+ * quantized and sparse caches.  Returns 0 or KV_ENOMEM.
+ */
+int kv_blocks_grow(struct kv_blocks *b, uint64_t *t, uint64_t *cap_tokens, uint64_t tokens,
+		   uint64_t block_tokens, uint64_t block_bytes, uint64_t *held);
+
+/*
  * Frees the blocks appended to *t after it was `saved` (a copy of the word
  * taken earlier; KV_BLOCKS_EMPTY frees all) and restores it.  For
  * all-or-nothing growth over several appends.

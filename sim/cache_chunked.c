@@ -93,15 +93,10 @@ static int chunked_reserve(void *priv, struct kv_req *q, uint64_t tokens)
 		if (cap && kv_blocks_append(&c->blocks, &chain, cap * c->token_bytes, 0, &held))
 			return KV_ENOMEM;
 	}
-	if (cap < tokens) {
-		uint64_t n = kv_div_ceil(tokens - cap, c->block_tokens);
-
-		if (kv_blocks_append_n(&c->blocks, &chain, c->block_tokens * c->token_bytes, n,
-				       &held)) {
-			kv_blocks_truncate(&c->blocks, &chain, saved); /* all or nothing */
-			return KV_ENOMEM;
-		}
-		cap += n * c->block_tokens;
+	if (kv_blocks_grow(&c->blocks, &chain, &cap, tokens, c->block_tokens,
+			   c->block_tokens * c->token_bytes, &held)) {
+		kv_blocks_truncate(&c->blocks, &chain, saved); /* the warm-up extent too */
+		return KV_ENOMEM;
 	}
 	q->cache[0] = chain;
 	q->kv_cap_tokens = cap;

@@ -155,16 +155,11 @@ static int reserve_full(struct quant *qc, struct kv_req *q, uint64_t tokens)
 static int reserve_chunked(struct quant *qc, struct kv_req *q, uint64_t tokens)
 {
 	uint64_t table = q->kv_bytes ? q->cache[0] : KV_BLOCKS_EMPTY;
-	uint64_t cap = q->kv_cap_tokens, held = 0, saved = table;
+	uint64_t cap = q->kv_cap_tokens, held = 0;
 
-	while (cap < tokens) {
-		if (kv_blocks_append(&qc->blocks, &table, qc->block_tokens * qc->token_bytes, 0,
-				     &held)) {
-			kv_blocks_truncate(&qc->blocks, &table, saved); /* all or nothing */
-			return KV_ENOMEM;
-		}
-		cap += qc->block_tokens;
-	}
+	if (kv_blocks_grow(&qc->blocks, &table, &cap, tokens, qc->block_tokens,
+			   qc->block_tokens * qc->token_bytes, &held))
+		return KV_ENOMEM;
 	q->cache[0] = table;
 	q->kv_cap_tokens = cap;
 	q->kv_bytes += held;

@@ -240,19 +240,14 @@ static int sparse_reserve(void *priv, struct kv_req *q, uint64_t tokens)
 {
 	struct sparse *sp = priv;
 	uint64_t table = q->kv_bytes ? q->cache[0] : KV_BLOCKS_EMPTY;
-	uint64_t cap = q->kv_cap_tokens, held = 0, saved = table;
+	uint64_t cap = q->kv_cap_tokens, held = 0;
 	uint64_t want = KV_MIN(tokens, sp->budget);
 
 	if (cap == UINT64_MAX)
 		return 0; /* already at the budget */
-	while (cap < want) {
-		if (kv_blocks_append(&sp->blocks, &table, sp->block_tokens * sp->token_bytes, 0,
-				     &held)) {
-			kv_blocks_truncate(&sp->blocks, &table, saved); /* all or nothing */
-			return KV_ENOMEM;
-		}
-		cap += sp->block_tokens;
-	}
+	if (kv_blocks_grow(&sp->blocks, &table, &cap, want, sp->block_tokens,
+			   sp->block_tokens * sp->token_bytes, &held))
+		return KV_ENOMEM;
 	q->cache[0] = table;
 	q->kv_cap_tokens = cap >= sp->budget ? UINT64_MAX : cap;
 	q->kv_bytes += held;
