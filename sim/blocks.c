@@ -71,19 +71,6 @@ static void page_put(struct kv_blocks *b, uint32_t i)
 	b->free_page = i;
 }
 
-/* Adds offset `off` at the end of table *t. */
-static void table_push(struct kv_blocks *b, uint64_t *t, uint32_t off)
-{
-	uint64_t count = kv_blocks_count(*t);
-	uint32_t last = count ? t_last(*t) : NIL, fill = last_fill(count);
-
-	if (fill == 0 || fill == KV_BLOCKS_PER_PAGE) {
-		last = page_get(b, last);
-		fill = 0;
-	}
-	b->pages[last].off[fill] = off;
-	*t = t_make(last, count + 1);
-}
 
 /* Frees the blocks of *t past the first `keep`, from the end, and the pages they empty; returns their bytes. */
 static uint64_t cut(struct kv_blocks *b, uint64_t *t, uint64_t keep)
@@ -124,28 +111,16 @@ uint64_t kv_blocks_free(struct kv_blocks *b, uint64_t *t)
 	return cut(b, t, 0);
 }
 
-int kv_blocks_append_n(struct kv_blocks *b, uint64_t *t, uint64_t bytes, uint64_t n,
-		       uint64_t *held)
+/*
+ * Appends n blocks of order k to *t, taken from the pool a page-load at a
+ * time and written straight into the table.  On KV_ENOMEM the blocks this
+ * call took are returned and *t is as it was.
+ */
+static int push_run(struct kv_blocks *b, uint64_t *t, unsigned k, uint64_t n)
 {
-	struct kv_pool *p = b->pool;
-	uint64_t units = kv_blocks_units(b, bytes, 0), count = kv_blocks_count(*t), saved = *t;
-	unsigned k = (unsigned)__builtin_ctzll(units);
+	uint64_t count = kv_blocks_count(*t), saved = count;
 
-	if (units != 1ULL << k || k > p->max_order) {
-		/* an extent of several blocks: one at a time */
-		uint64_t i;
-
-		for (i = 0; i < n; i++) {
-			if (kv_blocks_append(b, t, bytes, 0, held)) {
-				cut(b, t, kv_blocks_count(saved));
-				*held -= i * units * p->unit_bytes;
-				return KV_ENOMEM;
-			}
-		}
-		return 0;
-	}
 	while (n) {
-		/* fill the last page (or a new one) straight from the pool */
 		uint32_t last = count ? t_last(*t) : NIL, fill = last_fill(count), take;
 
 		if (fill == 0 || fill == KV_BLOCKS_PER_PAGE) {
@@ -153,42 +128,66 @@ int kv_blocks_append_n(struct kv_blocks *b, uint64_t *t, uint64_t bytes, uint64_
 			fill = 0;
 		}
 		take = (uint32_t)KV_MIN(n, (uint64_t)(KV_BLOCKS_PER_PAGE - fill));
-		if (kv_pool_alloc_n(p, k, take, &b->pages[last].off[fill])) {
+		if (kv_pool_alloc_n(b->pool, k, take, &b->pages[last].off[fill])) {
 			if (fill == 0)
 				page_put(b, last);
-			cut(b, t, kv_blocks_count(saved));
-			*held -= (count - kv_blocks_count(saved)) * units * p->unit_bytes;
+			cut(b, t, saved);
 			return KV_ENOMEM;
 		}
 		count += take;
 		*t = t_make(last, count);
-		*held += take * units * p->unit_bytes;
 		n -= take;
 	}
+	return 0;
+}
+
+/* Appends one extent of `units` units: its binary digits, largest blocks first. */
+static int push_extent(struct kv_blocks *b, uint64_t *t, uint64_t units)
+{
+	unsigned top = b->pool->max_order, k;
+
+	if (push_run(b, t, top, units >> top))
+		return KV_ENOMEM;
+	for (k = top; k-- > 0;)
+		if (units >> k & 1 && push_run(b, t, k, 1))
+			return KV_ENOMEM;
 	return 0;
 }
 
 int kv_blocks_append(struct kv_blocks *b, uint64_t *t, uint64_t bytes, int pow2,
 		     uint64_t *held)
 {
-	struct kv_pool *p = b->pool;
-	uint64_t units = kv_blocks_units(b, bytes, pow2), left = units, saved = *t;
-	unsigned k = p->max_order;
-	uint32_t off;
+	uint64_t units = kv_blocks_units(b, bytes, pow2), saved = *t;
 
-	if (units > p->n_units)
+	if (units > b->pool->n_units)
 		return KV_ENOMEM;
-	while (left) {
-		while ((1ULL << k) > left)
-			k--;
-		if (kv_pool_alloc(p, k, &off)) {
-			cut(b, t, kv_blocks_count(saved));
-			return KV_ENOMEM;
-		}
-		table_push(b, t, off);
-		left -= 1ULL << k;
+	if (push_extent(b, t, units)) {
+		cut(b, t, kv_blocks_count(saved));
+		return KV_ENOMEM;
 	}
-	*held += units * p->unit_bytes;
+	*held += units * b->pool->unit_bytes;
+	return 0;
+}
+
+int kv_blocks_append_n(struct kv_blocks *b, uint64_t *t, uint64_t bytes, uint64_t n,
+		       uint64_t *held)
+{
+	uint64_t units = kv_blocks_units(b, bytes, 0), saved = *t, i;
+	unsigned k = (unsigned)__builtin_ctzll(units);
+
+	if (units == 1ULL << k && k <= b->pool->max_order) {
+		/* each extent is one block: one run */
+		if (push_run(b, t, k, n))
+			return KV_ENOMEM;
+	} else {
+		for (i = 0; i < n; i++) {
+			if (units > b->pool->n_units || push_extent(b, t, units)) {
+				cut(b, t, kv_blocks_count(saved));
+				return KV_ENOMEM;
+			}
+		}
+	}
+	*held += n * units * b->pool->unit_bytes;
 	return 0;
 }
 
