@@ -252,8 +252,46 @@ static void running_remove(struct kv_replica *r, struct kv_req *q)
 		r->running[i]->run_idx = i;
 }
 
+/*
+ * A request of q's tenant joins a queue.  A tenant becoming backlogged has
+ * its virtual service lifted to the least among the backlogged (VTC's rule),
+ * so the service-difference metric measures only time both were waiting.
+ */
+static void tenant_queued(struct kv_sim *s, const struct kv_req *q)
+{
+	struct kv_tenant_stats *t = &s->tenant[q->tenant];
+	double low = 0;
+	uint32_t i;
+	int any = 0;
+
+	if (t->waiting++)
+		return;
+	for (i = 0; i < s->cfg->source.n_tenants; i++) {
+		if (!s->tenant[i].waiting || &s->tenant[i] == t)
+			continue;
+		if (!any || s->tenant[i].vservice < low)
+			low = s->tenant[i].vservice;
+		any = 1;
+	}
+	if (any && t->vservice < low)
+		t->vservice = low;
+}
+
+static void tenant_unqueued(struct kv_sim *s, const struct kv_req *q)
+{
+	KV_CHECK(s->tenant[q->tenant].waiting > 0, "tenant %u has no waiting request", q->tenant);
+	s->tenant[q->tenant].waiting--;
+}
+
+static void enqueue(struct kv_replica *r, struct kv_req *q)
+{
+	tenant_queued(r->sim, q);
+	r->sched->enqueue(r->sched_priv, r, q);
+}
+
 void kv_replica_admit(struct kv_replica *r, struct kv_req *q)
 {
+	tenant_unqueued(r->sim, q);
 	KV_CHECK(q->state == KV_REQ_WAITING, "admitting request %llu in state %u",
 		 (unsigned long long)q->id, q->state);
 	if (r->n_running == r->running_cap) {
@@ -526,7 +564,7 @@ void kv_replica_preempt_as(struct kv_replica *r, struct kv_req *q, enum kv_preem
 	q->preemptions++;
 	r->sim->preemptions++;
 	q->state = KV_REQ_WAITING;
-	r->sched->enqueue(r->sched_priv, r, q);
+	enqueue(r, q);
 }
 
 void kv_replica_preempt(struct kv_replica *r, struct kv_req *q)
@@ -588,6 +626,7 @@ static int kick(struct kv_sim *s, struct kv_replica *r)
 		KV_CHECK(r->n_running == 0 && r->last_nomem,
 			 "replica %u formed an empty batch (running %u)", r->idx, r->n_running);
 		r->sched->dequeue(r->sched_priv, r, r->last_nomem);
+		tenant_unqueued(s, r->last_nomem);
 		rc = end_request(s, r, r->last_nomem, KV_END_REJECTED_POOL);
 		if (rc)
 			return rc;
@@ -624,6 +663,7 @@ static inline int apply_tokens(struct kv_req *q, kv_ns now, uint64_t *done_token
 
 static int on_iter_done(struct kv_sim *s, struct kv_replica *r)
 {
+	const struct kv_fairness_cfg *fw = &s->cfg->fairness;
 	uint64_t live = 0, done = 0;
 	uint32_t i, j, finished = 0;
 	int rc = 0;
@@ -634,12 +674,18 @@ static int on_iter_done(struct kv_sim *s, struct kv_replica *r)
 	r->iterations++;
 	for (i = 0; i < r->n_batch; i++) {
 		struct kv_req *q = r->batch[i];
+		struct kv_tenant_stats *t = &s->tenant[q->tenant];
+		uint64_t gen = q->generated, in = q->kv_tokens < q->prefill_target ? q->batch_tokens : 0;
+		double svc;
 
 		live += q->batch_tokens;
 		if (apply_tokens(q, s->now, &done)) {
 			q->state = KV_REQ_FREE; /* mark; removed below */
 			finished++;
 		}
+		svc = (double)in * fw->input_weight + (double)(q->generated - gen) * fw->output_weight;
+		t->service += svc;
+		t->vservice += svc * s->inv_weight[q->tenant];
 	}
 	r->live_tokens += live;
 	r->outstanding_tokens -= done;
@@ -746,15 +792,38 @@ static int on_arrival(struct kv_sim *s)
 		return rc ? rc : next_arrival(s);
 	}
 	q->state = KV_REQ_WAITING;
-	r->sched->enqueue(r->sched_priv, r, q);
+	enqueue(r, q);
 	ok = kick(s, r);
 	return ok ? ok : next_arrival(s);
 }
 
 /* --- the loop ------------------------------------------------------------ */
 
+/* Spread of virtual service among backlogged tenants, accumulated per sample. */
+static void sample_service(struct kv_sim *s)
+{
+	double lo = 0, hi = 0;
+	uint32_t i, n = 0;
+
+	for (i = 0; i < s->cfg->source.n_tenants; i++) {
+		double v = s->tenant[i].vservice;
+
+		if (!s->tenant[i].waiting)
+			continue;
+		lo = n ? KV_MIN(lo, v) : v;
+		hi = n ? KV_MAX(hi, v) : v;
+		n++;
+	}
+	if (n < 2)
+		return;
+	s->svc_diff_samples++;
+	s->svc_diff_sum += hi - lo;
+	s->svc_diff_max = KV_MAX(s->svc_diff_max, hi - lo);
+}
+
 static int on_sample(struct kv_sim *s)
 {
+	sample_service(s);
 	if (s->sink.sample && s->sink.sample(s->sink.ctx, s, s->now))
 		return KV_EIO;
 	if (s->have_pending || s->n_live)
@@ -804,6 +873,9 @@ static void final_checks(struct kv_sim *s)
 
 	for (i = 0; i < KV_END_N; i++)
 		ended += s->ended[i];
+	for (i = 0; i < s->cfg->source.n_tenants; i++)
+		KV_CHECK(s->tenant[i].waiting == 0, "tenant %u still has %llu waiting", i,
+			 (unsigned long long)s->tenant[i].waiting);
 	KV_CHECK(ended == s->arrived && s->n_live == 0,
 		 "%llu arrived, %llu ended, %llu live", (unsigned long long)s->arrived,
 		 (unsigned long long)ended, (unsigned long long)s->n_live);
@@ -981,6 +1053,9 @@ int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct 
 	kv_hist_init(&s->tpot);
 	kv_hist_init(&s->e2e);
 	s->tenant = kv_xcalloc(cfg->source.n_tenants, sizeof(*s->tenant));
+	s->inv_weight = kv_xcalloc(cfg->source.n_tenants, sizeof(*s->inv_weight));
+	for (i = 0; i < cfg->source.n_tenants; i++)
+		s->inv_weight[i] = cfg->source.tenants[i].weight > 0 ? 1.0 / cfg->source.tenants[i].weight : 1.0;
 	for (i = 0; i < cfg->source.n_tenants; i++) {
 		kv_hist_init(&s->tenant[i].ttft);
 		kv_hist_init(&s->tenant[i].e2e);
@@ -1033,5 +1108,6 @@ void kv_sim_release(struct kv_sim *s)
 		}
 		free(s->tenant);
 	}
+	free(s->inv_weight);
 	memset(s, 0, sizeof(*s));
 }

@@ -158,6 +158,14 @@ struct kv_replica {
 
 enum kv_oversize { KV_OVERSIZE_ERROR, KV_OVERSIZE_REJECT, KV_OVERSIZE_CLIP };
 
+/* How fairness is measured (workload `fairness:`). */
+struct kv_fairness_cfg {
+	double input_weight; /* service per prompt token processed, default 1 */
+	double output_weight; /* service per output token generated, default 2 (VTC's) */
+	uint64_t short_tokens; /* prompt+output below this is "short"; 0 = the median */
+	uint64_t long_tokens; /* prompt+output above this is "long"; 0 = the median */
+};
+
 /* Everything a run needs; filled by the workload loader. */
 struct kv_sim_config {
 	struct kv_model model; /* served model */
@@ -180,6 +188,7 @@ struct kv_sim_config {
 	kv_ns sample_interval_ns; /* timeseries period, default 1 s, 0 = off */
 	int check_pool; /* run the pool integrity check after every event */
 	struct kv_source_spec source; /* arrivals */
+	struct kv_fairness_cfg fairness; /* fairness metrics */
 	uint64_t seed; /* random seed */
 };
 
@@ -196,7 +205,11 @@ struct kv_tenant_stats {
 	uint64_t prompt_tokens, output_tokens; /* of completed requests */
 	double cost; /* sum of Cost */
 	struct kv_hist ttft, e2e; /* ns */
+	double service; /* weighted tokens served: input_weight * prefill + output_weight * output */
+	double vservice; /* service / tenant weight, lifted on becoming backlogged (VTC's counter) */
+	uint64_t waiting; /* requests queued now, over all replicas */
 };
+
 
 struct kv_sim {
 	const struct kv_sim_config *cfg;
@@ -227,6 +240,9 @@ struct kv_sim {
 	uint64_t preemptions; /* total */
 	struct kv_hist ttft, tpot, e2e; /* ns */
 	struct kv_tenant_stats *tenant; /* cfg->source.n_tenants entries */
+	double *inv_weight; /* 1 / tenant weight */
+	double svc_diff_max, svc_diff_sum; /* service difference between backlogged tenants, over samples */
+	uint64_t svc_diff_samples; /* samples with at least two tenants backlogged */
 	kv_ns first_arrival_ns, last_finish_ns; /* makespan bounds */
 	struct kv_hash_page *hash_pages; /* arena of prefix-block hash pages */
 	uint32_t n_hash_pages; /* pages in the arena */

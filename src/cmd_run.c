@@ -157,7 +157,6 @@ static int simulate(struct kv_workload *w, const struct run_args *a, struct kv_s
 		}
 		return fail(&s->diag, 2);
 	}
-	kv_summary_compute(s, &sum);
 	if (kv_out_commit(&out, s, &sum, &d)) {
 		kv_out_abort(&out);
 		return fail(&d, 1);

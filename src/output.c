@@ -12,9 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { F_REQ, F_TS, F_SUM, F_PNG };
+enum { F_REQ, F_TS, F_SUM, F_TEN, F_PNG };
 static const char *const file_names[KV_OUT_FILES] = { "requests.csv", "timeseries.csv",
-						      "summary.csv", "run.png" };
+						      "summary.csv", "tenants.csv", "run.png" };
 
 /* --- fast formatting (1M rows must not cost seconds) ------------------- */
 
@@ -282,6 +282,46 @@ static int shell_safe(const char *s)
 	return !strpbrk(s, "'\"\\$`");
 }
 
+/* The weight-normalised service of tenant i. */
+static double norm_service(const struct kv_sim *s, uint32_t i)
+{
+	return s->tenant[i].service / s->cfg->source.tenants[i].weight;
+}
+
+static int write_tenants_csv(struct kv_out *o, const struct kv_sim *s, struct kv_diag *d)
+{
+	const struct kv_source_spec *src = &s->cfg->source;
+	double svc = 0, wsum = 0;
+	FILE *f = open_tmp(o, F_TEN, d);
+	uint32_t i;
+
+	if (!f)
+		return KV_EIO;
+	for (i = 0; i < src->n_tenants; i++) {
+		svc += s->tenant[i].service;
+		wsum += src->tenants[i].weight;
+	}
+	fputs("tenant,weight,priority,arrived,completed,rejected,prompt_tokens,output_tokens,"
+	      "service,service_share,weight_share,cost_byte_steps,ttft_p50_s,ttft_p99_s,"
+	      "e2e_p50_s,e2e_p99_s\n", f);
+	for (i = 0; i < src->n_tenants; i++) {
+		const struct kv_tenant_stats *t = &s->tenant[i];
+
+		fprintf(f, "%s,%g,%d,%llu,%llu,%llu,%llu,%llu,%.0f,%.6f,%.6f,%.6e,%.6f,%.6f,%.6f,%.6f\n",
+			src->tenants[i].name, src->tenants[i].weight, src->tenants[i].priority,
+			(unsigned long long)t->arrived, (unsigned long long)t->completed,
+			(unsigned long long)t->rejected, (unsigned long long)t->prompt_tokens,
+			(unsigned long long)t->output_tokens, t->service,
+			svc > 0 ? t->service / svc : 0, src->tenants[i].weight / wsum, t->cost,
+			(double)kv_hist_quantile(&t->ttft, 0.5) * 1e-9,
+			(double)kv_hist_quantile(&t->ttft, 0.99) * 1e-9,
+			(double)kv_hist_quantile(&t->e2e, 0.5) * 1e-9,
+			(double)kv_hist_quantile(&t->e2e, 0.99) * 1e-9);
+	}
+	return close_checked(&f) ? kv_diag_set(d, KV_EIO, o->tmp[F_TEN], 0, 0, "",
+					       "write failed: %s", strerror(errno)) : 0;
+}
+
 /* Renders run.png with gnuplot; returns 0 when rendered (or gnuplot is absent). */
 static int render_chart(struct kv_out *o, const struct kv_sim *s)
 {
@@ -315,7 +355,7 @@ static int render_chart(struct kv_out *o, const struct kv_sim *s)
 	return 0;
 }
 
-int kv_out_commit(struct kv_out *o, const struct kv_sim *s, const struct kv_summary *sum,
+int kv_out_commit(struct kv_out *o, const struct kv_sim *s, struct kv_summary *sum,
 		  struct kv_diag *d)
 {
 	int i, rc;
@@ -323,7 +363,10 @@ int kv_out_commit(struct kv_out *o, const struct kv_sim *s, const struct kv_summ
 	if (close_checked(&o->req) || close_checked(&o->ts) || o->failed)
 		return kv_diag_set(d, KV_EIO, o->dir, 0, 0, "", "writing the outputs failed: %s",
 				   strerror(errno ? errno : EIO));
+	kv_summary_compute(s, o->tmp[F_REQ][0] ? o->tmp[F_REQ] : NULL, sum);
 	rc = write_summary_csv(o, sum, d);
+	if (!rc)
+		rc = write_tenants_csv(o, s, d);
 	if (rc)
 		return rc;
 	for (i = 0; i < KV_OUT_FILES; i++) {
@@ -381,9 +424,105 @@ static double jain_over_tenants(const struct kv_sim *s)
 	uint32_t i, n = s->cfg->source.n_tenants;
 
 	for (i = 0; i < n; i++)
-		x[i] = (double)(s->tenant[i].prompt_tokens + s->tenant[i].output_tokens) /
-		       s->cfg->source.tenants[i].weight;
+		x[i] = norm_service(s, i);
 	return kv_jain(x, n);
+}
+
+/* One completed request's length and latency, read back from requests.csv. */
+struct done_req {
+	uint64_t len; /* prompt + output tokens */
+	double e2e_s; /* end-to-end latency */
+};
+
+static int cmp_len(const void *a, const void *b)
+{
+	uint64_t x = ((const struct done_req *)a)->len, y = ((const struct done_req *)b)->len;
+
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Reads the completed requests of a requests.csv; returns how many (*out malloc'd). */
+static size_t read_done(const char *path, struct done_req **out)
+{
+	FILE *f = fopen(path, "r");
+	char line[512];
+	size_t n = 0, cap = 0;
+
+	*out = NULL;
+	if (!f)
+		return 0;
+	if (!fgets(line, sizeof(line), f)) {
+		fclose(f);
+		return 0;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char *fld[16], *p = line;
+		int k = 0;
+
+		while (k < 16 && (fld[k++] = strsep(&p, ",")))
+			;
+		if (k < 13 || strcmp(fld[3], "completed"))
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 4096;
+			*out = kv_xrealloc(*out, cap * sizeof(**out));
+		}
+		(*out)[n].len = strtoull(fld[7], NULL, 10) + strtoull(fld[8], NULL, 10);
+		(*out)[n++].e2e_s = strtod(fld[11], NULL);
+	}
+	fclose(f);
+	return n;
+}
+
+/*
+ * The short/long-request metrics: the standard deviation of the completion
+ * time of short requests (prompt+output below the threshold) and the p99
+ * latency of long ones (above it); thresholds from the workload or the
+ * median length.  NaN when there is no requests.csv or no such request.
+ */
+static void short_long(const struct kv_sim *s, const char *path, double *short_std,
+		       double *long_p99)
+{
+	const struct kv_fairness_cfg *fc = &s->cfg->fairness;
+	struct done_req *r;
+	size_t n = path ? read_done(path, &r) : 0, i, ns = 0, nl = 0;
+	double mean = 0, m2 = 0, *lat;
+	uint64_t lo, hi;
+
+	*short_std = *long_p99 = NAN;
+	if (!n)
+		return;
+	qsort(r, n, sizeof(*r), cmp_len);
+	lo = fc->short_tokens ? fc->short_tokens : r[n / 2].len;
+	hi = fc->long_tokens ? fc->long_tokens : r[n / 2].len;
+	lat = kv_xmalloc(n * sizeof(*lat));
+	for (i = 0; i < n; i++) {
+		if (r[i].len < lo) { /* Welford: mean and M2 of short completion times */
+			double d = r[i].e2e_s - mean;
+
+			mean += d / (double)++ns;
+			m2 += d * (r[i].e2e_s - mean);
+		}
+		if (r[i].len > hi)
+			lat[nl++] = r[i].e2e_s;
+	}
+	if (ns)
+		*short_std = sqrt(m2 / (double)ns);
+	if (nl) {
+		size_t rank = (size_t)ceil(0.99 * (double)nl);
+
+		qsort(lat, nl, sizeof(*lat), cmp_dbl);
+		*long_p99 = lat[(rank ? rank : 1) - 1];
+	}
+	free(lat);
+	free(r);
 }
 
 /* The cache model's own figures, summed over replicas; NaN (empty) when it has none. */
@@ -417,8 +556,10 @@ static void add_cache_stats(const struct kv_sim *s, struct kv_summary *sum)
 	add(sum, "cache_evictions", "entries", (double)t.evictions, 1);
 }
 
-void kv_summary_compute(const struct kv_sim *s, struct kv_summary *sum)
+void kv_summary_compute(const struct kv_sim *s, const char *requests_csv,
+			struct kv_summary *sum)
 {
+	double short_std, long_p99;
 	static const char *const ttft[3] = { "ttft_p50_s", "ttft_p90_s", "ttft_p99_s" };
 	static const char *const tpot[3] = { "tpot_p50_s", "tpot_p90_s", "tpot_p99_s" };
 	static const char *const e2e[3] = { "e2e_p50_s", "e2e_p90_s", "e2e_p99_s" };
@@ -466,7 +607,13 @@ void kv_summary_compute(const struct kv_sim *s, struct kv_summary *sum)
 	add(sum, "swap_in_bytes", "bytes from host", (double)swap_in, 1);
 	add(sum, "kv_pool_bytes", "bytes per replica", (double)s->pool_bytes, 1);
 	add(sum, "kv_peak_reserved_bytes", "bytes, busiest replica", (double)peak, 1);
-	add(sum, "jain_fairness", "", jain_over_tenants(s), 0);
+	add(sum, "jain_fairness", "over weight-normalised service", jain_over_tenants(s), 0);
+	add(sum, "service_diff_max", "weighted tokens, backlogged tenants", s->svc_diff_max, 0);
+	add(sum, "service_diff_mean", "weighted tokens, backlogged tenants",
+	    s->svc_diff_samples ? s->svc_diff_sum / (double)s->svc_diff_samples : 0, 0);
+	short_long(s, requests_csv, &short_std, &long_p99);
+	add(sum, "short_e2e_std_s", "s", short_std, 0);
+	add(sum, "long_e2e_p99_s", "s", long_p99, 0);
 	add(sum, "iter_mean_s", "s", iters ? (double)busy * 1e-9 / (double)iters : 0, 0);
 	add(sum, "iterations", "", (double)iters, 1);
 	add(sum, "events", "", (double)s->events, 1);

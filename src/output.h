@@ -14,7 +14,7 @@
 
 #include "workload.h"
 
-#define KV_OUT_FILES 4
+#define KV_OUT_FILES 5
 
 struct kv_out {
 	char dir[1024]; /* output directory */
@@ -34,15 +34,22 @@ struct kv_summary_item {
 	int integer; /* print as an integer */
 };
 
-#define KV_SUMMARY_MAX 48
+#define KV_SUMMARY_MAX 64
 
 struct kv_summary {
 	struct kv_summary_item item[KV_SUMMARY_MAX];
 	size_t n;
 };
 
-/* Computes the summary of a finished run. */
-void kv_summary_compute(const struct kv_sim *s, struct kv_summary *sum);
+/*
+ * Computes the summary of a finished run.  The short/long-request metrics
+ * need every request's length and latency: they are read back from
+ * requests_csv (the run's own, complete file; NULL when it was not written:
+ * those metrics are then empty), so memory during the run stays
+ * independent of the request count.
+ */
+void kv_summary_compute(const struct kv_sim *s, const char *requests_csv,
+			struct kv_summary *sum);
 
 /* Prints the summary as an aligned table. */
 void kv_summary_print(const struct kv_summary *sum, const char *title, FILE *f);
@@ -57,12 +64,13 @@ int kv_out_open(struct kv_out *o, const char *dir, const struct kv_workload *w, 
 struct kv_sink kv_out_sink(struct kv_out *o);
 
 /*
- * Writes summary.csv, checks every write, renames the files into place and
- * renders the chart when gnuplot is present (a missing gnuplot is a note on
- * stderr, not an error).  Returns 0 or a negative code with d filled (then
- * nothing was renamed).
+ * Closes the streamed files (checking every write), computes the summary
+ * into *sum, writes summary.csv and tenants.csv, renames the files into
+ * place and renders the chart when gnuplot is present (a missing gnuplot is
+ * a note on stderr, not an error).  Returns 0 or a negative code with d
+ * filled (then nothing was renamed).
  */
-int kv_out_commit(struct kv_out *o, const struct kv_sim *s, const struct kv_summary *sum,
+int kv_out_commit(struct kv_out *o, const struct kv_sim *s, struct kv_summary *sum,
 		  struct kv_diag *d);
 
 /* Removes the temporaries (and the directory if this run created it and it is empty). */

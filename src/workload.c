@@ -317,6 +317,10 @@ static int read_tenant(struct kv_cfg_doc *doc, struct kv_cfg_node *n, struct kv_
 	TRY(kv_cfg_check_keys(n, keys, d));
 	snprintf(def, sizeof(def), "t%u", i);
 	TRY(kv_cfg_str(n, "name", def, t->name, sizeof(t->name), d));
+	if (!t->name[0] || strpbrk(t->name, ",\"\n\r"))
+		return kv_cfg_error(kv_cfg_get(n, "name"), d,
+				    "bad value '%s': expected a nonempty name without commas or quotes (it is a CSV field)",
+				    t->name);
 	for (j = 0; j < i; j++)
 		if (!strcmp(s->tenants[j].name, t->name))
 			return kv_cfg_error(kv_cfg_get(n, "name"), d,
@@ -404,6 +408,20 @@ static int read_outputs(struct kv_cfg_doc *doc, struct kv_workload *wl, struct k
 	return kv_cfg_resolve_path(doc, kv_cfg_get(n, "dir"), rel, wl->out_dir, sizeof(wl->out_dir));
 }
 
+static int read_fairness(struct kv_cfg_node *root, struct kv_fairness_cfg *f, struct kv_diag *d)
+{
+	static const char *const keys[] = { "input_weight", "output_weight", "short_tokens",
+					    "long_tokens", NULL };
+	struct kv_cfg_node *n = kv_cfg_get(root, "fairness");
+
+	TRY(kv_cfg_expect_map(n, d));
+	TRY(kv_cfg_check_keys(n, keys, d));
+	TRY(kv_cfg_dbl(n, "input_weight", 1, 0, 1e6, &f->input_weight, d));
+	TRY(kv_cfg_dbl(n, "output_weight", 2, 0, 1e6, &f->output_weight, d));
+	TRY(kv_cfg_u64(n, "short_tokens", 0, 0, 1ULL << 40, &f->short_tokens, d));
+	return kv_cfg_u64(n, "long_tokens", 0, 0, 1ULL << 40, &f->long_tokens, d);
+}
+
 static void default_name(struct kv_workload *w, const char *path)
 {
 	char tmp[1024], *base, *dot;
@@ -421,7 +439,8 @@ static int read_top(struct kv_cfg_doc *doc, struct kv_workload *w, int has_seed,
 {
 	static const char *const keys[] = { "name", "description", "model", "device", "seed",
 					    "cluster", "memory", "batching", "scheduler",
-					    "cache", "workload", "outputs", "check_pool", NULL };
+					    "cache", "workload", "fairness", "outputs", "check_pool",
+					    NULL };
 	struct kv_sim_config *c = &w->cfg;
 
 	TRY(kv_cfg_check_keys(doc->root, keys, d));
@@ -440,6 +459,7 @@ static int read_top(struct kv_cfg_doc *doc, struct kv_workload *w, int has_seed,
 	TRY(read_plugin(doc->root, "cache", "full", find_cache, (const void **)&c->cache,
 			&c->cache_opts, d));
 	TRY(read_workload(doc, c, d));
+	TRY(read_fairness(doc->root, &c->fairness, d));
 	return read_outputs(doc, w, d);
 }
 
