@@ -16,6 +16,12 @@ enum { F_REQ, F_TS, F_SUM, F_TEN, F_PNG };
 static const char *const file_names[KV_OUT_FILES] = { "requests.csv", "timeseries.csv",
 						      "summary.csv", "tenants.csv", "run.png" };
 
+/* One completed request in the scratch file. */
+struct done_rec {
+	uint32_t len; /* prompt + output tokens (clamped) */
+	float e2e_s; /* end-to-end latency */
+};
+
 /* --- fast formatting (1M rows must not cost seconds) ------------------- */
 
 /* Writes v in decimal at p; returns the end. */
@@ -78,8 +84,16 @@ static int write_request(void *ctx, const struct kv_sim *s, const struct kv_req 
 	char line[512], *p = line;
 	int done = e == KV_END_COMPLETED;
 
+	if (done && o->lat) {
+		uint64_t len = KV_MIN(q->prompt_tokens + q->output_tokens, o->max_len);
+		struct done_rec rec = { (uint32_t)len, (float)((double)(q->finish_ns - q->arrival_ns) * 1e-9) };
+
+		o->len_count[len]++;
+		if (fwrite(&rec, sizeof(rec), 1, o->lat) != 1)
+			o->failed = 1;
+	}
 	if (!o->req)
-		return 0;
+		return o->failed;
 	p = put_u64(p, q->id);
 	*p++ = ',';
 	p = put_str(p, s->cfg->source.tenants[q->tenant].name);
@@ -235,6 +249,12 @@ int kv_out_open(struct kv_out *o, const char *dir, const struct kv_workload *w, 
 	}
 	if (!(o->ts = open_tmp(o, F_TS, d)))
 		return KV_EIO;
+	o->max_len = w->cfg.model.max_ctx_tokens;
+	o->len_count = kv_xcalloc(o->max_len + 1, sizeof(*o->len_count));
+	o->lat = tmpfile(); /* unlinked: nothing to clean up */
+	if (!o->lat)
+		return kv_diag_set(d, KV_EIO, "tmpfile", 0, 0, "", "cannot create a scratch file: %s",
+				   strerror(errno));
 	setvbuf(o->ts, buf_ts, _IOFBF, sizeof(buf_ts));
 	fputs("t_s,replica,waiting,running,kv_used_bytes,kv_reserved_bytes,kv_internal_waste_bytes,"
 	      "largest_free_bytes,ext_frag,alloc_fail_frag\n", o->ts);
@@ -355,6 +375,15 @@ static int render_chart(struct kv_out *o, const struct kv_sim *s)
 	return 0;
 }
 
+static void scratch_close(struct kv_out *o)
+{
+	if (o->lat)
+		fclose(o->lat);
+	o->lat = NULL;
+	free(o->len_count);
+	o->len_count = NULL;
+}
+
 int kv_out_commit(struct kv_out *o, const struct kv_sim *s, struct kv_summary *sum,
 		  struct kv_diag *d)
 {
@@ -363,7 +392,7 @@ int kv_out_commit(struct kv_out *o, const struct kv_sim *s, struct kv_summary *s
 	if (close_checked(&o->req) || close_checked(&o->ts) || o->failed)
 		return kv_diag_set(d, KV_EIO, o->dir, 0, 0, "", "writing the outputs failed: %s",
 				   strerror(errno ? errno : EIO));
-	kv_summary_compute(s, o->tmp[F_REQ][0] ? o->tmp[F_REQ] : NULL, sum);
+	kv_summary_compute(s, o, sum);
 	rc = write_summary_csv(o, sum, d);
 	if (!rc)
 		rc = write_tenants_csv(o, s, d);
@@ -379,6 +408,7 @@ int kv_out_commit(struct kv_out *o, const struct kv_sim *s, struct kv_summary *s
 	}
 	if (o->w->chart)
 		render_chart(o, s);
+	scratch_close(o);
 	return 0;
 }
 
@@ -386,6 +416,7 @@ void kv_out_abort(struct kv_out *o)
 {
 	int i;
 
+	scratch_close(o);
 	if (o->req)
 		fclose(o->req);
 	if (o->ts)
@@ -428,101 +459,63 @@ static double jain_over_tenants(const struct kv_sim *s)
 	return kv_jain(x, n);
 }
 
-/* One completed request's length and latency, read back from requests.csv. */
-struct done_req {
-	uint64_t len; /* prompt + output tokens */
-	double e2e_s; /* end-to-end latency */
-};
 
-static int cmp_len(const void *a, const void *b)
+/* The median of the counted lengths (the upper one for an even count). */
+static uint64_t median_len(const struct kv_out *o)
 {
-	uint64_t x = ((const struct done_req *)a)->len, y = ((const struct done_req *)b)->len;
+	uint64_t n = 0, seen = 0, i;
 
-	return x < y ? -1 : x > y;
-}
-
-static int cmp_dbl(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* Reads the completed requests of a requests.csv; returns how many (*out malloc'd). */
-static size_t read_done(const char *path, struct done_req **out)
-{
-	FILE *f = fopen(path, "r");
-	char line[512];
-	size_t n = 0, cap = 0;
-
-	*out = NULL;
-	if (!f)
-		return 0;
-	if (!fgets(line, sizeof(line), f)) {
-		fclose(f);
-		return 0;
+	for (i = 0; i <= o->max_len; i++)
+		n += o->len_count[i];
+	for (i = 0; i <= o->max_len; i++) {
+		seen += o->len_count[i];
+		if (2 * seen > n)
+			return i;
 	}
-	while (fgets(line, sizeof(line), f)) {
-		char *fld[16], *p = line;
-		int k = 0;
-
-		while (k < 16 && (fld[k++] = strsep(&p, ",")))
-			;
-		if (k < 13 || strcmp(fld[3], "completed"))
-			continue;
-		if (n == cap) {
-			cap = cap ? 2 * cap : 4096;
-			*out = kv_xrealloc(*out, cap * sizeof(**out));
-		}
-		(*out)[n].len = strtoull(fld[7], NULL, 10) + strtoull(fld[8], NULL, 10);
-		(*out)[n++].e2e_s = strtod(fld[11], NULL);
-	}
-	fclose(f);
-	return n;
+	return 0;
 }
 
 /*
  * The short/long-request metrics: the standard deviation of the completion
- * time of short requests (prompt+output below the threshold) and the p99
- * latency of long ones (above it); thresholds from the workload or the
- * median length.  NaN when there is no requests.csv or no such request.
+ * time of short requests (prompt+output below the threshold; Welford's
+ * update, exact) and the p99 latency of long ones (above it; from a
+ * log-linear histogram, within 0.2%); thresholds from the workload or the
+ * median length.  NaN when nothing was recorded or no request qualifies.
  */
-static void short_long(const struct kv_sim *s, const char *path, double *short_std,
+static void short_long(const struct kv_sim *s, struct kv_out *o, double *short_std,
 		       double *long_p99)
 {
 	const struct kv_fairness_cfg *fc = &s->cfg->fairness;
-	struct done_req *r;
-	size_t n = path ? read_done(path, &r) : 0, i, ns = 0, nl = 0;
-	double mean = 0, m2 = 0, *lat;
-	uint64_t lo, hi;
+	struct done_rec buf[4096];
+	struct kv_hist lat;
+	double mean = 0, m2 = 0;
+	uint64_t lo, hi, med, ns = 0;
+	size_t got, i;
 
 	*short_std = *long_p99 = NAN;
-	if (!n)
+	if (!o || !o->lat || fflush(o->lat) || fseek(o->lat, 0, SEEK_SET))
 		return;
-	qsort(r, n, sizeof(*r), cmp_len);
-	lo = fc->short_tokens ? fc->short_tokens : r[n / 2].len;
-	hi = fc->long_tokens ? fc->long_tokens : r[n / 2].len;
-	lat = kv_xmalloc(n * sizeof(*lat));
-	for (i = 0; i < n; i++) {
-		if (r[i].len < lo) { /* Welford: mean and M2 of short completion times */
-			double d = r[i].e2e_s - mean;
+	med = median_len(o);
+	lo = fc->short_tokens ? fc->short_tokens : med;
+	hi = fc->long_tokens ? fc->long_tokens : med;
+	kv_hist_init(&lat);
+	while ((got = fread(buf, sizeof(*buf), KV_ARRAY_LEN(buf), o->lat)) > 0) {
+		for (i = 0; i < got; i++) {
+			if (buf[i].len < lo) {
+				double d = buf[i].e2e_s - mean;
 
-			mean += d / (double)++ns;
-			m2 += d * (r[i].e2e_s - mean);
+				mean += d / (double)++ns;
+				m2 += d * (buf[i].e2e_s - mean);
+			}
+			if (buf[i].len > hi)
+				kv_hist_add(&lat, (uint64_t)llround((double)buf[i].e2e_s * 1e9));
 		}
-		if (r[i].len > hi)
-			lat[nl++] = r[i].e2e_s;
 	}
 	if (ns)
 		*short_std = sqrt(m2 / (double)ns);
-	if (nl) {
-		size_t rank = (size_t)ceil(0.99 * (double)nl);
-
-		qsort(lat, nl, sizeof(*lat), cmp_dbl);
-		*long_p99 = lat[(rank ? rank : 1) - 1];
-	}
-	free(lat);
-	free(r);
+	if (lat.n)
+		*long_p99 = (double)kv_hist_quantile(&lat, 0.99) * 1e-9;
+	kv_hist_release(&lat);
 }
 
 /* The cache model's own figures, summed over replicas; NaN (empty) when it has none. */
@@ -556,8 +549,7 @@ static void add_cache_stats(const struct kv_sim *s, struct kv_summary *sum)
 	add(sum, "cache_evictions", "entries", (double)t.evictions, 1);
 }
 
-void kv_summary_compute(const struct kv_sim *s, const char *requests_csv,
-			struct kv_summary *sum)
+void kv_summary_compute(const struct kv_sim *s, struct kv_out *o, struct kv_summary *sum)
 {
 	double short_std, long_p99;
 	static const char *const ttft[3] = { "ttft_p50_s", "ttft_p90_s", "ttft_p99_s" };
@@ -611,7 +603,7 @@ void kv_summary_compute(const struct kv_sim *s, const char *requests_csv,
 	add(sum, "service_diff_max", "weighted tokens, backlogged tenants", s->svc_diff_max, 0);
 	add(sum, "service_diff_mean", "weighted tokens, backlogged tenants",
 	    s->svc_diff_samples ? s->svc_diff_sum / (double)s->svc_diff_samples : 0, 0);
-	short_long(s, requests_csv, &short_std, &long_p99);
+	short_long(s, o, &short_std, &long_p99);
 	add(sum, "short_e2e_std_s", "s", short_std, 0);
 	add(sum, "long_e2e_p99_s", "s", long_p99, 0);
 	add(sum, "iter_mean_s", "s", iters ? (double)busy * 1e-9 / (double)iters : 0, 0);

@@ -24,6 +24,9 @@ struct kv_out {
 	char tmp[KV_OUT_FILES][1100]; /* temporary names, "" when unused */
 	char final[KV_OUT_FILES][1100]; /* final names */
 	int failed; /* a write failed */
+	FILE *lat; /* unlinked scratch file: (length, E2E) of completed requests, 8 bytes each */
+	uint64_t *len_count; /* completed requests per prompt+output length, 0..max_len */
+	uint64_t max_len; /* longest length counted exactly (longer ones fold into it) */
 };
 
 /* One line of the summary. */
@@ -43,13 +46,12 @@ struct kv_summary {
 
 /*
  * Computes the summary of a finished run.  The short/long-request metrics
- * need every request's length and latency: they are read back from
- * requests_csv (the run's own, complete file; NULL when it was not written:
- * those metrics are then empty), so memory during the run stays
- * independent of the request count.
+ * need every completed request's length and latency: the sink keeps them in
+ * o's scratch file (8 bytes a request, on disk, so memory during the run
+ * stays independent of the request count) and an exact count per length
+ * (for the median); o may be NULL (those metrics are then empty).
  */
-void kv_summary_compute(const struct kv_sim *s, const char *requests_csv,
-			struct kv_summary *sum);
+void kv_summary_compute(const struct kv_sim *s, struct kv_out *o, struct kv_summary *sum);
 
 /* Prints the summary as an aligned table. */
 void kv_summary_print(const struct kv_summary *sum, const char *title, FILE *f);
