@@ -13,6 +13,7 @@
  * 131072 + 16384 = 147456 (4 bits), 65536 + 16384 = 81920 (2 bits).
  */
 #include "output.h"
+#include "simtest.h"
 
 #include <check.h>
 #include <math.h>
@@ -22,22 +23,6 @@
 
 #define B16 524288ULL /* Llama-2-7B fp16 KV bytes per token */
 #define UNIT (256 * 1024ULL) /* the pool unit the tests pin with memory.min_block */
-
-/* Writes YAML text to a temporary file; returns its path (static buffer). */
-static const char *yaml_file(const char *text)
-{
-	static char path[64];
-	FILE *f;
-	int fd;
-
-	snprintf(path, sizeof(path), "/tmp/kvsim-test-XXXXXX");
-	fd = mkstemp(path);
-	ck_assert_int_ge(fd, 0);
-	f = fdopen(fd, "w");
-	fputs(text, f);
-	fclose(f);
-	return path;
-}
 
 /* A sink counting how requests ended. */
 struct rec {
@@ -56,27 +41,6 @@ static int rec_request(void *ctx, const struct kv_sim *s, const struct kv_req *q
 	return 0;
 }
 
-/* Loads YAML text; returns the loader's code (d filled on failure). */
-static int try_load(struct kv_workload *w, const char *yaml, struct kv_diag *d)
-{
-	const char *path = yaml_file(yaml);
-	int rc;
-
-	memset(d, 0, sizeof(*d));
-	rc = kv_workload_load(w, path, NULL, 0, 0, 0, d);
-	unlink(path);
-	return rc;
-}
-
-static void load(struct kv_workload *w, const char *yaml)
-{
-	struct kv_diag d;
-	int rc = try_load(w, yaml, &d);
-
-	if (rc)
-		kv_diag_print(&d, stderr);
-	ck_assert_msg(rc == 0, "loading failed (%d) for:\n%s", rc, yaml);
-}
 
 static void init(struct kv_workload *w, struct kv_sim *s, struct rec *r, int check_pool)
 {

@@ -3,28 +3,13 @@
  * routers: end-to-end on small generated workloads.
  */
 #include "output.h"
+#include "simtest.h"
 #include "profiles.h"
 
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-/* Writes YAML text to a temporary file; returns its path (static buffer). */
-static const char *yaml_file(const char *text)
-{
-	static char path[64];
-	FILE *f;
-	int fd;
-
-	snprintf(path, sizeof(path), "/tmp/kvsim-test-XXXXXX");
-	fd = mkstemp(path);
-	ck_assert_int_ge(fd, 0);
-	f = fdopen(fd, "w");
-	fputs(text, f);
-	fclose(f);
-	return path;
-}
 
 /* A sink recording the requests it saw. */
 struct rec {
@@ -48,18 +33,6 @@ static int rec_request(void *ctx, const struct kv_sim *s, const struct kv_req *q
 	r->n++;
 	r->ended[e]++;
 	return 0;
-}
-
-static void load(struct kv_workload *w, const char *yaml)
-{
-	struct kv_diag d;
-	const char *path = yaml_file(yaml);
-	int rc = kv_workload_load(w, path, NULL, 0, 0, 0, &d);
-
-	unlink(path);
-	if (rc)
-		kv_diag_print(&d, stderr);
-	ck_assert_int_eq(rc, 0);
 }
 
 static void run(struct kv_workload *w, struct rec *r, struct kv_sim *s)
