@@ -581,6 +581,8 @@ void kv_replica_reject(struct kv_replica *r, struct kv_req *q)
 		 "rejecting request %llu that is not running or already scheduled",
 		 (unsigned long long)q->id);
 	running_remove(r, q);
+	if (r->last_nomem == q)
+		r->last_nomem = NULL; /* it ends here: kick must not reject it again */
 	rc = end_request(s, r, q, KV_END_REJECTED_POOL);
 	if (rc && !s->deferred_rc)
 		s->deferred_rc = rc;
@@ -618,6 +620,8 @@ static int kick(struct kv_sim *s, struct kv_replica *r)
 			return s->deferred_rc;
 		if (r->n_batch)
 			break;
+		if (!r->last_nomem && r->n_running == 0)
+			continue; /* the scheduler rejected a request that was alone: form again */
 		/*
 		 * Nothing could run.  With requests running that is a
 		 * scheduler bug; with none, the memory refused belongs to a

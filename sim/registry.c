@@ -6,7 +6,8 @@
 
 #include <string.h>
 
-extern const struct kv_sched_ops kv_sched_fifo, kv_sched_drf, kv_sched_wdrf;
+extern const struct kv_sched_ops kv_sched_fifo, kv_sched_drf, kv_sched_wdrf, kv_sched_vtc,
+	kv_sched_preempt;
 extern const struct kv_cache_ops kv_cache_full, kv_cache_chunked, kv_cache_quantized,
 	kv_cache_sparse, kv_cache_shared;
 extern const struct kv_router_ops kv_router_rr, kv_router_lot;
@@ -15,6 +16,8 @@ const struct kv_sched_ops *const kv_sched_registry[] = {
 	&kv_sched_fifo,
 	&kv_sched_drf,
 	&kv_sched_wdrf,
+	&kv_sched_vtc,
+	&kv_sched_preempt,
 	NULL,
 };
 

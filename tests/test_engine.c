@@ -341,6 +341,31 @@ START_TEST(lone_request_chunked)
 }
 END_TEST
 
+/* A running request that cannot grow even alone is rejected once, cleanly (regression). */
+START_TEST(reject_alone_running)
+{
+	static const char *const scheds[] = { "fifo", "drf", "vtc", "preempt" };
+	struct kv_workload w;
+	struct kv_sim s;
+	struct rec r;
+	char yaml[512];
+	unsigned i;
+
+	for (i = 0; i < KV_ARRAY_LEN(scheds); i++) {
+		snprintf(yaml, sizeof(yaml),
+			 "model: llama-2-13b\ndevice: a100-40g\nmemory: {share: 0.795}\n"
+			 "scheduler: %s\ncache: chunked\noutputs: {sample_interval: 0}\n"
+			 "workload:\n  requests: 1\n  arrival: {process: poisson, rate: 1}\n"
+			 "  lengths: {dist: fixed, prompt: 3000, output: 1090}\n", scheds[i]);
+		load(&w, yaml);
+		run(&w, &r, &s);
+		ck_assert_msg(r.ended[KV_END_REJECTED_POOL] == 1, "%s: not rejected", scheds[i]);
+		kv_sim_release(&s);
+		kv_workload_release(&w);
+	}
+}
+END_TEST
+
 /* The histogram's quantiles are within its stated relative error. */
 START_TEST(hist_quantiles)
 {
@@ -381,6 +406,7 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, hist_quantiles);
 	tcase_add_test(tc, offload_swaps);
 	tcase_add_test(tc, lone_request_chunked);
+	tcase_add_test(tc, reject_alone_running);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	return s;

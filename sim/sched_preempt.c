@@ -1,0 +1,629 @@
+/*
+ * sched_preempt.c -- priority scheduling with preemption: a waiting request
+ * of higher priority displaces running ones of lower priority, by swap or
+ * by recompute; long requests run in segments; waiting requests age.
+ *
+ * Levels.  Each request has a base level, higher = more important:
+ *   priority: tenant   the rank of its tenant's `priority` among the
+ *                      workload's distinct tenant priorities (0 = lowest);
+ *   priority: mlfq     FastServe's skip-join multi-level feedback queue (Wu
+ *                      et al., "Fast Distributed Inference Serving for Large
+ *                      Language Models", arXiv:2305.05920, 2023).  Queue
+ *                      k = 0..K-1 (K = `levels`, queue 0 first) has a
+ *                      quantum of Q_k = quantum * ratio^k output tokens.
+ *                      Skip-join: a new request joins the first queue whose
+ *                      quantum covers its prompt's prefill,
+ *                        k0 = min{k : Q_k * t_dec(P) >= t_pre(P)},
+ *                      t_pre(P) the perf model's time of a lone prefill of
+ *                      the P-token prompt, t_dec(P) of one decode step at
+ *                      that context (a token's worth of time).  It is
+ *                      demoted each time it has generated its queue's
+ *                      quantum: queue(g) = the first k >= k0 with
+ *                      g < Q_k0 + ... + Q_k (else K - 1) after g output
+ *                      tokens; level = K - 1 - queue.  Long generators sink,
+ *                      new short requests start on top.  (FastServe's
+ *                      quanta are times; here they are decode steps, and the
+ *                      prompt is paid for by the queues it skips.)
+ * Aging (the starvation guard, option `aging` A, 0 = off): the effective
+ * level is  e = min(top, base + floor(W / A)),  W the time the request has
+ * spent waiting, summed over its waits (frozen while it runs, resumed after
+ * a preemption).
+ *
+ * Order.  From e each request gets a rank:
+ *   running, within its segment    3e + 2
+ *   waiting                        3e + 1
+ *   running, past its segment      3e      (option `segment_tokens` S > 0:
+ *                                           S tokens of progress since its
+ *                                           admission: KV tokens beyond those
+ *                                           held at admission, or for a
+ *                                           preempted request beyond its
+ *                                           prefill target, so a turn always
+ *                                           rebuilds what a recompute lost
+ *                                           and then makes progress)
+ * The batch is formed in descending rank: running requests of one rank in
+ * admission order; waiting ones by rank, then longest wait W (FIFO within a
+ * level), then arrival.  So running requests keep going first within their
+ * level; a waiting request goes before running requests of lower rank, who
+ * sit the iteration out (keeping their memory) when the budget or the
+ * sequence cap is spent.  When a waiting request w does not fit in memory,
+ * running requests of lower rank not yet in the batch are evicted, lowest
+ * rank first, newest first, until w fits -- if the free memory plus theirs
+ * can hold w at all; else none is.  The first waiting request that cannot
+ * be admitted closes admission for the iteration (no overtaking: a large
+ * urgent request is not starved by small ones).  A running request that
+ * cannot grow evicts running requests not yet in the batch, lowest rank
+ * first, newest first, itself included (alone on the replica it is
+ * rejected), which within one level is fifo's rule.  Segments: past S
+ * tokens a request ranks below waiting requests of its level, so they go
+ * first and, when memory is short, evict it; when the sequence cap is full
+ * and one of higher rank was admitted in its place it is evicted too.  It
+ * queues again behind those that waited longer: long requests take turns
+ * (round-robin) instead of holding the replica.
+ *
+ * Eviction (option `mode`, for every preemption this policy makes): swap
+ * copies the victim's KV bytes to host memory and back over the host link,
+ * costed by the engine in the iterations; recompute drops them and the
+ * request prefills prompt + generated tokens again; cheaper swaps when
+ * 2 * kv_bytes / (host_link * tp) < t_pre(kv_tokens), the perf model's time
+ * of a lone prefill of the tokens it would lose (an upper bound on the
+ * recompute: a real batch shares the weight read).  Preempted requests keep
+ * their tokens (the engine's preemption) and the wait they accumulated.
+ *
+ * Guarantees.  A request is never delayed by one of lower rank except by
+ * memory that request holds while in the batch already.  With one level,
+ * no segments and nothing preempted, the policy is fifo.  No starvation:
+ * after (top - base) * A of waiting a request ranks with the top and goes
+ * before every request that has waited less, so it waits at most
+ * (top - base) * A, plus the time for top requests that waited longer to be
+ * admitted, plus the time for running ones to free its memory; once
+ * admitted at the top only memory pressure among top requests, or its
+ * segment, preempts it.  An eviction leaves the victim's waiting rank below
+ * the evictor's running rank, so it cannot evict it back until the evictor
+ * passes its segment or is demoted, or the victim ages another level.
+ * Levels, ranks and queues are per replica.
+ *
+ * Per-request word sched_key: waiting, its virtual wait start (now - W);
+ * running, (W in ms, rounded up, << 32) | KV tokens at admission.  Nothing
+ * is allocated: waiting queues are intrusive, one per base level, sorted by
+ * virtual wait start (arrivals append; a preempted request walks in from
+ * the nearer end); a batch costs O(running * ranks present + admissions *
+ * levels).
+ */
+#include "engine.h"
+
+#include <math.h>
+#include <stddef.h>
+
+#define MAX_LEVELS 64 /* KV_MAX_TENANTS distinct priorities, or mlfq levels */
+#define RANK_WORDS (3 * MAX_LEVELS / 64) /* bitmap words over ranks 0 .. 3 * MAX_LEVELS - 1 */
+#define MAX_VICTIMS 256 /* preemptions remembered while one batch is formed */
+#define ADMIT_MASK 0xffffffffULL /* low half of a running request's key */
+
+enum { PRIO_TENANT, PRIO_MLFQ };
+enum { MODE_SWAP, MODE_RECOMPUTE, MODE_CHEAPER };
+
+struct prio {
+	int priority; /* option: tenant or mlfq, default tenant */
+	int mode; /* option: swap, recompute or cheaper, default cheaper */
+	uint64_t levels; /* option: mlfq queues, default 4 */
+	uint64_t quantum_tokens; /* option: mlfq quantum of the first queue, default 32 tokens */
+	double ratio; /* option: mlfq quantum growth per queue, default 2 */
+	uint64_t segment_tokens; /* option: tokens per segment of a running request, 0 = off (default) */
+	kv_ns aging_ns; /* option: waiting time per level of aging, default 30 s, 0 = off */
+	uint32_t n_levels; /* levels in use; the top is n_levels - 1 */
+	uint32_t tenant_level[KV_MAX_TENANTS]; /* tenant: level of each tenant */
+	uint64_t quantum[MAX_LEVELS]; /* mlfq: output tokens of queue k (k = 0 first) */
+	uint64_t join_prompt[MAX_LEVELS]; /* mlfq: longest prompt that skip-joins queue k */
+	uint64_t n_waiting; /* requests queued */
+	int admitted_rank; /* highest rank admitted while the current batch is formed, -1 none */
+	uint32_t n_victims; /* entries of victims[] */
+	struct kv_req *victims[MAX_VICTIMS]; /* preempted while the current batch is formed */
+	struct kv_reqq wait[MAX_LEVELS]; /* waiting, by base level, ascending virtual wait start */
+};
+
+static const char *const priority_names[] = { "tenant", "mlfq", NULL };
+static const char *const mode_names[] = { "swap", "recompute", "cheaper", NULL };
+
+static const struct kv_option prio_options[] = {
+	{ .name = "priority", .type = KV_OPT_ENUM, .offset = offsetof(struct prio, priority),
+	  .def = PRIO_TENANT, .units = "", .names = priority_names,
+	  .help = "tenant: the tenants' priorities; mlfq: skip-join multi-level feedback queue (FastServe)" },
+	{ .name = "mode", .type = KV_OPT_ENUM, .offset = offsetof(struct prio, mode),
+	  .def = MODE_CHEAPER, .units = "", .names = mode_names,
+	  .help = "how a victim leaves: swap its KV to host, recompute it later, or whichever the models say is cheaper" },
+	{ .name = "levels", .type = KV_OPT_U64, .offset = offsetof(struct prio, levels),
+	  .def = 4, .min = 1, .max = MAX_LEVELS, .units = "",
+	  .help = "mlfq: number of queues" },
+	{ .name = "quantum", .type = KV_OPT_U64, .offset = offsetof(struct prio, quantum_tokens),
+	  .def = 32, .min = 1, .max = 1ULL << 32, .units = "tokens",
+	  .help = "mlfq: output tokens a request generates in the first queue before demotion" },
+	{ .name = "ratio", .type = KV_OPT_DBL, .offset = offsetof(struct prio, ratio),
+	  .def = 2, .min = 1, .max = 1024, .units = "",
+	  .help = "mlfq: quantum growth from one queue to the next" },
+	{ .name = "segment_tokens", .type = KV_OPT_U64, .offset = offsetof(struct prio, segment_tokens),
+	  .def = 0, .min = 0, .max = 1ULL << 32, .units = "tokens",
+	  .help = "a running request scheduled for this many tokens since admission yields to waiting requests of its level; 0 = off" },
+	{ .name = "aging", .type = KV_OPT_NS, .offset = offsetof(struct prio, aging_ns),
+	  .def = 30e9, .min = 0, .max = 1e15, .units = "ns",
+	  .help = "waiting time that raises a request's priority by one level; 0 = off" },
+	{ .name = NULL },
+};
+
+/* --- the perf model's estimates ------------------------------------------ */
+
+/* Time of a lone prefill of n tokens from an empty cache. */
+static kv_ns prefill_ns(const struct kv_replica *r, uint64_t n)
+{
+	struct kv_batch_shape b = { .n_seqs = 1, .n_prefill_tokens = n,
+				    .attn_pairs = kv_perf_prefill_pairs(0, n),
+				    .kv_read_bytes = (uint64_t)((double)n * r->beta_bytes) };
+
+	return kv_perf_iter_ns(&r->sim->perf, &b);
+}
+
+/* Time of a lone decode step at a context of ctx tokens. */
+static kv_ns decode_ns(const struct kv_replica *r, uint64_t ctx)
+{
+	struct kv_batch_shape b = { .n_seqs = 1, .n_decode = 1, .attn_pairs = ctx + 1,
+				    .kv_read_bytes = (uint64_t)((double)(ctx + 1) * r->beta_bytes) };
+
+	return kv_perf_iter_ns(&r->sim->perf, &b);
+}
+
+/* Host-link time of copying q's KV out and back (as the engine charges it). */
+static kv_ns swap_ns(const struct kv_replica *r, const struct kv_req *q)
+{
+	double bw = r->sim->cfg->device.host_link_Bps * r->sim->cfg->tp;
+
+	return bw > 0 ? 2 * (kv_ns)ceil((double)q->kv_bytes / bw * 1e9) : 0;
+}
+
+/* --- levels and ranks ---------------------------------------------------- */
+
+/* The mlfq queue a prompt of P tokens skip-joins. */
+static uint32_t mlfq_join(const struct prio *p, uint64_t prompt)
+{
+	uint32_t k = 0;
+
+	while (k + 1 < p->n_levels && prompt > p->join_prompt[k])
+		k++;
+	return k;
+}
+
+/* q's base level: its tenant's, or its mlfq queue's after demotions. */
+static uint32_t base_level(const struct prio *p, const struct kv_req *q)
+{
+	uint64_t used = 0;
+	uint32_t k;
+
+	if (p->priority == PRIO_TENANT)
+		return p->tenant_level[q->tenant];
+	for (k = mlfq_join(p, q->prompt_tokens);
+	     k + 1 < p->n_levels && q->generated >= used + p->quantum[k]; k++)
+		used += p->quantum[k];
+	return p->n_levels - 1 - k;
+}
+
+/* A base level raised by one per aging period waited, capped at the top. */
+static uint32_t effective(const struct prio *p, uint32_t base, kv_ns waited_ns)
+{
+	uint64_t up = p->aging_ns ? waited_ns / p->aging_ns : 0;
+	uint32_t top = p->n_levels - 1;
+
+	return up >= top - base ? top : base + (uint32_t)up;
+}
+
+/* Time running q had waited before its admission. */
+static kv_ns run_waited_ns(const struct kv_req *q)
+{
+	return (q->sched_key >> 32) * KV_NS_PER_MS;
+}
+
+/* Running q has made its segment's tokens of progress since its admission. */
+static int past_segment(const struct prio *p, const struct kv_req *q)
+{
+	uint64_t mark = q->sched_key & ADMIT_MASK;
+
+	return p->segment_tokens && q->kv_tokens > mark && q->kv_tokens - mark >= p->segment_tokens;
+}
+
+static int run_rank(const struct prio *p, const struct kv_req *q)
+{
+	int e = (int)effective(p, base_level(p, q), run_waited_ns(q));
+
+	return 3 * e + (past_segment(p, q) ? 0 : 2);
+}
+
+/* Rank of waiting q, queued at level l. */
+static int wait_rank(const struct prio *p, const struct kv_replica *r, const struct kv_req *q,
+		     uint32_t l)
+{
+	return 3 * (int)effective(p, l, r->sim->now - q->sched_key) + 1;
+}
+
+/* --- set-up --------------------------------------------------------------- */
+
+/* Tenant levels: the number of distinct tenant priorities below each tenant's. */
+static void tenant_levels(struct prio *p, const struct kv_source_spec *src)
+{
+	uint32_t n = src->n_tenants ? src->n_tenants : 1, i, j, k;
+
+	p->n_levels = 1;
+	for (i = 0; i < n; i++) {
+		uint32_t lvl = 0;
+
+		for (j = 0; j < n; j++) {
+			int dup = 0;
+
+			if (src->tenants[j].priority >= src->tenants[i].priority)
+				continue;
+			for (k = 0; k < j; k++)
+				dup |= src->tenants[k].priority == src->tenants[j].priority;
+			lvl += !dup;
+		}
+		p->tenant_level[i] = lvl;
+		p->n_levels = KV_MAX(p->n_levels, lvl + 1);
+	}
+}
+
+/* Mlfq quanta and skip-join thresholds; KV_EINVAL when a quantum is absurd. */
+static int mlfq_tables(struct prio *p, const struct kv_replica *r, struct kv_diag *d)
+{
+	const struct kv_sim_config *c = r->sim->cfg;
+	uint64_t max_ctx = KV_MAX(c->max_context_tokens, (uint64_t)c->model.max_ctx_tokens);
+	double top = (double)p->quantum_tokens * pow(p->ratio, (double)(p->levels - 1));
+	uint32_t k;
+
+	if (top > (double)(1ULL << 40))
+		return kv_diag_set(d, KV_EINVAL, "", 0, 0, "scheduler.ratio",
+				   "quantum %llu x ratio %g ^ (levels %llu - 1) = %g tokens: expected at most 2^40",
+				   (unsigned long long)p->quantum_tokens, p->ratio,
+				   (unsigned long long)p->levels, top);
+	p->n_levels = (uint32_t)p->levels;
+	for (k = 0; k < p->n_levels; k++) {
+		uint64_t lo = 0, hi = max_ctx;
+
+		p->quantum[k] = (uint64_t)llround((double)p->quantum_tokens * pow(p->ratio, (double)k));
+		/* the longest prompt with t_pre(P) <= Q_k * t_dec(P) (t_pre/t_dec grows with P) */
+		while (lo < hi) {
+			uint64_t mid = lo + (hi - lo + 1) / 2;
+
+			if ((double)prefill_ns(r, mid) <= (double)p->quantum[k] * (double)decode_ns(r, mid))
+				lo = mid;
+			else
+				hi = mid - 1;
+		}
+		p->join_prompt[k] = lo;
+	}
+	return 0;
+}
+
+static int prio_init(void *priv, struct kv_replica *r, struct kv_diag *d)
+{
+	struct prio *p = priv;
+	uint32_t i;
+
+	for (i = 0; i < MAX_LEVELS; i++)
+		kv_reqq_init(&p->wait[i]);
+	if (p->priority == PRIO_MLFQ)
+		return mlfq_tables(p, r, d);
+	tenant_levels(p, &r->sim->cfg->source);
+	return 0;
+}
+
+/* --- waiting queues ------------------------------------------------------- */
+
+/*
+ * Inserts q after the requests of qq whose key is <= q's (keys ascend),
+ * walking from the end nearer in key: arrivals append in O(1); a preempted
+ * request that had waited long walks from the head.
+ */
+static void insert_sorted(struct kv_sim *s, struct kv_reqq *qq, struct kv_req *q)
+{
+	struct kv_req *head = kv_reqq_head(s, qq), *tail, *at;
+	uint64_t k = q->sched_key;
+
+	if (!head || k < head->sched_key) {
+		kv_reqq_push_front(s, qq, q);
+		return;
+	}
+	tail = kv_sim_req(s, qq->tail);
+	if (k >= tail->sched_key) {
+		kv_reqq_push_back(s, qq, q);
+		return;
+	}
+	if (k - head->sched_key < tail->sched_key - k) {
+		for (at = head; kv_reqq_next(s, at)->sched_key <= k;)
+			at = kv_reqq_next(s, at); /* the tail's key is > k: stops before it */
+	} else {
+		for (at = tail; at->sched_key > k;)
+			at = kv_sim_req(s, at->q_prev); /* the head's key is <= k: stops there */
+	}
+	/* between at and its successor */
+	tail = kv_reqq_next(s, at);
+	q->q_prev = at->slot;
+	q->q_next = tail->slot;
+	at->q_next = q->slot;
+	tail->q_prev = q->slot;
+	qq->n++;
+}
+
+/*
+ * Queues q at its base level.  A new request starts its wait now; a
+ * preempted one (running key) resumes the wait it had accumulated.
+ */
+static void prio_enqueue(void *priv, struct kv_replica *r, struct kv_req *q)
+{
+	struct prio *p = priv;
+	kv_ns now = r->sim->now, waited = q->preemptions ? run_waited_ns(q) : 0;
+
+	q->sched_key = now - KV_MIN(waited, now);
+	insert_sorted(r->sim, &p->wait[base_level(p, q)], q);
+	p->n_waiting++;
+}
+
+static void prio_dequeue(void *priv, struct kv_replica *r, struct kv_req *q)
+{
+	struct prio *p = priv;
+
+	kv_reqq_remove(r->sim, &p->wait[base_level(p, q)], q);
+	p->n_waiting--;
+}
+
+/* The waiting request to admit next and its rank, or NULL. */
+static struct kv_req *best_waiting(const struct prio *p, const struct kv_replica *r, int *rank)
+{
+	struct kv_req *best = NULL;
+	uint32_t l;
+
+	*rank = -1;
+	for (l = 0; l < p->n_levels; l++) {
+		struct kv_req *h = kv_reqq_head(r->sim, &p->wait[l]);
+		int rk;
+
+		if (!h)
+			continue;
+		rk = wait_rank(p, r, h, l);
+		if (!best || rk > *rank ||
+		    (rk == *rank && (h->sched_key < best->sched_key ||
+				     (h->sched_key == best->sched_key && h->id < best->id)))) {
+			best = h;
+			*rank = rk;
+		}
+	}
+	return best;
+}
+
+/* --- preemption ----------------------------------------------------------- */
+
+static int preempted_now(const struct prio *p, const struct kv_req *q)
+{
+	uint32_t i;
+
+	for (i = 0; i < p->n_victims; i++)
+		if (p->victims[i] == q)
+			return 1;
+	return 0;
+}
+
+/* Preempts running q the way `mode` says and remembers it for this batch. */
+static void evict(struct prio *p, struct kv_replica *r, struct kv_req *q)
+{
+	enum kv_preempt how = KV_PREEMPT_RECOMPUTE;
+
+	if (p->mode == MODE_SWAP ||
+	    (p->mode == MODE_CHEAPER && swap_ns(r, q) < prefill_ns(r, q->kv_tokens)))
+		how = KV_PREEMPT_SWAP;
+	if (p->n_victims < MAX_VICTIMS)
+		p->victims[p->n_victims++] = q;
+	kv_replica_preempt_as(r, q, how);
+}
+
+/*
+ * The running request not in the batch with the lowest rank below `below`,
+ * the newest on ties, or NULL.  *bytes sums the KV bytes of all such.
+ */
+static struct kv_req *lowest_running(const struct prio *p, const struct kv_replica *r,
+				     int below, uint64_t *bytes)
+{
+	struct kv_req *best = NULL;
+	int best_rank = 0;
+	uint32_t i;
+
+	*bytes = 0;
+	for (i = 0; i < r->n_running; i++) {
+		struct kv_req *c = r->running[i];
+		int rk;
+
+		if (c->batch_tokens || (rk = run_rank(p, c)) >= below)
+			continue;
+		*bytes += c->kv_bytes;
+		if (!best || rk <= best_rank) {
+			best = c;
+			best_rank = rk;
+		}
+	}
+	return best;
+}
+
+/*
+ * Makes room for running q, which could not grow.  Returns the index of the
+ * next running request to look at: after q when q is scheduled, q's old
+ * index when q itself left (preempted, or rejected when alone).
+ */
+static uint32_t make_room(struct prio *p, struct kv_replica *r, struct kv_req *q)
+{
+	uint64_t bytes;
+
+	for (;;) {
+		struct kv_req *c = lowest_running(p, r, 3 * MAX_LEVELS, &bytes);
+		uint32_t at = q->run_idx;
+
+		if (c == q) {
+			if (r->n_running == 1)
+				kv_replica_reject(r, q); /* cannot grow even alone */
+			else
+				evict(p, r, q);
+			return at;
+		}
+		evict(p, r, c);
+		if (kv_replica_schedule(r, q) != KV_ENOMEM)
+			return q->run_idx + 1;
+	}
+}
+
+/*
+ * Schedules waiting w of rank `rank`, evicting running requests of lower
+ * rank not in the batch when memory is short and they can make enough room.
+ * Returns kv_replica_schedule()'s code.
+ */
+static int schedule_waiting(struct prio *p, struct kv_replica *r, struct kv_req *w, int rank)
+{
+	double need = (double)KV_MAX(w->prefill_target, w->kv_tokens + 1) * r->beta_bytes;
+	uint64_t bytes;
+	struct kv_req *c;
+	int rc = kv_replica_schedule(r, w);
+
+	if (rc != KV_ENOMEM)
+		return rc;
+	c = lowest_running(p, r, rank, &bytes);
+	if (!c || (double)(r->pool.free_bytes + bytes) < need)
+		return rc; /* evicting all of them would not do: evict none */
+	do {
+		evict(p, r, c);
+		rc = kv_replica_schedule(r, w);
+	} while (rc == KV_ENOMEM && (c = lowest_running(p, r, rank, &bytes)));
+	return rc;
+}
+
+/*
+ * Admits waiting requests of rank above `above`, best first.  Returns 1
+ * while admission stays open, 0 once a request could not be admitted.
+ */
+static int admit_above(struct prio *p, struct kv_replica *r, int above)
+{
+	struct kv_req *w;
+	int rank;
+
+	while ((w = best_waiting(p, r, &rank)) && rank > above) {
+		kv_ns waited = r->sim->now - w->sched_key;
+		uint64_t mark;
+
+		if (preempted_now(p, w) || schedule_waiting(p, r, w, rank))
+			return 0;
+		prio_dequeue(p, r, w);
+		/* kv_tokens now counts a cached prefix the engine found */
+		/*
+		 * Whole ms, rounded up: its level running is never below its
+		 * level waiting.  The segment counts from the KV it holds now (a
+		 * cached prefix included), or for a preempted request from the
+		 * end of its prefill: rebuilding what it lost is not progress.
+		 */
+		mark = w->preemptions ? KV_MAX(w->kv_tokens, w->prefill_target) : w->kv_tokens;
+		w->sched_key = (KV_MIN((waited + KV_NS_PER_MS - 1) / KV_NS_PER_MS, ADMIT_MASK) << 32) |
+			       KV_MIN(mark, ADMIT_MASK);
+		kv_replica_admit(r, w);
+		p->admitted_rank = KV_MAX(p->admitted_rank, rank);
+	}
+	return 1;
+}
+
+/*
+ * Schedules the running requests of rank `rank`, in admission order; `all`
+ * says every running request has that rank (fifo's fast path then).
+ */
+static void schedule_rank(struct prio *p, struct kv_replica *r, int rank, int all)
+{
+	uint32_t i = 0;
+	int err;
+
+	if (all) {
+		while ((i = kv_replica_schedule_running(r, i, &err)) < r->n_running)
+			i = err == KV_ENOMEM ? make_room(p, r, r->running[i]) : i + 1;
+		return;
+	}
+	while (i < r->n_running) {
+		struct kv_req *q = r->running[i];
+
+		if (q->batch_tokens || run_rank(p, q) != rank)
+			i++;
+		else if (kv_replica_schedule(r, q) == KV_ENOMEM)
+			i = make_room(p, r, q);
+		else
+			i++; /* scheduled, or out of budget: it sits this iteration out */
+	}
+}
+
+/*
+ * When the sequence cap is what is full, running requests past their
+ * segment that a request of higher rank admitted in this batch displaced
+ * (they are not in it) give their memory back and queue again behind those
+ * that waited longer: the round-robin of long requests when seats, not
+ * memory, are short (memory makes it through schedule_waiting's evictions).
+ * Rejected: yielding whenever displaced, also by the token budget -- prefill
+ * chunks of each admission then evict every decoding request past its
+ * segment, and an overloaded replica churns through swaps.
+ */
+static void yield_displaced(struct prio *p, struct kv_replica *r)
+{
+	uint32_t i = 0;
+
+	if (!p->segment_tokens || p->admitted_rank < 0 || r->n_batch < r->max_seqs)
+		return;
+	while (i < r->n_running) {
+		struct kv_req *q = r->running[i];
+
+		if (!q->batch_tokens && past_segment(p, q) && run_rank(p, q) < p->admitted_rank)
+			evict(p, r, q); /* running[i] is now the next one */
+		else
+			i++;
+	}
+}
+
+static void prio_form_batch(void *priv, struct kv_replica *r)
+{
+	struct prio *p = priv;
+	uint64_t ranks[RANK_WORDS] = { 0 };
+	uint32_t i, n_ranks = 0;
+	int rank, open = 1;
+
+	p->n_victims = 0;
+	p->admitted_rank = -1;
+	for (i = 0; i < r->n_running; i++) {
+		/* one level and no segments: every running request ranks 2 */
+		int rk = p->n_levels == 1 && !p->segment_tokens ? 2 : run_rank(p, r->running[i]);
+
+		n_ranks += !(ranks[rk / 64] >> (rk % 64) & 1);
+		ranks[rk / 64] |= 1ULL << (rk % 64);
+	}
+	for (rank = 3 * MAX_LEVELS - 1; rank >= 0; rank--) {
+		if (!(ranks[rank / 64] >> (rank % 64) & 1))
+			continue;
+		if (open)
+			open = admit_above(p, r, rank);
+		/* one rank and nothing admitted before it: fifo's fast path */
+		schedule_rank(p, r, rank, n_ranks == 1 && r->n_batch == 0);
+	}
+	if (open)
+		admit_above(p, r, -1);
+	yield_displaced(p, r);
+}
+
+static uint64_t prio_waiting(const void *priv)
+{
+	const struct prio *p = priv;
+
+	return p->n_waiting;
+}
+
+const struct kv_sched_ops kv_sched_preempt = {
+	.name = "preempt",
+	.desc = "priority preemption: rank = 3*min(top, level + wait/aging) + (running 2, waiting 1, past segment 0); higher ranks go first and evict lower ones (swap or recompute) when memory is short; levels from tenants or skip-join MLFQ",
+	.priv_size = sizeof(struct prio),
+	.options = prio_options,
+	.init = prio_init,
+	.enqueue = prio_enqueue,
+	.form_batch = prio_form_batch,
+	.dequeue = prio_dequeue,
+	.waiting = prio_waiting,
+};

@@ -1,0 +1,297 @@
+/*
+ * sched_vtc.c -- the Virtual Token Counter (VTC): weighted fair sharing of a
+ * replica between tenants, measured in tokens served.
+ *
+ * Sheng, Cao, Li, Zhu, Li, Zhuo, Gonzalez, Stoica, "Fairness in Serving
+ * Large Language Models", OSDI 2024 (arXiv:2401.00588), Algorithm 1; the
+ * artifact is github.com/Ying1123/VTC-artifact (vtc_req_queue.py).
+ *
+ * Service.  A tenant f served n_p prompt tokens and n_q output tokens over
+ * an interval received W_f = w_p * n_p + w_q * n_q (options input_weight
+ * w_p, default 1, and output_weight w_q, default 2: the paper's OpenAI
+ * prices).  Each tenant has a counter c_f of its service divided by its
+ * workload weight w_f (tenants[i].weight, default 1).
+ *
+ * Rules, per iteration (form_batch):
+ *   1. running requests keep going in admission order (as fifo); when one
+ *      cannot grow, the newest running request of the tenant with the
+ *      highest counter is preempted (the engine's default, by recompute or
+ *      swap as the cache model says) until it fits; a request that cannot
+ *      grow alone on the replica is rejected;
+ *   2. then, while the budget and memory allow, admit the head of the
+ *      backlogged tenant (one with requests waiting) with the lowest
+ *      counter, ties to the lowest tenant index; the first that does not fit
+ *      stops admission (Algorithm 1's "cannot add any new request from k:
+ *      break"), so a large request is not overtaken by the tenant's rivals;
+ *   3. every request in the formed batch is charged at once:
+ *        c_f += (w_p * new prompt tokens in its chunk + w_q * [it emits a token]) / w_f
+ *      Charging at formation, before the next admission is chosen, is what
+ *      keeps one tenant from taking the whole batch in one round (the
+ *      paper charges a prompt at admission for the same reason).
+ *   Lift: when a tenant becomes backlogged (its waiting queue was empty),
+ *      c_f = max(c_f, min{c_g : g backlogged}), or, when no tenant is
+ *      backlogged, max(c_f, c_l) for l the tenant whose queue emptied last.
+ *      An idle tenant cannot bank credit and then monopolise the replica.
+ *
+ * Where this follows the engine rather than the paper: prompts are charged
+ * per chunk as chunked prefill computes them (the paper charges the whole
+ * prompt at admission), and only tokens actually computed the first time:
+ * prefix-cache hits and the recomputation after a preemption are not
+ * service (the tenant received nothing new); the output token emitted by
+ * the iteration that completes a prefill is charged w_q (the artifact
+ * charges decode steps only, one token less per request).  So a counter
+ * moves by exactly the W the tenant received, divided by its weight.
+ * Preempted requests return to the front of their tenant's queue.
+ *
+ * Guarantee (the paper's Theorem, weighted form).  Let M be the KV tokens a
+ * replica's pool holds (pool bytes / beta) and L the longest prompt.  For
+ * two tenants f, g backlogged over [t1, t2) on one replica,
+ *
+ *   |W_f(t1,t2)/w_f - W_g(t1,t2)/w_g| <= 2 U,
+ *   U = max(w_p * L, max(w_p, w_q) * M) / min(w_f, w_g)
+ *
+ * (with the defaults w_p <= w_q this is the paper's 2 max(w_p L, w_q M) for
+ * equal weights): admission raises only the lowest counter, by at most one
+ * prompt, and the service still owed to running requests is at most what
+ * memory holds.  The argument needs a cache that reserves a request's whole
+ * length at admission (full, reserve: request), as the paper's server does;
+ * with caches that grow (chunked) running requests can be owed more than
+ * memory holds, and the preemption of the highest counter is what sheds the
+ * excess (tests/test_vtc.c measures the bound with full).
+ * Counters are per replica: the paper's setting is one server, and with a
+ * router the guarantee holds replica by replica.  Nothing is allocated:
+ * per-tenant intrusive queues, O(tenants) per admission.
+ *
+ * Per-request word: sched_key, the prompt tokens charged so far.
+ */
+#include "engine.h"
+
+#include <stddef.h>
+
+struct vtc {
+	double input_weight; /* option w_p: service per prompt token, default 1 */
+	double output_weight; /* option w_q: service per output token, default 2 */
+	uint32_t n_tenants; /* tenants of the workload, >= 1 */
+	uint32_t last_left; /* tenant whose waiting queue emptied last, KV_NIL before any */
+	uint64_t n_waiting; /* requests queued over all tenants */
+	double inv_weight[KV_MAX_TENANTS]; /* 1 / the tenant's weight */
+	double counter[KV_MAX_TENANTS]; /* c_f: service / weight, weighted tokens */
+	struct kv_reqq q[KV_MAX_TENANTS]; /* waiting requests per tenant, arrival order */
+};
+
+static const struct kv_option vtc_options[] = {
+	{ .name = "input_weight", .type = KV_OPT_DBL, .offset = offsetof(struct vtc, input_weight),
+	  .def = 1, .min = 0, .max = 1e6, .units = "",
+	  .help = "service charged per prompt token computed (w_p)" },
+	{ .name = "output_weight", .type = KV_OPT_DBL, .offset = offsetof(struct vtc, output_weight),
+	  .def = 2, .min = 0, .max = 1e6, .units = "",
+	  .help = "service charged per output token generated (w_q)" },
+	{ .name = NULL },
+};
+
+static int vtc_init(void *priv, struct kv_replica *r, struct kv_diag *d)
+{
+	const struct kv_source_spec *src = &r->sim->cfg->source;
+	struct vtc *v = priv;
+	uint32_t i;
+
+	if (!(v->input_weight + v->output_weight > 0))
+		return kv_diag_set(d, KV_EINVAL, "", 0, 0, "scheduler.input_weight",
+				   "input_weight %g and output_weight %g: expected at least one above 0",
+				   v->input_weight, v->output_weight);
+	v->n_tenants = src->n_tenants ? src->n_tenants : 1;
+	v->last_left = KV_NIL;
+	for (i = 0; i < v->n_tenants; i++) {
+		double w = src->n_tenants ? src->tenants[i].weight : 1;
+
+		v->inv_weight[i] = w > 0 ? 1 / w : 1;
+		kv_reqq_init(&v->q[i]);
+	}
+	return 0;
+}
+
+/* Lifts tenant t's counter as it becomes backlogged (Algorithm 1, lines 5-10). */
+static void lift(struct vtc *v, uint32_t t)
+{
+	double lo = 0;
+	int any = 0;
+	uint32_t u;
+
+	for (u = 0; u < v->n_tenants; u++) {
+		if (u == t || !v->q[u].n)
+			continue;
+		if (!any || v->counter[u] < lo)
+			lo = v->counter[u];
+		any = 1;
+	}
+	if (!any && v->last_left != KV_NIL) {
+		lo = v->counter[v->last_left];
+		any = 1;
+	}
+	if (any && v->counter[t] < lo)
+		v->counter[t] = lo;
+}
+
+static void vtc_enqueue(void *priv, struct kv_replica *r, struct kv_req *q)
+{
+	struct vtc *v = priv;
+	struct kv_reqq *qq = &v->q[q->tenant];
+
+	if (!qq->n)
+		lift(v, q->tenant);
+	if (q->preemptions)
+		kv_reqq_push_front(r->sim, qq, q);
+	else
+		kv_reqq_push_back(r->sim, qq, q);
+	v->n_waiting++;
+}
+
+/* Takes waiting q out of its tenant's queue (admitted or rejected). */
+static void vtc_dequeue(void *priv, struct kv_replica *r, struct kv_req *q)
+{
+	struct vtc *v = priv;
+	struct kv_reqq *qq = &v->q[q->tenant];
+
+	kv_reqq_remove(r->sim, qq, q);
+	v->n_waiting--;
+	if (!qq->n)
+		v->last_left = q->tenant;
+}
+
+/*
+ * Charges q's tenant for q's share of the batch just formed: w_p per prompt
+ * token computed for the first time (positions from the high-water mark in
+ * sched_key up to the prompt's end), w_q when the iteration emits a token.
+ */
+static void charge(struct vtc *v, struct kv_req *q)
+{
+	uint64_t from = q->kv_tokens, to = from + q->batch_tokens;
+	double w = 0;
+
+	if (from < q->prefill_target) {
+		uint64_t lo = KV_MAX(from, q->sched_key), hi = KV_MIN(to, q->prompt_tokens);
+
+		if (hi > lo) {
+			w += v->input_weight * (double)(hi - lo);
+			q->sched_key = hi;
+		}
+		if (to >= q->prefill_target && q->generated < q->output_tokens)
+			w += v->output_weight;
+	} else if (q->generated < q->output_tokens) {
+		w += v->output_weight;
+	}
+	v->counter[q->tenant] += w * v->inv_weight[q->tenant];
+}
+
+/* The backlogged tenant with the lowest counter (lowest index on ties), or KV_NIL. */
+static uint32_t lowest(const struct vtc *v)
+{
+	uint32_t t, best = KV_NIL;
+
+	for (t = 0; t < v->n_tenants; t++)
+		if (v->q[t].n && (best == KV_NIL || v->counter[t] < v->counter[best]))
+			best = t;
+	return best;
+}
+
+/*
+ * The preemption victim when a running request cannot grow: among running
+ * requests not yet scheduled in this batch (q among them), the newest of the
+ * tenant with the highest counter; ties to the highest tenant index, the
+ * mirror of admission's lowest.  (Rejected: fifo's newest overall, which
+ * lets the tenant ahead keep its lead and its memory.)  With one tenant
+ * this is fifo's victim.
+ */
+static struct kv_req *victim(const struct vtc *v, const struct kv_replica *r)
+{
+	struct kv_req *best = NULL;
+	uint32_t i;
+
+	for (i = 0; i < r->n_running; i++) {
+		struct kv_req *c = r->running[i];
+
+		if (c->batch_tokens)
+			continue;
+		if (!best || v->counter[c->tenant] > v->counter[best->tenant] ||
+		    (v->counter[c->tenant] == v->counter[best->tenant] && c->tenant >= best->tenant))
+			best = c;
+	}
+	return best;
+}
+
+/*
+ * Makes room for running q, which could not grow, by preempting victims
+ * until it fits.  Returns the index of the next running request to
+ * schedule: after q when q is scheduled, q's old index when q itself left
+ * (preempted, or rejected when alone).
+ */
+static uint32_t make_room(const struct vtc *v, struct kv_replica *r, struct kv_req *q)
+{
+	for (;;) {
+		struct kv_req *c = victim(v, r);
+		uint32_t at = q->run_idx;
+
+		if (c == q) {
+			if (r->n_running == 1)
+				kv_replica_reject(r, q); /* cannot grow even alone */
+			else
+				kv_replica_preempt(r, q);
+			return at;
+		}
+		kv_replica_preempt(r, c);
+		if (kv_replica_schedule(r, q) != KV_ENOMEM)
+			return q->run_idx + 1;
+	}
+}
+
+/* Keeps the running requests going, in admission order. */
+static void keep_running(const struct vtc *v, struct kv_replica *r)
+{
+	uint32_t i = 0;
+	int err;
+
+	while ((i = kv_replica_schedule_running(r, i, &err)) < r->n_running) {
+		if (err == KV_ENOMEM)
+			i = make_room(v, r, r->running[i]);
+		else
+			i++; /* out of budget: it sits this iteration out */
+	}
+}
+
+static void vtc_form_batch(void *priv, struct kv_replica *r)
+{
+	struct vtc *v = priv;
+	uint32_t i, t;
+
+	keep_running(v, r);
+	for (i = 0; i < r->n_batch; i++)
+		charge(v, r->batch[i]);
+	while ((t = lowest(v)) != KV_NIL) {
+		struct kv_req *q = kv_reqq_head(r->sim, &v->q[t]);
+
+		if (kv_replica_schedule(r, q))
+			break;
+		vtc_dequeue(v, r, q);
+		kv_replica_admit(r, q);
+		charge(v, q);
+	}
+}
+
+static uint64_t vtc_waiting(const void *priv)
+{
+	const struct vtc *v = priv;
+
+	return v->n_waiting;
+}
+
+const struct kv_sched_ops kv_sched_vtc = {
+	.name = "vtc",
+	.desc = "Virtual Token Counter (Sheng et al., OSDI'24): admit from the backlogged tenant with the least c = (w_p*prompt + w_q*output tokens served)/weight; a returning tenant is lifted to the backlogged minimum",
+	.priv_size = sizeof(struct vtc),
+	.options = vtc_options,
+	.init = vtc_init,
+	.enqueue = vtc_enqueue,
+	.form_batch = vtc_form_batch,
+	.dequeue = vtc_dequeue,
+	.waiting = vtc_waiting,
+};
