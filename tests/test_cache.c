@@ -15,6 +15,8 @@
 #include "output.h"
 #include "simtest.h"
 
+#include "testutil.h"
+
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
@@ -802,11 +804,5 @@ static Suite *cache_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(cache_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return kv_test_run_suite(cache_suite());
 }

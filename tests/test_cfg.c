@@ -3,6 +3,8 @@
  * their diagnostics (file:line:col, field, message), sizes and durations,
  * --set overrides, syntax errors, duplicate and unknown keys, files.
  */
+#include "testutil.h"
+
 #include <check.h>
 #include <float.h>
 #include <stdlib.h>
@@ -924,11 +926,5 @@ static Suite *cfg_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(cfg_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return kv_test_run_suite(cfg_suite());
 }

@@ -5,6 +5,7 @@
  */
 #include "engine.h"
 #include "simtest.h"
+#include "testutil.h"
 
 /* Accounting figures of sim/sched_drf.c (to move to sched.h). */
 double kv_drf_cost(const struct kv_replica *r, uint32_t tenant);
@@ -669,11 +670,5 @@ static Suite *drf_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(drf_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return kv_test_run_suite(drf_suite());
 }

@@ -6,6 +6,8 @@
 #include "simtest.h"
 #include "profiles.h"
 
+#include "testutil.h"
+
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -414,11 +416,5 @@ static Suite *engine_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(engine_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return kv_test_run_suite(engine_suite());
 }

@@ -2,6 +2,8 @@
  * test_heap.c -- the event queue: order by (time, insertion), FIFO ties,
  * growth, peek, empty pop.
  */
+#include "testutil.h"
+
 #include <check.h>
 #include <stdlib.h>
 
@@ -247,11 +249,5 @@ static Suite *heap_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(heap_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return kv_test_run_suite(heap_suite());
 }

@@ -4,6 +4,8 @@
  * misuse aborts, the integrity check itself, and a random-operation
  * property test against a shadow map of owned units.
  */
+#include "testutil.h"
+
 #include <check.h>
 #include <math.h>
 #include <signal.h>
@@ -663,11 +665,5 @@ static Suite *pool_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(pool_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return kv_test_run_suite(pool_suite());
 }

@@ -7,6 +7,8 @@
  */
 #include "output.h"
 
+#include "testutil.h"
+
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
@@ -615,11 +617,5 @@ static Suite *preempt_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(preempt_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return kv_test_run_suite(preempt_suite());
 }

@@ -493,11 +493,5 @@ static Suite *shared_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(shared_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return kv_test_run_suite(shared_suite());
 }

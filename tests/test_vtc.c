@@ -12,6 +12,8 @@
  */
 #include "output.h"
 
+#include "testutil.h"
+
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
@@ -414,11 +416,5 @@ static Suite *vtc_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(vtc_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return kv_test_run_suite(vtc_suite());
 }

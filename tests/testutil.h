@@ -33,4 +33,16 @@ static inline const char *real_trace(const char *name)
 	return stat(buf, &st) == 0 ? buf : NULL;
 }
 
+/* Runs one suite; returns the process status (1 when a test failed). */
+static inline int kv_test_run_suite(Suite *suite)
+{
+	SRunner *sr = srunner_create(suite);
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
+
 #endif /* KV_TESTUTIL_H */
