@@ -1,11 +1,17 @@
-# run.gp -- the chart of one `kvsim run`: latency CDFs, KV memory and queue
-# length over time.  Variables (set with -e): dir (run directory), out (PNG
-# path), title (workload name), replicas (count), reqs (1 if requests.csv).
-set terminal pngcairo size 1400,900 font ",10" noenhanced
+# run.gp -- the chart of one `kvsim run`: latency CDFs, KV memory, waiting
+# and running requests per replica, weighted service per tenant over time.
+# Variables (set with -e): dir (run directory), out (output path), title
+# (workload name), replicas, tenants (counts), tnames (space-separated
+# tenant names), reqs (1 if requests.csv exists), svg (1: SVG, else PNG).
+if (svg) {
+  set terminal svg size 1800,900 font "sans,10" noenhanced
+} else {
+  set terminal pngcairo size 1800,900 font ",10" noenhanced
+}
 set output out
 set datafile separator ","
 set key autotitle columnhead
-set multiplot layout 2,2 title sprintf("kvsim: %s", title)
+set multiplot layout 2,3 title sprintf("kvsim: %s", title)
 
 set title "Latency CDF (completed requests)"
 set xlabel "latency (s)"
@@ -45,4 +51,13 @@ plot for [i=0:replicas-1] dir."/timeseries.csv" every replicas::i using 1:3 with
 set title "Running requests (batch)"
 set ylabel "requests"
 plot for [i=0:replicas-1] dir."/timeseries.csv" every replicas::i using 1:4 with lines lc i+1 title sprintf("replica %d", i)
+
+set title "Weighted service per tenant (input 1, output 2 per token by default)"
+set ylabel "service (weighted tokens)"
+set key top left
+plot for [i=0:tenants-1] dir."/tenant_timeseries.csv" every tenants::i using 1:4 with lines lw 2 lc i+1 title word(tnames, i+1)
+
+set title "Waiting requests per tenant"
+set ylabel "requests"
+plot for [i=0:tenants-1] dir."/tenant_timeseries.csv" every tenants::i using 1:3 with lines lc i+1 title word(tnames, i+1)
 unset multiplot

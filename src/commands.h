@@ -11,5 +11,6 @@
 int kv_cmd_run(int argc, char **argv);
 int kv_cmd_list(int argc, char **argv);
 int kv_cmd_gpu(int argc, char **argv);
+int kv_cmd_plot(int argc, char **argv);
 
 #endif /* KV_COMMANDS_H */

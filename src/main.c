@@ -22,6 +22,7 @@ static const struct command commands[] = {
 	  "simulate a workload and write requests.csv, timeseries.csv, summary.csv and run.png" },
 	{ "list", kv_cmd_list, "list [schedulers|caches|routers|devices|models]",
 	  "show every plugin and profile with its options" },
+	{ "plot", kv_cmd_plot, "plot DIR", "render the charts (PNG and SVG) of a run directory" },
 	{ "gpu", kv_cmd_gpu, "gpu", "report the GPU the execution backend would use, or why there is none" },
 };
 

@@ -12,9 +12,10 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { F_REQ, F_TS, F_SUM, F_TEN, F_PNG };
+enum { F_REQ, F_TS, F_SUM, F_TEN, F_TSER, F_PNG };
 static const char *const file_names[KV_OUT_FILES] = { "requests.csv", "timeseries.csv",
-						      "summary.csv", "tenants.csv", "run.png" };
+						      "summary.csv", "tenants.csv",
+						      "tenant_timeseries.csv", "run.png" };
 
 /* One completed request in the scratch file. */
 struct done_rec {
@@ -158,6 +159,15 @@ static int write_sample(void *ctx, const struct kv_sim *s, kv_ns t)
 		if (fwrite(line, 1, (size_t)(p - line), o->ts) != (size_t)(p - line))
 			o->failed = 1;
 	}
+	for (i = 0; i < s->cfg->source.n_tenants; i++) {
+		const struct kv_tenant_stats *ts = &s->tenant[i];
+		char line[256], *p = put_sec(line, t);
+
+		p += sprintf(p, ",%s,%llu,%.0f,%.0f\n", s->cfg->source.tenants[i].name,
+			     (unsigned long long)ts->waiting, ts->service, ts->vservice);
+		if (fwrite(line, 1, (size_t)(p - line), o->tser) != (size_t)(p - line))
+			o->failed = 1;
+	}
 	return o->failed;
 }
 
@@ -256,6 +266,9 @@ int kv_out_open(struct kv_out *o, const char *dir, const struct kv_workload *w, 
 		return kv_diag_set(d, KV_EIO, "tmpfile", 0, 0, "", "cannot create a scratch file: %s",
 				   strerror(errno));
 	setvbuf(o->ts, buf_ts, _IOFBF, sizeof(buf_ts));
+	if (!(o->tser = open_tmp(o, F_TSER, d)))
+		return KV_EIO;
+	fputs("t_s,tenant,waiting,service,virtual_service\n", o->tser);
 	fputs("t_s,replica,waiting,running,kv_used_bytes,kv_reserved_bytes,kv_internal_waste_bytes,"
 	      "largest_free_bytes,ext_frag,alloc_fail_frag\n", o->ts);
 	return 0;
@@ -343,9 +356,10 @@ static int write_tenants_csv(struct kv_out *o, const struct kv_sim *s, struct kv
 }
 
 /* Renders run.png with gnuplot; returns 0 when rendered (or gnuplot is absent). */
-static int render_chart(struct kv_out *o, const struct kv_sim *s)
+int kv_plot_run(const char *dir, const char *title, unsigned replicas, unsigned tenants,
+		const char *tenant_names, int with_requests, int svg)
 {
-	char cmd[4096], script[1100];
+	char cmd[8192], script[1100], tmp[1200], out[1200];
 	int st;
 
 	if (system("command -v gnuplot >/dev/null 2>&1") != 0) {
@@ -357,21 +371,47 @@ static int render_chart(struct kv_out *o, const struct kv_sim *s)
 		fprintf(stderr, "kvsim: %s missing, no chart written\n", script);
 		return 0;
 	}
-	if (!shell_safe(o->dir) || !shell_safe(o->w->name)) {
-		fprintf(stderr, "kvsim: no chart written: the output directory or workload name has quotes, '$', '`' or '\\'\n");
+	if (!shell_safe(dir) || !shell_safe(title) || !shell_safe(tenant_names)) {
+		fprintf(stderr, "kvsim: no chart written: the output directory or a name has quotes, '$', '`' or '\\'\n");
 		return 0;
 	}
-	snprintf(o->final[F_PNG], sizeof(o->final[F_PNG]), "%s/run.png", o->dir);
-	snprintf(o->tmp[F_PNG], sizeof(o->tmp[F_PNG]), "%s/.run.png.tmp", o->dir);
+	snprintf(out, sizeof(out), "%s/run.%s", dir, svg ? "svg" : "png");
+	snprintf(tmp, sizeof(tmp), "%s/.run.%s.tmp", dir, svg ? "svg" : "png");
 	snprintf(cmd, sizeof(cmd),
-		 "gnuplot -e \"dir='%s'; out='%s'; title='%s'; replicas=%u; reqs=%d\" '%s' >/dev/null 2>&1",
-		 o->dir, o->tmp[F_PNG], o->w->name, s->n_rep, o->w->requests_csv, script);
+		 "gnuplot -e \"dir='%s'; out='%s'; title='%s'; replicas=%u; tenants=%u; tnames='%s'; reqs=%d; svg=%d\" '%s' >/dev/null 2>&1",
+		 dir, tmp, title, replicas, tenants, tenant_names, with_requests, svg, script);
 	st = system(cmd);
-	if (st != 0 || rename(o->tmp[F_PNG], o->final[F_PNG])) {
-		fprintf(stderr, "kvsim: gnuplot failed (status %d), no chart written\n", st);
-		unlink(o->tmp[F_PNG]);
+	if (st != 0 || rename(tmp, out)) {
+		fprintf(stderr, "kvsim: gnuplot failed (status %d), no %s written\n", st, out);
+		unlink(tmp);
+		return KV_EIO;
 	}
-	o->tmp[F_PNG][0] = 0;
+	return 0;
+}
+
+/* Tenant names for the chart's legend, spaces as underscores, in buf. */
+static const char *legend_names(const struct kv_sim *s, char *buf, size_t len)
+{
+	size_t off = 0, i;
+
+	buf[0] = 0;
+	for (i = 0; i < s->cfg->source.n_tenants && off < len; i++) {
+		const char *n = s->cfg->source.tenants[i].name;
+
+		off += (size_t)snprintf(buf + off, len - off, "%s", i ? " " : "");
+		for (; *n && off + 1 < len; n++)
+			buf[off++] = *n == ' ' ? '_' : *n;
+		buf[off] = 0;
+	}
+	return buf;
+}
+
+static int render_chart(struct kv_out *o, const struct kv_sim *s)
+{
+	char names[2048];
+
+	kv_plot_run(o->dir, o->w->name, s->n_rep, s->cfg->source.n_tenants,
+		    legend_names(s, names, sizeof(names)), o->w->requests_csv, 0);
 	return 0;
 }
 
@@ -389,7 +429,8 @@ int kv_out_commit(struct kv_out *o, const struct kv_sim *s, struct kv_summary *s
 {
 	int i, rc;
 
-	if (close_checked(&o->req) || close_checked(&o->ts) || o->failed)
+	if (close_checked(&o->req) || close_checked(&o->ts) || close_checked(&o->tser) ||
+	    o->failed)
 		return kv_diag_set(d, KV_EIO, o->dir, 0, 0, "", "writing the outputs failed: %s",
 				   strerror(errno ? errno : EIO));
 	kv_summary_compute(s, o, sum);
@@ -421,7 +462,9 @@ void kv_out_abort(struct kv_out *o)
 		fclose(o->req);
 	if (o->ts)
 		fclose(o->ts);
-	o->req = o->ts = NULL;
+	if (o->tser)
+		fclose(o->tser);
+	o->req = o->ts = o->tser = NULL;
 	for (i = 0; i < KV_OUT_FILES; i++) {
 		if (o->tmp[i][0])
 			unlink(o->tmp[i]);

@@ -14,13 +14,13 @@
 
 #include "workload.h"
 
-#define KV_OUT_FILES 5
+#define KV_OUT_FILES 6
 
 struct kv_out {
 	char dir[1024]; /* output directory */
 	int created_dir; /* 1 if kv_out_open made it */
 	const struct kv_workload *w; /* the run's workload */
-	FILE *req, *ts; /* requests.csv and timeseries.csv, or NULL */
+	FILE *req, *ts, *tser; /* requests.csv, timeseries.csv, tenant_timeseries.csv, or NULL */
 	char tmp[KV_OUT_FILES][1100]; /* temporary names, "" when unused */
 	char final[KV_OUT_FILES][1100]; /* final names */
 	int failed; /* a write failed */
@@ -77,6 +77,15 @@ int kv_out_commit(struct kv_out *o, const struct kv_sim *s, struct kv_summary *s
 
 /* Removes the temporaries (and the directory if this run created it and it is empty). */
 void kv_out_abort(struct kv_out *o);
+
+/*
+ * Renders DIR/run.png (or run.svg) from a run's CSVs with plots/run.gp:
+ * latency CDFs, KV memory, queue and batch per replica, weighted service per
+ * tenant.  tenant_names: space-separated legend names.  A missing gnuplot
+ * is a note on stderr and returns 0; a failed render returns KV_EIO.
+ */
+int kv_plot_run(const char *dir, const char *title, unsigned replicas, unsigned tenants,
+		const char *tenant_names, int with_requests, int svg);
 
 /* Progress on stderr when it is a terminal: call kv_progress_init first. */
 void kv_progress_init(int quiet);

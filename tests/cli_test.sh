@@ -17,6 +17,7 @@ bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 "$kvsim" run --help | grep -q -- "--set" && ok || bad "kvsim run --help"
 "$kvsim" list --help | grep -q "usage" && ok || bad "kvsim list --help"
 "$kvsim" gpu --help | grep -q "usage" && ok || bad "kvsim gpu --help"
+"$kvsim" plot --help | grep -q "usage" && ok || bad "kvsim plot --help"
 list=$("$kvsim" list)
 for word in fifo full round-robin least-outstanding-tokens max_len a100-80g h200 llama-2-7b opt-13b; do
   grep -q -- "$word" <<<"$list" && ok || bad "kvsim list lacks $word"
@@ -42,7 +43,7 @@ YAML
 "$kvsim" run -q "$tmp/w.yaml" -o "$tmp/r1" --seed 7 && ok || bad "run r1"
 "$kvsim" run -q "$tmp/w.yaml" -o "$tmp/r2" --seed 7 && ok || bad "run r2"
 "$kvsim" run -q "$tmp/w.yaml" -o "$tmp/r3" --seed 8 && ok || bad "run r3"
-for f in requests.csv timeseries.csv summary.csv; do
+for f in requests.csv timeseries.csv summary.csv tenants.csv tenant_timeseries.csv; do
   [ -s "$tmp/r1/$f" ] && ok || bad "missing $f"
   cmp -s "$tmp/r1/$f" "$tmp/r2/$f" && ok || bad "$f differs between identical runs"
 done
@@ -55,6 +56,11 @@ ls -a "$tmp/r1" | grep -q '^\.' && [ -z "$(ls -a "$tmp/r1" | grep '^\..*XXXXXX\|
 cut -d, -f3 "$tmp/r4/requests.csv" | grep -qx 2 && ok || bad "--set cluster.replicas"
 "$kvsim" run -q "$tmp/w.yaml" -o "$tmp/r5" --set cluster.replicas=many 2>"$tmp/err"; st=$?
 [ $st -eq 2 ] && grep -q "cluster.replicas" "$tmp/err" && [ ! -e "$tmp/r5" ] && ok || bad "--set bad value (status $st: $(cat "$tmp/err"))"
+# kvsim plot renders a run directory (when gnuplot is installed)
+if command -v gnuplot >/dev/null; then
+  "$kvsim" plot "$tmp/r1" >/dev/null && [ -s "$tmp/r1/run.png" ] && [ -s "$tmp/r1/run.svg" ] && ok || bad "kvsim plot"
+fi
+"$kvsim" plot "$tmp" 2>/dev/null; [ $? -eq 2 ] && ok || bad "kvsim plot on a non-run directory"
 # the table is printed
 "$kvsim" run "$tmp/w.yaml" -o "$tmp/r6" | grep -q "ttft_p99_s" && ok || bad "summary table"
 # an output directory that cannot be created
