@@ -12,5 +12,7 @@ int kv_cmd_run(int argc, char **argv);
 int kv_cmd_list(int argc, char **argv);
 int kv_cmd_gpu(int argc, char **argv);
 int kv_cmd_plot(int argc, char **argv);
+int kv_cmd_sweep(int argc, char **argv);
+int kv_cmd_sweep_merge(int argc, char **argv);
 
 #endif /* KV_COMMANDS_H */

@@ -22,6 +22,10 @@ static const struct command commands[] = {
 	  "simulate a workload and write requests.csv, timeseries.csv, summary.csv and run.png" },
 	{ "list", kv_cmd_list, "list [schedulers|caches|routers|devices|models]",
 	  "show every plugin and profile with its options" },
+	{ "sweep", kv_cmd_sweep, "sweep SWEEP.yaml [-j N] [-o DIR] [--shard I/N] [--quiet]",
+	  "run a workload over a grid of overrides in parallel and write sweep.csv" },
+	{ "sweep-merge", kv_cmd_sweep_merge, "sweep-merge OUT_DIR DIR...",
+	  "merge the sweep.csv files of sweep shards" },
 	{ "plot", kv_cmd_plot, "plot DIR", "render the charts (PNG and SVG) of a run directory" },
 	{ "gpu", kv_cmd_gpu, "gpu", "report the GPU the execution backend would use, or why there is none" },
 };
@@ -33,7 +37,7 @@ static void usage(FILE *f)
 	fprintf(f, "kvsim %s: a discrete-event simulator of LLM inference serving\n\n"
 		   "usage: kvsim COMMAND [options]\n\ncommands:\n", KV_VERSION);
 	for (i = 0; i < KV_ARRAY_LEN(commands); i++)
-		fprintf(f, "  %-6s %s\n         %s\n", commands[i].name, commands[i].help,
+		fprintf(f, "  %-11s %s\n              %s\n", commands[i].name, commands[i].help,
 			commands[i].usage);
 	fprintf(f, "\n'kvsim COMMAND --help' describes a command's options.\n");
 }

@@ -442,9 +442,11 @@ static int read_top(struct kv_cfg_doc *doc, struct kv_workload *w, int has_seed,
 					    "cache", "workload", "fairness", "outputs", "check_pool",
 					    NULL };
 	struct kv_sim_config *c = &w->cfg;
+	char stem[sizeof(w->name)];
 
 	TRY(kv_cfg_check_keys(doc->root, keys, d));
-	TRY(kv_cfg_str(doc->root, "name", w->name, w->name, sizeof(w->name), d));
+	memcpy(stem, w->name, sizeof(stem)); /* the default must not alias the output */
+	TRY(kv_cfg_str(doc->root, "name", stem, w->name, sizeof(w->name), d));
 	kv_cfg_get(doc->root, "description"); /* free text: read, not used */
 	TRY(kv_cfg_u64(doc->root, "seed", 1, 0, UINT64_MAX, &c->seed, d));
 	if (has_seed)

@@ -1,0 +1,1416 @@
+/*
+ * cmd_sweep.c -- `kvsim sweep`: run a base workload over a grid of --set
+ * overrides in parallel worker processes, and `kvsim sweep-merge`: join
+ * the sweep.csv files of shards.
+ *
+ * A sweep file (docs/sweeps.md) names a base workload, axes (a cartesian
+ * product, first axis slowest), zip groups (axes that vary together, one
+ * more dimension each) and seeds (fastest).  Every point is one run of the
+ * base workload with its overrides, exactly as `kvsim run -q --seed S
+ * --set k=v...` would do it, in a forked child, into DIR/points/<key>/ where
+ * key is the FNV-1a hash (with splitmix64's finaliser) of the base file's bytes, the sorted overrides and
+ * the seed: a rerun finds a finished point (its summary.csv exists) and does
+ * not run it again.  The parent keeps -j children busy and writes
+ * DIR/sweep.csv (temporary file + rename) with one row per finished point
+ * in point order, so the file does not depend on -j or on the order in which
+ * children finish.  Invariant: sweep.csv holds only whole rows of points
+ * whose run ended (ok or error); an interrupted point has no row.
+ */
+#include "commands.h"
+#include "cfg.h"
+#include "workload.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SWEEP_MAX_AXES 64 /* axes plus zipped axes */
+#define SWEEP_MAX_SETS 200 /* overrides of one point (kvsim run takes 256) */
+#define SWEEP_MAX_POINTS 1000000
+
+/* --- growable string ----------------------------------------------------- */
+
+struct sbuf {
+	char *s; /* NUL-terminated text, NULL when empty */
+	size_t len, cap; /* length and capacity in bytes */
+};
+
+static void sb_putn(struct sbuf *b, const char *p, size_t n)
+{
+	if (b->len + n + 1 > b->cap) {
+		b->cap = (b->len + n + 1) * 2;
+		b->s = kv_xrealloc(b->s, b->cap);
+	}
+	memcpy(b->s + b->len, p, n);
+	b->len += n;
+	b->s[b->len] = 0;
+}
+
+static void sb_puts(struct sbuf *b, const char *s)
+{
+	sb_putn(b, s, strlen(s));
+}
+
+static void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void sb_printf(struct sbuf *b, const char *fmt, ...)
+{
+	char tmp[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	sb_puts(b, tmp);
+}
+
+/* Returns the text (never NULL) and leaves b empty; the caller frees it. */
+static char *sb_take(struct sbuf *b)
+{
+	char *s = b->s ? b->s : kv_xstrdup("");
+
+	memset(b, 0, sizeof(*b));
+	return s;
+}
+
+/* Appends s as one CSV field: quoted when it holds a comma, quote or newline. */
+static void sb_csv(struct sbuf *b, const char *s)
+{
+	if (!strpbrk(s, ",\"\n\r")) {
+		sb_puts(b, s);
+		return;
+	}
+	sb_putn(b, "\"", 1);
+	for (; *s; s++) {
+		if (*s == '"')
+			sb_putn(b, "\"", 1);
+		sb_putn(b, *s == '\n' || *s == '\r' ? " " : s, 1);
+	}
+	sb_putn(b, "\"", 1);
+}
+
+/* --- a YAML node back to flow text, for --set ---------------------------- */
+
+/* 1 if a plain scalar's text reads back as the same plain scalar in flow context. */
+static int plain_ok(const char *s)
+{
+	if (!*s)
+		return 1;
+	if (strchr("&*!|>%@`'\"?#, ", s[0]) || (s[0] == '-' && (s[1] == ' ' || !s[1])))
+		return 0;
+	return !strpbrk(s, ",[]{}#\"\n\\") && !strstr(s, ": ") && s[strlen(s) - 1] != ':';
+}
+
+static void emit_scalar(struct sbuf *b, const char *s, int quoted)
+{
+	if (!quoted && plain_ok(s)) {
+		sb_puts(b, s);
+		return;
+	}
+	sb_putn(b, "\"", 1);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			sb_putn(b, "\\", 1);
+		if (*s == '\n')
+			sb_puts(b, "\\n");
+		else
+			sb_putn(b, s, 1);
+	}
+	sb_putn(b, "\"", 1);
+}
+
+/* Writes n as YAML flow text: a scalar, [a, b] or {k: v, ...}. */
+static void emit_node(struct sbuf *b, struct kv_cfg_node *n)
+{
+	struct kv_cfg_node *c;
+
+	n->used = 1;
+	if (n->type == KV_CFG_SCALAR) {
+		emit_scalar(b, n->value, n->quoted);
+		return;
+	}
+	sb_puts(b, n->type == KV_CFG_MAP ? "{" : "[");
+	for (c = n->child; c; c = c->next) {
+		if (c != n->child)
+			sb_puts(b, ", ");
+		if (n->type == KV_CFG_MAP) {
+			emit_scalar(b, c->key, 0);
+			sb_puts(b, ": ");
+		}
+		emit_node(b, c);
+	}
+	sb_puts(b, n->type == KV_CFG_MAP ? "}" : "]");
+}
+
+static char *node_text(struct kv_cfg_node *n)
+{
+	struct sbuf b = { 0 };
+
+	emit_node(&b, n);
+	return sb_take(&b);
+}
+
+/* --- the sweep file ------------------------------------------------------ */
+
+/* One axis: a key path and its values as flow text. */
+struct axis {
+	char *key; /* e.g. "scheduler.name" */
+	char **vals; /* n_vals values */
+	size_t n_vals;
+	size_t dim; /* the dimension it varies in (zipped axes share one) */
+};
+
+/* One point of the grid. */
+struct point {
+	size_t index; /* 0-based position in point order */
+	size_t *val; /* value index per axis */
+	uint64_t seed;
+	char key[17]; /* 16 hex digits */
+	int state; /* ST_* */
+	char *err; /* one-line message of a failed run */
+	char **fields; /* summary.csv values (ST_OK), n_fields of them */
+	char **names; /* summary.csv header names, n_fields */
+	size_t n_fields;
+};
+
+enum { ST_TODO, ST_SKIP, ST_RUNNING, ST_OK, ST_ERR };
+
+struct sweep {
+	struct kv_cfg_doc doc;
+	char name[128]; /* `name:` or the file stem */
+	char base[1024]; /* base workload path, resolved */
+	char *base_bytes; /* its contents, for the key */
+	size_t base_len;
+	struct axis axis[SWEEP_MAX_AXES];
+	size_t n_axes, n_dims;
+	size_t dim_len[SWEEP_MAX_AXES]; /* values per dimension */
+	char **sets; /* `set:` overrides "k=v" */
+	size_t n_sets;
+	uint64_t *seeds;
+	size_t n_seeds;
+	int has_target;
+	char t_metric[128], t_axis[256]; /* target: metric column and axis to minimize */
+	double t_max; /* target: metric <= t_max */
+	struct point *pt;
+	size_t n_pt;
+};
+
+static void sweep_release(struct sweep *sw)
+{
+	size_t i, j;
+
+	for (i = 0; i < sw->n_axes; i++) {
+		for (j = 0; j < sw->axis[i].n_vals; j++)
+			free(sw->axis[i].vals[j]);
+		free(sw->axis[i].vals);
+		free(sw->axis[i].key);
+	}
+	for (i = 0; i < sw->n_sets; i++)
+		free(sw->sets[i]);
+	for (i = 0; i < sw->n_pt; i++) {
+		struct point *p = &sw->pt[i];
+
+		for (j = 0; j < p->n_fields; j++) {
+			free(p->fields[j]);
+			free(p->names[j]);
+		}
+		free(p->fields);
+		free(p->names);
+		free(p->val);
+		free(p->err);
+	}
+	free(sw->pt);
+	free(sw->sets);
+	free(sw->seeds);
+	free(sw->base_bytes);
+	kv_cfg_free(&sw->doc);
+}
+
+/* Reads a whole file; returns its bytes (NUL-terminated) or NULL with errno set. */
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	struct sbuf b = { 0 };
+	char buf[8192];
+	size_t n;
+
+	if (!f)
+		return NULL;
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+		sb_putn(&b, buf, n);
+	if (ferror(f)) {
+		fclose(f);
+		free(b.s);
+		return NULL;
+	}
+	fclose(f);
+	*len = b.len;
+	return sb_take(&b);
+}
+
+/* Adds axis key (located at n) with the values of sequence seq in dimension dim. */
+static int add_axis(struct sweep *sw, struct kv_cfg_node *n, size_t dim, struct kv_diag *d)
+{
+	struct kv_cfg_node *c;
+	struct axis *a;
+	size_t i;
+
+	if (n->type != KV_CFG_SEQ || !n->n_children)
+		return kv_cfg_error(n, d, "expected a non-empty list of values");
+	if (sw->n_axes == SWEEP_MAX_AXES)
+		return kv_cfg_error(n, d, "more than %d axes", SWEEP_MAX_AXES);
+	for (i = 0; i < sw->n_axes; i++)
+		if (!strcmp(sw->axis[i].key, n->key))
+			return kv_diag_set(d, KV_EINVAL, n->file, n->key_line, n->key_col, n->key,
+					   "axis '%s' appears twice", n->key);
+	a = &sw->axis[sw->n_axes++];
+	a->key = kv_xstrdup(n->key);
+	a->vals = kv_xcalloc(n->n_children, sizeof(*a->vals));
+	a->dim = dim;
+	for (c = n->child; c; c = c->next)
+		a->vals[a->n_vals++] = node_text(c);
+	n->used = 1;
+	return 0;
+}
+
+static int read_axes(struct sweep *sw, struct kv_diag *d)
+{
+	struct kv_cfg_node *m = kv_cfg_get(sw->doc.root, "axes"), *c;
+	int rc;
+
+	if ((rc = kv_cfg_expect_map(m, d)))
+		return rc;
+	for (c = m ? m->child : NULL; c; c = c->next) {
+		if ((rc = add_axis(sw, c, sw->n_dims, d)))
+			return rc;
+		sw->dim_len[sw->n_dims++] = c->n_children;
+	}
+	return 0;
+}
+
+static int read_zip(struct sweep *sw, struct kv_diag *d)
+{
+	struct kv_cfg_node *s = kv_cfg_get(sw->doc.root, "zip"), *g, *c;
+	int rc;
+
+	if ((rc = kv_cfg_expect_seq(s, d)))
+		return rc;
+	for (g = s ? s->child : NULL; g; g = g->next) {
+		g->used = 1;
+		if (g->type != KV_CFG_MAP || !g->n_children)
+			return kv_cfg_error(g, d, "expected a mapping of axes with equal-length lists");
+		for (c = g->child; c; c = c->next) {
+			if ((rc = add_axis(sw, c, sw->n_dims, d)))
+				return rc;
+			if (c->n_children != g->child->n_children)
+				return kv_cfg_error(c, d, "%zu values, but '%s' has %zu: zipped axes need equal lengths",
+						    c->n_children, g->child->key, g->child->n_children);
+		}
+		sw->dim_len[sw->n_dims++] = g->child->n_children;
+	}
+	return 0;
+}
+
+static int read_seeds(struct sweep *sw, struct kv_diag *d)
+{
+	struct kv_cfg_node *n = kv_cfg_get(sw->doc.root, "seeds"), *c;
+	uint64_t k = 1, i;
+	int rc;
+
+	if (n && n->type == KV_CFG_SEQ) {
+		if (!n->n_children)
+			return kv_cfg_error(n, d, "expected a non-empty list of seeds");
+		sw->seeds = kv_xcalloc(n->n_children, sizeof(*sw->seeds));
+		for (c = n->child; c; c = c->next)
+			if ((rc = kv_cfg_node_u64(c, 0, UINT64_MAX, &sw->seeds[sw->n_seeds++], d)))
+				return rc;
+		return 0;
+	}
+	if ((rc = kv_cfg_u64(sw->doc.root, "seeds", 1, 1, 100000, &k, d)))
+		return rc;
+	sw->seeds = kv_xcalloc(k, sizeof(*sw->seeds));
+	for (i = 0; i < k; i++)
+		sw->seeds[sw->n_seeds++] = i + 1;
+	return 0;
+}
+
+/* Flattens mapping m under prefix into "a.b=value" overrides. */
+static int read_sets(struct sweep *sw, struct kv_cfg_node *m, const char *prefix,
+		     struct kv_diag *d)
+{
+	struct kv_cfg_node *c;
+	char key[512];
+	size_t i;
+	int rc;
+
+	for (c = m->child; c; c = c->next) {
+		c->used = 1;
+		snprintf(key, sizeof(key), "%s%s%s", prefix, *prefix ? "." : "", c->key);
+		if (c->type == KV_CFG_MAP && c->n_children) {
+			if ((rc = read_sets(sw, c, key, d)))
+				return rc;
+			continue;
+		}
+		for (i = 0; i < sw->n_axes; i++)
+			if (!strcmp(sw->axis[i].key, key))
+				return kv_diag_set(d, KV_EINVAL, c->file, c->key_line, c->key_col, key,
+						   "'%s' is both an axis and in set:", key);
+		if (sw->n_sets + sw->n_axes >= SWEEP_MAX_SETS)
+			return kv_cfg_error(c, d, "more than %d overrides", SWEEP_MAX_SETS);
+		{
+			char *v = node_text(c);
+			struct sbuf b = { 0 };
+
+			sb_printf(&b, "%s=", key);
+			sb_puts(&b, v);
+			free(v);
+			sw->sets = kv_xrealloc(sw->sets, (sw->n_sets + 1) * sizeof(*sw->sets));
+			sw->sets[sw->n_sets++] = sb_take(&b);
+		}
+	}
+	return 0;
+}
+
+static int read_target(struct sweep *sw, struct kv_diag *d)
+{
+	static const char *const keys[] = { "metric", "max", "minimize", NULL };
+	struct kv_cfg_node *t = kv_cfg_get(sw->doc.root, "target");
+	size_t i;
+	int rc;
+
+	if (!t || (t->type == KV_CFG_SCALAR && !t->quoted && (!*t->value || !strcmp(t->value, "~") ||
+							       !strcmp(t->value, "null"))))
+		return 0;
+	if ((rc = kv_cfg_expect_map(t, d)) || (rc = kv_cfg_check_keys(t, keys, d)))
+		return rc;
+	if (!kv_cfg_get(t, "metric") || !kv_cfg_get(t, "max") || !kv_cfg_get(t, "minimize"))
+		return kv_cfg_error(t, d, "a target needs metric, max and minimize");
+	if ((rc = kv_cfg_str(t, "metric", NULL, sw->t_metric, sizeof(sw->t_metric), d)) ||
+	    (rc = kv_cfg_dbl(t, "max", 0, -1e300, 1e300, &sw->t_max, d)) ||
+	    (rc = kv_cfg_str(t, "minimize", NULL, sw->t_axis, sizeof(sw->t_axis), d)))
+		return rc;
+	for (i = 0; i < sw->n_axes; i++)
+		if (!strcmp(sw->axis[i].key, sw->t_axis))
+			break;
+	if (i == sw->n_axes)
+		return kv_cfg_error(kv_cfg_get(t, "minimize"), d, "'%s' is not an axis of the sweep",
+				    sw->t_axis);
+	sw->has_target = 1;
+	return 0;
+}
+
+static int read_base(struct sweep *sw, struct kv_diag *d)
+{
+	struct kv_cfg_node *n = kv_cfg_get(sw->doc.root, "base");
+	char rel[1024];
+	int rc;
+
+	if (!n)
+		return kv_diag_set(d, KV_EINVAL, sw->doc.path, 1, 1, "base",
+				   "missing: expected the base workload file");
+	if ((rc = kv_cfg_str(sw->doc.root, "base", NULL, rel, sizeof(rel), d)))
+		return rc;
+	if (kv_cfg_resolve_path(&sw->doc, n, rel, sw->base, sizeof(sw->base)))
+		return kv_cfg_error(n, d, "path too long");
+	sw->base_bytes = slurp(sw->base, &sw->base_len);
+	if (!sw->base_bytes)
+		return kv_cfg_error(n, d, "cannot read '%s': %s", sw->base, strerror(errno));
+	return 0;
+}
+
+static void default_name(struct sweep *sw, const char *path)
+{
+	const char *b = strrchr(path, '/'), *dot;
+	size_t n;
+
+	b = b ? b + 1 : path;
+	dot = strrchr(b, '.');
+	n = dot && dot != b ? (size_t)(dot - b) : strlen(b);
+	if (n >= sizeof(sw->name))
+		n = sizeof(sw->name) - 1;
+	memcpy(sw->name, b, n);
+	sw->name[n] = 0;
+}
+
+/* Loads and checks the sweep file (not the points). Returns 0 or a code with d filled. */
+static int sweep_load(struct sweep *sw, const char *path, struct kv_diag *d)
+{
+	static const char *const keys[] = { "name", "description", "base", "axes", "zip",
+					    "seeds", "set", "target", NULL };
+	struct kv_cfg_node *set;
+	char def[128];
+	int rc;
+
+	memset(sw, 0, sizeof(*sw));
+	if ((rc = kv_cfg_load(&sw->doc, path, d)))
+		return rc;
+	if ((rc = kv_cfg_check_keys(sw->doc.root, keys, d)))
+		return rc;
+	default_name(sw, path);
+	snprintf(def, sizeof(def), "%s", sw->name);
+	if ((rc = kv_cfg_str(sw->doc.root, "name", def, sw->name, sizeof(sw->name), d)) ||
+	    (rc = read_base(sw, d)) || (rc = read_axes(sw, d)) || (rc = read_zip(sw, d)) ||
+	    (rc = read_seeds(sw, d)))
+		return rc;
+	set = kv_cfg_get(sw->doc.root, "set");
+	if ((rc = kv_cfg_expect_map(set, d)))
+		return rc;
+	if (set && set->type == KV_CFG_MAP && (rc = read_sets(sw, set, "", d)))
+		return rc;
+	return read_target(sw, d);
+}
+
+/* --- points -------------------------------------------------------------- */
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The overrides of point p ("k=v", `set:` first, then the axes); returns the count. */
+static size_t point_sets(const struct sweep *sw, const struct point *p, char **out)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < sw->n_sets; i++)
+		out[n++] = kv_xstrdup(sw->sets[i]);
+	for (i = 0; i < sw->n_axes; i++) {
+		struct sbuf b = { 0 };
+
+		sb_printf(&b, "%s=", sw->axis[i].key);
+		sb_puts(&b, sw->axis[i].vals[p->val[i]]);
+		out[n++] = sb_take(&b);
+	}
+	return n;
+}
+
+static uint64_t fnv1a(uint64_t h, const char *p, size_t n)
+{
+	while (n--) {
+		h ^= (unsigned char)*p++;
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+/*
+ * The key of a point: FNV-1a 64 of the base file's bytes, the sorted
+ * overrides and the seed.  Sorting makes it independent of the order of
+ * the axes in the sweep file (a reordered file finds the same points).
+ */
+static void point_key(const struct sweep *sw, struct point *p)
+{
+	char *sets[SWEEP_MAX_SETS], seed[32];
+	size_t i, n = point_sets(sw, p, sets);
+	uint64_t h = fnv1a(0xcbf29ce484222325ULL, sw->base_bytes, sw->base_len);
+
+	qsort(sets, n, sizeof(*sets), cmp_str);
+	for (i = 0; i < n; i++) {
+		h = fnv1a(h, "\n", 1);
+		h = fnv1a(h, sets[i], strlen(sets[i]));
+		free(sets[i]);
+	}
+	snprintf(seed, sizeof(seed), "\nseed=%llu\n", (unsigned long long)p->seed);
+	h = fnv1a(h, seed, strlen(seed));
+	h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL; /* splitmix64's finaliser: nearby */
+	h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL; /* points get unrelated keys */
+	h ^= h >> 31;
+	snprintf(p->key, sizeof(p->key), "%016llx", (unsigned long long)h);
+}
+
+static int cmp_point_key(const void *a, const void *b)
+{
+	return strcmp((*(struct point *const *)a)->key, (*(struct point *const *)b)->key);
+}
+
+/* Two points with one key (a value or seed listed twice) would share a directory. */
+static int check_unique(const struct sweep *sw, struct kv_diag *d)
+{
+	struct point **by_key = kv_xcalloc(sw->n_pt, sizeof(*by_key));
+	struct kv_cfg_node *at = kv_cfg_get(sw->doc.root, "axes");
+	size_t i;
+	int rc = 0;
+
+	if (!at || !at->n_children)
+		at = kv_cfg_get(sw->doc.root, "seeds");
+
+	for (i = 0; i < sw->n_pt; i++)
+		by_key[i] = &sw->pt[i];
+	qsort(by_key, sw->n_pt, sizeof(*by_key), cmp_point_key);
+	for (i = 1; i < sw->n_pt && !rc; i++)
+		if (!strcmp(by_key[i - 1]->key, by_key[i]->key))
+			rc = kv_diag_set(d, KV_EINVAL, sw->doc.path, at ? at->key_line : 0,
+					 at ? at->key_col : 0, at ? at->key : "",
+					 "points %zu and %zu are the same run (a value or seed listed twice?)",
+					 by_key[i - 1]->index < by_key[i]->index ? by_key[i - 1]->index : by_key[i]->index,
+					 by_key[i - 1]->index < by_key[i]->index ? by_key[i]->index : by_key[i - 1]->index);
+	free(by_key);
+	return rc;
+}
+
+/* Expands the grid: dimensions in order (first slowest), seeds fastest. */
+static int sweep_expand(struct sweep *sw, struct kv_diag *d)
+{
+	size_t n = sw->n_seeds, i, k, r;
+
+	for (k = 0; k < sw->n_dims; k++) {
+		if (n > SWEEP_MAX_POINTS / sw->dim_len[k])
+			return kv_diag_set(d, KV_ERANGE, sw->doc.path, 0, 0, "axes",
+					   "more than %d points", SWEEP_MAX_POINTS);
+		n *= sw->dim_len[k];
+	}
+	sw->pt = kv_xcalloc(n, sizeof(*sw->pt));
+	sw->n_pt = n;
+	for (i = 0; i < n; i++) {
+		struct point *p = &sw->pt[i];
+		size_t dv[SWEEP_MAX_AXES];
+
+		r = i;
+		p->index = i;
+		p->seed = sw->seeds[r % sw->n_seeds];
+		r /= sw->n_seeds;
+		for (k = sw->n_dims; k-- > 0;) {
+			dv[k] = r % sw->dim_len[k];
+			r /= sw->dim_len[k];
+		}
+		p->val = kv_xcalloc(sw->n_axes ? sw->n_axes : 1, sizeof(*p->val));
+		for (k = 0; k < sw->n_axes; k++)
+			p->val[k] = dv[sw->axis[k].dim];
+		point_key(sw, p);
+	}
+	return check_unique(sw, d);
+}
+
+/* --- running ------------------------------------------------------------- */
+
+static volatile sig_atomic_t sweep_stop;
+
+static void on_signal(int sig)
+{
+	sweep_stop = sig;
+}
+
+struct sweep_args {
+	const char *path; /* sweep file */
+	const char *out; /* -o DIR, or NULL */
+	long jobs; /* -j, default the online CPUs */
+	long shard, n_shards; /* --shard I/N (1-based), 1/1 by default */
+	int quiet;
+};
+
+static int mkdirs(const char *path)
+{
+	char buf[1200];
+	char *p;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(buf, 0777) && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	return mkdir(buf, 0777) && errno != EEXIST ? -1 : 0;
+}
+
+/* Child: runs point p like `kvsim run -q` with stderr in error.txt; never returns. */
+static void child_run(const struct sweep *sw, const struct point *p, const char *dir)
+{
+	char *argv[2 * SWEEP_MAX_SETS + 16], *sets[SWEEP_MAX_SETS], seed[32], err[1300];
+	size_t i, n = point_sets(sw, p, sets);
+	int argc = 0, fd;
+
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	snprintf(err, sizeof(err), "%s/error.txt", dir);
+	fd = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd >= 0) {
+		dup2(fd, STDERR_FILENO);
+		close(fd);
+	}
+	fd = open("/dev/null", O_WRONLY);
+	if (fd >= 0) {
+		dup2(fd, STDOUT_FILENO);
+		close(fd);
+	}
+	snprintf(seed, sizeof(seed), "%llu", (unsigned long long)p->seed);
+	argv[argc++] = (char *)"run";
+	argv[argc++] = (char *)"-q";
+	argv[argc++] = (char *)"-o";
+	argv[argc++] = (char *)dir;
+	argv[argc++] = (char *)"--seed";
+	argv[argc++] = seed;
+	for (i = 0; i < n; i++) {
+		argv[argc++] = (char *)"--set";
+		argv[argc++] = sets[i];
+	}
+	argv[argc++] = (char *)sw->base;
+	argv[argc] = NULL;
+	_exit(kv_cmd_run(argc, argv));
+}
+
+static void point_dir(const char *out, const struct point *p, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/points/%s", out, p->key);
+}
+
+/* The last non-empty line of the point's error.txt, or a description of st. */
+static char *read_error(const char *dir, int st)
+{
+	char path[1300], *text, *line, *end;
+	struct sbuf b = { 0 };
+	size_t len;
+
+	snprintf(path, sizeof(path), "%s/error.txt", dir);
+	text = slurp(path, &len);
+	if (text) {
+		for (end = text + len; end > text && (end[-1] == '\n' || end[-1] == ' '); end--)
+			;
+		*end = 0;
+		line = strrchr(text, '\n');
+		line = line ? line + 1 : text;
+		if (!strncmp(line, "kvsim: ", 7))
+			line += 7;
+		if (*line)
+			sb_puts(&b, line);
+		free(text);
+	}
+	if (!b.s) {
+		if (WIFSIGNALED(st))
+			sb_printf(&b, "killed by signal %d", WTERMSIG(st));
+		else
+			sb_printf(&b, "exit status %d", WEXITSTATUS(st));
+	}
+	return sb_take(&b);
+}
+
+/* Splits a CSV line without quotes into fields (summary.csv has none). */
+static size_t split_plain(char *line, char ***out)
+{
+	size_t n = 1, i = 0;
+	char *p;
+
+	for (p = line; *p; p++)
+		n += *p == ',';
+	*out = kv_xcalloc(n, sizeof(**out));
+	for (p = line;; p++) {
+		char *q = strchr(p, ',');
+
+		if (q)
+			*q = 0;
+		(*out)[i++] = kv_xstrdup(p);
+		if (!q)
+			break;
+		p = q;
+	}
+	return n;
+}
+
+/* Reads the point's summary.csv into p->names/p->fields; 0 or -1 when absent or bad. */
+static int read_summary(const char *dir, struct point *p)
+{
+	char path[1300], *text, *nl;
+	char **names, **vals;
+	size_t len, nn, nv, i;
+
+	snprintf(path, sizeof(path), "%s/summary.csv", dir);
+	text = slurp(path, &len);
+	if (!text)
+		return -1;
+	nl = strchr(text, '\n');
+	if (!nl || !strchr(nl + 1, '\n')) {
+		free(text);
+		return -1;
+	}
+	*nl = 0;
+	*strchr(nl + 1, '\n') = 0;
+	nn = split_plain(text, &names);
+	nv = split_plain(nl + 1, &vals);
+	free(text);
+	if (nn != nv) {
+		for (i = 0; i < nn; i++)
+			free(names[i]);
+		for (i = 0; i < nv; i++)
+			free(vals[i]);
+		free(names);
+		free(vals);
+		return -1;
+	}
+	p->names = names;
+	p->fields = vals;
+	p->n_fields = nn;
+	return 0;
+}
+
+struct runner {
+	struct sweep *sw;
+	const struct sweep_args *a;
+	char out[1024]; /* output directory */
+	pid_t *pid; /* child per running slot, 0 when free */
+	size_t *slot_pt; /* point of each slot */
+	size_t running, done, total, ran, failed;
+	struct timespec start;
+};
+
+static double elapsed_s(const struct runner *r)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - r->start.tv_sec) + (double)(t.tv_nsec - r->start.tv_nsec) * 1e-9;
+}
+
+static void progress(const struct runner *r, int final)
+{
+	double el = elapsed_s(r);
+	size_t left = r->total - r->done;
+
+	if (r->a->quiet || !isatty(STDERR_FILENO))
+		return;
+	fprintf(stderr, "\rkvsim: sweep: %zu/%zu points, %zu failed, %.0f s elapsed", r->done,
+		r->total, r->failed, el);
+	if (r->ran && left)
+		fprintf(stderr, ", ETA %.0f s   ", el / (double)r->ran * (double)left);
+	else
+		fputs("           ", stderr);
+	if (final)
+		fputc('\n', stderr);
+}
+
+/* Records the end of a child. */
+static void reap(struct runner *r, pid_t pid, int st)
+{
+	struct point *p;
+	char dir[1200], err[1300];
+	struct stat sb;
+	size_t k;
+
+	for (k = 0; k < (size_t)r->a->jobs && r->pid[k] != pid; k++)
+		;
+	if (k == (size_t)r->a->jobs)
+		return;
+	r->pid[k] = 0;
+	r->running--;
+	p = &r->sw->pt[r->slot_pt[k]];
+	point_dir(r->out, p, dir, sizeof(dir));
+	if (sweep_stop && (WIFSIGNALED(st) || (WIFEXITED(st) && WEXITSTATUS(st) == 130))) {
+		p->state = ST_TODO; /* interrupted: no row */
+		return;
+	}
+	r->done++;
+	r->ran++;
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0 && !read_summary(dir, p)) {
+		p->state = ST_OK;
+		snprintf(err, sizeof(err), "%s/error.txt", dir);
+		if (!stat(err, &sb) && sb.st_size == 0)
+			unlink(err);
+	} else {
+		p->state = ST_ERR;
+		p->err = read_error(dir, st);
+		r->failed++;
+	}
+	progress(r, 0);
+}
+
+/* Starts point i in a free slot; returns 0, or -1 when fork or mkdir failed (then ST_ERR). */
+static int launch(struct runner *r, size_t i)
+{
+	struct point *p = &r->sw->pt[i];
+	char dir[1200];
+	size_t k;
+	pid_t pid;
+
+	point_dir(r->out, p, dir, sizeof(dir));
+	if (mkdirs(dir)) {
+		struct sbuf b = { 0 };
+
+		sb_printf(&b, "%s: cannot create: %s", dir, strerror(errno));
+		p->err = sb_take(&b);
+		p->state = ST_ERR;
+		r->done++;
+		r->failed++;
+		return -1;
+	}
+	for (k = 0; r->pid[k]; k++)
+		;
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0) {
+		p->err = kv_xstrdup("fork failed");
+		p->state = ST_ERR;
+		r->done++;
+		r->failed++;
+		return -1;
+	}
+	if (pid == 0)
+		child_run(r->sw, p, dir);
+	r->pid[k] = pid;
+	r->slot_pt[k] = i;
+	r->running++;
+	p->state = ST_RUNNING;
+	return 0;
+}
+
+static void kill_children(struct runner *r)
+{
+	long k;
+
+	for (k = 0; k < r->a->jobs; k++)
+		if (r->pid[k])
+			kill(r->pid[k], SIGTERM);
+}
+
+static int in_shard(const struct sweep_args *a, size_t i)
+{
+	return (long)(i % (size_t)a->n_shards) == a->shard - 1;
+}
+
+/*
+ * The scheduling loop: skip finished points (their summary.csv is read
+ * back), keep `jobs` children running, reap them in whatever order they
+ * end.  On a signal it stops launching, forwards SIGTERM to the children
+ * (which abort cleanly and exit 130) and waits for all of them.
+ */
+static void run_points(struct runner *r)
+{
+	size_t next = 0, n = r->sw->n_pt;
+	int killed = 0, st;
+	char dir[1200];
+	pid_t pid;
+
+	for (;;) {
+		while (!sweep_stop && r->running < (size_t)r->a->jobs && next < n) {
+			struct point *p = &r->sw->pt[next++];
+
+			if (!in_shard(r->a, p->index))
+				continue;
+			point_dir(r->out, p, dir, sizeof(dir));
+			if (!read_summary(dir, p)) {
+				p->state = ST_SKIP;
+				r->done++;
+				continue;
+			}
+			launch(r, p->index);
+		}
+		if (!r->running && (sweep_stop || next >= n))
+			break;
+		if (!r->running)
+			continue;
+		pid = waitpid(-1, &st, 0);
+		if (sweep_stop && !killed) {
+			kill_children(r);
+			killed = 1;
+		}
+		if (pid > 0)
+			reap(r, pid, st);
+		else if (errno != EINTR)
+			break;
+	}
+	progress(r, 1);
+}
+
+/* --- sweep.csv ----------------------------------------------------------- */
+
+/* The summary column names: those of the first point (in point order) that has them. */
+static struct point *header_point(const struct sweep *sw)
+{
+	size_t i;
+
+	for (i = 0; i < sw->n_pt; i++)
+		if (sw->pt[i].n_fields)
+			return &sw->pt[i];
+	return NULL;
+}
+
+/* The value of column name in p, or "" (points with another header map by name). */
+static const char *field_of(const struct point *p, const struct point *h, size_t j)
+{
+	size_t i;
+
+	if (!p->n_fields)
+		return "";
+	if (j < p->n_fields && !strcmp(p->names[j], h->names[j]))
+		return p->fields[j];
+	for (i = 0; i < p->n_fields; i++)
+		if (!strcmp(p->names[i], h->names[j]))
+			return p->fields[i];
+	return "";
+}
+
+static void row(struct sbuf *b, const struct sweep *sw, const struct point *p,
+		const struct point *h)
+{
+	size_t i;
+
+	sb_printf(b, "%zu,%s", p->index, p->key);
+	for (i = 0; i < sw->n_axes; i++) {
+		sb_puts(b, ",");
+		sb_csv(b, sw->axis[i].vals[p->val[i]]);
+	}
+	sb_printf(b, ",%llu,%s,", (unsigned long long)p->seed, p->state == ST_ERR ? "error" : "ok");
+	if (p->err)
+		sb_csv(b, p->err);
+	for (i = 0; h && i < h->n_fields; i++) {
+		sb_puts(b, ",");
+		sb_csv(b, field_of(p, h, i));
+	}
+	sb_puts(b, "\n");
+}
+
+/* Writes text to dir/sweep.csv through a temporary and a rename; 0 or -1 (message printed). */
+static int write_atomic(const char *dir, const char *text)
+{
+	char tmp[1200], final[1200];
+	FILE *f;
+	int bad;
+
+	snprintf(tmp, sizeof(tmp), "%s/.sweep.csv.tmp", dir);
+	snprintf(final, sizeof(final), "%s/sweep.csv", dir);
+	f = fopen(tmp, "w");
+	if (!f) {
+		fprintf(stderr, "kvsim: %s: cannot create: %s\n", tmp, strerror(errno));
+		return -1;
+	}
+	fputs(text, f);
+	bad = fflush(f) != 0 || ferror(f);
+	bad |= fclose(f) != 0;
+	if (bad || rename(tmp, final)) {
+		fprintf(stderr, "kvsim: %s: write failed: %s\n", final, strerror(errno));
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+static int write_sweep_csv(const struct sweep *sw, const char *dir)
+{
+	const struct point *h = header_point(sw);
+	struct sbuf b = { 0 };
+	size_t i;
+	char *text;
+	int rc;
+
+	sb_puts(&b, "point,key");
+	for (i = 0; i < sw->n_axes; i++) {
+		sb_puts(&b, ",");
+		sb_csv(&b, sw->axis[i].key);
+	}
+	sb_puts(&b, ",seed,status,error");
+	for (i = 0; h && i < h->n_fields; i++)
+		sb_printf(&b, ",%s", h->names[i]);
+	sb_puts(&b, "\n");
+	for (i = 0; i < sw->n_pt; i++) {
+		int s = sw->pt[i].state;
+
+		if (s == ST_OK || s == ST_SKIP || s == ST_ERR)
+			row(&b, sw, &sw->pt[i], h);
+	}
+	text = sb_take(&b);
+	rc = write_atomic(dir, text);
+	free(text);
+	return rc;
+}
+
+/* --- target -------------------------------------------------------------- */
+
+/* 1 if every point of the shard with value v of axis ax is ok and meets the target. */
+static int value_meets(const struct sweep *sw, size_t ax, size_t v, size_t mcol, size_t *count)
+{
+	const struct point *h = header_point(sw);
+	size_t i;
+
+	*count = 0;
+	for (i = 0; i < sw->n_pt; i++) {
+		const struct point *p = &sw->pt[i];
+		const char *f;
+		char *end;
+		double x;
+
+		if (p->val[ax] != v || p->state == ST_TODO)
+			continue;
+		if (p->state == ST_ERR || p->state == ST_RUNNING)
+			return 0;
+		f = field_of(p, h, mcol);
+		x = strtod(f, &end);
+		if (!*f || *end || !(x <= sw->t_max))
+			return 0;
+		(*count)++;
+	}
+	return *count > 0;
+}
+
+/* Prints the smallest value of the minimized axis whose points all meet the target. */
+static void report_target(const struct sweep *sw)
+{
+	const struct point *h = header_point(sw);
+	size_t ax, v, mcol, cnt, best_cnt = 0, best = SIZE_MAX;
+	double bx = 0;
+
+	for (ax = 0; strcmp(sw->axis[ax].key, sw->t_axis); ax++)
+		;
+	for (mcol = 0; h && mcol < h->n_fields && strcmp(h->names[mcol], sw->t_metric); mcol++)
+		;
+	if (!h || mcol == h->n_fields) {
+		printf("capacity: no result: metric '%s' is not a summary.csv column of a finished point\n",
+		       sw->t_metric);
+		return;
+	}
+	for (v = 0; v < sw->axis[ax].n_vals; v++) {
+		char *end;
+		double x = strtod(sw->axis[ax].vals[v], &end);
+
+		if (*end)
+			x = (double)v; /* not a number: axis order */
+		if (value_meets(sw, ax, v, mcol, &cnt) && (best == SIZE_MAX || x < bx)) {
+			best = v;
+			bx = x;
+			best_cnt = cnt;
+		}
+	}
+	if (best == SIZE_MAX)
+		printf("capacity: no value of %s meets %s <= %g\n", sw->t_axis, sw->t_metric,
+		       sw->t_max);
+	else
+		printf("capacity: %s = %s meets %s <= %g (all %zu points)\n", sw->t_axis,
+		       sw->axis[ax].vals[best], sw->t_metric, sw->t_max, best_cnt);
+}
+
+/* --- kvsim sweep --------------------------------------------------------- */
+
+static void sweep_usage(FILE *f)
+{
+	fputs("usage: kvsim sweep SWEEP.yaml [-j N] [-o DIR] [--shard I/N] [--quiet]\n"
+	      "\n"
+	      "Runs the base workload of the sweep file once per point of its grid (axes\n"
+	      "x zip groups x seeds), each point as `kvsim run -q --seed S --set k=v...`\n"
+	      "in its own process, into DIR/points/KEY/; writes DIR/sweep.csv with one row\n"
+	      "per point (its axis values, seed, status, error and summary.csv columns).\n"
+	      "Points already finished (DIR/points/KEY/summary.csv exists) are not rerun.\n"
+	      "See docs/sweeps.md.\n"
+	      "\n"
+	      "options:\n"
+	      "  -j, --jobs N         worker processes (default: the online CPUs)\n"
+	      "  -o, --output DIR     output directory (default: out/NAME)\n"
+	      "      --shard I/N      run only the points whose index mod N is I-1\n"
+	      "  -q, --quiet          no progress line and no closing line\n"
+	      "  -h, --help           this help\n"
+	      "\n"
+	      "exit status: 0 every point ok, 1 some point failed (sweep.csv written),\n"
+	      "2 bad sweep file or usage, 130 interrupted (rerun to complete)\n",
+	      f);
+}
+
+static int parse_shard(const char *s, struct sweep_args *a)
+{
+	char *end;
+
+	errno = 0;
+	a->shard = strtol(s, &end, 10);
+	if (errno || *end != '/' || end == s)
+		return -1;
+	s = end + 1;
+	a->n_shards = strtol(s, &end, 10);
+	if (errno || *end || end == s || a->n_shards < 1 || a->shard < 1 || a->shard > a->n_shards)
+		return -1;
+	return 0;
+}
+
+static int sweep_parse_args(int argc, char **argv, struct sweep_args *a)
+{
+	static const struct option longopts[] = {
+		{ "jobs", required_argument, NULL, 'j' }, { "output", required_argument, NULL, 'o' },
+		{ "shard", required_argument, NULL, 'x' }, { "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },	   { NULL, 0, NULL, 0 },
+	};
+	char *end;
+	int ch;
+
+	memset(a, 0, sizeof(*a));
+	a->jobs = sysconf(_SC_NPROCESSORS_ONLN);
+	if (a->jobs < 1)
+		a->jobs = 1;
+	a->shard = a->n_shards = 1;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "j:o:qh", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'j':
+			errno = 0;
+			a->jobs = strtol(optarg, &end, 10);
+			if (errno || *end || a->jobs < 1 || a->jobs > 4096) {
+				fprintf(stderr, "kvsim: sweep: -j: bad value '%s': expected 1..4096\n", optarg);
+				return 2;
+			}
+			break;
+		case 'o':
+			a->out = optarg;
+			break;
+		case 'x':
+			if (parse_shard(optarg, a)) {
+				fprintf(stderr, "kvsim: sweep: --shard: bad value '%s': expected I/N with 1 <= I <= N\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'q':
+			a->quiet = 1;
+			break;
+		case 'h':
+			sweep_usage(stdout);
+			return -1;
+		default:
+			sweep_usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "kvsim: sweep: expected one sweep file, got %d arguments\n", argc - optind);
+		sweep_usage(stderr);
+		return 2;
+	}
+	a->path = argv[optind];
+	return 0;
+}
+
+/* Loads the base workload with the `set:` overrides, so a broken base is a bad sweep file. */
+static int check_base(const struct sweep *sw, struct kv_diag *d)
+{
+	struct kv_workload w;
+	int rc = kv_workload_load(&w, sw->base, sw->sets, sw->n_sets, 0, 0, d);
+
+	kv_workload_release(&w);
+	return rc;
+}
+
+static void install_handlers(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal; /* no SA_RESTART: waitpid returns EINTR */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+static int sweep_finish(struct runner *r)
+{
+	struct sweep *sw = r->sw;
+	int rc = write_sweep_csv(sw, r->out);
+
+	if (sweep_stop) {
+		fprintf(stderr, "kvsim: sweep: interrupted after %zu of %zu points; %s/sweep.csv has them, rerun to complete\n",
+			r->done, r->total, r->out);
+		return 130;
+	}
+	if (rc)
+		return 1;
+	if (r->failed)
+		fprintf(stderr, "kvsim: sweep: %zu of %zu points failed (see the error column of %s/sweep.csv)\n",
+			r->failed, r->total, r->out);
+	if (!r->a->quiet)
+		printf("sweep %s: %zu points (%zu run, %zu already done), %zu failed; %s/sweep.csv\n",
+		       sw->name, r->total, r->ran, r->done - r->ran, r->failed, r->out);
+	if (sw->has_target)
+		report_target(sw);
+	return fflush(stdout) || ferror(stdout) || r->failed ? 1 : 0;
+}
+
+int kv_cmd_sweep(int argc, char **argv)
+{
+	struct sweep_args a;
+	struct sweep sw;
+	struct runner r;
+	struct kv_diag d;
+	size_t i;
+	int rc = sweep_parse_args(argc, argv, &a);
+
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	if (sweep_load(&sw, a.path, &d) || sweep_expand(&sw, &d) || check_base(&sw, &d)) {
+		kv_diag_print(&d, stderr);
+		sweep_release(&sw);
+		return 2;
+	}
+	memset(&r, 0, sizeof(r));
+	r.sw = &sw;
+	r.a = &a;
+	snprintf(r.out, sizeof(r.out), a.out ? "%s" : "out/%s", a.out ? a.out : sw.name);
+	if (mkdirs(r.out)) {
+		fprintf(stderr, "kvsim: %s: cannot create: %s\n", r.out, strerror(errno));
+		sweep_release(&sw);
+		return 1;
+	}
+	for (i = 0; i < sw.n_pt; i++)
+		r.total += in_shard(&a, i);
+	r.pid = kv_xcalloc((size_t)a.jobs, sizeof(*r.pid));
+	r.slot_pt = kv_xcalloc((size_t)a.jobs, sizeof(*r.slot_pt));
+	clock_gettime(CLOCK_MONOTONIC, &r.start);
+	install_handlers();
+	run_points(&r);
+	rc = sweep_finish(&r);
+	free(r.pid);
+	free(r.slot_pt);
+	sweep_release(&sw);
+	return rc;
+}
+
+/* --- kvsim sweep-merge --------------------------------------------------- */
+
+/* One row of a shard's sweep.csv. */
+struct mrow {
+	unsigned long long index; /* point index (first column) */
+	char key[17]; /* second column */
+	char *line; /* the whole line with its newline */
+	size_t order; /* input order, for a stable sort */
+};
+
+static int cmp_row(const void *x, const void *y)
+{
+	const struct mrow *a = x, *b = y;
+
+	if (a->index != b->index)
+		return a->index < b->index ? -1 : 1;
+	return a->order < b->order ? -1 : a->order > b->order;
+}
+
+static int cmp_key(const void *x, const void *y)
+{
+	const struct mrow *a = x, *b = y;
+	int c = strcmp(a->key, b->key);
+
+	return c ? c : (a->order < b->order ? -1 : a->order > b->order);
+}
+
+static void merge_usage(FILE *f)
+{
+	fputs("usage: kvsim sweep-merge OUT_DIR DIR...\n"
+	      "\n"
+	      "Merges the sweep.csv files of the shards DIR... (`kvsim sweep --shard I/N`)\n"
+	      "into OUT_DIR/sweep.csv: the same header is required, rows are ordered by\n"
+	      "point index, a point (key) present in several inputs is kept once.\n"
+	      "\n"
+	      "exit status: 0 merged, 1 output error, 2 bad input or usage\n",
+	      f);
+}
+
+/* Appends the rows of dir/sweep.csv to *rows; checks its header against *header. */
+static int merge_read(const char *dir, char **header, struct mrow **rows, size_t *n)
+{
+	char path[1200], *text, *line, *nl;
+	size_t len;
+
+	snprintf(path, sizeof(path), "%s/sweep.csv", dir);
+	text = slurp(path, &len);
+	if (!text) {
+		fprintf(stderr, "kvsim: %s: cannot read: %s\n", path, strerror(errno));
+		return 2;
+	}
+	nl = strchr(text, '\n');
+	if (!nl) {
+		fprintf(stderr, "kvsim: %s:1: expected a header line\n", path);
+		free(text);
+		return 2;
+	}
+	*nl = 0;
+	if (!*header) {
+		*header = kv_xstrdup(text);
+	} else if (strcmp(*header, text)) {
+		fprintf(stderr, "kvsim: %s:1: header differs from the first input's\n", path);
+		free(text);
+		return 2;
+	}
+	for (line = nl + 1; *line; line = nl + 1) {
+		struct mrow *m;
+		char *end;
+
+		nl = strchr(line, '\n');
+		if (!nl)
+			nl = line + strlen(line) - 1;
+		*rows = kv_xrealloc(*rows, (*n + 1) * sizeof(**rows));
+		m = &(*rows)[*n];
+		m->index = strtoull(line, &end, 10);
+		if (end == line || *end != ',' || strlen(end + 1) < 17 || end[17] != ',') {
+			fprintf(stderr, "kvsim: %s: bad row '%.40s'\n", path, line);
+			free(text);
+			return 2;
+		}
+		memcpy(m->key, end + 1, 16);
+		m->key[16] = 0;
+		m->line = kv_xmalloc((size_t)(nl - line) + 3);
+		memcpy(m->line, line, (size_t)(nl - line) + 1);
+		m->line[nl - line + 1] = 0;
+		if (m->line[nl - line] != '\n')
+			strcat(m->line, "\n");
+		m->order = (*n)++;
+	}
+	free(text);
+	return 0;
+}
+
+/* Drops the later copies of each key; returns the new count (rows stay in key order). */
+static size_t merge_dedup(struct mrow *rows, size_t n)
+{
+	size_t i, k = 0;
+
+	qsort(rows, n, sizeof(*rows), cmp_key);
+	for (i = 0; i < n; i++) {
+		if (k && !strcmp(rows[k - 1].key, rows[i].key)) {
+			free(rows[i].line);
+			continue;
+		}
+		rows[k++] = rows[i];
+	}
+	return k;
+}
+
+int kv_cmd_sweep_merge(int argc, char **argv)
+{
+	struct mrow *rows = NULL;
+	struct sbuf b = { 0 };
+	char *header = NULL, *text;
+	size_t n = 0, i;
+	int rc = 0, k;
+
+	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		merge_usage(stdout);
+		return 0;
+	}
+	if (argc < 3) {
+		merge_usage(stderr);
+		return 2;
+	}
+	for (k = 2; k < argc && !rc; k++)
+		rc = merge_read(argv[k], &header, &rows, &n);
+	if (!rc) {
+		n = merge_dedup(rows, n);
+		qsort(rows, n, sizeof(*rows), cmp_row);
+		sb_puts(&b, header);
+		sb_puts(&b, "\n");
+		for (i = 0; i < n; i++)
+			sb_puts(&b, rows[i].line);
+		text = sb_take(&b);
+		if (mkdirs(argv[1])) {
+			fprintf(stderr, "kvsim: %s: cannot create: %s\n", argv[1], strerror(errno));
+			rc = 1;
+		} else {
+			rc = write_atomic(argv[1], text) ? 1 : 0;
+		}
+		free(text);
+	}
+	for (i = 0; i < n; i++)
+		free(rows[i].line);
+	free(rows);
+	free(header);
+	return rc;
+}

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# End-to-end tests of `kvsim sweep` and `kvsim sweep-merge` on the small
+# generated workload tests/data/sweep/base.yaml: expansion counts, -j
+# independence, failing points, resume, interrupt and rerun, shards and
+# merge, the capacity target, and the bad sweep files (tests/data/sweep/
+# bad_*.yaml, each with "# expect: TEXT" and "# at: LINE" on its first two
+# lines: exit status 2, the text in the message, located at FILE:LINE, and
+# no output directory).
+set -u
+kvsim=$1
+src=$2
+data=$src/tests/data/sweep
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+rows() { tail -n +2 "$1" | wc -l; }
+
+# --help, usage errors
+"$kvsim" sweep --help | grep -q -- "--shard" && ok || bad "sweep --help"
+"$kvsim" sweep-merge --help | grep -q "usage" && ok || bad "sweep-merge --help"
+"$kvsim" sweep 2>/dev/null; [ $? -eq 2 ] && ok || bad "sweep without a file"
+"$kvsim" sweep "$data/grid.yaml" -j 0 2>/dev/null; [ $? -eq 2 ] && ok || bad "-j 0"
+"$kvsim" sweep "$data/grid.yaml" --shard 3/2 2>/dev/null; [ $? -eq 2 ] && ok || bad "--shard 3/2"
+"$kvsim" sweep-merge "$tmp/m" 2>/dev/null; [ $? -eq 2 ] && ok || bad "sweep-merge without inputs"
+
+# Expansion: 2 x 2 axes x zip of 2 x 2 seeds = 16 points; -j 1 and -j 2 agree byte for byte.
+"$kvsim" sweep -q "$data/grid.yaml" -o "$tmp/g1" -j 1 >"$tmp/g1.out"; st=$?
+[ $st -eq 0 ] && ok || bad "grid -j 1 exit status $st"
+"$kvsim" sweep -q "$data/grid.yaml" -o "$tmp/g2" -j 2 >/dev/null && ok || bad "grid -j 2"
+[ "$(rows "$tmp/g1/sweep.csv")" -eq 16 ] && ok || bad "grid: $(rows "$tmp/g1/sweep.csv") rows, expected 16"
+[ "$(ls "$tmp/g1/points" | wc -l)" -eq 16 ] && ok || bad "grid: point directories"
+cmp -s "$tmp/g1/sweep.csv" "$tmp/g2/sweep.csv" && ok || bad "sweep.csv differs between -j 1 and -j 2"
+head -1 "$tmp/g1/sweep.csv" | grep -q "^point,key,scheduler.name,workload.arrival.rate,cluster.replicas,batching.max_seqs,seed,status,error,workload,requests,.*ttft_p99_s" \
+  && ok || bad "grid header: $(head -1 "$tmp/g1/sweep.csv" | cut -c1-120)"
+[ "$(cut -d, -f1 "$tmp/g1/sweep.csv" | tail -n +2 | tr '\n' ' ')" = "$(seq -s ' ' 0 15) " ] && ok || bad "rows not in point order"
+# first axis slowest, seeds fastest
+[ "$(sed -n 2p "$tmp/g1/sweep.csv" | cut -d, -f3-8)" = "fifo,5,1,64,1,ok" ] && ok || bad "point 0: $(sed -n 2p "$tmp/g1/sweep.csv" | cut -d, -f3-8)"
+[ "$(sed -n 3p "$tmp/g1/sweep.csv" | cut -d, -f3-8)" = "fifo,5,1,64,2,ok" ] && ok || bad "point 1"
+[ "$(sed -n 4p "$tmp/g1/sweep.csv" | cut -d, -f3-8)" = "fifo,5,2,128,1,ok" ] && ok || bad "point 2 (zip)"
+[ "$(sed -n 17p "$tmp/g1/sweep.csv" | cut -d, -f3-8)" = "vtc,20,2,128,2,ok" ] && ok || bad "point 15"
+[ "$(cut -d, -f2 "$tmp/g1/sweep.csv" | tail -n +2 | sort -u | grep -c '^[0-9a-f]\{16\}$')" -eq 16 ] && ok || bad "16 distinct 16-hex-digit keys"
+grep -q "^capacity: cluster.replicas = 1 meets ttft_p99_s <= 0.5 (all 8 points)$" "$tmp/g1.out" && ok || bad "capacity line: $(cat "$tmp/g1.out")"
+# a point equals `kvsim run` with the same overrides and seed
+key=$(sed -n 4p "$tmp/g1/sweep.csv" | cut -d, -f2)
+"$kvsim" run -q "$data/base.yaml" -o "$tmp/single" --seed 1 --set outputs.requests=false \
+  --set scheduler.name=fifo --set workload.arrival.rate=5 --set cluster.replicas=2 --set batching.max_seqs=128 \
+  && cmp -s "$tmp/single/summary.csv" "$tmp/g1/points/$key/summary.csv" && ok || bad "point differs from kvsim run"
+[ ! -e "$tmp/g1/points/$key/requests.csv" ] && ok || bad "set: outputs.requests=false not applied"
+
+# Flow values and a seed list: 3 x 2 = 6 points, all different.
+"$kvsim" sweep -q "$data/flow.yaml" -o "$tmp/fl" -j 2 && ok || bad "flow sweep"
+[ "$(rows "$tmp/fl/sweep.csv")" -eq 6 ] && ok || bad "flow: rows"
+grep -q '^2,[0-9a-f]*,"{name: chunked, block_tokens: 32}",3,ok,' "$tmp/fl/sweep.csv" && ok || bad "flow value column: $(sed -n 4p "$tmp/fl/sweep.csv" | cut -c1-80)"
+[ "$(tail -n +2 "$tmp/fl/sweep.csv" | cut -d, -f2 | sort -u | wc -l)" -eq 6 ] && ok || bad "flow keys"
+
+# Failing points: recorded with their message, the others complete, exit status 1.
+"$kvsim" sweep -q "$data/fail.yaml" -o "$tmp/f" -j 2 2>"$tmp/f.err"; st=$?
+[ $st -eq 1 ] && ok || bad "failing sweep exit status $st"
+grep -q "4 of 6 points failed" "$tmp/f.err" && ok || bad "failure count line: $(cat "$tmp/f.err")"
+[ "$(rows "$tmp/f/sweep.csv")" -eq 6 ] && ok || bad "fail: rows"
+[ "$(grep -c ',ok,,' "$tmp/f/sweep.csv")" -eq 2 ] && ok || bad "fail: 2 ok rows"
+grep -q "^2,[0-9a-f]*,nope,0.9,7,error,\".*unknown scheduler 'nope'.*\",*$" "$tmp/f/sweep.csv" && ok || bad "fail: bad scheduler row"
+grep -q "^1,[0-9a-f]*,fifo,0.01,7,error,.*expected more memory" "$tmp/f/sweep.csv" && ok || bad "fail: small pool row"
+nsum=$(($(head -1 "$tmp/f/sweep.csv" | tr ',' '\n' | wc -l) - 7))
+[ "$(grep ',error,' "$tmp/f/sweep.csv" | grep -cE "[^,],{$nsum}\$")" -eq 4 ] && ok || bad "error rows: summary columns not empty"
+
+# Resume: delete 3 points, rerun; exactly those run again and sweep.csv is unchanged.
+cp -r "$tmp/g1" "$tmp/r"
+gone=$(tail -n +2 "$tmp/r/sweep.csv" | cut -d, -f2 | sed -n '2p;7p;16p')
+for k in $gone; do rm -rf "$tmp/r/points/$k"; done
+rm "$tmp/r/sweep.csv"
+touch "$tmp/marker"
+sleep 1
+"$kvsim" sweep "$data/grid.yaml" -o "$tmp/r" -j 2 >"$tmp/r.out" && ok || bad "resume"
+grep -q "16 points (3 run, 13 already done)" "$tmp/r.out" && ok || bad "resume line: $(cat "$tmp/r.out")"
+newer=$(cd "$tmp/r/points" && find . -name summary.csv -newer "$tmp/marker" | cut -d/ -f2 | sort | tr '\n' ' ')
+[ "$newer" = "$(echo $gone | tr ' ' '\n' | sort | tr '\n' ' ')" ] && ok || bad "resume reran '$newer', expected '$gone'"
+cmp -s "$tmp/g1/sweep.csv" "$tmp/r/sweep.csv" && ok || bad "resumed sweep.csv differs"
+
+# Interrupt: SIGINT after the first point finished; exit 130, whole rows only; the rerun completes.
+"$kvsim" sweep -q "$data/slow.yaml" -o "$tmp/i" -j 2 2>"$tmp/i.err" &
+pid=$!
+for _ in $(seq 600); do
+  [ -n "$(ls "$tmp"/i/points/*/summary.csv 2>/dev/null)" ] && break
+  sleep 0.05
+done
+kill -INT $pid
+wait $pid; st=$?
+[ $st -eq 130 ] && ok || bad "interrupted sweep exit status $st"
+n=$(rows "$tmp/i/sweep.csv")
+[ "$n" -ge 1 ] && [ "$n" -lt 8 ] && ok || bad "interrupted sweep.csv has $n rows"
+w=$(head -1 "$tmp/i/sweep.csv" | tr ',' '\n' | wc -l)
+[ "$(awk -F, -v w="$w" 'NF != w' "$tmp/i/sweep.csv" | wc -l)" -eq 0 ] && ok || bad "a partial row"
+[ "$(find "$tmp/i" -name '*.tmp' | wc -l)" -eq 0 ] && ok || bad "temporaries left"
+"$kvsim" sweep -q "$data/slow.yaml" -o "$tmp/i" -j 2 && ok || bad "rerun after interrupt"
+"$kvsim" sweep -q "$data/slow.yaml" -o "$tmp/c" -j 2 && ok || bad "clean slow sweep"
+cmp -s "$tmp/i/sweep.csv" "$tmp/c/sweep.csv" && ok || bad "interrupted + rerun differs from a clean run"
+
+# Shards: 1/2 + 2/2 merged equal the whole; merging twice keeps each key once.
+"$kvsim" sweep -q "$data/grid.yaml" -o "$tmp/s1" -j 2 --shard 1/2 >/dev/null && ok || bad "shard 1/2"
+"$kvsim" sweep -q "$data/grid.yaml" -o "$tmp/s2" -j 2 --shard 2/2 >/dev/null && ok || bad "shard 2/2"
+[ "$(rows "$tmp/s1/sweep.csv")" -eq 8 ] && ok || bad "shard 1/2 rows"
+[ "$(tail -n +2 "$tmp/s2/sweep.csv" | cut -d, -f1 | tr '\n' ' ')" = "1 3 5 7 9 11 13 15 " ] && ok || bad "shard 2/2 points"
+"$kvsim" sweep-merge "$tmp/m" "$tmp/s2" "$tmp/s1" "$tmp/s2" && ok || bad "sweep-merge"
+cmp -s "$tmp/m/sweep.csv" "$tmp/g1/sweep.csv" && ok || bad "merged shards differ from the whole"
+"$kvsim" sweep-merge "$tmp/m2" "$tmp/s1" "$tmp/f" 2>/dev/null; st=$?
+[ $st -eq 2 ] && ok || bad "merge of different headers: exit status $st"
+
+# Bad sweep files: exit 2, FILE:LINE, the expected text, no output directory.
+for f in "$data"/bad_*.yaml; do
+  name=$(basename "$f")
+  expect=$(sed -n 's/^# expect: //p' "$f")
+  at=$(sed -n 's/^# at: //p' "$f")
+  "$kvsim" sweep "$f" -o "$tmp/bad" 2>"$tmp/bad.err"; st=$?
+  [ $st -eq 2 ] && ok || bad "$name: exit status $st"
+  grep -qF -- "$expect" "$tmp/bad.err" && ok || bad "$name: '$expect' not in: $(cat "$tmp/bad.err")"
+  if [ "$at" = "--set" ]; then loc="kvsim: --set:1:"; else loc="kvsim: $f:$at:"; fi
+  grep -qF -- "$loc" "$tmp/bad.err" && ok || bad "$name: '$loc' not in: $(cat "$tmp/bad.err")"
+  [ "$(wc -l <"$tmp/bad.err")" -eq 1 ] && ok || bad "$name: more than one line"
+  [ ! -e "$tmp/bad" ] && ok || bad "$name: output directory created"
+done
+
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]
