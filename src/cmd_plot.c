@@ -5,9 +5,17 @@
 #include "commands.h"
 #include "output.h"
 
+#include <libgen.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* 1 if s can sit inside '...' in gnuplot code inside "..." in a shell command. */
+static int shell_safe_str(const char *s)
+{
+	return !strpbrk(s, "'\"\\$`");
+}
 
 /* Reads the first field of the second line of DIR/name into buf (the workload name). */
 static int first_field(const char *dir, const char *name, char *buf, size_t len)
@@ -77,26 +85,223 @@ static unsigned tenant_names(const char *dir, char *buf, size_t len)
 	return n;
 }
 
+/* --- sweeps ------------------------------------------------------------------ */
+
+#define MAX_COLS 128
+
+struct sweep_csv {
+	char header[8192]; /* the header line, fields NUL-separated in place */
+	char *col[MAX_COLS]; /* column names */
+	int n_cols;
+	int n_axes; /* axis columns: 3 .. 2 + n_axes (1-based; point, key first) */
+};
+
+static int sweep_read_header(const char *path, struct sweep_csv *c)
+{
+	FILE *f = fopen(path, "r");
+	char *p;
+
+	memset(c, 0, sizeof(*c));
+	if (!f)
+		return -1;
+	if (!fgets(c->header, sizeof(c->header), f)) {
+		fclose(f);
+		return -1;
+	}
+	fclose(f);
+	c->header[strcspn(c->header, "\r\n")] = 0;
+	for (p = c->header; p && c->n_cols < MAX_COLS;) {
+		c->col[c->n_cols++] = p;
+		p = strchr(p, ',');
+		if (p)
+			*p++ = 0;
+	}
+	while (2 + c->n_axes < c->n_cols && strcmp(c->col[2 + c->n_axes], "seed"))
+		c->n_axes++;
+	return c->n_cols > 7 ? 0 : -1;
+}
+
+/* 1-based column of name, or 0. */
+static int col_of(const struct sweep_csv *c, const char *name)
+{
+	int i;
+
+	for (i = 0; i < c->n_cols; i++)
+		if (!strcmp(c->col[i], name))
+			return i + 1;
+	return 0;
+}
+
+/*
+ * The distinct values of a column, space-separated, in first-seen order,
+ * into buf; sets *numeric when every value parses as a number.
+ */
+static void distinct(const char *path, int col, char *buf, size_t len, int *numeric)
+{
+	char line[16384];
+	FILE *f = fopen(path, "r");
+	size_t off = 0;
+
+	buf[0] = 0;
+	*numeric = 1;
+	if (!f)
+		return;
+	if (!fgets(line, sizeof(line), f)) {
+		fclose(f);
+		return;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char *p = line, *v = NULL, *end;
+		int i;
+
+		for (i = 1; p && i <= col; i++) {
+			v = p;
+			p = strchr(p, ',');
+			if (p)
+				*p++ = 0;
+		}
+		if (!v || i <= col)
+			continue;
+		v[strcspn(v, "\r\n")] = 0;
+		strtod(v, &end);
+		if (!*v || *end)
+			*numeric = 0;
+		if (!strstr(buf, v) && off + strlen(v) + 2 < len)
+			off += (size_t)snprintf(buf + off, len - off, "%s%s", off ? " " : "", v);
+	}
+	fclose(f);
+}
+
+/* The unit of a summary column, from its name's suffix. */
+static const char *unit_of(const char *metric)
+{
+	size_t n = strlen(metric);
+	static const struct {
+		const char *suffix, *unit;
+	} u[] = { { "_tok_s", "tokens/s" }, { "_per_s", "per s" }, { "_bytes", "bytes" },
+		  { "_util", "share of the pool" }, { "_share", "share" }, { "_s", "s" } };
+	size_t i;
+
+	for (i = 0; i < KV_ARRAY_LEN(u); i++) {
+		size_t k = strlen(u[i].suffix);
+
+		if (n > k && !strcmp(metric + n - k, u[i].suffix))
+			return u[i].unit;
+	}
+	return "";
+}
+
+int kv_plot_sweep(const char *dir, const char *title, const char *metric, const char *x,
+		  const char *by, int quiet)
+{
+	char ylabel[300];
+	char path[1200], script[1100], cmd[16384], out[1400], tmp[1400], byvals[4096], xv[4096];
+	struct sweep_csv c;
+	int xcol, ycol, bycol = 0, numeric, dummy, svg, st;
+
+	snprintf(path, sizeof(path), "%s/sweep.csv", dir);
+	if (sweep_read_header(path, &c) || c.n_axes == 0) {
+		fprintf(stderr, "kvsim: plot: %s: not a sweep.csv with axes\n", path);
+		return 2;
+	}
+	ycol = col_of(&c, metric);
+	xcol = x ? col_of(&c, x) : 3 + c.n_axes - 1; /* default: the last (fastest) axis */
+	if (by)
+		bycol = col_of(&c, by);
+	else if (c.n_axes > 1)
+		bycol = 3; /* default: the first axis */
+	if (!ycol || !xcol || (by && !bycol) || xcol == bycol) {
+		fprintf(stderr, "kvsim: plot: %s: unknown or repeated column (metric '%s', x '%s', by '%s')\n",
+			path, metric, x ? x : c.col[xcol ? xcol - 1 : 0], by ? by : "");
+		return 2;
+	}
+	snprintf(ylabel, sizeof(ylabel), "%s%s%s%s", metric, *unit_of(metric) ? " (" : "",
+		 unit_of(metric), *unit_of(metric) ? ")" : "");
+	distinct(path, xcol, xv, sizeof(xv), &numeric);
+	if (bycol)
+		distinct(path, bycol, byvals, sizeof(byvals), &dummy);
+	else
+		byvals[0] = 0;
+	if (system("command -v gnuplot >/dev/null 2>&1") != 0) {
+		fprintf(stderr, "kvsim: gnuplot not found, no chart written (install it with: sudo apt-get install gnuplot-nox)\n");
+		return 0;
+	}
+	snprintf(script, sizeof(script), "%s/plots/sweep.gp", KV_SOURCE_DIR);
+	if (!shell_safe_str(dir) || !shell_safe_str(title) || !shell_safe_str(byvals) ||
+	    !shell_safe_str(xv)) {
+		fprintf(stderr, "kvsim: no chart written: a name has quotes, '$', '`' or '\\'\n");
+		return 0;
+	}
+	for (svg = 0; svg <= 1; svg++) {
+		snprintf(out, sizeof(out), "%s/sweep-%s.%s", dir, metric, svg ? "svg" : "png");
+		snprintf(tmp, sizeof(tmp), "%s/.sweep-%s.%s.tmp", dir, metric, svg ? "svg" : "png");
+		snprintf(cmd, sizeof(cmd),
+			 "gnuplot -e \"file='%s'; out='%s'; svg=%d; title='%s: %s'; xcol=%d; ycol=%d; bycol=%d; "
+			 "xname='%s'; yname='%s'; ylabel='%s'; byvals='%s'; byname='%s'; xvals='%s'; numeric=%d; logy=%d; statcol=%d\" "
+			 "'%s' >/dev/null 2>&1",
+			 path, tmp, svg, title, metric, xcol, ycol, bycol, c.col[xcol - 1], metric, ylabel,
+			 byvals, bycol ? c.col[bycol - 1] : "", xv, numeric, !strcmp(unit_of(metric), "s"),
+			 col_of(&c, "status"), script);
+		st = system(cmd);
+		if (st != 0 || rename(tmp, out)) {
+			fprintf(stderr, "kvsim: gnuplot failed (status %d), no %s written\n", st, out);
+			unlink(tmp);
+			return 1;
+		}
+	}
+	if (!quiet)
+		printf("charts in %s/sweep-%s.png and .svg\n", dir, metric);
+	return 0;
+}
+
 int kv_cmd_plot(int argc, char **argv)
 {
 	char title[256], names[2048], path[1200];
-	const char *dir;
+	const char *dir = NULL, *metric = "ttft_p99_s", *x = NULL, *by = NULL;
 	unsigned replicas, tenants;
-	int rc;
+	int i, rc;
 
-	if (argc != 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-		fputs("usage: kvsim plot DIR\n\n"
-		      "Renders DIR/run.png and DIR/run.svg from the CSVs of a `kvsim run` output\n"
-		      "directory: latency CDFs (TTFT, TPOT, E2E), KV memory reserved and live,\n"
-		      "waiting and running requests per replica, weighted service and waiting\n"
-		      "requests per tenant over time.  Needs gnuplot.\n",
-		      argc == 2 ? stdout : stderr);
-		return argc == 2 ? 0 : 2;
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			dir = NULL;
+			break;
+		} else if (!strcmp(argv[i], "--metric") && i + 1 < argc) {
+			metric = argv[++i];
+		} else if (!strcmp(argv[i], "--x") && i + 1 < argc) {
+			x = argv[++i];
+		} else if (!strcmp(argv[i], "--by") && i + 1 < argc) {
+			by = argv[++i];
+		} else if (argv[i][0] != '-' && !dir) {
+			dir = argv[i];
+		} else {
+			fprintf(stderr, "kvsim: plot: unexpected argument '%s'\n", argv[i]);
+			return 2;
+		}
 	}
-	dir = argv[1];
+	if (!dir) {
+		int help = argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
+
+		fputs("usage: kvsim plot DIR [--metric NAME] [--x AXIS] [--by AXIS]\n\n"
+		      "A run directory: renders DIR/run.png and DIR/run.svg from its CSVs: latency\n"
+		      "CDFs (TTFT, TPOT, E2E), KV memory reserved and live, waiting and running\n"
+		      "requests per replica, weighted service and waiting requests per tenant.\n"
+		      "A sweep directory (with sweep.csv): renders DIR/sweep-METRIC.png and .svg:\n"
+		      "the metric (a summary column, default ttft_p99_s) against the x axis\n"
+		      "(default: the sweep's last axis), one line per value of the --by axis\n"
+		      "(default: its first), averaged over seeds; bars when x is not numeric.\n"
+		      "Needs gnuplot.\n", help ? stdout : stderr);
+		return help ? 0 : 2;
+	}
+	snprintf(path, sizeof(path), "%s/sweep.csv", dir);
+	if (access(path, R_OK) == 0) {
+		char name[256];
+
+		snprintf(name, sizeof(name), "%s", dir);
+		return kv_plot_sweep(dir, basename(name), metric, x, by, 0);
+	}
 	if (!first_field(dir, "summary.csv", title, sizeof(title)) ||
 	    !(replicas = count_replicas(dir))) {
-		fprintf(stderr, "kvsim: plot: %s: expected a run directory with summary.csv and timeseries.csv\n", dir);
+		fprintf(stderr, "kvsim: plot: %s: expected a run directory (summary.csv, timeseries.csv) or a sweep directory (sweep.csv)\n", dir);
 		return 2;
 	}
 	tenants = tenant_names(dir, names, sizeof(names));

@@ -1223,6 +1223,11 @@ static int sweep_finish(struct runner *r)
 		       sw->name, r->total, r->ran, r->done - r->ran, r->failed, r->out);
 	if (sw->has_target)
 		report_target(sw);
+	/* the default charts (gnuplot absent: a note saying how to install it) */
+	if (r->done > r->failed && sw->n_axes > 0) {
+		kv_plot_sweep(r->out, sw->name, "ttft_p99_s", NULL, NULL, r->a->quiet);
+		kv_plot_sweep(r->out, sw->name, "throughput_tok_s", NULL, NULL, r->a->quiet);
+	}
 	return fflush(stdout) || ferror(stdout) || r->failed ? 1 : 0;
 }
 

@@ -12,6 +12,9 @@ int kv_cmd_run(int argc, char **argv);
 int kv_cmd_list(int argc, char **argv);
 int kv_cmd_gpu(int argc, char **argv);
 int kv_cmd_plot(int argc, char **argv);
+/* Renders DIR/sweep-METRIC.png/.svg from DIR/sweep.csv; x and by may be NULL (defaults). */
+int kv_plot_sweep(const char *dir, const char *title, const char *metric, const char *x,
+		  const char *by, int quiet);
 int kv_cmd_sweep(int argc, char **argv);
 int kv_cmd_sweep_merge(int argc, char **argv);
 
