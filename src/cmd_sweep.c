@@ -17,6 +17,10 @@
  * whose run ended (ok or error); an interrupted point has no row.
  */
 #include "commands.h"
+
+#if KV_HAVE_MPI
+#include <mpi.h>
+#endif
 #include "cfg.h"
 #include "workload.h"
 
@@ -1097,7 +1101,8 @@ static void sweep_usage(FILE *f)
 	      "in its own process, into DIR/points/KEY/; writes DIR/sweep.csv with one row\n"
 	      "per point (its axis values, seed, status, error and summary.csv columns).\n"
 	      "Points already finished (DIR/points/KEY/summary.csv exists) are not rerun.\n"
-	      "See docs/sweeps.md.\n"
+	      "Under `mpirun -n R` (kvsim built with MPI) the points are spread over the R\n"
+	      "ranks and rank 0 writes sweep.csv.  See docs/sweeps.md.\n"
 	      "\n"
 	      "options:\n"
 	      "  -j, --jobs N         worker processes (default: the online CPUs)\n"
@@ -1231,43 +1236,113 @@ static int sweep_finish(struct runner *r)
 	return fflush(stdout) || ferror(stdout) || r->failed ? 1 : 0;
 }
 
-int kv_cmd_sweep(int argc, char **argv)
+/*
+ * Runs the sweep's points (those of a's shard) and, when finish is set,
+ * writes sweep.csv, the charts and the report.  Returns the exit status.
+ */
+static int sweep_once(struct sweep_args *a, int finish)
 {
-	struct sweep_args a;
 	struct sweep sw;
 	struct runner r;
 	struct kv_diag d;
 	size_t i;
-	int rc = sweep_parse_args(argc, argv, &a);
+	int rc;
 
-	if (rc)
-		return rc < 0 ? 0 : rc;
-	if (sweep_load(&sw, a.path, &d) || sweep_expand(&sw, &d) || check_base(&sw, &d)) {
+	if (sweep_load(&sw, a->path, &d) || sweep_expand(&sw, &d) || check_base(&sw, &d)) {
 		kv_diag_print(&d, stderr);
 		sweep_release(&sw);
 		return 2;
 	}
 	memset(&r, 0, sizeof(r));
 	r.sw = &sw;
-	r.a = &a;
-	snprintf(r.out, sizeof(r.out), a.out ? "%s" : "out/%s", a.out ? a.out : sw.name);
+	r.a = a;
+	snprintf(r.out, sizeof(r.out), a->out ? "%s" : "out/%s", a->out ? a->out : sw.name);
 	if (mkdirs(r.out)) {
 		fprintf(stderr, "kvsim: %s: cannot create: %s\n", r.out, strerror(errno));
 		sweep_release(&sw);
 		return 1;
 	}
 	for (i = 0; i < sw.n_pt; i++)
-		r.total += in_shard(&a, i);
-	r.pid = kv_xcalloc((size_t)a.jobs, sizeof(*r.pid));
-	r.slot_pt = kv_xcalloc((size_t)a.jobs, sizeof(*r.slot_pt));
+		r.total += in_shard(a, i);
+	r.pid = kv_xcalloc((size_t)a->jobs, sizeof(*r.pid));
+	r.slot_pt = kv_xcalloc((size_t)a->jobs, sizeof(*r.slot_pt));
 	clock_gettime(CLOCK_MONOTONIC, &r.start);
 	install_handlers();
 	run_points(&r);
-	rc = sweep_finish(&r);
+	if (finish)
+		rc = sweep_finish(&r);
+	else
+		rc = sweep_stop ? 130 : 0;
 	free(r.pid);
 	free(r.slot_pt);
 	sweep_release(&sw);
 	return rc;
+}
+
+#if KV_HAVE_MPI
+/*
+ * Under mpirun: rank k runs the points of shard k+1 of R (each with its -j
+ * worker processes), then, after a barrier, rank 0 completes the sweep from
+ * the points' directories -- every point is done by then, so it only reads
+ * them back -- and writes sweep.csv and the charts, exactly as a single
+ * process would.  The ranks share the output directory (one machine, or a
+ * shared filesystem).
+ */
+static int sweep_mpi(struct sweep_args *a)
+{
+	int rank, size, rc, worst;
+
+	MPI_Init(NULL, NULL);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	if (size > 1 && a->n_shards > 1) {
+		if (rank == 0)
+			fprintf(stderr, "kvsim: sweep: --shard and mpirun exclude each other: expected one of them\n");
+		MPI_Finalize();
+		return 2;
+	}
+	if (size == 1) {
+		rc = sweep_once(a, 1);
+		MPI_Finalize();
+		return rc;
+	}
+	a->shard = rank + 1;
+	a->n_shards = size;
+	rc = sweep_once(a, 0);
+	MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+	if (rank == 0 && worst != 2 && worst != 130) {
+		a->shard = a->n_shards = 1;
+		rc = sweep_once(a, 1);
+	} else if (rank == 0) {
+		rc = worst;
+	}
+	MPI_Finalize();
+	return rank == 0 ? rc : (worst == 2 || worst == 130 ? worst : 0);
+}
+#endif
+
+/* 1 when this process was started by mpirun (Open MPI or a PMI launcher). */
+static int under_mpirun(void)
+{
+	return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE");
+}
+
+int kv_cmd_sweep(int argc, char **argv)
+{
+	struct sweep_args a;
+	int rc = sweep_parse_args(argc, argv, &a);
+
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	if (under_mpirun()) {
+#if KV_HAVE_MPI
+		return sweep_mpi(&a);
+#else
+		fprintf(stderr, "kvsim: sweep: started by mpirun, but this kvsim was built without MPI (install libopenmpi-dev and reconfigure)\n");
+		return 2;
+#endif
+	}
+	return sweep_once(&a, 1);
 }
 
 /* --- kvsim sweep-merge --------------------------------------------------- */
