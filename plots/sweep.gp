@@ -1,7 +1,7 @@
 # sweep.gp -- one metric of a `kvsim sweep` against an axis, one line per
-# value of a second axis, points averaged over seeds (`smooth unique`).  A
-# categorical x axis (scheduler or cache names) is laid out in its order of
-# first appearance.  Variables (set with -e): file (sweep.csv), out, svg (1:
+# value of a second axis, points averaged over seeds (`smooth unique`); for a
+# categorical x axis (scheduler or cache names) clustered bars, the
+# categories in their order of first appearance.  Variables (set with -e): file (sweep.csv), out, svg (1:
 # SVG), title, xcol, ycol, bycol (column numbers; bycol 0: one line), xname,
 # yname, ylabel, byvals (space-separated values of the by column), byname
 # (its axis), xvals (the x values, for a categorical axis), numeric (1 when
@@ -29,9 +29,24 @@ if (!numeric) {
   set for [i=1:words(xvals)] xtics add (word(xvals, i) i)
 }
 xv(c) = numeric ? column(c) : pos(strcol(c))
-if (bycol > 0) {
-  plot for [v in byvals] file skip 1 using (xv(xcol)):(strcol(bycol) eq v ? ok(column(ycol)) : 1/0) \
-       smooth unique with linespoints lw 2 pt 7 title v
+if (!numeric) {
+  unset logscale y
+  set yrange [0:*]
+  nby = bycol > 0 ? words(byvals) : 1
+  bw = 0.8 / nby
+  set boxwidth bw absolute
+  set style fill solid 0.75 border -1
+  if (bycol > 0) {
+    plot for [j=1:nby] file skip 1 using (xv(xcol) - 0.4 + bw * (j - 0.5)):(strcol(bycol) eq word(byvals, j) ? ok(column(ycol)) : 1/0) \
+         smooth unique with boxes title word(byvals, j)
+  } else {
+    plot file skip 1 using (xv(xcol)):(ok(column(ycol))) smooth unique with boxes title yname
+  }
 } else {
-  plot file skip 1 using (xv(xcol)):(ok(column(ycol))) smooth unique with linespoints lw 2 pt 7 title yname
+  if (bycol > 0) {
+    plot for [v in byvals] file skip 1 using (xv(xcol)):(strcol(bycol) eq v ? ok(column(ycol)) : 1/0) \
+         smooth unique with linespoints lw 2 pt 7 title v
+  } else {
+    plot file skip 1 using (xv(xcol)):(ok(column(ycol))) smooth unique with linespoints lw 2 pt 7 title yname
+  }
 }
