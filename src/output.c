@@ -707,8 +707,12 @@ void kv_progress_cb(void *ctx, const struct kv_sim *s)
 	fprintf(stderr, "\r\033[Kkvsim: simulated %.1f s, %llu requests arrived, %llu in flight, %.2f M events/s",
 		(double)s->now * 1e-9, (unsigned long long)s->arrived,
 		(unsigned long long)s->n_live, (double)s->events / (now - progress_t0) / 1e6);
-	if (s->cfg->source.requests)
-		fprintf(stderr, ", %.0f%%", 100.0 * (double)s->arrived / (double)s->cfg->source.requests);
+	if (s->cfg->source.requests && s->arrived) {
+		double frac = (double)s->arrived / (double)s->cfg->source.requests;
+
+		fprintf(stderr, ", %.0f%%, ETA %.0f s", 100.0 * frac,
+			(now - progress_t0) * (1.0 - frac) / frac);
+	}
 }
 
 void kv_progress_done(void)
