@@ -62,4 +62,16 @@ void kv_ref_paged_decode(float *out, const float *q, const float *arena,
 void kv_ref_compact(float *arena, const struct kv_paged_shape *sh, const int32_t *from,
 		    const int32_t *to, int n);
 
+#if KV_HAVE_CUDA
+/*
+ * The CUDA twin of kv_ref_paged_decode (gpu/kernels.cu): copies the inputs
+ * to the device, runs the kernel, copies out back.  Returns 0, KV_EINVAL for
+ * a shape it does not support (head_dim > 512), or KV_EIO when a CUDA call
+ * failed (printed).
+ */
+int kv_cuda_paged_decode(float *out, const float *q, const float *arena, size_t arena_floats,
+			 const struct kv_paged_shape *sh, const int32_t *table, int n_blocks,
+			 int ctx_len, float scale);
+#endif
+
 #endif /* KV_KERNELS_H */
