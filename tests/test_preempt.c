@@ -6,6 +6,7 @@
  * requests take turns in segments, determinism, bad options.
  */
 #include "output.h"
+#include "simtest.h"
 
 #include "testutil.h"
 
@@ -29,25 +30,6 @@ static const char *temp_file(const char *text, int slot)
 	fputs(text, f);
 	fclose(f);
 	return path[slot];
-}
-
-static int try_load(struct kv_workload *w, const char *yaml, struct kv_diag *d)
-{
-	const char *path = temp_file(yaml, 0);
-	int rc = kv_workload_load(w, path, NULL, 0, 0, 0, d);
-
-	unlink(path);
-	return rc;
-}
-
-static void load(struct kv_workload *w, const char *yaml)
-{
-	struct kv_diag d;
-	int rc = try_load(w, yaml, &d);
-
-	if (rc)
-		kv_diag_print(&d, stderr);
-	ck_assert_int_eq(rc, 0);
 }
 
 #define MAX_REQ 4096
@@ -547,52 +529,18 @@ END_TEST
 
 /* --- bad options --------------------------------------------------------------------- */
 
-/*
- * A bad option fails with its field named: in the scheduler's init with
- * KV_EINVAL, or already in the loader (outside the option table's range:
- * KV_ERANGE; not a valid name: KV_EINVAL) when at_load.
- */
-static void expect_bad(const char *sched, int at_load, const char *field, const char *msg_part)
-{
-	struct kv_workload w;
-	struct kv_sim s;
-	struct kv_diag d;
-	char yaml[1024];
-	int rc, loaded;
-
-	snprintf(yaml, sizeof(yaml),
-		 "model: llama-2-7b\ndevice: a100-80g\nscheduler: %s\n"
-		 "workload: {requests: 1, arrival: {process: poisson, rate: 1}}\n", sched);
-	memset(&d, 0, sizeof(d));
-	rc = try_load(&w, yaml, &d);
-	loaded = rc == 0;
-	if (loaded) {
-		rc = kv_sim_init(&s, &w.cfg, NULL);
-		d = s.diag;
-		kv_sim_release(&s);
-	}
-	kv_workload_release(&w);
-	ck_assert_msg(loaded == !at_load, "%s: %s", sched,
-		      at_load ? "the loader accepted it" : "the loader refused it");
-	ck_assert_msg(rc == KV_EINVAL || (at_load && rc == KV_ERANGE),
-		      "%s: code %d, expected KV_EINVAL", sched, rc);
-	ck_assert_msg(strcmp(d.field, field) == 0, "%s: field '%s', expected '%s'", sched, d.field,
-		      field);
-	ck_assert_msg(strstr(d.msg, msg_part), "%s: message '%s' lacks '%s'", sched, d.msg,
-		      msg_part);
-}
 
 START_TEST(bad_options)
 {
-	expect_bad("{name: preempt, mode: teleport}", 1, "scheduler.mode", "teleport");
-	expect_bad("{name: preempt, priority: fifo}", 1, "scheduler.priority", "fifo");
-	expect_bad("{name: preempt, levels: 0}", 1, "scheduler.levels", "0");
-	expect_bad("{name: preempt, levels: 65}", 1, "scheduler.levels", "65");
-	expect_bad("{name: preempt, quantum: 0}", 1, "scheduler.quantum", "0");
-	expect_bad("{name: preempt, ratio: 0.5}", 1, "scheduler.ratio", "0.5");
-	expect_bad("{name: preempt, aging: -1s}", 1, "scheduler.aging", "-1s");
-	expect_bad("{name: preempt, segment: 10}", 1, "scheduler.segment", "");
-	expect_bad("{name: preempt, priority: mlfq, quantum: 1000000, ratio: 1000, levels: 4}", 0,
+	expect_bad_sched("{name: preempt, mode: teleport}", 1, "scheduler.mode", "teleport");
+	expect_bad_sched("{name: preempt, priority: fifo}", 1, "scheduler.priority", "fifo");
+	expect_bad_sched("{name: preempt, levels: 0}", 1, "scheduler.levels", "0");
+	expect_bad_sched("{name: preempt, levels: 65}", 1, "scheduler.levels", "65");
+	expect_bad_sched("{name: preempt, quantum: 0}", 1, "scheduler.quantum", "0");
+	expect_bad_sched("{name: preempt, ratio: 0.5}", 1, "scheduler.ratio", "0.5");
+	expect_bad_sched("{name: preempt, aging: -1s}", 1, "scheduler.aging", "-1s");
+	expect_bad_sched("{name: preempt, segment: 10}", 1, "scheduler.segment", "");
+	expect_bad_sched("{name: preempt, priority: mlfq, quantum: 1000000, ratio: 1000, levels: 4}", 0,
 		   "scheduler.ratio", "expected at most 2^40");
 }
 END_TEST

@@ -11,7 +11,7 @@
  * preempts, so running requests' progress is exact).
  */
 #include "output.h"
-
+#include "simtest.h"
 #include "testutil.h"
 
 #include <check.h>
@@ -19,41 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-/* Writes YAML text to a temporary file; returns its path (static buffer). */
-static const char *yaml_file(const char *text)
-{
-	static char path[64];
-	FILE *f;
-	int fd;
-
-	snprintf(path, sizeof(path), "/tmp/kvsim-test-XXXXXX");
-	fd = mkstemp(path);
-	ck_assert_int_ge(fd, 0);
-	f = fdopen(fd, "w");
-	fputs(text, f);
-	fclose(f);
-	return path;
-}
-
-static int try_load(struct kv_workload *w, const char *yaml, struct kv_diag *d)
-{
-	const char *path = yaml_file(yaml);
-	int rc = kv_workload_load(w, path, NULL, 0, 0, 0, d);
-
-	unlink(path);
-	return rc;
-}
-
-static void load(struct kv_workload *w, const char *yaml)
-{
-	struct kv_diag d;
-	int rc = try_load(w, yaml, &d);
-
-	if (rc)
-		kv_diag_print(&d, stderr);
-	ck_assert_int_eq(rc, 0);
-}
 
 #define MAX_REQ 4096
 
@@ -353,48 +318,14 @@ START_TEST(vtc_deterministic)
 }
 END_TEST
 
-/*
- * A bad option fails with its field named: in the scheduler's init with
- * KV_EINVAL, or already in the loader (outside the option table's range:
- * KV_ERANGE; not a number or an unknown key: KV_EINVAL) when at_load.
- */
-static void expect_bad(const char *sched, int at_load, const char *field, const char *msg_part)
-{
-	struct kv_workload w;
-	struct kv_sim s;
-	struct kv_diag d;
-	char yaml[1024];
-	int rc, loaded;
-
-	snprintf(yaml, sizeof(yaml),
-		 "model: llama-2-7b\ndevice: a100-80g\nscheduler: %s\n"
-		 "workload: {requests: 1, arrival: {process: poisson, rate: 1}}\n", sched);
-	memset(&d, 0, sizeof(d));
-	rc = try_load(&w, yaml, &d);
-	loaded = rc == 0;
-	if (loaded) {
-		rc = kv_sim_init(&s, &w.cfg, NULL);
-		d = s.diag;
-		kv_sim_release(&s);
-	}
-	kv_workload_release(&w);
-	ck_assert_msg(loaded == !at_load, "%s: %s", sched,
-		      at_load ? "the loader accepted it" : "the loader refused it");
-	ck_assert_msg(rc == KV_EINVAL || (at_load && rc == KV_ERANGE),
-		      "%s: code %d, expected KV_EINVAL", sched, rc);
-	ck_assert_msg(strcmp(d.field, field) == 0, "%s: field '%s', expected '%s'", sched, d.field,
-		      field);
-	ck_assert_msg(strstr(d.msg, msg_part), "%s: message '%s' lacks '%s'", sched, d.msg,
-		      msg_part);
-}
 
 /* Bad options stop the run with a message naming the field. */
 START_TEST(vtc_bad_options)
 {
-	expect_bad("{name: vtc, input_weight: -1}", 1, "scheduler.input_weight", "-1");
-	expect_bad("{name: vtc, output_weight: nope}", 1, "scheduler.output_weight", "nope");
-	expect_bad("{name: vtc, weight: 2}", 1, "scheduler.weight", "");
-	expect_bad("{name: vtc, input_weight: 0, output_weight: 0}", 0, "scheduler.input_weight",
+	expect_bad_sched("{name: vtc, input_weight: -1}", 1, "scheduler.input_weight", "-1");
+	expect_bad_sched("{name: vtc, output_weight: nope}", 1, "scheduler.output_weight", "nope");
+	expect_bad_sched("{name: vtc, weight: 2}", 1, "scheduler.weight", "");
+	expect_bad_sched("{name: vtc, input_weight: 0, output_weight: 0}", 0, "scheduler.input_weight",
 		   "expected at least one above 0");
 }
 END_TEST
