@@ -52,6 +52,29 @@ static inline void load(struct kv_workload *w, const char *yaml)
 	ck_assert_msg(rc == 0, "loading failed (%d) for:\n%s", rc, yaml);
 }
 
+/* Builds s from w with a sink (check_pool: the pool check after every event); asserts it succeeds. */
+static inline void sim_start(struct kv_workload *w, struct kv_sim *s, const struct kv_sink *sink,
+			     int check_pool)
+{
+	int rc;
+
+	w->cfg.check_pool = check_pool;
+	rc = kv_sim_init(s, &w->cfg, sink);
+	if (rc)
+		kv_diag_print(&s->diag, stderr);
+	ck_assert_int_eq(rc, 0);
+}
+
+/* Runs s to the end; asserts it succeeds. */
+static inline void sim_finish(struct kv_sim *s)
+{
+	int rc = kv_sim_run(s);
+
+	if (rc)
+		kv_diag_print(&s->diag, stderr);
+	ck_assert_int_eq(rc, 0);
+}
+
 /*
  * A bad scheduler option fails with its field named: in the scheduler's
  * init with KV_EINVAL, or already in the loader (outside the option table's

@@ -7,6 +7,7 @@
  * and the engine's end-of-run leak check runs after the model's flush.
  */
 #include "output.h"
+#include "simtest.h"
 #include "profiles.h"
 #include "testutil.h"
 #include "workload.h"
@@ -67,36 +68,17 @@ static int rec_request(void *ctx, const struct kv_sim *s, const struct kv_req *q
 	return 0;
 }
 
-static void load(struct kv_workload *w, const char *yaml)
-{
-	struct kv_diag d;
-	const char *path = temp_file(yaml, ".yaml", 0);
-	int rc = kv_workload_load(w, path, NULL, 0, 0, 0, &d);
-
-	unlink(path);
-	if (rc)
-		kv_diag_print(&d, stderr);
-	ck_assert_int_eq(rc, 0);
-}
 
 /* Runs w (pool checked after every event when check_pool); r's check, if any, stays set. */
 static void run(struct kv_workload *w, struct rec *r, struct kv_sim *s, int check_pool)
 {
 	struct kv_sink sink = { .ctx = r, .request = rec_request };
 	int (*check)(struct rec *, const struct kv_sim *, const struct kv_req *) = r->check;
-	int rc;
 
 	memset(r, 0, sizeof(*r));
 	r->check = check;
-	w->cfg.check_pool = check_pool;
-	rc = kv_sim_init(s, &w->cfg, &sink);
-	if (rc)
-		kv_diag_print(&s->diag, stderr);
-	ck_assert_int_eq(rc, 0);
-	rc = kv_sim_run(s);
-	if (rc)
-		kv_diag_print(&s->diag, stderr);
-	ck_assert_int_eq(rc, 0);
+	sim_start(w, s, &sink, check_pool);
+	sim_finish(s);
 	ck_assert_msg(!r->failure[0], "%s", r->failure);
 }
 

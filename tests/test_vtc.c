@@ -110,17 +110,9 @@ static int rec_sample(void *ctx, const struct kv_sim *s, kv_ns t_ns)
 static void run(struct kv_workload *w, struct rec *r, struct kv_sim *s, int check_pool)
 {
 	struct kv_sink sink = { .ctx = r, .request = rec_request, .sample = rec_sample };
-	int rc;
 
-	w->cfg.check_pool = check_pool;
-	rc = kv_sim_init(s, &w->cfg, &sink);
-	if (rc)
-		kv_diag_print(&s->diag, stderr);
-	ck_assert_int_eq(rc, 0);
-	rc = kv_sim_run(s);
-	if (rc)
-		kv_diag_print(&s->diag, stderr);
-	ck_assert_int_eq(rc, 0);
+	sim_start(w, s, &sink, check_pool);
+	sim_finish(s);
 	ck_assert_msg(r->bad_tokens == 0, "%llu completed requests with generated != output_tokens",
 		      (unsigned long long)r->bad_tokens);
 }
