@@ -478,10 +478,13 @@ int kv__replica_schedule(struct kv_replica *r, struct kv_req *q)
 	ctx = q->kv_tokens + take;
 	r->shape.n_seqs++;
 	if (prefill) {
+		/* the chunk that completes the prefill samples the first token */
+		r->shape.n_sample += q->kv_tokens + take >= q->prefill_target;
 		r->shape.n_prefill_tokens += take;
 		r->shape.attn_pairs += kv_perf_prefill_pairs(q->kv_tokens, take);
 	} else {
 		r->shape.n_decode++;
+		r->shape.n_sample++;
 		r->shape.attn_pairs += ctx;
 		if (r->cache->extra_prefill_tokens) {
 			uint64_t x = r->cache->extra_prefill_tokens(r->cache_priv, q);
@@ -529,6 +532,7 @@ uint32_t kv_replica_schedule_running(struct kv_replica *r, uint32_t from, int *e
 		r->budget_tokens = budget;
 		r->shape.n_seqs += n - n0;
 		r->shape.n_decode += n - n0;
+		r->shape.n_sample += n - n0;
 		r->shape.attn_pairs += pairs;
 		r->ctx_tokens += pairs;
 		rc = kv__replica_schedule(r, q);
@@ -543,6 +547,7 @@ uint32_t kv_replica_schedule_running(struct kv_replica *r, uint32_t from, int *e
 	r->budget_tokens = budget;
 	r->shape.n_seqs += n - n0;
 	r->shape.n_decode += n - n0;
+	r->shape.n_sample += n - n0;
 	r->shape.attn_pairs += pairs;
 	r->ctx_tokens += pairs;
 	*err = rc;

@@ -36,10 +36,13 @@ void kv_perf_init(struct kv_perf *pf, const struct kv_model *m, const struct kv_
 	assert(tp >= 1);
 	pf->tp = tp;
 	pf->weight_bytes_per_gpu = (double)kv_model_weight_bytes(m) / tp;
-	pf->lin_flops_per_token = kv_model_linear_flops_per_token(m) / tp;
+	pf->lin_flops_per_token =
+		(kv_model_linear_flops_per_token(m) - kv_model_head_flops(m)) / tp;
+	pf->head_flops_per_sample = kv_model_head_flops(m) / tp;
 	pf->attn_flops_per_pair = kv_model_attn_flops_per_pair(m) / tp;
 	pf->bw_Bps = dev->mem_bw_Bps * dev->eff_bw;
 	pf->flops_per_s = dev->flops * dev->eff_flops;
+	pf->attn_flops_per_s = dev->flops * (dev->eff_attn > 0 ? dev->eff_attn : dev->eff_flops);
 	pf->dequant_flops_per_byte = dev->dequant_flops_per_byte;
 	pf->overhead_ns = (double)dev->overhead_ns;
 	pf->per_seq_ns = (double)dev->per_seq_ns;
@@ -49,10 +52,12 @@ void kv_perf_init(struct kv_perf *pf, const struct kv_model *m, const struct kv_
 }
 
 /* Linear layers: every weight read once, F_lin FLOPs per batch token. */
-static double linear_ns(const struct kv_perf *pf, uint64_t n_tokens)
+static double linear_ns(const struct kv_perf *pf, uint64_t n_tokens, uint32_t n_sample)
 {
 	double mem = pf->weight_bytes_per_gpu / pf->bw_Bps;
-	double cmp = pf->lin_flops_per_token * (double)n_tokens / pf->flops_per_s;
+	double cmp = (pf->lin_flops_per_token * (double)n_tokens +
+		      pf->head_flops_per_sample * (double)n_sample) /
+		     pf->flops_per_s;
 
 	return 1e9 * fmax(mem, cmp);
 }
@@ -64,7 +69,7 @@ static double attention_ns(const struct kv_perf *pf, const struct kv_batch_shape
 	double flops = pf->attn_flops_per_pair * (double)b->attn_pairs +
 		       pf->dequant_flops_per_byte * (double)b->dequant_bytes / pf->tp;
 
-	return 1e9 * fmax(mem, flops / pf->flops_per_s);
+	return 1e9 * fmax(mem, flops / pf->attn_flops_per_s);
 }
 
 kv_ns kv_perf_iter_ns(const struct kv_perf *pf, const struct kv_batch_shape *b)
@@ -72,7 +77,7 @@ kv_ns kv_perf_iter_ns(const struct kv_perf *pf, const struct kv_batch_shape *b)
 	uint64_t n_tokens = b->n_decode + b->n_prefill_tokens;
 	double t = pf->overhead_ns + pf->per_seq_ns * b->n_seqs;
 
-	t += linear_ns(pf, n_tokens) + attention_ns(pf, b);
+	t += linear_ns(pf, n_tokens, b->n_sample) + attention_ns(pf, b);
 	if (pf->tp > 1)
 		t += pf->allreduce_ns_per_token * (double)n_tokens + pf->allreduce_ns_fixed;
 	t += (double)b->extra_ns;

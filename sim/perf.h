@@ -43,6 +43,7 @@
 struct kv_batch_shape {
 	uint32_t n_seqs; /* sequences in the batch */
 	uint32_t n_decode; /* sequences generating one token */
+	uint32_t n_sample; /* sequences that sample a token (LM head): decodes and last prefill chunks */
 	uint64_t n_prefill_tokens; /* prompt tokens processed this iteration */
 	uint64_t attn_pairs; /* query-context token pairs over the batch */
 	uint64_t kv_read_bytes; /* KV bytes attention reads, whole replica (cache model's) */
@@ -53,10 +54,12 @@ struct kv_batch_shape {
 /* Precomputed per (model, device, tp) constants. */
 struct kv_perf {
 	double weight_bytes_per_gpu; /* M / tp */
-	double lin_flops_per_token; /* F_lin / tp */
+	double lin_flops_per_token; /* (F_lin - F_head) / tp: the layers, per batch token */
+	double head_flops_per_sample; /* F_head / tp: the LM head, per sampled sequence */
 	double attn_flops_per_pair; /* F_attn / tp */
 	double bw_Bps; /* B * eff_bw */
 	double flops_per_s; /* P * eff_flops */
+	double attn_flops_per_s; /* P * eff_attn (eff_flops when the profile leaves it 0) */
 	double dequant_flops_per_byte; /* from the device */
 	double overhead_ns; /* fixed per iteration */
 	double per_seq_ns; /* per sequence */

@@ -45,6 +45,11 @@ double kv_model_linear_flops_per_token(const struct kv_model *m)
 	return 2.0 * ((double)m->params - lookup);
 }
 
+double kv_model_head_flops(const struct kv_model *m)
+{
+	return 2.0 * (double)m->vocab * m->hidden;
+}
+
 double kv_model_attn_flops_per_pair(const struct kv_model *m)
 {
 	return 4.0 * m->layers * m->heads * m->head_dim;

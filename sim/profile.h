@@ -64,6 +64,14 @@ uint64_t kv_model_arch_params(const struct kv_model *m);
  */
 double kv_model_linear_flops_per_token(const struct kv_model *m);
 
+/*
+ * FLOPs of the LM head for one sampled token: 2 * vocab * hidden.  Serving
+ * engines compute logits only for the tokens they sample (one per sequence
+ * per iteration: a decode step, or the last chunk of a prefill), so the
+ * perf model charges this per sampled sequence, not per batch token.
+ */
+double kv_model_head_flops(const struct kv_model *m);
+
 /* Attention FLOPs for one query token against one context token: 4 * layers * heads * head_dim. */
 double kv_model_attn_flops_per_pair(const struct kv_model *m);
 
@@ -87,6 +95,7 @@ struct kv_device {
 	double eff_flops; /* achieved share of flops, default 0.73 */
 	kv_ns overhead_ns; /* fixed cost per iteration, default 1.6 ms */
 	kv_ns per_seq_ns; /* cost per sequence in the batch, default 0 */
+	double eff_attn; /* achieved share of flops in attention; 0 (default): eff_flops */
 	kv_ns allreduce_latency_ns; /* fixed cost of one all-reduce (TP only), default 5 us */
 	double dequant_flops_per_byte; /* dequantisation work per KV byte read, default 2 */
 	/* Cost-model coefficient. */

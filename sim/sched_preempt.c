@@ -164,7 +164,7 @@ static kv_ns prefill_ns(const struct kv_replica *r, uint64_t n)
 /* Time of a lone decode step at a context of ctx tokens. */
 static kv_ns decode_ns(const struct kv_replica *r, uint64_t ctx)
 {
-	struct kv_batch_shape b = { .n_seqs = 1, .n_decode = 1, .attn_pairs = ctx + 1,
+	struct kv_batch_shape b = { .n_seqs = 1, .n_decode = 1, .n_sample = 1, .attn_pairs = ctx + 1,
 				    .kv_read_bytes = (uint64_t)((double)(ctx + 1) * r->beta_bytes) };
 
 	return kv_perf_iter_ns(&r->sim->perf, &b);

@@ -704,7 +704,7 @@ START_TEST(quant_time)
 	run(&w, &s, &r, 0);
 	want = kv_perf_iter_ns(&s.perf, &b);
 	for (i = 1; i < T; i++) {
-		struct kv_batch_shape d = { .n_seqs = 1, .n_decode = 1, .attn_pairs = P + i,
+		struct kv_batch_shape d = { .n_seqs = 1, .n_decode = 1, .n_sample = 1, .attn_pairs = P + i,
 					    .kv_read_bytes = (P + i) * bq,
 					    .dequant_bytes = (P + i) * data };
 

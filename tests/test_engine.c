@@ -48,15 +48,16 @@ static void run(struct kv_workload *w, struct rec *r, struct kv_sim *s)
 
 static kv_ns decode_ns(const struct kv_sim *s, uint64_t ctx)
 {
-	struct kv_batch_shape b = { .n_seqs = 1, .n_decode = 1, .attn_pairs = ctx,
+	struct kv_batch_shape b = { .n_seqs = 1, .n_decode = 1, .n_sample = 1, .attn_pairs = ctx,
 				    .kv_read_bytes = ctx * s->token_bytes };
 
 	return kv_perf_iter_ns(&s->perf, &b);
 }
 
-static kv_ns prefill_ns(const struct kv_sim *s, uint64_t done, uint64_t chunk)
+/* A prefill chunk; the last one samples the first output token (LM head). */
+static kv_ns prefill_ns(const struct kv_sim *s, uint64_t done, uint64_t chunk, int last)
 {
-	struct kv_batch_shape b = { .n_seqs = 1, .n_prefill_tokens = chunk,
+	struct kv_batch_shape b = { .n_seqs = 1, .n_prefill_tokens = chunk, .n_sample = !!last,
 				    .attn_pairs = kv_perf_prefill_pairs(done, chunk),
 				    .kv_read_bytes = (done + chunk) * s->token_bytes };
 
@@ -78,7 +79,7 @@ START_TEST(lone_request_exact_time)
 	load(&w, LONE "workload:\n  requests: 1\n  arrival: {process: poisson, rate: 1}\n"
 		      "  lengths: {dist: fixed, prompt: 100, output: 10}\n");
 	run(&w, &r, &s);
-	want_first = prefill_ns(&s, 0, P);
+	want_first = prefill_ns(&s, 0, P, 1);
 	want_total = want_first;
 	for (i = 1; i < T; i++)
 		want_total += decode_ns(&s, P + i);
@@ -111,7 +112,8 @@ START_TEST(chunked_prefill_iterations)
 		      "  arrival: {process: poisson, rate: 1}\n"
 		      "  lengths: {dist: fixed, prompt: 3000, output: 2}\n");
 	run(&w, &r, &s);
-	want = prefill_ns(&s, 0, 1024) + prefill_ns(&s, 1024, 1024) + prefill_ns(&s, 2048, 952) +
+	want = prefill_ns(&s, 0, 1024, 0) + prefill_ns(&s, 1024, 1024, 0) +
+	       prefill_ns(&s, 2048, 952, 1) +
 	       decode_ns(&s, 3001);
 	ck_assert_uint_eq(s.rep[0].iterations, 4);
 	ck_assert_msg(r.last.finish_ns - r.last.arrival_ns == want, "E2E %llu, expected %llu",
@@ -135,7 +137,7 @@ START_TEST(unchunked_prefill)
 	run(&w, &r, &s);
 	ck_assert_uint_eq(s.rep[0].iterations, 2);
 	ck_assert_uint_eq(r.last.finish_ns - r.last.arrival_ns,
-			  prefill_ns(&s, 0, 3000) + decode_ns(&s, 3001));
+			  prefill_ns(&s, 0, 3000, 1) + decode_ns(&s, 3001));
 	kv_sim_release(&s);
 	kv_workload_release(&w);
 }
