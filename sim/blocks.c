@@ -204,3 +204,43 @@ int kv_blocks_grow(struct kv_blocks *b, uint64_t *t, uint64_t *cap_tokens, uint6
 	*cap_tokens += n * block_tokens;
 	return 0;
 }
+
+/*
+ * Counts the units of t's blocks, walking from the last block to the first;
+ * with out, also writes them ending at out[pos - 1].
+ */
+static uint64_t walk_units(const struct kv_blocks *b, uint64_t t, uint32_t *out, uint64_t pos)
+{
+	const struct kv_pool_unit *u = b->pool->u;
+	uint64_t count = kv_blocks_count(t), total = 0;
+	uint32_t page = count ? t_last(t) : NIL;
+
+	while (count) {
+		const struct kv_blocks_page *pg = &b->pages[page];
+		uint32_t i = last_fill(count);
+
+		count -= i;
+		while (i--) {
+			uint32_t off = pg->off[i], n = 1u << u[off].order;
+
+			total += n;
+			if (out) {
+				pos -= n;
+				while (n--)
+					out[pos + n] = off + n;
+			}
+		}
+		page = pg->prev;
+	}
+	return total;
+}
+
+uint64_t kv_blocks_list_units(const struct kv_blocks *b, uint64_t t, uint32_t *out, uint64_t max)
+{
+	uint64_t n = walk_units(b, t, NULL, 0);
+
+	if (n > max)
+		return UINT64_MAX;
+	walk_units(b, t, out, n);
+	return n;
+}

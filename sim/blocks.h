@@ -86,6 +86,14 @@ void kv_blocks_truncate(struct kv_blocks *b, uint64_t *t, uint64_t saved);
 /* Drops one reference to every block of *t and empties it; returns the bytes of the table. */
 uint64_t kv_blocks_free(struct kv_blocks *b, uint64_t *t);
 
+/*
+ * Lists the pool units table t holds, in table (token) order: a block of 2^k
+ * units at offset o contributes o, o+1, ..., o+2^k-1.  Returns the count, or
+ * UINT64_MAX (out untouched) when it exceeds max.  Allocation-free; for the
+ * execution backends, whose KV pages are pool units.
+ */
+uint64_t kv_blocks_list_units(const struct kv_blocks *b, uint64_t t, uint32_t *out, uint64_t max);
+
 /* Number of blocks in table t. */
 static inline uint64_t kv_blocks_count(uint64_t t)
 {

@@ -52,6 +52,11 @@
  *            device's host link and back when it runs again, the copies
  *            adding to the iteration) or KV_OFFLOAD_OVERLAP (the copies run on
  *            a second stream, overlapped with compute).
+ *   units    (optional) lists the pool units q holds, in token order, into
+ *            out (at most max; returns the count, or UINT64_MAX when more):
+ *            the page table an execution backend uses, whose KV pages are
+ *            pool units (gpu/exec.h).  NULL: the model cannot run on a
+ *            backend.
  *   fini     called once at the end; every request has been released.
  *
  * Hooks must not allocate per call (use the pool and the request's cache[]
@@ -107,6 +112,8 @@ struct kv_cache_ops {
 	void (*flush)(void *priv); /* optional */
 	void (*stats)(const void *priv, struct kv_cache_stats *st); /* optional */
 	enum kv_offload (*offload)(const void *priv); /* optional */
+	uint64_t (*units)(const void *priv, const struct kv_req *q, uint32_t *out,
+			  uint64_t max); /* optional */
 };
 
 /* The registry: NULL-terminated, in `kvsim list` order. */

@@ -131,6 +131,14 @@ static double chunked_bytes_per_token(const void *priv)
 	return (double)c->token_bytes;
 }
 
+static uint64_t chunked_units(const void *priv, const struct kv_req *q, uint32_t *out,
+			      uint64_t max)
+{
+	const struct chunked *c = priv;
+
+	return q->kv_bytes ? kv_blocks_list_units(&c->blocks, q->cache[0], out, max) : 0;
+}
+
 const struct kv_cache_ops kv_cache_chunked = {
 	.name = "chunked",
 	.desc = "paged blocks of block_tokens allocated on demand: kv_bytes = ceil(n/B) * extent(B * b), beta = b",
@@ -142,4 +150,5 @@ const struct kv_cache_ops kv_cache_chunked = {
 	.release = chunked_release,
 	.bytes_per_token = chunked_bytes_per_token,
 	.offload = chunked_offload,
+	.units = chunked_units,
 };

@@ -112,6 +112,13 @@ static double full_bytes_per_token(const void *priv)
 	return (double)f->token_bytes;
 }
 
+static uint64_t full_units(const void *priv, const struct kv_req *q, uint32_t *out, uint64_t max)
+{
+	const struct full *f = priv;
+
+	return q->kv_bytes ? kv_blocks_list_units(&f->blocks, q->cache[0], out, max) : 0;
+}
+
 const struct kv_cache_ops kv_cache_full = {
 	.name = "full",
 	.desc = "preallocate max_len tokens per request at admission: kv_bytes = extent(max_len * b), beta = b",
@@ -122,4 +129,5 @@ const struct kv_cache_ops kv_cache_full = {
 	.reserve = full_reserve,
 	.release = full_release,
 	.bytes_per_token = full_bytes_per_token,
+	.units = full_units,
 };

@@ -594,19 +594,23 @@ void kv_replica_reject(struct kv_replica *r, struct kv_req *q)
 }
 
 /* The formed batch's duration, with the host-link copies queued for it. */
-static kv_ns iter_ns(struct kv_replica *r)
+static int iter_ns(struct kv_replica *r, kv_ns *ns)
 {
+	const struct kv_executor *x = r->sim->cfg->exec;
 	kv_ns t = kv_perf_iter_ns(&r->sim->perf, &r->shape), c = r->copy_ns;
+	int rc;
 
+	if (x && (rc = x->iter(x->ctx, r, t, &t)))
+		return rc;
 	r->copy_ns = 0;
-	if (r->offload == KV_OFFLOAD_OVERLAP)
-		return KV_MAX(t, c);
-	return t + c;
+	*ns = r->offload == KV_OFFLOAD_OVERLAP ? KV_MAX(t, c) : t + c;
+	return 0;
 }
 
 /* Forms and starts the next iteration of an idle replica. */
 static int kick(struct kv_sim *s, struct kv_replica *r)
 {
+	kv_ns t;
 	int rc;
 
 	if (r->busy)
@@ -641,9 +645,12 @@ static int kick(struct kv_sim *s, struct kv_replica *r)
 			return rc;
 	}
 	r->shape.kv_read_bytes += (uint64_t)((double)r->ctx_tokens * r->beta_bytes);
+	rc = iter_ns(r, &t);
+	if (rc)
+		return rc;
 	r->busy = 1;
 	r->iter_start_ns = s->now;
-	kv_heap_push(&s->heap, s->now + iter_ns(r), EV_ITER_DONE, r->idx, 0);
+	kv_heap_push(&s->heap, s->now + t, EV_ITER_DONE, r->idx, 0);
 	return 0;
 }
 

@@ -166,6 +166,21 @@ struct kv_fairness_cfg {
 	uint64_t long_tokens; /* prompt+output above this is "long"; 0 = the median */
 };
 
+/*
+ * An executor runs each formed batch for real (an execution backend, see
+ * gpu/exec.h and src/exec.c) instead of taking the perf model's figure.  It
+ * sees r->batch[0..n_batch-1], each request q with q->batch_tokens new
+ * tokens after q->kv_tokens cached ones, and r->shape; model_ns is the perf
+ * model's prediction for the batch.  It stores the batch's duration in *ns
+ * and returns 0, or returns an error code (with r->sim->diag filled) that
+ * stops the run.  Host-link copies the engine queues still add to (or
+ * overlap) the duration as they do in simulation.
+ */
+struct kv_executor {
+	void *ctx;
+	int (*iter)(void *ctx, struct kv_replica *r, kv_ns model_ns, kv_ns *ns);
+};
+
 /* Everything a run needs; filled by the workload loader. */
 struct kv_sim_config {
 	struct kv_model model; /* served model */
@@ -190,6 +205,7 @@ struct kv_sim_config {
 	struct kv_source_spec source; /* arrivals */
 	struct kv_fairness_cfg fairness; /* fairness metrics */
 	uint64_t seed; /* random seed */
+	const struct kv_executor *exec; /* NULL: the perf model times batches (the simulator) */
 };
 
 /* Where results go; any callback may be NULL.  Returning nonzero stops the run with KV_EIO. */

@@ -156,7 +156,8 @@ int kv_device_validate(const struct kv_device *dev, struct kv_diag *d, const cha
 	    (err = positive(dev->flops, "fp16_tflops", d, file)) ||
 	    (err = positive(dev->host_link_Bps, "host_link_bandwidth", d, file)) ||
 	    (err = share(dev->eff_bw, "perf.eff_bw", d, file)) ||
-	    (err = share(dev->eff_flops, "perf.eff_flops", d, file)))
+	    (err = share(dev->eff_flops, "perf.eff_flops", d, file)) ||
+	    (dev->eff_attn != 0 && (err = share(dev->eff_attn, "perf.eff_attn", d, file))))
 		return err;
 	if (!(dev->interconnect_Bps >= 0) || !isfinite(dev->interconnect_Bps))
 		return kv_diag_set(d, KV_EINVAL, file, 0, 0, "interconnect_bandwidth",

@@ -47,7 +47,7 @@ static const char *const device_required[] = {
 };
 
 static const char *const perf_keys[] = {
-	"eff_bw", "eff_flops", "overhead", "per_seq", "allreduce_latency",
+	"eff_bw", "eff_flops", "eff_attn", "overhead", "per_seq", "allreduce_latency",
 	"dequant_flops_per_byte", NULL,
 };
 
@@ -454,6 +454,7 @@ static int read_perf(struct kv_cfg_node *p, struct kv_device *dev, struct kv_dia
 	if ((err = kv_cfg_expect_map(p, d)) || (err = kv_cfg_check_keys(p, perf_keys, d)) ||
 	    (err = kv_cfg_dbl(p, "eff_bw", dev->eff_bw, 1e-6, 1, &dev->eff_bw, d)) ||
 	    (err = kv_cfg_dbl(p, "eff_flops", dev->eff_flops, 1e-6, 1, &dev->eff_flops, d)) ||
+	    (err = kv_cfg_dbl(p, "eff_attn", dev->eff_attn, 0, 1, &dev->eff_attn, d)) ||
 	    (err = kv_cfg_ns(p, "overhead", dev->overhead_ns, 0, max_ns, &dev->overhead_ns, d)) ||
 	    (err = kv_cfg_ns(p, "per_seq", dev->per_seq_ns, 0, max_ns, &dev->per_seq_ns, d)) ||
 	    (err = kv_cfg_ns(p, "allreduce_latency", dev->allreduce_latency_ns, 0, max_ns,
