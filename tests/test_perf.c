@@ -14,6 +14,9 @@
 
 #include "cfg.h"
 #include "perf.h"
+#include "perf_fit.h"
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
 #include "profiles.h"
 
 /* Asserts only on failure (Check's passing asserts are slow in loops). */
@@ -564,12 +567,156 @@ START_TEST(test_published_long_prefill)
 }
 END_TEST
 
+/* Calibration-like points: decode batches x contexts, prefill chunks after 0, 768, 1536 tokens. */
+static size_t fit_points(const struct kv_model *m, struct kv_fit_point *pts)
+{
+	static const uint32_t bs[] = { 1, 2, 4, 8, 16, 32 };
+	static const uint64_t ctxs[] = { 64, 256, 1024 }, chunks[] = { 16, 64, 256, 512 };
+	size_t n = 0, i, k;
+
+	for (i = 0; i < KV_ARRAY_LEN(bs); i++)
+		for (k = 0; k < KV_ARRAY_LEN(ctxs); k++)
+			pts[n++].shape = decode_batch(m, bs[i], ctxs[k]);
+	for (i = 0; i < KV_ARRAY_LEN(chunks); i++)
+		for (k = 0; k < 3; k++)
+			pts[n++].shape = prefill_batch(m, k * 768, chunks[i]);
+	return n;
+}
+
+/* Times the points by the model under `truth` with log-normal noise of sd `noise`. */
+static void fit_time(const struct kv_model *m, struct kv_fit_point *pts, size_t n,
+		     const double *truth, double noise, gsl_rng *rng)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		struct kv_fit_terms x;
+
+		kv_fit_terms(m, &pts[i].shape, &x);
+		pts[i].t_ns = kv_fit_eval(truth, &x) * exp(gsl_ran_gaussian(rng, noise));
+	}
+}
+
+/*
+ * GPU-like regime (decode attention memory bound): every coefficient is
+ * identifiable, and each one's 95% interval must hold the truth with 2%
+ * noise (it fails only for a broken fit or interval, seed fixed).  The
+ * device the fit writes must reproduce the fitted times.
+ */
+START_TEST(test_fit_recovers)
+{
+	struct kv_model m = load_model("tiny");
+	const double truth[KV_FIT_N] = { 3e6, 40e3, 0.1, 0.02, 0.004 };
+	struct kv_device dev = load_device("a100-80g");
+	gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+	struct kv_fit_point pts[64];
+	struct kv_diag d = { 0 };
+	struct kv_fit f;
+	struct kv_perf pf;
+	size_t n, i, k;
+
+	m.dtype_bytes = 4;
+	gsl_rng_set(rng, 7);
+	n = fit_points(&m, pts);
+	fit_time(&m, pts, n, truth, 0.02, rng);
+	ck_assert_int_eq(kv_fit_perf(&m, pts, n, &f, &d), 0);
+	ck_assert_msg(f.r2 > 0.99, "R^2 %.4f", f.r2);
+	ck_assert_msg(f.rms_rel < 0.03, "rms relative residual %.4f", f.rms_rel);
+	for (k = 0; k < KV_FIT_N; k++)
+		/* s*S is at most 1.3 ms of tens: its interval is wide, honestly */
+		ck_assert_msg(fabs(f.c[k] - truth[k]) <= f.ci[k] &&
+				      (k == KV_FIT_S || f.ci[k] < 0.5 * truth[k]),
+			      "coefficient %zu: %.6g +- %.3g, truth %.6g", k, f.c[k], f.ci[k],
+			      truth[k]);
+	kv_fit_to_device(&f, &dev);
+	ck_assert_int_eq(kv_device_validate(&dev, &d, "fit"), 0);
+	kv_perf_init(&pf, &m, &dev, 1);
+	for (i = 0; i < n; i++) {
+		struct kv_fit_terms x;
+		double want;
+
+		kv_fit_terms(&m, &pts[i].shape, &x);
+		want = kv_fit_eval(f.c, &x);
+		/* overhead and per_seq are whole ns in a device profile */
+		ck_assert_msg(fabs((double)kv_perf_iter_ns(&pf, &pts[i].shape) - want) <=
+				      2.0 + 0.5 * pts[i].shape.n_seqs,
+			      "point %zu: perf %llu vs fit %.1f", i,
+			      (unsigned long long)kv_perf_iter_ns(&pf, &pts[i].shape), want);
+	}
+	gsl_rng_free(rng);
+}
+END_TEST
+
+/*
+ * CPU-like regime (attention compute bound): the memory time appears only
+ * as the constant weight read, confounded with the fixed cost, so the fit
+ * must still predict every point and recover o + M*ib, while the interval
+ * it reports for o is honest about the confounding (wide).
+ */
+START_TEST(test_fit_confounded)
+{
+	struct kv_model m = load_model("tiny");
+	const double truth[KV_FIT_N] = { 3e6, 40e3, 0.1, 0.02, 0.4 };
+	gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+	struct kv_fit_point pts[64];
+	struct kv_diag d = { 0 };
+	struct kv_fit f;
+	double M, sum_fit, sum_true;
+	size_t n, i;
+
+	m.dtype_bytes = 4;
+	M = (double)kv_model_weight_bytes(&m);
+	gsl_rng_set(rng, 11);
+	n = fit_points(&m, pts);
+	fit_time(&m, pts, n, truth, 0.01, rng);
+	ck_assert_int_eq(kv_fit_perf(&m, pts, n, &f, &d), 0);
+	ck_assert_msg(f.r2 > 0.99 && f.mape < 0.02, "R^2 %.4f MAPE %.4f", f.r2, f.mape);
+	for (i = 0; i < n; i++) {
+		struct kv_fit_terms x;
+		double got, want;
+
+		kv_fit_terms(&m, &pts[i].shape, &x);
+		got = kv_fit_eval(f.c, &x);
+		want = kv_fit_eval(truth, &x);
+		ck_assert_msg(fabs(got / want - 1) < 0.03, "point %zu: %.0f vs %.0f", i, got, want);
+	}
+	sum_fit = f.c[KV_FIT_O] + M * f.c[KV_FIT_IB];
+	sum_true = truth[KV_FIT_O] + M * truth[KV_FIT_IB];
+	ck_assert_msg(fabs(sum_fit / sum_true - 1) < 0.05, "o + M*ib %.0f vs %.0f", sum_fit,
+		      sum_true);
+	ck_assert_msg(fabs(f.c[KV_FIT_IA] / truth[KV_FIT_IA] - 1) < 0.05, "ia %.4g",
+		      f.c[KV_FIT_IA]);
+	gsl_rng_free(rng);
+}
+END_TEST
+
+/* Too few points, or a non-positive time, is an error, not a fit. */
+START_TEST(test_fit_bad_input)
+{
+	struct kv_model m = load_model("tiny");
+	struct kv_fit_point pts[12];
+	struct kv_diag d = { 0 };
+	struct kv_fit f;
+	size_t i;
+
+	for (i = 0; i < 12; i++) {
+		pts[i].shape = decode_batch(&m, (uint32_t)i + 1, 100);
+		pts[i].t_ns = 1e6 * (double)(i + 1);
+	}
+	ck_assert_int_eq(kv_fit_perf(&m, pts, 5, &f, &d), KV_EINVAL);
+	pts[3].t_ns = 0;
+	ck_assert_int_eq(kv_fit_perf(&m, pts, 12, &f, &d), KV_EINVAL);
+	ck_assert_ptr_nonnull(strstr(d.msg, "point 3"));
+}
+END_TEST
+
 static Suite *perf_suite(void)
 {
 	Suite *s = suite_create("perf");
 	TCase *prof = tcase_create("profiles");
 	TCase *roof = tcase_create("roofline");
 	TCase *pub = tcase_create("published");
+	TCase *fit;
 
 	tcase_add_test(prof, test_derived_numbers);
 	tcase_add_test(prof, test_arch_params);
@@ -592,6 +739,11 @@ static Suite *perf_suite(void)
 	suite_add_tcase(s, prof);
 	suite_add_tcase(s, roof);
 	suite_add_tcase(s, pub);
+	fit = tcase_create("fit");
+	tcase_add_test(fit, test_fit_recovers);
+	tcase_add_test(fit, test_fit_confounded);
+	tcase_add_test(fit, test_fit_bad_input);
+	suite_add_tcase(s, fit);
 	return s;
 }
 
