@@ -16,6 +16,8 @@ int kv_cmd_plot(int argc, char **argv);
 int kv_plot_sweep(const char *dir, const char *title, const char *metric, const char *x,
 		  const char *by, int quiet);
 int kv_cmd_sweep(int argc, char **argv);
+int kv_cmd_calibrate(int argc, char **argv);
+int kv_cmd_validate(int argc, char **argv);
 int kv_cmd_sweep_merge(int argc, char **argv);
 
 #endif /* KV_COMMANDS_H */

@@ -27,6 +27,10 @@ static const struct command commands[] = {
 	{ "sweep-merge", kv_cmd_sweep_merge, "sweep-merge OUT_DIR DIR...",
 	  "merge the sweep.csv files of sweep shards" },
 	{ "plot", kv_cmd_plot, "plot DIR", "render the charts (PNG and SVG) of a run directory" },
+	{ "calibrate", kv_cmd_calibrate, "calibrate [--backend cpu|cuda] [--model M] [-o PROFILE.yaml]",
+	  "run real iterations on a backend, fit the perf model, write a device profile" },
+	{ "validate", kv_cmd_validate, "validate [--backend cpu|cuda] WORKLOAD.yaml [--profile DEVICE.yaml]",
+	  "run a workload on a backend and in the simulator; report the simulator's error" },
 	{ "gpu", kv_cmd_gpu, "gpu", "report the GPU the execution backend would use, or why there is none" },
 };
 

@@ -123,7 +123,7 @@ START_TEST(test_arch_params)
 {
 	static const char *const exact[] = { "llama-2-7b", "llama-2-13b", "llama-2-70b",
 					     "llama-3-8b", "mistral-7b", "tinyllama-1.1b",
-					     "tiny" };
+					     "tiny", "llama-3.2-1b" };
 	struct kv_model m;
 	size_t i;
 	double rel;

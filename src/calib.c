@@ -1,0 +1,149 @@
+/* calib.c -- runs for calibrate and validate; see calib.h. */
+#include "calib.h"
+
+#include "output.h"
+#include "profiles.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int on_request(void *ctx, const struct kv_sim *s, const struct kv_req *q, enum kv_end e)
+{
+	struct kv_run_result *res = ctx;
+	struct kv_req_out *o;
+
+	(void)s;
+	if (q->id >= res->cap_req) {
+		size_t cap = res->cap_req ? res->cap_req : 256;
+
+		while (cap <= q->id)
+			cap *= 2;
+		res->req = kv_xrealloc(res->req, cap * sizeof(*res->req));
+		memset(res->req + res->cap_req, 0, (cap - res->cap_req) * sizeof(*res->req));
+		res->cap_req = cap;
+	}
+	if (q->id >= res->n_req)
+		res->n_req = q->id + 1;
+	o = &res->req[q->id];
+	o->completed = e == KV_END_COMPLETED;
+	o->ttft_s = o->tpot_s = o->e2e_s = NAN;
+	if (!o->completed)
+		return 0;
+	o->ttft_s = (double)(q->first_token_ns - q->arrival_ns) * 1e-9;
+	o->e2e_s = (double)(q->finish_ns - q->arrival_ns) * 1e-9;
+	if (q->output_tokens > 1)
+		o->tpot_s = (double)(q->finish_ns - q->first_token_ns) * 1e-9 /
+			    (double)(q->output_tokens - 1);
+	return 0;
+}
+
+int kv_calib_run(struct kv_workload *w, const char *kind, int threads, struct kv_real_exec *e,
+		 struct kv_run_result *res, int quiet, struct kv_diag *d)
+{
+	struct kv_sink sink = { .ctx = res, .request = on_request, .progress = kv_progress_cb };
+	struct kv_sim s;
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	w->cfg.exec = NULL;
+	rc = kv_sim_init(&s, &w->cfg, &sink);
+	if (rc) {
+		*d = s.diag;
+		kv_sim_release(&s);
+		return rc;
+	}
+	if (kind && (rc = kv_real_exec_open(e, kind, &s, &w->cfg, threads, d))) {
+		kv_sim_release(&s);
+		return rc;
+	}
+	kv_progress_init(quiet);
+	rc = kv_sim_run(&s);
+	kv_progress_done();
+	w->cfg.exec = NULL;
+	if (rc) {
+		*d = s.diag;
+		if (!d->msg[0])
+			kv_diag_set(d, rc, w->path, 0, 0, "", "the run failed: %s", kv_strerror(rc));
+	} else {
+		res->peak_reserved_bytes = s.rep[0].peak_reserved_bytes;
+		res->reserved_Bs = s.rep[0].reserved_Bs;
+		res->used_Bs = s.rep[0].used_Bs;
+		res->iterations = s.rep[0].iterations;
+		res->makespan_s = (double)(s.last_finish_ns - s.first_arrival_ns) * 1e-9;
+	}
+	kv_sim_release(&s);
+	return rc;
+}
+
+void kv_run_result_free(struct kv_run_result *res)
+{
+	free(res->req);
+	memset(res, 0, sizeof(*res));
+}
+
+int kv_atomic_open(struct kv_atomic *a, const char *path, struct kv_diag *d)
+{
+	memset(a, 0, sizeof(*a));
+	snprintf(a->path, sizeof(a->path), "%s", path);
+	snprintf(a->tmp, sizeof(a->tmp), "%s.tmp.%ld", path, (long)getpid());
+	a->f = fopen(a->tmp, "w");
+	if (!a->f)
+		return kv_diag_set(d, KV_EIO, path, 0, 0, "", "cannot write: %s", strerror(errno));
+	return 0;
+}
+
+int kv_atomic_commit(struct kv_atomic *a, struct kv_diag *d)
+{
+	int bad = ferror(a->f);
+
+	bad |= fclose(a->f) != 0;
+	a->f = NULL;
+	if (bad || rename(a->tmp, a->path)) {
+		int e = errno;
+
+		remove(a->tmp);
+		return kv_diag_set(d, KV_EIO, a->path, 0, 0, "", "writing failed: %s",
+				   strerror(e ? e : EIO));
+	}
+	return 0;
+}
+
+void kv_atomic_abort(struct kv_atomic *a)
+{
+	if (a->f) {
+		fclose(a->f);
+		a->f = NULL;
+		remove(a->tmp);
+	}
+}
+
+int kv_calib_device(struct kv_sim_config *cfg, const char *device, struct kv_diag *d)
+{
+	struct kv_device dev;
+	int rc = kv_profile_load_device(device, &dev, d);
+
+	if (!rc)
+		cfg->device = dev;
+	return rc;
+}
+
+int kv_mkdirs(const char *path)
+{
+	char buf[1100];
+	size_t i;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (i = 1; buf[i]; i++) {
+		if (buf[i] != '/')
+			continue;
+		buf[i] = 0;
+		if (mkdir(buf, 0777) && errno != EEXIST)
+			return -1;
+		buf[i] = '/';
+	}
+	return mkdir(buf, 0777) && errno != EEXIST ? -1 : 0;
+}

@@ -1,0 +1,59 @@
+/*
+ * calib.h -- what `kvsim calibrate` and `kvsim validate` share: running a
+ * workload through the real executor, the shape of a hand-built batch, and
+ * writing a file atomically.
+ */
+#ifndef KV_CALIB_H
+#define KV_CALIB_H
+
+#include "exec.h"
+#include "workload.h"
+
+#include <stdio.h>
+
+/* Per-request outcome of a run (validate compares two runs). */
+struct kv_req_out {
+	double ttft_s, tpot_s, e2e_s; /* NaN when not applicable */
+	int completed;
+};
+
+struct kv_run_result {
+	struct kv_req_out *req; /* by request id */
+	size_t n_req, cap_req;
+	uint64_t peak_reserved_bytes; /* pool high-water mark */
+	double reserved_Bs, used_Bs; /* pool integrals: reserved and live-token bytes over time */
+	uint64_t iterations;
+	double makespan_s;
+};
+
+/*
+ * Runs w (its cfg possibly edited by the caller) to completion, through a
+ * backend of `kind` when kind is non-NULL (e, which must outlive the call,
+ * keeps the iteration log and stays open: close it with
+ * kv_real_exec_close()), else through the perf model.  Progress on stderr
+ * when it is a terminal and !quiet.  Returns 0 or an error code with d
+ * filled.
+ */
+int kv_calib_run(struct kv_workload *w, const char *kind, int threads, struct kv_real_exec *e,
+		 struct kv_run_result *res, int quiet, struct kv_diag *d);
+
+void kv_run_result_free(struct kv_run_result *res);
+
+/* A file written to PATH.tmp and renamed into place by kv_atomic_commit(). */
+struct kv_atomic {
+	FILE *f;
+	char path[1100], tmp[1120];
+};
+
+int kv_atomic_open(struct kv_atomic *a, const char *path, struct kv_diag *d);
+/* Closes and renames; on any write error removes the temporary and returns KV_EIO. */
+int kv_atomic_commit(struct kv_atomic *a, struct kv_diag *d);
+void kv_atomic_abort(struct kv_atomic *a);
+
+/* Loads DEVICE into cfg (name or path), keeping nothing of the old device. */
+int kv_calib_device(struct kv_sim_config *cfg, const char *device, struct kv_diag *d);
+
+/* mkdir -p; returns 0 or -1 with errno set. */
+int kv_mkdirs(const char *path);
+
+#endif /* KV_CALIB_H */

@@ -1,0 +1,687 @@
+/*
+ * cmd_calibrate.c -- `kvsim calibrate`: measure a backend, fit the perf
+ * model, write a device profile.
+ *
+ * Memory: right after the backend opens, the resident weight and workspace
+ * bytes (measured: mincore on the CPU) against the model's weight bytes M
+ * give alpha; the KV bytes resident after writing a known number of tokens
+ * give the bytes per token, and the pool's reserved/used ratio over a real
+ * replay under each cache model adds the allocator's overhead (beta).
+ *
+ * Time: a grid of decode batches x context lengths, prefill chunks x cached
+ * prefixes and mixed batches, each run reps + 1 times (the first is a
+ * warm-up) keeping the median, plus every iteration of a short replay of a
+ * workload through the real executor (the scheduler's own batches).  The
+ * perf model's five coefficients are fitted to all of them (sim/perf_fit.h)
+ * and written as a device profile that `kvsim run` and `kvsim validate`
+ * accept.
+ */
+#include "calib.h"
+#include "commands.h"
+#include "profiles.h"
+
+#include "../sim/perf_fit.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_POINTS 512
+
+struct cal_args {
+	const char *kind, *model, *out, *replay;
+	int reps, threads, quick, quiet;
+	uint64_t seed, kv_memory;
+};
+
+static void usage(FILE *f)
+{
+	fputs("usage: kvsim calibrate [--backend cpu|cuda] [--model M] [-o PROFILE.yaml]\n"
+	      "                       [--reps N] [--threads N] [--quick] [--replay WORKLOAD.yaml]\n"
+	      "                       [--kv-memory BYTES] [--seed N] [--quiet]\n"
+	      "\n"
+	      "Runs real iterations of model M (a name from `kvsim list models` or a path;\n"
+	      "default tiny) on an execution backend (default cpu), fits the perf model's\n"
+	      "coefficients by least squares and writes a device profile.\n"
+	      "\n"
+	      "  --backend KIND     cpu (fp32, CBLAS) or cuda (fp16, cuBLAS; needs a GPU)\n"
+	      "  -o, --output PATH  device profile to write (default\n"
+	      "                     out/calibrate/KIND-MODEL.yaml); beside it PATH's stem\n"
+	      "                     plus -points.csv (every measurement and its fit),\n"
+	      "                     -model.yaml (the model at the backend's precision),\n"
+	      "                     -summary.csv (every figure below, one per row) and\n"
+	      "                     -fit.png (predicted vs measured, when gnuplot is installed)\n"
+	      "  --reps N           timed repetitions per grid point, median kept (default 5)\n"
+	      "  --threads N        CPU backend: BLAS threads (default: the library's)\n"
+	      "  --quick            a smaller grid (CI)\n"
+	      "  --replay FILE      workload replayed through the real executor for more\n"
+	      "                     points and the caches' beta (default\n"
+	      "                     workloads/calibrate-replay.yaml of the source tree)\n"
+	      "  --kv-memory BYTES  KV arena for the grid (default 1GiB cpu, 40GiB cuda)\n"
+	      "  --seed N           weights and token ids (default 1)\n"
+	      "  --quiet            no progress or table\n"
+	      "\n"
+	      "exit status: 0 done, 1 output error, 2 bad input, 3 out of memory,\n"
+	      "             4 the backend failed or is absent (no GPU for cuda)\n",
+	      f);
+}
+
+static int parse_args(int argc, char **argv, struct cal_args *a)
+{
+	static const struct option longopts[] = {
+		{ "backend", required_argument, NULL, 'b' },
+		{ "model", required_argument, NULL, 'm' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "reps", required_argument, NULL, 'r' },
+		{ "threads", required_argument, NULL, 't' },
+		{ "quick", no_argument, NULL, 'Q' },
+		{ "replay", required_argument, NULL, 'R' },
+		{ "kv-memory", required_argument, NULL, 'k' },
+		{ "seed", required_argument, NULL, 's' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char *end;
+	int ch;
+
+	memset(a, 0, sizeof(*a));
+	a->kind = "cpu";
+	a->model = "tiny";
+	a->reps = 5;
+	a->seed = 1;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+		unsigned long long v = 0;
+
+		if (ch == 'r' || ch == 't' || ch == 'k' || ch == 's') {
+			errno = 0;
+			v = strtoull(optarg, &end, 10);
+			if (ch == 'k' && errno == 0 && end != optarg) {
+				if (!strcmp(end, "GiB"))
+					v <<= 30, end += 3;
+				else if (!strcmp(end, "MiB"))
+					v <<= 20, end += 3;
+			}
+			if (errno || *end || !*optarg || optarg[0] == '-' ||
+			    (ch == 'r' && (v < 1 || v > 100)) || (ch == 't' && v > 1024)) {
+				fprintf(stderr, "kvsim: calibrate: --%s: bad value '%s': expected %s\n",
+					ch == 'r' ? "reps" : ch == 't' ? "threads" : ch == 'k' ? "kv-memory" : "seed",
+					optarg,
+					ch == 'r' ? "an integer in [1, 100]" :
+					ch == 't' ? "an integer in [0, 1024]" :
+					ch == 'k' ? "bytes, e.g. 1073741824, 512MiB or 2GiB" :
+						    "a non-negative integer");
+				return 2;
+			}
+		}
+		switch (ch) {
+		case 'b':
+			a->kind = optarg;
+			break;
+		case 'm':
+			a->model = optarg;
+			break;
+		case 'o':
+			a->out = optarg;
+			break;
+		case 'r':
+			a->reps = (int)v;
+			break;
+		case 't':
+			a->threads = (int)v;
+			break;
+		case 'Q':
+			a->quick = 1;
+			break;
+		case 'R':
+			a->replay = optarg;
+			break;
+		case 'k':
+			a->kv_memory = v;
+			break;
+		case 's':
+			a->seed = v;
+			break;
+		case 'q':
+			a->quiet = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return -1;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "kvsim: calibrate: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+	if (strcmp(a->kind, "cpu") && strcmp(a->kind, "cuda")) {
+		fprintf(stderr, "kvsim: calibrate: --backend: bad value '%s': expected cpu or cuda\n",
+			a->kind);
+		return 2;
+	}
+	if (!a->kv_memory)
+		a->kv_memory = !strcmp(a->kind, "cuda") ? 40ULL << 30 : 1ULL << 30;
+	return 0;
+}
+
+/* A grid point: nd decodes at context ctx, plus np prefill chunks of chunk tokens after pre. */
+struct gpoint {
+	const char *what; /* decode | prefill | mixed */
+	uint32_t nd, ctx, np, chunk, pre;
+};
+
+static size_t make_grid(const struct cal_args *a, const struct kv_model *m, uint64_t max_tokens,
+			struct gpoint *g)
+{
+	static const uint32_t cpu_b[] = { 1, 2, 4, 8, 16, 32 }, cpu_c[] = { 128, 512, 1024 };
+	static const uint32_t cpu_chunk[] = { 32, 128, 256, 512 }, cpu_pre[] = { 0, 512, 1024 };
+	static const uint32_t q_b[] = { 1, 4, 16 }, q_c[] = { 128, 1024 };
+	static const uint32_t q_chunk[] = { 64, 256 }, q_pre[] = { 0, 1024 };
+	static const uint32_t gpu_b[] = { 1, 8, 32, 64, 128, 256 }, gpu_c[] = { 512, 2048, 4096 };
+	static const uint32_t gpu_chunk[] = { 256, 512, 1024, 2048 }, gpu_pre[] = { 0, 2048 };
+	int gpu = !strcmp(a->kind, "cuda");
+	const uint32_t *b = gpu ? gpu_b : a->quick ? q_b : cpu_b;
+	const uint32_t *c = gpu ? gpu_c : a->quick ? q_c : cpu_c;
+	const uint32_t *ch = gpu ? gpu_chunk : a->quick ? q_chunk : cpu_chunk;
+	const uint32_t *pr = gpu ? gpu_pre : a->quick ? q_pre : cpu_pre;
+	size_t nb = gpu ? 6 : a->quick ? 3 : 6, nc = gpu ? 3 : a->quick ? 2 : 3;
+	size_t nch = gpu ? 4 : a->quick ? 2 : 4, npr = gpu ? 2 : a->quick ? 2 : 3;
+	uint32_t ctx_max = m->max_ctx_tokens;
+	size_t n = 0, i, k;
+
+	for (i = 0; i < nb; i++)
+		for (k = 0; k < nc; k++)
+			if (c[k] + 1 <= ctx_max && (uint64_t)b[i] * (c[k] + 1) <= max_tokens)
+				g[n++] = (struct gpoint){ "decode", b[i], c[k], 0, 0, 0 };
+	for (i = 0; i < nch; i++)
+		for (k = 0; k < npr; k++)
+			if (pr[k] + ch[i] <= ctx_max && pr[k] + ch[i] <= max_tokens)
+				g[n++] = (struct gpoint){ "prefill", 0, 0, 1, ch[i], pr[k] };
+	/* mixed: decodes beside a prefill chunk, as chunked prefill forms them */
+	for (i = 0; i < (a->quick ? 1u : 2u); i++) {
+		uint32_t nd = gpu ? (i ? 128 : 32) : (i ? 16 : 4), ctx = gpu ? 2048 : 512;
+		uint32_t chunk = gpu ? 512 : 128;
+
+		if (ctx + 1 <= ctx_max && (uint64_t)nd * (ctx + 1) + chunk <= max_tokens)
+			g[n++] = (struct gpoint){ "mixed", nd, ctx, 1, chunk, 0 };
+	}
+	return n;
+}
+
+static int cmp_dbl(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+/* Pages of sequence i: [i * pps, (i + 1) * pps). */
+static void seq_pages(int32_t *pages, uint32_t i, uint32_t pps)
+{
+	uint32_t k;
+
+	for (k = 0; k < pps; k++)
+		pages[k] = (int32_t)(i * pps + k);
+}
+
+/* The batch of a grid point, its shape as the engine would count it. */
+static uint32_t build_point(const struct gpoint *p, int32_t *pages, uint32_t pps,
+			    uint32_t page_tokens, uint64_t token_bytes, struct kv_backend_seq *seqs,
+			    struct kv_batch_shape *sh)
+{
+	uint32_t n = 0, i;
+
+	(void)page_tokens;
+	memset(sh, 0, sizeof(*sh));
+	for (i = 0; i < p->nd; i++, n++) {
+		seq_pages(pages + (size_t)n * pps, n, pps);
+		seqs[n] = (struct kv_backend_seq){ pages + (size_t)n * pps, p->ctx, 1, 1 };
+		sh->n_decode++;
+		sh->n_sample++;
+		sh->attn_pairs += p->ctx + 1;
+		sh->kv_read_bytes += (p->ctx + 1) * token_bytes;
+	}
+	for (i = 0; i < p->np; i++, n++) {
+		seq_pages(pages + (size_t)n * pps, n, pps);
+		seqs[n] = (struct kv_backend_seq){ pages + (size_t)n * pps, p->pre, p->chunk, 1 };
+		sh->n_prefill_tokens += p->chunk;
+		sh->n_sample++;
+		sh->attn_pairs += kv_perf_prefill_pairs(p->pre, p->chunk);
+		sh->kv_read_bytes += (uint64_t)(p->pre + p->chunk) * token_bytes;
+	}
+	sh->n_seqs = n;
+	return n;
+}
+
+struct point_src {
+	struct kv_fit_point pt;
+	char what[24];
+};
+
+struct cal {
+	struct cal_args a;
+	struct kv_model m;
+	struct kv_backend_info info;
+	struct point_src *pts;
+	size_t n;
+	double alpha_weights, alpha, beta_token, beta_profile;
+	double beta_cache[2]; /* full, chunked: bytes per resident token with the allocator */
+	double copy_Bps; /* page copy bandwidth (swap round trip) */
+	struct kv_fit fit;
+};
+
+static int add_point(struct cal *c, const char *what, const struct kv_batch_shape *sh, double t)
+{
+	if (c->n == MAX_POINTS * 8)
+		return 0; /* enough: more replay iterations add nothing */
+	c->pts[c->n].pt.shape = *sh;
+	c->pts[c->n].pt.t_ns = t;
+	snprintf(c->pts[c->n].what, sizeof(c->pts[c->n].what), "%s", what);
+	c->n++;
+	return 0;
+}
+
+static void progress(const struct cal *c, const char *what, size_t i, size_t n)
+{
+	if (c->a.quiet || !isatty(2))
+		return;
+	fprintf(stderr, "\rcalibrate: %s %zu/%zu   ", what, i, n);
+	if (i == n)
+		fputc('\n', stderr);
+}
+
+/* Grid timings and memory on one backend instance. */
+static int measure_grid(struct cal *c, struct kv_diag *d)
+{
+	struct gpoint g[128];
+	struct kv_backend_opts o = { 0 };
+	struct kv_backend *be = NULL;
+	struct kv_backend_mem mem;
+	struct kv_backend_seq *seqs = NULL;
+	int32_t *pages = NULL, *from = NULL, *to = NULL;
+	uint64_t tb = kv_model_kv_bytes_per_token(&c->m), max_tokens, M;
+	uint32_t page_tokens = 16, pps, max_seqs = 0, max_new = 0, max_ctx = 0;
+	double times[101];
+	size_t n, i;
+	int r, rc;
+
+	max_tokens = c->a.kv_memory / tb;
+	n = make_grid(&c->a, &c->m, max_tokens, g);
+	if (n < 12)
+		return kv_diag_set(d, KV_EINVAL, "", 0, 0, "kv-memory",
+				   "%llu bytes hold %llu tokens of %s: too few for a calibration grid",
+				   (unsigned long long)c->a.kv_memory, (unsigned long long)max_tokens,
+				   c->m.name);
+	for (i = 0; i < n; i++) {
+		max_seqs = KV_MAX(max_seqs, g[i].nd + g[i].np);
+		max_new = KV_MAX(max_new, g[i].nd + g[i].np * g[i].chunk);
+		max_ctx = KV_MAX(max_ctx, KV_MAX(g[i].ctx + 1, g[i].pre + g[i].chunk));
+	}
+	pps = (uint32_t)kv_div_ceil(max_ctx, page_tokens);
+	o.model = &c->m;
+	o.kv_pages = (uint64_t)max_seqs * pps;
+	o.page_tokens = page_tokens;
+	o.max_batch_tokens = max_new;
+	o.max_batch_seqs = max_seqs;
+	o.max_ctx_tokens = max_ctx;
+	o.seed = c->a.seed;
+	o.threads = c->a.threads;
+	rc = kv_backend_open(c->a.kind, &o, &be, d);
+	if (rc)
+		return rc;
+	kv_backend_get_info(be, &c->info);
+	/* memory: weights and workspace as resident right after open */
+	M = kv_model_weight_bytes(&c->m);
+	if ((rc = kv_backend_memory(be, &mem)))
+		goto out;
+	c->alpha_weights = (double)mem.weights / (double)M;
+	c->alpha = (double)(mem.weights + mem.workspace) / (double)M;
+	/* KV: forget, write max_seqs sequences of whole pages, measure */
+	seqs = kv_xmalloc((size_t)max_seqs * sizeof(*seqs));
+	pages = kv_xmalloc((size_t)max_seqs * pps * sizeof(*pages));
+	from = kv_xmalloc((size_t)max_seqs * pps * sizeof(*from));
+	to = kv_xmalloc((size_t)max_seqs * pps * sizeof(*to));
+	if ((rc = kv_backend_kv_forget(be)))
+		goto out;
+	{
+		uint32_t k = KV_MIN(max_seqs, 4u), tok = KV_MIN(max_new / k, 256u) / page_tokens * page_tokens;
+		uint64_t t;
+
+		for (i = 0; i < k; i++) {
+			seq_pages(pages + i * pps, (uint32_t)i, pps);
+			seqs[i] = (struct kv_backend_seq){ pages + i * pps, 0, tok, 1 };
+		}
+		if ((rc = kv_backend_step(be, seqs, k, &t)) || (rc = kv_backend_memory(be, &mem)))
+			goto out;
+		c->beta_token = (double)mem.kv / ((double)k * tok);
+		c->beta_profile = (double)tb;
+	}
+	/* every page the grid reads gets written (an untouched page reads as zeros, from cache) */
+	for (i = 0; i + 1 < (size_t)max_seqs * pps; i++) {
+		from[i] = 0;
+		to[i] = (int32_t)(i + 1);
+	}
+	{
+		uint64_t t;
+
+		if ((rc = kv_backend_move_pages(be, from, to, (uint32_t)i, &t)))
+			goto out;
+		/* a page copy reads and writes page_bytes: the host-link figure of a CPU */
+		c->copy_Bps = t ? 2.0 * (double)c->info.page_bytes * (double)i / ((double)t * 1e-9) : 0;
+	}
+	for (i = 0; i < n; i++) {
+		struct kv_batch_shape sh;
+		uint32_t ns = build_point(&g[i], pages, pps, page_tokens, tb, seqs, &sh);
+
+		progress(c, "grid point", i, n);
+		for (r = 0; r <= c->a.reps; r++) {
+			uint64_t t;
+
+			if ((rc = kv_backend_step(be, seqs, ns, &t)))
+				goto out;
+			times[r] = (double)t;
+		}
+		/* times[0] is the warm-up */
+		qsort(times + 1, (size_t)c->a.reps, sizeof(double), cmp_dbl);
+		add_point(c, g[i].what, &sh, times[1 + c->a.reps / 2]);
+	}
+	progress(c, "grid point", n, n);
+out:
+	free(seqs);
+	free(pages);
+	free(from);
+	free(to);
+	kv_backend_close(be);
+	return rc;
+}
+
+/* The replay under one cache model: its iterations become points; beta with the allocator. */
+static int replay(struct cal *c, const char *cache, double *beta, struct kv_diag *d)
+{
+	char set_model[1100], set_cache[64], *sets[2] = { set_model, set_cache };
+	char path[1100], what[24];
+	struct kv_workload w;
+	struct kv_real_exec e;
+	struct kv_run_result res;
+	size_t i;
+	int rc;
+
+	if (c->a.replay)
+		snprintf(path, sizeof(path), "%s", c->a.replay);
+	else
+		snprintf(path, sizeof(path), "%s/workloads/calibrate-replay.yaml", KV_SOURCE_DIR);
+	snprintf(set_model, sizeof(set_model), "model=%s", c->a.model);
+	snprintf(set_cache, sizeof(set_cache), "cache.name=%s", cache);
+	rc = kv_workload_load(&w, path, sets, 2, 1, c->a.seed, d);
+	if (rc) {
+		kv_workload_release(&w);
+		return rc;
+	}
+	w.cfg.model.dtype_bytes = c->m.dtype_bytes;
+	/* the device: this machine's memory; the perf coefficients do not matter here */
+	snprintf(w.cfg.device.name, sizeof(w.cfg.device.name), "%s", c->a.kind);
+	w.cfg.device.mem_bytes = c->info.mem_bytes;
+	w.cfg.device.alpha = KV_MAX(1.0, c->alpha);
+	rc = kv_calib_run(&w, c->a.kind, c->a.threads, &e, &res, c->a.quiet, d);
+	if (rc == KV_EINVAL && !strcmp(d->field, "memory.min_block")) {
+		/* a page that is no power of two cannot be a pool unit: grid only */
+		if (!c->a.quiet)
+			fprintf(stderr, "kvsim: calibrate: no %s replay: %s\n", cache, d->msg);
+		*beta = NAN;
+		rc = 0;
+	} else if (!rc) {
+		snprintf(what, sizeof(what), "replay-%s", cache);
+		for (i = 0; i < e.n_log; i++)
+			add_point(c, what, &e.log[i].shape, (double)e.log[i].real_ns);
+		*beta = res.used_Bs > 0 ? c->beta_token * res.reserved_Bs / res.used_Bs : NAN;
+	}
+	kv_real_exec_close(&e);
+	kv_run_result_free(&res);
+	kv_workload_release(&w);
+	return rc;
+}
+
+static void stem_of(const char *path, char *stem, size_t len)
+{
+	size_t n = strlen(path);
+
+	if (n > 5 && !strcmp(path + n - 5, ".yaml"))
+		n -= 5;
+	snprintf(stem, len, "%.*s", (int)n, path);
+}
+
+static int write_outputs(struct cal *c, const char *path, struct kv_diag *d)
+{
+	struct kv_device dev = { 0 };
+	struct kv_atomic f;
+	char stem[1100], p2[1200], date[32];
+	time_t now = time(NULL);
+	size_t i;
+	int rc;
+
+	strftime(date, sizeof(date), "%Y-%m-%d", gmtime(&now));
+	stem_of(path, stem, sizeof(stem));
+	kv_device_set_defaults(&dev);
+	kv_fit_to_device(&c->fit, &dev);
+	/* points */
+	snprintf(p2, sizeof(p2), "%s-points.csv", stem);
+	if ((rc = kv_atomic_open(&f, p2, d)))
+		return rc;
+	fprintf(f.f, "what,n_seqs,n_decode,n_prefill_tokens,n_sample,attn_pairs,kv_read_bytes,"
+		     "measured_ms,fitted_ms,rel_error\n");
+	for (i = 0; i < c->n; i++) {
+		const struct kv_batch_shape *s = &c->pts[i].pt.shape;
+		struct kv_fit_terms x;
+		double fit;
+
+		kv_fit_terms(&c->m, s, &x);
+		fit = kv_fit_eval(c->fit.c, &x);
+		fprintf(f.f, "%s,%u,%u,%llu,%u,%llu,%llu,%.6f,%.6f,%.6f\n", c->pts[i].what, s->n_seqs,
+			s->n_decode, (unsigned long long)s->n_prefill_tokens, s->n_sample,
+			(unsigned long long)s->attn_pairs, (unsigned long long)s->kv_read_bytes,
+			c->pts[i].pt.t_ns * 1e-6, fit * 1e-6, fit / c->pts[i].pt.t_ns - 1);
+	}
+	if ((rc = kv_atomic_commit(&f, d)))
+		return rc;
+	/* the figures, one per row, for scripts and tests */
+	snprintf(p2, sizeof(p2), "%s-summary.csv", stem);
+	if ((rc = kv_atomic_open(&f, p2, d)))
+		return rc;
+	{
+		static const char *const cname[KV_FIT_N] = { "overhead_ns", "per_seq_ns",
+							     "ns_per_byte", "ns_per_flop_linear",
+							     "ns_per_flop_attention" };
+		size_t k;
+
+		fprintf(f.f, "key,value,ci95
+");
+		fprintf(f.f, "points,%zu,
+r2,%.6f,
+rms_rel,%.6f,
+mape,%.6f,
+max_rel,%.6f,
+",
+			c->fit.n, c->fit.r2, c->fit.rms_rel, c->fit.mape, c->fit.max_rel);
+		for (k = 0; k < KV_FIT_N; k++)
+			fprintf(f.f, "%s,%.6g,%.6g
+", cname[k], c->fit.c[k], c->fit.ci[k]);
+		fprintf(f.f, "weight_bytes_model,%llu,
+alpha_weights,%.6f,
+alpha,%.6f,
+"
+			     "kv_bytes_per_token_measured,%.3f,
+kv_bytes_per_token_model,%.3f,
+"
+			     "beta_full,%.3f,
+beta_chunked,%.3f,
+copy_GBps,%.4f,
+",
+			(unsigned long long)kv_model_weight_bytes(&c->m), c->alpha_weights, c->alpha,
+			c->beta_token, c->beta_profile, c->beta_cache[0], c->beta_cache[1],
+			c->copy_Bps / 1e9);
+	}
+	if ((rc = kv_atomic_commit(&f, d)))
+		return rc;
+	/* the model at the backend's precision */
+	snprintf(p2, sizeof(p2), "%s-model.yaml", stem);
+	if ((rc = kv_atomic_open(&f, p2, d)))
+		return rc;
+	fprintf(f.f,
+		"# %s at the %s backend's precision (%u-byte weights and KV), written by\n"
+		"# kvsim calibrate on %s: use it with the device profile beside it.\n"
+		"name: %s\nlayers: %u\nhidden: %u\nheads: %u\nkv_heads: %u\nhead_dim: %u\n"
+		"intermediate: %u\nvocab: %u\nmax_context: %u\nparams: %llu\ndtype_bytes: %u\n"
+		"gated_mlp: %s\ntie_embeddings: %s\nsource: kvsim calibrate (%s backend, %s)\n",
+		c->m.name, c->a.kind, c->m.dtype_bytes, date, c->m.name, c->m.layers, c->m.hidden,
+		c->m.heads, c->m.kv_heads, c->m.head_dim, c->m.intermediate, c->m.vocab,
+		c->m.max_ctx_tokens, (unsigned long long)c->m.params, c->m.dtype_bytes,
+		c->m.gated_mlp ? "true" : "false", c->m.tie_embeddings ? "true" : "false",
+		c->a.kind, date);
+	if ((rc = kv_atomic_commit(&f, d)))
+		return rc;
+	/* the device */
+	if ((rc = kv_atomic_open(&f, path, d)))
+		return rc;
+	fprintf(f.f,
+		"# Calibrated by `kvsim calibrate --backend %s --model %s` on %s.\n"
+		"# Device: %s (%d cores/SMs).  The memory and compute figures are the fitted\n"
+		"# achieved rates (efficiencies 1), not datasheet peaks.  Fit over %zu points:\n"
+		"# R^2 %.4f, RMS relative residual %.2f%%, MAPE %.2f%%, max %.1f%%.\n"
+		"# 95%% intervals: overhead %.4g +- %.2g ns, per_seq %.4g +- %.2g ns,\n"
+		"#   ns/byte %.4g +- %.2g, ns/FLOP linear %.4g +- %.2g, attention %.4g +- %.2g.\n"
+		"# Memory: resident weights / M = %.4f; alpha (weights + workspace) = %.4f;\n"
+		"#   KV bytes per token measured %.1f, model arithmetic %.1f.\n"
+		"# Use it with the model profile %s-model.yaml (the backend's precision).\n",
+		c->a.kind, c->a.model, date, c->info.device, c->info.cores, c->fit.n, c->fit.r2,
+		100 * c->fit.rms_rel, 100 * c->fit.mape, 100 * c->fit.max_rel, c->fit.c[KV_FIT_O],
+		c->fit.ci[KV_FIT_O], c->fit.c[KV_FIT_S], c->fit.ci[KV_FIT_S], c->fit.c[KV_FIT_IB],
+		c->fit.ci[KV_FIT_IB], c->fit.c[KV_FIT_IL], c->fit.ci[KV_FIT_IL], c->fit.c[KV_FIT_IA],
+		c->fit.ci[KV_FIT_IA], c->alpha_weights, c->alpha, c->beta_token, c->beta_profile,
+		stem);
+	fprintf(f.f,
+		"name: %s-%s\nmemory: %llu\nmem_bandwidth: %.6gGB/s\nfp16_tflops: %.6g\n"
+		"host_link_bandwidth: %.6gGB/s\ninterconnect_bandwidth: 0\n"
+		"perf:\n  eff_bw: 1\n  eff_flops: %.6g\n  eff_attn: %.6g\n  overhead: %lluns\n"
+		"  per_seq: %lluns\n  allreduce_latency: 5us\n  dequant_flops_per_byte: 2\n"
+		"cost:\n  alpha: %.4f\nsource: kvsim calibrate, %s backend on %s, %s\n",
+		c->a.kind, c->m.name, (unsigned long long)c->info.mem_bytes, dev.mem_bw_Bps / 1e9,
+		dev.flops / 1e12, c->copy_Bps > 0 ? c->copy_Bps / 1e9 : 10.0, dev.eff_flops,
+		dev.eff_attn, (unsigned long long)dev.overhead_ns,
+		(unsigned long long)dev.per_seq_ns, KV_MAX(1.0, c->alpha), c->a.kind,
+		c->info.device, date);
+	return kv_atomic_commit(&f, d);
+}
+
+/* predicted vs measured, by source, log-log with y = x */
+static void chart(const char *path, int quiet)
+{
+	char stem[1100], cmd[8192], script[1100];
+
+	stem_of(path, stem, sizeof(stem));
+	snprintf(script, sizeof(script), "%s/plots/calibration.gp", KV_SOURCE_DIR);
+	if (strpbrk(stem, "'\"$`\\") || access(script, R_OK) ||
+	    system("command -v gnuplot >/dev/null 2>&1")) {
+		if (!quiet)
+			fprintf(stderr, "kvsim: no chart written (needs gnuplot and %s)\n", script);
+		return;
+	}
+	snprintf(cmd, sizeof(cmd),
+		 "gnuplot -e \"file='%s-points.csv'; out='%s-fit.png.tmp'\" '%s' >/dev/null 2>&1 && "
+		 "mv '%s-fit.png.tmp' '%s-fit.png'",
+		 stem, stem, script, stem, stem);
+	if (system(cmd) != 0) {
+		fprintf(stderr, "kvsim: gnuplot failed, no %s-fit.png written\n", stem);
+		snprintf(cmd, sizeof(cmd), "%s-fit.png.tmp", stem);
+		remove(cmd);
+	}
+}
+
+static void print_table(const struct cal *c, const char *path)
+{
+	static const char *const name[KV_FIT_N] = { "overhead", "per_seq", "ns per byte",
+						     "ns per FLOP, linear", "ns per FLOP, attention" };
+	static const char *const unit[KV_FIT_N] = { "ns", "ns", "ns/B", "ns/FLOP", "ns/FLOP" };
+	struct kv_device dev = { 0 };
+	size_t k;
+
+	kv_fit_to_device(&c->fit, &dev);
+	printf("calibration of %s on %s (%s backend, %d cores/SMs)\n", c->m.name, c->info.device,
+	       c->info.kind, c->info.cores);
+	printf("memory:\n");
+	printf("  weights resident / model M   %8.4f   (%.1f MB of %.1f MB)\n", c->alpha_weights,
+	       c->alpha_weights * (double)kv_model_weight_bytes(&c->m) / 1e6,
+	       (double)kv_model_weight_bytes(&c->m) / 1e6);
+	printf("  alpha (weights + workspace)  %8.4f\n", c->alpha);
+	printf("  KV bytes/token measured      %8.1f   model %.1f (%+.2f%%)\n", c->beta_token,
+	       c->beta_profile, 100 * (c->beta_token / c->beta_profile - 1));
+	printf("  beta with allocator: full    %8.1f   chunked %.1f bytes per resident token\n",
+	       c->beta_cache[0], c->beta_cache[1]);
+	printf("time: %zu points, R^2 %.4f, RMS rel. residual %.2f%%, MAPE %.2f%%, max %.1f%%\n",
+	       c->fit.n, c->fit.r2, 100 * c->fit.rms_rel, 100 * c->fit.mape, 100 * c->fit.max_rel);
+	for (k = 0; k < KV_FIT_N; k++)
+		printf("  %-24s %12.5g +- %-10.3g %s\n", name[k], c->fit.c[k], c->fit.ci[k], unit[k]);
+	printf("  => bandwidth %.2f GB/s, linear %.2f GFLOP/s, attention %.2f GFLOP/s\n",
+	       1.0 / c->fit.c[KV_FIT_IB], 1.0 / c->fit.c[KV_FIT_IL], 1.0 / c->fit.c[KV_FIT_IA]);
+	printf("profile: %s\n", path);
+	(void)dev;
+}
+
+int kv_cmd_calibrate(int argc, char **argv)
+{
+	struct cal c;
+	struct kv_fit_point *fp;
+	struct kv_diag d = { 0 };
+	char path[1100];
+	size_t i;
+	int rc = parse_args(argc, argv, &c.a);
+
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	memset((char *)&c + sizeof(c.a), 0, sizeof(c) - sizeof(c.a));
+	if (kv_profile_load_model(c.a.model, &c.m, &d)) {
+		kv_diag_print(&d, stderr);
+		return 2;
+	}
+	c.m.dtype_bytes = kv_exec_kind_dtype(c.a.kind);
+	if (c.a.out)
+		snprintf(path, sizeof(path), "%s", c.a.out);
+	else
+		snprintf(path, sizeof(path), "out/calibrate/%s-%s.yaml", c.a.kind, c.m.name);
+	if (!c.a.out && kv_mkdirs("out/calibrate")) {
+		fprintf(stderr, "kvsim: calibrate: cannot create out/calibrate: %s\n", strerror(errno));
+		return 1;
+	}
+	c.pts = kv_xmalloc(MAX_POINTS * 8 * sizeof(*c.pts));
+	rc = measure_grid(&c, &d);
+	if (!rc)
+		rc = replay(&c, "full", &c.beta_cache[0], &d);
+	if (!rc)
+		rc = replay(&c, "chunked", &c.beta_cache[1], &d);
+	if (!rc) {
+		fp = kv_xmalloc(c.n * sizeof(*fp));
+		for (i = 0; i < c.n; i++)
+			fp[i] = c.pts[i].pt;
+		rc = kv_fit_perf(&c.m, fp, c.n, &c.fit, &d);
+		free(fp);
+	}
+	if (!rc)
+		rc = write_outputs(&c, path, &d);
+	free(c.pts);
+	if (rc) {
+		kv_diag_print(&d, stderr);
+		return rc == KV_ENOENT ? 4 : rc == KV_EIO ? (d.field[0] == 'b' ? 4 : 1) : 2;
+	}
+	chart(path, c.a.quiet);
+	if (!c.a.quiet)
+		print_table(&c, path);
+	return fflush(stdout) || ferror(stdout) ? 1 : 0;
+}

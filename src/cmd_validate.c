@@ -1,0 +1,337 @@
+/*
+ * cmd_validate.c -- `kvsim validate`: run a workload through a real backend
+ * and through the simulator, and report the simulator's error.
+ *
+ * Both runs use the same workload, scheduler, cache model and pool; the
+ * real one's batches run on the backend and its measured times advance the
+ * clock, the simulated one's come from the perf model (with the calibrated
+ * device profile).  Per-iteration error pairs each real batch with the
+ * model's prediction for that very batch; TTFT, TPOT and E2E percentiles
+ * compare the two runs as a user would; peak memory compares the measured
+ * resident bytes with alpha*M plus the simulated pool's peak.
+ */
+#include "calib.h"
+#include "commands.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_SETS 64
+
+struct val_args {
+	const char *kind, *path, *profile, *out;
+	char *sets[MAX_SETS];
+	size_t n_sets;
+	int threads, quiet;
+};
+
+static void usage(FILE *f)
+{
+	fputs("usage: kvsim validate [--backend cpu|cuda] WORKLOAD.yaml [--profile DEVICE.yaml]\n"
+	      "                      [-o DIR] [--threads N] [--set key.path=value]... [--quiet]\n"
+	      "\n"
+	      "Runs WORKLOAD through a real execution backend and through the simulator and\n"
+	      "prints the simulator's error: per-iteration latency (MAPE, p50/p99 of the\n"
+	      "relative error), TTFT/TPOT/E2E p50/p99 predicted vs measured, peak memory.\n"
+	      "The workload runs on one replica (tp 1) with cache full or chunked; its model\n"
+	      "is run at the backend's precision (fp32 on cpu, fp16 on cuda).\n"
+	      "\n"
+	      "  --backend KIND     cpu (default) or cuda\n"
+	      "  --profile FILE     the device profile `kvsim calibrate` wrote (default: the\n"
+	      "                     workload's device, whose figures are not this backend's)\n"
+	      "  -o, --output DIR   where validate.csv, iterations.csv and iterations.png go\n"
+	      "                     (default out/validate/NAME)\n"
+	      "  --threads N        CPU backend: BLAS threads (default: the library's)\n"
+	      "  --set k=v          override a workload key, as in `kvsim run`\n"
+	      "  --quiet            no progress or table\n"
+	      "\n"
+	      "exit status: 0 done, 1 output error, 2 bad input, 3 out of memory,\n"
+	      "             4 the backend failed or is absent (no GPU for cuda)\n",
+	      f);
+}
+
+static int parse_args(int argc, char **argv, struct val_args *a)
+{
+	static const struct option longopts[] = {
+		{ "backend", required_argument, NULL, 'b' },
+		{ "profile", required_argument, NULL, 'p' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "threads", required_argument, NULL, 't' },
+		{ "set", required_argument, NULL, 'S' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char *end;
+	int ch;
+
+	memset(a, 0, sizeof(*a));
+	a->kind = "cpu";
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'b':
+			a->kind = optarg;
+			break;
+		case 'p':
+			a->profile = optarg;
+			break;
+		case 'o':
+			a->out = optarg;
+			break;
+		case 't': {
+			unsigned long v;
+
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (errno || *end || !*optarg || optarg[0] == '-' || v > 1024) {
+				fprintf(stderr, "kvsim: validate: --threads: bad value '%s': expected an integer in [0, 1024]\n",
+					optarg);
+				return 2;
+			}
+			a->threads = (int)v;
+			break;
+		}
+		case 'S':
+			if (a->n_sets == MAX_SETS) {
+				fprintf(stderr, "kvsim: validate: --set: more than %d overrides\n", MAX_SETS);
+				return 2;
+			}
+			a->sets[a->n_sets++] = optarg;
+			break;
+		case 'q':
+			a->quiet = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return -1;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "kvsim: validate: expected one workload file, got %d arguments\n",
+			argc - optind);
+		usage(stderr);
+		return 2;
+	}
+	a->path = argv[optind];
+	if (strcmp(a->kind, "cpu") && strcmp(a->kind, "cuda")) {
+		fprintf(stderr, "kvsim: validate: --backend: bad value '%s': expected cpu or cuda\n",
+			a->kind);
+		return 2;
+	}
+	return 0;
+}
+
+static int cmp_dbl(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+/* q-quantile (nearest rank) of v[0..n), sorting v; NaN when empty. */
+static double quantile(double *v, size_t n, double q)
+{
+	size_t k;
+
+	if (!n)
+		return NAN;
+	qsort(v, n, sizeof(*v), cmp_dbl);
+	k = (size_t)ceil(q * (double)n);
+	return v[k ? k - 1 : 0];
+}
+
+/* Collects one metric (0 ttft, 1 tpot, 2 e2e) of completed requests into v; returns the count. */
+static size_t metric(const struct kv_run_result *r, int which, double *v)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < r->n_req; i++) {
+		const struct kv_req_out *o = &r->req[i];
+		double x = which == 0 ? o->ttft_s : which == 1 ? o->tpot_s : o->e2e_s;
+
+		if (o->completed && !isnan(x))
+			v[n++] = x;
+	}
+	return n;
+}
+
+struct row {
+	const char *name, *unit;
+	double pred, meas;
+};
+
+static int write_csv(const char *dir, const struct row *rows, size_t n_rows,
+		     const struct kv_real_exec *e, struct kv_diag *d)
+{
+	struct kv_atomic f;
+	char path[1200];
+	size_t i;
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/validate.csv", dir);
+	if ((rc = kv_atomic_open(&f, path, d)))
+		return rc;
+	fprintf(f.f, "metric,unit,predicted,measured,error_pct\n");
+	for (i = 0; i < n_rows; i++)
+		fprintf(f.f, "%s,%s,%.6g,%.6g,%.3f\n", rows[i].name, rows[i].unit, rows[i].pred,
+			rows[i].meas,
+			rows[i].meas != 0 ? 100 * (rows[i].pred / rows[i].meas - 1) : NAN);
+	if ((rc = kv_atomic_commit(&f, d)))
+		return rc;
+	snprintf(path, sizeof(path), "%s/iterations.csv", dir);
+	if ((rc = kv_atomic_open(&f, path, d)))
+		return rc;
+	fprintf(f.f, "what,n_seqs,n_decode,n_prefill_tokens,n_sample,attn_pairs,kv_read_bytes,"
+		     "measured_ms,fitted_ms,rel_error\n");
+	for (i = 0; i < e->n_log; i++) {
+		const struct kv_iter_rec *r = &e->log[i];
+
+		fprintf(f.f, "%s,%u,%u,%llu,%u,%llu,%llu,%.6f,%.6f,%.6f\n",
+			r->shape.n_prefill_tokens ? (r->shape.n_decode ? "mixed" : "prefill") : "decode",
+			r->shape.n_seqs, r->shape.n_decode,
+			(unsigned long long)r->shape.n_prefill_tokens, r->shape.n_sample,
+			(unsigned long long)r->shape.attn_pairs,
+			(unsigned long long)r->shape.kv_read_bytes, (double)r->real_ns * 1e-6,
+			(double)r->model_ns * 1e-6, (double)r->model_ns / (double)r->real_ns - 1);
+	}
+	return kv_atomic_commit(&f, d);
+}
+
+static void chart(const char *dir)
+{
+	char cmd[8192], script[1100];
+
+	snprintf(script, sizeof(script), "%s/plots/calibration.gp", KV_SOURCE_DIR);
+	if (strpbrk(dir, "'\"$`\\") || access(script, R_OK) ||
+	    system("command -v gnuplot >/dev/null 2>&1"))
+		return;
+	snprintf(cmd, sizeof(cmd),
+		 "gnuplot -e \"file='%s/iterations.csv'; out='%s/.iterations.png.tmp'\" '%s' "
+		 ">/dev/null 2>&1 && mv '%s/.iterations.png.tmp' '%s/iterations.png'",
+		 dir, dir, script, dir, dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "kvsim: gnuplot failed, no %s/iterations.png written\n", dir);
+}
+
+int kv_cmd_validate(int argc, char **argv)
+{
+	static const char *const mname[3] = { "ttft", "tpot", "e2e" };
+	struct val_args a;
+	struct kv_workload w;
+	struct kv_real_exec e;
+	struct kv_run_result real = { 0 }, sim = { 0 };
+	struct kv_backend_mem mem = { 0 };
+	struct kv_diag d = { 0 };
+	struct row rows[16];
+	size_t n_rows = 0, i, n;
+	double *v = NULL, *rel = NULL, mape = 0, pred_mem = 0, meas_mem = 0;
+	char dir[1100];
+	int rc = parse_args(argc, argv, &a), k, status = 0;
+
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	memset(&e, 0, sizeof(e));
+	if (kv_workload_load(&w, a.path, a.sets, a.n_sets, 0, 0, &d) ||
+	    (a.profile && kv_calib_device(&w.cfg, a.profile, &d))) {
+		kv_workload_release(&w);
+		kv_diag_print(&d, stderr);
+		return 2;
+	}
+	if (!a.profile && !a.quiet)
+		fprintf(stderr, "kvsim: validate: no --profile: predictions use device %s, not "
+				"this backend's calibration\n", w.cfg.device.name);
+	w.cfg.model.dtype_bytes = kv_exec_kind_dtype(a.kind);
+	if (a.out)
+		snprintf(dir, sizeof(dir), "%s", a.out);
+	else
+		snprintf(dir, sizeof(dir), "out/validate/%s", w.name);
+	if (!a.quiet)
+		fprintf(stderr, "validate: real run on the %s backend\n", a.kind);
+	rc = kv_calib_run(&w, a.kind, a.threads, &e, &real, a.quiet, &d);
+	if (!rc && e.be)
+		rc = kv_backend_memory(e.be, &mem);
+	if (!rc) {
+		if (!a.quiet)
+			fprintf(stderr, "validate: simulated run\n");
+		rc = kv_calib_run(&w, NULL, 0, NULL, &sim, a.quiet, &d);
+	}
+	if (rc) {
+		kv_diag_print(&d, stderr);
+		status = rc == KV_ENOENT || !strcmp(d.field, "backend") ? 4 : 2;
+		goto out;
+	}
+	/* per-iteration error */
+	rel = kv_xmalloc((e.n_log ? e.n_log : 1) * sizeof(*rel));
+	for (i = 0; i < e.n_log; i++) {
+		rel[i] = fabs((double)e.log[i].model_ns / (double)e.log[i].real_ns - 1);
+		mape += rel[i] / (double)e.n_log;
+	}
+	rows[n_rows++] = (struct row){ "iteration_mape", "%", 100 * mape, 0 };
+	rows[n_rows++] = (struct row){ "iteration_rel_error_p50", "%",
+				       100 * quantile(rel, e.n_log, 0.5), 0 };
+	rows[n_rows++] = (struct row){ "iteration_rel_error_p99", "%",
+				       100 * quantile(rel, e.n_log, 0.99), 0 };
+	n = KV_MAX(real.n_req, sim.n_req);
+	v = kv_xmalloc((n ? n : 1) * sizeof(*v));
+	for (k = 0; k < 3; k++) {
+		static const char *const q50[3] = { "ttft_p50", "tpot_p50", "e2e_p50" };
+		static const char *const q99[3] = { "ttft_p99", "tpot_p99", "e2e_p99" };
+		size_t np = metric(&sim, k, v);
+		double p50 = quantile(v, np, 0.5), p99 = quantile(v, np, 0.99);
+		size_t nm = metric(&real, k, v);
+
+		(void)mname;
+		rows[n_rows++] = (struct row){ q50[k], "s", p50, quantile(v, nm, 0.5) };
+		rows[n_rows++] = (struct row){ q99[k], "s", p99, quantile(v, nm, 0.99) };
+	}
+	pred_mem = w.cfg.device.alpha * (double)kv_model_weight_bytes(&w.cfg.model) +
+		   (double)sim.peak_reserved_bytes;
+	meas_mem = (double)(mem.weights + mem.workspace + mem.kv);
+	rows[n_rows++] = (struct row){ "peak_memory", "MB", pred_mem / 1e6, meas_mem / 1e6 };
+	rows[n_rows++] = (struct row){ "makespan", "s", sim.makespan_s, real.makespan_s };
+	rows[n_rows++] = (struct row){ "iterations", "", (double)sim.iterations,
+				       (double)real.iterations };
+	if (kv_mkdirs(dir)) {
+		fprintf(stderr, "kvsim: validate: cannot create %s: %s\n", dir, strerror(errno));
+		status = 1;
+		goto out;
+	}
+	if (write_csv(dir, rows, n_rows, &e, &d)) {
+		kv_diag_print(&d, stderr);
+		status = 1;
+		goto out;
+	}
+	chart(dir);
+	if (!a.quiet) {
+		printf("validation of %s on %s (%s backend): %zu iterations, %zu requests\n", w.name,
+		       e.info.device, a.kind, e.n_log, real.n_req);
+		printf("  %-24s %12s %12s %9s\n", "metric", "predicted", "measured", "error");
+		for (i = 0; i < n_rows; i++) {
+			if (i < 3)
+				printf("  %-24s %11.2f%% %12s %9s\n", rows[i].name, rows[i].pred, "", "");
+			else
+				printf("  %-24s %12.4g %12.4g %+8.1f%%  %s\n", rows[i].name,
+				       rows[i].pred, rows[i].meas,
+				       100 * (rows[i].pred / rows[i].meas - 1), rows[i].unit);
+		}
+		printf("outputs in %s/\n", dir);
+	}
+	if (fflush(stdout) || ferror(stdout))
+		status = 1;
+out:
+	free(v);
+	free(rel);
+	kv_real_exec_close(&e);
+	kv_run_result_free(&real);
+	kv_run_result_free(&sim);
+	kv_workload_release(&w);
+	return status;
+}

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# calibrate_test.sh KVSIM SRCDIR -- `kvsim calibrate` and `kvsim validate` on
+# the CPU backend with the tiny model, end to end:
+#   - the fit is sane: R^2 > 0.9, every coefficient positive and finite;
+#   - memory: resident weights within 5% of the model's M, and the measured
+#     KV bytes per token within 5% of the model's arithmetic (alpha, beta);
+#   - the profile it writes loads in `kvsim run`;
+#   - validate's per-iteration MAPE is below 25% (the machine is shared and
+#     noisy; docs/calibration.md records the typical figure);
+#   - bad options give exit status 2 with a message; no GPU gives 4.
+# Prints the figures so CI logs keep them.
+set -u
+kvsim=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+ok() { echo "ok - $1"; }
+bad() { echo "FAIL - $1"; fails=$((fails + 1)); }
+val() { awk -F, -v k="$1" '$1 == k { print $2 }' "$2"; }
+check() { # check NAME AWK-EXPR
+	if awk "BEGIN { exit !($2) }"; then ok "$1"; else bad "$1 ($2)"; fi
+}
+export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-2}
+
+# --- calibrate --------------------------------------------------------------
+if "$kvsim" calibrate --backend cpu --model tiny --quick --reps 3 -o "$tmp/cpu-tiny.yaml" \
+	>"$tmp/cal.out" 2>"$tmp/cal.err"; then
+	ok "calibrate ran"
+else
+	bad "calibrate failed: $(cat "$tmp/cal.err")"
+fi
+cat "$tmp/cal.out"
+sum="$tmp/cpu-tiny-summary.csv"
+for f in cpu-tiny.yaml cpu-tiny-model.yaml cpu-tiny-points.csv cpu-tiny-summary.csv; do
+	[ -s "$tmp/$f" ] && ok "wrote $f" || bad "no $f"
+done
+if [ -s "$sum" ]; then
+	r2=$(val r2 "$sum")
+	check "R^2 $r2 > 0.9" "$r2 > 0.9"
+	for k in overhead_ns per_seq_ns ns_per_byte ns_per_flop_linear ns_per_flop_attention; do
+		v=$(val $k "$sum")
+		check "$k = $v is positive" "$v > 0 && $v < 1e12"
+	done
+	aw=$(val alpha_weights "$sum")
+	check "resident weights / M = $aw within 5%" "$aw > 0.95 && $aw < 1.05"
+	bm=$(val kv_bytes_per_token_measured "$sum")
+	bp=$(val kv_bytes_per_token_model "$sum")
+	check "KV bytes/token measured $bm vs model $bp within 5%" "$bm / $bp > 0.95 && $bm / $bp < 1.05"
+	bc=$(val beta_chunked "$sum")
+	bf=$(val beta_full "$sum")
+	check "beta with the allocator: chunked $bc >= measured, full $bf > chunked" \
+		"$bc >= $bm * 0.99 && $bf > $bc"
+fi
+# the profile and model it wrote load in `kvsim run`
+if "$kvsim" run "$src/workloads/validate-cpu.yaml" --set device="$tmp/cpu-tiny.yaml" \
+	--set model="$tmp/cpu-tiny-model.yaml" -o "$tmp/run" --quiet 2>"$tmp/run.err"; then
+	ok "kvsim run accepts the calibrated profile"
+else
+	bad "kvsim run with the calibrated profile: $(cat "$tmp/run.err")"
+fi
+
+# --- validate ---------------------------------------------------------------
+if "$kvsim" validate --backend cpu "$src/workloads/validate-cpu.yaml" \
+	--profile "$tmp/cpu-tiny.yaml" -o "$tmp/val" >"$tmp/val.out" 2>"$tmp/val.err"; then
+	ok "validate ran"
+else
+	bad "validate failed: $(cat "$tmp/val.err")"
+fi
+cat "$tmp/val.out"
+if [ -s "$tmp/val/validate.csv" ]; then
+	mape=$(awk -F, '$1 == "iteration_mape" { print $3 }' "$tmp/val/validate.csv")
+	check "per-iteration MAPE $mape% < 25%" "$mape < 25"
+	n=$(($(wc -l <"$tmp/val/iterations.csv") - 1))
+	check "iterations.csv has $n rows" "$n > 20"
+else
+	bad "no validate.csv"
+fi
+
+# --- bad input --------------------------------------------------------------
+expect() { # expect STATUS MESSAGE-PART ARGS...
+	local want=$1 part=$2
+	shift 2
+	"$kvsim" "$@" >/dev/null 2>"$tmp/err"
+	local st=$?
+	if [ $st -eq "$want" ] && grep -q -- "$part" "$tmp/err"; then
+		ok "$* -> $st"
+	else
+		bad "$* -> $st, expected $want with '$part': $(cat "$tmp/err")"
+	fi
+}
+expect 2 "expected cpu or cuda" calibrate --backend tpu
+expect 2 "reps" calibrate --reps 0
+expect 2 "no-such-model" calibrate --model no-such-model
+expect 2 "expected one workload" validate
+expect 2 "cache model 'sparse' cannot run" validate "$src/workloads/validate-cpu.yaml" \
+	--profile "$tmp/cpu-tiny.yaml" --set cache.name=sparse -o "$tmp/v2"
+if ! "$kvsim" gpu >/dev/null 2>&1; then
+	expect 4 "" calibrate --backend cuda --model tiny -o "$tmp/x.yaml"
+fi
+[ ! -e "$tmp/x.yaml" ] && ok "no profile written on failure" || bad "profile written on failure"
+
+echo "$fails failed"
+[ "$fails" -eq 0 ]
