@@ -502,29 +502,14 @@ static int write_outputs(struct cal *c, const char *path, struct kv_diag *d)
 							     "ns_per_flop_attention" };
 		size_t k;
 
-		fprintf(f.f, "key,value,ci95
-");
-		fprintf(f.f, "points,%zu,
-r2,%.6f,
-rms_rel,%.6f,
-mape,%.6f,
-max_rel,%.6f,
-",
+		fprintf(f.f, "key,value,ci95\n");
+		fprintf(f.f, "points,%zu,\nr2,%.6f,\nrms_rel,%.6f,\nmape,%.6f,\nmax_rel,%.6f,\n",
 			c->fit.n, c->fit.r2, c->fit.rms_rel, c->fit.mape, c->fit.max_rel);
 		for (k = 0; k < KV_FIT_N; k++)
-			fprintf(f.f, "%s,%.6g,%.6g
-", cname[k], c->fit.c[k], c->fit.ci[k]);
-		fprintf(f.f, "weight_bytes_model,%llu,
-alpha_weights,%.6f,
-alpha,%.6f,
-"
-			     "kv_bytes_per_token_measured,%.3f,
-kv_bytes_per_token_model,%.3f,
-"
-			     "beta_full,%.3f,
-beta_chunked,%.3f,
-copy_GBps,%.4f,
-",
+			fprintf(f.f, "%s,%.6g,%.6g\n", cname[k], c->fit.c[k], c->fit.ci[k]);
+		fprintf(f.f, "weight_bytes_model,%llu,\nalpha_weights,%.6f,\nalpha,%.6f,\n"
+			     "kv_bytes_per_token_measured,%.3f,\nkv_bytes_per_token_model,%.3f,\n"
+			     "beta_full,%.3f,\nbeta_chunked,%.3f,\ncopy_GBps,%.4f,\n",
 			(unsigned long long)kv_model_weight_bytes(&c->m), c->alpha_weights, c->alpha,
 			c->beta_token, c->beta_profile, c->beta_cache[0], c->beta_cache[1],
 			c->copy_Bps / 1e9);
