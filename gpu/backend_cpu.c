@@ -292,6 +292,29 @@ static void fill_weights(struct cpu_backend *c, uint64_t seed)
 		fill_uniform(c->lm_head, h * m->vocab, seed, t, 1.0f / sqrtf((float)h));
 }
 
+double kv_backend_cpu_sgemm_rate(int m, int n, int k, int reps)
+{
+	float *a = kv_xmalloc((size_t)m * k * sizeof(float));
+	float *w = kv_xmalloc((size_t)k * n * sizeof(float));
+	float *c = kv_xmalloc((size_t)m * n * sizeof(float));
+	uint64_t best = UINT64_MAX;
+	int r;
+
+	fill_uniform(a, (size_t)m * k, 1, 0, 1.0f);
+	fill_uniform(w, (size_t)k * n, 1, 1, 1.0f);
+	gemm(m, n, k, a, k, w, 0.0f, c); /* warm-up: threads started, pages touched */
+	for (r = 0; r < reps; r++) {
+		uint64_t t0 = now_ns();
+
+		gemm(m, n, k, a, k, w, 0.0f, c);
+		best = KV_MIN(best, now_ns() - t0);
+	}
+	free(a);
+	free(w);
+	free(c);
+	return 2.0 * m * n * k / ((double)KV_MAX(best, 1) / (double)KV_NS_PER_S);
+}
+
 /* ---- workspace --------------------------------------------------------- */
 
 /* Lays out (base NULL: only sizes) the activations; returns their bytes. */

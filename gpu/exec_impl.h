@@ -119,6 +119,13 @@ struct kv_cpu_debug {
  */
 void kv_backend_cpu_blas(char *out, size_t len);
 
+/*
+ * FLOP/s of the "cpu" backend's CBLAS on one row-major sgemm of m x k
+ * times k x n (the best of reps runs after a warm-up, at the current BLAS
+ * thread count): the ceiling the GEMMs of a step approach.
+ */
+double kv_backend_cpu_sgemm_rate(int m, int n, int k, int reps);
+
 /* Fills dbg; b must be a "cpu" backend. */
 void kv_backend_cpu_debug(const struct kv_backend *b, struct kv_cpu_debug *dbg);
 
