@@ -69,12 +69,17 @@ struct kv_backend_info {
 /* One sequence of a batch. */
 struct kv_backend_seq {
 	const int32_t *pages; /* its pages in token order: token i lives in pages[i / page_tokens] */
+	uint32_t n_pages; /* entries in pages: n_pages * page_tokens >= ctx + n_new */
 	uint32_t ctx; /* tokens already in the cache */
 	uint32_t n_new; /* tokens processed now: 1 for a decode step, a chunk for prefill */
 	uint32_t sample; /* 1: compute the logits of its last new token (LM head) */
 };
 
-/* Kinds this build can open, in preference order: "cpu" always, "cuda" when built with CUDA. */
+/*
+ * Kinds this build can open, most preferred first, NULL-terminated: "cuda"
+ * when built with CUDA (it may still answer KV_ENOENT without a GPU), then
+ * "cpu", always.
+ */
 extern const char *const kv_backend_kinds[];
 
 /*
@@ -110,13 +115,21 @@ int kv_backend_move_pages(struct kv_backend *b, const int32_t *from, const int32
 
 /*
  * Offload (out = 1) copies pages to host slots slot0..slot0+n-1, prefetch
- * (out = 0) copies them back.  With async, the copy is queued on the copy
+ * (out = 0) copies them back.  The host holds kv_pages slots (slot0 + n <=
+ * kv_pages, else KV_EINVAL), allocated at the first call.  With async, the copy is queued on the copy
  * stream and overlaps the next kv_backend_step (which waits for it before
  * returning); *ns is then the time the copy took on its own stream, measured
  * when it completes.  On the CPU backend copies are synchronous memcpy.
  */
 int kv_backend_swap(struct kv_backend *b, const int32_t *pages, uint32_t n, uint64_t slot0,
 		    int out, int async, uint64_t *ns);
+
+/*
+ * The sentence explaining the last KV_E* code that kv_backend_step,
+ * kv_backend_move_pages, kv_backend_swap or kv_backend_kv_forget returned
+ * on b (they take no kv_diag); "" when none failed yet.  Never NULL.
+ */
+const char *kv_backend_last_error(const struct kv_backend *b);
 
 /*
  * Measured memory: bytes of weights, KV arena and workspace that are
