@@ -244,7 +244,9 @@ static uint32_t build_point(const struct gpoint *p, int32_t *pages, uint32_t pps
 	memset(sh, 0, sizeof(*sh));
 	for (i = 0; i < p->nd; i++, n++) {
 		seq_pages(pages + (size_t)n * pps, n, pps);
-		seqs[n] = (struct kv_backend_seq){ pages + (size_t)n * pps, p->ctx, 1, 1 };
+		seqs[n] = (struct kv_backend_seq){ .pages = pages + (size_t)n * pps,
+						   .n_pages = pps, .ctx = p->ctx,
+						   .n_new = 1, .sample = 1 };
 		sh->n_decode++;
 		sh->n_sample++;
 		sh->attn_pairs += p->ctx + 1;
@@ -252,7 +254,9 @@ static uint32_t build_point(const struct gpoint *p, int32_t *pages, uint32_t pps
 	}
 	for (i = 0; i < p->np; i++, n++) {
 		seq_pages(pages + (size_t)n * pps, n, pps);
-		seqs[n] = (struct kv_backend_seq){ pages + (size_t)n * pps, p->pre, p->chunk, 1 };
+		seqs[n] = (struct kv_backend_seq){ .pages = pages + (size_t)n * pps,
+						   .n_pages = pps, .ctx = p->pre,
+						   .n_new = p->chunk, .sample = 1 };
 		sh->n_prefill_tokens += p->chunk;
 		sh->n_sample++;
 		sh->attn_pairs += kv_perf_prefill_pairs(p->pre, p->chunk);
@@ -316,7 +320,7 @@ static int measure_grid(struct cal *c, struct kv_diag *d)
 
 	max_tokens = c->a.kv_memory / tb;
 	n = make_grid(&c->a, &c->m, max_tokens, g);
-	if (n < 12)
+	if (n < 2 * KV_FIT_N)
 		return kv_diag_set(d, KV_EINVAL, "", 0, 0, "kv-memory",
 				   "%llu bytes hold %llu tokens of %s: too few for a calibration grid",
 				   (unsigned long long)c->a.kv_memory, (unsigned long long)max_tokens,
@@ -358,7 +362,8 @@ static int measure_grid(struct cal *c, struct kv_diag *d)
 
 		for (i = 0; i < k; i++) {
 			seq_pages(pages + i * pps, (uint32_t)i, pps);
-			seqs[i] = (struct kv_backend_seq){ pages + i * pps, 0, tok, 1 };
+			seqs[i] = (struct kv_backend_seq){ .pages = pages + i * pps, .n_pages = pps,
+							   .n_new = tok, .sample = 1 };
 		}
 		if ((rc = kv_backend_step(be, seqs, k, &t)) || (rc = kv_backend_memory(be, &mem)))
 			goto out;
@@ -641,9 +646,19 @@ int kv_cmd_calibrate(int argc, char **argv)
 		snprintf(path, sizeof(path), "%s", c.a.out);
 	else
 		snprintf(path, sizeof(path), "out/calibrate/%s-%s.yaml", c.a.kind, c.m.name);
-	if (!c.a.out && kv_mkdirs("out/calibrate")) {
-		fprintf(stderr, "kvsim: calibrate: cannot create out/calibrate: %s\n", strerror(errno));
-		return 1;
+	{
+		char dir[1100], *slash;
+
+		snprintf(dir, sizeof(dir), "%s", path);
+		slash = strrchr(dir, '/');
+		if (slash && slash != dir) {
+			*slash = 0;
+			if (kv_mkdirs(dir)) {
+				fprintf(stderr, "kvsim: calibrate: cannot create %s: %s\n", dir,
+					strerror(errno));
+				return 1;
+			}
+		}
 	}
 	c.pts = kv_xmalloc(MAX_POINTS * 8 * sizeof(*c.pts));
 	rc = measure_grid(&c, &d);

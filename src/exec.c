@@ -51,6 +51,8 @@ static int exec_iter(void *ctx, struct kv_replica *r, kv_ns model_ns, kv_ns *ns)
 					 "request %llu holds fewer pages than its %llu tokens need",
 					 (unsigned long long)q->id, (unsigned long long)end);
 		e->seqs[i].pages = (const int32_t *)u;
+		/* only the pages the tokens use: a full reservation lists more */
+		e->seqs[i].n_pages = (uint32_t)kv_div_ceil(end, e->page_tokens);
 		e->seqs[i].ctx = (uint32_t)q->kv_tokens;
 		e->seqs[i].n_new = q->batch_tokens;
 		/* as the engine counts n_sample: decodes, and the chunk ending a prefill */
@@ -59,8 +61,8 @@ static int exec_iter(void *ctx, struct kv_replica *r, kv_ns model_ns, kv_ns *ns)
 	rc = kv_backend_step(e->be, e->seqs, r->n_batch, &t);
 	if (rc)
 		return kv_diag_set(&r->sim->diag, rc, "", 0, 0, "backend",
-				   "a %u-sequence step failed on the %s backend", r->n_batch,
-				   e->info.kind);
+				   "a %u-sequence step failed on the %s backend: %s", r->n_batch,
+				   e->info.kind, kv_backend_last_error(e->be));
 	*ns = t ? t : 1;
 	return log_iter(e, &r->shape, model_ns, *ns);
 }
