@@ -209,6 +209,10 @@ __global__ void __launch_bounds__(ATT_THREADS) attention_kernel(struct kv__attn 
 					    lane, n);
 			load_row<TYPE, CAP>(v1, b1, in_block(sh, 1, kvh, (t + 1) % g.bt), g.data_elems,
 					    lane, n);
+		} else {
+#pragma unroll
+			for (int e = 0; e < CAP; e++)
+				k1[e] = v1[e] = 0.0f; /* read by no one: p1 = 0 */
 		}
 #pragma unroll
 		for (int e = 0; e < CAP; e++) {

@@ -119,7 +119,7 @@ static int decode_case(const struct kv_paged_shape *sh, enum kv_kv_type t, int c
 /* Append of type t: poisoned arenas, the same tokens through twin and kernel, bytes compared. */
 static int append_case(const struct kv_paged_shape *sh, enum kv_kv_type t, int n_tok)
 {
-	int pages = (n_tok + sh->block_tokens - 1) / sh->block_tokens + 2, i;
+	int pages = (3 + 2 * n_tok) / sh->block_tokens + 1, i; /* holds positions up to 1 + 2 n_tok */
 	int layers = sh->layers > 1 ? sh->layers : 1, bad = 0, near = 0;
 	size_t bb = kv_ref_block_bytes(sh, t), ab = (size_t)pages * layers * bb, row = (size_t)sh->kv_heads * sh->head_dim;
 	size_t data = kv_ref_block_floats(sh), b;
