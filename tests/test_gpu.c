@@ -1,14 +1,25 @@
 /*
- * test_gpu.c -- the CUDA kernels against their CPU twins on random inputs:
- * relative error below 1e-3, never NaN, outputs poisoned before each run.
- * Exits 77 (skipped) when the build has no CUDA or no GPU is present.
+ * test_gpu.c -- the CUDA kernels against their CPU twins on random inputs,
+ * and a smoke test of the CUDA backend.  Kernel outputs are poisoned (NaN)
+ * before each run; decode must agree within 1e-3 relative error and never
+ * give NaN; append must write the twin's bytes (fp16 bit for bit; int8 with
+ * equal scales and codes within one step); compaction must equal the
+ * twin's byte for byte.  The backend opens a tiny model, prefills and
+ * decodes, and shows that compaction and a swap round trip keep a
+ * sequence's logits.  Exits 77 (skipped) when the build has no CUDA or no
+ * GPU is present.
  */
 #include "backend.h"
 #include "kernels.h"
 
+#if KV_HAVE_CUDA
+#include "backend_cuda.h"
+#endif
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #if KV_HAVE_CUDA
 static uint64_t state = 0x9E3779B97F4A7C15ULL;
@@ -21,46 +32,273 @@ static float frand(void)
 	return (float)((double)(state >> 11) / 9007199254740992.0 * 2.0 - 1.0);
 }
 
-/* One random case: the twin and the kernel on the same paged arena. */
-static int one_case(const struct kv_paged_shape *sh, int ctx)
-{
-	int n_blocks = (ctx + sh->block_tokens - 1) / sh->block_tokens, i, bad = 0;
-	size_t bf = kv_ref_block_floats(sh), nf = (size_t)n_blocks * bf;
-	size_t qf = (size_t)sh->heads * sh->head_dim;
-	float *arena = malloc(nf * sizeof(float)), *q = malloc(qf * sizeof(float));
-	float *ref = malloc(qf * sizeof(float)), *got = malloc(qf * sizeof(float));
-	int32_t *table = malloc((size_t)n_blocks * sizeof(int32_t));
-	double err = 0, mag = 1e-30;
+static const char *type_name[] = { "f32", "f16", "i8" };
 
-	for (i = 0; i < n_blocks; i++)
-		table[i] = n_blocks - 1 - i; /* reversed: not the identity */
-	for (i = 0; i < (int)nf; i++)
-		arena[i] = frand();
-	for (i = 0; i < (int)qf; i++) {
-		q[i] = frand();
-		ref[i] = got[i] = NAN;
-	}
-	kv_ref_paged_decode(ref, q, arena, sh, table, ctx, 1.0f / sqrtf((float)sh->head_dim));
-	if (kv_cuda_paged_decode(got, q, arena, nf, sh, table, n_blocks, ctx,
-				 1.0f / sqrtf((float)sh->head_dim)))
-		bad = 1;
-	for (i = 0; i < (int)qf && !bad; i++) {
+/* Relative error of got against ref (max abs error / max abs ref); -1 on NaN in got. */
+static double rel_error(const float *got, const float *ref, size_t n)
+{
+	double err = 0, mag = 1e-30;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
 		if (!isfinite(got[i]))
-			bad = 1;
+			return -1;
 		err = fmax(err, fabs((double)got[i] - ref[i]));
 		mag = fmax(mag, fabs((double)ref[i]));
 	}
-	if (bad || err / mag > 1e-3) {
-		fprintf(stderr, "FAIL: heads %d/%d dim %d block %d ctx %d: relative error %g%s\n",
-			sh->heads, sh->kv_heads, sh->head_dim, sh->block_tokens, ctx, err / mag,
-			bad ? " (or NaN / launch failure)" : "");
-		bad = 1;
-	} else {
-		printf("ok: heads %d/%d dim %d block %d ctx %d: relative error %.2e\n", sh->heads,
-		       sh->kv_heads, sh->head_dim, sh->block_tokens, ctx, err / mag);
+	return err / mag;
+}
+
+/* A random permutation table of `pages` entries. */
+static int32_t *perm_table(int pages)
+{
+	int32_t *t = malloc((size_t)pages * sizeof(int32_t));
+	int i;
+
+	for (i = 0; i < pages; i++)
+		t[i] = i;
+	for (i = pages - 1; i > 0; i--) {
+		int j = (int)((frand() + 1.0f) * 0.5f * (float)(i + 1)) % (i + 1);
+		int32_t x = t[i];
+
+		t[i] = t[j];
+		t[j] = x;
 	}
-	free(arena), free(q), free(ref), free(got), free(table);
+	return t;
+}
+
+/*
+ * Decode of type t: an arena written by the twin's append, n_q queries
+ * attending to ctx - n_q + 1 .. ctx tokens (the causal rows of a prefill
+ * chunk), kernel against twin.
+ */
+static int decode_case(const struct kv_paged_shape *sh, enum kv_kv_type t, int ctx, int n_q)
+{
+	int pages = (ctx + sh->block_tokens - 1) / sh->block_tokens, layers = sh->layers > 1 ? sh->layers : 1;
+	size_t bb = kv_ref_block_bytes(sh, t), ab = (size_t)pages * layers * bb;
+	size_t row = (size_t)sh->kv_heads * sh->head_dim, qf = (size_t)sh->heads * sh->head_dim;
+	float *k = malloc(row * sizeof(float)), *v = malloc(row * sizeof(float));
+	float *q = malloc((size_t)n_q * qf * sizeof(float)), *ref = malloc((size_t)n_q * qf * sizeof(float));
+	float *got = malloc((size_t)n_q * qf * sizeof(float)), scale = 1.0f / sqrtf((float)sh->head_dim);
+	int32_t *table = perm_table(pages), *lens = malloc((size_t)n_q * sizeof(int32_t));
+	void *arena = calloc(1, ab);
+	double e;
+	int i, j, bad;
+
+	for (i = 0; i < ctx; i++) {
+		for (j = 0; j < (int)row; j++) {
+			k[j] = frand();
+			v[j] = frand();
+		}
+		if (t == KV_KV_F32)
+			kv_ref_kv_append(arena, sh, table, i, k, v);
+		else if (t == KV_KV_F16)
+			kv_ref_kv_append_f16(arena, sh, table, i, k, v);
+		else
+			kv_ref_kv_append_i8(arena, sh, table, i, k, v);
+	}
+	for (i = 0; i < n_q; i++) {
+		lens[i] = ctx - n_q + 1 + i;
+		for (j = 0; j < (int)qf; j++)
+			q[(size_t)i * qf + j] = frand();
+		kv_ref_paged_decode_kv(ref + (size_t)i * qf, q + (size_t)i * qf, arena, t, sh, table,
+				       lens[i], scale);
+	}
+	for (i = 0; i < n_q * (int)qf; i++)
+		got[i] = NAN;
+	bad = kv_cuda_paged_decode_kv(got, q, n_q, lens, arena, ab, t, sh, table, pages, scale) != 0;
+	e = bad ? -1 : rel_error(got, ref, (size_t)n_q * qf);
+	bad = bad || e < 0 || e > 1e-3;
+	printf("%s: decode %s heads %d/%d dim %d block %d layer %d/%d ctx %d queries %d: relative error %.2e\n",
+	       bad ? "FAIL" : "ok", type_name[t], sh->heads, sh->kv_heads, sh->head_dim,
+	       sh->block_tokens, sh->layer, layers, ctx, n_q, e);
+	free(k), free(v), free(q), free(ref), free(got), free(table), free(lens), free(arena);
 	return bad;
+}
+
+/* Append of type t: poisoned arenas, the same tokens through twin and kernel, bytes compared. */
+static int append_case(const struct kv_paged_shape *sh, enum kv_kv_type t, int n_tok)
+{
+	int pages = (3 + 2 * n_tok) / sh->block_tokens + 1, i; /* holds positions up to 1 + 2 n_tok */
+	int layers = sh->layers > 1 ? sh->layers : 1, bad = 0, near = 0;
+	size_t bb = kv_ref_block_bytes(sh, t), ab = (size_t)pages * layers * bb, row = (size_t)sh->kv_heads * sh->head_dim;
+	size_t data = kv_ref_block_floats(sh), b;
+	unsigned char *want = malloc(ab), *got = malloc(ab);
+	float *k = malloc((size_t)n_tok * row * sizeof(float)), *v = malloc((size_t)n_tok * row * sizeof(float));
+	int32_t *table = perm_table(pages), *pos = malloc((size_t)n_tok * sizeof(int32_t));
+
+	memset(want, 0xff, ab); /* NaN halves, NaN scales, -1 codes */
+	memset(got, 0xff, ab);
+	for (i = 0; i < n_tok * (int)row; i++) {
+		k[i] = frand() * (i % 7 == 0 ? 100.0f : 1.0f);
+		v[i] = i % 97 == 0 ? 0.0f : frand();
+	}
+	for (i = 0; i < n_tok; i++) {
+		pos[i] = 3 + i * 2; /* every other slot, across blocks */
+		if (t == KV_KV_F16)
+			kv_ref_kv_append_f16((uint16_t *)(void *)want, sh, table, pos[i], k + i * row, v + i * row);
+		else
+			kv_ref_kv_append_i8(want, sh, table, pos[i], k + i * row, v + i * row);
+	}
+	if (kv_cuda_kv_append(got, ab, t, sh, table, pages, pos, n_tok, k, v))
+		bad = 1;
+	for (b = 0; b < ab && !bad; b++) {
+		size_t in = b % bb;
+
+		if (want[b] == got[b])
+			continue;
+		if (t == KV_KV_I8 && in < data && abs((int)(signed char)want[b] - (signed char)got[b]) <= 1)
+			near++; /* a code one step off: a rounding tie decided differently */
+		else
+			bad = 1;
+	}
+	printf("%s: append %s heads %d dim %d block %d layer %d/%d tokens %d: %s (%d codes one step off)\n",
+	       bad ? "FAIL" : "ok", type_name[t], sh->kv_heads, sh->head_dim, sh->block_tokens,
+	       sh->layer, layers, n_tok, bad ? "bytes differ" : "bytes match", near);
+	free(want), free(got), free(k), free(v), free(table), free(pos);
+	return bad;
+}
+
+/* Compaction with chains and no-ops: the kernel's arena equals the twin's. */
+static int compact_case(size_t block_bytes, int blocks, int n)
+{
+	size_t ab = block_bytes * (size_t)blocks, i;
+	unsigned char *want = malloc(ab), *got = malloc(ab);
+	int32_t *from = malloc((size_t)n * sizeof(int32_t)), *to = malloc((size_t)n * sizeof(int32_t));
+	int bad, j;
+
+	for (i = 0; i < ab; i++)
+		want[i] = got[i] = (unsigned char)(frand() * 127.0f);
+	for (j = 0; j < n; j++) {
+		from[j] = (int32_t)((frand() + 1.0f) * 0.5f * (float)blocks) % blocks;
+		to[j] = j % 5 == 0 ? from[j] : (int32_t)((frand() + 1.0f) * 0.5f * (float)blocks) % blocks;
+	}
+	kv_ref_compact_bytes(want, block_bytes, from, to, n);
+	bad = kv_cuda_compact(got, ab, block_bytes, from, to, n) != 0 || memcmp(want, got, ab) != 0;
+	printf("%s: compaction of %d moves over %d blocks of %zu bytes\n", bad ? "FAIL" : "ok", n,
+	       blocks, block_bytes);
+	free(want), free(got), free(from), free(to);
+	return bad;
+}
+
+static int kernel_cases(void)
+{
+	static const struct kv_paged_shape shapes[] = {
+		{ 32, 32, 128, 16, 1, 0 }, { 32, 8, 128, 16, 2, 1 }, { 8, 1, 64, 32, 1, 0 },
+		{ 16, 4, 256, 16, 3, 2 }, { 4, 2, 96, 16, 1, 0 },
+	};
+	static const int ctxs[] = { 1, 17, 512, 4000 };
+	unsigned s, c;
+	int fails = 0, n = 0, t;
+
+	for (s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+		for (t = 0; t < 3; t++) {
+			for (c = 0; c < sizeof(ctxs) / sizeof(ctxs[0]); c++, n++)
+				fails += decode_case(&shapes[s], (enum kv_kv_type)t, ctxs[c], 1);
+			fails += decode_case(&shapes[s], (enum kv_kv_type)t, 700, 37), n++;
+		}
+		fails += append_case(&shapes[s], KV_KV_F16, 40), n++;
+		fails += append_case(&shapes[s], KV_KV_I8, 40), n++;
+	}
+	fails += compact_case(64, 40, 200), n++;
+	fails += compact_case(4096 + 8, 300, 1000), n++; /* not a multiple of 16: the byte path */
+	fails += compact_case(1 << 20, 24, 60), n++;
+	printf("kernels: %d passed, %d failed\n", n - fails, fails);
+	return fails;
+}
+
+/* ---- the backend ---- */
+
+static int expect(int cond, const char *what, const struct kv_backend *b)
+{
+	if (!cond)
+		printf("FAIL: backend: %s (%s)\n", what,
+		       b ? kv_backend_cuda_ops.last_error(b) : "not open");
+	return !cond;
+}
+
+/* One decode step of the sequence in `pages` at ctx; copies its logits to out. */
+static int decode_into(struct kv_backend *b, const int32_t *pages, uint32_t ctx, float *out,
+		       size_t vocab, uint64_t *ns)
+{
+	struct kv_backend_seq s = { pages, ctx, 1, 1 };
+
+	return kv_backend_cuda_ops.step(b, &s, 1, ns) || kv_backend_cuda_logits(b, out, vocab);
+}
+
+static int backend_case(int int8)
+{
+	struct kv_model m = { "tiny", 4, 512, 8, int8 ? 2 : 8, 64, 1376, 32000, 2048, 0, 2, 1, 0 };
+	struct kv_backend_opts o = { &m, 64, 16, 256, 4, 1024, 42, 0, int8 };
+	struct kv_backend *b = NULL;
+	struct kv_backend_info info;
+	struct kv_backend_mem mem;
+	struct kv_diag d;
+	int32_t a[4] = { 5, 9, 2, 30 }, bp[8] = { 40, 41, 42, 43, 44, 45, 46, 47 };
+	int32_t moved[4] = { 10, 11, 12, 13 }, back[4] = { 20, 21, 22, 23 };
+	float *l1 = malloc(32000 * sizeof(float)), *l2 = malloc(32000 * sizeof(float));
+	uint64_t ns = 0, copy_ns = 0, move_ns = 0;
+	int fails = 0, i;
+
+	if (kv_backend_cuda_ops.open(&o, &b, &d)) {
+		printf("FAIL: backend open: %s\n", d.msg);
+		free(l1), free(l2);
+		return 1;
+	}
+	kv_backend_cuda_ops.info(b, &info);
+	printf("backend: %s %s, page %llu bytes, weights %llu, workspace %llu\n", info.kind,
+	       info.device, (unsigned long long)info.page_bytes, (unsigned long long)info.weight_bytes,
+	       (unsigned long long)info.workspace_bytes);
+	{ /* prefill: a 40-token prompt and a 100-token one in chunks of 64 and 36 */
+		struct kv_backend_seq s[2] = { { a, 0, 40, 1 }, { bp, 0, 64, 0 } };
+
+		fails += expect(!kv_backend_cuda_ops.step(b, s, 2, &ns) && ns > 0, "prefill chunk", b);
+		s[0] = (struct kv_backend_seq){ bp, 64, 36, 1 };
+		fails += expect(!kv_backend_cuda_ops.step(b, s, 1, &ns) && ns > 0, "second chunk", b);
+	}
+	for (i = 0; i < 3; i++) { /* decode both */
+		struct kv_backend_seq s[2] = { { a, 40 + (uint32_t)i, 1, 1 }, { bp, 100 + (uint32_t)i, 1, 1 } };
+
+		fails += expect(!kv_backend_cuda_ops.step(b, s, 2, &ns) && ns > 0, "decode step", b);
+		fails += expect(!kv_backend_cuda_logits(b, l1, 2 * 32000), "logits", b);
+		fails += expect(rel_error(l1, l1, 2 * 32000) >= 0, "logits finite", b);
+	}
+	/* the same decode step from moved pages, then from swapped-out-and-in pages */
+	fails += expect(!decode_into(b, a, 43, l1, 32000, &ns), "decode at 43", b);
+	fails += expect(!kv_backend_cuda_ops.move_pages(b, a, moved, 3, &move_ns), "move_pages", b);
+	fails += expect(!decode_into(b, moved, 43, l2, 32000, &ns), "decode moved", b);
+	fails += expect(rel_error(l2, l1, 32000) >= 0 && rel_error(l2, l1, 32000) < 1e-6,
+			"compaction keeps the logits", b);
+	fails += expect(!kv_backend_cuda_ops.swap(b, moved, 3, 0, 1, 1, &copy_ns), "async offload", b);
+	{
+		struct kv_backend_seq s = { bp, 103, 1, 1 }; /* overlaps the copy */
+
+		fails += expect(!kv_backend_cuda_ops.step(b, &s, 1, &ns) && ns > 0 && copy_ns > 0,
+				"step with a copy in flight", b);
+	}
+	fails += expect(!kv_backend_cuda_ops.swap(b, back, 3, 0, 0, 0, &copy_ns) && copy_ns > 0,
+			"prefetch", b);
+	fails += expect(!decode_into(b, back, 43, l2, 32000, &ns), "decode swapped", b);
+	fails += expect(rel_error(l2, l1, 32000) >= 0 && rel_error(l2, l1, 32000) < 1e-6,
+			"a swap round trip keeps the logits", b);
+	fails += expect(!kv_backend_cuda_ops.memory(b, &mem) && mem.kv == 64 * info.page_bytes &&
+			mem.weights == info.weight_bytes, "memory", b);
+	fails += expect(!kv_backend_cuda_ops.kv_forget(b) && !kv_backend_cuda_ops.memory(b, &mem) &&
+			mem.kv == 0, "kv_forget", b);
+	fails += expect(!decode_into(b, a, 43, l2, 32000, &ns) && rel_error(l2, l2, 32000) >= 0,
+			"decode after forget", b);
+	{
+		struct kv_backend_seq s = { a, 2000, 100, 1 };
+
+		fails += expect(kv_backend_cuda_ops.step(b, &s, 1, &ns) == KV_EINVAL,
+				"a context beyond max_ctx_tokens is refused", b);
+	}
+	printf("%s: backend %s: step %.3f ms, compaction of 3 pages %.3f ms, prefetch %.3f ms\n",
+	       fails ? "FAIL" : "ok", int8 ? "int8 KV" : "fp16 KV", ns / 1e6, move_ns / 1e6,
+	       copy_ns / 1e6);
+	kv_backend_cuda_ops.close(b);
+	free(l1), free(l2);
+	return fails;
 }
 #endif
 
@@ -74,18 +312,13 @@ int main(void)
 	}
 #if KV_HAVE_CUDA
 	{
-		static const struct kv_paged_shape shapes[] = {
-			{ 32, 32, 128, 16 }, { 32, 8, 128, 16 }, { 8, 1, 64, 32 }, { 16, 4, 256, 16 },
-		};
-		static const int ctxs[] = { 1, 17, 512, 4000 };
-		unsigned s, c;
-		int fails = 0, n = 0;
+		int fails;
 
 		printf("device: %s\n", info.name);
-		for (s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
-			for (c = 0; c < sizeof(ctxs) / sizeof(ctxs[0]); c++, n++)
-				fails += one_case(&shapes[s], ctxs[c]);
-		printf("%d passed, %d failed\n", n - fails, fails);
+		fails = kernel_cases();
+		fails += backend_case(0);
+		fails += backend_case(1);
+		printf("%s\n", fails ? "FAILED" : "all passed");
 		return fails ? 1 : 0;
 	}
 #else
