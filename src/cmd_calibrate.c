@@ -412,7 +412,8 @@ out:
 /* The replay under one cache model: its iterations become points; beta with the allocator. */
 static int replay(struct cal *c, const char *cache, double *beta, struct kv_diag *d)
 {
-	char set_model[1100], set_cache[64], *sets[2] = { set_model, set_cache };
+	char set_model[1100], set_cache[64], set_n[64];
+	char *sets[3] = { set_model, set_cache, set_n };
 	char path[1100], what[24];
 	struct kv_workload w;
 	struct kv_real_exec e;
@@ -426,7 +427,9 @@ static int replay(struct cal *c, const char *cache, double *beta, struct kv_diag
 		snprintf(path, sizeof(path), "%s/workloads/calibrate-replay.yaml", KV_SOURCE_DIR);
 	snprintf(set_model, sizeof(set_model), "model=%s", c->a.model);
 	snprintf(set_cache, sizeof(set_cache), "cache.name=%s", cache);
-	rc = kv_workload_load(&w, path, sets, 2, 1, c->a.seed, d);
+	/* --quick: the first 8 requests of the replay (CI) */
+	snprintf(set_n, sizeof(set_n), "workload.requests=8");
+	rc = kv_workload_load(&w, path, sets, c->a.quick ? 3 : 2, 1, c->a.seed, d);
 	if (rc) {
 		kv_workload_release(&w);
 		return rc;
