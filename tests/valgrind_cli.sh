@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# valgrind_cli.sh KVSIM SRCDIR -- the kvsim binary's main paths under
+# valgrind memcheck: every report is a failure (--error-exitcode), and so is
+# a definite or indirect leak.  The unit suites run under memcheck through
+# `meson test --wrapper` (.ci/test); this covers what only the binary does:
+# argument parsing, YAML loading with its error paths, output files, forked
+# sweep workers, and the real executor with the CPU backend (calibrate and
+# validate on the tiny model, kept small: memcheck runs ~30x slower).
+set -u
+kvsim=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+if ! command -v valgrind >/dev/null; then
+	echo "valgrind not installed: skipped"
+	exit 77
+fi
+vg=(valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect
+	--show-leak-kinds=definite,indirect --trace-children=yes --child-silent-after-fork=no)
+export OPENBLAS_NUM_THREADS=1 # OpenBLAS's thread pool keeps memcheck busy for nothing
+fails=0
+# run EXPECTED-STATUS NAME ARGS...: memcheck reports give 99
+run() {
+	local want=$1 name=$2
+	shift 2
+	"${vg[@]}" --log-file="$tmp/vg.%p.log" "$kvsim" "$@" >"$tmp/out" 2>"$tmp/err"
+	local st=$?
+	if [ $st -eq "$want" ] && ! grep -qs "ERROR SUMMARY: [1-9]\|definitely lost\|indirectly lost" "$tmp"/vg.*.log; then
+		echo "ok - $name (exit $st)"
+	else
+		echo "FAIL - $name: exit $st (want $want)"
+		cat "$tmp"/vg.*.log "$tmp/err" | head -60
+		fails=$((fails + 1))
+	fi
+	rm -f "$tmp"/vg.*.log
+}
+
+run 0 "--help" --help
+run 0 "list" list
+run 0 "run default (300 requests)" run "$src/workloads/default.yaml" --set workload.requests=300 \
+	-o "$tmp/run" --quiet
+run 0 "run tenants, drf, chunked" run "$src/workloads/tenants.yaml" --set workload.requests=300 \
+	--set scheduler.name=drf --set cache.name=chunked -o "$tmp/run2" --quiet
+for f in syntax unknown_key bad_enum too_small unknown_sched; do
+	run 2 "bad input $f" run "$src/tests/data/bad/$f.yaml" -o "$tmp/bad"
+done
+cp "$src/tests/data/sweep/base.yaml" "$src/tests/data/sweep/grid.yaml" "$tmp/" 2>/dev/null
+if [ -f "$tmp/grid.yaml" ]; then
+	run 0 "sweep (forked workers)" sweep "$tmp/grid.yaml" -j 2 -o "$tmp/sweep" --quiet
+fi
+run 0 "calibrate --quick (cpu, tiny)" calibrate --model tiny --quick --reps 1 -o "$tmp/cal/cpu-tiny.yaml" --quiet
+if [ -f "$tmp/cal/cpu-tiny.yaml" ]; then
+	run 0 "validate (cpu, tiny, 6 requests)" validate "$src/workloads/validate-cpu.yaml" \
+		--profile "$tmp/cal/cpu-tiny.yaml" --set workload.requests=6 -o "$tmp/val" --quiet
+fi
+run 2 "validate with a bad cache" validate "$src/workloads/validate-cpu.yaml" --set cache.name=sparse \
+	-o "$tmp/val2" --quiet
+echo "$fails failed"
+[ "$fails" -eq 0 ]
