@@ -737,7 +737,8 @@ static int check_context(struct kv_sim *s, struct kv_arrival *a)
 	const struct kv_sim_config *c = s->cfg;
 	uint64_t max = c->max_context_tokens ? c->max_context_tokens : c->model.max_ctx_tokens;
 
-	if (a->prompt_tokens + a->output_tokens <= max)
+	/* no a->prompt + a->output: trace rows reach 2^64 - 1 and the sum would wrap */
+	if (a->prompt_tokens <= max && a->output_tokens <= max - a->prompt_tokens)
 		return 1;
 	switch (c->oversize) {
 	case KV_OVERSIZE_REJECT:
@@ -748,8 +749,8 @@ static int check_context(struct kv_sim *s, struct kv_arrival *a)
 		a->output_tokens = KV_MIN(a->output_tokens, max - a->prompt_tokens);
 		return 1;
 	default:
-		return kv_diag_set(&s->diag, KV_EINVAL, a->origin_file ? a->origin_file : "workload",
-				   a->origin_line, 0, "tokens",
+		return kv_diag_set(&s->diag, KV_EINVAL, a->origin_file, a->origin_line, 0,
+				   a->origin_file ? "tokens" : "workload.lengths",
 				   "request %llu has %llu prompt + %llu output tokens, beyond %s's context of %llu: expected at most %llu in total (or set workload.oversize: reject|clip)",
 				   (unsigned long long)a->id, (unsigned long long)a->prompt_tokens,
 				   (unsigned long long)a->output_tokens, c->model.name,

@@ -1,6 +1,7 @@
 /* kv_common.c -- error strings, diagnostics, allocation wrappers. */
 #include "kv_common.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,24 +55,66 @@ void kv_diag_print(const struct kv_diag *d, FILE *f)
 }
 
 static long alloc_fail_at; /* 0: never; else fail the Nth call */
-static long alloc_calls;
+static long alloc_calls; /* kv_x* calls so far (counted when KVSIM_FAIL_ALLOC is set) */
+static int alloc_armed; /* KVSIM_FAIL_ALLOC is set */
+static long write_fail_at; /* 0: never; else fail the Nth output operation */
+static long write_calls; /* output operations so far (counted when KVSIM_FAIL_WRITE is set) */
+static int write_armed; /* KVSIM_FAIL_WRITE is set */
+
+/* Reads a fault variable: sets *armed when present and returns N (0 when absent or "0"). */
+static long fault_env(const char *name, int *armed)
+{
+	const char *s = getenv(name);
+
+	*armed = s && *s;
+	return *armed ? strtol(s, NULL, 10) : 0;
+}
+
+static void fault_report(void)
+{
+	fprintf(stderr, "kvsim: fault: %ld allocations, %ld output operations\n", alloc_calls,
+		write_calls);
+}
 
 void kv_alloc_fault_init(void)
 {
-	const char *s = getenv("KVSIM_FAIL_ALLOC");
+	alloc_fail_at = fault_env("KVSIM_FAIL_ALLOC", &alloc_armed);
+	write_fail_at = fault_env("KVSIM_FAIL_WRITE", &write_armed);
+	alloc_calls = write_calls = 0;
+	if ((alloc_armed && alloc_fail_at == 0) || (write_armed && write_fail_at == 0))
+		atexit(fault_report);
+}
 
-	alloc_fail_at = s ? strtol(s, NULL, 10) : 0;
-	alloc_calls = 0;
+int kv_fault_write_armed(void)
+{
+	return write_armed;
+}
+
+int kv_fault_write(void)
+{
+	if (!write_armed || ++write_calls != write_fail_at)
+		return 0;
+	errno = ENOSPC;
+	return 1;
+}
+
+void kv_oom(size_t n)
+{
+	if (n)
+		fprintf(stderr, "kvsim: out of memory allocating %zu bytes\n", n);
+	else
+		fputs("kvsim: out of memory\n", stderr);
+	exit(3);
 }
 
 static void *alloc_check(void *p, size_t n)
 {
-	if (alloc_fail_at > 0 && ++alloc_calls == alloc_fail_at)
+	if (alloc_armed && ++alloc_calls == alloc_fail_at) {
+		free(p);
 		p = NULL;
-	if (!p && n) {
-		fprintf(stderr, "kvsim: out of memory allocating %zu bytes\n", n);
-		exit(3);
 	}
+	if (!p && n)
+		kv_oom(n);
 	return p;
 }
 
@@ -106,6 +149,15 @@ char *kv_xstrdup(const char *s)
 
 	memcpy(d, s, n);
 	return d;
+}
+
+FILE *kv_xfopen(const char *path, const char *mode)
+{
+	FILE *f = fopen(path, mode);
+
+	if (!f && errno == ENOMEM)
+		kv_oom(0);
+	return f;
 }
 
 void kv__check_fail(const char *file, int line, const char *cond, const char *fmt,

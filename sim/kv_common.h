@@ -83,12 +83,48 @@ void *kv_xrealloc(void *p, size_t n);
 char *kv_xstrdup(const char *s);
 /* n bytes aligned to align (a power of two); release with free(). */
 void *kv_xaligned_alloc(size_t align, size_t n);
+/*
+ * fopen() that treats ENOMEM (stdio could not allocate the stream) as out
+ * of memory, kv_oom(); any other failure returns NULL with errno set, for
+ * the caller's "cannot open" diagnostic.
+ */
+FILE *kv_xfopen(const char *path, const char *mode);
 
 /*
- * Fault injection for tests: when KVSIM_FAIL_ALLOC=N is set in the
- * environment, the Nth kv_x* call fails (message, exit status 3).
+ * Out of memory: prints "kvsim: out of memory allocating N bytes" (or "out
+ * of memory" when n is 0: a library reported it without a size) and exits
+ * with status 3.  exit() runs the atexit handlers, so the output layer
+ * removes its temporaries (src/output.c).  For allocations made inside
+ * libraries (libyaml, GSL, stdio) that report failure instead of aborting.
+ */
+__attribute__((noreturn)) void kv_oom(size_t n);
+
+/*
+ * Fault injection for tests, read from the environment by
+ * kv_alloc_fault_init() (call it once, first thing in main):
+ *
+ *   KVSIM_FAIL_ALLOC=N  the Nth kv_x* allocation fails (message, exit 3);
+ *   KVSIM_FAIL_WRITE=N  the Nth output operation fails with ENOSPC (see
+ *                       kv_fault_write(); the output layer reports it).
+ *
+ * N = 0 counts instead of failing: at exit, "kvsim: fault: A allocations,
+ * W output operations" goes to stderr, so a test knows the range of N to
+ * loop over.  Unset or empty: no injection, no counting cost beyond one
+ * branch.  A forked child (sweep points) keeps counting from its parent's
+ * count at the fork.
  */
 void kv_alloc_fault_init(void);
+
+/*
+ * One output operation (a write(2) of a buffer, a close, a create, a link or
+ * a rename of an output file) is about to happen: returns 1, with errno set
+ * to ENOSPC, when KVSIM_FAIL_WRITE selects this one, else 0.  Callers treat
+ * 1 exactly like the operation failing.
+ */
+int kv_fault_write(void);
+
+/* 1 when KVSIM_FAIL_WRITE is set (the output layer then routes writes through kv_fault_write). */
+int kv_fault_write_armed(void);
 
 /* Always-on invariant check: prints the failed condition and aborts. */
 #define KV_CHECK(cond, ...)                                                   \

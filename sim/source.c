@@ -279,7 +279,8 @@ int kv_source_open(const struct kv_source_spec *spec, uint64_t seed, struct kv_s
 	if (err)
 		goto fail;
 	s->rng = gsl_rng_alloc(gsl_rng_mt19937);
-	KV_CHECK(s->rng != NULL, "gsl_rng_alloc(mt19937) failed");
+	if (!s->rng) /* its only failure is malloc's */
+		kv_oom(0);
 	gsl_rng_set(s->rng, (unsigned long)(seed ^ (seed >> 32)));
 	*out = s;
 	return 0;
@@ -333,10 +334,23 @@ static double draw_gap_s(struct kv_source *s)
 	return gsl_ran_gamma(s->rng, k, 1.0 / (rate * k));
 }
 
-static int clock_overflow(struct kv_diag *d)
+/*
+ * The arrival clock would leave the 64-bit nanosecond clock (292 years for
+ * a trace's scaled times, 584 for generated ones): names the field that
+ * set the pace.  The caller fills in the workload file (the source knows
+ * no YAML).
+ */
+static int clock_overflow(struct kv_source *s, struct kv_diag *d)
 {
-	return kv_diag_set(d, KV_ERANGE, NULL, 0, 0, "",
-			   "arrival time beyond the 64-bit nanosecond clock (rate or time_scale too extreme?)");
+	const struct kv_source_spec *sp = &s->spec;
+
+	if (sp->arrival == KV_ARRIVAL_TRACE)
+		return kv_diag_set(d, KV_ERANGE, NULL, 0, 0, "workload.arrival.time_scale",
+				   "bad value %g: request %llu would arrive beyond the 64-bit nanosecond clock (292 years): expected a time_scale that keeps the trace within that",
+				   sp->time_scale, (unsigned long long)s->next_id);
+	return kv_diag_set(d, KV_ERANGE, NULL, 0, 0, "workload.arrival.rate",
+			   "bad value %g: request %llu would arrive beyond the 64-bit nanosecond clock (584 years): expected a rate at which workload.requests or duration ends sooner (mean span = requests / rate)",
+			   sp->rate_per_s, (unsigned long long)s->next_id);
 }
 
 /* Advances the generated clock by one gap.  0 or KV_ERANGE. */
@@ -346,10 +360,10 @@ static int advance_clock(struct kv_source *s, struct kv_diag *d)
 	kv_ns g;
 
 	if (!(gap_ns < MAX_GAP_NS))
-		return clock_overflow(d);
+		return clock_overflow(s, d);
 	g = (kv_ns)llround(gap_ns);
 	if (g > KV_NS_NEVER - 1 - s->clock_ns)
-		return clock_overflow(d);
+		return clock_overflow(s, d);
 	s->clock_ns += g;
 	return 0;
 }
@@ -365,7 +379,7 @@ static int scale_time(struct kv_source *s, kv_ns t, kv_ns *out, struct kv_diag *
 	}
 	x = (double)t * s->spec.time_scale;
 	if (!(x < MAX_GAP_NS))
-		return clock_overflow(d);
+		return clock_overflow(s, d);
 	*out = (kv_ns)llround(x);
 	return 0;
 }

@@ -299,11 +299,11 @@ static int parse_time(struct kv_trace *t, struct span s, int64_t *abs, struct kv
 		return 0;
 	case KV_TRACE_VIDUR:
 		if (parse_decimal(s, 9, abs))
-			return bad_value(t, s, name, "non-negative seconds like 12.25", d);
+			return bad_value(t, s, name, "non-negative seconds like 12.25, below 9223372036 (the 64-bit nanosecond clock)", d);
 		return 0;
 	default:
 		if (parse_decimal(s, 6, abs))
-			return bad_value(t, s, name, "non-negative milliseconds like 1500", d);
+			return bad_value(t, s, name, "non-negative milliseconds like 1500, below 9223372036854 (the 64-bit nanosecond clock)", d);
 		return 0;
 	}
 }
@@ -715,11 +715,20 @@ static int mooncake_row(struct kv_trace *t, struct kv_trace_row *row, struct kv_
 
 /* ---- reader ------------------------------------------------------------ */
 
-/* Reads the next line into t->buf without its "\n" or "\r\n".  1, 0 at EOF, KV_EIO. */
+/*
+ * Reads the next line into t->buf without its "\n" or "\r\n".  1, 0 at EOF,
+ * KV_EIO.  getline() failing to grow its buffer sets errno to ENOMEM but
+ * not the stream's error flag: that is out of memory (kv_oom), not the end
+ * of the trace, or a run would silently lose the rest of its requests.
+ */
 static int read_line(struct kv_trace *t, struct kv_diag *d)
 {
-	ssize_t n = getline(&t->buf, &t->cap, t->f);
+	ssize_t n;
 
+	errno = 0;
+	n = getline(&t->buf, &t->cap, t->f);
+	if (n < 0 && errno == ENOMEM)
+		kv_oom(0);
 	if (n < 0) {
 		if (ferror(t->f))
 			return kv_diag_set(d, KV_EIO, t->path, t->line + 1, 0, "",
@@ -786,7 +795,7 @@ int kv_trace_open(const char *path, enum kv_trace_format fmt, struct kv_trace **
 
 	*out = NULL;
 	t->path = kv_xstrdup(path);
-	t->f = fopen(path, "r");
+	t->f = kv_xfopen(path, "r");
 	if (!t->f) {
 		int e = errno;
 

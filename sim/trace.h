@@ -27,6 +27,14 @@
  * columns in the header (so "lengths" reads the lengths of a vidur file).
  * CRLF line ends and a UTF-8 byte-order mark are accepted.
  *
+ * A last line without a newline is read like any other, in every format:
+ * the published Azure 2023 files end that way.  So a file cut mid-line
+ * (an interrupted copy) gives a row error at its last line -- a missing
+ * field, a short datetime, an unclosed JSON object -- unless the cut falls
+ * inside the last CSV field, where the shorter value is read as written:
+ * such a cut cannot be told from a genuine last row (tests/fault_test.sh
+ * cuts every format at every byte of its last line).
+ *
  * Rows are checked: non-negative integer token counts, a prompt of at least
  * 1 token, times not going backwards (unsorted timestamps are an error naming
  * the line), no missing or extra fields.  Errors fill a kv_diag with file,

@@ -639,7 +639,7 @@ static int read_all(FILE *f, char **text, size_t *len)
 
 int kv_cfg_load(struct kv_cfg_doc *doc, const char *path, struct kv_diag *d)
 {
-	FILE *f = fopen(path, "rb");
+	FILE *f = kv_xfopen(path, "rb");
 	char *text;
 	size_t len;
 	int e;

@@ -12,11 +12,38 @@
 
 #define MAX_SETS 256
 
-static volatile sig_atomic_t stop_flag;
+static volatile sig_atomic_t stop_flag; /* the signal that asked to stop, 0 when none */
 
+/* SIGINT/SIGTERM: only sets the flag (async-signal-safe); the event loop polls it. */
 static void on_signal(int sig)
 {
 	stop_flag = sig;
+}
+
+/*
+ * From here on SIGINT and SIGTERM stop the run at the next check instead
+ * of killing it, so the temporaries are removed.  Installed before the
+ * output directory is touched.  SA_RESTART: a write interrupted by the
+ * signal is resumed rather than failed with EINTR.
+ */
+static void catch_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+/* The exit status of a run stopped by a signal: 128 + its number (130 SIGINT, 143 SIGTERM). */
+static int interrupted(const struct kv_sim *s, const char *when)
+{
+	fprintf(stderr, "kvsim: interrupted by %s %s simulated %.3f s; no output written\n",
+		stop_flag == SIGINT ? "SIGINT" : "SIGTERM", when, (double)s->now * 1e-9);
+	return 128 + stop_flag;
 }
 
 static void run_usage(FILE *f)
@@ -36,7 +63,8 @@ static void run_usage(FILE *f)
 	      "  -q, --quiet          no progress line and no table\n"
 	      "  -h, --help           this help\n"
 	      "\n"
-	      "exit status: 0 done, 1 output error, 2 bad input, 3 out of memory, 130 interrupted\n",
+	      "exit status: 0 done, 1 output error, 2 bad input, 3 out of memory,\n"
+	      "130 interrupted by SIGINT, 143 by SIGTERM (no output written)\n",
 	      f);
 }
 
@@ -132,6 +160,7 @@ static int simulate(struct kv_workload *w, const struct run_args *a, struct kv_s
 		snprintf(dir, sizeof(dir), "%s", w->out_dir);
 	else
 		snprintf(dir, sizeof(dir), "out/%s", w->name);
+	catch_signals();
 	if (kv_out_open(&out, dir, w, &d)) {
 		kv_out_abort(&out);
 		return fail(&d, 1);
@@ -139,24 +168,24 @@ static int simulate(struct kv_workload *w, const struct run_args *a, struct kv_s
 	sink = kv_out_sink(&out);
 	s->sink = sink;
 	s->stop = &stop_flag;
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
 	kv_progress_init(a->quiet);
 	rc = kv_sim_run(s);
 	kv_progress_done();
-	if (rc) {
+	if (rc == KV_EIO)
+		kv_out_error(&out, &d);
+	if (rc || stop_flag)
 		kv_out_abort(&out);
-		if (rc == KV_EINTR) {
-			fprintf(stderr, "kvsim: interrupted at simulated %.3f s; no output written\n",
-				(double)s->now * 1e-9);
-			return 130;
-		}
-		if (rc == KV_EIO) {
-			fprintf(stderr, "kvsim: %s: writing the outputs failed; no output written\n", dir);
-			return 1;
-		}
+	if (stop_flag) /* whatever else happened, the user asked to stop */
+		return interrupted(s, rc == KV_EINTR ? "at" : "after");
+	if (rc == KV_EIO)
+		return fail(&d, 1);
+	if (rc) {
+		if (!s->diag.file[0])
+			snprintf(s->diag.file, sizeof(s->diag.file), "%.*s",
+				 (int)sizeof(s->diag.file) - 1, w->path);
 		return fail(&s->diag, 2);
 	}
+	/* a signal from here on is not honoured: the commit is short and all-or-nothing */
 	if (kv_out_commit(&out, s, &sum, &d)) {
 		kv_out_abort(&out);
 		return fail(&d, 1);

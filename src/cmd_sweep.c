@@ -22,6 +22,7 @@
 #include <mpi.h>
 #endif
 #include "cfg.h"
+#include "output.h"
 #include "workload.h"
 
 #include <errno.h>
@@ -241,7 +242,7 @@ static void sweep_release(struct sweep *sw)
 /* Reads a whole file; returns its bytes (NUL-terminated) or NULL with errno set. */
 static char *slurp(const char *path, size_t *len)
 {
-	FILE *f = fopen(path, "rb");
+	FILE *f = kv_xfopen(path, "rb");
 	struct sbuf b = { 0 };
 	char buf[8192];
 	size_t n;
@@ -807,7 +808,8 @@ static void reap(struct runner *r, pid_t pid, int st)
 	r->running--;
 	p = &r->sw->pt[r->slot_pt[k]];
 	point_dir(r->out, p, dir, sizeof(dir));
-	if (sweep_stop && (WIFSIGNALED(st) || (WIFEXITED(st) && WEXITSTATUS(st) == 130))) {
+	if (sweep_stop && (WIFSIGNALED(st) || (WIFEXITED(st) && (WEXITSTATUS(st) == 130 ||
+								   WEXITSTATUS(st) == 143)))) {
 		p->state = ST_TODO; /* interrupted: no row */
 		return;
 	}
@@ -884,7 +886,7 @@ static int in_shard(const struct sweep_args *a, size_t i)
  * The scheduling loop: skip finished points (their summary.csv is read
  * back), keep `jobs` children running, reap them in whatever order they
  * end.  On a signal it stops launching, forwards SIGTERM to the children
- * (which abort cleanly and exit 130) and waits for all of them.
+ * (which abort cleanly and exit 143) and waits for all of them.
  */
 static void run_points(struct runner *r)
 {
@@ -972,25 +974,42 @@ static void row(struct sbuf *b, const struct sweep *sw, const struct point *p,
 	sb_puts(b, "\n");
 }
 
-/* Writes text to dir/sweep.csv through a temporary and a rename; 0 or -1 (message printed). */
+/*
+ * Writes text to dir/sweep.csv through a temporary and a rename, both through
+ * the output layer's fault hook (KVSIM_FAIL_WRITE); 0 or -1 (message printed,
+ * the temporary removed, an earlier sweep.csv intact).
+ */
 static int write_atomic(const char *dir, const char *text)
 {
 	char tmp[1200], final[1200];
-	FILE *f;
-	int bad;
+	FILE *f = NULL;
+	int bad, fd = -1, e;
 
 	snprintf(tmp, sizeof(tmp), "%s/.sweep.csv.tmp", dir);
 	snprintf(final, sizeof(final), "%s/sweep.csv", dir);
-	f = fopen(tmp, "w");
+	if (!kv_fault_write())
+		fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+	if (fd >= 0 && !(f = kv_out_fdopen(fd))) {
+		e = errno;
+		close(fd);
+		unlink(tmp);
+		if (e == ENOMEM)
+			kv_oom(0);
+		errno = e;
+	}
 	if (!f) {
 		fprintf(stderr, "kvsim: %s: cannot create: %s\n", tmp, strerror(errno));
 		return -1;
 	}
-	fputs(text, f);
-	bad = fflush(f) != 0 || ferror(f);
+	errno = 0;
+	bad = fputs(text, f) == EOF;
+	bad |= fflush(f) != 0 || ferror(f);
+	e = errno;
 	bad |= fclose(f) != 0;
-	if (bad || rename(tmp, final)) {
-		fprintf(stderr, "kvsim: %s: write failed: %s\n", final, strerror(errno));
+	if (!e)
+		e = errno;
+	if (bad || kv_out_rename(tmp, final)) {
+		fprintf(stderr, "kvsim: %s: write failed: %s\n", final, strerror(bad && e ? e : errno));
 		unlink(tmp);
 		return -1;
 	}
@@ -1112,7 +1131,8 @@ static void sweep_usage(FILE *f)
 	      "  -h, --help           this help\n"
 	      "\n"
 	      "exit status: 0 every point ok, 1 some point failed (sweep.csv written),\n"
-	      "2 bad sweep file or usage, 130 interrupted (rerun to complete)\n",
+	      "2 bad sweep file or usage, 3 out of memory, 130 interrupted by SIGINT and\n"
+	      "143 by SIGTERM (rerun to complete)\n",
 	      f);
 }
 
@@ -1214,9 +1234,9 @@ static int sweep_finish(struct runner *r)
 	int rc = write_sweep_csv(sw, r->out);
 
 	if (sweep_stop) {
-		fprintf(stderr, "kvsim: sweep: interrupted after %zu of %zu points; %s/sweep.csv has them, rerun to complete\n",
-			r->done, r->total, r->out);
-		return 130;
+		fprintf(stderr, "kvsim: sweep: interrupted by %s after %zu of %zu points; %s/sweep.csv has them, rerun to complete\n",
+			sweep_stop == SIGINT ? "SIGINT" : "SIGTERM", r->done, r->total, r->out);
+		return 128 + sweep_stop;
 	}
 	if (rc)
 		return 1;
@@ -1272,7 +1292,7 @@ static int sweep_once(struct sweep_args *a, int finish)
 	if (finish)
 		rc = sweep_finish(&r);
 	else
-		rc = sweep_stop ? 130 : 0;
+		rc = sweep_stop ? 128 + sweep_stop : 0;
 	free(r.pid);
 	free(r.slot_pt);
 	sweep_release(&sw);
@@ -1310,14 +1330,14 @@ static int sweep_mpi(struct sweep_args *a)
 	a->n_shards = size;
 	rc = sweep_once(a, 0);
 	MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-	if (rank == 0 && worst != 2 && worst != 130) {
+	if (rank == 0 && worst != 2 && worst < 128) {
 		a->shard = a->n_shards = 1;
 		rc = sweep_once(a, 1);
 	} else if (rank == 0) {
 		rc = worst;
 	}
 	MPI_Finalize();
-	return rank == 0 ? rc : (worst == 2 || worst == 130 ? worst : 0);
+	return rank == 0 ? rc : (worst == 2 || worst >= 128 ? worst : 0);
 }
 #endif
 

@@ -4,6 +4,7 @@
 #include "output.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +77,75 @@ static char *put_milli(char *p, double v)
 	return p;
 }
 
+/* --- failures ------------------------------------------------------------------ */
+
+/* Records the first failed write: which file (F_*, or -1 for the scratch file) and errno. */
+static void out_failed(struct kv_out *o, int idx)
+{
+	if (o->failed)
+		return;
+	o->failed = 1;
+	o->fail_idx = idx;
+	o->fail_errno = errno ? errno : EIO;
+}
+
+void kv_out_error(const struct kv_out *o, struct kv_diag *d)
+{
+	const char *file = o->fail_idx < 0 ? "the scratch file (tmpfile)" : o->final[o->fail_idx];
+
+	kv_diag_set(d, KV_EIO, file, 0, 0, "", "write failed: %s; no output written",
+		    strerror(o->fail_errno ? o->fail_errno : EIO));
+}
+
+/* --- the fault hook on output files (KVSIM_FAIL_WRITE) -------------------------- */
+
+/* fopencookie write: one write(2) of a stdio buffer, or an injected ENOSPC. */
+static ssize_t cookie_write(void *c, const char *buf, size_t n)
+{
+	int fd = (int)(intptr_t)c;
+	size_t off = 0;
+	ssize_t w;
+
+	if (kv_fault_write())
+		return -1;
+	while (off < n) {
+		w = write(fd, buf + off, n - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return off ? (ssize_t)off : -1;
+		off += (size_t)w;
+	}
+	return (ssize_t)n;
+}
+
+static int cookie_close(void *c)
+{
+	int fd = (int)(intptr_t)c;
+
+	if (kv_fault_write()) {
+		close(fd);
+		errno = ENOSPC;
+		return -1;
+	}
+	return close(fd);
+}
+
+FILE *kv_out_fdopen(int fd)
+{
+	cookie_io_functions_t io = { .read = NULL, .write = cookie_write, .seek = NULL,
+				     .close = cookie_close };
+
+	if (!kv_fault_write_armed())
+		return fdopen(fd, "w");
+	return fopencookie((void *)(intptr_t)fd, "w", io);
+}
+
+int kv_out_rename(const char *from, const char *to)
+{
+	return kv_fault_write() ? -1 : rename(from, to);
+}
+
 /* --- sinks -------------------------------------------------------------------- */
 
 static int write_request(void *ctx, const struct kv_sim *s, const struct kv_req *q,
@@ -91,7 +161,7 @@ static int write_request(void *ctx, const struct kv_sim *s, const struct kv_req 
 
 		o->len_count[len]++;
 		if (fwrite(&rec, sizeof(rec), 1, o->lat) != 1)
-			o->failed = 1;
+			out_failed(o, -1);
 	}
 	if (!o->req)
 		return o->failed;
@@ -133,7 +203,7 @@ static int write_request(void *ctx, const struct kv_sim *s, const struct kv_req 
 	p = put_milli(p, q->memtime_Bs);
 	*p++ = '\n';
 	if (fwrite(line, 1, (size_t)(p - line), o->req) != (size_t)(p - line))
-		o->failed = 1;
+		out_failed(o, F_REQ);
 	return o->failed;
 }
 
@@ -157,7 +227,7 @@ static int write_sample(void *ctx, const struct kv_sim *s, kv_ns t)
 			     kv_pool_ext_frag(&r->pool),
 			     (unsigned long long)r->pool.alloc_fail_frag);
 		if (fwrite(line, 1, (size_t)(p - line), o->ts) != (size_t)(p - line))
-			o->failed = 1;
+			out_failed(o, F_TS);
 	}
 	for (i = 0; i < s->cfg->source.n_tenants; i++) {
 		const struct kv_tenant_stats *ts = &s->tenant[i];
@@ -166,7 +236,7 @@ static int write_sample(void *ctx, const struct kv_sim *s, kv_ns t)
 		p += sprintf(p, ",%s,%llu,%.0f,%.0f\n", s->cfg->source.tenants[i].name,
 			     (unsigned long long)ts->waiting, ts->service, ts->vservice);
 		if (fwrite(line, 1, (size_t)(p - line), o->tser) != (size_t)(p - line))
-			o->failed = 1;
+			out_failed(o, F_TSER);
 	}
 	return o->failed;
 }
@@ -213,38 +283,73 @@ static mode_t current_umask(void)
 	return m;
 }
 
+/*
+ * Creates the temporary of file idx (".NAME.XXXXXX" in the output
+ * directory) and opens it for writing.  Returns the stream, or NULL with d
+ * filled and nothing left on disk.  ENOMEM from fdopen is out of memory
+ * (kv_oom), after the file is removed.
+ */
 static FILE *open_tmp(struct kv_out *o, int idx, struct kv_diag *d)
 {
-	FILE *f;
-	int fd;
-
 	char buf[sizeof(o->tmp[0])];
+	FILE *f = NULL;
+	int fd = -1, e;
 
 	snprintf(buf, sizeof(buf), "%s/%s", o->dir, file_names[idx]);
 	memcpy(o->final[idx], buf, sizeof(buf));
 	snprintf(buf, sizeof(buf), "%s/.%s.XXXXXX", o->dir, file_names[idx]);
 	memcpy(o->tmp[idx], buf, sizeof(buf));
-	fd = mkstemp(o->tmp[idx]);
-	if (fd >= 0)
+	if (!kv_fault_write())
+		fd = mkstemp(o->tmp[idx]);
+	if (fd >= 0) {
 		fchmod(fd, 0666 & ~current_umask());
-	if (fd < 0 || !(f = fdopen(fd, "w"))) {
-		kv_diag_set(d, KV_EIO, o->tmp[idx], 0, 0, "", "cannot create: %s", strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		o->tmp[idx][0] = 0;
-		return NULL;
+		f = kv_out_fdopen(fd);
 	}
-	return f;
+	if (f)
+		return f;
+	e = errno;
+	if (fd >= 0) {
+		close(fd);
+		unlink(o->tmp[idx]);
+	}
+	o->tmp[idx][0] = 0;
+	if (e == ENOMEM)
+		kv_oom(0);
+	kv_diag_set(d, KV_EIO, o->final[idx], 0, 0, "", "cannot create a temporary file: %s",
+		    strerror(e));
+	return NULL;
+}
+
+/* The kv_out with temporaries on disk, removed at exit (kv_oom's exit(3)) if still set. */
+static struct kv_out *open_out;
+
+static void out_atexit(void)
+{
+	if (open_out)
+		kv_out_abort(open_out);
+}
+
+/* Writes a header line into file idx, recording a failure. */
+static void put_header(struct kv_out *o, FILE *f, int idx, const char *text)
+{
+	if (fputs(text, f) == EOF)
+		out_failed(o, idx);
 }
 
 int kv_out_open(struct kv_out *o, const char *dir, const struct kv_workload *w, struct kv_diag *d)
 {
 	static char buf_req[1 << 16], buf_ts[1 << 16];
+	static int registered;
 	int rc;
 
 	memset(o, 0, sizeof(*o));
 	o->w = w;
 	snprintf(o->dir, sizeof(o->dir), "%s", dir);
+	if (!registered) {
+		atexit(out_atexit);
+		registered = 1;
+	}
+	open_out = o;
 	rc = make_dirs(dir, &o->created_dir);
 	if (rc)
 		return kv_diag_set(d, KV_EIO, dir, 0, 0, "", "cannot create the output directory: %s",
@@ -253,36 +358,49 @@ int kv_out_open(struct kv_out *o, const char *dir, const struct kv_workload *w, 
 		if (!(o->req = open_tmp(o, F_REQ, d)))
 			return KV_EIO;
 		setvbuf(o->req, buf_req, _IOFBF, sizeof(buf_req));
-		fputs("id,tenant,replica,status,arrival_s,first_token_s,finish_s,prompt_tokens,"
-		      "output_tokens,ttft_s,tpot_s,e2e_s,preemptions,cost_byte_steps,memtime_byte_s\n",
-		      o->req);
+		put_header(o, o->req, F_REQ,
+			   "id,tenant,replica,status,arrival_s,first_token_s,finish_s,prompt_tokens,"
+			   "output_tokens,ttft_s,tpot_s,e2e_s,preemptions,cost_byte_steps,memtime_byte_s\n");
 	}
 	if (!(o->ts = open_tmp(o, F_TS, d)))
 		return KV_EIO;
 	o->max_len = w->cfg.model.max_ctx_tokens;
 	o->len_count = kv_xcalloc(o->max_len + 1, sizeof(*o->len_count));
+	errno = 0;
 	o->lat = tmpfile(); /* unlinked: nothing to clean up */
+	if (!o->lat && errno == ENOMEM)
+		kv_oom(0);
 	if (!o->lat)
 		return kv_diag_set(d, KV_EIO, "tmpfile", 0, 0, "", "cannot create a scratch file: %s",
 				   strerror(errno));
 	setvbuf(o->ts, buf_ts, _IOFBF, sizeof(buf_ts));
 	if (!(o->tser = open_tmp(o, F_TSER, d)))
 		return KV_EIO;
-	fputs("t_s,tenant,waiting,service,virtual_service\n", o->tser);
-	fputs("t_s,replica,waiting,running,kv_used_bytes,kv_reserved_bytes,kv_internal_waste_bytes,"
-	      "largest_free_bytes,ext_frag,alloc_fail_frag\n", o->ts);
+	put_header(o, o->tser, F_TSER, "t_s,tenant,waiting,service,virtual_service\n");
+	put_header(o, o->ts, F_TS,
+		   "t_s,replica,waiting,running,kv_used_bytes,kv_reserved_bytes,kv_internal_waste_bytes,"
+		   "largest_free_bytes,ext_frag,alloc_fail_frag\n");
 	return 0;
 }
 
-/* Flushes and closes f, returning nonzero when any write failed. */
-static int close_checked(FILE **f)
+/*
+ * Flushes and closes *f (file idx), recording the first failure in o.
+ * Returns nonzero when any write to it failed.
+ */
+static int close_checked(struct kv_out *o, FILE **f, int idx)
 {
 	int bad;
 
 	if (!*f)
 		return 0;
+	errno = 0;
 	bad = fflush(*f) != 0 || ferror(*f);
-	bad |= fclose(*f) != 0;
+	if (bad)
+		out_failed(o, idx);
+	if (fclose(*f) != 0) {
+		out_failed(o, idx);
+		bad = 1;
+	}
 	*f = NULL;
 	return bad;
 }
@@ -305,8 +423,10 @@ static int write_summary_csv(struct kv_out *o, const struct kv_summary *sum, str
 			fprintf(f, sum->item[i].integer ? ",%.0f" : ",%.6g", sum->item[i].value);
 	}
 	fputc('\n', f);
-	return close_checked(&f) ? kv_diag_set(d, KV_EIO, o->tmp[F_SUM], 0, 0, "",
-					       "write failed: %s", strerror(errno)) : 0;
+	if (!close_checked(o, &f, F_SUM))
+		return 0;
+	kv_out_error(o, d);
+	return KV_EIO;
 }
 
 /* 1 if s can sit inside '...' in gnuplot code inside "..." in a shell command. */
@@ -351,8 +471,10 @@ static int write_tenants_csv(struct kv_out *o, const struct kv_sim *s, struct kv
 			(double)kv_hist_quantile(&t->e2e, 0.5) * 1e-9,
 			(double)kv_hist_quantile(&t->e2e, 0.99) * 1e-9);
 	}
-	return close_checked(&f) ? kv_diag_set(d, KV_EIO, o->tmp[F_TEN], 0, 0, "",
-					       "write failed: %s", strerror(errno)) : 0;
+	if (!close_checked(o, &f, F_TEN))
+		return 0;
+	kv_out_error(o, d);
+	return KV_EIO;
 }
 
 /* Renders run.png with gnuplot; returns 0 when rendered (or gnuplot is absent). */
@@ -424,29 +546,75 @@ static void scratch_close(struct kv_out *o)
 	o->len_count = NULL;
 }
 
+/*
+ * Renames every temporary into place.  The renames are atomic one by one;
+ * for the set to be atomic too, each existing final file is first
+ * hard-linked to a backup ("TMP.old"), and a failed rename puts back the
+ * files already replaced (or removes them when they are new), so the
+ * directory holds either all the new files or all the old ones.  The
+ * rejected alternative, a fresh directory swapped in by one rename, would
+ * drop files other tools keep in the directory (run.svg, notes).  Returns 0
+ * or KV_EIO with d filled.
+ */
+static int rename_all(struct kv_out *o, struct kv_diag *d)
+{
+	char old[KV_OUT_FILES][sizeof(o->tmp[0]) + 4];
+	int had[KV_OUT_FILES] = { 0 }, i, j, e = 0, bad = -1;
+
+	for (i = 0; i < KV_OUT_FILES && bad < 0; i++) {
+		if (!o->tmp[i][0])
+			continue;
+		snprintf(old[i], sizeof(old[i]), "%s.old", o->tmp[i]);
+		if (kv_fault_write() || (link(o->final[i], old[i]) && errno != ENOENT))
+			bad = i, e = errno;
+		else
+			had[i] = access(old[i], F_OK) == 0;
+	}
+	for (i = 0; i < KV_OUT_FILES && bad < 0; i++)
+		if (o->tmp[i][0] && kv_out_rename(o->tmp[i], o->final[i]))
+			bad = i, e = errno;
+	for (j = 0; bad >= 0 && j < KV_OUT_FILES; j++) { /* roll back what was renamed */
+		if (!o->tmp[j][0] || access(o->tmp[j], F_OK) == 0)
+			continue; /* not renamed */
+		if (had[j])
+			rename(old[j], o->final[j]);
+		else
+			unlink(o->final[j]);
+	}
+	for (i = 0; i < KV_OUT_FILES; i++) {
+		if (had[i])
+			unlink(old[i]);
+		if (bad < 0)
+			o->tmp[i][0] = 0;
+	}
+	if (bad < 0)
+		return 0;
+	return kv_diag_set(d, KV_EIO, o->final[bad], 0, 0, "",
+			   "cannot rename into place: %s; no output written, earlier outputs kept",
+			   strerror(e ? e : EIO));
+}
+
 int kv_out_commit(struct kv_out *o, const struct kv_sim *s, struct kv_summary *sum,
 		  struct kv_diag *d)
 {
-	int i, rc;
+	int rc;
 
-	if (close_checked(&o->req) || close_checked(&o->ts) || close_checked(&o->tser) ||
-	    o->failed)
-		return kv_diag_set(d, KV_EIO, o->dir, 0, 0, "", "writing the outputs failed: %s",
-				   strerror(errno ? errno : EIO));
+	close_checked(o, &o->req, F_REQ);
+	close_checked(o, &o->ts, F_TS);
+	close_checked(o, &o->tser, F_TSER);
+	if (o->failed) {
+		kv_out_error(o, d);
+		return KV_EIO;
+	}
 	kv_summary_compute(s, o, sum);
 	rc = write_summary_csv(o, sum, d);
 	if (!rc)
 		rc = write_tenants_csv(o, s, d);
+	if (!rc)
+		rc = rename_all(o, d);
 	if (rc)
 		return rc;
-	for (i = 0; i < KV_OUT_FILES; i++) {
-		if (!o->tmp[i][0])
-			continue;
-		if (rename(o->tmp[i], o->final[i]))
-			return kv_diag_set(d, KV_EIO, o->final[i], 0, 0, "", "cannot rename into place: %s",
-					   strerror(errno));
-		o->tmp[i][0] = 0;
-	}
+	open_out = NULL;
 	if (o->w->chart)
 		render_chart(o, s);
 	scratch_close(o);
@@ -472,6 +640,8 @@ void kv_out_abort(struct kv_out *o)
 	}
 	if (o->created_dir)
 		rmdir(o->dir);
+	if (open_out == o)
+		open_out = NULL;
 }
 
 /* --- summary ----------------------------------------------------------------- */

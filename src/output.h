@@ -24,6 +24,8 @@ struct kv_out {
 	char tmp[KV_OUT_FILES][1100]; /* temporary names, "" when unused */
 	char final[KV_OUT_FILES][1100]; /* final names */
 	int failed; /* a write failed */
+	int fail_idx; /* the first failed file: index into final[], -1 for the scratch file */
+	int fail_errno; /* errno of the first failure */
 	FILE *lat; /* unlinked scratch file: (length, E2E) of completed requests, 8 bytes each */
 	uint64_t *len_count; /* completed requests per prompt+output length, 0..max_len */
 	uint64_t max_len; /* longest length counted exactly (longer ones fold into it) */
@@ -75,8 +77,25 @@ struct kv_sink kv_out_sink(struct kv_out *o);
 int kv_out_commit(struct kv_out *o, const struct kv_sim *s, struct kv_summary *sum,
 		  struct kv_diag *d);
 
-/* Removes the temporaries (and the directory if this run created it and it is empty). */
+/*
+ * Removes the temporaries (and the directory if this run created it and it
+ * is empty).  Also runs at exit for a kv_out opened and neither committed
+ * nor aborted (out of memory exits from deep inside a run).
+ */
 void kv_out_abort(struct kv_out *o);
+
+/* Fills d with the first failed write of o: "FILE: write failed: REASON; no output written". */
+void kv_out_error(const struct kv_out *o, struct kv_diag *d);
+
+/*
+ * The output layer's file operations, through the fault hook
+ * (kv_fault_write, KVSIM_FAIL_WRITE): kv_out_fdopen wraps the descriptor of
+ * a new output file in a stream whose buffer writes and close can fail with
+ * ENOSPC on demand; kv_out_rename renames.  Without KVSIM_FAIL_WRITE they
+ * are fdopen(fd, "w") and rename().
+ */
+FILE *kv_out_fdopen(int fd);
+int kv_out_rename(const char *from, const char *to);
 
 /*
  * Renders DIR/run.png (or run.svg) from a run's CSVs with plots/run.gp:

@@ -11,6 +11,7 @@
 #include "profiles.h"
 
 #include <libgen.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -408,6 +409,41 @@ static int read_outputs(struct kv_cfg_doc *doc, struct kv_workload *wl, struct k
 	return kv_cfg_resolve_path(doc, kv_cfg_get(n, "dir"), rel, wl->out_dir, sizeof(wl->out_dir));
 }
 
+#define MAX_SAMPLES 1e8 /* samples a generated run may take: 1e8 timeseries rows per replica */
+
+/*
+ * Samples are taken every sample_interval for as long as requests arrive
+ * or run, idle stretches included: a generated stream spans about requests
+ * / rate seconds (or its duration).  Beyond MAX_SAMPLES the run would spend
+ * hours writing rows of an idle cluster (rate 1e-9 with a 1 s interval: 1e9
+ * rows per request), so that is an input error naming the interval (or the
+ * rate, when the interval is the default).  A trace's span is known only
+ * once read: it is not checked.
+ */
+static int check_samples(struct kv_cfg_doc *doc, const struct kv_workload *w,
+			 struct kv_diag *d)
+{
+	const struct kv_source_spec *s = &w->cfg.source;
+	struct kv_cfg_node *at = kv_cfg_get(kv_cfg_get(doc->root, "outputs"), "sample_interval");
+	double span_s, interval_s = (double)w->cfg.sample_interval_ns * 1e-9, n;
+
+	if (!w->cfg.sample_interval_ns || s->arrival == KV_ARRIVAL_TRACE)
+		return 0;
+	span_s = s->requests ? (double)s->requests / s->rate_per_s : INFINITY;
+	if (s->duration_ns)
+		span_s = fmin(span_s, (double)s->duration_ns * 1e-9);
+	n = span_s / interval_s;
+	if (n <= MAX_SAMPLES)
+		return 0;
+	if (!at)
+		at = kv_cfg_get(kv_cfg_get(kv_cfg_get(doc->root, "workload"), "arrival"), "rate");
+	if (!at) /* both defaulted: the workload section, which exists */
+		at = kv_cfg_get(doc->root, "workload");
+	return kv_cfg_error(at, d,
+			    "bad value %g s: arrivals spanning about %.3g s (workload.requests / workload.arrival.rate) give %.3g samples: expected at most %.0e (raise outputs.sample_interval, or 0 for none)",
+			    interval_s, span_s, n, MAX_SAMPLES);
+}
+
 static int read_fairness(struct kv_cfg_node *root, struct kv_fairness_cfg *f, struct kv_diag *d)
 {
 	static const char *const keys[] = { "input_weight", "output_weight", "short_tokens",
@@ -462,7 +498,8 @@ static int read_top(struct kv_cfg_doc *doc, struct kv_workload *w, int has_seed,
 			&c->cache_opts, d));
 	TRY(read_workload(doc, c, d));
 	TRY(read_fairness(doc->root, &c->fairness, d));
-	return read_outputs(doc, w, d);
+	TRY(read_outputs(doc, w, d));
+	return check_samples(doc, w, d);
 }
 
 int kv_workload_load(struct kv_workload *w, const char *path, char *const *sets, size_t n_sets,

@@ -66,11 +66,11 @@ fi
 # an output directory that cannot be created
 "$kvsim" run -q "$tmp/w.yaml" -o /proc/kvsim-no 2>/dev/null; [ $? -eq 1 ] && ok || bad "unwritable output dir"
 
-# SIGINT and SIGTERM stop a run: status 130, a message, no output directory
+# SIGINT and SIGTERM stop a run: status 130 or 143, a message, no output directory
 for sig in INT TERM; do
   "$kvsim" run -q "$src/bench/million.yaml" -o "$tmp/sig-$sig" 2>"$tmp/err" & pid=$!
   sleep 1; kill -s $sig $pid; wait $pid; st=$?
-  [ $st -eq 130 ] && grep -q interrupted "$tmp/err" && [ ! -e "$tmp/sig-$sig" ] && ok || bad "SIG$sig: status $st, $(cat "$tmp/err")"
+  [ $st -eq $((128 + $(kill -l $sig))) ] && grep -q interrupted "$tmp/err" && [ ! -e "$tmp/sig-$sig" ] && ok || bad "SIG$sig: status $st, $(cat "$tmp/err")"
 done
 
 # The corpus of bad inputs
