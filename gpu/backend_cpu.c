@@ -378,11 +378,83 @@ static void rmsnorm(float *out, const float *x, uint32_t rows, size_t h, const f
 	}
 }
 
+/* Dot product with eight independent partial sums: vectorises without -ffast-math. */
+static inline float dot8(const float *a, const float *b, uint32_t n)
+{
+	float s[8] = { 0 };
+	uint32_t i = 0, k;
+
+	for (; i + 8 <= n; i += 8)
+		for (k = 0; k < 8; k++)
+			s[k] += a[i + k] * b[i + k];
+	for (; i < n; i++)
+		s[0] += a[i] * b[i];
+	return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
+/* An AVX2 clone where the CPU has it (one binary for every x86-64: ifunc dispatch). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+void kv_backend_cpu_decode(float *out, const float *q, const float *arena,
+			   const struct kv_paged_shape *sh, const int32_t *table, int ctx_len,
+			   float scale)
+{
+	const uint32_t bt = (uint32_t)sh->block_tokens, hd = (uint32_t)sh->head_dim;
+	const uint32_t group = (uint32_t)(sh->heads / sh->kv_heads);
+	const size_t head_floats = (size_t)bt * hd, bf = 2 * (size_t)sh->kv_heads * head_floats;
+	float sc[KV_CPU_MAX_BLOCK_TOKENS];
+	uint32_t h, t, d;
+
+	for (h = 0; h < (uint32_t)sh->heads; h++) {
+		const float *qh = q + (size_t)h * hd;
+		float *o = out + (size_t)h * hd, m = -INFINITY, l = 0.0f;
+		uint32_t kvh = h / group, done;
+
+		for (d = 0; d < hd; d++)
+			o[d] = 0.0f;
+		for (done = 0; done < (uint32_t)ctx_len; done += bt) {
+			const float *blk = arena + (size_t)table[done / bt] * bf;
+			const float *K = blk + (size_t)kvh * head_floats;
+			const float *V = blk + ((size_t)sh->kv_heads + kvh) * head_floats;
+			uint32_t n = KV_MIN(bt, (uint32_t)ctx_len - done);
+			float mb = -INFINITY, corr, sum = 0.0f;
+
+			/* scores of the block, then one rescale per block, not per token */
+			for (t = 0; t < n; t++) {
+				sc[t] = dot8(qh, K + (size_t)t * hd, hd) * scale;
+				mb = sc[t] > mb ? sc[t] : mb;
+			}
+			if (mb > m) {
+				corr = expf(m - mb); /* 0 on the first block: m = -inf */
+				l *= corr;
+				for (d = 0; d < hd; d++)
+					o[d] *= corr;
+				m = mb;
+			}
+			for (t = 0; t < n; t++) {
+				const float *v = V + (size_t)t * hd;
+				float p = expf(sc[t] - m);
+
+				sum += p;
+				for (d = 0; d < hd; d++)
+					o[d] += p * v[d];
+			}
+			l += sum;
+		}
+		for (d = 0; d < hd && l > 0.0f; d++)
+			o[d] /= l;
+	}
+}
+
 /*
  * Layer l's attention for every new token: append its K and V through the
  * sequence's page table (block = page * layers + l), then decode each
  * token over ctx + j + 1 tokens -- appending the whole chunk first is
- * safe because the lengths, not the order, keep it causal.
+ * safe because the lengths, not the order, keep it causal.  The decode is
+ * kv_backend_cpu_decode(): the reference twin's online softmax, a block at
+ * a time (one rescale per block, rows read in place), which
+ * tests/test_backend.c checks against kv_ref_paged_decode().
  */
 static void attention(struct cpu_backend *c, uint32_t l, const struct kv_backend_seq *seqs,
 		      uint32_t n)
@@ -405,9 +477,9 @@ static void attention(struct cpu_backend *c, uint32_t l, const struct kv_backend
 					 row + kv_dim);
 		}
 		for (j = 0; j < s->n_new; j++, r++)
-			kv_ref_paged_decode(c->att + (size_t)r * c->q_dim,
-					    c->qkv + (size_t)r * c->qkv_dim, arena, &c->sh,
-					    c->table, (int)(s->ctx + j + 1), scale);
+			kv_backend_cpu_decode(c->att + (size_t)r * c->q_dim,
+					      c->qkv + (size_t)r * c->qkv_dim, arena, &c->sh,
+					      c->table, (int)(s->ctx + j + 1), scale);
 	}
 }
 
@@ -634,6 +706,10 @@ static int cpu_check(const struct kv_backend_opts *o, struct kv_diag *d)
 		return kv_diag_set(d, KV_EINVAL, "", 0, 0, "backend",
 				   "kv_int8: the cpu backend stores fp32 KV only; int8 KV needs "
 				   "the cuda backend");
+	if (o->page_tokens > KV_CPU_MAX_BLOCK_TOKENS)
+		return kv_diag_set(d, KV_EINVAL, "", 0, 0, "backend",
+				   "page_tokens %u: the cpu backend's attention takes at most %d",
+				   o->page_tokens, KV_CPU_MAX_BLOCK_TOKENS);
 	if (qkv > INT32_MAX / 2 || 2ULL * m->intermediate > INT32_MAX / 2 ||
 	    o->max_ctx_tokens > INT32_MAX / 2 || o->max_batch_tokens > INT32_MAX / 2)
 		return kv_diag_set(d, KV_EINVAL, "", 0, 0, "backend",

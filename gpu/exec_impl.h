@@ -35,6 +35,7 @@
 #define KV_EXEC_IMPL_H
 
 #include "exec.h"
+#include "kernels.h"
 
 struct kv_backend_ops {
 	const char *name; /* the kind: "cpu", "cuda" */
@@ -118,6 +119,17 @@ struct kv_cpu_debug {
  * first library loaded wins.
  */
 void kv_backend_cpu_blas(char *out, size_t len);
+
+/*
+ * The CPU backend's fp32 decode attention: kv_ref_paged_decode()'s
+ * semantics and layout, a block at a time (scores of a block, one rescale,
+ * then its V rows), rows read in place.  block_tokens at most
+ * KV_CPU_MAX_BLOCK_TOKENS.
+ */
+#define KV_CPU_MAX_BLOCK_TOKENS 256
+void kv_backend_cpu_decode(float *out, const float *q, const float *arena,
+			   const struct kv_paged_shape *sh, const int32_t *table, int ctx_len,
+			   float scale);
 
 /*
  * FLOP/s of the "cpu" backend's CBLAS on one row-major sgemm of m x k

@@ -412,8 +412,7 @@ out:
 /* The replay under one cache model: its iterations become points; beta with the allocator. */
 static int replay(struct cal *c, const char *cache, double *beta, struct kv_diag *d)
 {
-	char set_model[1100], set_cache[64], set_n[64];
-	char *sets[3] = { set_model, set_cache, set_n };
+	char set_model[1100], set_cache[64], *sets[2] = { set_model, set_cache };
 	char path[1100], what[24];
 	struct kv_workload w;
 	struct kv_real_exec e;
@@ -427,13 +426,14 @@ static int replay(struct cal *c, const char *cache, double *beta, struct kv_diag
 		snprintf(path, sizeof(path), "%s/workloads/calibrate-replay.yaml", KV_SOURCE_DIR);
 	snprintf(set_model, sizeof(set_model), "model=%s", c->a.model);
 	snprintf(set_cache, sizeof(set_cache), "cache.name=%s", cache);
-	/* --quick: the first 8 requests of the replay (CI) */
-	snprintf(set_n, sizeof(set_n), "workload.requests=8");
-	rc = kv_workload_load(&w, path, sets, c->a.quick ? 3 : 2, 1, c->a.seed, d);
+	rc = kv_workload_load(&w, path, sets, 2, 1, c->a.seed, d);
 	if (rc) {
 		kv_workload_release(&w);
 		return rc;
 	}
+	/* --quick: at most the first 8 requests of the replay (CI) */
+	if (c->a.quick && (!w.cfg.source.requests || w.cfg.source.requests > 8))
+		w.cfg.source.requests = 8;
 	w.cfg.model.dtype_bytes = c->m.dtype_bytes;
 	/* the device: this machine's memory; the perf coefficients do not matter here */
 	snprintf(w.cfg.device.name, sizeof(w.cfg.device.name), "%s", c->a.kind);

@@ -48,7 +48,12 @@ cp "$src/tests/data/sweep/base.yaml" "$src/tests/data/sweep/grid.yaml" "$tmp/" 2
 if [ -f "$tmp/grid.yaml" ]; then
 	run 0 "sweep (forked workers)" sweep "$tmp/grid.yaml" -j 2 -o "$tmp/sweep" --quiet
 fi
-run 0 "calibrate --quick (cpu, tiny)" calibrate --model tiny --quick --reps 1 -o "$tmp/cal/cpu-tiny.yaml" --quiet
+# a two-request replay (the default replays eight under --quick)
+sed -e "s|requests: 24|requests: 2|" \
+	-e "s|trace: ../../shared/traces/|trace: ${KVSIM_TRACES:-$src/../shared/traces}/|" \
+	"$src/workloads/calibrate-replay.yaml" >"$tmp/replay.yaml"
+run 0 "calibrate --quick (cpu, tiny)" calibrate --model tiny --quick --reps 1 \
+	--replay "$tmp/replay.yaml" -o "$tmp/cal/cpu-tiny.yaml" --quiet
 if [ -f "$tmp/cal/cpu-tiny.yaml" ]; then
 	run 0 "validate (cpu, tiny, 6 requests)" validate "$src/workloads/validate-cpu.yaml" \
 		--profile "$tmp/cal/cpu-tiny.yaml" --set workload.requests=6 -o "$tmp/val" --quiet
