@@ -778,15 +778,19 @@ static int read_header(struct kv_trace *t, enum kv_trace_format fmt, struct kv_d
 	return 0;
 }
 
-int kv_trace_open(const char *path, enum kv_trace_format fmt, struct kv_trace **out,
-		  struct kv_diag *d)
+/*
+ * Finishes an open whose stream is f (NULL when opening failed, with errno
+ * set): reads the header.  Takes f; frees everything on failure.
+ */
+static int open_stream(FILE *f, const char *path, enum kv_trace_format fmt,
+		       struct kv_trace **out, struct kv_diag *d)
 {
 	struct kv_trace *t = kv_xcalloc(1, sizeof(*t));
 	int err;
 
 	*out = NULL;
 	t->path = kv_xstrdup(path);
-	t->f = fopen(path, "r");
+	t->f = f;
 	if (!t->f) {
 		int e = errno;
 
@@ -802,6 +806,27 @@ int kv_trace_open(const char *path, enum kv_trace_format fmt, struct kv_trace **
 fail:
 	kv_trace_close(t);
 	return err;
+}
+
+int kv_trace_open(const char *path, enum kv_trace_format fmt, struct kv_trace **out,
+		  struct kv_diag *d)
+{
+	return open_stream(fopen(path, "r"), path, fmt, out, d);
+}
+
+int kv_trace_open_mem(const char *name, const void *data, size_t len,
+		      enum kv_trace_format fmt, struct kv_trace **out, struct kv_diag *d)
+{
+	/*
+	 * fmemopen() keeps the one FILE code path (getline, ftello, fseeko)
+	 * that files take, rather than a second line splitter over memory.
+	 * Reading mode never writes to the buffer, so the cast is safe; glibc
+	 * (since 2.22) reads NUL bytes as data and accepts a size of 0.
+	 */
+	static char empty[1];
+
+	return open_stream(fmemopen(data ? (void *)(uintptr_t)data : empty, len, "r"), name, fmt,
+			   out, d);
 }
 
 int kv_trace_next(struct kv_trace *t, struct kv_trace_row *row, struct kv_diag *d)

@@ -617,6 +617,12 @@ int kv_cfg_load_string(struct kv_cfg_doc *doc, const char *name, const char *tex
 	return load_text(doc, name ? name : "<string>", text, strlen(text), d);
 }
 
+int kv_cfg_load_mem(struct kv_cfg_doc *doc, const char *name, const char *text, size_t len,
+		    struct kv_diag *d)
+{
+	return load_text(doc, name, text, len, d);
+}
+
 /* Reads all of f into a new buffer (*len bytes).  Returns 0 or an errno value. */
 static int read_all(FILE *f, char **text, size_t *len)
 {

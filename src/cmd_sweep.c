@@ -444,8 +444,11 @@ static void default_name(struct sweep *sw, const char *path)
 	sw->name[n] = 0;
 }
 
-/* Loads and checks the sweep file (not the points). Returns 0 or a code with d filled. */
-static int sweep_load(struct sweep *sw, const char *path, struct kv_diag *d)
+/*
+ * Checks the sweep file already in sw->doc (not the points); path names it
+ * for the default name.  Returns 0 or a code with d filled.
+ */
+static int sweep_read(struct sweep *sw, const char *path, struct kv_diag *d)
 {
 	static const char *const keys[] = { "name", "description", "base", "axes", "zip",
 					    "seeds", "set", "target", NULL };
@@ -453,9 +456,6 @@ static int sweep_load(struct sweep *sw, const char *path, struct kv_diag *d)
 	char def[128];
 	int rc;
 
-	memset(sw, 0, sizeof(*sw));
-	if ((rc = kv_cfg_load(&sw->doc, path, d)))
-		return rc;
 	if ((rc = kv_cfg_check_keys(sw->doc.root, keys, d)))
 		return rc;
 	default_name(sw, path);
@@ -470,6 +470,17 @@ static int sweep_load(struct sweep *sw, const char *path, struct kv_diag *d)
 	if (set && set->type == KV_CFG_MAP && (rc = read_sets(sw, set, "", d)))
 		return rc;
 	return read_target(sw, d);
+}
+
+/* Loads and checks the sweep file (not the points). Returns 0 or a code with d filled. */
+static int sweep_load(struct sweep *sw, const char *path, struct kv_diag *d)
+{
+	int rc;
+
+	memset(sw, 0, sizeof(*sw));
+	if ((rc = kv_cfg_load(&sw->doc, path, d)))
+		return rc;
+	return sweep_read(sw, path, d);
 }
 
 /* --- points -------------------------------------------------------------- */
@@ -1194,6 +1205,25 @@ static int check_base(const struct sweep *sw, struct kv_diag *d)
 	int rc = kv_workload_load(&w, sw->base, sw->sets, sw->n_sets, 0, 0, d);
 
 	kv_workload_release(&w);
+	return rc;
+}
+
+int kv_sweep_check_mem(const char *name, const char *text, size_t len, size_t *n_points,
+		       struct kv_diag *d)
+{
+	struct sweep sw;
+	int rc;
+
+	memset(&sw, 0, sizeof(sw));
+	rc = kv_cfg_load_mem(&sw.doc, name, text, len, d);
+	if (!rc)
+		rc = sweep_read(&sw, name, d);
+	if (!rc)
+		rc = sweep_expand(&sw, d);
+	if (!rc)
+		rc = check_base(&sw, d);
+	*n_points = rc ? 0 : sw.n_pt;
+	sweep_release(&sw);
 	return rc;
 }
 
