@@ -380,7 +380,11 @@ static int read_sets(struct sweep *sw, struct kv_cfg_node *m, const char *prefix
 
 	for (c = m->child; c; c = c->next) {
 		c->used = 1;
-		snprintf(key, sizeof(key), "%s%s%s", prefix, *prefix ? "." : "", c->key);
+		/* a cut path would override some other key: an error, not a truncation */
+		if ((size_t)snprintf(key, sizeof(key), "%s%s%s", prefix, *prefix ? "." : "",
+				     c->key) >= sizeof(key))
+			return kv_diag_set(d, KV_ERANGE, c->file, c->key_line, c->key_col, c->key,
+					   "key path longer than %zu bytes", sizeof(key) - 1);
 		if (c->type == KV_CFG_MAP && c->n_children) {
 			if ((rc = read_sets(sw, c, key, d)))
 				return rc;
