@@ -74,7 +74,8 @@ struct kv_trace {
 	unsigned long line; /* 1-based number of the current line */
 	off_t data_off; /* file offset of the first data row */
 	unsigned long data_line; /* line number just before the first data row */
-	char *hdr; /* CSV: header names, NUL-separated (diagnostics only) */
+	char *hdr; /* CSV: header names, NUL-separated */
+	char **names; /* CSV: names[i] points at column i's name in hdr */
 	unsigned ncols; /* CSV: columns in the header */
 	int col[N_ROLES]; /* CSV: column index of each role, -1 when absent */
 	int have_prev; /* a timed row was read since open or rewind */
@@ -360,14 +361,10 @@ static int fill_row(struct kv_trace *t, const struct span *f, struct kv_trace_ro
 
 /* ---- CSV --------------------------------------------------------------- */
 
-/* Name of header column i (for diagnostics). */
+/* Name of header column i. */
 static const char *hdr_name(const struct kv_trace *t, unsigned i)
 {
-	const char *p = t->hdr;
-
-	for (; i > 0; i--)
-		p += strlen(p) + 1;
-	return p;
+	return t->names[i];
 }
 
 static int csv_missing(struct kv_trace *t, unsigned i, struct kv_diag *d)
@@ -432,19 +429,29 @@ static char *trim_name(char *s)
 	return s;
 }
 
-/* Copies the header line into t->hdr as NUL-separated trimmed names. */
+/*
+ * Copies the header line into t->hdr as NUL-separated trimmed names and
+ * indexes them in t->names.  The index keeps find_col() linear: walking the
+ * names from the start for each column made a header of n columns cost n^2
+ * (an 8 KB line of commas took seconds, a megabyte would not finish).
+ */
 static void split_header(struct kv_trace *t, const char *line)
 {
 	char *copy = kv_xstrdup(line), *tok, *w;
+	const char *p;
 
+	t->ncols = 1;
+	for (p = line; (p = strchr(p, ',')); p++)
+		t->ncols++;
 	t->hdr = kv_xmalloc(strlen(line) + 1);
+	t->names = kv_xcalloc(t->ncols, sizeof(*t->names));
 	w = t->hdr;
-	t->ncols = 0;
-	for (tok = copy;; t->ncols++) {
+	for (tok = copy, t->ncols = 0;; t->ncols++) {
 		char *comma = strchr(tok, ',');
 
 		if (comma)
 			*comma = '\0';
+		t->names[t->ncols] = w;
 		strcpy(w, trim_name(tok));
 		w += strlen(w) + 1;
 		if (!comma)
@@ -787,15 +794,19 @@ static int read_header(struct kv_trace *t, enum kv_trace_format fmt, struct kv_d
 	return 0;
 }
 
-int kv_trace_open(const char *path, enum kv_trace_format fmt, struct kv_trace **out,
-		  struct kv_diag *d)
+/*
+ * Finishes an open whose stream is f (NULL when opening failed, with errno
+ * set): reads the header.  Takes f; frees everything on failure.
+ */
+static int open_stream(FILE *f, const char *path, enum kv_trace_format fmt,
+		       struct kv_trace **out, struct kv_diag *d)
 {
 	struct kv_trace *t = kv_xcalloc(1, sizeof(*t));
 	int err;
 
 	*out = NULL;
 	t->path = kv_xstrdup(path);
-	t->f = kv_xfopen(path, "r");
+	t->f = f;
 	if (!t->f) {
 		int e = errno;
 
@@ -811,6 +822,28 @@ int kv_trace_open(const char *path, enum kv_trace_format fmt, struct kv_trace **
 fail:
 	kv_trace_close(t);
 	return err;
+}
+
+int kv_trace_open(const char *path, enum kv_trace_format fmt, struct kv_trace **out,
+		  struct kv_diag *d)
+{
+	/* kv_xfopen: an fopen that ran out of memory exits 3, not "cannot open" */
+	return open_stream(kv_xfopen(path, "r"), path, fmt, out, d);
+}
+
+int kv_trace_open_mem(const char *name, const void *data, size_t len,
+		      enum kv_trace_format fmt, struct kv_trace **out, struct kv_diag *d)
+{
+	/*
+	 * fmemopen() keeps the one FILE code path (getline, ftello, fseeko)
+	 * that files take, rather than a second line splitter over memory.
+	 * Reading mode never writes to the buffer, so the cast is safe; glibc
+	 * (since 2.22) reads NUL bytes as data and accepts a size of 0.
+	 */
+	static char empty[1];
+
+	return open_stream(fmemopen(data ? (void *)(uintptr_t)data : empty, len, "r"), name, fmt,
+			   out, d);
 }
 
 int kv_trace_next(struct kv_trace *t, struct kv_trace_row *row, struct kv_diag *d)
@@ -850,6 +883,7 @@ void kv_trace_close(struct kv_trace *t)
 		fclose(t->f);
 	free(t->buf);
 	free(t->hdr);
+	free(t->names);
 	free(t->path);
 	free(t);
 }

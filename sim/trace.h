@@ -83,6 +83,13 @@ int kv_trace_format_parse(const char *s, enum kv_trace_format *f);
 int kv_trace_open(const char *path, enum kv_trace_format fmt, struct kv_trace **out,
 		  struct kv_diag *d);
 
+/*
+ * Same over the len bytes at data, reported as file `name`; data must stay
+ * valid until kv_trace_close().  For tests and fuzzing without a file.
+ */
+int kv_trace_open_mem(const char *name, const void *data, size_t len,
+		      enum kv_trace_format fmt, struct kv_trace **out, struct kv_diag *d);
+
 /* The format in use (after detection). */
 enum kv_trace_format kv_trace_format(const struct kv_trace *t);
 

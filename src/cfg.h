@@ -65,6 +65,14 @@ int kv_cfg_load(struct kv_cfg_doc *doc, const char *path, struct kv_diag *d);
 int kv_cfg_load_string(struct kv_cfg_doc *doc, const char *name, const char *text,
 		       struct kv_diag *d);
 
+/*
+ * Parses the len bytes at text (not NUL-terminated; a NUL inside is a
+ * syntax error, as in a file), reported as file `name`, whose directory
+ * resolves relative paths as kv_cfg_load() does.  Same returns.
+ */
+int kv_cfg_load_mem(struct kv_cfg_doc *doc, const char *name, const char *text, size_t len,
+		    struct kv_diag *d);
+
 void kv_cfg_free(struct kv_cfg_doc *doc);
 
 /*

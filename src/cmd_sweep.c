@@ -165,10 +165,21 @@ static char *node_text(struct kv_cfg_node *n)
 
 /* --- the sweep file ------------------------------------------------------ */
 
+/* FNV-1a 64 of n bytes at p, continuing from h (the offset basis to start). */
+static uint64_t fnv1a(uint64_t h, const char *p, size_t n)
+{
+	while (n--) {
+		h ^= (unsigned char)*p++;
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
 /* One axis: a key path and its values as flow text. */
 struct axis {
 	char *key; /* e.g. "scheduler.name" */
 	char **vals; /* n_vals values */
+	char **kv; /* n_vals overrides "key=value", made once for every point's key */
 	size_t n_vals;
 	size_t dim; /* the dimension it varies in (zipped axes share one) */
 };
@@ -179,6 +190,7 @@ struct point {
 	size_t *val; /* value index per axis */
 	uint64_t seed;
 	char key[17]; /* 16 hex digits */
+	uint64_t hash; /* the same key as a number */
 	int state; /* ST_* */
 	char *err; /* one-line message of a failed run */
 	char **fields; /* summary.csv values (ST_OK), n_fields of them */
@@ -194,6 +206,7 @@ struct sweep {
 	char base[1024]; /* base workload path, resolved */
 	char *base_bytes; /* its contents, for the key */
 	size_t base_len;
+	uint64_t base_hash; /* FNV-1a of base_bytes: where every point's key starts */
 	struct axis axis[SWEEP_MAX_AXES];
 	size_t n_axes, n_dims;
 	size_t dim_len[SWEEP_MAX_AXES]; /* values per dimension */
@@ -213,9 +226,12 @@ static void sweep_release(struct sweep *sw)
 	size_t i, j;
 
 	for (i = 0; i < sw->n_axes; i++) {
-		for (j = 0; j < sw->axis[i].n_vals; j++)
+		for (j = 0; j < sw->axis[i].n_vals; j++) {
 			free(sw->axis[i].vals[j]);
+			free(sw->axis[i].kv[j]);
+		}
 		free(sw->axis[i].vals);
+		free(sw->axis[i].kv);
 		free(sw->axis[i].key);
 	}
 	for (i = 0; i < sw->n_sets; i++)
@@ -279,9 +295,16 @@ static int add_axis(struct sweep *sw, struct kv_cfg_node *n, size_t dim, struct 
 	a = &sw->axis[sw->n_axes++];
 	a->key = kv_xstrdup(n->key);
 	a->vals = kv_xcalloc(n->n_children, sizeof(*a->vals));
+	a->kv = kv_xcalloc(n->n_children, sizeof(*a->kv));
 	a->dim = dim;
-	for (c = n->child; c; c = c->next)
-		a->vals[a->n_vals++] = node_text(c);
+	for (c = n->child; c; c = c->next) {
+		struct sbuf b = { 0 };
+
+		a->vals[a->n_vals] = node_text(c);
+		sb_printf(&b, "%s=", a->key);
+		sb_puts(&b, a->vals[a->n_vals]);
+		a->kv[a->n_vals++] = sb_take(&b);
+	}
 	n->used = 1;
 	return 0;
 }
@@ -358,7 +381,11 @@ static int read_sets(struct sweep *sw, struct kv_cfg_node *m, const char *prefix
 
 	for (c = m->child; c; c = c->next) {
 		c->used = 1;
-		snprintf(key, sizeof(key), "%s%s%s", prefix, *prefix ? "." : "", c->key);
+		/* a cut path would override some other key: an error, not a truncation */
+		if ((size_t)snprintf(key, sizeof(key), "%s%s%s", prefix, *prefix ? "." : "",
+				     c->key) >= sizeof(key))
+			return kv_diag_set(d, KV_ERANGE, c->file, c->key_line, c->key_col, c->key,
+					   "key path longer than %zu bytes", sizeof(key) - 1);
 		if (c->type == KV_CFG_MAP && c->n_children) {
 			if ((rc = read_sets(sw, c, key, d)))
 				return rc;
@@ -428,6 +455,7 @@ static int read_base(struct sweep *sw, struct kv_diag *d)
 	sw->base_bytes = slurp(sw->base, &sw->base_len);
 	if (!sw->base_bytes)
 		return kv_cfg_error(n, d, "cannot read '%s': %s", sw->base, strerror(errno));
+	sw->base_hash = fnv1a(0xcbf29ce484222325ULL, sw->base_bytes, sw->base_len);
 	return 0;
 }
 
@@ -445,8 +473,11 @@ static void default_name(struct sweep *sw, const char *path)
 	sw->name[n] = 0;
 }
 
-/* Loads and checks the sweep file (not the points). Returns 0 or a code with d filled. */
-static int sweep_load(struct sweep *sw, const char *path, struct kv_diag *d)
+/*
+ * Checks the sweep file already in sw->doc (not the points); path names it
+ * for the default name.  Returns 0 or a code with d filled.
+ */
+static int sweep_read(struct sweep *sw, const char *path, struct kv_diag *d)
 {
 	static const char *const keys[] = { "name", "description", "base", "axes", "zip",
 					    "seeds", "set", "target", NULL };
@@ -454,9 +485,6 @@ static int sweep_load(struct sweep *sw, const char *path, struct kv_diag *d)
 	char def[128];
 	int rc;
 
-	memset(sw, 0, sizeof(*sw));
-	if ((rc = kv_cfg_load(&sw->doc, path, d)))
-		return rc;
 	if ((rc = kv_cfg_check_keys(sw->doc.root, keys, d)))
 		return rc;
 	default_name(sw, path);
@@ -473,6 +501,17 @@ static int sweep_load(struct sweep *sw, const char *path, struct kv_diag *d)
 	return read_target(sw, d);
 }
 
+/* Loads and checks the sweep file (not the points). Returns 0 or a code with d filled. */
+static int sweep_load(struct sweep *sw, const char *path, struct kv_diag *d)
+{
+	int rc;
+
+	memset(sw, 0, sizeof(*sw));
+	if ((rc = kv_cfg_load(&sw->doc, path, d)))
+		return rc;
+	return sweep_read(sw, path, d);
+}
+
 /* --- points -------------------------------------------------------------- */
 
 static int cmp_str(const void *a, const void *b)
@@ -487,59 +526,78 @@ static size_t point_sets(const struct sweep *sw, const struct point *p, char **o
 
 	for (i = 0; i < sw->n_sets; i++)
 		out[n++] = kv_xstrdup(sw->sets[i]);
-	for (i = 0; i < sw->n_axes; i++) {
-		struct sbuf b = { 0 };
-
-		sb_printf(&b, "%s=", sw->axis[i].key);
-		sb_puts(&b, sw->axis[i].vals[p->val[i]]);
-		out[n++] = sb_take(&b);
-	}
+	for (i = 0; i < sw->n_axes; i++)
+		out[n++] = kv_xstrdup(sw->axis[i].kv[p->val[i]]);
 	return n;
-}
-
-static uint64_t fnv1a(uint64_t h, const char *p, size_t n)
-{
-	while (n--) {
-		h ^= (unsigned char)*p++;
-		h *= 0x100000001b3ULL;
-	}
-	return h;
 }
 
 /*
  * The key of a point: FNV-1a 64 of the base file's bytes, the sorted
  * overrides and the seed.  Sorting makes it independent of the order of
  * the axes in the sweep file (a reordered file finds the same points).
+ * Split in two so the expensive part is not repeated: overrides_hash()
+ * continues from the base file's hash (taken once) and is shared by the
+ * points that differ only in their seed, which comes last; point_key()
+ * adds the seed.  Hashing everything again per point made loading a
+ * million-point grid take seconds per kilobyte of base file.
  */
-static void point_key(const struct sweep *sw, struct point *p)
+static uint64_t overrides_hash(const struct sweep *sw, const struct point *p)
 {
-	char *sets[SWEEP_MAX_SETS], seed[32];
-	size_t i, n = point_sets(sw, p, sets);
-	uint64_t h = fnv1a(0xcbf29ce484222325ULL, sw->base_bytes, sw->base_len);
+	char *sets[SWEEP_MAX_SETS];
+	uint64_t h = sw->base_hash;
+	size_t i, n = 0;
 
+	for (i = 0; i < sw->n_sets; i++)
+		sets[n++] = sw->sets[i];
+	for (i = 0; i < sw->n_axes; i++)
+		sets[n++] = sw->axis[i].kv[p->val[i]];
 	qsort(sets, n, sizeof(*sets), cmp_str);
 	for (i = 0; i < n; i++) {
 		h = fnv1a(h, "\n", 1);
 		h = fnv1a(h, sets[i], strlen(sets[i]));
-		free(sets[i]);
 	}
+	return h;
+}
+
+/* Finishes p->key from overrides_hash() h and p's seed. */
+static void point_key(struct point *p, uint64_t h)
+{
+	char seed[32];
+
 	snprintf(seed, sizeof(seed), "\nseed=%llu\n", (unsigned long long)p->seed);
 	h = fnv1a(h, seed, strlen(seed));
 	h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL; /* splitmix64's finaliser: nearby */
 	h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL; /* points get unrelated keys */
 	h ^= h >> 31;
+	p->hash = h;
 	snprintf(p->key, sizeof(p->key), "%016llx", (unsigned long long)h);
 }
 
-static int cmp_point_key(const void *a, const void *b)
+/* A point's key as a number, and the point: what check_unique() sorts. */
+struct key_index {
+	uint64_t key; /* the 64-bit hash whose hex digits are the point's key */
+	size_t index; /* the point's index */
+};
+
+static int cmp_key_index(const void *a, const void *b)
 {
-	return strcmp((*(struct point *const *)a)->key, (*(struct point *const *)b)->key);
+	const struct key_index *x = a, *y = b;
+
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return x->index < y->index ? -1 : x->index > y->index;
 }
 
-/* Two points with one key (a value or seed listed twice) would share a directory. */
+/*
+ * Two points with one key (a value or seed listed twice) would share a
+ * directory.  Sorts (hash, index) pairs rather than pointers to the points'
+ * hex strings: for a million points, a strcmp through a pointer per
+ * comparison took most of the load time (the order and the duplicates found
+ * are the same, hex digits of a fixed width sorting as the numbers do).
+ */
 static int check_unique(const struct sweep *sw, struct kv_diag *d)
 {
-	struct point **by_key = kv_xcalloc(sw->n_pt, sizeof(*by_key));
+	struct key_index *by_key = kv_xcalloc(sw->n_pt ? sw->n_pt : 1, sizeof(*by_key));
 	struct kv_cfg_node *at = kv_cfg_get(sw->doc.root, "axes");
 	size_t i;
 	int rc = 0;
@@ -547,16 +605,17 @@ static int check_unique(const struct sweep *sw, struct kv_diag *d)
 	if (!at || !at->n_children)
 		at = kv_cfg_get(sw->doc.root, "seeds");
 
-	for (i = 0; i < sw->n_pt; i++)
-		by_key[i] = &sw->pt[i];
-	qsort(by_key, sw->n_pt, sizeof(*by_key), cmp_point_key);
+	for (i = 0; i < sw->n_pt; i++) {
+		by_key[i].key = sw->pt[i].hash;
+		by_key[i].index = i;
+	}
+	qsort(by_key, sw->n_pt, sizeof(*by_key), cmp_key_index);
 	for (i = 1; i < sw->n_pt && !rc; i++)
-		if (!strcmp(by_key[i - 1]->key, by_key[i]->key))
+		if (by_key[i - 1].key == by_key[i].key)
 			rc = kv_diag_set(d, KV_EINVAL, sw->doc.path, at ? at->key_line : 0,
 					 at ? at->key_col : 0, at ? at->key : "",
 					 "points %zu and %zu are the same run (a value or seed listed twice?)",
-					 by_key[i - 1]->index < by_key[i]->index ? by_key[i - 1]->index : by_key[i]->index,
-					 by_key[i - 1]->index < by_key[i]->index ? by_key[i]->index : by_key[i - 1]->index);
+					 by_key[i - 1].index, by_key[i].index);
 	free(by_key);
 	return rc;
 }
@@ -565,6 +624,7 @@ static int check_unique(const struct sweep *sw, struct kv_diag *d)
 static int sweep_expand(struct sweep *sw, struct kv_diag *d)
 {
 	size_t n = sw->n_seeds, i, k, r;
+	uint64_t h = 0;
 
 	for (k = 0; k < sw->n_dims; k++) {
 		if (n > SWEEP_MAX_POINTS / sw->dim_len[k])
@@ -589,7 +649,9 @@ static int sweep_expand(struct sweep *sw, struct kv_diag *d)
 		p->val = kv_xcalloc(sw->n_axes ? sw->n_axes : 1, sizeof(*p->val));
 		for (k = 0; k < sw->n_axes; k++)
 			p->val[k] = dv[sw->axis[k].dim];
-		point_key(sw, p);
+		if (i % sw->n_seeds == 0) /* a new combination of values */
+			h = overrides_hash(sw, p);
+		point_key(p, h);
 	}
 	return check_unique(sw, d);
 }
@@ -1214,6 +1276,25 @@ static int check_base(const struct sweep *sw, struct kv_diag *d)
 	int rc = kv_workload_load(&w, sw->base, sw->sets, sw->n_sets, 0, 0, d);
 
 	kv_workload_release(&w);
+	return rc;
+}
+
+int kv_sweep_check_mem(const char *name, const char *text, size_t len, size_t *n_points,
+		       struct kv_diag *d)
+{
+	struct sweep sw;
+	int rc;
+
+	memset(&sw, 0, sizeof(sw));
+	rc = kv_cfg_load_mem(&sw.doc, name, text, len, d);
+	if (!rc)
+		rc = sweep_read(&sw, name, d);
+	if (!rc)
+		rc = sweep_expand(&sw, d);
+	if (!rc)
+		rc = check_base(&sw, d);
+	*n_points = rc ? 0 : sw.n_pt;
+	sweep_release(&sw);
 	return rc;
 }
 

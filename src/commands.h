@@ -8,6 +8,10 @@
 #ifndef KV_COMMANDS_H
 #define KV_COMMANDS_H
 
+#include <stddef.h>
+
+struct kv_diag;
+
 int kv_cmd_run(int argc, char **argv);
 int kv_cmd_list(int argc, char **argv);
 int kv_cmd_gpu(int argc, char **argv);
@@ -19,5 +23,15 @@ int kv_cmd_sweep(int argc, char **argv);
 int kv_cmd_calibrate(int argc, char **argv);
 int kv_cmd_validate(int argc, char **argv);
 int kv_cmd_sweep_merge(int argc, char **argv);
+
+/*
+ * What `kvsim sweep` does before running anything, on a sweep file held in
+ * memory (len bytes at text, reported as file `name`, whose directory
+ * resolves `base:`): parses and checks it, expands the grid, loads the base
+ * workload with the `set:` overrides.  Returns 0 with *n_points set, or a
+ * negative code with d filled (*n_points 0).  Runs nothing, writes nothing.
+ */
+int kv_sweep_check_mem(const char *name, const char *text, size_t len, size_t *n_points,
+		       struct kv_diag *d);
 
 #endif /* KV_COMMANDS_H */

@@ -502,28 +502,61 @@ static int read_top(struct kv_cfg_doc *doc, struct kv_workload *w, int has_seed,
 	return check_samples(doc, w, d);
 }
 
+/*
+ * Reads the loaded doc (freed here) into w: the scalar shorthands wrapped,
+ * the overrides applied, then every section.  Returns 0 or a code with d
+ * filled.
+ */
+static int load_doc(struct kv_workload *w, struct kv_cfg_doc *doc, char *const *sets,
+		    size_t n_sets, int has_seed, uint64_t seed, struct kv_diag *d)
+{
+	size_t i;
+	int rc = 0;
+
+	/* "scheduler: fifo" is short for {name: fifo}: let --set reach its options */
+	kv_cfg_wrap_scalar(doc->root, "scheduler", "name");
+	kv_cfg_wrap_scalar(doc->root, "cache", "name");
+	for (i = 0; i < n_sets && !rc; i++)
+		rc = kv_cfg_set(doc, sets[i], d);
+	if (!rc)
+		rc = read_top(doc, w, has_seed, seed, d);
+	kv_cfg_free(doc);
+	return rc;
+}
+
+/* Zeroes w and names it after path (the default `name:`). */
+static void workload_init(struct kv_workload *w, const char *path)
+{
+	memset(w, 0, sizeof(*w));
+	snprintf(w->path, sizeof(w->path), "%s", path);
+	default_name(w, path);
+}
+
 int kv_workload_load(struct kv_workload *w, const char *path, char *const *sets, size_t n_sets,
 		     int has_seed, uint64_t seed, struct kv_diag *d)
 {
 	struct kv_cfg_doc doc;
-	size_t i;
 	int rc;
 
-	memset(w, 0, sizeof(*w));
-	snprintf(w->path, sizeof(w->path), "%s", path);
-	default_name(w, path);
+	workload_init(w, path);
 	rc = kv_cfg_load(&doc, path, d);
 	if (rc)
 		return rc;
-	/* "scheduler: fifo" is short for {name: fifo}: let --set reach its options */
-	kv_cfg_wrap_scalar(doc.root, "scheduler", "name");
-	kv_cfg_wrap_scalar(doc.root, "cache", "name");
-	for (i = 0; i < n_sets && !rc; i++)
-		rc = kv_cfg_set(&doc, sets[i], d);
-	if (!rc)
-		rc = read_top(&doc, w, has_seed, seed, d);
-	kv_cfg_free(&doc);
-	return rc;
+	return load_doc(w, &doc, sets, n_sets, has_seed, seed, d);
+}
+
+int kv_workload_load_mem(struct kv_workload *w, const char *name, const char *text, size_t len,
+			 char *const *sets, size_t n_sets, int has_seed, uint64_t seed,
+			 struct kv_diag *d)
+{
+	struct kv_cfg_doc doc;
+	int rc;
+
+	workload_init(w, name);
+	rc = kv_cfg_load_mem(&doc, name, text, len, d);
+	if (rc)
+		return rc;
+	return load_doc(w, &doc, sets, n_sets, has_seed, seed, d);
 }
 
 void kv_workload_release(struct kv_workload *w)

@@ -30,6 +30,15 @@ struct kv_workload {
 int kv_workload_load(struct kv_workload *w, const char *path, char *const *sets, size_t n_sets,
 		     int has_seed, uint64_t seed, struct kv_diag *d);
 
+/*
+ * Same, from the len bytes at text, reported as file `name`; relative paths
+ * in it (traces, profiles) resolve against name's directory as if the file
+ * were there.  For tests and fuzzing without a file on disk.
+ */
+int kv_workload_load_mem(struct kv_workload *w, const char *name, const char *text, size_t len,
+			 char *const *sets, size_t n_sets, int has_seed, uint64_t seed,
+			 struct kv_diag *d);
+
 void kv_workload_release(struct kv_workload *w);
 
 #endif /* KV_WORKLOAD_H */

@@ -1,0 +1,66 @@
+/*
+ * fuzz_workload.c -- libFuzzer target for the workload loader
+ * (src/workload.c over src/cfg.c and src/profiles.c).
+ *
+ * The input is a workload file.  Its comment lines "#set key=value" are
+ * also handed to the loader as --set overrides (at most MAX_SETS), so one
+ * input exercises both the YAML reader and kv_cfg_set(); YAML ignores them
+ * as comments.  The document is reported as workloads/fuzz.yaml in the
+ * source tree, so relative paths resolve as they do for the example
+ * workloads and `model: ../configs/models/x.yaml` reaches the profile
+ * reader.  The loader must return 0 or a KV_E* code with a message, and
+ * must not leak on either path.
+ */
+#include "fuzz.h"
+#include "workload.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#define MAX_SETS 8 /* overrides taken from "#set " lines */
+
+/* Copies the "#set " lines of data (each NUL-terminated) into sets[]; returns the count. */
+static size_t collect_sets(const uint8_t *data, size_t size, char **sets)
+{
+	const char *p = (const char *)data, *end = p + size;
+	size_t n = 0;
+
+	while (p < end && n < MAX_SETS) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *eol = nl ? nl : end;
+
+		if ((size_t)(eol - p) >= 5 && !memcmp(p, "#set ", 5)) {
+			size_t len = (size_t)(eol - p) - 5;
+
+			sets[n] = kv_xmalloc(len + 1);
+			memcpy(sets[n], p + 5, len);
+			sets[n++][len] = '\0';
+		}
+		p = eol + 1;
+	}
+	return n;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char *sets[MAX_SETS];
+	struct kv_workload w;
+	struct kv_diag d;
+	size_t n = collect_sets(data, size, sets), i;
+	int rc;
+
+	memset(&d, 0, sizeof(d));
+	rc = kv_workload_load_mem(&w, KV_SOURCE_DIR "/workloads/fuzz.yaml", (const char *)data,
+				  size, sets, n, 0, 0, &d);
+	fuzz_check_rc(rc, &d);
+	if (!rc && (!w.cfg.replicas || !w.cfg.tp || !w.cfg.sched || !w.cfg.cache ||
+		    !w.cfg.router || !w.cfg.source.n_tenants))
+		fuzz_fail("loaded a workload with a missing part: replicas %u tp %u tenants %u",
+			  w.cfg.replicas, w.cfg.tp, w.cfg.source.n_tenants);
+	kv_workload_release(&w);
+	for (i = 0; i < n; i++)
+		free(sets[i]);
+	return 0;
+}
