@@ -16,7 +16,8 @@ if ! command -v valgrind >/dev/null; then
 	exit 77
 fi
 vg=(valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect
-	--show-leak-kinds=definite,indirect --trace-children=yes --child-silent-after-fork=no)
+	--show-leak-kinds=definite,indirect --trace-children=yes --child-silent-after-fork=no
+	--trace-children-skip='*/sh,*/bash,*gnuplot*')
 export OPENBLAS_NUM_THREADS=1 # OpenBLAS's thread pool keeps memcheck busy for nothing
 fails=0
 # run EXPECTED-STATUS NAME ARGS...: memcheck reports give 99
@@ -40,7 +41,7 @@ run 0 "list" list
 run 0 "run default (300 requests)" run "$src/workloads/default.yaml" --set workload.requests=300 \
 	-o "$tmp/run" --quiet
 run 0 "run tenants, drf, chunked" run "$src/workloads/tenants.yaml" --set workload.requests=300 \
-	--set scheduler.name=drf --set cache.name=chunked -o "$tmp/run2" --quiet
+	--set scheduler.name=drf --set cache=chunked -o "$tmp/run2" --quiet
 for f in syntax unknown_key bad_enum too_small unknown_sched; do
 	run 2 "bad input $f" run "$src/tests/data/bad/$f.yaml" -o "$tmp/bad"
 done
