@@ -34,10 +34,12 @@
  *  - a second run of the same case (without the pool check) gives the same
  *    digest of every request record and of the summary.
  *
- * Environment: KVSIM_RANDOM_CASES (default 200; the `slow` registration
- * sets 3000), KVSIM_RANDOM_SEED (base seed, default 1), KVSIM_RANDOM_CASE
- * (run only that case), KVSIM_RANDOM_VERBOSE=1 (print each case).  A failure
- * prints the case, its seed and combination, and the command to rerun it.
+ * Environment: KVSIM_RANDOM_CASES (default 400, 200 under ASan, 50 under
+ * valgrind; the `slow` registration sets 3000), KVSIM_RANDOM_SEED (base seed, default 1), KVSIM_RANDOM_CASE
+ * (run only that case), KVSIM_RANDOM_VERBOSE=1 (print each case and its
+ * outcome).  A failure prints the case, its seed and combination, and the
+ * command to rerun it (CK_RUN_CASE=invariants skips the larger_than_pool
+ * test case, CK_FORK=no keeps it in one process for a debugger).
  */
 #include "output.h"
 #include "profiles.h"
@@ -654,7 +656,8 @@ static void case_draw(struct rcase *c, uint64_t base, unsigned idx)
 	appendf(c->desc, sizeof(c->desc), "\n  cache: ");
 	opts_describe(c->desc, sizeof(c->desc), c->cv, c->cfg.cache_opts);
 	appendf(c->desc, sizeof(c->desc),
-		"\n  rerun: KVSIM_RANDOM_SEED=%" PRIu64 " KVSIM_RANDOM_CASE=%u build/tests/test_random",
+		"\n  rerun: KVSIM_RANDOM_SEED=%" PRIu64 " KVSIM_RANDOM_CASE=%u CK_RUN_CASE=invariants"
+		" CK_FORK=no build/tests/test_random",
 		base, idx);
 }
 
@@ -997,6 +1000,25 @@ static void catch_fatal(void)
 		signal(sigs[i], on_fatal);
 }
 
+/*
+ * Cases when KVSIM_RANDOM_CASES is unset: 400 (every matrix cell twice; about
+ * 35 s of one core), 200 under AddressSanitizer (about 40 s), 50 under
+ * valgrind (found by its preload library in LD_PRELOAD; about 40 s of
+ * memcheck), so each stays well within its run's time.
+ */
+static unsigned default_cases(void)
+{
+	const char *pre = getenv("LD_PRELOAD");
+
+	if (pre && strstr(pre, "vgpreload"))
+		return 50;
+#if defined(__SANITIZE_ADDRESS__)
+	return 200;
+#else
+	return 400;
+#endif
+}
+
 static unsigned first_case(void)
 {
 	return (unsigned)env_u64("KVSIM_RANDOM_CASE", 0);
@@ -1125,15 +1147,17 @@ END_TEST
 static Suite *random_suite(void)
 {
 	Suite *s = suite_create("random");
-	TCase *tc = tcase_create("invariants");
+	TCase *tc = tcase_create("invariants"), *big = tcase_create("larger_than_pool");
 	unsigned n;
 
 	axes_init();
-	n = getenv("KVSIM_RANDOM_CASE") ? 1 : (unsigned)env_u64("KVSIM_RANDOM_CASES", 200);
+	n = getenv("KVSIM_RANDOM_CASE") ? 1 : (unsigned)env_u64("KVSIM_RANDOM_CASES", default_cases());
 	tcase_add_loop_test(tc, random_case, 0, (int)n);
-	tcase_add_loop_test(tc, larger_than_pool, 0, (int)(2 * n_cache_axis));
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
+	tcase_add_loop_test(big, larger_than_pool, 0, (int)(2 * n_cache_axis));
+	tcase_set_timeout(big, 120);
+	suite_add_tcase(s, big);
 	return s;
 }
 
