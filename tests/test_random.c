@@ -761,6 +761,10 @@ static void check_outcome(struct seen *w, const struct kv_req *q, enum kv_end e)
 	}
 	CHECK(q->generated == q->output_tokens, "request %" PRIu64 " generated %" PRIu64
 	      " of %" PRIu64 " tokens", q->id, q->generated, q->output_tokens);
+	/* The last output token is emitted, never stored: the KV ends at P + T - 1 (P when T = 0). */
+	CHECK(q->kv_tokens == q->prompt_tokens + (q->output_tokens ? q->output_tokens - 1 : 0),
+	      "request %" PRIu64 " of %" PRIu64 "+%" PRIu64 " tokens ended with %" PRIu64
+	      " KV tokens", q->id, q->prompt_tokens, q->output_tokens, q->kv_tokens);
 	CHECK(q->first_token_ns >= q->arrival_ns && q->first_token_ns <= q->finish_ns,
 	      "request %" PRIu64 ": arrival %" PRIu64 ", first token %" PRIu64 ", finish %" PRIu64,
 	      q->id, q->arrival_ns, q->first_token_ns, q->finish_ns);
