@@ -21,10 +21,10 @@ val() { awk -F, -v k="$1" '$1 == k { print $2 }' "$2"; }
 check() { # check NAME AWK-EXPR
 	if awk "BEGIN { exit !($2) }"; then ok "$1"; else bad "$1 ($2)"; fi
 }
-export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-2}
+
 
 # --- calibrate --------------------------------------------------------------
-if "$kvsim" calibrate --backend cpu --model tiny --quick --reps 3 -o "$tmp/cpu-tiny.yaml" \
+if "$kvsim" calibrate --backend cpu --model tiny --quick --reps 3 --threads 1 -o "$tmp/cpu-tiny.yaml" \
 	>"$tmp/cal.out" 2>"$tmp/cal.err"; then
 	ok "calibrate ran"
 else
@@ -62,7 +62,7 @@ fi
 
 # --- validate ---------------------------------------------------------------
 if "$kvsim" validate --backend cpu "$src/workloads/validate-cpu.yaml" \
-	--profile "$tmp/cpu-tiny.yaml" -o "$tmp/val" >"$tmp/val.out" 2>"$tmp/val.err"; then
+	--profile "$tmp/cpu-tiny.yaml" --threads 1 -o "$tmp/val" >"$tmp/val.out" 2>"$tmp/val.err"; then
 	ok "validate ran"
 else
 	bad "validate failed: $(cat "$tmp/val.err")"
