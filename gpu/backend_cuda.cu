@@ -1,6 +1,11 @@
 /*
  * backend_cuda.cu -- the CUDA execution backend: exec.h's semantics on one
- * NVIDIA GPU (see backend_cuda.h for what is CUDA's own).
+ * NVIDIA GPU, as exec_impl.h's struct kv_backend_ops (kv_backend_cuda_ops,
+ * listed by exec.c when gpu/meson.build defines KV_HAVE_CUDA_BACKEND).
+ * exec.c checks the options and every batch, move and swap before a hook
+ * runs (exec_impl.h lists what it guarantees); the hooks check only what
+ * is CUDA's own (the kernels' shapes, kv_int8) and report failures through
+ * kv__backend_fail().  See backend_cuda.h for the CUDA-specific semantics.
  *
  * Memory, all taken in open: fp16 weights in one cudaMalloc (filled on the
  * device by a counter-based hash, seeded, scaled by 1/sqrt(fan-in); norms
@@ -30,17 +35,21 @@
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernels_cuda.h"
 
+/* This unit is the CUDA backend: exec_impl.h declares kv_backend_cuda_ops under this. */
+#ifndef KV_HAVE_CUDA_BACKEND
+#define KV_HAVE_CUDA_BACKEND 1
+#endif
 extern "C" {
-#include "backend_cuda.h"
-#include "../sim/kv_common.h"
-#include "../sim/profile.h"
+#include "exec_impl.h"
 }
+#include "backend_cuda.h"
 
 #define ALIGN_BYTES 256 /* every tensor starts on a 256-byte boundary */
 #define SWAP_PENDING 8 /* async swaps in flight before the oldest is waited for */
@@ -65,13 +74,16 @@ struct pending {
 	uint64_t seq; /* queue order, to wait for the oldest first */
 };
 
+/*
+ * The backend's state.  base first (exec_impl.h): exec.c owns it and fills
+ * it after open; open fills base.opts and base.model itself too (the same
+ * values), so the hooks read the options and the model there from the start.
+ */
 struct kv_cuda {
-	struct kv_backend_opts o; /* the options, model copied below */
-	struct kv_model model; /* architecture */
+	struct kv_backend base; /* exec.c's part: ops, options, model copy, err */
 	struct kv_paged_shape sh; /* kernel shape (layer set per call) */
 	enum kv_kv_type kv_type; /* F16 or I8 */
 	struct kv_backend_info info; /* filled in open */
-	struct kv_diag err; /* the last failure */
 	size_t page_bytes; /* layers * kernel block bytes */
 	uint32_t qkv_cols; /* (heads + 2 kv_heads) * head_dim */
 	uint32_t up_cols; /* (gated ? 2 : 1) * intermediate */
@@ -105,6 +117,8 @@ struct kv_cuda {
 	uint64_t open_delta; /* cudaMemGetInfo's fall across the allocations in open */
 };
 
+static_assert(offsetof(struct kv_cuda, base) == 0, "exec_impl.h: base is the first member");
+
 static struct kv_cuda *cu_of(struct kv_backend *b)
 {
 	return (struct kv_cuda *)(void *)b;
@@ -115,16 +129,16 @@ static const struct kv_cuda *cu_of_c(const struct kv_backend *b)
 	return (const struct kv_cuda *)(const void *)b;
 }
 
-/* Records a failure: one sentence in c->err; returns err. */
+/* Records a failure: one sentence for kv_backend_last_error(); returns err. */
 static int fail_msg(struct kv_cuda *c, int err, const char *fmt, ...)
 {
 	va_list ap;
-	char msg[sizeof(c->err.msg)];
+	char msg[sizeof(c->base.err)];
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	return kv_diag_set(&c->err, err, "", 0, 0, "backend", "%s", msg);
+	return kv__backend_fail(&c->base, err, "%s", msg);
 }
 
 /* 0, or KV_EIO naming the failed CUDA call. */
@@ -260,32 +274,33 @@ static int gemm(struct kv_cuda *c, const __half *W, const __half *X, float *Y, i
 
 /* ---- open and close ---- */
 
-static int check_opts(struct kv_cuda *c, const struct kv_backend_opts *o)
+/*
+ * What the CUDA kernels add to exec.c's checks (exec_impl.h): head_dim a
+ * multiple of 32 up to KV_ATTN_MAX_DIM, at most 65535 new tokens a step
+ * (the append grid), kv_int8 0 or 1.  Fills d (field "backend").
+ */
+static int check_opts(struct kv_cuda *c, const struct kv_backend_opts *o, struct kv_diag *d)
 {
 	const struct kv_model *m = o->model;
 	struct kv_paged_shape sh = { 0, 0, 0, 0, 0, 0 };
 
-	if (!m)
-		return fail_msg(c, KV_EINVAL, "no model given");
 	sh.heads = (int)m->heads;
 	sh.kv_heads = (int)m->kv_heads;
 	sh.head_dim = (int)m->head_dim;
 	sh.block_tokens = (int)o->page_tokens;
 	sh.layers = (int)m->layers;
-	if (!m->layers || !m->hidden || !m->intermediate || !m->vocab || !kv__cuda_shape_ok(&sh))
-		return fail_msg(c, KV_EINVAL,
-				"model %s: the CUDA kernels need layers, hidden, intermediate and "
-				"vocab > 0, kv_heads dividing heads and head_dim a multiple of 32 "
-				"up to %d (got heads %u/%u, head_dim %u)",
-				m->name, KV_ATTN_MAX_DIM, m->heads, m->kv_heads, m->head_dim);
-	if (!o->kv_pages || o->kv_pages > INT32_MAX || !o->page_tokens || !o->max_batch_seqs ||
-	    !o->max_batch_tokens || o->max_batch_tokens > 65535 || !o->max_ctx_tokens)
-		return fail_msg(c, KV_EINVAL,
-				"kv_pages (%llu, below 2^31), page_tokens (%u), max_batch_seqs (%u), "
-				"max_batch_tokens (%u, at most 65535) and max_ctx_tokens (%u) must "
-				"be positive",
-				(unsigned long long)o->kv_pages, o->page_tokens, o->max_batch_seqs,
-				o->max_batch_tokens, o->max_ctx_tokens);
+	if (!kv__cuda_shape_ok(&sh))
+		return kv_diag_set(d, KV_EINVAL, "", 0, 0, "backend",
+				   "model %s: the CUDA kernels need head_dim a multiple of 32 up to "
+				   "%d (got %u, heads %u, kv_heads %u)",
+				   m->name, KV_ATTN_MAX_DIM, m->head_dim, m->heads, m->kv_heads);
+	if (o->max_batch_tokens > 65535)
+		return kv_diag_set(d, KV_EINVAL, "", 0, 0, "backend",
+				   "max_batch_tokens %u: the CUDA backend runs at most 65535 new "
+				   "tokens a step", o->max_batch_tokens);
+	if (o->kv_int8 != 0 && o->kv_int8 != 1)
+		return kv_diag_set(d, KV_EINVAL, "", 0, 0, "backend",
+				   "kv_int8 is %d; expected 0 (fp16 KV) or 1 (8-bit KV)", o->kv_int8);
 	c->sh = sh;
 	return 0;
 }
@@ -293,7 +308,8 @@ static int check_opts(struct kv_cuda *c, const struct kv_backend_opts *o)
 /* Lays the weights out in one allocation and fills them on the device. */
 static int open_weights(struct kv_cuda *c)
 {
-	const struct kv_model *m = &c->model;
+	const struct kv_model *m = &c->base.model;
+	uint64_t seed = c->base.opts.seed;
 	size_t H = m->hidden, qo = (size_t)m->heads * m->head_dim, off = 0, i;
 	size_t layer_sizes[6] = { H, (size_t)c->qkv_cols * H, H * qo, H, (size_t)c->up_cols * H,
 				  H * m->intermediate };
@@ -318,12 +334,12 @@ static int open_weights(struct kv_cuda *c)
 
 			*slot[i] = base + off / 2;
 			fill_kernel<<<grid_for(layer_sizes[i]), 256, 0, c->compute>>>(
-				*slot[i], layer_sizes[i], mix64(c->o.seed ^ (l * 8 + i + 1)), scale);
+				*slot[i], layer_sizes[i], mix64(seed ^ (l * 8 + i + 1)), scale);
 			off += align_up(layer_sizes[i] * 2);
 		}
 	}
 	c->emb = base + off / 2;
-	fill_kernel<<<grid_for(emb), 256, 0, c->compute>>>(c->emb, emb, mix64(c->o.seed ^ 0xe1), 1.0f);
+	fill_kernel<<<grid_for(emb), 256, 0, c->compute>>>(c->emb, emb, mix64(seed ^ 0xe1), 1.0f);
 	off += align_up(emb * 2);
 	c->final_norm = base + off / 2;
 	fill_kernel<<<grid_for(H), 256, 0, c->compute>>>(c->final_norm, H, 0, 0.0f);
@@ -331,7 +347,7 @@ static int open_weights(struct kv_cuda *c)
 	c->lm = c->emb;
 	if (!m->tie_embeddings) {
 		c->lm = base + off / 2;
-		fill_kernel<<<grid_for(emb), 256, 0, c->compute>>>(c->lm, emb, mix64(c->o.seed ^ 0x1e),
+		fill_kernel<<<grid_for(emb), 256, 0, c->compute>>>(c->lm, emb, mix64(seed ^ 0x1e),
 								    1.0f / sqrtf((float)H));
 	}
 	TRY(cu_ok(c, cudaGetLastError(), "fill_kernel launch"));
@@ -341,9 +357,10 @@ static int open_weights(struct kv_cuda *c)
 /* Activations: one allocation carved into the step's buffers. */
 static int open_workspace(struct kv_cuda *c)
 {
-	const struct kv_model *m = &c->model;
-	size_t N = c->o.max_batch_tokens, S = c->o.max_batch_seqs, H = m->hidden, off = 0;
-	size_t pages_per_seq = kv_div_ceil(c->o.max_ctx_tokens, c->o.page_tokens);
+	const struct kv_model *m = &c->base.model;
+	const struct kv_backend_opts *o = &c->base.opts;
+	size_t N = o->max_batch_tokens, S = o->max_batch_seqs, H = m->hidden, off = 0;
+	size_t pages_per_seq = kv_div_ceil(o->max_ctx_tokens, o->page_tokens);
 	size_t sizes[9];
 	void **ptrs[9] = { (void **)&c->h, (void **)&c->xn, (void **)&c->qkv, (void **)&c->attn,
 			   (void **)&c->gu, (void **)&c->act, (void **)&c->xs, (void **)&c->logits,
@@ -410,7 +427,7 @@ static void fill_info(struct kv_cuda *c, const cudaDeviceProp *p)
 	c->info.dtype_bytes = 2;
 	c->info.kv_elem_bytes = c->kv_type == KV_KV_I8 ? 1 : 2;
 	c->info.page_bytes = c->page_bytes;
-	c->info.kv_pages = c->o.kv_pages;
+	c->info.kv_pages = c->base.opts.kv_pages;
 }
 
 static void cuda_close(struct kv_backend *b);
@@ -431,10 +448,10 @@ static int open_all(struct kv_cuda *c)
 	TRY(open_runtime(c));
 	TRY(cu_ok(c, cudaMemGetInfo(&free0, &total), "cudaMemGetInfo"));
 	TRY(open_weights(c));
-	c->arena_bytes = (size_t)c->o.kv_pages * c->page_bytes;
+	c->arena_bytes = (size_t)c->base.opts.kv_pages * c->page_bytes;
 	TRY(ensure_arena(c));
 	TRY(open_workspace(c));
-	c->moves_cap = c->o.kv_pages;
+	c->moves_cap = c->base.opts.kv_pages;
 	c->wave_end = (int *)kv_xmalloc(c->moves_cap * sizeof(int));
 	TRY(cu_ok(c, cudaMalloc(&c->d_moves, c->moves_cap * 2 * 4), "cudaMalloc(moves)"));
 	TRY(cu_ok(c, cudaHostAlloc((void **)&c->h_moves, c->moves_cap * 2 * 4, cudaHostAllocDefault),
@@ -456,23 +473,24 @@ static int cuda_open(const struct kv_backend_opts *o, struct kv_backend **out, s
 	int rc;
 
 	*out = NULL;
-	c->o = *o;
-	if ((rc = check_opts(c, o)))
-		goto fail;
-	c->model = *o->model;
-	c->o.model = &c->model;
+	if ((rc = check_opts(c, o, d))) {
+		free(c);
+		return rc;
+	}
+	c->base.opts = *o; /* exec.c copies the same after open; the hooks read them here */
+	c->base.model = *o->model;
+	c->base.opts.model = &c->base.model;
 	c->kv_type = o->kv_int8 ? KV_KV_I8 : KV_KV_F16;
-	c->page_bytes = kv__cuda_block_bytes(&c->sh, c->kv_type) * c->model.layers;
-	c->qkv_cols = (c->model.heads + 2 * c->model.kv_heads) * c->model.head_dim;
-	c->up_cols = (c->model.gated_mlp ? 2 : 1) * c->model.intermediate;
+	c->page_bytes = kv__cuda_block_bytes(&c->sh, c->kv_type) * c->base.model.layers;
+	c->qkv_cols = (c->base.model.heads + 2 * c->base.model.kv_heads) * c->base.model.head_dim;
+	c->up_cols = (c->base.model.gated_mlp ? 2 : 1) * c->base.model.intermediate;
 	if ((rc = open_all(c)))
 		goto fail;
-	*out = (struct kv_backend *)(void *)c;
+	*out = &c->base;
 	return 0;
 fail:
-	if (d)
-		*d = c->err;
-	cuda_close((struct kv_backend *)(void *)c);
+	kv_diag_set(d, rc, "", 0, 0, "backend", "%s", c->base.err);
+	cuda_close(&c->base);
 	return rc;
 }
 
@@ -545,43 +563,25 @@ static void cuda_info(const struct kv_backend *b, struct kv_backend_info *info)
 	*info = cu_of_c(b)->info;
 }
 
-static const char *cuda_last_error(const struct kv_backend *b)
-{
-	return cu_of_c(b)->err.msg;
-}
-
 /* ---- steps ---- */
 
-/* Checks the batch against the options; counts its tables, tokens and sampled rows. */
-static int step_check(struct kv_cuda *c, const struct kv_backend_seq *seqs, uint32_t n,
-		      size_t *tables, size_t *tokens, size_t *rows)
+/*
+ * Counts the batch's table entries (the pages its tokens occupy: a
+ * sequence may pass more, n_pages, than ctx + n_new needs), new tokens and
+ * sampled rows.  exec.c has checked the batch (exec_impl.h), so the
+ * metadata fits meta_ints.
+ */
+static void step_count(struct kv_cuda *c, const struct kv_backend_seq *seqs, uint32_t n,
+		       size_t *tables, size_t *tokens, size_t *rows)
 {
-	uint32_t i, p;
+	uint32_t i;
 
 	*tables = *tokens = *rows = 0;
-	if (n < 1 || n > c->o.max_batch_seqs)
-		return fail_msg(c, KV_EINVAL, "step of %u sequences: expected 1..%u", n,
-				c->o.max_batch_seqs);
 	for (i = 0; i < n; i++) {
-		const struct kv_backend_seq *s = &seqs[i];
-		uint64_t len = (uint64_t)s->ctx + s->n_new, pages = kv_div_ceil(len, c->o.page_tokens);
-
-		if (s->n_new < 1 || len > c->o.max_ctx_tokens || !s->pages)
-			return fail_msg(c, KV_EINVAL,
-					"sequence %u: ctx %u + n_new %u must be 1..%u tokens, with pages",
-					i, s->ctx, s->n_new, c->o.max_ctx_tokens);
-		for (p = 0; p < pages; p++)
-			if (s->pages[p] < 0 || (uint64_t)s->pages[p] >= c->o.kv_pages)
-				return fail_msg(c, KV_EINVAL, "sequence %u: page %u is %d, expected 0..%llu",
-						i, p, s->pages[p], (unsigned long long)c->o.kv_pages - 1);
-		*tables += pages;
-		*tokens += s->n_new;
-		*rows += s->sample ? 1 : 0;
+		*tables += kv_div_ceil((uint64_t)seqs[i].ctx + seqs[i].n_new, c->base.opts.page_tokens);
+		*tokens += seqs[i].n_new;
+		*rows += seqs[i].sample ? 1 : 0;
 	}
-	if (*tokens > c->o.max_batch_tokens)
-		return fail_msg(c, KV_EINVAL, "step of %zu new tokens: at most %u", *tokens,
-				c->o.max_batch_tokens);
-	return 0;
 }
 
 /*
@@ -598,7 +598,7 @@ static size_t step_meta(struct kv_cuda *c, const struct kv_backend_seq *seqs, ui
 
 	for (i = 0; i < n; i++) {
 		const struct kv_backend_seq *s = &seqs[i];
-		size_t pages = kv_div_ceil((uint64_t)s->ctx + s->n_new, c->o.page_tokens);
+		size_t pages = kv_div_ceil((uint64_t)s->ctx + s->n_new, c->base.opts.page_tokens);
 
 		memcpy(tab + off, s->pages, pages * sizeof(int32_t));
 		for (j = 0; j < s->n_new; j++, t++) {
@@ -606,8 +606,8 @@ static size_t step_meta(struct kv_cuda *c, const struct kv_backend_seq *seqs, ui
 
 			toff[t] = (int32_t)off;
 			tpos[t] = (int32_t)pos;
-			tid[t] = (int32_t)(mix64(c->o.seed ^ mix64(pos * 0x100000001b3ULL + i)) %
-					   c->model.vocab);
+			tid[t] = (int32_t)(mix64(c->base.opts.seed ^ mix64(pos * 0x100000001b3ULL + i)) %
+					   c->base.model.vocab);
 		}
 		if (s->sample)
 			rows[r++] = (int32_t)(t - 1); /* its last new token */
@@ -620,7 +620,7 @@ static size_t step_meta(struct kv_cuda *c, const struct kv_backend_seq *seqs, ui
 static int step_layer(struct kv_cuda *c, uint32_t l, int N, const int32_t *d_tab,
 		      const int32_t *d_toff, const int32_t *d_tpos)
 {
-	const struct kv_model *m = &c->model;
+	const struct kv_model *m = &c->base.model;
 	const struct layer_w *w = &c->lw[l];
 	int H = (int)m->hidden, qo = (int)(m->heads * m->head_dim), I = (int)m->intermediate;
 	struct kv__append ap;
@@ -671,11 +671,11 @@ static int cuda_step(struct kv_backend *b, const struct kv_backend_seq *seqs, ui
 	struct kv_cuda *c = cu_of(b);
 	size_t tables, tokens, rows, used;
 	const int32_t *d_toff, *d_tpos, *d_tid;
-	int H = (int)c->model.hidden, N;
+	int H = (int)c->base.model.hidden, N;
 	float ms = 0.0f;
 	uint32_t l;
 
-	TRY(step_check(c, seqs, n, &tables, &tokens, &rows));
+	step_count(c, seqs, n, &tables, &tokens, &rows);
 	TRY(ensure_arena(c));
 	used = step_meta(c, seqs, n, tables, tokens);
 	N = (int)tokens;
@@ -687,13 +687,13 @@ static int cuda_step(struct kv_backend *b, const struct kv_backend_seq *seqs, ui
 				     c->compute), "cudaMemcpyAsync(step metadata)"));
 	embed_kernel<<<grid_for((size_t)N * H), 256, 0, c->compute>>>(c->h, c->emb, d_tid, N, H);
 	TRY(cu_ok(c, cudaGetLastError(), "embed_kernel launch"));
-	for (l = 0; l < c->model.layers; l++)
+	for (l = 0; l < c->base.model.layers; l++)
 		TRY(step_layer(c, l, N, c->d_meta, d_toff, d_tpos));
 	if (rows) {
 		rmsnorm_kernel<<<(unsigned)rows, ROW_THREADS, 0, c->compute>>>(
 			c->xs, c->h, c->final_norm, d_tid + tokens, H);
 		TRY(cu_ok(c, cudaGetLastError(), "rmsnorm_kernel launch"));
-		TRY(gemm(c, c->lm, c->xs, c->logits, (int)c->model.vocab, (int)rows, H, 0.0f,
+		TRY(gemm(c, c->lm, c->xs, c->logits, (int)c->base.model.vocab, (int)rows, H, 0.0f,
 			 "GEMM LM head"));
 	}
 	c->last_rows = (uint32_t)rows;
@@ -708,25 +708,16 @@ int kv_backend_cuda_logits(struct kv_backend *b, float *out, size_t n)
 {
 	struct kv_cuda *c = cu_of(b);
 
-	if (n > (size_t)c->last_rows * c->model.vocab)
+	if (b->ops != &kv_backend_cuda_ops)
+		return kv__backend_fail(b, KV_EINVAL, "logits: a %s backend, not cuda", b->ops->name);
+	if (n > (size_t)c->last_rows * c->base.model.vocab)
 		return fail_msg(c, KV_EINVAL, "%zu logits asked, the last step made %zu", n,
-				(size_t)c->last_rows * c->model.vocab);
+				(size_t)c->last_rows * c->base.model.vocab);
 	return cu_ok(c, cudaMemcpy(out, c->logits, n * sizeof(float), cudaMemcpyDeviceToHost),
 		     "cudaMemcpy(logits)");
 }
 
 /* ---- copies ---- */
-
-static int check_pages(struct kv_cuda *c, const int32_t *p, uint32_t n, const char *what)
-{
-	uint32_t i;
-
-	for (i = 0; i < n; i++)
-		if (p[i] < 0 || (uint64_t)p[i] >= c->o.kv_pages)
-			return fail_msg(c, KV_EINVAL, "%s[%u] is %d, expected 0..%llu", what, i, p[i],
-					(unsigned long long)c->o.kv_pages - 1);
-	return 0;
-}
 
 /* Grows the move buffers to hold n moves (outside steps; rare). */
 static int moves_reserve(struct kv_cuda *c, uint32_t n)
@@ -755,8 +746,6 @@ static int cuda_move_pages(struct kv_backend *b, const int32_t *from, const int3
 	float ms = 0.0f;
 
 	*ns = 0;
-	TRY(check_pages(c, from, n, "from"));
-	TRY(check_pages(c, to, n, "to"));
 	if (!n)
 		return 0;
 	TRY(finish_swaps(c)); /* a queued copy may read or write these pages */
@@ -827,11 +816,8 @@ static int cuda_swap(struct kv_backend *b, const int32_t *pages, uint32_t n, uin
 	uint32_t i, run;
 
 	*ns = 0;
-	TRY(check_pages(c, pages, n, "pages"));
 	if (!n)
 		return 0;
-	if (slot0 + n < slot0)
-		return fail_msg(c, KV_EINVAL, "slot %llu + %u overflows", (unsigned long long)slot0, n);
 	TRY(ensure_arena(c));
 	TRY(slots_reserve(c, slot0 + n));
 	TRY(pending_slot(c, &p));
@@ -887,14 +873,16 @@ static int cuda_kv_forget(struct kv_backend *b)
 }
 
 extern "C" const struct kv_backend_ops kv_backend_cuda_ops = {
-	"cuda",
-	cuda_open,
-	cuda_close,
-	cuda_info,
-	cuda_step,
-	cuda_move_pages,
-	cuda_swap,
-	cuda_memory,
-	cuda_kv_forget,
-	cuda_last_error,
+	/* designated, in declaration order (C++20; GCC and nvcc accept them in C++17) */
+	.name = "cuda",
+	.desc = "fp16 weights and fp16 or 8-bit KV on one NVIDIA GPU; cuBLAS GEMMs and the "
+		"kernels.cu paged-attention kernels",
+	.open = cuda_open,
+	.close = cuda_close,
+	.info = cuda_info,
+	.step = cuda_step,
+	.move_pages = cuda_move_pages,
+	.swap = cuda_swap,
+	.memory = cuda_memory,
+	.kv_forget = cuda_kv_forget,
 };

@@ -3,7 +3,8 @@
  * prints one table: decode steps at several batch sizes over a fixed
  * context, prefill chunks, and the gain from overlapping an async swap
  * with a decode step.  A benchmark, not a test: it asserts nothing beyond
- * the calls succeeding (gpu/check.sh runs it on a lent GPU).
+ * the calls succeeding (gpu/check.sh runs it on a lent GPU).  It opens the
+ * backend as kind "cuda" through exec.h, as the simulator's executor does.
  *
  * Timing is value-independent, so the context is not prefilled: decode
  * reads ctx tokens of (zeroed) KV through real page tables.  Each figure
@@ -16,7 +17,7 @@
  * usage: cuda_bench [MODEL] [--kv-int8] [--ctx N] [--swap-pages N] [--reps N]
  * exit: 0, 77 without a GPU, 1 on a failure, 2 on bad arguments.
  */
-#include "backend_cuda.h"
+#include "exec.h"
 #include "profiles.h"
 
 #include <stdio.h>
@@ -63,7 +64,7 @@ static int time_step(struct bench *bn, uint32_t n, double *ms)
 	int i, reps = bn->reps < 64 ? bn->reps : 64, rc;
 
 	for (i = -2; i < reps; i++) {
-		if ((rc = kv_backend_cuda_ops.step(bn->b, bn->seqs, n, &ns)))
+		if ((rc = kv_backend_step(bn->b, bn->seqs, n, &ns)))
 			return rc;
 		if (i >= 0)
 			t[i] = ns;
@@ -78,8 +79,10 @@ static void set_decode(struct bench *bn, uint32_t batch)
 	uint32_t i;
 
 	for (i = 0; i < batch; i++)
-		bn->seqs[i] = (struct kv_backend_seq){ bn->pages + (size_t)i * bn->pages_per_seq, bn->ctx,
-						       1, 1 };
+		bn->seqs[i] = (struct kv_backend_seq){
+			.pages = bn->pages + (size_t)i * bn->pages_per_seq,
+			.n_pages = bn->pages_per_seq, .ctx = bn->ctx, .n_new = 1, .sample = 1
+		};
 }
 
 static int decode_rows(struct bench *bn)
@@ -109,7 +112,11 @@ static int prefill_rows(struct bench *bn)
 				   kv_model_attn_flops_per_pair(&bn->m) * chunks[i] * (chunks[i] + 1) / 2.0;
 		int rc;
 
-		bn->seqs[0] = (struct kv_backend_seq){ bn->pages, 0, chunks[i], 1 };
+		/* pages 0.. in order: the chunk's own pages, borrowed from the decode sequences */
+		bn->seqs[0] = (struct kv_backend_seq){
+			.pages = bn->pages, .n_pages = (chunks[i] + PAGE_TOKENS - 1) / PAGE_TOKENS,
+			.ctx = 0, .n_new = chunks[i], .sample = 1
+		};
 		if ((rc = time_step(bn, 1, &ms)))
 			return rc;
 		printf("%-8s %6u %6u %10.3f %12.0f %10.1f\n", "prefill", chunks[i], 0, ms,
@@ -128,19 +135,19 @@ static int overlap_row(struct bench *bn)
 
 	set_decode(bn, 32);
 	if ((rc = time_step(bn, 32, &step_ms)) ||
-	    (rc = kv_backend_cuda_ops.swap(bn->b, swap, bn->swap_pages, 0, 1, 0, &copy_ns)))
+	    (rc = kv_backend_swap(bn->b, swap, bn->swap_pages, 0, 1, 0, &copy_ns)))
 		return rc;
 	for (i = 0; i < 3; i++) { /* alone: the step, then the copy */
 		t0 = now_ns();
-		if ((rc = kv_backend_cuda_ops.step(bn->b, bn->seqs, 32, &step_ns)) ||
-		    (rc = kv_backend_cuda_ops.swap(bn->b, swap, bn->swap_pages, 0, 1, 0, &copy_ns)))
+		if ((rc = kv_backend_step(bn->b, bn->seqs, 32, &step_ns)) ||
+		    (rc = kv_backend_swap(bn->b, swap, bn->swap_pages, 0, 1, 0, &copy_ns)))
 			return rc;
 		alone_wall += now_ns() - t0;
 	}
 	for (i = 0; i < 3; i++) { /* overlapped: the copy queued, then the step */
 		t0 = now_ns();
-		if ((rc = kv_backend_cuda_ops.swap(bn->b, swap, bn->swap_pages, 0, 1, 1, &copy_ns)) ||
-		    (rc = kv_backend_cuda_ops.step(bn->b, bn->seqs, 32, &step_ns)))
+		if ((rc = kv_backend_swap(bn->b, swap, bn->swap_pages, 0, 1, 1, &copy_ns)) ||
+		    (rc = kv_backend_step(bn->b, bn->seqs, 32, &step_ns)))
 			return rc;
 		wall += now_ns() - t0;
 	}
@@ -173,7 +180,7 @@ static int run(struct bench *bn, int int8)
 	o.max_ctx_tokens = bn->ctx + 1 > MAX_CHUNK ? bn->ctx + 1 : MAX_CHUNK;
 	o.seed = 1;
 	o.kv_int8 = int8;
-	if ((rc = kv_backend_cuda_ops.open(&o, &bn->b, &d))) {
+	if ((rc = kv_backend_open("cuda", &o, &bn->b, &d))) {
 		fprintf(stderr, "cuda_bench: open: %s\n", d.msg);
 		return rc;
 	}
@@ -181,7 +188,7 @@ static int run(struct bench *bn, int int8)
 	bn->seqs = malloc(128 * sizeof(*bn->seqs));
 	for (i = 0; i < total_pages; i++)
 		bn->pages[i] = (int32_t)i;
-	kv_backend_cuda_ops.info(bn->b, &info);
+	kv_backend_get_info(bn->b, &info);
 	printf("# %s, %s, %s KV: page %llu bytes, %llu pages (%.1f GiB), weights %.1f GiB\n",
 	       info.device, bn->m.name, int8 ? "int8" : "fp16", (unsigned long long)info.page_bytes,
 	       (unsigned long long)info.kv_pages,
@@ -192,8 +199,8 @@ static int run(struct bench *bn, int int8)
 	if (!(rc = decode_rows(bn)) && !(rc = prefill_rows(bn)))
 		rc = overlap_row(bn);
 	if (rc)
-		fprintf(stderr, "cuda_bench: %s\n", kv_backend_cuda_ops.last_error(bn->b));
-	kv_backend_cuda_ops.close(bn->b);
+		fprintf(stderr, "cuda_bench: %s\n", kv_backend_last_error(bn->b));
+	kv_backend_close(bn->b);
 	free(bn->pages);
 	free(bn->seqs);
 	return rc;

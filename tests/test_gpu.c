@@ -4,15 +4,17 @@
  * before each run; decode must agree within 1e-3 relative error and never
  * give NaN; append must write the twin's bytes (fp16 bit for bit; int8 with
  * equal scales and codes within one step); compaction must equal the
- * twin's byte for byte.  The backend opens a tiny model, prefills and
- * decodes, and shows that compaction and a swap round trip keep a
- * sequence's logits.  Exits 77 (skipped) when the build has no CUDA or no
- * GPU is present.
+ * twin's byte for byte.  The backend, opened as kind "cuda" through
+ * exec.h (kv_backend_open), runs a tiny model: it prefills and decodes,
+ * and shows that compaction and a swap round trip keep a sequence's
+ * logits.  Exits 77 (skipped) when the build has no CUDA or no GPU is
+ * present.
  */
 #include "backend.h"
+#include "exec.h"
 #include "kernels.h"
 
-#if KV_HAVE_CUDA
+#if KV_HAVE_CUDA_BACKEND
 #include "backend_cuda.h"
 #endif
 
@@ -207,29 +209,44 @@ static int kernel_cases(void)
 	return fails;
 }
 
-/* ---- the backend ---- */
+#endif
+
+#if KV_HAVE_CUDA_BACKEND
+/* ---- the backend, through exec.h ---- */
 
 static int expect(int cond, const char *what, const struct kv_backend *b)
 {
 	if (!cond)
-		printf("FAIL: backend: %s (%s)\n", what,
-		       b ? kv_backend_cuda_ops.last_error(b) : "not open");
+		printf("FAIL: backend: %s (%s)\n", what, b ? kv_backend_last_error(b) : "not open");
 	return !cond;
 }
 
-/* One decode step of the sequence in `pages` at ctx; copies its logits to out. */
+/* A sequence of the batch: its n_pages pages, ctx cached tokens, n_new new ones. */
+static struct kv_backend_seq seq(const int32_t *pages, uint32_t n_pages, uint32_t ctx,
+				 uint32_t n_new, uint32_t sample)
+{
+	return (struct kv_backend_seq){ .pages = pages, .n_pages = n_pages, .ctx = ctx,
+					.n_new = n_new, .sample = sample };
+}
+
+/* One decode step of the sequence in `pages` (4 of them) at ctx; copies its logits to out. */
 static int decode_into(struct kv_backend *b, const int32_t *pages, uint32_t ctx, float *out,
 		       size_t vocab, uint64_t *ns)
 {
-	struct kv_backend_seq s = { pages, ctx, 1, 1 };
+	struct kv_backend_seq s = seq(pages, 4, ctx, 1, 1);
 
-	return kv_backend_cuda_ops.step(b, &s, 1, ns) || kv_backend_cuda_logits(b, out, vocab);
+	return kv_backend_step(b, &s, 1, ns) || kv_backend_cuda_logits(b, out, vocab);
 }
 
 static int backend_case(int int8)
 {
-	struct kv_model m = { "tiny", 4, 512, 8, int8 ? 2 : 8, 64, 1376, 32000, 2048, 0, 2, 1, 0 };
-	struct kv_backend_opts o = { &m, 64, 16, 256, 4, 1024, 42, 0, int8 };
+	struct kv_model m = { .name = "tiny", .layers = 4, .hidden = 512, .heads = 8,
+			      .kv_heads = int8 ? 2 : 8, .head_dim = 64, .intermediate = 1376,
+			      .vocab = 32000, .max_ctx_tokens = 2048, .dtype_bytes = 2,
+			      .gated_mlp = 1 };
+	struct kv_backend_opts o = { .model = &m, .kv_pages = 64, .page_tokens = 16,
+				     .max_batch_tokens = 256, .max_batch_seqs = 4,
+				     .max_ctx_tokens = 1024, .seed = 42, .kv_int8 = int8 };
 	struct kv_backend *b = NULL;
 	struct kv_backend_info info;
 	struct kv_backend_mem mem;
@@ -240,65 +257,93 @@ static int backend_case(int int8)
 	uint64_t ns = 0, copy_ns = 0, move_ns = 0;
 	int fails = 0, i;
 
-	if (kv_backend_cuda_ops.open(&o, &b, &d)) {
+	if (kv_backend_open("cuda", &o, &b, &d)) {
 		printf("FAIL: backend open: %s\n", d.msg);
 		free(l1), free(l2);
 		return 1;
 	}
-	kv_backend_cuda_ops.info(b, &info);
+	kv_backend_get_info(b, &info);
 	printf("backend: %s %s, page %llu bytes, weights %llu, workspace %llu\n", info.kind,
 	       info.device, (unsigned long long)info.page_bytes, (unsigned long long)info.weight_bytes,
 	       (unsigned long long)info.workspace_bytes);
 	{ /* prefill: a 40-token prompt and a 100-token one in chunks of 64 and 36 */
-		struct kv_backend_seq s[2] = { { a, 0, 40, 1 }, { bp, 0, 64, 0 } };
+		struct kv_backend_seq s[2] = { seq(a, 4, 0, 40, 1), seq(bp, 8, 0, 64, 0) };
 
-		fails += expect(!kv_backend_cuda_ops.step(b, s, 2, &ns) && ns > 0, "prefill chunk", b);
-		s[0] = (struct kv_backend_seq){ bp, 64, 36, 1 };
-		fails += expect(!kv_backend_cuda_ops.step(b, s, 1, &ns) && ns > 0, "second chunk", b);
+		fails += expect(!kv_backend_step(b, s, 2, &ns) && ns > 0, "prefill chunk", b);
+		s[0] = seq(bp, 8, 64, 36, 1);
+		fails += expect(!kv_backend_step(b, s, 1, &ns) && ns > 0, "second chunk", b);
 	}
 	for (i = 0; i < 3; i++) { /* decode both */
-		struct kv_backend_seq s[2] = { { a, 40 + (uint32_t)i, 1, 1 }, { bp, 100 + (uint32_t)i, 1, 1 } };
+		struct kv_backend_seq s[2] = { seq(a, 4, 40 + (uint32_t)i, 1, 1),
+					       seq(bp, 8, 100 + (uint32_t)i, 1, 1) };
 
-		fails += expect(!kv_backend_cuda_ops.step(b, s, 2, &ns) && ns > 0, "decode step", b);
+		fails += expect(!kv_backend_step(b, s, 2, &ns) && ns > 0, "decode step", b);
 		fails += expect(!kv_backend_cuda_logits(b, l1, 2 * 32000), "logits", b);
 		fails += expect(rel_error(l1, l1, 2 * 32000) >= 0, "logits finite", b);
 	}
 	/* the same decode step from moved pages, then from swapped-out-and-in pages */
 	fails += expect(!decode_into(b, a, 43, l1, 32000, &ns), "decode at 43", b);
-	fails += expect(!kv_backend_cuda_ops.move_pages(b, a, moved, 3, &move_ns), "move_pages", b);
+	fails += expect(!kv_backend_move_pages(b, a, moved, 3, &move_ns), "move_pages", b);
 	fails += expect(!decode_into(b, moved, 43, l2, 32000, &ns), "decode moved", b);
 	fails += expect(rel_error(l2, l1, 32000) >= 0 && rel_error(l2, l1, 32000) < 1e-6,
 			"compaction keeps the logits", b);
-	fails += expect(!kv_backend_cuda_ops.swap(b, moved, 3, 0, 1, 1, &copy_ns), "async offload", b);
+	fails += expect(!kv_backend_swap(b, moved, 3, 0, 1, 1, &copy_ns), "async offload", b);
 	{
-		struct kv_backend_seq s = { bp, 103, 1, 1 }; /* overlaps the copy */
+		struct kv_backend_seq s = seq(bp, 8, 103, 1, 1); /* overlaps the copy */
 
-		fails += expect(!kv_backend_cuda_ops.step(b, &s, 1, &ns) && ns > 0 && copy_ns > 0,
+		fails += expect(!kv_backend_step(b, &s, 1, &ns) && ns > 0 && copy_ns > 0,
 				"step with a copy in flight", b);
 	}
-	fails += expect(!kv_backend_cuda_ops.swap(b, back, 3, 0, 0, 0, &copy_ns) && copy_ns > 0,
+	fails += expect(!kv_backend_swap(b, back, 3, 0, 0, 0, &copy_ns) && copy_ns > 0,
 			"prefetch", b);
 	fails += expect(!decode_into(b, back, 43, l2, 32000, &ns), "decode swapped", b);
 	fails += expect(rel_error(l2, l1, 32000) >= 0 && rel_error(l2, l1, 32000) < 1e-6,
 			"a swap round trip keeps the logits", b);
-	fails += expect(!kv_backend_cuda_ops.memory(b, &mem) && mem.kv == 64 * info.page_bytes &&
+	fails += expect(!kv_backend_memory(b, &mem) && mem.kv == 64 * info.page_bytes &&
 			mem.weights == info.weight_bytes, "memory", b);
-	fails += expect(!kv_backend_cuda_ops.kv_forget(b) && !kv_backend_cuda_ops.memory(b, &mem) &&
+	fails += expect(!kv_backend_kv_forget(b) && !kv_backend_memory(b, &mem) &&
 			mem.kv == 0, "kv_forget", b);
 	fails += expect(!decode_into(b, a, 43, l2, 32000, &ns) && rel_error(l2, l2, 32000) >= 0,
 			"decode after forget", b);
 	{
-		struct kv_backend_seq s = { a, 2000, 100, 1 };
+		struct kv_backend_seq s = seq(a, 4, 2000, 100, 1);
 
-		fails += expect(kv_backend_cuda_ops.step(b, &s, 1, &ns) == KV_EINVAL,
+		fails += expect(kv_backend_step(b, &s, 1, &ns) == KV_EINVAL,
 				"a context beyond max_ctx_tokens is refused", b);
 	}
 	printf("%s: backend %s: step %.3f ms, compaction of 3 pages %.3f ms, prefetch %.3f ms\n",
 	       fails ? "FAIL" : "ok", int8 ? "int8 KV" : "fp16 KV", ns / 1e6, move_ns / 1e6,
 	       copy_ns / 1e6);
-	kv_backend_cuda_ops.close(b);
+	kv_backend_close(b);
 	free(l1), free(l2);
 	return fails;
+}
+#endif
+
+#if KV_HAVE_CUDA_BACKEND
+/* Without a GPU, kind "cuda" is listed and answers KV_ENOENT with a reason, leaving *out NULL. */
+static int no_gpu_case(void)
+{
+	struct kv_model m = { .name = "tiny", .layers = 1, .hidden = 64, .heads = 2, .kv_heads = 2,
+			      .head_dim = 32, .intermediate = 128, .vocab = 100,
+			      .max_ctx_tokens = 64, .dtype_bytes = 2, .gated_mlp = 1 };
+	struct kv_backend_opts o = { .model = &m, .kv_pages = 4, .page_tokens = 16,
+				     .max_batch_tokens = 16, .max_batch_seqs = 2,
+				     .max_ctx_tokens = 64, .seed = 1 };
+	struct kv_backend *b = (struct kv_backend *)&o;
+	struct kv_diag d;
+	int rc = kv_backend_open("cuda", &o, &b, &d);
+
+	if (strcmp(kv_backend_kinds[0], "cuda") || rc != KV_ENOENT || b ||
+	    !strstr(d.msg, "no GPU")) {
+		printf("FAIL: without a GPU, kind \"cuda\" (listed first: %s) opened with %d: %s\n",
+		       kv_backend_kinds[0], rc, rc ? d.msg : "");
+		if (!rc)
+			kv_backend_close(b);
+		return 1;
+	}
+	printf("ok: kind \"cuda\" without a GPU: %s\n", d.msg);
+	return 0;
 }
 #endif
 
@@ -307,6 +352,10 @@ int main(void)
 	struct kv_gpu_info info;
 
 	if (kv_gpu_query(&info)) {
+#if KV_HAVE_CUDA_BACKEND
+		if (no_gpu_case())
+			return 1;
+#endif
 		printf("%s: skipped\n", info.why);
 		return 77;
 	}
@@ -316,8 +365,10 @@ int main(void)
 
 		printf("device: %s\n", info.name);
 		fails = kernel_cases();
+#if KV_HAVE_CUDA_BACKEND
 		fails += backend_case(0);
 		fails += backend_case(1);
+#endif
 		printf("%s\n", fails ? "FAILED" : "all passed");
 		return fails ? 1 : 0;
 	}
