@@ -378,7 +378,9 @@ static int measure_grid(struct cal *c, struct kv_diag *d)
 	{
 		uint64_t t;
 
-		if ((rc = kv_backend_move_pages(be, from, to, (uint32_t)i, &t)))
+		/* twice: the first pass also faults the pages in; the second is the copy */
+		if ((rc = kv_backend_move_pages(be, from, to, (uint32_t)i, &t)) ||
+		    (rc = kv_backend_move_pages(be, from, to, (uint32_t)i, &t)))
 			goto out;
 		/* a page copy reads and writes page_bytes: the host-link figure of a CPU */
 		c->copy_Bps = t ? 2.0 * (double)c->info.page_bytes * (double)i / ((double)t * 1e-9) : 0;

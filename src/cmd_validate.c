@@ -180,10 +180,14 @@ static int write_csv(const char *dir, const struct row *rows, size_t n_rows,
 	if ((rc = kv_atomic_open(&f, path, d)))
 		return rc;
 	fprintf(f.f, "metric,unit,predicted,measured,error_pct\n");
-	for (i = 0; i < n_rows; i++)
-		fprintf(f.f, "%s,%s,%.6g,%.6g,%.3f\n", rows[i].name, rows[i].unit, rows[i].pred,
-			rows[i].meas,
-			rows[i].meas != 0 ? 100 * (rows[i].pred / rows[i].meas - 1) : NAN);
+	for (i = 0; i < n_rows; i++) {
+		if (i < 3) /* the per-iteration error: one figure, no prediction to compare */
+			fprintf(f.f, "%s,%s,%.6g,,\n", rows[i].name, rows[i].unit, rows[i].pred);
+		else
+			fprintf(f.f, "%s,%s,%.6g,%.6g,%.3f\n", rows[i].name, rows[i].unit,
+				rows[i].pred, rows[i].meas,
+				rows[i].meas != 0 ? 100 * (rows[i].pred / rows[i].meas - 1) : NAN);
+	}
 	if ((rc = kv_atomic_commit(&f, d)))
 		return rc;
 	snprintf(path, sizeof(path), "%s/iterations.csv", dir);
@@ -214,7 +218,8 @@ static void chart(const char *dir)
 	    system("command -v gnuplot >/dev/null 2>&1"))
 		return;
 	snprintf(cmd, sizeof(cmd),
-		 "gnuplot -e \"file='%s/iterations.csv'; out='%s/.iterations.png.tmp'\" '%s' "
+		 "gnuplot -e \"file='%s/iterations.csv'; out='%s/.iterations.png.tmp'; "
+		 "title='validation: the perf model against each measured iteration'\" '%s' "
 		 ">/dev/null 2>&1 && mv '%s/.iterations.png.tmp' '%s/iterations.png'",
 		 dir, dir, script, dir, dir);
 	if (system(cmd) != 0)
