@@ -50,27 +50,14 @@ const char *kv_backend_last_error(const struct kv_backend *b)
 /* The model's architecture fields the forward pass divides by or sizes with. */
 static int check_model(const struct kv_model *m, struct kv_diag *d)
 {
-	static const struct {
-		const char *name;
-		size_t off;
-	} f[] = {
-		{ "layers", offsetof(struct kv_model, layers) },
-		{ "hidden", offsetof(struct kv_model, hidden) },
-		{ "heads", offsetof(struct kv_model, heads) },
-		{ "kv_heads", offsetof(struct kv_model, kv_heads) },
-		{ "head_dim", offsetof(struct kv_model, head_dim) },
-		{ "intermediate", offsetof(struct kv_model, intermediate) },
-		{ "vocab", offsetof(struct kv_model, vocab) },
-	};
-	size_t i;
+	const struct kv_model_field *f;
 
-	for (i = 0; i < KV_ARRAY_LEN(f); i++) {
-		uint32_t v;
+	for (f = kv_model_arch_fields; f->key; f++) {
+		uint32_t v = kv_model_field(m, f);
 
-		memcpy(&v, (const char *)m + f[i].off, sizeof(v));
 		/* 2^24 bounds every product of two fields below 2^48: no overflow in sizes. */
 		if (v == 0 || v > (1u << 24))
-			return OPEN_FAIL(d, "model %s is %u; expected 1 to 16777216", f[i].name, v);
+			return OPEN_FAIL(d, "model %s is %u; expected 1 to 16777216", f->key, v);
 	}
 	if (m->heads % m->kv_heads)
 		return OPEN_FAIL(d, "model heads %u is not a multiple of kv_heads %u", m->heads,

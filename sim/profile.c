@@ -55,32 +55,28 @@ double kv_model_attn_flops_per_pair(const struct kv_model *m)
 	return 4.0 * m->layers * m->heads * m->head_dim;
 }
 
+const struct kv_model_field kv_model_arch_fields[] = {
+	{ "layers", offsetof(struct kv_model, layers) },
+	{ "hidden", offsetof(struct kv_model, hidden) },
+	{ "heads", offsetof(struct kv_model, heads) },
+	{ "kv_heads", offsetof(struct kv_model, kv_heads) },
+	{ "head_dim", offsetof(struct kv_model, head_dim) },
+	{ "intermediate", offsetof(struct kv_model, intermediate) },
+	{ "vocab", offsetof(struct kv_model, vocab) },
+	{ "max_context", offsetof(struct kv_model, max_ctx_tokens) },
+	{ NULL, 0 },
+};
+
 /* Fails on the first zero among the architecture fields. */
 static int model_check_positive(const struct kv_model *m, struct kv_diag *d,
 				const char *file)
 {
-	static const struct {
-		const char *key;
-		size_t off;
-	} f[] = {
-		{ "layers", offsetof(struct kv_model, layers) },
-		{ "hidden", offsetof(struct kv_model, hidden) },
-		{ "heads", offsetof(struct kv_model, heads) },
-		{ "kv_heads", offsetof(struct kv_model, kv_heads) },
-		{ "head_dim", offsetof(struct kv_model, head_dim) },
-		{ "intermediate", offsetof(struct kv_model, intermediate) },
-		{ "vocab", offsetof(struct kv_model, vocab) },
-		{ "max_context", offsetof(struct kv_model, max_ctx_tokens) },
-	};
-	size_t i;
+	const struct kv_model_field *f;
 
-	for (i = 0; i < KV_ARRAY_LEN(f); i++) {
-		const uint32_t *v = (const uint32_t *)((const char *)m + f[i].off);
-
-		if (*v == 0)
-			return kv_diag_set(d, KV_EINVAL, file, 0, 0, f[i].key,
+	for (f = kv_model_arch_fields; f->key; f++)
+		if (kv_model_field(m, f) == 0)
+			return kv_diag_set(d, KV_EINVAL, file, 0, 0, f->key,
 					   "must be a positive integer, got 0");
-	}
 	if (m->params == 0)
 		return kv_diag_set(d, KV_EINVAL, file, 0, 0, "params",
 				   "must be a positive integer, got 0");

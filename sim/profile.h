@@ -38,6 +38,22 @@ struct kv_model {
 	uint32_t tie_embeddings; /* 1: the LM head reuses the embedding matrix; default 0 */
 };
 
+/*
+ * The architecture's uint32_t fields with their profile keys, for checks
+ * that walk them all (a profile's loader, a backend's open); NULL-key
+ * terminated.
+ */
+struct kv_model_field {
+	const char *key; /* YAML key */
+	size_t off; /* offset of the uint32_t in struct kv_model */
+};
+extern const struct kv_model_field kv_model_arch_fields[];
+
+static inline uint32_t kv_model_field(const struct kv_model *m, const struct kv_model_field *f)
+{
+	return *(const uint32_t *)(const void *)((const char *)m + f->off);
+}
+
 /* Weight bytes M = params * dtype_bytes. */
 uint64_t kv_model_weight_bytes(const struct kv_model *m);
 
