@@ -301,6 +301,9 @@ static int check_opts(struct kv_cuda *c, const struct kv_backend_opts *o, struct
 	if (o->kv_int8 != 0 && o->kv_int8 != 1)
 		return kv_diag_set(d, KV_EINVAL, "", 0, 0, "backend",
 				   "kv_int8 is %d; expected 0 (fp16 KV) or 1 (8-bit KV)", o->kv_int8);
+	if (o->cpu_clock)
+		return kv_diag_set(d, KV_EINVAL, "", 0, 0, "backend",
+				   "cpu_clock is the CPU backend's; the CUDA backend times with events");
 	c->sh = sh;
 	return 0;
 }

@@ -49,6 +49,13 @@ struct kv_backend_opts {
 	uint64_t seed; /* weights and token ids */
 	int threads; /* CPU: BLAS threads, 0 for the library's default */
 	int kv_int8; /* 1: KV stored as 8-bit with one fp scale per group of 32 (CUDA only) */
+	/*
+	 * CPU only: 1 times steps by the calling thread's CPU time
+	 * (CLOCK_THREAD_CPUTIME_ID) instead of wall time, so that other
+	 * processes on a shared machine do not show up as step time; needs
+	 * threads == 1 (BLAS work on other threads would not be counted).
+	 */
+	int cpu_clock;
 };
 
 struct kv_backend_info {

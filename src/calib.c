@@ -41,8 +41,13 @@ static int on_request(void *ctx, const struct kv_sim *s, const struct kv_req *q,
 	return 0;
 }
 
-int kv_calib_run(struct kv_workload *w, const char *kind, int threads, struct kv_real_exec *e,
-		 struct kv_run_result *res, int quiet, struct kv_diag *d)
+int kv_calib_clock(const char *s)
+{
+	return !strcmp(s, "wall") ? 0 : !strcmp(s, "cpu") ? 1 : -1;
+}
+
+int kv_calib_run(struct kv_workload *w, const char *kind, int threads, int cpu_clock,
+		 struct kv_real_exec *e, struct kv_run_result *res, int quiet, struct kv_diag *d)
 {
 	struct kv_sink sink = { .ctx = res, .request = on_request, .progress = kv_progress_cb };
 	struct kv_sim s;
@@ -56,7 +61,7 @@ int kv_calib_run(struct kv_workload *w, const char *kind, int threads, struct kv
 		kv_sim_release(&s);
 		return rc;
 	}
-	if (kind && (rc = kv_real_exec_open(e, kind, &s, &w->cfg, threads, d))) {
+	if (kind && (rc = kv_real_exec_open(e, kind, &s, &w->cfg, threads, cpu_clock, d))) {
 		kv_sim_release(&s);
 		return rc;
 	}

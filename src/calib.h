@@ -34,8 +34,11 @@ struct kv_run_result {
  * when it is a terminal and !quiet.  Returns 0 or an error code with d
  * filled.
  */
-int kv_calib_run(struct kv_workload *w, const char *kind, int threads, struct kv_real_exec *e,
-		 struct kv_run_result *res, int quiet, struct kv_diag *d);
+int kv_calib_run(struct kv_workload *w, const char *kind, int threads, int cpu_clock,
+		 struct kv_real_exec *e, struct kv_run_result *res, int quiet, struct kv_diag *d);
+
+/* Parses --clock's value: "wall" (0) or "cpu" (1); -1 for anything else. */
+int kv_calib_clock(const char *s);
 
 void kv_run_result_free(struct kv_run_result *res);
 

@@ -34,7 +34,7 @@
 
 struct cal_args {
 	const char *kind, *model, *out, *replay;
-	int reps, threads, quick, quiet;
+	int reps, threads, quick, quiet, cpu_clock;
 	uint64_t seed, kv_memory;
 };
 
@@ -42,7 +42,7 @@ static void usage(FILE *f)
 {
 	fputs("usage: kvsim calibrate [--backend cpu|cuda] [--model M] [-o PROFILE.yaml]\n"
 	      "                       [--reps N] [--threads N] [--quick] [--replay WORKLOAD.yaml]\n"
-	      "                       [--kv-memory BYTES] [--seed N] [--quiet]\n"
+	      "                       [--kv-memory BYTES] [--clock wall|cpu] [--seed N] [--quiet]\n"
 	      "\n"
 	      "Runs real iterations of model M (a name from `kvsim list models` or a path;\n"
 	      "default tiny) on an execution backend (default cpu), fits the perf model's\n"
@@ -62,6 +62,9 @@ static void usage(FILE *f)
 	      "                     points and the caches' beta (default\n"
 	      "                     workloads/calibrate-replay.yaml of the source tree)\n"
 	      "  --kv-memory BYTES  KV arena for the grid (default 1GiB cpu, 40GiB cuda)\n"
+	      "  --clock CLOCK      cpu backend: time steps by wall time (default) or by the\n"
+	      "                     thread's CPU time (cpu: needs --threads 1; steadier on a\n"
+	      "                     shared machine; validate with the same clock)\n"
 	      "  --seed N           weights and token ids (default 1)\n"
 	      "  --quiet            no progress or table\n"
 	      "\n"
@@ -81,6 +84,7 @@ static int parse_args(int argc, char **argv, struct cal_args *a)
 		{ "quick", no_argument, NULL, 'Q' },
 		{ "replay", required_argument, NULL, 'R' },
 		{ "kv-memory", required_argument, NULL, 'k' },
+		{ "clock", required_argument, NULL, 'c' },
 		{ "seed", required_argument, NULL, 's' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -146,6 +150,14 @@ static int parse_args(int argc, char **argv, struct cal_args *a)
 			break;
 		case 's':
 			a->seed = v;
+			break;
+		case 'c':
+			a->cpu_clock = kv_calib_clock(optarg);
+			if (a->cpu_clock < 0) {
+				fprintf(stderr, "kvsim: calibrate: --clock: bad value '%s': expected wall or cpu\n",
+					optarg);
+				return 2;
+			}
 			break;
 		case 'q':
 			a->quiet = 1;
@@ -339,6 +351,7 @@ static int measure_grid(struct cal *c, struct kv_diag *d)
 	o.max_ctx_tokens = max_ctx;
 	o.seed = c->a.seed;
 	o.threads = c->a.threads;
+	o.cpu_clock = c->a.cpu_clock;
 	rc = kv_backend_open(c->a.kind, &o, &be, d);
 	if (rc)
 		return rc;
@@ -441,7 +454,7 @@ static int replay(struct cal *c, const char *cache, double *beta, struct kv_diag
 	snprintf(w.cfg.device.name, sizeof(w.cfg.device.name), "%s", c->a.kind);
 	w.cfg.device.mem_bytes = c->info.mem_bytes;
 	w.cfg.device.alpha = KV_MAX(1.0, c->alpha);
-	rc = kv_calib_run(&w, c->a.kind, c->a.threads, &e, &res, c->a.quiet, d);
+	rc = kv_calib_run(&w, c->a.kind, c->a.threads, c->a.cpu_clock, &e, &res, c->a.quiet, d);
 	if (rc == KV_EINVAL && !strcmp(d->field, "memory.min_block")) {
 		/* a page that is no power of two cannot be a pool unit: grid only */
 		if (!c->a.quiet)

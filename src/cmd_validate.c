@@ -26,13 +26,14 @@ struct val_args {
 	const char *kind, *path, *profile, *out;
 	char *sets[MAX_SETS];
 	size_t n_sets;
-	int threads, quiet;
+	int threads, quiet, cpu_clock;
 };
 
 static void usage(FILE *f)
 {
 	fputs("usage: kvsim validate [--backend cpu|cuda] WORKLOAD.yaml [--profile DEVICE.yaml]\n"
-	      "                      [-o DIR] [--threads N] [--set key.path=value]... [--quiet]\n"
+	      "                      [-o DIR] [--threads N] [--clock wall|cpu] [--set key.path=value]...\n"
+	      "                      [--quiet]\n"
 	      "\n"
 	      "Runs WORKLOAD through a real execution backend and through the simulator and\n"
 	      "prints the simulator's error: per-iteration latency (MAPE, p50/p99 of the\n"
@@ -46,6 +47,8 @@ static void usage(FILE *f)
 	      "  -o, --output DIR   where validate.csv, iterations.csv and iterations.png go\n"
 	      "                     (default out/validate/NAME)\n"
 	      "  --threads N        CPU backend: BLAS threads (default: the library's)\n"
+	      "  --clock CLOCK      cpu backend: wall (default) or cpu (the thread's CPU time;\n"
+	      "                     needs --threads 1): use the clock the profile was fitted with\n"
 	      "  --set k=v          override a workload key, as in `kvsim run`\n"
 	      "  --quiet            no progress or table\n"
 	      "\n"
@@ -62,6 +65,7 @@ static int parse_args(int argc, char **argv, struct val_args *a)
 		{ "output", required_argument, NULL, 'o' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "set", required_argument, NULL, 'S' },
+		{ "clock", required_argument, NULL, 'c' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -102,6 +106,14 @@ static int parse_args(int argc, char **argv, struct val_args *a)
 				return 2;
 			}
 			a->sets[a->n_sets++] = optarg;
+			break;
+		case 'c':
+			a->cpu_clock = kv_calib_clock(optarg);
+			if (a->cpu_clock < 0) {
+				fprintf(stderr, "kvsim: validate: --clock: bad value '%s': expected wall or cpu\n",
+					optarg);
+				return 2;
+			}
 			break;
 		case 'q':
 			a->quiet = 1;
@@ -260,13 +272,13 @@ int kv_cmd_validate(int argc, char **argv)
 		snprintf(dir, sizeof(dir), "out/validate/%s", w.name);
 	if (!a.quiet)
 		fprintf(stderr, "validate: real run on the %s backend\n", a.kind);
-	rc = kv_calib_run(&w, a.kind, a.threads, &e, &real, a.quiet, &d);
+	rc = kv_calib_run(&w, a.kind, a.threads, a.cpu_clock, &e, &real, a.quiet, &d);
 	if (!rc && e.be)
 		rc = kv_backend_memory(e.be, &mem);
 	if (!rc) {
 		if (!a.quiet)
 			fprintf(stderr, "validate: simulated run\n");
-		rc = kv_calib_run(&w, NULL, 0, NULL, &sim, a.quiet, &d);
+		rc = kv_calib_run(&w, NULL, 0, 0, NULL, &sim, a.quiet, &d);
 	}
 	if (rc) {
 		kv_diag_print(&d, stderr);

@@ -68,7 +68,7 @@ static int exec_iter(void *ctx, struct kv_replica *r, kv_ns model_ns, kv_ns *ns)
 }
 
 int kv_real_exec_open(struct kv_real_exec *e, const char *kind, struct kv_sim *s,
-		      struct kv_sim_config *cfg, int threads, struct kv_diag *d)
+		      struct kv_sim_config *cfg, int threads, int cpu_clock, struct kv_diag *d)
 {
 	struct kv_backend_opts o = { 0 };
 	const struct kv_replica *r = &s->rep[0];
@@ -110,6 +110,7 @@ int kv_real_exec_open(struct kv_real_exec *e, const char *kind, struct kv_sim *s
 	o.max_ctx_tokens = cfg->model.max_ctx_tokens;
 	o.seed = cfg->seed;
 	o.threads = threads;
+	o.cpu_clock = cpu_clock;
 	rc = kv_backend_open(kind, &o, &e->be, d);
 	if (rc)
 		return rc;

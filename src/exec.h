@@ -45,10 +45,10 @@ uint32_t kv_exec_kind_dtype(const char *kind);
  * Opens a backend of `kind` for the initialised simulation s (one replica,
  * tp 1, a cache model with a units() hook and no offload) and installs the
  * executor into cfg (which must be s->cfg).  threads: the CPU backend's BLAS
- * threads (0: default).  Returns 0 or an error code with d filled.
+ * threads (0: default); cpu_clock: time steps by CPU time (gpu/exec.h).  Returns 0 or an error code with d filled.
  */
 int kv_real_exec_open(struct kv_real_exec *e, const char *kind, struct kv_sim *s,
-		      struct kv_sim_config *cfg, int threads, struct kv_diag *d);
+		      struct kv_sim_config *cfg, int threads, int cpu_clock, struct kv_diag *d);
 
 void kv_real_exec_close(struct kv_real_exec *e);
 

@@ -405,25 +405,42 @@ static int close_checked(struct kv_out *o, FILE **f, int idx)
 	return bad;
 }
 
+/*
+ * A formatted write that failed (printf's return < 0).  glibc's printf
+ * allocates for some conversions (long %e/%g) and then fails with ENOMEM
+ * without setting the stream's error flag, so ferror() alone would let a
+ * row go missing: out of memory exits 3, anything else fails the output.
+ */
+static void printf_failed(struct kv_out *o, int idx)
+{
+	if (errno == ENOMEM)
+		kv_oom(0);
+	out_failed(o, idx);
+}
+
 static int write_summary_csv(struct kv_out *o, const struct kv_summary *sum, struct kv_diag *d)
 {
 	FILE *f = open_tmp(o, F_SUM, d);
 	size_t i;
+	int neg;
 
 	if (!f)
 		return KV_EIO;
-	fputs("workload", f);
+	neg = fputs("workload", f) < 0;
 	for (i = 0; i < sum->n; i++)
-		fprintf(f, ",%s", sum->item[i].name);
-	fprintf(f, "\n%s", o->w->name);
+		neg |= fprintf(f, ",%s", sum->item[i].name) < 0;
+	neg |= fprintf(f, "\n%s", o->w->name) < 0;
 	for (i = 0; i < sum->n; i++) {
 		if (isnan(sum->item[i].value))
-			fputc(',', f); /* not applicable: empty */
+			neg |= fputc(',', f) == EOF; /* not applicable: empty */
 		else
-			fprintf(f, sum->item[i].integer ? ",%.0f" : ",%.6g", sum->item[i].value);
+			neg |= fprintf(f, sum->item[i].integer ? ",%.0f" : ",%.6g",
+				       sum->item[i].value) < 0;
 	}
-	fputc('\n', f);
-	if (!close_checked(o, &f, F_SUM))
+	neg |= fputc('\n', f) == EOF;
+	if (neg)
+		printf_failed(o, F_SUM);
+	if (!close_checked(o, &f, F_SUM) && !neg)
 		return 0;
 	kv_out_error(o, d);
 	return KV_EIO;
@@ -447,6 +464,7 @@ static int write_tenants_csv(struct kv_out *o, const struct kv_sim *s, struct kv
 	double svc = 0, wsum = 0;
 	FILE *f = open_tmp(o, F_TEN, d);
 	uint32_t i;
+	int neg;
 
 	if (!f)
 		return KV_EIO;
@@ -454,13 +472,13 @@ static int write_tenants_csv(struct kv_out *o, const struct kv_sim *s, struct kv
 		svc += s->tenant[i].service;
 		wsum += src->tenants[i].weight;
 	}
-	fputs("tenant,weight,priority,arrived,completed,rejected,prompt_tokens,output_tokens,"
-	      "service,service_share,weight_share,cost_byte_steps,ttft_p50_s,ttft_p99_s,"
-	      "e2e_p50_s,e2e_p99_s\n", f);
+	neg = fputs("tenant,weight,priority,arrived,completed,rejected,prompt_tokens,output_tokens,"
+		    "service,service_share,weight_share,cost_byte_steps,ttft_p50_s,ttft_p99_s,"
+		    "e2e_p50_s,e2e_p99_s\n", f) < 0;
 	for (i = 0; i < src->n_tenants; i++) {
 		const struct kv_tenant_stats *t = &s->tenant[i];
 
-		fprintf(f, "%s,%g,%d,%llu,%llu,%llu,%llu,%llu,%.0f,%.6f,%.6f,%.6e,%.6f,%.6f,%.6f,%.6f\n",
+		neg |= fprintf(f, "%s,%g,%d,%llu,%llu,%llu,%llu,%llu,%.0f,%.6f,%.6f,%.6e,%.6f,%.6f,%.6f,%.6f\n",
 			src->tenants[i].name, src->tenants[i].weight, src->tenants[i].priority,
 			(unsigned long long)t->arrived, (unsigned long long)t->completed,
 			(unsigned long long)t->rejected, (unsigned long long)t->prompt_tokens,
@@ -469,9 +487,11 @@ static int write_tenants_csv(struct kv_out *o, const struct kv_sim *s, struct kv
 			(double)kv_hist_quantile(&t->ttft, 0.5) * 1e-9,
 			(double)kv_hist_quantile(&t->ttft, 0.99) * 1e-9,
 			(double)kv_hist_quantile(&t->e2e, 0.5) * 1e-9,
-			(double)kv_hist_quantile(&t->e2e, 0.99) * 1e-9);
+			(double)kv_hist_quantile(&t->e2e, 0.99) * 1e-9) < 0;
 	}
-	if (!close_checked(o, &f, F_TEN))
+	if (neg)
+		printf_failed(o, F_TEN);
+	if (!close_checked(o, &f, F_TEN) && !neg)
 		return 0;
 	kv_out_error(o, d);
 	return KV_EIO;

@@ -6,7 +6,9 @@
 #     KV bytes per token within 5% of the model's arithmetic (alpha, beta);
 #   - the profile it writes loads in `kvsim run`;
 #   - validate's per-iteration MAPE is below 25% (the machine is shared and
-#     noisy; docs/calibration.md records the typical figure);
+#     noisy; docs/calibration.md records the typical figure).  Both time
+#     steps by the thread's CPU time (--threads 1 --clock cpu), so that
+#     whatever else runs on the machine does not count as step time;
 #   - bad options give exit status 2 with a message; no GPU gives 4.
 # Prints the figures so CI logs keep them.
 set -u
@@ -24,7 +26,7 @@ check() { # check NAME AWK-EXPR
 
 
 # --- calibrate --------------------------------------------------------------
-if "$kvsim" calibrate --backend cpu --model tiny --quick --reps 3 --threads 1 -o "$tmp/cpu-tiny.yaml" \
+if "$kvsim" calibrate --backend cpu --model tiny --quick --reps 3 --threads 1 --clock cpu -o "$tmp/cpu-tiny.yaml" \
 	>"$tmp/cal.out" 2>"$tmp/cal.err"; then
 	ok "calibrate ran"
 else
@@ -62,7 +64,7 @@ fi
 
 # --- validate ---------------------------------------------------------------
 if "$kvsim" validate --backend cpu "$src/workloads/validate-cpu.yaml" \
-	--profile "$tmp/cpu-tiny.yaml" --threads 1 -o "$tmp/val" >"$tmp/val.out" 2>"$tmp/val.err"; then
+	--profile "$tmp/cpu-tiny.yaml" --threads 1 --clock cpu -o "$tmp/val" >"$tmp/val.out" 2>"$tmp/val.err"; then
 	ok "validate ran"
 else
 	bad "validate failed: $(cat "$tmp/val.err")"
@@ -91,6 +93,8 @@ expect() { # expect STATUS MESSAGE-PART ARGS...
 }
 expect 2 "expected cpu or cuda" calibrate --backend tpu
 expect 2 "reps" calibrate --reps 0
+expect 2 "expected wall or cpu" calibrate --clock sundial
+expect 2 "cpu_clock needs threads 1" calibrate --clock cpu --threads 2 -o "$tmp/y.yaml"
 expect 2 "no-such-model" calibrate --model no-such-model
 expect 2 "expected one workload" validate
 expect 2 "cache model 'sparse' cannot run" validate "$src/workloads/validate-cpu.yaml" \
