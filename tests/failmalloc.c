@@ -17,14 +17,16 @@
  * (the shim wraps it through __libc_start_main): the constructors of linked
  * libraries -- CUDA's runtime registers its kernels before main and crashes
  * when that allocation fails -- are outside what kvsim can handle.  A forked child keeps
- * counting from its parent's count.  Counting is not thread-safe; kvsim
- * allocates from one thread.
+ * counting from its parent's count.  Only the main thread's calls count
+ * (fail_now): kvsim allocates from one thread, and other threads belong to
+ * libraries.
  */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static void *(*real_malloc)(size_t);
@@ -123,10 +125,17 @@ int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void),
 	return next(counted_main, argc, argv, init, fini, rtld_fini, stack_end);
 }
 
-/* 1 when this call must fail (counted only once configured). */
+/*
+ * 1 when this call must fail (counted only once configured, and only on a
+ * process's main thread -- the thread whose id is the process id, in a
+ * forked child too: kvsim allocates from that thread only, while libraries
+ * may start their own at load time (OpenBLAS's pool), whose allocations
+ * race with main's and would make the count, and ASan's thread set-up,
+ * nondeterministic).
+ */
 static int fail_now(void)
 {
-	if (fail_at < 0)
+	if (fail_at < 0 || syscall(SYS_gettid) != getpid())
 		return 0;
 	if (++calls != fail_at)
 		return 0;
