@@ -4,12 +4,9 @@
 #include "output.h"
 #include "profiles.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 static int on_request(void *ctx, const struct kv_sim *s, const struct kv_req *q, enum kv_end e)
 {
@@ -90,42 +87,6 @@ void kv_run_result_free(struct kv_run_result *res)
 	memset(res, 0, sizeof(*res));
 }
 
-int kv_atomic_open(struct kv_atomic *a, const char *path, struct kv_diag *d)
-{
-	memset(a, 0, sizeof(*a));
-	snprintf(a->path, sizeof(a->path), "%s", path);
-	snprintf(a->tmp, sizeof(a->tmp), "%s.tmp.%ld", path, (long)getpid());
-	a->f = fopen(a->tmp, "w");
-	if (!a->f)
-		return kv_diag_set(d, KV_EIO, path, 0, 0, "", "cannot write: %s", strerror(errno));
-	return 0;
-}
-
-int kv_atomic_commit(struct kv_atomic *a, struct kv_diag *d)
-{
-	int bad = ferror(a->f);
-
-	bad |= fclose(a->f) != 0;
-	a->f = NULL;
-	if (bad || rename(a->tmp, a->path)) {
-		int e = errno;
-
-		remove(a->tmp);
-		return kv_diag_set(d, KV_EIO, a->path, 0, 0, "", "writing failed: %s",
-				   strerror(e ? e : EIO));
-	}
-	return 0;
-}
-
-void kv_atomic_abort(struct kv_atomic *a)
-{
-	if (a->f) {
-		fclose(a->f);
-		a->f = NULL;
-		remove(a->tmp);
-	}
-}
-
 int kv_calib_device(struct kv_sim_config *cfg, const char *device, struct kv_diag *d)
 {
 	struct kv_device dev;
@@ -134,21 +95,4 @@ int kv_calib_device(struct kv_sim_config *cfg, const char *device, struct kv_dia
 	if (!rc)
 		cfg->device = dev;
 	return rc;
-}
-
-int kv_mkdirs(const char *path)
-{
-	char buf[1100];
-	size_t i;
-
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (i = 1; buf[i]; i++) {
-		if (buf[i] != '/')
-			continue;
-		buf[i] = 0;
-		if (mkdir(buf, 0777) && errno != EEXIST)
-			return -1;
-		buf[i] = '/';
-	}
-	return mkdir(buf, 0777) && errno != EEXIST ? -1 : 0;
 }

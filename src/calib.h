@@ -1,12 +1,13 @@
 /*
  * calib.h -- what `kvsim calibrate` and `kvsim validate` share: running a
- * workload through the real executor, the shape of a hand-built batch, and
- * writing a file atomically.
+ * workload through the real executor or the perf model, and loading a
+ * device profile into a loaded workload.
  */
 #ifndef KV_CALIB_H
 #define KV_CALIB_H
 
 #include "exec.h"
+#include "output.h"
 #include "workload.h"
 
 #include <stdio.h>
@@ -42,21 +43,7 @@ int kv_calib_clock(const char *s);
 
 void kv_run_result_free(struct kv_run_result *res);
 
-/* A file written to PATH.tmp and renamed into place by kv_atomic_commit(). */
-struct kv_atomic {
-	FILE *f;
-	char path[1100], tmp[1120];
-};
-
-int kv_atomic_open(struct kv_atomic *a, const char *path, struct kv_diag *d);
-/* Closes and renames; on any write error removes the temporary and returns KV_EIO. */
-int kv_atomic_commit(struct kv_atomic *a, struct kv_diag *d);
-void kv_atomic_abort(struct kv_atomic *a);
-
 /* Loads DEVICE into cfg (name or path), keeping nothing of the old device. */
 int kv_calib_device(struct kv_sim_config *cfg, const char *device, struct kv_diag *d);
-
-/* mkdir -p; returns 0 or -1 with errno set. */
-int kv_mkdirs(const char *path);
 
 #endif /* KV_CALIB_H */

@@ -247,12 +247,11 @@ static void seq_pages(int32_t *pages, uint32_t i, uint32_t pps)
 
 /* The batch of a grid point, its shape as the engine would count it. */
 static uint32_t build_point(const struct gpoint *p, int32_t *pages, uint32_t pps,
-			    uint32_t page_tokens, uint64_t token_bytes, struct kv_backend_seq *seqs,
+			    uint64_t token_bytes, struct kv_backend_seq *seqs,
 			    struct kv_batch_shape *sh)
 {
 	uint32_t n = 0, i;
 
-	(void)page_tokens;
 	memset(sh, 0, sizeof(*sh));
 	for (i = 0; i < p->nd; i++, n++) {
 		seq_pages(pages + (size_t)n * pps, n, pps);
@@ -400,7 +399,7 @@ static int measure_grid(struct cal *c, struct kv_diag *d)
 	}
 	for (i = 0; i < n; i++) {
 		struct kv_batch_shape sh;
-		uint32_t ns = build_point(&g[i], pages, pps, page_tokens, tb, seqs, &sh);
+		uint32_t ns = build_point(&g[i], pages, pps, tb, seqs, &sh);
 
 		progress(c, "grid point", i, n);
 		for (r = 0; r <= c->a.reps; r++) {
@@ -618,10 +617,8 @@ static void print_table(const struct cal *c, const char *path)
 	static const char *const name[KV_FIT_N] = { "overhead", "per_seq", "ns per byte",
 						     "ns per FLOP, linear", "ns per FLOP, attention" };
 	static const char *const unit[KV_FIT_N] = { "ns", "ns", "ns/B", "ns/FLOP", "ns/FLOP" };
-	struct kv_device dev = { 0 };
 	size_t k;
 
-	kv_fit_to_device(&c->fit, &dev);
 	printf("calibration of %s on %s (%s backend, %d cores/SMs)\n", c->m.name, c->info.device,
 	       c->info.kind, c->info.cores);
 	printf("memory:\n");
@@ -640,7 +637,6 @@ static void print_table(const struct cal *c, const char *path)
 	printf("  => bandwidth %.2f GB/s, linear %.2f GFLOP/s, attention %.2f GFLOP/s\n",
 	       1.0 / c->fit.c[KV_FIT_IB], 1.0 / c->fit.c[KV_FIT_IL], 1.0 / c->fit.c[KV_FIT_IA]);
 	printf("profile: %s\n", path);
-	(void)dev;
 }
 
 int kv_cmd_calibrate(int argc, char **argv)

@@ -673,23 +673,6 @@ struct sweep_args {
 	int quiet;
 };
 
-static int mkdirs(const char *path)
-{
-	char buf[1200];
-	char *p;
-
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(buf, 0777) && errno != EEXIST)
-			return -1;
-		*p = '/';
-	}
-	return mkdir(buf, 0777) && errno != EEXIST ? -1 : 0;
-}
-
 /* Child: runs point p like `kvsim run -q` with stderr in error.txt; never returns. */
 static void child_run(const struct sweep *sw, const struct point *p, const char *dir)
 {
@@ -899,7 +882,7 @@ static int launch(struct runner *r, size_t i)
 	pid_t pid;
 
 	point_dir(r->out, p, dir, sizeof(dir));
-	if (mkdirs(dir)) {
+	if (kv_mkdirs(dir)) {
 		struct sbuf b = { 0 };
 
 		sb_printf(&b, "%s: cannot create: %s", dir, strerror(errno));
@@ -1043,36 +1026,18 @@ static void row(struct sbuf *b, const struct sweep *sw, const struct point *p,
  */
 static int write_atomic(const char *dir, const char *text)
 {
-	char tmp[1200], final[1200];
-	FILE *f = NULL;
-	int bad, fd = -1, e;
+	char final[1200];
+	struct kv_atomic a;
+	struct kv_diag d = { 0 };
 
-	snprintf(tmp, sizeof(tmp), "%s/.sweep.csv.tmp", dir);
 	snprintf(final, sizeof(final), "%s/sweep.csv", dir);
-	if (!kv_fault_write())
-		fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-	if (fd >= 0 && !(f = kv_out_fdopen(fd))) {
-		e = errno;
-		close(fd);
-		unlink(tmp);
-		if (e == ENOMEM)
-			kv_oom(0);
-		errno = e;
-	}
-	if (!f) {
-		fprintf(stderr, "kvsim: %s: cannot create: %s\n", tmp, strerror(errno));
+	if (kv_atomic_open(&a, final, &d)) {
+		kv_diag_print(&d, stderr);
 		return -1;
 	}
-	errno = 0;
-	bad = fputs(text, f) == EOF;
-	bad |= fflush(f) != 0 || ferror(f);
-	e = errno;
-	bad |= fclose(f) != 0;
-	if (!e)
-		e = errno;
-	if (bad || kv_out_rename(tmp, final)) {
-		fprintf(stderr, "kvsim: %s: write failed: %s\n", final, strerror(bad && e ? e : errno));
-		unlink(tmp);
+	fputs(text, a.f); /* a failure sets the stream's error flag: commit reports it */
+	if (kv_atomic_commit(&a, &d)) {
+		kv_diag_print(&d, stderr);
 		return -1;
 	}
 	return 0;
@@ -1358,7 +1323,7 @@ static int sweep_once(struct sweep_args *a, int finish)
 	r.sw = &sw;
 	r.a = a;
 	snprintf(r.out, sizeof(r.out), a->out ? "%s" : "out/%s", a->out ? a->out : sw.name);
-	if (mkdirs(r.out)) {
+	if (kv_mkdirs(r.out)) {
 		fprintf(stderr, "kvsim: %s: cannot create: %s\n", r.out, strerror(errno));
 		sweep_release(&sw);
 		return 1;
@@ -1581,7 +1546,7 @@ int kv_cmd_sweep_merge(int argc, char **argv)
 		for (i = 0; i < n; i++)
 			sb_puts(&b, rows[i].line);
 		text = sb_take(&b);
-		if (mkdirs(argv[1])) {
+		if (kv_mkdirs(argv[1])) {
 			fprintf(stderr, "kvsim: %s: cannot create: %s\n", argv[1], strerror(errno));
 			rc = 1;
 		} else {

@@ -240,7 +240,6 @@ static void chart(const char *dir)
 
 int kv_cmd_validate(int argc, char **argv)
 {
-	static const char *const mname[3] = { "ttft", "tpot", "e2e" };
 	struct val_args a;
 	struct kv_workload w;
 	struct kv_real_exec e;
@@ -305,7 +304,6 @@ int kv_cmd_validate(int argc, char **argv)
 		double p50 = quantile(v, np, 0.5), p99 = quantile(v, np, 0.99);
 		size_t nm = metric(&real, k, v);
 
-		(void)mname;
 		rows[n_rows++] = (struct row){ q50[k], "s", p50, quantile(v, nm, 0.5) };
 		rows[n_rows++] = (struct row){ q99[k], "s", p99, quantile(v, nm, 0.99) };
 	}

@@ -16,8 +16,8 @@ static int exec_fail(struct kv_diag *d, int err, const char *fmt, unsigned long 
 	return kv_diag_set(d, err, "", 0, 0, "backend", fmt, a, b);
 }
 
-static int log_iter(struct kv_real_exec *e, const struct kv_batch_shape *sh, kv_ns model,
-		    kv_ns real)
+static void log_iter(struct kv_real_exec *e, const struct kv_batch_shape *sh, kv_ns model,
+		     kv_ns real)
 {
 	struct kv_iter_rec *r;
 
@@ -30,7 +30,6 @@ static int log_iter(struct kv_real_exec *e, const struct kv_batch_shape *sh, kv_
 	r->shape = *sh;
 	r->model_ns = model;
 	r->real_ns = real;
-	return 0;
 }
 
 static int exec_iter(void *ctx, struct kv_replica *r, kv_ns model_ns, kv_ns *ns)
@@ -64,7 +63,8 @@ static int exec_iter(void *ctx, struct kv_replica *r, kv_ns model_ns, kv_ns *ns)
 				   "a %u-sequence step failed on the %s backend: %s", r->n_batch,
 				   e->info.kind, kv_backend_last_error(e->be));
 	*ns = t ? t : 1;
-	return log_iter(e, &r->shape, model_ns, *ns);
+	log_iter(e, &r->shape, model_ns, *ns);
+	return 0;
 }
 
 int kv_real_exec_open(struct kv_real_exec *e, const char *kind, struct kv_sim *s,

@@ -4,6 +4,7 @@
 #include "output.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <math.h>
 #include <stdlib.h>
@@ -909,4 +910,66 @@ void kv_progress_done(void)
 {
 	if (progress_on && wall_now() - progress_t0 >= 1.0)
 		fputs("\r\033[K", stderr);
+}
+
+int kv_mkdirs(const char *path)
+{
+	char buf[1200];
+	char *p;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(buf, 0777) && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	return mkdir(buf, 0777) && errno != EEXIST ? -1 : 0;
+}
+
+int kv_atomic_open(struct kv_atomic *a, const char *path, struct kv_diag *d)
+{
+	const char *slash = strrchr(path, '/');
+	int fd = -1, e;
+
+	memset(a, 0, sizeof(*a));
+	snprintf(a->path, sizeof(a->path), "%s", path);
+	if (slash)
+		snprintf(a->tmp, sizeof(a->tmp), "%.*s/.%s.tmp", (int)(slash - path), path, slash + 1);
+	else
+		snprintf(a->tmp, sizeof(a->tmp), ".%s.tmp", path);
+	if (!kv_fault_write())
+		fd = open(a->tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+	if (fd >= 0 && !(a->f = kv_out_fdopen(fd))) {
+		e = errno;
+		close(fd);
+		unlink(a->tmp);
+		if (e == ENOMEM)
+			kv_oom(0);
+		errno = e;
+	}
+	if (!a->f)
+		return kv_diag_set(d, KV_EIO, a->tmp, 0, 0, "", "cannot create: %s", strerror(errno));
+	return 0;
+}
+
+int kv_atomic_commit(struct kv_atomic *a, struct kv_diag *d)
+{
+	int bad, e;
+
+	errno = 0;
+	bad = fflush(a->f) != 0 || ferror(a->f);
+	e = errno;
+	bad |= fclose(a->f) != 0;
+	a->f = NULL;
+	if (!e)
+		e = errno;
+	if (bad || kv_out_rename(a->tmp, a->path)) {
+		e = bad && e ? e : errno ? errno : EIO;
+		unlink(a->tmp);
+		return kv_diag_set(d, KV_EIO, a->path, 0, 0, "", "write failed: %s", strerror(e));
+	}
+	return 0;
 }

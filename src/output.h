@@ -98,6 +98,25 @@ FILE *kv_out_fdopen(int fd);
 int kv_out_rename(const char *from, const char *to);
 
 /*
+ * One file written atomically outside a run's directory commit (sweep.csv,
+ * calibrate's and validate's outputs): written to DIR/.NAME.tmp and renamed
+ * into place by kv_atomic_commit(), both through the fault hook above.
+ * open fills d (file: the temporary; "cannot create: REASON") and returns
+ * KV_EIO, exiting 3 when the stream could not be allocated; commit closes,
+ * renames, and on any failure removes the temporary, leaves an earlier file
+ * intact and fills d (file: PATH; "write failed: REASON").
+ */
+struct kv_atomic {
+	FILE *f;
+	char path[1100], tmp[1120];
+};
+int kv_atomic_open(struct kv_atomic *a, const char *path, struct kv_diag *d);
+int kv_atomic_commit(struct kv_atomic *a, struct kv_diag *d);
+
+/* mkdir -p; returns 0 or -1 with errno set. */
+int kv_mkdirs(const char *path);
+
+/*
  * Renders DIR/run.png (or run.svg) from a run's CSVs with plots/run.gp:
  * latency CDFs, KV memory, queue and batch per replica, weighted service per
  * tenant.  tenant_names: space-separated legend names.  A missing gnuplot
