@@ -2,9 +2,12 @@
 #include "kv_common.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 const char *kv_strerror(int err)
 {
@@ -171,4 +174,150 @@ void kv__check_fail(const char *file, int line, const char *cond, const char *fm
 	va_end(ap);
 	fputc('\n', stderr);
 	abort();
+}
+
+/* What a file that is not a regular file is, for "is a FIFO". */
+static const char *file_kind(mode_t m)
+{
+	if (S_ISDIR(m))
+		return "a directory";
+	if (S_ISFIFO(m))
+		return "a FIFO (named pipe)";
+	if (S_ISSOCK(m))
+		return "a socket";
+	if (S_ISCHR(m))
+		return "a character device";
+	if (S_ISBLK(m))
+		return "a block device";
+	return "not a regular file";
+}
+
+static int open_error(const char *path, int e, struct kv_diag *d)
+{
+	return kv_diag_set(d, e == ENOENT || e == ENOTDIR ? KV_ENOENT : KV_EIO, path, 0, 0, "",
+			   "cannot open: %s", strerror(e));
+}
+
+static int not_regular(const char *path, mode_t m, struct kv_diag *d)
+{
+	return kv_diag_set(d, KV_EINVAL, path, 0, 0, "",
+			   "%s: expected a regular file (pipes, devices and directories are not read as input: save the data to a file first)",
+			   file_kind(m));
+}
+
+/*
+ * stat() first keeps kvsim from opening devices at all (opening one can
+ * have effects); the O_NONBLOCK open and fstat() then check the file
+ * actually opened, so a FIFO swapped in between cannot block either.
+ * Rejected: opening blocking and relying on stat() alone (a race), and
+ * reading pipes (a trace is rewound, and a pipe's size is unknown).
+ */
+int kv_input_open(const char *path, FILE **out, struct kv_diag *d)
+{
+	struct stat st;
+	int fd, fl;
+
+	*out = NULL;
+	if (stat(path, &st))
+		return open_error(path, errno, d);
+	if (!S_ISREG(st.st_mode))
+		return not_regular(path, st.st_mode, d);
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return open_error(path, errno, d);
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (fl = fcntl(fd, F_GETFL)) < 0 ||
+	    fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+		int e = errno;
+
+		close(fd);
+		return S_ISREG(st.st_mode) ? open_error(path, e, d) : not_regular(path, st.st_mode, d);
+	}
+	*out = fdopen(fd, "r");
+	if (!*out) {
+		int e = errno;
+
+		close(fd);
+		if (e == ENOMEM)
+			kv_oom(0);
+		return open_error(path, e, d);
+	}
+	return 0;
+}
+
+int kv_input_read(const char *path, size_t max_bytes, char **text, size_t *len,
+		  struct kv_diag *d)
+{
+	struct stat st;
+	size_t cap, n = 0, got;
+	char *buf;
+	FILE *f;
+	int err = kv_input_open(path, &f, d);
+
+	if (err)
+		return err;
+	if (fstat(fileno(f), &st) == 0 && (uint64_t)st.st_size > max_bytes) {
+		fclose(f);
+		return kv_diag_set(d, KV_ERANGE, path, 0, 0, "",
+				   "file of %llu bytes: expected at most %zu bytes (%zu MiB) for a YAML file",
+				   (unsigned long long)st.st_size, max_bytes, (size_t)(max_bytes / KV_MiB));
+	}
+	/* the size can change after fstat: the loop still stops at max_bytes + 1 */
+	cap = 4096;
+	buf = kv_xmalloc(cap + 1);
+	while (n <= max_bytes && (got = fread(buf + n, 1, cap - n, f)) > 0) {
+		n += got;
+		if (n == cap && cap <= max_bytes)
+			buf = kv_xrealloc(buf, (cap *= 2) + 1);
+	}
+	if (ferror(f) || n > max_bytes) {
+		int e = errno ? errno : EIO;
+
+		fclose(f);
+		free(buf);
+		if (n > max_bytes)
+			return kv_diag_set(d, KV_ERANGE, path, 0, 0, "",
+					   "file grew past %zu bytes while read: expected at most that for a YAML file",
+					   max_bytes);
+		return kv_diag_set(d, KV_EIO, path, 0, 0, "", "cannot read: %s", strerror(e));
+	}
+	fclose(f);
+	buf[n] = '\0';
+	*text = buf;
+	*len = n;
+	return 0;
+}
+
+const char *kv_show(const char *s, size_t n, char *buf, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t i, o = 0;
+
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		char e[5] = { '\\', 0, 0, 0, 0 };
+
+		if (c == 0)
+			e[1] = '0';
+		else if (c == '\n')
+			e[1] = 'n';
+		else if (c == '\r')
+			e[1] = 'r';
+		else if (c == '\t')
+			e[1] = 't';
+		else if (c < 0x20 || c == 0x7f) {
+			e[1] = 'x';
+			e[2] = hex[c >> 4];
+			e[3] = hex[c & 15];
+		} else {
+			e[0] = (char)c;
+		}
+		if (o + strlen(e) + 4 > len) {
+			strcpy(buf + o, "...");
+			return buf;
+		}
+		memcpy(buf + o, e, strlen(e));
+		o += strlen(e);
+	}
+	buf[o] = '\0';
+	return buf;
 }

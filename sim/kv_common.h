@@ -91,6 +91,49 @@ void *kv_xaligned_alloc(size_t align, size_t n);
 FILE *kv_xfopen(const char *path, const char *mode);
 
 /*
+ * Input files.  Every file kvsim reads as input (traces, workload, sweep and
+ * profile YAML) goes through kv_input_open(), which accepts regular files
+ * only: a FIFO, socket, directory or device (/dev/zero, a terminal) is an
+ * input error naming the kind of file.  /dev/stdin and /dev/fd/N work when
+ * they refer to a regular file (a shell redirection "< file"), not a pipe.
+ * The file is opened with O_NONBLOCK and checked with fstat() before the
+ * flag is cleared, so a FIFO without a writer never blocks open().
+ * Regular files only, because a trace is read twice (kv_trace_rewind()
+ * cycles a length trace) and a size known at open bounds what is read.
+ *
+ * Bounds: a line of a trace is at most KV_INPUT_MAX_LINE_BYTES (a file
+ * without newlines, a corrupt or binary file, stops there with exit 2
+ * rather than growing memory); a YAML file is at most
+ * KV_INPUT_MAX_YAML_BYTES.
+ */
+#define KV_INPUT_MAX_LINE_BYTES KV_MiB /* longest trace line, end of line excluded */
+#define KV_INPUT_MAX_YAML_BYTES (16 * KV_MiB) /* largest workload, sweep or profile file */
+
+/*
+ * Opens path for reading if it is a regular file.  Returns 0 and *out, or a
+ * negative code with d filled (file path, line 0): KV_ENOENT (missing),
+ * KV_EINVAL (not a regular file: says which kind and what is supported),
+ * KV_EIO (any other open or stat failure).  Out of memory exits (kv_oom).
+ */
+int kv_input_open(const char *path, FILE **out, struct kv_diag *d);
+
+/*
+ * Reads the whole regular file path (kv_input_open()) into a new buffer,
+ * NUL-terminated (*len bytes before the NUL; free() it).  A file larger than
+ * max_bytes is KV_ERANGE naming the bound, before anything is read.
+ * Returns 0, or a negative code with d filled.
+ */
+int kv_input_read(const char *path, size_t max_bytes, char **text, size_t *len,
+		  struct kv_diag *d);
+
+/*
+ * s[0..n) for a message: printable bytes as they are, '\0', '\n', '\r',
+ * '\t' and other control bytes escaped ("\x7f"), cut with "..." to fit
+ * buf (len >= 8).  Returns buf.
+ */
+const char *kv_show(const char *s, size_t n, char *buf, size_t len);
+
+/*
  * Out of memory: prints "kvsim: out of memory allocating N bytes" (or "out
  * of memory" when n is 0: a library reported it without a size) and exits
  * with status 3.  exit() runs the atexit handlers, so the output layer

@@ -27,6 +27,7 @@
 #include <sys/types.h>
 
 #define SHOW 64 /* bytes of a bad value quoted in a message */
+#define SHOWBUF (4 * SHOW + 8) /* SHOW bytes escaped by kv_show(), then "..." */
 #define TIME_TEXT 48 /* bytes kept of the previous row's time, as written */
 #define SUPPORTED                                                             \
 	"azure (TIMESTAMP,ContextTokens,GeneratedTokens), "                   \
@@ -63,12 +64,21 @@ struct span {
 	unsigned long col;
 };
 
+/* Up to SHOW bytes of p[0..n) for a message, control bytes escaped, "..." when cut. */
+static const char *show(const char *p, size_t n, char *buf)
+{
+	kv_show(p, KV_MIN(n, SHOW), buf, SHOWBUF);
+	if (n > SHOW)
+		strcat(buf, "...");
+	return buf;
+}
+
 struct kv_trace {
 	FILE *f; /* the open trace */
 	char *path; /* as given to kv_trace_open, for diagnostics */
 	enum kv_trace_format fmt; /* never KV_TRACE_AUTO after open */
 	const struct layout *lay; /* names of the role fields */
-	char *buf; /* getline() buffer, reused for every line */
+	char *buf; /* line buffer, reused for every line; at most KV_INPUT_MAX_LINE_BYTES + 1 used */
 	size_t cap; /* allocated size of buf */
 	size_t len; /* bytes of the current line, end of line stripped */
 	unsigned long line; /* 1-based number of the current line */
@@ -281,9 +291,10 @@ static int parse_datetime(struct span s, int64_t *out)
 static int bad_value(struct kv_trace *t, struct span s, const char *field,
 		     const char *expected, struct kv_diag *d)
 {
+	char v[SHOWBUF];
+
 	return kv_diag_set(d, KV_EINVAL, t->path, t->line, s.col, field,
-			   "bad value '%.*s': expected %s", (int)KV_MIN(s.n, SHOW), s.p,
-			   expected);
+			   "bad value '%s': expected %s", show(s.p, s.n, v), expected);
 }
 
 /* Absolute time of a time field in ns, by format.  0 or KV_EINVAL. */
@@ -317,6 +328,7 @@ static int order_time(struct kv_trace *t, struct span s, int64_t abs, kv_ns *rel
 		      struct kv_diag *d)
 {
 	size_t n = KV_MIN(s.n, sizeof(t->prev_text) - 1);
+	char v[SHOWBUF];
 
 	if (!t->have_prev) {
 		t->first_ns = abs;
@@ -324,8 +336,8 @@ static int order_time(struct kv_trace *t, struct span s, int64_t abs, kv_ns *rel
 	} else if (abs < t->prev_ns) {
 		return kv_diag_set(d, KV_EINVAL, t->path, t->line, s.col,
 				   t->lay->name[ROLE_TIME],
-				   "unsorted timestamps: %.*s is before the previous row's %s",
-				   (int)KV_MIN(s.n, SHOW), s.p, t->prev_text);
+				   "unsorted timestamps: %s is before the previous row's %s",
+				   show(s.p, s.n, v), t->prev_text);
 	}
 	t->prev_ns = abs;
 	memcpy(t->prev_text, s.p, n);
@@ -376,12 +388,27 @@ static int csv_missing(struct kv_trace *t, unsigned i, struct kv_diag *d)
 
 static int csv_extra(struct kv_trace *t, struct span s, struct kv_diag *d)
 {
-	char field[32];
+	char field[32], v[SHOWBUF];
 
 	snprintf(field, sizeof(field), "column %u", t->ncols + 1);
 	return kv_diag_set(d, KV_EINVAL, t->path, t->line, s.col, field,
-			   "extra field '%.*s': the header has %u columns",
-			   (int)KV_MIN(s.n, SHOW), s.p, t->ncols);
+			   "extra field '%s': the header has %u columns", show(s.p, s.n, v),
+			   t->ncols);
+}
+
+/*
+ * A field with a '"': CSV quoting (RFC 4180) is not supported.  Rejected
+ * rather than read as written, since a quoted comma would shift every later
+ * field; no trace format kvsim reads quotes its fields.
+ */
+static int csv_quoted(struct kv_trace *t, struct span s, unsigned i, struct kv_diag *d)
+{
+	char v[SHOWBUF];
+
+	return kv_diag_set(d, KV_EINVAL, t->path, t->line, s.col,
+			   i < t->ncols ? hdr_name(t, i) : "",
+			   "bad value '%s': quoted CSV fields are not supported: expected plain comma-separated fields without '\"'",
+			   show(s.p, s.n, v));
 }
 
 /* Splits the current line at commas and converts its role fields. */
@@ -401,6 +428,8 @@ static int csv_row(struct kv_trace *t, struct kv_trace_row *row, struct kv_diag 
 		s.col = (unsigned long)(p - t->buf) + 1;
 		if (i >= t->ncols)
 			return csv_extra(t, s, d);
+		if (memchr(s.p, '"', s.n))
+			return csv_quoted(t, s, i, d);
 		for (r = 0; r < N_ROLES; r++)
 			if (t->col[r] == (int)i)
 				f[r] = s;
@@ -506,10 +535,16 @@ static int map_layout(struct kv_trace *t, const struct layout *lay, struct kv_di
 static int csv_header(struct kv_trace *t, const char *line, enum kv_trace_format fmt,
 		      struct kv_diag *d)
 {
+	char v[SHOWBUF];
 	size_t i;
 	int r;
 
 	split_header(t, line);
+	for (i = 0; i < t->ncols; i++)
+		if (strchr(hdr_name(t, i), '"'))
+			return kv_diag_set(d, KV_EINVAL, t->path, 1, 1, "header",
+					   "bad column name '%s': quoted CSV fields are not supported: expected plain names (one pair of quotes around a name without commas is accepted)",
+					   show(hdr_name(t, i), strlen(hdr_name(t, i)), v));
 	for (i = 0; i < KV_ARRAY_LEN(layouts); i++) {
 		if (layouts[i].fmt == KV_TRACE_MOONCAKE ||
 		    (fmt != KV_TRACE_AUTO && fmt != layouts[i].fmt))
@@ -520,10 +555,10 @@ static int csv_header(struct kv_trace *t, const char *line, enum kv_trace_format
 	}
 	if (fmt != KV_TRACE_AUTO)
 		return kv_diag_set(d, KV_EINVAL, t->path, 1, 1, "header",
-				   "header '%.*s' does not fit format %s: expected %s", SHOW,
-				   line, kv_trace_format_name(fmt), SUPPORTED);
+				   "header '%s' does not fit format %s: expected %s",
+				   show(line, strlen(line), v), kv_trace_format_name(fmt), SUPPORTED);
 	return kv_diag_set(d, KV_EINVAL, t->path, 1, 1, "header",
-			   "unknown header '%.*s': expected %s", SHOW, line, SUPPORTED);
+			   "unknown header '%s': expected %s", show(line, strlen(line), v), SUPPORTED);
 }
 
 /* ---- Mooncake JSON lines ----------------------------------------------- */
@@ -557,8 +592,10 @@ static unsigned long jcol(const struct jcur *c)
 static int jerr(struct kv_trace *t, const struct jcur *c, const char *field,
 		const char *what, struct kv_diag *d)
 {
-	return kv_diag_set(d, KV_EINVAL, t->path, t->line, jcol(c), field,
-			   "%s, found '%.*s'", what, (int)KV_MIN(c->end - c->p, 16), c->p);
+	char v[SHOWBUF];
+
+	return kv_diag_set(d, KV_EINVAL, t->path, t->line, jcol(c), field, "%s, found '%s'",
+			   what, show(c->p, KV_MIN((size_t)(c->end - c->p), 16), v));
 }
 
 /* Ends a bare JSON token (a table: this runs once per byte of hash_ids). */
@@ -722,32 +759,80 @@ static int mooncake_row(struct kv_trace *t, struct kv_trace_row *row, struct kv_
 
 /* ---- reader ------------------------------------------------------------ */
 
+/* The line being read passed KV_INPUT_MAX_LINE_BYTES without a newline. */
+static int too_long(struct kv_trace *t, struct kv_diag *d)
+{
+	return kv_diag_set(d, KV_EINVAL, t->path, t->line + 1, KV_INPUT_MAX_LINE_BYTES + 1, "",
+			   "line longer than %llu bytes: expected at most %llu bytes per line (a file without newlines, or a binary or corrupt one, is not a trace)",
+			   (unsigned long long)KV_INPUT_MAX_LINE_BYTES,
+			   (unsigned long long)KV_INPUT_MAX_LINE_BYTES);
+}
+
 /*
  * Reads the next line into t->buf without its "\n" or "\r\n".  1, 0 at EOF,
- * KV_EIO.  getline() failing to grow its buffer sets errno to ENOMEM but
- * not the stream's error flag: that is out of memory (kv_oom), not the end
- * of the trace, or a run would silently lose the rest of its requests.
+ * KV_EIO, or KV_EINVAL for a line of more than KV_INPUT_MAX_LINE_BYTES
+ * before its newline ('\r' counted): a file without newlines (/dev/zero
+ * copied, a corrupt file) stops there instead of growing the buffer until
+ * memory runs out.  A byte loop over getc_unlocked() rather than
+ * getline(), which has no bound; a reader belongs to one thread, and the
+ * traces kvsim reads are small enough that the loop does not show in a
+ * run's time.
  */
 static int read_line(struct kv_trace *t, struct kv_diag *d)
 {
-	ssize_t n;
+	size_t n = 0;
+	int c;
 
-	errno = 0;
-	n = getline(&t->buf, &t->cap, t->f);
-	if (n < 0 && errno == ENOMEM)
-		kv_oom(0);
-	if (n < 0) {
-		if (ferror(t->f))
-			return kv_diag_set(d, KV_EIO, t->path, t->line + 1, 0, "",
-					   "read error: %s", strerror(errno));
-		return 0;
+	while ((c = getc_unlocked(t->f)) != EOF && c != '\n') {
+		if (n == KV_INPUT_MAX_LINE_BYTES)
+			return too_long(t, d);
+		if (n + 1 >= t->cap) {
+			t->cap = t->cap ? 2 * t->cap : 256;
+			t->buf = kv_xrealloc(t->buf, t->cap);
+		}
+		t->buf[n++] = (char)c;
 	}
+	if (c == EOF && ferror(t->f))
+		return kv_diag_set(d, KV_EIO, t->path, t->line + 1, 0, "", "read error: %s",
+				   strerror(errno));
+	if (c == EOF && n == 0)
+		return 0;
+	if (!t->buf)
+		t->buf = kv_xmalloc(t->cap = 256);
 	t->line++;
-	while (n > 0 && (t->buf[n - 1] == '\n' || t->buf[n - 1] == '\r'))
+	while (n > 0 && t->buf[n - 1] == '\r')
 		n--;
 	t->buf[n] = '\0';
-	t->len = (size_t)n;
+	t->len = n;
 	return 1;
+}
+
+/*
+ * A NUL byte in the current line (a binary or corrupt file): an error
+ * naming the field that holds it and showing it as \0, rather than a value
+ * that a C string would end at the NUL ("12" for "12\0...").  For CSV the
+ * field is the comma-separated one around the NUL.
+ */
+static int nul_error(struct kv_trace *t, const char *nul, const char *field,
+		     struct kv_diag *d)
+{
+	const char *p = nul, *end = t->buf + t->len, *q;
+	char name[32], v[SHOWBUF];
+	unsigned i = 0;
+
+	while (p > t->buf && p[-1] != ',')
+		p--;
+	q = memchr(nul, ',', (size_t)(end - nul));
+	if (!field) {
+		for (q = t->buf; q < p; q++)
+			i += *q == ',';
+		snprintf(name, sizeof(name), "column %u", i + 1);
+		field = i < t->ncols ? hdr_name(t, i) : name;
+		q = memchr(nul, ',', (size_t)(end - nul));
+	}
+	return kv_diag_set(d, KV_EINVAL, t->path, t->line, (unsigned long)(p - t->buf) + 1, field,
+			   "bad value '%s': contains a NUL byte (a binary or corrupt file?)",
+			   show(p, (size_t)((q ? q : end) - p), v));
 }
 
 static int is_blank(const char *s, size_t n)
@@ -763,12 +848,15 @@ static int is_blank(const char *s, size_t n)
 /* Reads the first line: a CSV header, or the first JSON line (kept as data). */
 static int read_header(struct kv_trace *t, enum kv_trace_format fmt, struct kv_diag *d)
 {
+	char v[SHOWBUF];
 	int r = read_line(t, d);
 	size_t bom = 0, lead;
 
 	if (r <= 0)
 		return r ? r : kv_diag_set(d, KV_EINVAL, t->path, 1, 0, "header",
 					    "empty file: expected %s", SUPPORTED);
+	if (memchr(t->buf, '\0', t->len))
+		return nul_error(t, memchr(t->buf, '\0', t->len), "header", d);
 	if (t->len >= 3 && !memcmp(t->buf, "\xef\xbb\xbf", 3))
 		bom = 3;
 	lead = bom + strspn(t->buf + bom, " \t");
@@ -781,8 +869,8 @@ static int read_header(struct kv_trace *t, enum kv_trace_format fmt, struct kv_d
 	}
 	if (fmt == KV_TRACE_MOONCAKE)
 		return kv_diag_set(d, KV_EINVAL, t->path, 1, lead + 1, "",
-				   "expected a JSON object per line for format mooncake, found '%.*s'",
-				   SHOW, t->buf + lead);
+				   "expected a JSON object per line for format mooncake, found '%s'",
+				   show(t->buf + lead, t->len - lead, v));
 	r = csv_header(t, t->buf + bom, fmt, d);
 	if (r)
 		return r;
@@ -801,19 +889,15 @@ static int read_header(struct kv_trace *t, enum kv_trace_format fmt, struct kv_d
 static int open_stream(FILE *f, const char *path, enum kv_trace_format fmt,
 		       struct kv_trace **out, struct kv_diag *d)
 {
-	struct kv_trace *t = kv_xcalloc(1, sizeof(*t));
+	struct kv_trace *t;
 	int err;
 
 	*out = NULL;
+	if (!f)
+		return kv_diag_set(d, KV_EIO, path, 0, 0, "", "cannot open: %s", strerror(errno));
+	t = kv_xcalloc(1, sizeof(*t));
 	t->path = kv_xstrdup(path);
 	t->f = f;
-	if (!t->f) {
-		int e = errno;
-
-		err = kv_diag_set(d, e == ENOENT || e == ENOTDIR ? KV_ENOENT : KV_EIO, path,
-				  0, 0, "", "cannot open: %s", strerror(e));
-		goto fail;
-	}
 	err = read_header(t, fmt, d);
 	if (err)
 		goto fail;
@@ -827,8 +911,11 @@ fail:
 int kv_trace_open(const char *path, enum kv_trace_format fmt, struct kv_trace **out,
 		  struct kv_diag *d)
 {
-	/* kv_xfopen: an fopen that ran out of memory exits 3, not "cannot open" */
-	return open_stream(kv_xfopen(path, "r"), path, fmt, out, d);
+	FILE *f;
+	int err = kv_input_open(path, &f, d); /* regular files only; never blocks */
+
+	*out = NULL;
+	return err ? err : open_stream(f, path, fmt, out, d);
 }
 
 int kv_trace_open_mem(const char *name, const void *data, size_t len,
@@ -854,6 +941,9 @@ int kv_trace_next(struct kv_trace *t, struct kv_trace_row *row, struct kv_diag *
 		;
 	if (r <= 0)
 		return r;
+	if (memchr(t->buf, '\0', t->len))
+		return nul_error(t, memchr(t->buf, '\0', t->len),
+				 t->fmt == KV_TRACE_MOONCAKE ? "" : NULL, d);
 	row->line = t->line;
 	row->t_ns = 0;
 	row->n_hashes = 0;

@@ -693,44 +693,16 @@ int kv_cfg_load_mem(struct kv_cfg_doc *doc, const char *name, const char *text, 
 	return load_text(doc, name, text, len, d);
 }
 
-/* Reads all of f into a new buffer (*len bytes).  Returns 0 or an errno value. */
-static int read_all(FILE *f, char **text, size_t *len)
-{
-	size_t cap = 4096, n = 0, got;
-	char *buf = kv_xmalloc(cap);
-
-	while ((got = fread(buf + n, 1, cap - n, f)) > 0) {
-		n += got;
-		if (n == cap)
-			buf = kv_xrealloc(buf, cap *= 2);
-	}
-	if (ferror(f)) {
-		free(buf);
-		return errno ? errno : EIO;
-	}
-	*text = buf;
-	*len = n;
-	return 0;
-}
-
 int kv_cfg_load(struct kv_cfg_doc *doc, const char *path, struct kv_diag *d)
 {
-	FILE *f = kv_xfopen(path, "rb");
 	char *text;
 	size_t len;
 	int e;
 
 	memset(doc, 0, sizeof(*doc));
-	if (!f) {
-		e = errno;
-		return kv_diag_set(d, e == ENOENT ? KV_ENOENT : KV_EIO, path, 0, 0, "",
-				   "cannot open: %s", strerror(e));
-	}
-	errno = 0;
-	e = read_all(f, &text, &len);
-	fclose(f);
+	e = kv_input_read(path, KV_INPUT_MAX_YAML_BYTES, &text, &len, d);
 	if (e)
-		return kv_diag_set(d, KV_EIO, path, 0, 0, "", "cannot read: %s", strerror(e));
+		return e;
 	e = load_text(doc, path, text, len, d);
 	free(text);
 	return e;
