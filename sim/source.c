@@ -188,6 +188,25 @@ static int setup_tenants(struct kv_source *s, struct kv_diag *d)
 
 /* ---- opening traces ---------------------------------------------------- */
 
+/*
+ * Reads the first row of t (checking it) and rewinds: a trace without rows
+ * is an error, whether it gives arrivals or lengths.  0 or < 0.
+ */
+static int first_row(struct kv_trace *t, const char *path, struct kv_trace_row *row,
+		     struct kv_diag *d)
+{
+	int r = kv_trace_next(t, row, d);
+
+	if (r < 0)
+		return r;
+	if (r == 0)
+		return kv_diag_set(d, KV_EINVAL, path, 0, 0, "",
+				   "no rows: expected at least one request after the header");
+	if (kv_trace_rewind(t))
+		return kv_diag_set(d, KV_EIO, path, 0, 0, "", "cannot rewind");
+	return 0;
+}
+
 static int open_arrivals(struct kv_source *s, struct kv_diag *d)
 {
 	const struct kv_source_spec *sp = &s->spec;
@@ -202,7 +221,7 @@ static int open_arrivals(struct kv_source *s, struct kv_diag *d)
 		return kv_diag_set(d, KV_EINVAL, sp->trace_path, 1, 0, "trace_path",
 				   "a %s trace has no arrival times: use a poisson or gamma arrival with it as lengths",
 				   kv_trace_format_name(kv_trace_format(s->arrivals)));
-	return 0;
+	return first_row(s->arrivals, sp->trace_path, &s->row, d);
 }
 
 /* Opens a length trace and makes sure it has a row (so cycling terminates). */
@@ -210,17 +229,7 @@ static int open_len_trace(struct kv_source *s, struct len_gen *g, struct kv_diag
 {
 	int r = kv_trace_open(g->spec->path, g->spec->format, &g->trace, d);
 
-	if (r)
-		return r;
-	r = kv_trace_next(g->trace, &s->row, d);
-	if (r < 0)
-		return r;
-	if (r == 0)
-		return kv_diag_set(d, KV_EINVAL, g->spec->path, 0, 0, "",
-				   "no rows: a length trace needs at least one");
-	if (kv_trace_rewind(g->trace))
-		return kv_diag_set(d, KV_EIO, g->spec->path, 0, 0, "", "cannot rewind");
-	return 0;
+	return r ? r : first_row(g->trace, g->spec->path, &s->row, d);
 }
 
 /* Checks l and binds it to g (opening its trace). */
@@ -384,6 +393,15 @@ static int scale_time(struct kv_source *s, kv_ns t, kv_ns *out, struct kv_diag *
 	return 0;
 }
 
+/* A trace row at t_ns, at or beyond the horizon: names the row. */
+static int beyond_horizon(struct kv_source *s, kv_ns t, struct kv_diag *d)
+{
+	return kv_diag_set(d, KV_ERANGE, s->spec.trace_path, s->row.line, 0, "",
+			   "arrival %.6g s after the first row (after time_scale) is beyond the horizon of %.6g s: the timeseries, sampled every outputs.sample_interval until the last request ends, would pass %llu samples; expected a timestamp before it (or a longer outputs.sample_interval, 0 for no timeseries, or workload.duration to stop the trace earlier)",
+			   (double)t * 1e-9, (double)s->spec.horizon_ns * 1e-9,
+			   (unsigned long long)KV_MAX_SAMPLES);
+}
+
 /* The next arrival time into a->t_ns.  1, 0 when the stream ends, or < 0. */
 static int next_time(struct kv_source *s, struct kv_arrival *a, struct kv_diag *d)
 {
@@ -405,6 +423,8 @@ static int next_time(struct kv_source *s, struct kv_arrival *a, struct kv_diag *
 		return r;
 	if (s->spec.duration_ns && t >= s->spec.duration_ns)
 		return 0;
+	if (s->arrivals && s->spec.horizon_ns && t >= s->spec.horizon_ns)
+		return beyond_horizon(s, t, d);
 	a->t_ns = t;
 	return 1;
 }
@@ -432,7 +452,7 @@ static int trace_lengths(struct kv_source *s, const struct len_gen *g, struct kv
 		r = kv_trace_next(g->trace, &s->row, d);
 		if (r == 0)
 			return kv_diag_set(d, KV_EINVAL, g->spec->path, 0, 0, "",
-					   "no rows: a length trace needs at least one");
+					   "no rows: expected at least one request after the header");
 	}
 	if (r < 0)
 		return r;

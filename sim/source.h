@@ -33,8 +33,15 @@
  *  - with a timestamped trace and !lengths_set the row supplies the lengths
  *    and hash ids; a tenant with has_lengths overrides them (then no hashes);
  *  - every trace length spec (workload's, each tenant's) gets its own reader
- *    cycled with kv_trace_rewind(); a length trace with no rows is an error
- *    at open;
+ *    cycled with kv_trace_rewind(); a trace with no rows (a header alone)
+ *    is an error at open, for arrivals as for lengths (a run of zero
+ *    requests from an empty file is more likely a mistake than a wish);
+ *  - a trace arrival at or after horizon_ns (after time_scale, and when
+ *    duration_ns has not ended the stream first) is an error naming the
+ *    row: the workload sets the horizon so that the timeseries, sampled
+ *    every sample interval until the last request ends, stays within
+ *    KV_MAX_SAMPLES rows (a stray year-2200 timestamp would otherwise make
+ *    the run write billions of samples of an idle cluster);
  *  - origin_file/origin_line name the row that supplied the lengths, or the
  *    arrival row when the lengths were drawn; NULL/0 when all was drawn;
  *  - a draw of the tenant happens only when there are two or more tenants;
@@ -49,6 +56,12 @@
 #include <gsl/gsl_rng.h>
 
 #define KV_MAX_TENANTS 64
+/*
+ * Timeseries samples a run may take: 1e8 rows (several GB of CSV).  A
+ * generated workload spanning more is rejected at load (src/workload.c), a
+ * trace at the first row beyond it (horizon_ns).
+ */
+#define KV_MAX_SAMPLES 100000000ULL
 
 enum kv_arrival_kind { KV_ARRIVAL_POISSON, KV_ARRIVAL_GAMMA, KV_ARRIVAL_TRACE };
 enum kv_length_kind { KV_LEN_FIXED, KV_LEN_UNIFORM, KV_LEN_LOGNORMAL, KV_LEN_TRACE };
@@ -83,6 +96,7 @@ struct kv_source_spec {
 	double time_scale; /* trace: multiply timestamps by this, default 1 */
 	char trace_path[1024]; /* trace arrival: the timestamped trace (its lengths are used unless overridden) */
 	enum kv_trace_format trace_format; /* default auto */
+	kv_ns horizon_ns; /* trace: an arrival at or after this is an error naming the row; 0 = none */
 	struct kv_length_spec lengths; /* workload-wide lengths (ignored for a timestamped trace unless set) */
 	int lengths_set; /* 1 when lengths were given explicitly */
 	uint32_t n_tenants; /* <= KV_MAX_TENANTS; 0 is taken as one tenant of share 1 without overrides */

@@ -409,7 +409,7 @@ static int read_outputs(struct kv_cfg_doc *doc, struct kv_workload *wl, struct k
 	return kv_cfg_resolve_path(doc, kv_cfg_get(n, "dir"), rel, wl->out_dir, sizeof(wl->out_dir));
 }
 
-#define MAX_SAMPLES 1e8 /* samples a generated run may take: 1e8 timeseries rows per replica */
+#define MAX_SAMPLES ((double)KV_MAX_SAMPLES) /* timeseries rows a run may take (sim/source.h) */
 
 /*
  * Samples are taken every sample_interval for as long as requests arrive
@@ -418,15 +418,21 @@ static int read_outputs(struct kv_cfg_doc *doc, struct kv_workload *wl, struct k
  * hours writing rows of an idle cluster (rate 1e-9 with a 1 s interval: 1e9
  * rows per request), so that is an input error naming the interval (or the
  * rate, when the interval is the default).  A trace's span is known only
- * once read: it is not checked.
+ * once read: its rows are checked as they are read, against a horizon of
+ * KV_MAX_SAMPLES intervals set here (sim/source.h).
  */
-static int check_samples(struct kv_cfg_doc *doc, const struct kv_workload *w,
+static int check_samples(struct kv_cfg_doc *doc, struct kv_workload *w,
 			 struct kv_diag *d)
 {
 	const struct kv_source_spec *s = &w->cfg.source;
 	struct kv_cfg_node *at = kv_cfg_get(kv_cfg_get(doc->root, "outputs"), "sample_interval");
 	double span_s, interval_s = (double)w->cfg.sample_interval_ns * 1e-9, n;
 
+	if (w->cfg.sample_interval_ns && s->arrival == KV_ARRIVAL_TRACE)
+		w->cfg.source.horizon_ns = w->cfg.sample_interval_ns >
+						   (KV_NS_NEVER - 1) / KV_MAX_SAMPLES ?
+					   KV_NS_NEVER - 1 :
+					   w->cfg.sample_interval_ns * KV_MAX_SAMPLES;
 	if (!w->cfg.sample_interval_ns || s->arrival == KV_ARRIVAL_TRACE)
 		return 0;
 	span_s = s->requests ? (double)s->requests / s->rate_per_s : INFINITY;
