@@ -920,6 +920,7 @@ int kv_cfg_set(struct kv_cfg_doc *doc, const char *assignment, struct kv_diag *d
 
 #define DEC_DIGITS 24 /* significant digits kept: 10^24 * 2^42 < 2^128 */
 #define DEC_TOOLONG 1 /* dec_to_u64(): in range but more than DEC_DIGITS digits */
+#define DEC_TOZERO 2 /* dec_to_u64(): a nonzero value that rounds to 0 */
 
 /* A decimal number: sign * dig * 10^e. */
 struct dec {
@@ -1020,7 +1021,8 @@ static const char *dec_parse(const char *s, struct dec *v)
  * and !round; KV_ERANGE above UINT64_MAX; DEC_TOOLONG when more digits than
  * DEC_DIGITS were given and the value is not out of range (those digits
  * were dropped, so the result would not be exact).  With round the result
- * is rounded to nearest, halves up.
+ * is rounded to nearest, halves up; DEC_TOZERO when a nonzero value rounds
+ * to 0 (0 often means "off" or "unbounded": "1e-12s" must not become that).
  */
 static int dec_to_u64(const struct dec *v, uint64_t unit, int round, uint64_t *out)
 {
@@ -1042,10 +1044,8 @@ static int dec_to_u64(const struct dec *v, uint64_t unit, int round, uint64_t *o
 			return KV_ERANGE;
 		x *= 10;
 	}
-	if (e < -38) {
-		*out = 0;
-		return round ? 0 : KV_EINVAL;
-	}
+	if (e < -38)
+		return round ? DEC_TOZERO : KV_EINVAL;
 	for (; e < 0; e++)
 		p *= 10;
 	r = x % p;
@@ -1060,6 +1060,8 @@ static int dec_to_u64(const struct dec *v, uint64_t unit, int round, uint64_t *o
 		x++;
 	if (x > UINT64_MAX)
 		return KV_ERANGE;
+	if (!x)
+		return DEC_TOZERO;
 	*out = (uint64_t)x;
 	return 0;
 }
@@ -1105,18 +1107,19 @@ struct conv {
 	const struct unit *units; /* accepted suffixes (int_units: none) */
 	int icase; /* suffixes match in any case */
 	int round; /* round to nearest (else the value must be integral) */
+	const char *res; /* the resolution, "1ns": a nonzero value rounding below is an error */
 };
 
-static const struct conv conv_u64 = { "a non-negative integer", "", int_units, 0, 0 };
+static const struct conv conv_u64 = { "a non-negative integer", "", int_units, 0, 0, "1" };
 
 static const struct conv conv_bytes = {
 	"a size", " (a number with unit B, KB, MB, GB, TB, KiB, MiB, GiB or TiB; "
-		  "no unit: bytes)", byte_units, 1, 1,
+		  "no unit: bytes)", byte_units, 1, 1, "1B",
 };
 
 static const struct conv conv_ns = {
 	"a duration", " (a number with unit ns, us, ms, s, min or h; no unit: seconds)",
-	ns_units, 0, 1,
+	ns_units, 0, 1, "1ns",
 };
 
 /* Parses s ("number [spaces] unit") as c describes. */
@@ -1186,6 +1189,10 @@ static int node_conv(struct kv_cfg_node *n, const struct conv *c, uint64_t min, 
 		return node_err(n, d, KV_EINVAL, 0,
 				"bad value '%s': more than %d significant digits",
 				shown(n->value, what, sizeof(what)), DEC_DIGITS);
+	if (err == DEC_TOZERO)
+		return node_err(n, d, KV_EINVAL, 0,
+				"bad value '%s': nonzero but rounds to 0 (the resolution is %s): expected 0 or at least %s",
+				shown(n->value, what, sizeof(what)), c->res, c->res);
 	if (!err && (x < min || x > max))
 		err = KV_ERANGE;
 	if (err)
@@ -1261,19 +1268,28 @@ int kv_cfg_node_dbl(struct kv_cfg_node *n, double min, double max, double *out,
 
 /*
  * The child `key` of m for a typed reader: returns 1 with *n set when it is
- * there and not null, 0 when absent (m NULL or null too), or KV_EINVAL when
- * m is not a mapping.
+ * there, 0 when absent (m NULL or null too), or KV_EINVAL when m is not a
+ * mapping or the child is null ("key:", "--set key="): `what` names the
+ * value expected.  A null value is not taken for the default: someone who
+ * wrote the key meant a value, and a default silently standing in for it
+ * (a run of the built-in model, an unbounded run) changes what they asked.
  */
-static int reader_get(struct kv_cfg_node *m, const char *key, struct kv_cfg_node **n,
-		      struct kv_diag *d)
+static int reader_get(struct kv_cfg_node *m, const char *key, const char *what,
+		      struct kv_cfg_node **n, struct kv_diag *d)
 {
 	int err = kv_cfg_expect_map(m, d);
+	char v[64];
 
 	*n = NULL;
 	if (err)
 		return err;
 	*n = kv_cfg_get(m, key);
-	return *n && !is_null(*n);
+	if (*n && is_null(*n))
+		return node_err(*n, d, KV_EINVAL, 0,
+				"no value%s%s%s: expected %s (leave the key out for the default)",
+				(*n)->value[0] ? " ('" : "", shown((*n)->value, v, sizeof(v)),
+				(*n)->value[0] ? "' is YAML's null)" : "", what);
+	return *n != NULL;
 }
 
 /* A scalar value is required: fills d naming `what` otherwise. */
@@ -1327,7 +1343,7 @@ int kv_cfg_u64(struct kv_cfg_node *m, const char *key, uint64_t def, uint64_t mi
 	       uint64_t max, uint64_t *out, struct kv_diag *d)
 {
 	struct kv_cfg_node *n;
-	int got = reader_get(m, key, &n, d);
+	int got = reader_get(m, key, conv_u64.what, &n, d);
 
 	if (got <= 0) {
 		if (!got)
@@ -1341,7 +1357,7 @@ int kv_cfg_dbl(struct kv_cfg_node *m, const char *key, double def, double min, d
 	       double *out, struct kv_diag *d)
 {
 	struct kv_cfg_node *n;
-	int got = reader_get(m, key, &n, d);
+	int got = reader_get(m, key, "a number", &n, d);
 
 	if (got <= 0) {
 		if (!got)
@@ -1355,7 +1371,7 @@ int kv_cfg_bytes(struct kv_cfg_node *m, const char *key, uint64_t def, uint64_t 
 		 uint64_t max, uint64_t *out, struct kv_diag *d)
 {
 	struct kv_cfg_node *n;
-	int got = reader_get(m, key, &n, d);
+	int got = reader_get(m, key, conv_bytes.what, &n, d);
 
 	if (got <= 0) {
 		if (!got)
@@ -1369,7 +1385,7 @@ int kv_cfg_ns(struct kv_cfg_node *m, const char *key, kv_ns def, kv_ns min, kv_n
 	      kv_ns *out, struct kv_diag *d)
 {
 	struct kv_cfg_node *n;
-	int got = reader_get(m, key, &n, d);
+	int got = reader_get(m, key, conv_ns.what, &n, d);
 
 	if (got <= 0) {
 		if (!got)
@@ -1398,7 +1414,7 @@ int kv_cfg_bool(struct kv_cfg_node *m, const char *key, int def, int *out,
 	static const char expect[] = "true/false, yes/no or on/off";
 	struct kv_cfg_node *n;
 	char v[64];
-	int got = reader_get(m, key, &n, d);
+	int got = reader_get(m, key, expect, &n, d);
 
 	if (got <= 0) {
 		if (!got)
@@ -1422,7 +1438,7 @@ int kv_cfg_str(struct kv_cfg_node *m, const char *key, const char *def, char *bu
 {
 	struct kv_cfg_node *n;
 	size_t vlen;
-	int got = reader_get(m, key, &n, d);
+	int got = reader_get(m, key, "a string (quote it, '', for an empty one)", &n, d);
 
 	if (got <= 0) {
 		if (!got)
@@ -1443,16 +1459,18 @@ int kv_cfg_str(struct kv_cfg_node *m, const char *key, const char *def, char *bu
 int kv_cfg_enum(struct kv_cfg_node *m, const char *key, const char *const *names, int def,
 		int *out, struct kv_diag *d)
 {
-	char list[512], v[64];
+	char list[512], v[64], what[540];
 	struct kv_cfg_node *n;
-	int i, got = reader_get(m, key, &n, d);
+	int i, got;
 
+	join(names, list, sizeof(list));
+	snprintf(what, sizeof(what), "one of: %s", list);
+	got = reader_get(m, key, what, &n, d);
 	if (got <= 0) {
 		if (!got)
 			*out = def;
 		return got;
 	}
-	join(names, list, sizeof(list));
 	if (n->type != KV_CFG_SCALAR)
 		return node_err(n, d, KV_EINVAL, 0, "expected one of: %s; got %s", list,
 				describe(n, v, sizeof(v)));

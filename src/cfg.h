@@ -16,9 +16,14 @@
  * rejected (a workload file has no need of them); duplicate keys in a
  * mapping are an error naming both lines.
  *
- * A plain (unquoted) "", "~" or "null" is YAML's null; the typed readers
- * treat a null value like an absent key, so `key:` or `--set key=` gives the
- * default.
+ * A plain (unquoted) "", "~" or "null" is YAML's null.  The typed readers
+ * refuse a null value ("no value: expected a duration (leave the key out
+ * for the default)"), so `key:` or `--set key=` is an error, never the
+ * built-in default standing in silently; a null where a mapping is expected
+ * (a section whose keys are all commented out) is an empty mapping.
+ *
+ * Files: kv_cfg_load() reads regular files only, of at most
+ * KV_INPUT_MAX_YAML_BYTES (16 MiB; kv_input_read() in sim/kv_common.h).
  *
  * Not on a hot path: nodes are individually allocated and freed with the
  * document.
@@ -56,7 +61,8 @@ struct kv_cfg_doc {
 
 /*
  * Loads path.  Returns 0 and fills doc, or a negative code with d filled
- * (missing file: KV_ENOENT; syntax error: KV_EINVAL with libyaml's
+ * (missing file: KV_ENOENT; not a regular file: KV_EINVAL; larger than
+ * KV_INPUT_MAX_YAML_BYTES: KV_ERANGE; syntax error: KV_EINVAL with libyaml's
  * problem, line and column; a root that is not a mapping: KV_EINVAL).
  */
 int kv_cfg_load(struct kv_cfg_doc *doc, const char *path, struct kv_diag *d);
@@ -104,9 +110,10 @@ struct kv_cfg_node *kv_cfg_get(struct kv_cfg_node *m, const char *key);
 const char *kv_cfg_path(const struct kv_cfg_node *n, char *buf, size_t len);
 
 /*
- * Typed readers of the child `key` of mapping m.  When the key is absent or
- * null (or m is NULL or null) they store the default and return 0; when
- * present they mark it used, convert and check, returning 0 or
+ * Typed readers of the child `key` of mapping m.  When the key is absent
+ * (or m is NULL or null) they store the default and return 0; a null value
+ * is KV_EINVAL ("no value"); when present they mark it used, convert and
+ * check, returning 0 or
  * KV_EINVAL (malformed, wrong type) / KV_ERANGE (outside [min, max], too
  * long) with d naming file:line:col, the key path, the bad value and what
  * was expected.  A non-null m that is not a mapping is KV_EINVAL.  *out is
@@ -123,9 +130,11 @@ const char *kv_cfg_path(const struct kv_cfg_node *n, char *buf, size_t len);
  *   _bytes: a size, number then optional spaces then unit: "80GB", "64 GiB",
  *         "1.5GiB", "1e9"; units B, KB, MB, GB, TB (10^3k), KiB, MiB, GiB,
  *         TiB (2^10k), in any case; no unit: bytes.  Rounded to the
- *         nearest byte.
+ *         nearest byte; a nonzero size that rounds to 0 ("0.4B") is
+ *         KV_EINVAL, since 0 often means "off" or "no cap".
  *   _ns: a duration, "1.5s", "200ms", "10us", "5ns", "2min", "1h"; no unit:
- *         seconds.  Rounded to the nearest nanosecond.
+ *         seconds.  Rounded to the nearest nanosecond; a nonzero duration
+ *         that rounds to 0 ("0.4ns", "1e-12s") is KV_EINVAL.
  */
 int kv_cfg_u64(struct kv_cfg_node *m, const char *key, uint64_t def, uint64_t min,
 	       uint64_t max, uint64_t *out, struct kv_diag *d);

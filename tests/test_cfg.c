@@ -9,6 +9,8 @@
 #include <float.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cfg.h"
 
@@ -201,10 +203,14 @@ START_TEST(u64_ok)
 	load("k:\nn: ~\n");
 	ck_assert_int_eq(kv_cfg_u64(doc.root, "absent", 9, 0, 10, &x, &d), 0);
 	ck_assert_uint_eq(x, 9);
-	ck_assert_int_eq(kv_cfg_u64(doc.root, "k", 8, 0, 10, &x, &d), 0);
-	ck_assert_uint_eq(x, 8);
-	ck_assert_int_eq(kv_cfg_u64(doc.root, "n", 7, 0, 10, &x, &d), 0);
-	ck_assert_uint_eq(x, 7);
+	/* a key with no value is an error, not the default (issue 11) */
+	x = 5;
+	check_diag("empty", kv_cfg_u64(doc.root, "k", 8, 0, 10, &x, &d), KV_EINVAL, "t.yaml", 1, 3,
+		   "k", "no value: expected a non-negative integer (leave the key out for the default)",
+		   1);
+	check_diag("null", kv_cfg_u64(doc.root, "n", 7, 0, 10, &x, &d), KV_EINVAL, "t.yaml", 2, 4,
+		   "n", "no value ('~' is YAML's null): expected a non-negative integer", 0);
+	ck_assert_uint_eq(x, 5);
 	ck_assert_int_eq(kv_cfg_u64(NULL, "k", 6, 0, 10, &x, &d), 0);
 	ck_assert_uint_eq(x, 6);
 }
@@ -356,8 +362,8 @@ START_TEST(bool_reader)
 		   "expected true/false, yes/no or on/off without quotes", 1);
 	check_diag("maybe", kv_cfg_bool(doc.root, "b", 0, &x, &d), KV_EINVAL, "t.yaml", 2, 4, "b",
 		   "bad value 'maybe': expected true/false, yes/no or on/off", 1);
-	ck_assert_int_eq(kv_cfg_bool(doc.root, "c", 1, &x, &d), 0);
-	ck_assert_int_eq(x, 1);
+	check_diag("empty", kv_cfg_bool(doc.root, "c", 1, &x, &d), KV_EINVAL, "t.yaml", 3, 3, "c",
+		   "no value: expected true/false, yes/no or on/off", 0);
 }
 END_TEST
 
@@ -463,6 +469,10 @@ START_TEST(bytes_table)
 		{ "1.0000000000000000000000001GB", KV_EINVAL,
 		  "bad value '1.0000000000000000000000001GB': more than 24 significant digits" },
 		{ "1000000000000000000000000.1", KV_ERANGE, "expected a size" },
+		{ "0.4B", KV_EINVAL,
+		  "bad value '0.4B': nonzero but rounds to 0 (the resolution is 1B): expected 0 or at least 1B" },
+		{ "1e-10GB", KV_EINVAL, "bad value '1e-10GB': nonzero but rounds to 0" },
+		{ "~", KV_EINVAL, "no value ('~' is YAML's null): expected a size" },
 	};
 	char text[128];
 	uint64_t x;
@@ -509,7 +519,7 @@ START_TEST(ns_table)
 		{ "3", 3000000000ULL },
 		{ "0.5", 500000000ULL },
 		{ "1.5ns", 2 },
-		{ "0.4ns", 0 },
+		{ "0.5ns", 1 },
 		{ "1e-9", 1 },
 		{ "1e3ms", 1000000000ULL },
 		{ "0", 0 },
@@ -526,6 +536,12 @@ START_TEST(ns_table)
 		{ "1 fortnight", KV_EINVAL, "bad value '1 fortnight': expected a duration (" },
 		{ "1MS", KV_EINVAL, "bad value '1MS': expected a duration (" },
 		{ "1e20s", KV_ERANGE, "bad value '1e20s': expected a duration" },
+		/* nonzero values must not round to 0, which means "off" or "unbounded" */
+		{ "0.4ns", KV_EINVAL,
+		  "bad value '0.4ns': nonzero but rounds to 0 (the resolution is 1ns): expected 0 or at least 1ns" },
+		{ "1e-12s", KV_EINVAL, "bad value '1e-12s': nonzero but rounds to 0" },
+		{ "1e-400", KV_EINVAL, "bad value '1e-400': nonzero but rounds to 0" },
+		{ "null", KV_EINVAL, "no value ('null' is YAML's null): expected a duration" },
 	};
 	char text[128];
 	kv_ns x;
@@ -547,6 +563,9 @@ START_TEST(ns_table)
 		check_diag(bad[i].text, err, bad[i].code, "t.yaml", 2, 9, "slo.ttft", bad[i].msg,
 			   0);
 	}
+	load("t:\n");
+	check_diag("empty", kv_cfg_ns(doc.root, "t", 1, 0, KV_NS_NEVER, &x, &d), KV_EINVAL, "t.yaml",
+		   1, 3, "t", "no value: expected a duration (leave the key out for the default)", 1);
 	load("t: 2h\n");
 	check_diag("range", kv_cfg_ns(doc.root, "t", 0, KV_NS_PER_MS, 3600 * KV_NS_PER_S, &x, &d),
 		   KV_ERANGE, "t.yaml", 1, 4, "t",
@@ -601,6 +620,12 @@ START_TEST(set_replace)
 	ck_assert_int_eq(at("a.s")->quoted, 1);
 	ck_assert_int_eq(kv_cfg_set(&doc, "a.b=", &d), 0);
 	ck_assert_str_eq(at("a.b")->value, "");
+	{ /* "--set k=" is null: the readers refuse it, naming --set and the column */
+		uint64_t x;
+
+		check_diag("--set a.b=", kv_cfg_u64(at("a"), "b", 1, 0, 10, &x, &d), KV_EINVAL,
+			   "--set", 1, 5, "a.b", "no value: expected a non-negative integer", 0);
+	}
 	ck_assert_int_eq(kv_cfg_set(&doc, "a.p=x=y", &d), 0);
 	ck_assert_str_eq(at("a.p")->value, "x=y");
 }
@@ -880,8 +905,40 @@ START_TEST(file_syntax_error)
 	check_diag("tabs file", kv_cfg_load(&doc, path, &d), KV_EINVAL, path, 3, 1, "",
 		   "YAML does not allow tabs in indentation", 0);
 	data_path("", path, sizeof(path));
-	check_diag("directory", kv_cfg_load(&doc, path, &d), KV_EIO, path, 0, 0, "",
-		   "cannot read: Is a directory", 1);
+	check_diag("directory", kv_cfg_load(&doc, path, &d), KV_EINVAL, path, 0, 0, "",
+		   "a directory: expected a regular file", 0);
+}
+END_TEST
+
+/* A FIFO without a writer is refused at once (no blocking open), a device too. */
+START_TEST(special_files)
+{
+	char path[] = "/tmp/kvsim-cfg-XXXXXX", fifo[64];
+
+	ck_assert_ptr_nonnull(mkdtemp(path));
+	snprintf(fifo, sizeof(fifo), "%s/f.yaml", path);
+	ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+	check_diag("fifo", kv_cfg_load(&doc, fifo, &d), KV_EINVAL, fifo, 0, 0, "",
+		   "a FIFO (named pipe): expected a regular file", 0);
+	unlink(fifo);
+	rmdir(path);
+	check_diag("/dev/zero", kv_cfg_load(&doc, "/dev/zero", &d), KV_EINVAL, "/dev/zero", 0, 0,
+		   "", "a character device: expected a regular file", 0);
+}
+END_TEST
+
+/* A YAML file over KV_INPUT_MAX_YAML_BYTES is refused by its size, before reading. */
+START_TEST(file_too_big)
+{
+	char path[] = "/tmp/kvsim-cfg-XXXXXX";
+	int fd = mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, (off_t)KV_INPUT_MAX_YAML_BYTES + 1), 0);
+	close(fd);
+	check_diag("big", kv_cfg_load(&doc, path, &d), KV_ERANGE, path, 0, 0, "",
+		   "bytes: expected at most 16777216 bytes (16 MiB)", 0);
+	unlink(path);
 }
 END_TEST
 
@@ -892,6 +949,8 @@ static Suite *cfg_suite(void)
 
 	tcase_add_checked_fixture(tc, NULL, teardown);
 	tcase_add_test(tc, parse_nested);
+	tcase_add_test(tc, special_files);
+	tcase_add_test(tc, file_too_big);
 	tcase_add_test(tc, get_marks_used);
 	tcase_add_test(tc, u64_ok);
 	tcase_add_test(tc, u64_errors);
