@@ -10,6 +10,7 @@
 #include "cfg.h"
 #include "profiles.h"
 
+#include <ctype.h>
 #include <libgen.h>
 #include <math.h>
 #include <stdlib.h>
@@ -133,6 +134,45 @@ static const void *find_cache(const char *name)
 
 /* --- sections ---------------------------------------------------------------- */
 
+/*
+ * Checks that the file the value of n names (resolved to path) opens as
+ * input (kv_input_open(): a regular file), so a missing trace or profile,
+ * or a FIFO or device given as one, is reported at the workload's key --
+ * file:line:col -- as every other bad value is, not by the file's name
+ * alone.  The reader opens the file again later and checks again.
+ */
+static int check_input_file(struct kv_cfg_node *n, const char *path, struct kv_diag *d)
+{
+	struct kv_diag e;
+	FILE *f;
+
+	if (!kv_input_open(path, &f, &e)) {
+		fclose(f);
+		return 0;
+	}
+	return kv_cfg_error(n, d, "file '%s': %s", path, e.msg);
+}
+
+/*
+ * A name that becomes a CSV field, a chart title and a directory name must
+ * be one line of printable text: a control character (a newline from a
+ * YAML "|" block, a tab, a NUL from --set) is an error naming it escaped.
+ */
+static int check_name(struct kv_cfg_node *n, const char *what, const char *name,
+		      struct kv_diag *d)
+{
+	char v[256], c[8];
+	const char *p;
+
+	for (p = name; *p; p++)
+		if (iscntrl((unsigned char)*p))
+			return kv_cfg_error(n, d,
+					    "bad value '%s': %s contains a control character ('%s'): expected one line of printable text",
+					    kv_show(name, strlen(name), v, sizeof(v)), what,
+					    kv_show(p, 1, c, sizeof(c)));
+	return 0;
+}
+
 static void list_profile(const char *name, const char *path, void *arg)
 {
 	char *buf = arg;
@@ -152,10 +192,12 @@ static int read_profile(struct kv_cfg_doc *doc, const char *key, const char *def
 
 	TRY(kv_cfg_str(doc->root, key, def, name, sizeof(name), d));
 	is_path = strchr(name, '/') || strstr(name, ".yaml");
-	if (is_path)
+	if (is_path) {
 		TRY(kv_cfg_resolve_path(doc, n, name, path, sizeof(path)));
-	else
+		TRY(check_input_file(n, path, d));
+	} else {
 		snprintf(path, sizeof(path), "%s", name);
+	}
 	rc = !strcmp(key, "model") ? kv_profile_load_model(path, &c->model, d) :
 				     kv_profile_load_device(path, &c->device, d);
 	if (rc != KV_ENOENT || is_path || !n)
@@ -273,7 +315,8 @@ static int read_lengths(struct kv_cfg_doc *doc, struct kv_cfg_node *n, struct kv
 	if (!kv_cfg_get(n, "trace"))
 		return kv_cfg_error(n, d, "dist trace: expected a `trace:` file of lengths");
 	TRY(kv_cfg_str(n, "trace", "", rel, sizeof(rel), d));
-	return kv_cfg_resolve_path(doc, kv_cfg_get(n, "trace"), rel, l->path, sizeof(l->path));
+	TRY(kv_cfg_resolve_path(doc, kv_cfg_get(n, "trace"), rel, l->path, sizeof(l->path)));
+	return check_input_file(kv_cfg_get(n, "trace"), l->path, d);
 }
 
 static int read_arrival(struct kv_cfg_doc *doc, struct kv_cfg_node *w, struct kv_source_spec *s,
@@ -301,8 +344,9 @@ static int read_arrival(struct kv_cfg_doc *doc, struct kv_cfg_node *w, struct kv
 	if (!kv_cfg_get(n, "trace"))
 		return kv_cfg_error(n, d, "process trace: expected a `trace:` file with timestamps");
 	TRY(kv_cfg_str(n, "trace", "", rel, sizeof(rel), d));
-	return kv_cfg_resolve_path(doc, kv_cfg_get(n, "trace"), rel, s->trace_path,
-				   sizeof(s->trace_path));
+	TRY(kv_cfg_resolve_path(doc, kv_cfg_get(n, "trace"), rel, s->trace_path,
+				sizeof(s->trace_path)));
+	return check_input_file(kv_cfg_get(n, "trace"), s->trace_path, d);
 }
 
 static int read_tenant(struct kv_cfg_doc *doc, struct kv_cfg_node *n, struct kv_source_spec *s,
@@ -318,7 +362,8 @@ static int read_tenant(struct kv_cfg_doc *doc, struct kv_cfg_node *n, struct kv_
 	TRY(kv_cfg_check_keys(n, keys, d));
 	snprintf(def, sizeof(def), "t%u", i);
 	TRY(kv_cfg_str(n, "name", def, t->name, sizeof(t->name), d));
-	if (!t->name[0] || strpbrk(t->name, ",\"\n\r"))
+	TRY(check_name(kv_cfg_get(n, "name"), "the tenant name", t->name, d));
+	if (!t->name[0] || strpbrk(t->name, ",\""))
 		return kv_cfg_error(kv_cfg_get(n, "name"), d,
 				    "bad value '%s': expected a nonempty name without commas or quotes (it is a CSV field)",
 				    t->name);
@@ -489,6 +534,7 @@ static int read_top(struct kv_cfg_doc *doc, struct kv_workload *w, int has_seed,
 	TRY(kv_cfg_check_keys(doc->root, keys, d));
 	memcpy(stem, w->name, sizeof(stem)); /* the default must not alias the output */
 	TRY(kv_cfg_str(doc->root, "name", stem, w->name, sizeof(w->name), d));
+	TRY(check_name(kv_cfg_get(doc->root, "name"), "the workload name", w->name, d));
 	kv_cfg_get(doc->root, "description"); /* free text: read, not used */
 	TRY(kv_cfg_u64(doc->root, "seed", 1, 0, UINT64_MAX, &c->seed, d));
 	if (has_seed)
