@@ -411,6 +411,42 @@ static int read_sets(struct sweep *sw, struct kv_cfg_node *m, const char *prefix
 	return 0;
 }
 
+/*
+ * The numeric columns of summary.csv (kv_summary_compute(), src/output.c),
+ * the metrics a target may name.  Checked before any point runs; a copy of
+ * output.c's list, so tests/sweep_test.sh compares it with a run's
+ * summary.csv header.
+ */
+static const char *const summary_metrics[] = {
+	"requests", "completed", "rejected_context", "rejected_pool", "preemptions",
+	"makespan_s", "throughput_tok_s", "output_tok_s", "requests_per_s", "ttft_p50_s",
+	"ttft_p90_s", "ttft_p99_s", "tpot_p50_s", "tpot_p90_s", "tpot_p99_s", "e2e_p50_s",
+	"e2e_p90_s", "e2e_p99_s", "mem_reserved_util", "mem_used_util", "mem_useful_share",
+	"ext_frag_mean", "alloc_fail_frag", "cache_hit_rate", "cache_bytes_saved",
+	"cache_recompute_tokens", "cache_evictions", "swap_out_bytes", "swap_in_bytes",
+	"kv_pool_bytes", "kv_peak_reserved_bytes", "jain_fairness", "service_diff_max",
+	"service_diff_mean", "short_e2e_std_s", "long_e2e_p99_s", "iter_mean_s", "iterations",
+	"events", "peak_in_flight", NULL,
+};
+
+/* 0 when target.metric is a summary.csv metric, else an error listing them. */
+static int check_metric(struct sweep *sw, struct kv_cfg_node *t, struct kv_diag *d)
+{
+	struct sbuf b = { 0 };
+	size_t i;
+	int rc;
+
+	for (i = 0; summary_metrics[i]; i++)
+		if (!strcmp(summary_metrics[i], sw->t_metric))
+			return 0;
+	for (i = 0; summary_metrics[i]; i++)
+		sb_printf(&b, "%s%s", i ? ", " : "", summary_metrics[i]);
+	rc = kv_cfg_error(kv_cfg_get(t, "metric"), d, "unknown metric '%s': expected one of: %s",
+			  sw->t_metric, b.s);
+	free(b.s);
+	return rc;
+}
+
 static int read_target(struct sweep *sw, struct kv_diag *d)
 {
 	static const char *const keys[] = { "metric", "max", "minimize", NULL };
@@ -427,7 +463,8 @@ static int read_target(struct sweep *sw, struct kv_diag *d)
 		return kv_cfg_error(t, d, "a target needs metric, max and minimize");
 	if ((rc = kv_cfg_str(t, "metric", NULL, sw->t_metric, sizeof(sw->t_metric), d)) ||
 	    (rc = kv_cfg_dbl(t, "max", 0, -1e300, 1e300, &sw->t_max, d)) ||
-	    (rc = kv_cfg_str(t, "minimize", NULL, sw->t_axis, sizeof(sw->t_axis), d)))
+	    (rc = kv_cfg_str(t, "minimize", NULL, sw->t_axis, sizeof(sw->t_axis), d)) ||
+	    (rc = check_metric(sw, t, d)))
 		return rc;
 	for (i = 0; i < sw->n_axes; i++)
 		if (!strcmp(sw->axis[i].key, sw->t_axis))
@@ -442,6 +479,7 @@ static int read_target(struct sweep *sw, struct kv_diag *d)
 static int read_base(struct sweep *sw, struct kv_diag *d)
 {
 	struct kv_cfg_node *n = kv_cfg_get(sw->doc.root, "base");
+	struct kv_diag e;
 	char rel[1024];
 	int rc;
 
@@ -452,9 +490,9 @@ static int read_base(struct sweep *sw, struct kv_diag *d)
 		return rc;
 	if (kv_cfg_resolve_path(&sw->doc, n, rel, sw->base, sizeof(sw->base)))
 		return kv_cfg_error(n, d, "path too long");
-	sw->base_bytes = slurp(sw->base, &sw->base_len);
-	if (!sw->base_bytes)
-		return kv_cfg_error(n, d, "cannot read '%s': %s", sw->base, strerror(errno));
+	if ((rc = kv_input_read(sw->base, KV_INPUT_MAX_YAML_BYTES, &sw->base_bytes, &sw->base_len,
+				&e))) /* a regular file, bounded, as kv_cfg_load() reads */
+		return kv_cfg_error(n, d, "cannot read '%s': %s", sw->base, e.msg);
 	sw->base_hash = fnv1a(0xcbf29ce484222325ULL, sw->base_bytes, sw->base_len);
 	return 0;
 }
