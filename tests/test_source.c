@@ -506,6 +506,81 @@ START_TEST(test_bad_specs)
 }
 END_TEST
 
+/* Writes text to a fresh temporary file named into path (a mkstemp template). */
+static void write_temp(char *path, const char *text)
+{
+	int fd = mkstemp(path);
+	size_t n = strlen(text);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, text, n), (ssize_t)n);
+	close(fd);
+}
+
+/*
+ * A trace with a header and no rows is the same error for arrivals as for
+ * lengths (not a zero-request run for one and an error for the other).
+ */
+START_TEST(test_empty_trace_both_ways)
+{
+	char path[] = "/tmp/kvsim_src_XXXXXX";
+	struct kv_source *s = NULL;
+	struct kv_diag d = { 0 };
+
+	write_temp(path, "arrived_at,num_prefill_tokens,num_decode_tokens\n");
+	base_spec();
+	spec.arrival = KV_ARRIVAL_TRACE;
+	snprintf(spec.trace_path, sizeof(spec.trace_path), "%s", path);
+	ck_assert_int_eq(kv_source_open(&spec, 1, &s, &d), KV_EINVAL);
+	ck_assert_msg(!strcmp(d.file, path) && strstr(d.msg, "no rows: expected at least one"),
+		      "arrivals: %s: %s", d.file, d.msg);
+	base_spec();
+	set_trace_lengths(&spec.lengths, path);
+	ck_assert_int_eq(kv_source_open(&spec, 1, &s, &d), KV_EINVAL);
+	ck_assert_msg(!strcmp(d.file, path) && strstr(d.msg, "no rows: expected at least one"),
+		      "lengths: %s: %s", d.file, d.msg);
+	ck_assert_ptr_null(s);
+	unlink(path);
+}
+END_TEST
+
+/*
+ * horizon_ns: a trace row at or past it is an error naming the row (a stray
+ * far-future timestamp must not make a run sample an idle cluster for
+ * centuries); rows before it, and duration_ns ending the stream first, are fine.
+ */
+START_TEST(test_trace_horizon)
+{
+	char path[] = "/tmp/kvsim_src_XXXXXX";
+	struct kv_source *s;
+	struct kv_arrival a;
+	struct kv_diag d = { 0 };
+
+	write_temp(path, "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+			 "2023-11-16 18:17:03,10,1\n2023-11-16 18:17:04,10,1\n"
+			 "2200-01-01 00:00:00,10,1\n");
+	base_spec();
+	spec.arrival = KV_ARRIVAL_TRACE;
+	spec.requests = 0;
+	spec.horizon_ns = KV_NS_PER_S * KV_MAX_SAMPLES; /* a 1 s sample interval */
+	snprintf(spec.trace_path, sizeof(spec.trace_path), "%s", path);
+	s = open_ok(1);
+	ck_assert_int_eq(next_ok(s, &a), 1);
+	ck_assert_int_eq(next_ok(s, &a), 1);
+	ck_assert_int_eq(kv_source_next(s, &a, &d), KV_ERANGE);
+	ck_assert_msg(!strcmp(d.file, path) && d.line == 4 && strstr(d.msg, "beyond the horizon"),
+		      "%s:%lu: %s", d.file, d.line, d.msg);
+	kv_source_close(s);
+	spec.duration_ns = 10 * KV_NS_PER_S; /* the duration ends it before the stray row */
+	s = open_ok(1);
+	ck_assert_int_eq(next_ok(s, &a), 1);
+	ck_assert_int_eq(next_ok(s, &a), 1);
+	ck_assert_int_eq(next_ok(s, &a), 0);
+	kv_source_close(s);
+	unlink(path);
+}
+END_TEST
+
 /* The real Mooncake and Azure traces replay to their last row. */
 START_TEST(test_real_trace_replay)
 {
@@ -557,6 +632,8 @@ static Suite *source_suite(void)
 	tcase_add_test(tc, test_length_trace_cycles);
 	tcase_add_test(tc, test_bad_specs);
 	tcase_add_test(tc, test_real_trace_replay);
+	tcase_add_test(tc, test_empty_trace_both_ways);
+	tcase_add_test(tc, test_trace_horizon);
 	suite_add_tcase(s, tc);
 	return s;
 }

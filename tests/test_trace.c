@@ -276,6 +276,13 @@ static const struct bad_case bad_cases[] = {
 	  "3}", "hash_ids", "expected an array" },
 	{ "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": null}\n", 1, "null",
 	  "output_length", "bad value 'null'" },
+	/* CSV quoting is not supported: said so, in a role column or an ignored one */
+	{ VI_HDR "1.0,\"12\",4\n", 2, "\"12\"", "num_prefill_tokens",
+	  "bad value '\"12\"': quoted CSV fields are not supported" },
+	{ "request_id,arrived_at,num_prefill_tokens,num_decode_tokens\n\"a,b\",1.0,1,1\n", 2,
+	  "\"a", "request_id", "quoted CSV fields are not supported" },
+	/* control bytes in a bad value are shown escaped, the message stays one line */
+	{ VI_HDR "1.0,1\t2,4\n", 2, "1\t2", "num_prefill_tokens", "bad value '1\\t2'" },
 };
 
 /* 1-based column of `at` in line `line` of text. */
@@ -349,6 +356,118 @@ START_TEST(test_bad_headers)
 				    &d),
 			 KV_EINVAL);
 	ck_assert_msg(strstr(d.msg, "duplicate column"), "msg: %s", d.msg);
+}
+END_TEST
+
+/* Writes n bytes (NULs included) to a fresh temporary file; returns its path. */
+static const char *temp_file_n(const char *text, size_t n)
+{
+	static char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/tmp/kvsim_trace_XXXXXX");
+	fd = mkstemp(path);
+	ck_assert_msg(fd >= 0, "mkstemp failed");
+	ck_assert_msg(write(fd, text, n) == (ssize_t)n, "write failed");
+	close(fd);
+	return path;
+}
+
+/* The first error of the n bytes at text (at open or while reading rows) into d. */
+static int first_error(const char *text, size_t n, struct kv_diag *d)
+{
+	const char *path = temp_file_n(text, n);
+	struct kv_trace *t = NULL;
+	int r = kv_trace_open(path, KV_TRACE_AUTO, &t, d);
+
+	while (!r && (r = kv_trace_next(t, &row, d)) == 1)
+		;
+	kv_trace_close(t);
+	unlink(path);
+	return r;
+}
+
+/* A NUL inside a field is reported as a NUL, shown as \0, naming the field. */
+START_TEST(test_nul_byte)
+{
+	static const char vi[] = VI_HDR "1.0,12\0003,4\n";
+	static const char ignored[] = "request_id,arrived_at,num_prefill_tokens,num_decode_tokens\n"
+				      "7\0,1.0,1,1\n";
+	static const char mc[] = "{\"timestamp\": 0, \"input_length\": 1\0, \"output_length\": 1}\n";
+	static const char hdr[] = "arrived_at,num_prefill\0_tokens,num_decode_tokens\n1,1,1\n";
+	struct kv_diag d = { 0 };
+
+	ck_assert_int_eq(first_error(vi, sizeof(vi) - 1, &d), KV_EINVAL);
+	ck_assert_msg(d.line == 2 && d.col == 5 && !strcmp(d.field, "num_prefill_tokens") &&
+			      !strcmp(d.msg, "bad value '12\\03': contains a NUL byte (a binary or corrupt file?)"),
+		      "vidur: %lu:%lu %s: %s", d.line, d.col, d.field, d.msg);
+	ck_assert_int_eq(first_error(ignored, sizeof(ignored) - 1, &d), KV_EINVAL);
+	ck_assert_msg(d.line == 2 && d.col == 1 && !strcmp(d.field, "request_id") &&
+			      strstr(d.msg, "bad value '7\\0': contains a NUL byte"),
+		      "ignored column: %lu:%lu %s: %s", d.line, d.col, d.field, d.msg);
+	ck_assert_int_eq(first_error(mc, sizeof(mc) - 1, &d), KV_EINVAL);
+	ck_assert_msg(d.line == 1 && strstr(d.msg, "1\\0'") && strstr(d.msg, "contains a NUL byte"),
+		      "mooncake: %lu:%lu %s: %s", d.line, d.col, d.field, d.msg);
+	ck_assert_int_eq(first_error(hdr, sizeof(hdr) - 1, &d), KV_EINVAL);
+	ck_assert_msg(d.line == 1 && !strcmp(d.field, "header") &&
+			      strstr(d.msg, "'num_prefill\\0_tokens': contains a NUL byte"),
+		      "header: %lu:%lu %s: %s", d.line, d.col, d.field, d.msg);
+}
+END_TEST
+
+/*
+ * A line may hold KV_INPUT_MAX_LINE_BYTES bytes; one more without a newline
+ * is an error at that line (a file without newlines stops there, it does
+ * not grow the buffer until memory runs out).
+ */
+START_TEST(test_line_length)
+{
+	size_t max = KV_INPUT_MAX_LINE_BYTES, hl = strlen(VI_HDR), n = hl + max + 1;
+	char *text = malloc(n + 1);
+	struct kv_diag d = { 0 };
+
+	ck_assert_ptr_nonnull(text);
+	memcpy(text, VI_HDR, hl);
+	memset(text + hl, '1', max);
+	memcpy(text + hl, "1.0,1,", 6);
+	text[hl + max] = '\n'; /* a line of exactly max bytes: read, its value is too big */
+	ck_assert_int_eq(first_error(text, n, &d), KV_EINVAL);
+	ck_assert_msg(d.line == 2 && strstr(d.msg, "bad value '111") &&
+			      !strcmp(d.field, "num_decode_tokens"),
+		      "max line: %lu:%lu %s: %s", d.line, d.col, d.field, d.msg);
+	text[hl + max] = '1'; /* max + 1 bytes, no newline */
+	ck_assert_int_eq(first_error(text, n, &d), KV_EINVAL);
+	ck_assert_msg(d.line == 2 && d.col == max + 1 &&
+			      strstr(d.msg, "line longer than 1048576 bytes"),
+		      "long line: %lu:%lu %s: %s", d.line, d.col, d.field, d.msg);
+	memset(text, 'x', n); /* no newline at all: the header itself */
+	ck_assert_int_eq(first_error(text, n, &d), KV_EINVAL);
+	ck_assert_msg(d.line == 1 && strstr(d.msg, "line longer than"), "header: %lu: %s", d.line,
+		      d.msg);
+	free(text);
+}
+END_TEST
+
+/* Only regular files are read: a FIFO without a writer fails at once, /dev/zero too. */
+START_TEST(test_special_files)
+{
+	char dir[] = "/tmp/kvsim_trace_XXXXXX", fifo[64];
+	struct kv_trace *t = NULL;
+	struct kv_diag d = { 0 };
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(fifo, sizeof(fifo), "%s/t.csv", dir);
+	ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+	ck_assert_int_eq(kv_trace_open(fifo, KV_TRACE_AUTO, &t, &d), KV_EINVAL);
+	ck_assert_msg(strstr(d.msg, "a FIFO (named pipe): expected a regular file"), "fifo: %s",
+		      d.msg);
+	unlink(fifo);
+	ck_assert_int_eq(kv_trace_open("/dev/zero", KV_TRACE_AUTO, &t, &d), KV_EINVAL);
+	ck_assert_msg(strstr(d.msg, "a character device"), "/dev/zero: %s", d.msg);
+	ck_assert_int_eq(kv_trace_open(dir, KV_TRACE_AUTO, &t, &d), KV_EINVAL);
+	ck_assert_msg(strstr(d.msg, "a directory"), "dir: %s", d.msg);
+	ck_assert_ptr_null(t);
+	rmdir(dir);
 }
 END_TEST
 
@@ -533,6 +652,9 @@ static Suite *trace_suite(void)
 	tcase_add_test(tc, test_azure_real_gap);
 	tcase_add_test(tc, test_mooncake_real_hashes);
 	tcase_add_test(tc, test_streaming_memory);
+	tcase_add_test(tc, test_nul_byte);
+	tcase_add_test(tc, test_line_length);
+	tcase_add_test(tc, test_special_files);
 	suite_add_tcase(s, tc);
 	return s;
 }
