@@ -11,7 +11,12 @@
 #     one line, earlier outputs intact; the sweep rerun equals a clean one;
 #  4. every trace format truncated at every byte of its last line: exit 2
 #     at FILE:LINE, or the partial row accepted with exactly its values;
-#  5. numbers at the edges, in YAML and in trace rows.
+#  5. numbers at the edges, in YAML and in trace rows;
+#  6. hostile input (issue 11): special files (FIFOs without a writer,
+#     /dev/zero, directories) as trace, profile, workload and sweep files;
+#     a line without an end; a YAML file over 16 MiB; a far-future trace
+#     row; empty values and values that round to 0; header-only traces.
+#     Each must exit 2 at once with one line naming the file (or the key).
 # Usage: fault_test.sh KVSIM SOURCE_DIR [FAILMALLOC_SO]; sanitizer builds
 # are detected and run fewer points (FAULT_STEP_MAX bounds the N loops).
 set -u
@@ -311,7 +316,7 @@ expect2() {
   local name=$1 text=$2
   shift 2
   rm -rf "$tmp/e"
-  "$kvsim" run -q "$@" -o "$tmp/e" >/dev/null 2>"$tmp/err"; st=$?
+  timeout 60 "$kvsim" run -q "$@" -o "$tmp/e" >/dev/null 2>"$tmp/err"; st=$?
   [ $st -eq 2 ] && one_line "$tmp/err" "$text" && [ ! -e "$tmp/e" ] && ok || bad "$name: exit $st: $(head -c 300 "$tmp/err")"
 }
 # run0 NAME ARGS...: exit 0 into $tmp/e.
@@ -385,6 +390,55 @@ mv "$tmp/e" "$tmp/dup"
 printf 'request_id,arrived_at,num_prefill_tokens,num_decode_tokens\n0,0.5,10,5\n1,0.6,20,5\n2,0.6,30,5\n' >"$tr"
 run0 "trace unique ids" "$tmp/edge.yaml"
 same "$tmp/dup" "$tmp/e" && [ "$(col 1)" = "0 1 2 " ] && ok || bad "duplicate ids: results differ from unique ids"
+
+echo "[${SECONDS}s] 6. hostile input"
+# --- 6. hostile input: special files, unbounded lines, far futures, empty values ---
+# Each must stop at once (timeout 60 in expect2: a blocking open or an
+# endless read fails the test instead of hanging it).
+mkfifo "$tmp/fifo.csv" "$tmp/fifo.yaml"
+expect2 "trace /dev/zero" "^kvsim: --set:1:[0-9]+: workload.arrival.trace: file '/dev/zero': a character device: expected a regular file" "$tmp/edge.yaml" --set workload.arrival.trace=/dev/zero
+expect2 "trace FIFO" "workload.arrival.trace: file '$tmp/fifo.csv': a FIFO \(named pipe\): expected a regular file" "$tmp/edge.yaml" --set workload.arrival.trace="$tmp/fifo.csv"
+expect2 "length trace FIFO" "workload.lengths.trace: file '$tmp/fifo.csv': a FIFO" $g --set 'workload.lengths={dist: trace}' --set workload.lengths.trace="$tmp/fifo.csv"
+expect2 "model /dev/zero" "^kvsim: --set:1:[0-9]+: model: file '/dev/zero': a character device" $g --set model=/dev/zero
+expect2 "device FIFO" "device: file '$tmp/fifo.yaml': a FIFO" $g --set device="$tmp/fifo.yaml"
+expect2 "model directory" "model: file '$tmp/': a directory" $g --set model="$tmp/"
+expect2 "workload FIFO" "^kvsim: $tmp/fifo.yaml: a FIFO \(named pipe\): expected a regular file" "$tmp/fifo.yaml"
+expect2 "workload /dev/zero" "^kvsim: /dev/zero: a character device" /dev/zero
+timeout 60 "$kvsim" sweep "$tmp/fifo.yaml" -o "$tmp/e" 2>"$tmp/err"; st=$?
+[ $st -eq 2 ] && one_line "$tmp/err" "a FIFO" && ok || bad "sweep FIFO: exit $st: $(head -c 300 "$tmp/err")"
+# a line that never ends: stops at 1 MiB, whether the bytes are text or zeros
+head -c 2097152 /dev/zero | tr '\0' 7 >"$tr"
+expect2 "trace without newline" "^kvsim: $tr:1:1048577: line longer than 1048576 bytes" "$tmp/edge.yaml"
+{ printf 'request_id,arrived_at,num_prefill_tokens,num_decode_tokens\n0,0.5,10,5\n'; head -c 2097152 /dev/zero; } >"$tr"
+expect2 "trace of zeros" "^kvsim: $tr:3:1048577: line longer than 1048576 bytes" "$tmp/edge.yaml"
+head -c $((16 * 1048576 + 1)) /dev/zero | tr '\0' ' ' >"$tmp/big.yaml"
+expect2 "model over 16 MiB" "big.yaml: file of 16777217 bytes: expected at most 16777216 bytes" $g --set model="$tmp/big.yaml"
+# NUL inside a number, a quoted field
+printf 'request_id,arrived_at,num_prefill_tokens,num_decode_tokens\n0,0.5,1\0000,5\n' >"$tr"
+expect2 "trace NUL" "^kvsim: $tr:2:7: num_prefill_tokens: bad value '1\\\\00': contains a NUL byte" "$tmp/edge.yaml"
+row '1,0.6,"10",5'; expect2 "trace quoted" "^kvsim: $tr:3:7: num_prefill_tokens: bad value '\"10\"': quoted CSV fields are not supported" "$tmp/edge.yaml"
+# a far-future row: rejected at the row, unless the timeseries is off or the duration ends first
+printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n2200-11-16 18:15:46.6805900,10,4\n' >"$tr"
+expect2 "far future" "^kvsim: $tr:3: arrival .* s after the first row .* beyond the horizon of 1e\+07 s" "$tmp/edge.yaml"
+rm -rf "$tmp/e"
+timeout 60 "$kvsim" run -q "$tmp/edge.yaml" -o "$tmp/e" --set outputs.sample_interval=0 2>"$tmp/err" && \
+  [ "$(tail -n +2 "$tmp/e/requests.csv" | wc -l)" -eq 2 ] && ok || bad "far future, no timeseries: $(head -c 300 "$tmp/err")"
+run0 "far future, duration" "$tmp/edge.yaml" --set workload.duration=1h
+[ "$(tail -n +2 "$tmp/e/requests.csv" | wc -l)" -eq 1 ] && ok || bad "far future, duration: rows"
+# a header and no rows: the same error for arrivals and for lengths
+printf 'request_id,arrived_at,num_prefill_tokens,num_decode_tokens\n' >"$tr"
+expect2 "empty arrival trace" "^kvsim: $tr: no rows: expected at least one request after the header" "$tmp/edge.yaml"
+expect2 "empty length trace" "^kvsim: $tr: no rows: expected at least one request after the header" $g --set 'workload.lengths={dist: trace}' --set workload.lengths.trace="$tr"
+# empty values are errors, not defaults; nonzero values must not round to 0 ("off", "unbounded")
+expect2 "--set requests=" "^kvsim: --set:1:[0-9]+: workload.requests: no value: expected a non-negative integer" $g --set workload.requests=
+expect2 "--set scheduler=" "^kvsim: --set:1:[0-9]+: scheduler: no value" $g --set scheduler=
+expect2 "--set model=" "^kvsim: --set:1:[0-9]+: model: no value" $g --set model=
+expect2 "sample_interval 1e-12s" "outputs.sample_interval: bad value '1e-12s': nonzero but rounds to 0" $g --set outputs.sample_interval=1e-12s
+expect2 "duration 0.4ns" "workload.duration: bad value '0.4ns': nonzero but rounds to 0" $g --set workload.duration=0.4ns
+expect2 "max_block 0.4B" "memory.max_block: bad value '0.4B': nonzero but rounds to 0" $g --set memory.max_block=0.4B
+# control characters in names
+expect2 "tenant newline" "workload.tenants\[0\].name: bad value 'a\\\\nb': the tenant name contains a control character" $g --set 'workload.tenants=[{name: "a\nb"}]'
+expect2 "name tab" "^kvsim: --set:1:[0-9]+: name: bad value 'x\\\\ty': the workload name contains a control character" $g --set 'name="x\ty"'
 
 echo "[${SECONDS}s] $pass passed, $fail failed"
 [ $fail -eq 0 ]
