@@ -1,9 +1,11 @@
 /*
  * trace.c -- streaming request-trace readers.
  *
- * One reader is one FILE, one copy of the CSV header and one getline()
- * buffer that grows to the longest line and is then reused: nothing is
- * allocated per row, so memory does not depend on the trace's length.
+ * One reader is one FILE, one copy of the CSV header and one line buffer
+ * that grows to the longest line (at most KV_INPUT_MAX_LINE_BYTES, 1 MiB:
+ * a longer line is an error, so a file without newlines cannot exhaust
+ * memory) and is then reused: nothing is allocated per row, so memory
+ * does not depend on the trace's length.
  *
  * CSV rows are split at commas and the fields are matched to three roles
  * (time, prompt, output) through a column map built from the header.  JSON

@@ -35,6 +35,13 @@
  * such a cut cannot be told from a genuine last row (tests/fault_test.sh
  * cuts every format at every byte of its last line).
  *
+ * Input bounds (sim/kv_common.h): regular files only (kv_input_open(): a
+ * FIFO or device is an error, never a blocking open); a line is at most
+ * KV_INPUT_MAX_LINE_BYTES (1 MiB) before its newline, else KV_EINVAL at
+ * that line.  A NUL byte anywhere in a line is an error naming its field
+ * and showing it as \0; a field holding '"' is an error (CSV quoting is not
+ * supported); values in messages have control bytes escaped.
+ *
  * Rows are checked: non-negative integer token counts, a prompt of at least
  * 1 token, times not going backwards (unsorted timestamps are an error naming
  * the line), no missing or extra fields.  Errors fill a kv_diag with file,
@@ -77,8 +84,8 @@ int kv_trace_format_parse(const char *s, enum kv_trace_format *f);
 
 /*
  * Opens path and reads its header (detecting the format when fmt is AUTO).
- * Returns 0 and *out, or a negative code with d filled (missing file,
- * unknown header).
+ * Returns 0 and *out, or a negative code with d filled (missing file:
+ * KV_ENOENT; not a regular file, unknown header, a line too long: KV_EINVAL).
  */
 int kv_trace_open(const char *path, enum kv_trace_format fmt, struct kv_trace **out,
 		  struct kv_diag *d);
