@@ -18,6 +18,7 @@
  */
 #include "calib.h"
 #include "commands.h"
+#include "output.h"
 #include "profiles.h"
 
 #include "../sim/perf_fit.h"
@@ -131,6 +132,10 @@ static int parse_args(int argc, char **argv, struct cal_args *a)
 			a->model = optarg;
 			break;
 		case 'o':
+			if (!*optarg) {
+				fprintf(stderr, "kvsim: calibrate: -o: bad value '': expected a profile path\n");
+				return 2;
+			}
 			a->out = optarg;
 			break;
 		case 'r':
@@ -481,13 +486,25 @@ static void stem_of(const char *path, char *stem, size_t len)
 	snprintf(stem, len, "%.*s", (int)n, path);
 }
 
+/* Removes the temporaries of the n kv_atomic files at f (a failed write_outputs). */
+static void abort_files(struct kv_atomic *f, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (f[i].f)
+			fclose(f[i].f);
+		unlink(f[i].tmp);
+	}
+}
+
 static int write_outputs(struct cal *c, const char *path, struct kv_diag *d)
 {
 	struct kv_device dev = { 0 };
-	struct kv_atomic f;
-	char stem[1100], p2[1200], date[32];
+	struct kv_atomic fs[4], *f = fs;
+	char stem[KV_PATH_MAX], p2[KV_PATH_MAX + 32], date[32];
 	time_t now = time(NULL);
-	size_t i;
+	size_t i, n_open = 0;
 	int rc;
 
 	strftime(date, sizeof(date), "%Y-%m-%d", gmtime(&now));
@@ -496,9 +513,9 @@ static int write_outputs(struct cal *c, const char *path, struct kv_diag *d)
 	kv_fit_to_device(&c->fit, &dev);
 	/* points */
 	snprintf(p2, sizeof(p2), "%s-points.csv", stem);
-	if ((rc = kv_atomic_open(&f, p2, d)))
-		return rc;
-	fprintf(f.f, "what,n_seqs,n_decode,n_prefill_tokens,n_sample,attn_pairs,kv_read_bytes,"
+	if ((rc = kv_atomic_open(f, p2, d)))
+		return abort_files(fs, n_open), rc;
+	fprintf(f->f, "what,n_seqs,n_decode,n_prefill_tokens,n_sample,attn_pairs,kv_read_bytes,"
 		     "measured_ms,fitted_ms,rel_error\n");
 	for (i = 0; i < c->n; i++) {
 		const struct kv_batch_shape *s = &c->pts[i].pt.shape;
@@ -507,42 +524,40 @@ static int write_outputs(struct cal *c, const char *path, struct kv_diag *d)
 
 		kv_fit_terms(&c->m, s, &x);
 		fit = kv_fit_eval(c->fit.c, &x);
-		fprintf(f.f, "%s,%u,%u,%llu,%u,%llu,%llu,%.6f,%.6f,%.6f\n", c->pts[i].what, s->n_seqs,
+		fprintf(f->f, "%s,%u,%u,%llu,%u,%llu,%llu,%.6f,%.6f,%.6f\n", c->pts[i].what, s->n_seqs,
 			s->n_decode, (unsigned long long)s->n_prefill_tokens, s->n_sample,
 			(unsigned long long)s->attn_pairs, (unsigned long long)s->kv_read_bytes,
 			c->pts[i].pt.t_ns * 1e-6, fit * 1e-6, fit / c->pts[i].pt.t_ns - 1);
 	}
-	if ((rc = kv_atomic_commit(&f, d)))
-		return rc;
+	f = &fs[++n_open];
 	/* the figures, one per row, for scripts and tests */
 	snprintf(p2, sizeof(p2), "%s-summary.csv", stem);
-	if ((rc = kv_atomic_open(&f, p2, d)))
-		return rc;
+	if ((rc = kv_atomic_open(f, p2, d)))
+		return abort_files(fs, n_open), rc;
 	{
 		static const char *const cname[KV_FIT_N] = { "overhead_ns", "per_seq_ns",
 							     "ns_per_byte", "ns_per_flop_linear",
 							     "ns_per_flop_attention" };
 		size_t k;
 
-		fprintf(f.f, "key,value,ci95\n");
-		fprintf(f.f, "points,%zu,\nr2,%.6f,\nrms_rel,%.6f,\nmape,%.6f,\nmax_rel,%.6f,\n",
+		fprintf(f->f, "key,value,ci95\n");
+		fprintf(f->f, "points,%zu,\nr2,%.6f,\nrms_rel,%.6f,\nmape,%.6f,\nmax_rel,%.6f,\n",
 			c->fit.n, c->fit.r2, c->fit.rms_rel, c->fit.mape, c->fit.max_rel);
 		for (k = 0; k < KV_FIT_N; k++)
-			fprintf(f.f, "%s,%.6g,%.6g\n", cname[k], c->fit.c[k], c->fit.ci[k]);
-		fprintf(f.f, "weight_bytes_model,%llu,\nalpha_weights,%.6f,\nalpha,%.6f,\n"
+			fprintf(f->f, "%s,%.6g,%.6g\n", cname[k], c->fit.c[k], c->fit.ci[k]);
+		fprintf(f->f, "weight_bytes_model,%llu,\nalpha_weights,%.6f,\nalpha,%.6f,\n"
 			     "kv_bytes_per_token_measured,%.3f,\nkv_bytes_per_token_model,%.3f,\n"
 			     "beta_full,%.3f,\nbeta_chunked,%.3f,\ncopy_GBps,%.4f,\n",
 			(unsigned long long)kv_model_weight_bytes(&c->m), c->alpha_weights, c->alpha,
 			c->beta_token, c->beta_profile, c->beta_cache[0], c->beta_cache[1],
 			c->copy_Bps / 1e9);
 	}
-	if ((rc = kv_atomic_commit(&f, d)))
-		return rc;
+	f = &fs[++n_open];
 	/* the model at the backend's precision */
 	snprintf(p2, sizeof(p2), "%s-model.yaml", stem);
-	if ((rc = kv_atomic_open(&f, p2, d)))
-		return rc;
-	fprintf(f.f,
+	if ((rc = kv_atomic_open(f, p2, d)))
+		return abort_files(fs, n_open), rc;
+	fprintf(f->f,
 		"# %s at the %s backend's precision (%u-byte weights and KV), written by\n"
 		"# kvsim calibrate on %s: use it with the device profile beside it.\n"
 		"name: %s\nlayers: %u\nhidden: %u\nheads: %u\nkv_heads: %u\nhead_dim: %u\n"
@@ -553,12 +568,11 @@ static int write_outputs(struct cal *c, const char *path, struct kv_diag *d)
 		c->m.max_ctx_tokens, (unsigned long long)c->m.params, c->m.dtype_bytes,
 		c->m.gated_mlp ? "true" : "false", c->m.tie_embeddings ? "true" : "false",
 		c->a.kind, date);
-	if ((rc = kv_atomic_commit(&f, d)))
-		return rc;
+	f = &fs[++n_open];
 	/* the device */
-	if ((rc = kv_atomic_open(&f, path, d)))
-		return rc;
-	fprintf(f.f,
+	if ((rc = kv_atomic_open(f, path, d)))
+		return abort_files(fs, n_open), rc;
+	fprintf(f->f,
 		"# Calibrated by `kvsim calibrate --backend %s --model %s` on %s.\n"
 		"# Device: %s (%d cores/SMs).  The memory and compute figures are the fitted\n"
 		"# achieved rates (efficiencies 1), not datasheet peaks.  Fit over %zu points:\n"
@@ -574,7 +588,7 @@ static int write_outputs(struct cal *c, const char *path, struct kv_diag *d)
 		c->fit.ci[KV_FIT_IB], c->fit.c[KV_FIT_IL], c->fit.ci[KV_FIT_IL], c->fit.c[KV_FIT_IA],
 		c->fit.ci[KV_FIT_IA], c->alpha_weights, c->alpha, c->beta_token, c->beta_profile,
 		stem);
-	fprintf(f.f,
+	fprintf(f->f,
 		"name: %s-%s\nmemory: %llu\nmem_bandwidth: %.6gGB/s\nfp16_tflops: %.6g\n"
 		"host_link_bandwidth: %.6gGB/s\ninterconnect_bandwidth: 0\n"
 		"perf:\n  eff_bw: 1\n  eff_flops: %.6g\n  eff_attn: %.6g\n  overhead: %lluns\n"
@@ -585,31 +599,49 @@ static int write_outputs(struct cal *c, const char *path, struct kv_diag *d)
 		dev.eff_attn, (unsigned long long)dev.overhead_ns,
 		(unsigned long long)dev.per_seq_ns, KV_MAX(1.0, c->alpha), c->a.kind,
 		c->info.device, date);
-	return kv_atomic_commit(&f, d);
+	/* every file written: now the renames, the profile last */
+	for (i = 0; i <= n_open; i++)
+		if ((rc = kv_atomic_commit(&fs[i], d)))
+			return abort_files(fs + i + 1, n_open - i), rc;
+	return 0;
 }
 
-/* predicted vs measured, by source, log-log with y = x */
-static void chart(const char *path, int quiet)
+/*
+ * Renders STEM-fit.png (predicted vs measured, by source, log-log with
+ * y = x).  A chart not rendered this time (gnuplot absent or failed) also
+ * removes an earlier STEM-fit.png, which belongs to another calibration.
+ * Returns 1 when gnuplot failed, else 0.
+ */
+static int chart(const char *path)
 {
-	char stem[1100], cmd[8192], script[1100];
+	char stem[KV_PATH_MAX], *dir, *base, *script, *defs, *name, *slash, *q;
+	int rc;
 
 	stem_of(path, stem, sizeof(stem));
-	snprintf(script, sizeof(script), "%s/plots/calibration.gp", KV_SOURCE_DIR);
-	if (strpbrk(stem, "'\"$`\\") || access(script, R_OK) ||
-	    system("command -v gnuplot >/dev/null 2>&1")) {
-		if (!quiet)
-			fprintf(stderr, "kvsim: no chart written (needs gnuplot and %s)\n", script);
-		return;
+	slash = strrchr(stem, '/');
+	dir = slash ? kv_xasprintf("%.*s", (int)(slash - stem) + (slash == stem), stem)
+		    : kv_xstrdup(".");
+	base = kv_xstrdup(slash ? slash + 1 : stem);
+	script = kv_xasprintf("%s/plots/calibration.gp", KV_SOURCE_DIR);
+	name = kv_xasprintf("%s-points.csv", base);
+	q = kv_gp_quote(name);
+	defs = kv_xasprintf("file=%s", q);
+	free(name);
+	name = kv_xasprintf("%s-fit.png", base);
+	rc = kv_gnuplot(dir, script, defs, name);
+	if (rc) {
+		char *old = kv_xasprintf("%s/%s", dir, name);
+
+		unlink(old);
+		free(old);
 	}
-	snprintf(cmd, sizeof(cmd),
-		 "gnuplot -e \"file='%s-points.csv'; out='%s-fit.png.tmp'\" '%s' >/dev/null 2>&1 && "
-		 "mv '%s-fit.png.tmp' '%s-fit.png'",
-		 stem, stem, script, stem, stem);
-	if (system(cmd) != 0) {
-		fprintf(stderr, "kvsim: gnuplot failed, no %s-fit.png written\n", stem);
-		snprintf(cmd, sizeof(cmd), "%s-fit.png.tmp", stem);
-		remove(cmd);
-	}
+	free(q);
+	free(defs);
+	free(name);
+	free(script);
+	free(base);
+	free(dir);
+	return rc < 0;
 }
 
 static void print_table(const struct cal *c, const char *path)
@@ -644,9 +676,9 @@ int kv_cmd_calibrate(int argc, char **argv)
 	struct cal c;
 	struct kv_fit_point *fp;
 	struct kv_diag d = { 0 };
-	char path[1100];
+	char path[KV_PATH_MAX];
 	size_t i;
-	int rc = parse_args(argc, argv, &c.a);
+	int rc = parse_args(argc, argv, &c.a), lock, chart_failed;
 
 	if (rc)
 		return rc < 0 ? 0 : rc;
@@ -656,12 +688,17 @@ int kv_cmd_calibrate(int argc, char **argv)
 		return 2;
 	}
 	c.m.dtype_bytes = kv_exec_kind_dtype(c.a.kind);
+	if (c.a.out && strlen(c.a.out) + 32 >= sizeof(path)) {
+		fprintf(stderr, "kvsim: calibrate: -o: path of %zu bytes is too long: expected at most %zu bytes\n",
+			strlen(c.a.out), sizeof(path) - 33);
+		return 2;
+	}
 	if (c.a.out)
 		snprintf(path, sizeof(path), "%s", c.a.out);
 	else
 		snprintf(path, sizeof(path), "out/calibrate/%s-%s.yaml", c.a.kind, c.m.name);
 	{
-		char dir[1100], *slash;
+		char dir[KV_PATH_MAX], *slash;
 
 		snprintf(dir, sizeof(dir), "%s", path);
 		slash = strrchr(dir, '/');
@@ -673,6 +710,11 @@ int kv_cmd_calibrate(int argc, char **argv)
 				return 1;
 			}
 		}
+	}
+	/* one calibration into a profile at a time: held until exit */
+	if ((lock = kv_path_lock(path, &d)) < 0) {
+		kv_diag_print(&d, stderr);
+		return 1;
 	}
 	c.pts = kv_xmalloc(MAX_POINTS * 8 * sizeof(*c.pts));
 	rc = measure_grid(&c, &d);
@@ -694,8 +736,9 @@ int kv_cmd_calibrate(int argc, char **argv)
 		kv_diag_print(&d, stderr);
 		return rc == KV_ENOENT ? 4 : rc == KV_EIO ? (d.field[0] == 'b' ? 4 : 1) : 2;
 	}
-	chart(path, c.a.quiet);
+	chart_failed = chart(path);
 	if (!c.a.quiet)
 		print_table(&c, path);
-	return fflush(stdout) || ferror(stdout) ? 1 : 0;
+	close(lock);
+	return fflush(stdout) || ferror(stdout) || chart_failed ? 1 : 0;
 }

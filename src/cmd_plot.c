@@ -11,16 +11,24 @@
 #include <string.h>
 #include <unistd.h>
 
-/* 1 if s can sit inside '...' in gnuplot code inside "..." in a shell command. */
-static int shell_safe_str(const char *s)
+/* Room for a path under a directory given on the command line (checked against KV_PATH_MAX). */
+#define PT_PATH (KV_PATH_MAX + 64)
+
+/* Adds name to DIR's manifest (a run or sweep directory of this kvsim); 0 or 1 (message printed). */
+static int add_to_manifest(const char *dir, const char *name)
 {
-	return !strpbrk(s, "'\"\\$`");
+	struct kv_diag d;
+
+	if (!kv_manifest_add(dir, name, &d))
+		return 0;
+	kv_diag_print(&d, stderr);
+	return 1;
 }
 
 /* Reads the first field of the second line of DIR/name into buf (the workload name). */
 static int first_field(const char *dir, const char *name, char *buf, size_t len)
 {
-	char path[1200], line[4096];
+	char path[PT_PATH], line[4096];
 	FILE *f;
 	int ok = 0;
 
@@ -43,7 +51,7 @@ static int first_field(const char *dir, const char *name, char *buf, size_t len)
 /* Replicas in timeseries.csv: the largest replica index plus one. */
 static unsigned count_replicas(const char *dir)
 {
-	char path[1200], line[512];
+	char path[PT_PATH], line[512];
 	unsigned n = 0, r;
 	FILE *f;
 
@@ -60,7 +68,7 @@ static unsigned count_replicas(const char *dir)
 /* Tenant names from tenants.csv, space-separated (spaces inside a name as '_'). */
 static unsigned tenant_names(const char *dir, char *buf, size_t len)
 {
-	char path[1200], line[1024];
+	char path[PT_PATH], line[1024];
 	unsigned n = 0;
 	size_t off = 0;
 	FILE *f;
@@ -195,7 +203,7 @@ int kv_plot_sweep(const char *dir, const char *title, const char *metric, const 
 		  const char *by, int quiet)
 {
 	char ylabel[300];
-	char path[1200], script[1100], cmd[16384], out[1400], tmp[1400], byvals[4096], xv[4096];
+	char path[PT_PATH], script[1100], byvals[4096], xv[4096];
 	struct sweep_csv c;
 	int xcol, ycol, bycol = 0, numeric, dummy, svg, st;
 
@@ -222,44 +230,77 @@ int kv_plot_sweep(const char *dir, const char *title, const char *metric, const 
 		distinct(path, bycol, byvals, sizeof(byvals), &dummy);
 	else
 		byvals[0] = 0;
-	if (system("command -v gnuplot >/dev/null 2>&1") != 0) {
-		fprintf(stderr, "kvsim: gnuplot not found, no chart written (install it with: sudo apt-get install gnuplot-nox)\n");
-		return 0;
-	}
 	snprintf(script, sizeof(script), "%s/plots/sweep.gp", KV_SOURCE_DIR);
-	if (!shell_safe_str(dir) || !shell_safe_str(title) || !shell_safe_str(byvals) ||
-	    !shell_safe_str(xv)) {
-		fprintf(stderr, "kvsim: no chart written: a name has quotes, '$', '`' or '\\'\n");
-		return 0;
-	}
 	for (svg = 0; svg <= 1; svg++) {
-		snprintf(out, sizeof(out), "%s/sweep-%s.%s", dir, metric, svg ? "svg" : "png");
-		snprintf(tmp, sizeof(tmp), "%s/.sweep-%s.%s.tmp", dir, metric, svg ? "svg" : "png");
-		snprintf(cmd, sizeof(cmd),
-			 "gnuplot -e \"file='%s'; out='%s'; svg=%d; title='%s: %s'; xcol=%d; ycol=%d; bycol=%d; "
-			 "xname='%s'; yname='%s'; ylabel='%s'; byvals='%s'; byname='%s'; xvals='%s'; numeric=%d; logy=%d; statcol=%d\" "
-			 "'%s' >/dev/null 2>&1",
-			 path, tmp, svg, title, metric, xcol, ycol, bycol, c.col[xcol - 1], metric, ylabel,
-			 byvals, bycol ? c.col[bycol - 1] : "", xv, numeric, !strcmp(unit_of(metric), "s"),
-			 col_of(&c, "status"), script);
-		st = system(cmd);
-		if (st != 0 || rename(tmp, out)) {
-			fprintf(stderr, "kvsim: gnuplot failed (status %d), no %s written\n", st, out);
-			unlink(tmp);
+		char *t = kv_xasprintf("%s: %s", title, metric), *q[7], *defs, *name;
+		const char *str[7] = { t, c.col[xcol - 1], metric, ylabel, byvals,
+				       bycol ? c.col[bycol - 1] : "", xv };
+		int k;
+
+		for (k = 0; k < 7; k++)
+			q[k] = kv_gp_quote(str[k]);
+		defs = kv_xasprintf("file='sweep.csv'; svg=%d; title=%s; xcol=%d; ycol=%d; bycol=%d; "
+				    "xname=%s; yname=%s; ylabel=%s; byvals=%s; byname=%s; xvals=%s; "
+				    "numeric=%d; logy=%d; statcol=%d",
+				    svg, q[0], xcol, ycol, bycol, q[1], q[2], q[3], q[4], q[5], q[6],
+				    numeric, !strcmp(unit_of(metric), "s"), col_of(&c, "status"));
+		name = kv_xasprintf("sweep-%s.%s", metric, svg ? "svg" : "png");
+		st = kv_gnuplot(dir, script, defs, name);
+		if (!st)
+			st = add_to_manifest(dir, name);
+		for (k = 0; k < 7; k++)
+			free(q[k]);
+		free(t);
+		free(defs);
+		free(name);
+		if (st == 1)
+			return 0; /* gnuplot absent: a note, not an error */
+		if (st)
 			return 1;
-		}
 	}
 	if (!quiet)
 		printf("charts in %s/sweep-%s.png and .svg\n", dir, metric);
 	return 0;
 }
 
+/* Renders the charts of a run or sweep directory; returns the exit status. */
+static int plot_dir(const char *dir, const char *metric, const char *x, const char *by)
+{
+	char title[256], names[2048], path[PT_PATH];
+	unsigned replicas, tenants;
+	int rc, svg;
+
+	snprintf(path, sizeof(path), "%s/sweep.csv", dir);
+	if (access(path, R_OK) == 0) {
+		char *name = kv_xstrdup(dir);
+
+		rc = kv_plot_sweep(dir, basename(name), metric, x, by, 0);
+		free(name);
+		return rc;
+	}
+	if (!first_field(dir, "summary.csv", title, sizeof(title)) ||
+	    !(replicas = count_replicas(dir))) {
+		fprintf(stderr, "kvsim: plot: %s: expected a run directory (summary.csv, timeseries.csv) or a sweep directory (sweep.csv)\n", dir);
+		return 2;
+	}
+	tenants = tenant_names(dir, names, sizeof(names));
+	snprintf(path, sizeof(path), "%s/requests.csv", dir);
+	for (svg = 0; svg <= 1; svg++) {
+		rc = kv_plot_run(dir, title, replicas, tenants, names, access(path, R_OK) == 0, svg);
+		if (!rc)
+			rc = add_to_manifest(dir, svg ? "run.svg" : "run.png");
+		if (rc)
+			return rc == 1 && !svg ? 0 : 1; /* 1 first: gnuplot absent, a note */
+	}
+	printf("charts in %s/run.png and %s/run.svg\n", dir, dir);
+	return 0;
+}
+
 int kv_cmd_plot(int argc, char **argv)
 {
-	char title[256], names[2048], path[1200];
 	const char *dir = NULL, *metric = "ttft_p99_s", *x = NULL, *by = NULL;
-	unsigned replicas, tenants;
-	int i, rc;
+	struct kv_diag d;
+	int i, rc, lock;
 
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -292,25 +333,16 @@ int kv_cmd_plot(int argc, char **argv)
 		      "Needs gnuplot.\n", help ? stdout : stderr);
 		return help ? 0 : 2;
 	}
-	snprintf(path, sizeof(path), "%s/sweep.csv", dir);
-	if (access(path, R_OK) == 0) {
-		char name[256];
-
-		snprintf(name, sizeof(name), "%s", dir);
-		return kv_plot_sweep(dir, basename(name), metric, x, by, 0);
-	}
-	if (!first_field(dir, "summary.csv", title, sizeof(title)) ||
-	    !(replicas = count_replicas(dir))) {
-		fprintf(stderr, "kvsim: plot: %s: expected a run directory (summary.csv, timeseries.csv) or a sweep directory (sweep.csv)\n", dir);
+	if (strlen(dir) + 64 >= KV_PATH_MAX) {
+		fprintf(stderr, "kvsim: plot: %s: path of %zu bytes is too long: expected at most %d bytes\n",
+			dir, strlen(dir), KV_PATH_MAX - 65);
 		return 2;
 	}
-	tenants = tenant_names(dir, names, sizeof(names));
-	snprintf(path, sizeof(path), "%s/requests.csv", dir);
-	rc = kv_plot_run(dir, title, replicas, tenants, names, access(path, R_OK) == 0, 0);
-	if (!rc)
-		rc = kv_plot_run(dir, title, replicas, tenants, names, access(path, R_OK) == 0, 1);
-	if (rc)
+	if ((lock = kv_path_lock(dir, &d)) < 0) {
+		kv_diag_print(&d, stderr);
 		return 1;
-	printf("charts in %s/run.png and %s/run.svg\n", dir, dir);
-	return 0;
+	}
+	rc = plot_dir(dir, metric, x, by);
+	close(lock);
+	return rc;
 }

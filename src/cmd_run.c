@@ -5,10 +5,12 @@
 #include "output.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_SETS 256
 
@@ -55,7 +57,9 @@ static void run_usage(FILE *f)
 	      "run.png (when gnuplot is installed); prints the summary as a table.\n"
 	      "\n"
 	      "options:\n"
-	      "  -o, --output DIR     output directory (created when missing)\n"
+	      "  -o, --output DIR     output directory (created when missing); it is replaced\n"
+	      "                       whole by this run's files (manifest.txt lists them)\n"
+	      "  -f, --force          replace DIR even when it holds files no kvsim run wrote\n"
 	      "  -s, --seed N         random seed (overrides the workload's `seed:`)\n"
 	      "  -S, --set K=V        override a workload key, e.g. --set cluster.replicas=4\n"
 	      "                       or --set scheduler.name=fifo; repeatable\n"
@@ -63,8 +67,9 @@ static void run_usage(FILE *f)
 	      "  -q, --quiet          no progress line and no table\n"
 	      "  -h, --help           this help\n"
 	      "\n"
-	      "exit status: 0 done, 1 output error, 2 bad input, 3 out of memory,\n"
-	      "130 interrupted by SIGINT, 143 by SIGTERM (no output written)\n",
+	      "exit status: 0 done, 1 output error (another kvsim writing DIR, a failed\n"
+	      "write or chart), 2 bad input, 3 out of memory, 130 interrupted by SIGINT,\n"
+	      "143 by SIGTERM (no output written)\n",
 	      f);
 }
 
@@ -73,7 +78,7 @@ struct run_args {
 	const char *out;
 	char *sets[MAX_SETS];
 	size_t n_sets;
-	int has_seed, quiet, check_pool;
+	int has_seed, quiet, check_pool, force;
 	uint64_t seed;
 };
 
@@ -84,6 +89,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		{ "seed", required_argument, NULL, 's' },
 		{ "set", required_argument, NULL, 'S' },
 		{ "check-pool", no_argument, NULL, 'c' },
+		{ "force", no_argument, NULL, 'f' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -93,10 +99,17 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 
 	memset(a, 0, sizeof(*a));
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "o:s:S:cqh", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "o:s:S:cfqh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'o':
+			if (!*optarg) {
+				fprintf(stderr, "kvsim: run: -o: bad value '': expected a directory path\n");
+				return 2;
+			}
 			a->out = optarg;
+			break;
+		case 'f':
+			a->force = 1;
 			break;
 		case 's':
 			errno = 0;
@@ -144,6 +157,62 @@ static int fail(const struct kv_diag *d, int status)
 	return status;
 }
 
+/* Flags for kv_out_open in a sweep's worker (kv_run_in_sweep); 0 for a plain run. */
+static unsigned sweep_flags;
+
+void kv_run_in_sweep(void)
+{
+	sweep_flags = KV_OUTDIR_FORCE | KV_OUTDIR_NOLOCK;
+}
+
+/*
+ * The output directory: -o, else outputs.dir, else out/NAME.  A name that
+ * would leave out/ ('/' in it, "." or "..") is refused: the user asked for
+ * a directory under out/.  Returns a heap string, or NULL with d filled.
+ */
+static char *out_dir(const struct kv_workload *w, const struct run_args *a, struct kv_diag *d)
+{
+	if (a->out)
+		return kv_xstrdup(a->out);
+	if (w->out_dir[0])
+		return kv_xstrdup(w->out_dir);
+	if (strchr(w->name, '/') || !strcmp(w->name, ".") || !strcmp(w->name, "..") || !w->name[0]) {
+		kv_diag_set(d, KV_EINVAL, w->path, 0, 0, "name",
+			    "bad value '%s': the default output directory is out/NAME, so expected a "
+			    "name without '/' that is not '.' or '..' (or give -o DIR)", w->name);
+		return NULL;
+	}
+	return kv_xasprintf("out/%s", w->name);
+}
+
+/*
+ * The manifest's configuration lines: a 64-bit FNV-1a digest of the
+ * workload file's bytes, then of each --set in order (so two runs with the
+ * same digest and seed have the same inputs, given the same profiles and
+ * traces).  The file is read again, bounded; an unreadable file gives no
+ * digest line.
+ */
+static char *config_lines(const struct kv_workload *w, const struct run_args *a)
+{
+	uint64_t h = KV_FNV_SEED;
+	char buf[1 << 14];
+	size_t i, total = 0;
+	ssize_t n;
+	int fd = open(w->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* read(2): no allocation */
+
+	if (fd < 0)
+		return kv_xstrdup("");
+	while ((n = read(fd, buf, sizeof(buf))) > 0 && total < (64u << 20)) {
+		h = kv_fnv1a(h, buf, (size_t)n);
+		total += (size_t)n;
+	}
+	close(fd);
+	for (i = 0; i < a->n_sets; i++)
+		h = kv_fnv1a(h, a->sets[i], strlen(a->sets[i]) + 1);
+	return kv_xasprintf("config %s\nsets %zu\nconfig_digest fnv1a64:%016llx\n", w->path,
+			    a->n_sets, (unsigned long long)h);
+}
+
 /* Runs the simulation into the output directory; returns the exit status. */
 static int simulate(struct kv_workload *w, const struct run_args *a, struct kv_sim *s)
 {
@@ -151,20 +220,19 @@ static int simulate(struct kv_workload *w, const struct run_args *a, struct kv_s
 	struct kv_diag d;
 	struct kv_out out;
 	struct kv_sink sink;
-	char dir[1200];
+	char *dir = out_dir(w, a, &d);
 	int rc;
 
-	if (a->out)
-		snprintf(dir, sizeof(dir), "%s", a->out);
-	else if (w->out_dir[0])
-		snprintf(dir, sizeof(dir), "%s", w->out_dir);
-	else
-		snprintf(dir, sizeof(dir), "out/%s", w->name);
+	if (!dir)
+		return fail(&d, 2);
 	catch_signals();
-	if (kv_out_open(&out, dir, w, &d)) {
+	rc = kv_out_open(&out, dir, w, sweep_flags | (a->force ? KV_OUTDIR_FORCE : 0), &d);
+	if (rc) {
 		kv_out_abort(&out);
-		return fail(&d, 1);
+		free(dir);
+		return fail(&d, rc == KV_EINVAL ? 2 : 1);
 	}
+	out.header = config_lines(w, a);
 	sink = kv_out_sink(&out);
 	s->sink = sink;
 	s->stop = &stop_flag;
@@ -175,7 +243,9 @@ static int simulate(struct kv_workload *w, const struct run_args *a, struct kv_s
 		kv_out_error(&out, &d);
 	if (rc || stop_flag)
 		kv_out_abort(&out);
-	if (stop_flag) /* whatever else happened, the user asked to stop */
+	if (stop_flag || rc) /* whatever else happened, the user asked to stop */
+		free(dir);
+	if (stop_flag)
 		return interrupted(s, rc == KV_EINTR ? "at" : "after");
 	if (rc == KV_EIO)
 		return fail(&d, 1);
@@ -186,8 +256,10 @@ static int simulate(struct kv_workload *w, const struct run_args *a, struct kv_s
 		return fail(&s->diag, 2);
 	}
 	/* a signal from here on is not honoured: the commit is short and all-or-nothing */
-	if (kv_out_commit(&out, s, &sum, &d)) {
-		kv_out_abort(&out);
+	rc = kv_out_commit(&out, s, &sum, &d);
+	kv_out_abort(&out);
+	if (rc) {
+		free(dir);
 		return fail(&d, 1);
 	}
 	if (!a->quiet) {
@@ -198,6 +270,11 @@ static int simulate(struct kv_workload *w, const struct run_args *a, struct kv_s
 			 w->cfg.sched->name, w->cfg.cache->name);
 		kv_summary_print(&sum, title, stdout);
 		printf("outputs in %s/\n", dir);
+	}
+	free(dir);
+	if (out.chart_failed) {
+		fprintf(stderr, "kvsim: the CSVs are written, the chart is not: retry with kvsim plot DIR\n");
+		return 1;
 	}
 	return fflush(stdout) || ferror(stdout) ? 1 : 0;
 }

@@ -25,6 +25,7 @@
 #include "output.h"
 #include "workload.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -36,6 +37,12 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+/* Room for any path under the output directory, whose length is checked once against KV_PATH_MAX. */
+#define PT_DIR (KV_PATH_MAX + 32) /* a point's directory */
+#define PT_PATH (PT_DIR + 32) /* a file in it */
+/* The longest suffix a sweep adds to its directory: "/points/KEY/tenant_timeseries.csv" and so on. */
+#define SWEEP_SUFFIX_MAX 64
 
 #define SWEEP_MAX_AXES 64 /* axes plus zipped axes */
 #define SWEEP_MAX_SETS 200 /* overrides of one point (kvsim run takes 256) */
@@ -714,12 +721,13 @@ struct sweep_args {
 /* Child: runs point p like `kvsim run -q` with stderr in error.txt; never returns. */
 static void child_run(const struct sweep *sw, const struct point *p, const char *dir)
 {
-	char *argv[2 * SWEEP_MAX_SETS + 16], *sets[SWEEP_MAX_SETS], seed[32], err[1300];
+	char *argv[2 * SWEEP_MAX_SETS + 16], *sets[SWEEP_MAX_SETS], seed[32], err[PT_PATH];
 	size_t i, n = point_sets(sw, p, sets);
 	int argc = 0, fd;
 
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
+	kv_run_in_sweep(); /* the sweep holds the lock and owns points/ */
 	snprintf(err, sizeof(err), "%s/error.txt", dir);
 	fd = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	if (fd >= 0) {
@@ -755,7 +763,7 @@ static void point_dir(const char *out, const struct point *p, char *buf, size_t 
 /* The last non-empty line of the point's error.txt, or a description of st. */
 static char *read_error(const char *dir, int st)
 {
-	char path[1300], *text, *line, *end;
+	char path[PT_PATH], *text, *line, *end;
 	struct sbuf b = { 0 };
 	size_t len;
 
@@ -807,7 +815,7 @@ static size_t split_plain(char *line, char ***out)
 /* Reads the point's summary.csv into p->names/p->fields; 0 or -1 when absent or bad. */
 static int read_summary(const char *dir, struct point *p)
 {
-	char path[1300], *text, *nl;
+	char path[PT_PATH], *text, *nl;
 	char **names, **vals;
 	size_t len, nn, nv, i;
 
@@ -843,7 +851,8 @@ static int read_summary(const char *dir, struct point *p)
 struct runner {
 	struct sweep *sw;
 	const struct sweep_args *a;
-	char out[1024]; /* output directory */
+	char out[KV_PATH_MAX]; /* output directory */
+	int lock_fd; /* the output directory's lock, -1 when not held */
 	pid_t *pid; /* child per running slot, 0 when free */
 	size_t *slot_pt; /* point of each slot */
 	size_t running, done, total, ran, failed;
@@ -879,7 +888,7 @@ static void progress(const struct runner *r, int final)
 static void reap(struct runner *r, pid_t pid, int st)
 {
 	struct point *p;
-	char dir[1200], err[1300];
+	char dir[PT_DIR], err[PT_PATH];
 	struct stat sb;
 	size_t k;
 
@@ -915,7 +924,7 @@ static void reap(struct runner *r, pid_t pid, int st)
 static int launch(struct runner *r, size_t i)
 {
 	struct point *p = &r->sw->pt[i];
-	char dir[1200];
+	char dir[PT_DIR];
 	size_t k;
 	pid_t pid;
 
@@ -975,7 +984,7 @@ static void run_points(struct runner *r)
 {
 	size_t next = 0, n = r->sw->n_pt;
 	int killed = 0, st;
-	char dir[1200];
+	char dir[PT_DIR];
 	pid_t pid;
 
 	for (;;) {
@@ -1064,7 +1073,7 @@ static void row(struct sbuf *b, const struct sweep *sw, const struct point *p,
  */
 static int write_atomic(const char *dir, const char *text)
 {
-	char final[1200];
+	char final[PT_PATH];
 	struct kv_atomic a;
 	struct kv_diag d = { 0 };
 
@@ -1243,6 +1252,10 @@ static int sweep_parse_args(int argc, char **argv, struct sweep_args *a)
 			}
 			break;
 		case 'o':
+			if (!*optarg) {
+				fprintf(stderr, "kvsim: sweep: -o: bad value '': expected a directory path\n");
+				return 2;
+			}
 			a->out = optarg;
 			break;
 		case 'x':
@@ -1341,10 +1354,71 @@ static int sweep_finish(struct runner *r)
 }
 
 /*
- * Runs the sweep's points (those of a's shard) and, when finish is set,
- * writes sweep.csv, the charts and the report.  Returns the exit status.
+ * The sweep's output directory into out (KV_PATH_MAX bytes): -o, else
+ * out/NAME.  Refuses a path too long for its points' files and a name that
+ * would leave out/.  Returns 0 or 2 with d filled.
  */
-static int sweep_once(struct sweep_args *a, int finish)
+static int sweep_out_dir(const struct sweep *sw, const struct sweep_args *a, char *out,
+			 struct kv_diag *d)
+{
+	size_t n;
+
+	if (!a->out && (strchr(sw->name, '/') || !strcmp(sw->name, ".") ||
+			!strcmp(sw->name, "..") || !sw->name[0])) {
+		kv_diag_set(d, KV_EINVAL, sw->doc.path, 0, 0, "name",
+			    "bad value '%s': the default output directory is out/NAME, so expected a "
+			    "name without '/' that is not '.' or '..' (or give -o DIR)", sw->name);
+		return 2;
+	}
+	n = a->out ? strlen(a->out) : 4 + strlen(sw->name);
+	if (n + SWEEP_SUFFIX_MAX >= KV_PATH_MAX) {
+		kv_diag_set(d, KV_EINVAL, "-o", 0, 0, "",
+			    "path of %zu bytes is too long: expected at most %d bytes", n,
+			    KV_PATH_MAX - SWEEP_SUFFIX_MAX - 1);
+		return 2;
+	}
+	snprintf(out, KV_PATH_MAX, a->out ? "%s" : "out/%s", a->out ? a->out : sw->name);
+	return 0;
+}
+
+/*
+ * Locks the sweep's directory for the whole sweep (outdir.h's lock beside
+ * it) and removes the staging directories of points whose runs were killed
+ * (points/.KEY.tmp-*): their runs are this sweep's, so holding the lock
+ * makes them stale.  Returns the lock's descriptor or -1 with d filled.
+ */
+static int lock_sweep_dir(const char *out, struct kv_diag *d)
+{
+	char pts[PT_PATH];
+	int fd = kv_path_lock(out, d);
+	struct dirent *e;
+	DIR *dp;
+
+	if (fd < 0)
+		return -1;
+	snprintf(pts, sizeof(pts), "%s/points", out);
+	dp = opendir(pts);
+	while (dp && (e = readdir(dp))) {
+		char *p;
+
+		if (e->d_name[0] != '.' || !strstr(e->d_name, ".tmp-"))
+			continue;
+		p = kv_xasprintf("%s/%s", pts, e->d_name);
+		kv_rmtree(p);
+		free(p);
+	}
+	if (dp)
+		closedir(dp);
+	return fd;
+}
+
+/*
+ * Runs the sweep's points (those of a's shard) and, when finish is set,
+ * writes sweep.csv, the charts and the report.  lock: take the output
+ * directory's lock (an MPI rank other than 0 runs under rank 0's).
+ * Returns the exit status.
+ */
+static int sweep_once(struct sweep_args *a, int finish, int lock)
 {
 	struct sweep sw;
 	struct runner r;
@@ -1360,9 +1434,19 @@ static int sweep_once(struct sweep_args *a, int finish)
 	memset(&r, 0, sizeof(r));
 	r.sw = &sw;
 	r.a = a;
-	snprintf(r.out, sizeof(r.out), a->out ? "%s" : "out/%s", a->out ? a->out : sw.name);
+	if ((rc = sweep_out_dir(&sw, a, r.out, &d))) {
+		kv_diag_print(&d, stderr);
+		sweep_release(&sw);
+		return rc;
+	}
 	if (kv_mkdirs(r.out)) {
 		fprintf(stderr, "kvsim: %s: cannot create: %s\n", r.out, strerror(errno));
+		sweep_release(&sw);
+		return 1;
+	}
+	r.lock_fd = -1;
+	if (lock && (r.lock_fd = lock_sweep_dir(r.out, &d)) < 0) {
+		kv_diag_print(&d, stderr);
 		sweep_release(&sw);
 		return 1;
 	}
@@ -1379,11 +1463,38 @@ static int sweep_once(struct sweep_args *a, int finish)
 		rc = sweep_stop ? 128 + sweep_stop : 0;
 	free(r.pid);
 	free(r.slot_pt);
+	if (r.lock_fd >= 0)
+		close(r.lock_fd);
 	sweep_release(&sw);
 	return rc;
 }
 
 #if KV_HAVE_MPI
+/*
+ * Rank 0's lock of the sweep's directory for the whole MPI sweep; *fd the
+ * descriptor (kept open until exit).  Returns 0 or the exit status.
+ */
+static int sweep_lock_only(const struct sweep_args *a, int *fd)
+{
+	char out[KV_PATH_MAX];
+	struct sweep sw;
+	struct kv_diag d;
+	int rc = 2;
+
+	*fd = -1;
+	if (!sweep_load(&sw, a->path, &d) && !(rc = sweep_out_dir(&sw, a, out, &d))) {
+		rc = 1;
+		if (kv_mkdirs(out))
+			kv_diag_set(&d, KV_EIO, out, 0, 0, "", "cannot create: %s", strerror(errno));
+		else if ((*fd = lock_sweep_dir(out, &d)) >= 0)
+			rc = 0;
+	}
+	if (rc)
+		kv_diag_print(&d, stderr);
+	sweep_release(&sw);
+	return rc;
+}
+
 /*
  * Under mpirun: rank k runs the points of shard k+1 of R (each with its -j
  * worker processes), then, after a barrier, rank 0 completes the sweep from
@@ -1394,7 +1505,7 @@ static int sweep_once(struct sweep_args *a, int finish)
  */
 static int sweep_mpi(struct sweep_args *a)
 {
-	int rank, size, rc, worst;
+	int rank, size, rc, worst, lock_fd = -1;
 
 	MPI_Init(NULL, NULL);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -1406,21 +1517,29 @@ static int sweep_mpi(struct sweep_args *a)
 		return 2;
 	}
 	if (size == 1) {
-		rc = sweep_once(a, 1);
+		rc = sweep_once(a, 1, 1);
+		MPI_Finalize();
+		return rc;
+	}
+	rc = rank == 0 ? sweep_lock_only(a, &lock_fd) : 0;
+	MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+	if (rc) {
 		MPI_Finalize();
 		return rc;
 	}
 	a->shard = rank + 1;
 	a->n_shards = size;
-	rc = sweep_once(a, 0);
+	rc = sweep_once(a, 0, 0);
 	MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
 	if (rank == 0 && worst != 2 && worst < 128) {
 		a->shard = a->n_shards = 1;
-		rc = sweep_once(a, 1);
+		rc = sweep_once(a, 1, 0);
 	} else if (rank == 0) {
 		rc = worst;
 	}
 	MPI_Finalize();
+	if (lock_fd >= 0)
+		close(lock_fd);
 	return rank == 0 ? rc : (worst == 2 || worst >= 128 ? worst : 0);
 }
 #endif
@@ -1446,7 +1565,7 @@ int kv_cmd_sweep(int argc, char **argv)
 		return 2;
 #endif
 	}
-	return sweep_once(&a, 1);
+	return sweep_once(&a, 1, 1);
 }
 
 /* --- kvsim sweep-merge --------------------------------------------------- */
@@ -1491,7 +1610,7 @@ static void merge_usage(FILE *f)
 /* Appends the rows of dir/sweep.csv to *rows; checks its header against *header. */
 static int merge_read(const char *dir, char **header, struct mrow **rows, size_t *n)
 {
-	char path[1200], *text, *line, *nl;
+	char path[PT_PATH], *text, *line, *nl;
 	size_t len;
 
 	snprintf(path, sizeof(path), "%s/sweep.csv", dir);

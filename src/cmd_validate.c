@@ -12,6 +12,7 @@
  */
 #include "calib.h"
 #include "commands.h"
+#include "output.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -26,7 +27,7 @@ struct val_args {
 	const char *kind, *path, *profile, *out;
 	char *sets[MAX_SETS];
 	size_t n_sets;
-	int threads, quiet, cpu_clock;
+	int threads, quiet, cpu_clock, force;
 };
 
 static void usage(FILE *f)
@@ -45,7 +46,9 @@ static void usage(FILE *f)
 	      "  --profile FILE     the device profile `kvsim calibrate` wrote (default: the\n"
 	      "                     workload's device, whose figures are not this backend's)\n"
 	      "  -o, --output DIR   where validate.csv, iterations.csv and iterations.png go\n"
-	      "                     (default out/validate/NAME)\n"
+	      "                     (default out/validate/NAME); replaced whole by this run's\n"
+	      "                     files (manifest.txt lists them)\n"
+	      "  --force            replace DIR even when it holds files no kvsim run wrote\n"
 	      "  --threads N        CPU backend: BLAS threads (default: the library's)\n"
 	      "  --clock CLOCK      cpu backend: wall (default) or cpu (the thread's CPU time;\n"
 	      "                     needs --threads 1): use the clock the profile was fitted with\n"
@@ -67,6 +70,7 @@ static int parse_args(int argc, char **argv, struct val_args *a)
 		{ "set", required_argument, NULL, 'S' },
 		{ "clock", required_argument, NULL, 'c' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "force", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -85,7 +89,14 @@ static int parse_args(int argc, char **argv, struct val_args *a)
 			a->profile = optarg;
 			break;
 		case 'o':
+			if (!*optarg) {
+				fprintf(stderr, "kvsim: validate: -o: bad value '': expected a directory path\n");
+				return 2;
+			}
 			a->out = optarg;
+			break;
+		case 'f':
+			a->force = 1;
 			break;
 		case 't': {
 			unsigned long v;
@@ -184,7 +195,7 @@ static int write_csv(const char *dir, const struct row *rows, size_t n_rows,
 		     const struct kv_real_exec *e, struct kv_diag *d)
 {
 	struct kv_atomic f;
-	char path[1200];
+	char path[KV_PATH_MAX + 64];
 	size_t i;
 	int rc;
 
@@ -221,21 +232,43 @@ static int write_csv(const char *dir, const struct row *rows, size_t n_rows,
 	return kv_atomic_commit(&f, d);
 }
 
-static void chart(const char *dir)
+/* Renders iterations.png into dir (the staging directory); 0, or 1 when gnuplot failed. */
+static int chart(const char *dir)
 {
-	char cmd[8192], script[1100];
+	char *script = kv_xasprintf("%s/plots/calibration.gp", KV_SOURCE_DIR);
+	int rc = kv_gnuplot(dir, script,
+			    "file='iterations.csv'; "
+			    "title='validation: the perf model against each measured iteration'",
+			    "iterations.png");
 
-	snprintf(script, sizeof(script), "%s/plots/calibration.gp", KV_SOURCE_DIR);
-	if (strpbrk(dir, "'\"$`\\") || access(script, R_OK) ||
-	    system("command -v gnuplot >/dev/null 2>&1"))
-		return;
-	snprintf(cmd, sizeof(cmd),
-		 "gnuplot -e \"file='%s/iterations.csv'; out='%s/.iterations.png.tmp'; "
-		 "title='validation: the perf model against each measured iteration'\" '%s' "
-		 ">/dev/null 2>&1 && mv '%s/.iterations.png.tmp' '%s/iterations.png'",
-		 dir, dir, script, dir, dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "kvsim: gnuplot failed, no %s/iterations.png written\n", dir);
+	free(script);
+	return rc < 0;
+}
+
+/*
+ * The output directory, opened (locked, staged) before the long real run,
+ * so a second validate into it or a foreign directory fails at once.
+ * Returns 0 or the exit status (message printed).
+ */
+static int open_out(struct kv_outdir *od, const struct val_args *a, const struct kv_workload *w)
+{
+	struct kv_diag d;
+	char *dir;
+	int rc;
+
+	if (!a->out && (strchr(w->name, '/') || !strcmp(w->name, ".") || !strcmp(w->name, ".."))) {
+		fprintf(stderr, "kvsim: %s: name: bad value '%s': the default output directory is "
+				"out/validate/NAME, so expected a name without '/' (or give -o DIR)\n",
+			w->path, w->name);
+		return 2;
+	}
+	dir = a->out ? kv_xstrdup(a->out) : kv_xasprintf("out/validate/%s", w->name);
+	rc = kv_outdir_open(od, dir, a->force ? KV_OUTDIR_FORCE : 0, &d);
+	free(dir);
+	if (!rc)
+		return 0;
+	kv_diag_print(&d, stderr);
+	return rc == KV_EINVAL ? 2 : 1;
 }
 
 int kv_cmd_validate(int argc, char **argv)
@@ -249,8 +282,9 @@ int kv_cmd_validate(int argc, char **argv)
 	struct row rows[16];
 	size_t n_rows = 0, i, n;
 	double *v = NULL, *rel = NULL, mape = 0, pred_mem = 0, meas_mem = 0;
-	char dir[1100];
-	int rc = parse_args(argc, argv, &a), k, status = 0;
+	struct kv_outdir od = { .lock_fd = -1 };
+	char *hdr;
+	int rc = parse_args(argc, argv, &a), k, status = 0, chart_failed = 0;
 
 	if (rc)
 		return rc < 0 ? 0 : rc;
@@ -265,10 +299,8 @@ int kv_cmd_validate(int argc, char **argv)
 		fprintf(stderr, "kvsim: validate: no --profile: predictions use device %s, not "
 				"this backend's calibration\n", w.cfg.device.name);
 	w.cfg.model.dtype_bytes = kv_exec_kind_dtype(a.kind);
-	if (a.out)
-		snprintf(dir, sizeof(dir), "%s", a.out);
-	else
-		snprintf(dir, sizeof(dir), "out/validate/%s", w.name);
+	if ((status = open_out(&od, &a, &w)))
+		goto out;
 	if (!a.quiet)
 		fprintf(stderr, "validate: real run on the %s backend\n", a.kind);
 	rc = kv_calib_run(&w, a.kind, a.threads, a.cpu_clock, &e, &real, a.quiet, &d);
@@ -314,17 +346,21 @@ int kv_cmd_validate(int argc, char **argv)
 	rows[n_rows++] = (struct row){ "makespan", "s", sim.makespan_s, real.makespan_s };
 	rows[n_rows++] = (struct row){ "iterations", "", (double)sim.iterations,
 				       (double)real.iterations };
-	if (kv_mkdirs(dir)) {
-		fprintf(stderr, "kvsim: validate: cannot create %s: %s\n", dir, strerror(errno));
-		status = 1;
-		goto out;
-	}
-	if (write_csv(dir, rows, n_rows, &e, &d)) {
+	if (write_csv(od.stage, rows, n_rows, &e, &d)) {
 		kv_diag_print(&d, stderr);
 		status = 1;
 		goto out;
 	}
-	chart(dir);
+	chart_failed = chart(od.stage);
+	hdr = kv_xasprintf("command validate\nworkload %s\nbackend %s\nprofile %s\n", w.name,
+			   a.kind, a.profile ? a.profile : "");
+	rc = kv_outdir_commit(&od, hdr, &d);
+	free(hdr);
+	if (rc) {
+		kv_diag_print(&d, stderr);
+		status = 1;
+		goto out;
+	}
 	if (!a.quiet) {
 		printf("validation of %s on %s (%s backend): %zu iterations, %zu requests\n", w.name,
 		       e.info.device, a.kind, e.n_log, real.n_req);
@@ -337,11 +373,12 @@ int kv_cmd_validate(int argc, char **argv)
 				       rows[i].pred, rows[i].meas,
 				       100 * (rows[i].pred / rows[i].meas - 1), rows[i].unit);
 		}
-		printf("outputs in %s/\n", dir);
+		printf("outputs in %s/\n", od.dir);
 	}
-	if (fflush(stdout) || ferror(stdout))
+	if (fflush(stdout) || ferror(stdout) || chart_failed)
 		status = 1;
 out:
+	kv_outdir_abort(&od);
 	free(v);
 	free(rel);
 	kv_real_exec_close(&e);

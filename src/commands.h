@@ -13,6 +13,8 @@
 struct kv_diag;
 
 int kv_cmd_run(int argc, char **argv);
+/* In a sweep's worker, before kv_cmd_run: the point directory is the sweep's (no lock of its own, replaced whole). */
+void kv_run_in_sweep(void);
 int kv_cmd_list(int argc, char **argv);
 int kv_cmd_gpu(int argc, char **argv);
 int kv_cmd_plot(int argc, char **argv);

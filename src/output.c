@@ -252,76 +252,38 @@ struct kv_sink kv_out_sink(struct kv_out *o)
 
 /* --- opening and committing ---------------------------------------------------- */
 
-/* mkdir -p; sets *created when the last component was made. */
-static int make_dirs(const char *dir, int *created)
-{
-	char tmp[1024];
-	size_t i;
-
-	snprintf(tmp, sizeof(tmp), "%s", dir);
-	*created = 0;
-	for (i = 1; tmp[i]; i++) {
-		if (tmp[i] != '/')
-			continue;
-		tmp[i] = 0;
-		if (mkdir(tmp, 0777) && errno != EEXIST)
-			return -errno;
-		tmp[i] = '/';
-	}
-	if (mkdir(tmp, 0777) == 0) {
-		*created = 1;
-		return 0;
-	}
-	return errno == EEXIST ? 0 : -errno;
-}
-
-/* The process's umask (mkstemp creates 0600 files; outputs should be 0644). */
-static mode_t current_umask(void)
-{
-	mode_t m = umask(022);
-
-	umask(m);
-	return m;
-}
-
 /*
- * Creates the temporary of file idx (".NAME.XXXXXX" in the output
- * directory) and opens it for writing.  Returns the stream, or NULL with d
- * filled and nothing left on disk.  ENOMEM from fdopen is out of memory
- * (kv_oom), after the file is removed.
+ * Creates file idx in the staging directory and opens it for writing.
+ * Returns the stream, or NULL with d filled and nothing left on disk.
+ * ENOMEM from fdopen is out of memory (kv_oom), after the file is removed.
  */
 static FILE *open_tmp(struct kv_out *o, int idx, struct kv_diag *d)
 {
-	char buf[sizeof(o->tmp[0])];
+	char *path = kv_outdir_stage_path(&o->od, file_names[idx]);
 	FILE *f = NULL;
 	int fd = -1, e;
 
-	snprintf(buf, sizeof(buf), "%s/%s", o->dir, file_names[idx]);
-	memcpy(o->final[idx], buf, sizeof(buf));
-	snprintf(buf, sizeof(buf), "%s/.%s.XXXXXX", o->dir, file_names[idx]);
-	memcpy(o->tmp[idx], buf, sizeof(buf));
+	free(o->final[idx]);
+	o->final[idx] = kv_outdir_final_path(&o->od, file_names[idx]);
 	if (!kv_fault_write())
-		fd = mkstemp(o->tmp[idx]);
-	if (fd >= 0) {
-		fchmod(fd, 0666 & ~current_umask());
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+	if (fd >= 0)
 		f = kv_out_fdopen(fd);
+	e = errno ? errno : ENOSPC;
+	if (!f && fd >= 0) {
+		close(fd);
+		unlink(path);
 	}
+	free(path);
 	if (f)
 		return f;
-	e = errno;
-	if (fd >= 0) {
-		close(fd);
-		unlink(o->tmp[idx]);
-	}
-	o->tmp[idx][0] = 0;
 	if (e == ENOMEM)
 		kv_oom(0);
-	kv_diag_set(d, KV_EIO, o->final[idx], 0, 0, "", "cannot create a temporary file: %s",
-		    strerror(e));
+	kv_diag_set(d, KV_EIO, o->final[idx], 0, 0, "", "cannot create: %s", strerror(e));
 	return NULL;
 }
 
-/* The kv_out with temporaries on disk, removed at exit (kv_oom's exit(3)) if still set. */
+/* The kv_out with a staging directory on disk, removed at exit (kv_oom's exit(3)) if still set. */
 static struct kv_out *open_out;
 
 static void out_atexit(void)
@@ -337,7 +299,8 @@ static void put_header(struct kv_out *o, FILE *f, int idx, const char *text)
 		out_failed(o, idx);
 }
 
-int kv_out_open(struct kv_out *o, const char *dir, const struct kv_workload *w, struct kv_diag *d)
+int kv_out_open(struct kv_out *o, const char *dir, const struct kv_workload *w, unsigned flags,
+		struct kv_diag *d)
 {
 	static char buf_req[1 << 16], buf_ts[1 << 16];
 	static int registered;
@@ -345,16 +308,15 @@ int kv_out_open(struct kv_out *o, const char *dir, const struct kv_workload *w, 
 
 	memset(o, 0, sizeof(*o));
 	o->w = w;
-	snprintf(o->dir, sizeof(o->dir), "%s", dir);
+	o->od.lock_fd = -1;
+	o->opened = 1;
 	if (!registered) {
 		atexit(out_atexit);
 		registered = 1;
 	}
 	open_out = o;
-	rc = make_dirs(dir, &o->created_dir);
-	if (rc)
-		return kv_diag_set(d, KV_EIO, dir, 0, 0, "", "cannot create the output directory: %s",
-				   strerror(-rc));
+	if ((rc = kv_outdir_open(&o->od, dir, flags, d)))
+		return rc;
 	if (w->requests_csv) {
 		if (!(o->req = open_tmp(o, F_REQ, d)))
 			return KV_EIO;
@@ -447,12 +409,6 @@ static int write_summary_csv(struct kv_out *o, const struct kv_summary *sum, str
 	return KV_EIO;
 }
 
-/* 1 if s can sit inside '...' in gnuplot code inside "..." in a shell command. */
-static int shell_safe(const char *s)
-{
-	return !strpbrk(s, "'\"\\$`");
-}
-
 /* The weight-normalised service of tenant i. */
 static double norm_service(const struct kv_sim *s, uint32_t i)
 {
@@ -498,38 +454,170 @@ static int write_tenants_csv(struct kv_out *o, const struct kv_sim *s, struct kv
 	return KV_EIO;
 }
 
-/* Renders run.png with gnuplot; returns 0 when rendered (or gnuplot is absent). */
+/* 1 when gnuplot is an executable file on PATH. */
+static int have_gnuplot(void)
+{
+	const char *path = getenv("PATH"), *p, *end;
+	int found = 0;
+
+	for (p = path ? path : "/usr/bin:/bin"; !found && *p; p = *end ? end + 1 : end) {
+		char *cand;
+
+		end = strchr(p, ':');
+		if (!end)
+			end = p + strlen(p);
+		cand = kv_xasprintf("%.*s/gnuplot", (int)(end - p), end == p ? "." : p);
+		found = access(cand, X_OK) == 0;
+		free(cand);
+	}
+	return found;
+}
+
+char *kv_gp_quote(const char *s)
+{
+	char *q = kv_xmalloc(2 * strlen(s) + 3), *p = q;
+
+	*p++ = '"';
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			*p++ = '\\';
+		*p++ = *s;
+	}
+	*p++ = '"';
+	*p = 0;
+	return q;
+}
+
+/*
+ * 1 when path holds a whole chart: a PNG from its signature to its IEND
+ * chunk, or an SVG ending in its closing tag.  gnuplot can exit 0 after a
+ * failed write (disk full, file-size limit), so its status alone says
+ * nothing about the file.
+ */
+static int chart_complete(const char *path, int svg)
+{
+	static const unsigned char sig[8] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n' };
+	static const unsigned char iend[12] = { 0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xae, 0x42, 0x60, 0x82 };
+	unsigned char head[8], tail[64];
+	FILE *f = fopen(path, "rb");
+	long size;
+	size_t n;
+	int ok = 0;
+
+	if (!f)
+		return 0;
+	if (fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) >= 20 && fseek(f, 0, SEEK_SET) == 0 &&
+	    fread(head, 1, sizeof(head), f) == sizeof(head)) {
+		n = (size_t)KV_MIN(size, (long)sizeof(tail));
+		if (fseek(f, size - (long)n, SEEK_SET) == 0 && fread(tail, 1, n, f) == n) {
+			if (!svg) {
+				ok = !memcmp(head, sig, 8) && !memcmp(tail + n - 12, iend, 12);
+			} else {
+				while (n && (tail[n - 1] == '\n' || tail[n - 1] == ' '))
+					n--;
+				ok = n >= 6 && !memcmp(tail + n - 6, "</svg>", 6);
+			}
+		}
+	}
+	fclose(f);
+	return ok;
+}
+
+/* The last non-empty line of the n bytes at buf, in out (len bytes). */
+static void last_line(char *buf, size_t n, char *out, size_t len)
+{
+	char *p;
+
+	while (n && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		n--;
+	buf[n] = 0;
+	p = strrchr(buf, '\n');
+	p = p ? p + 1 : buf;
+	n = KV_MIN(strlen(p), len - 1); /* a long line is cut: it is a message, not data */
+	memcpy(out, p, n);
+	out[n] = 0;
+}
+
+int kv_gnuplot(const char *dir, const char *script, const char *defs, const char *name)
+{
+	int svg = strlen(name) > 4 && !strcmp(name + strlen(name) - 4, ".svg");
+	char *tmp_rel = kv_xasprintf(".%s.tmp", name);
+	char *tmp = kv_xasprintf("%s/%s", dir, tmp_rel), *out = kv_xasprintf("%s/%s", dir, name);
+	char *code = kv_xasprintf("%s; out='%s'", defs, tmp_rel);
+	char errbuf[4096], why[512] = "";
+	FILE *err = tmpfile();
+	int st = -1, rc = 0;
+	pid_t pid;
+
+	if (!have_gnuplot()) {
+		fprintf(stderr, "kvsim: gnuplot not found, no chart written (install it with: sudo apt-get install gnuplot-nox)\n");
+		rc = 1;
+		goto out;
+	}
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+
+		if (null >= 0)
+			dup2(null, STDOUT_FILENO), dup2(null, STDIN_FILENO);
+		if (err)
+			dup2(fileno(err), STDERR_FILENO);
+		if (chdir(dir))
+			_exit(126);
+		execlp("gnuplot", "gnuplot", "-e", code, script, (char *)NULL);
+		_exit(127);
+	}
+	if (pid > 0)
+		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+	if (err && fseek(err, 0, SEEK_SET) == 0) {
+		size_t n = fread(errbuf, 1, sizeof(errbuf) - 1, err);
+
+		last_line(errbuf, n, why, sizeof(why));
+	}
+	if (pid < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fprintf(stderr, "kvsim: %s: gnuplot failed (%s %d)%s%s; no chart written\n", out,
+			pid < 0 ? "fork" : WIFSIGNALED(st) ? "signal" : "exit status",
+			pid < 0 ? errno : WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st),
+			why[0] ? ": " : "", why);
+	else if (!chart_complete(tmp, svg))
+		fprintf(stderr, "kvsim: %s: gnuplot exited 0 but wrote an incomplete %s (disk full or a file-size limit?)%s%s; no chart written\n",
+			out, svg ? "SVG" : "PNG", why[0] ? ": " : "", why);
+	else if (kv_out_rename(tmp, out))
+		fprintf(stderr, "kvsim: %s: cannot rename into place: %s; no chart written\n", out,
+			strerror(errno));
+	else
+		goto out;
+	unlink(tmp);
+	rc = KV_EIO;
+out:
+	if (err)
+		fclose(err);
+	free(tmp_rel);
+	free(tmp);
+	free(out);
+	free(code);
+	return rc;
+}
+
+/* Renders run.png (or run.svg) with gnuplot; 0 rendered, 1 gnuplot absent, KV_EIO failed. */
 int kv_plot_run(const char *dir, const char *title, unsigned replicas, unsigned tenants,
 		const char *tenant_names, int with_requests, int svg)
 {
-	char cmd[8192], script[1100], tmp[1200], out[1200];
-	int st;
+	char *script = kv_xasprintf("%s/plots/run.gp", KV_SOURCE_DIR);
+	char *qt = kv_gp_quote(title), *qn = kv_gp_quote(tenant_names), *defs;
+	int rc;
 
-	if (system("command -v gnuplot >/dev/null 2>&1") != 0) {
-		fprintf(stderr, "kvsim: gnuplot not found, no chart written (install it with: sudo apt-get install gnuplot-nox)\n");
-		return 0;
-	}
-	snprintf(script, sizeof(script), "%s/plots/run.gp", KV_SOURCE_DIR);
-	if (access(script, R_OK) != 0) {
-		fprintf(stderr, "kvsim: %s missing, no chart written\n", script);
-		return 0;
-	}
-	if (!shell_safe(dir) || !shell_safe(title) || !shell_safe(tenant_names)) {
-		fprintf(stderr, "kvsim: no chart written: the output directory or a name has quotes, '$', '`' or '\\'\n");
-		return 0;
-	}
-	snprintf(out, sizeof(out), "%s/run.%s", dir, svg ? "svg" : "png");
-	snprintf(tmp, sizeof(tmp), "%s/.run.%s.tmp", dir, svg ? "svg" : "png");
-	snprintf(cmd, sizeof(cmd),
-		 "gnuplot -e \"dir='%s'; out='%s'; title='%s'; replicas=%u; tenants=%u; tnames='%s'; reqs=%d; svg=%d\" '%s' >/dev/null 2>&1",
-		 dir, tmp, title, replicas, tenants, tenant_names, with_requests, svg, script);
-	st = system(cmd);
-	if (st != 0 || rename(tmp, out)) {
-		fprintf(stderr, "kvsim: gnuplot failed (status %d), no %s written\n", st, out);
-		unlink(tmp);
-		return KV_EIO;
-	}
-	return 0;
+	defs = kv_xasprintf("dir='.'; title=%s; replicas=%u; tenants=%u; tnames=%s; reqs=%d; svg=%d",
+			    qt, replicas, tenants, qn, with_requests, svg);
+	rc = kv_gnuplot(dir, script, defs, svg ? "run.svg" : "run.png");
+	free(defs);
+	free(qt);
+	free(qn);
+	free(script);
+	return rc;
 }
 
 /* Tenant names for the chart's legend, spaces as underscores, in buf. */
@@ -549,13 +637,14 @@ static const char *legend_names(const struct kv_sim *s, char *buf, size_t len)
 	return buf;
 }
 
-static int render_chart(struct kv_out *o, const struct kv_sim *s)
+/* Renders run.png into the staging directory; a failure sets o->chart_failed. */
+static void render_chart(struct kv_out *o, const struct kv_sim *s)
 {
 	char names[2048];
 
-	kv_plot_run(o->dir, o->w->name, s->n_rep, s->cfg->source.n_tenants,
-		    legend_names(s, names, sizeof(names)), o->w->requests_csv, 0);
-	return 0;
+	if (kv_plot_run(o->od.stage, o->w->name, s->n_rep, s->cfg->source.n_tenants,
+			legend_names(s, names, sizeof(names)), o->w->requests_csv, 0) < 0)
+		o->chart_failed = 1;
 }
 
 static void scratch_close(struct kv_out *o)
@@ -567,57 +656,17 @@ static void scratch_close(struct kv_out *o)
 	o->len_count = NULL;
 }
 
-/*
- * Renames every temporary into place.  The renames are atomic one by one;
- * for the set to be atomic too, each existing final file is first
- * hard-linked to a backup ("TMP.old"), and a failed rename puts back the
- * files already replaced (or removes them when they are new), so the
- * directory holds either all the new files or all the old ones.  The
- * rejected alternative, a fresh directory swapped in by one rename, would
- * drop files other tools keep in the directory (run.svg, notes).  Returns 0
- * or KV_EIO with d filled.
- */
-static int rename_all(struct kv_out *o, struct kv_diag *d)
+/* The manifest's header: the command, workload, seed, and the caller's lines. */
+static char *manifest_header(const struct kv_out *o)
 {
-	char old[KV_OUT_FILES][sizeof(o->tmp[0]) + 4];
-	int had[KV_OUT_FILES] = { 0 }, i, j, e = 0, bad = -1;
-
-	for (i = 0; i < KV_OUT_FILES && bad < 0; i++) {
-		if (!o->tmp[i][0])
-			continue;
-		snprintf(old[i], sizeof(old[i]), "%s.old", o->tmp[i]);
-		if (kv_fault_write() || (link(o->final[i], old[i]) && errno != ENOENT))
-			bad = i, e = errno;
-		else
-			had[i] = access(old[i], F_OK) == 0;
-	}
-	for (i = 0; i < KV_OUT_FILES && bad < 0; i++)
-		if (o->tmp[i][0] && kv_out_rename(o->tmp[i], o->final[i]))
-			bad = i, e = errno;
-	for (j = 0; bad >= 0 && j < KV_OUT_FILES; j++) { /* roll back what was renamed */
-		if (!o->tmp[j][0] || access(o->tmp[j], F_OK) == 0)
-			continue; /* not renamed */
-		if (had[j])
-			rename(old[j], o->final[j]);
-		else
-			unlink(o->final[j]);
-	}
-	for (i = 0; i < KV_OUT_FILES; i++) {
-		if (had[i])
-			unlink(old[i]);
-		if (bad < 0)
-			o->tmp[i][0] = 0;
-	}
-	if (bad < 0)
-		return 0;
-	return kv_diag_set(d, KV_EIO, o->final[bad], 0, 0, "",
-			   "cannot rename into place: %s; no output written, earlier outputs kept",
-			   strerror(e ? e : EIO));
+	return kv_xasprintf("command run\nworkload %s\nseed %llu\n%s", o->w->name,
+			    (unsigned long long)o->w->cfg.seed, o->header ? o->header : "");
 }
 
 int kv_out_commit(struct kv_out *o, const struct kv_sim *s, struct kv_summary *sum,
 		  struct kv_diag *d)
 {
+	char *hdr;
 	int rc;
 
 	close_checked(o, &o->req, F_REQ);
@@ -631,13 +680,15 @@ int kv_out_commit(struct kv_out *o, const struct kv_sim *s, struct kv_summary *s
 	rc = write_summary_csv(o, sum, d);
 	if (!rc)
 		rc = write_tenants_csv(o, s, d);
-	if (!rc)
-		rc = rename_all(o, d);
 	if (rc)
 		return rc;
-	open_out = NULL;
 	if (o->w->chart)
 		render_chart(o, s);
+	hdr = manifest_header(o);
+	rc = kv_outdir_commit(&o->od, hdr, d);
+	free(hdr);
+	if (rc)
+		return rc;
 	scratch_close(o);
 	return 0;
 }
@@ -646,6 +697,8 @@ void kv_out_abort(struct kv_out *o)
 {
 	int i;
 
+	if (!o->opened)
+		return;
 	scratch_close(o);
 	if (o->req)
 		fclose(o->req);
@@ -654,13 +707,14 @@ void kv_out_abort(struct kv_out *o)
 	if (o->tser)
 		fclose(o->tser);
 	o->req = o->ts = o->tser = NULL;
+	kv_outdir_abort(&o->od);
 	for (i = 0; i < KV_OUT_FILES; i++) {
-		if (o->tmp[i][0])
-			unlink(o->tmp[i]);
-		o->tmp[i][0] = 0;
+		free(o->final[i]);
+		o->final[i] = NULL;
 	}
-	if (o->created_dir)
-		rmdir(o->dir);
+	free(o->header);
+	o->header = NULL;
+	o->opened = 0;
 	if (open_out == o)
 		open_out = NULL;
 }
@@ -912,29 +966,16 @@ void kv_progress_done(void)
 		fputs("\r\033[K", stderr);
 }
 
-int kv_mkdirs(const char *path)
-{
-	char buf[1200];
-	char *p;
-
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(buf, 0777) && errno != EEXIST)
-			return -1;
-		*p = '/';
-	}
-	return mkdir(buf, 0777) && errno != EEXIST ? -1 : 0;
-}
-
 int kv_atomic_open(struct kv_atomic *a, const char *path, struct kv_diag *d)
 {
 	const char *slash = strrchr(path, '/');
 	int fd = -1, e;
 
 	memset(a, 0, sizeof(*a));
+	if (strlen(path) + 1 > sizeof(a->path))
+		return kv_diag_set(d, KV_EINVAL, path, 0, 0, "",
+				   "path of %zu bytes is too long: expected at most %zu bytes",
+				   strlen(path), sizeof(a->path) - 1);
 	snprintf(a->path, sizeof(a->path), "%s", path);
 	if (slash)
 		snprintf(a->tmp, sizeof(a->tmp), "%.*s/.%s.tmp", (int)(slash - path), path, slash + 1);

@@ -12,20 +12,22 @@
 #ifndef KV_OUTPUT_H
 #define KV_OUTPUT_H
 
+#include "outdir.h"
 #include "workload.h"
 
 #define KV_OUT_FILES 6
 
 struct kv_out {
-	char dir[1024]; /* output directory */
-	int created_dir; /* 1 if kv_out_open made it */
+	struct kv_outdir od; /* the output directory: lock, staging, commit */
 	const struct kv_workload *w; /* the run's workload */
 	FILE *req, *ts, *tser; /* requests.csv, timeseries.csv, tenant_timeseries.csv, or NULL */
-	char tmp[KV_OUT_FILES][1100]; /* temporary names, "" when unused */
-	char final[KV_OUT_FILES][1100]; /* final names */
+	char *final[KV_OUT_FILES]; /* DIR/NAME of each file opened (for messages), NULL when unused */
+	char *header; /* manifest header lines ("key value\n"), heap, set by the caller or NULL */
+	int opened; /* kv_out_open ran (kv_out_abort has something to release) */
 	int failed; /* a write failed */
 	int fail_idx; /* the first failed file: index into final[], -1 for the scratch file */
 	int fail_errno; /* errno of the first failure */
+	int chart_failed; /* the chart was asked for, gnuplot is there, and it failed */
 	FILE *lat; /* unlinked scratch file: (length, E2E) of completed requests, 8 bytes each */
 	uint64_t *len_count; /* completed requests per prompt+output length, 0..max_len */
 	uint64_t max_len; /* longest length counted exactly (longer ones fold into it) */
@@ -59,27 +61,31 @@ void kv_summary_compute(const struct kv_sim *s, struct kv_out *o, struct kv_summ
 void kv_summary_print(const struct kv_summary *sum, const char *title, FILE *f);
 
 /*
- * Creates dir (and parents) when missing and opens the temporaries.
- * Returns 0 or a negative code with d filled.
+ * Opens dir as an output directory (outdir.h: locked, staged, replaced
+ * whole at the commit; flags KV_OUTDIR_*) and creates the streamed files in
+ * its staging directory.  Returns 0 or a negative code with d filled
+ * (KV_EINVAL: a bad or foreign directory, exit 2; KV_EIO: exit 1).
  */
-int kv_out_open(struct kv_out *o, const char *dir, const struct kv_workload *w, struct kv_diag *d);
+int kv_out_open(struct kv_out *o, const char *dir, const struct kv_workload *w, unsigned flags,
+		struct kv_diag *d);
 
 /* The sink that streams rows into o. */
 struct kv_sink kv_out_sink(struct kv_out *o);
 
 /*
  * Closes the streamed files (checking every write), computes the summary
- * into *sum, writes summary.csv and tenants.csv, renames the files into
- * place and renders the chart when gnuplot is present (a missing gnuplot is
- * a note on stderr, not an error).  Returns 0 or a negative code with d
- * filled (then nothing was renamed).
+ * into *sum, writes summary.csv and tenants.csv, renders run.png when the
+ * workload asks for a chart and gnuplot is present (a missing gnuplot is a
+ * note on stderr; a failed chart sets o->chart_failed and is left out),
+ * writes manifest.txt and commits the directory in one rename.  Returns 0
+ * or a negative code with d filled (then DIR is as it was).
  */
 int kv_out_commit(struct kv_out *o, const struct kv_sim *s, struct kv_summary *sum,
 		  struct kv_diag *d);
 
 /*
- * Removes the temporaries (and the directory if this run created it and it
- * is empty).  Also runs at exit for a kv_out opened and neither committed
+ * Removes the staging directory and unlocks (after a commit: only
+ * unlocks).  Also runs at exit for a kv_out opened and neither committed
  * nor aborted (out of memory exits from deep inside a run).
  */
 void kv_out_abort(struct kv_out *o);
@@ -108,7 +114,7 @@ int kv_out_rename(const char *from, const char *to);
  */
 struct kv_atomic {
 	FILE *f;
-	char path[1100], tmp[1120];
+	char path[KV_PATH_MAX], tmp[KV_PATH_MAX + 16];
 };
 int kv_atomic_open(struct kv_atomic *a, const char *path, struct kv_diag *d);
 int kv_atomic_commit(struct kv_atomic *a, struct kv_diag *d);
@@ -117,10 +123,25 @@ int kv_atomic_commit(struct kv_atomic *a, struct kv_diag *d);
 int kv_mkdirs(const char *path);
 
 /*
+ * Runs gnuplot on script (an absolute path) in directory dir with the
+ * variable definitions defs (gnuplot code, strings quoted by kv_gp_quote)
+ * and out='.NAME.tmp', with no shell in between (any character is safe in
+ * dir and in the strings).  Checks what gnuplot wrote (a PNG's signature and
+ * IEND chunk, an SVG's closing tag), since it can exit 0 after a failed
+ * write, and renames it to DIR/NAME.  Returns 0, 1 when gnuplot is not
+ * installed (a note on stderr), or KV_EIO (a message on stderr naming the
+ * file and gnuplot's last error line; nothing left behind).
+ */
+int kv_gnuplot(const char *dir, const char *script, const char *defs, const char *name);
+
+/* s as a gnuplot double-quoted string ('"' and '\\' escaped), a heap string. */
+char *kv_gp_quote(const char *s);
+
+/*
  * Renders DIR/run.png (or run.svg) from a run's CSVs with plots/run.gp:
  * latency CDFs, KV memory, queue and batch per replica, weighted service per
- * tenant.  tenant_names: space-separated legend names.  A missing gnuplot
- * is a note on stderr and returns 0; a failed render returns KV_EIO.
+ * tenant.  tenant_names: space-separated legend names.  Returns as
+ * kv_gnuplot.
  */
 int kv_plot_run(const char *dir, const char *title, unsigned replicas, unsigned tenants,
 		const char *tenant_names, int with_requests, int svg);
