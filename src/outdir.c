@@ -261,6 +261,8 @@ static int check_replaceable(const char *dir, unsigned flags, struct kv_diag *d)
 		free(man);
 		man = NULL;
 	}
+	if (!dp && errno == ENOMEM)
+		kv_oom(0);
 	if (!dp) {
 		rc = kv_diag_set(d, KV_EIO, dir, 0, 0, "", "cannot read the directory: %s",
 				 strerror(errno));
