@@ -318,9 +318,9 @@ static int read_tenant(struct kv_cfg_doc *doc, struct kv_cfg_node *n, struct kv_
 	TRY(kv_cfg_check_keys(n, keys, d));
 	snprintf(def, sizeof(def), "t%u", i);
 	TRY(kv_cfg_str(n, "name", def, t->name, sizeof(t->name), d));
-	if (!t->name[0] || strpbrk(t->name, ",\"\n\r"))
+	if (!t->name[0] || strpbrk(t->name, "\n\r")) /* commas and quotes: csv.h quotes them */
 		return kv_cfg_error(kv_cfg_get(n, "name"), d,
-				    "bad value '%s': expected a nonempty name without commas or quotes (it is a CSV field)",
+				    "bad value '%s': expected a nonempty name on one line",
 				    t->name);
 	for (j = 0; j < i; j++)
 		if (!strcmp(s->tenants[j].name, t->name))
