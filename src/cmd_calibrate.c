@@ -19,6 +19,7 @@
 #include "calib.h"
 #include "commands.h"
 #include "output.h"
+#include "csv.h"
 #include "profiles.h"
 
 #include "../sim/perf_fit.h"
@@ -524,7 +525,8 @@ static int write_outputs(struct cal *c, const char *path, struct kv_diag *d)
 
 		kv_fit_terms(&c->m, s, &x);
 		fit = kv_fit_eval(c->fit.c, &x);
-		fprintf(f->f, "%s,%u,%u,%llu,%u,%llu,%llu,%.6f,%.6f,%.6f\n", c->pts[i].what, s->n_seqs,
+		kv_csv_put(f->f, c->pts[i].what); /* errors: the stream's flag, checked at commit */
+		fprintf(f->f, ",%u,%u,%llu,%u,%llu,%llu,%.6f,%.6f,%.6f\n", s->n_seqs,
 			s->n_decode, (unsigned long long)s->n_prefill_tokens, s->n_sample,
 			(unsigned long long)s->attn_pairs, (unsigned long long)s->kv_read_bytes,
 			c->pts[i].pt.t_ns * 1e-6, fit * 1e-6, fit / c->pts[i].pt.t_ns - 1);

@@ -3,6 +3,7 @@
  * (run.png and run.svg) from its CSVs, without the user writing gnuplot.
  */
 #include "commands.h"
+#include "csv.h"
 #include "output.h"
 
 #include <libgen.h>
@@ -25,26 +26,57 @@ static int add_to_manifest(const char *dir, const char *name)
 	return 1;
 }
 
-/* Reads the first field of the second line of DIR/name into buf (the workload name). */
+/* --- kvsim's own CSVs, read with csv.h ------------------------------------------ */
+
+/* One CSV file being read record by record. */
+struct csv_in {
+	char path[PT_PATH]; /* DIR/NAME */
+	FILE *f; /* NULL when it could not be opened */
+	struct kv_csv_rec rec; /* the last record read */
+	unsigned long line; /* 1-based line of the next record */
+};
+
+/* Opens dir/name; 0, or -1 when it cannot be opened (nothing printed). */
+static int csv_open(struct csv_in *c, const char *dir, const char *name)
+{
+	snprintf(c->path, sizeof(c->path), "%s/%s", dir, name);
+	kv_csv_rec_init(&c->rec);
+	c->line = 1;
+	c->f = fopen(c->path, "r");
+	return c->f ? 0 : -1;
+}
+
+/* The next record into c->rec: 1, 0 at the end, -1 when malformed (message printed). */
+static int csv_next(struct csv_in *c)
+{
+	struct kv_diag d = { 0 };
+	int rc = kv_csv_rec_read(&c->rec, c->f, &c->line, c->path, &d);
+
+	if (rc < 0) {
+		fputs("plot: ", stderr);
+		kv_diag_print(&d, stderr);
+	}
+	return rc < 0 ? -1 : rc;
+}
+
+static void csv_close(struct csv_in *c)
+{
+	if (c->f)
+		fclose(c->f);
+	kv_csv_rec_release(&c->rec);
+}
+
+/* Reads the first field of the second record of DIR/name into buf (the workload name). */
 static int first_field(const char *dir, const char *name, char *buf, size_t len)
 {
-	char path[PT_PATH], line[4096];
-	FILE *f;
+	struct csv_in c;
 	int ok = 0;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	if (fgets(line, sizeof(line), f) && fgets(line, sizeof(line), f)) {
-		size_t n = strcspn(line, ",\n");
-
-		n = n < len - 1 ? n : len - 1;
-		memcpy(buf, line, n);
-		buf[n] = 0;
+	if (!csv_open(&c, dir, name) && csv_next(&c) == 1 && csv_next(&c) == 1) {
+		snprintf(buf, len, "%s", c.rec.field[0]);
 		ok = 1;
 	}
-	fclose(f);
+	csv_close(&c);
 	return ok;
 }
 
@@ -58,7 +90,7 @@ static unsigned count_replicas(const char *dir)
 	snprintf(path, sizeof(path), "%s/timeseries.csv", dir);
 	if (!(f = fopen(path, "r")))
 		return 0;
-	while (fgets(line, sizeof(line), f))
+	while (fgets(line, sizeof(line), f)) /* numbers only: no quoting */
 		if (sscanf(line, "%*[^,],%u", &r) == 1 && r + 1 > n)
 			n = r + 1;
 	fclose(f);
@@ -68,116 +100,153 @@ static unsigned count_replicas(const char *dir)
 /* Tenant names from tenants.csv, space-separated (spaces inside a name as '_'). */
 static unsigned tenant_names(const char *dir, char *buf, size_t len)
 {
-	char path[PT_PATH], line[1024];
+	struct csv_in c;
 	unsigned n = 0;
 	size_t off = 0;
-	FILE *f;
 
 	buf[0] = 0;
-	snprintf(path, sizeof(path), "%s/tenants.csv", dir);
-	if (!(f = fopen(path, "r")))
+	if (csv_open(&c, dir, "tenants.csv") || csv_next(&c) != 1) {
+		csv_close(&c);
 		return 0;
-	if (fgets(line, sizeof(line), f)) {
-		while (fgets(line, sizeof(line), f) && off + 2 < len) {
-			char *c;
-
-			line[strcspn(line, ",\n")] = 0;
-			for (c = line; *c; c++)
-				if (*c == ' ')
-					*c = '_';
-			off += (size_t)snprintf(buf + off, len - off, "%s%s", n ? " " : "", line);
-			n++;
-		}
 	}
-	fclose(f);
+	while (off + 2 < len && csv_next(&c) == 1) {
+		char *name = c.rec.field[0], *p;
+
+		for (p = name; *p; p++)
+			if (*p == ' ')
+				*p = '_';
+		off += (size_t)snprintf(buf + off, len - off, "%s%s", n ? " " : "", name);
+		n++;
+	}
+	csv_close(&c);
 	return n;
 }
 
 /* --- sweeps ------------------------------------------------------------------ */
 
-#define MAX_COLS 128
-
 struct sweep_csv {
-	char header[8192]; /* the header line, fields NUL-separated in place */
-	char *col[MAX_COLS]; /* column names */
-	int n_cols;
+	struct kv_csv_rec hdr; /* the header: column names */
 	int n_axes; /* axis columns: 3 .. 2 + n_axes (1-based; point, key first) */
 };
 
-static int sweep_read_header(const char *path, struct sweep_csv *c)
+static int sweep_read_header(const char *dir, struct sweep_csv *c)
 {
-	FILE *f = fopen(path, "r");
-	char *p;
+	struct csv_in in;
+	int ok;
 
-	memset(c, 0, sizeof(*c));
-	if (!f)
-		return -1;
-	if (!fgets(c->header, sizeof(c->header), f)) {
-		fclose(f);
+	kv_csv_rec_init(&c->hdr);
+	c->n_axes = 0;
+	if (csv_open(&in, dir, "sweep.csv") || csv_next(&in) != 1) {
+		csv_close(&in);
 		return -1;
 	}
-	fclose(f);
-	c->header[strcspn(c->header, "\r\n")] = 0;
-	for (p = c->header; p && c->n_cols < MAX_COLS;) {
-		c->col[c->n_cols++] = p;
-		p = strchr(p, ',');
-		if (p)
-			*p++ = 0;
-	}
-	while (2 + c->n_axes < c->n_cols && strcmp(c->col[2 + c->n_axes], "seed"))
+	c->hdr = in.rec; /* taken over */
+	kv_csv_rec_init(&in.rec);
+	csv_close(&in);
+	while (2 + (size_t)c->n_axes < c->hdr.n && strcmp(c->hdr.field[2 + c->n_axes], "seed"))
 		c->n_axes++;
-	return c->n_cols > 7 ? 0 : -1;
+	ok = c->hdr.n > 7;
+	return ok ? 0 : -1;
 }
 
 /* 1-based column of name, or 0. */
 static int col_of(const struct sweep_csv *c, const char *name)
 {
-	int i;
+	return (int)kv_csv_rec_find(&c->hdr, name) + 1;
+}
 
-	for (i = 0; i < c->n_cols; i++)
-		if (!strcmp(c->col[i], name))
-			return i + 1;
-	return 0;
+/* Distinct strings in first-seen order. */
+struct strset {
+	char **v;
+	size_t n;
+};
+
+/* The 0-based index of s in set, added when new. */
+static size_t strset_index(struct strset *set, const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < set->n; i++)
+		if (!strcmp(set->v[i], s))
+			return i;
+	set->v = kv_xrealloc(set->v, (set->n + 1) * sizeof(*set->v));
+	set->v[set->n] = kv_xstrdup(s);
+	return set->n++;
+}
+
+static void strset_release(struct strset *set)
+{
+	size_t i;
+
+	for (i = 0; i < set->n; i++)
+		free(set->v[i]);
+	free(set->v);
+	memset(set, 0, sizeof(*set));
+}
+
+/* What the chart of one metric needs from sweep.csv. */
+struct sweep_data {
+	struct strset x, by; /* distinct values of the x and by columns, every row */
+	size_t *xi, *bi; /* per ok row: x and by value indices */
+	double *y; /* per ok row: the metric */
+	size_t n, cap; /* ok rows with a value; entries allocated */
+	int numeric; /* every x value is a number */
+};
+
+static void sweep_data_release(struct sweep_data *sd)
+{
+	strset_release(&sd->x);
+	strset_release(&sd->by);
+	free(sd->xi);
+	free(sd->bi);
+	free(sd->y);
 }
 
 /*
- * The distinct values of a column, space-separated, in first-seen order,
- * into buf; sets *numeric when every value parses as a number.
+ * Reads the rows of sweep.csv into sd: the x and by values of every row,
+ * and (x, by, y) of each "ok" row whose metric is a number.  Columns are
+ * 1-based, bycol 0 when none.  Returns 0 or -1 (message printed).
  */
-static void distinct(const char *path, int col, char *buf, size_t len, int *numeric)
+static int sweep_read_rows(const char *dir, int xcol, int bycol, int ycol, int statcol,
+			   struct sweep_data *sd)
 {
-	char line[16384];
-	FILE *f = fopen(path, "r");
-	size_t off = 0;
+	struct csv_in c;
+	int rc;
 
-	buf[0] = 0;
-	*numeric = 1;
-	if (!f)
-		return;
-	if (!fgets(line, sizeof(line), f)) {
-		fclose(f);
-		return;
+	memset(sd, 0, sizeof(*sd));
+	sd->numeric = 1;
+	if (csv_open(&c, dir, "sweep.csv") || csv_next(&c) != 1) {
+		csv_close(&c);
+		return -1;
 	}
-	while (fgets(line, sizeof(line), f)) {
-		char *p = line, *v = NULL, *end;
-		int i;
+	while ((rc = csv_next(&c)) == 1) {
+		char **f = c.rec.field, *end;
+		size_t xi, bi = 0;
+		double y;
 
-		for (i = 1; p && i <= col; i++) {
-			v = p;
-			p = strchr(p, ',');
-			if (p)
-				*p++ = 0;
-		}
-		if (!v || i <= col)
+		if (c.rec.n < (size_t)KV_MAX(KV_MAX(xcol, bycol), KV_MAX(ycol, statcol)))
 			continue;
-		v[strcspn(v, "\r\n")] = 0;
-		strtod(v, &end);
-		if (!*v || *end)
-			*numeric = 0;
-		if (!strstr(buf, v) && off + strlen(v) + 2 < len)
-			off += (size_t)snprintf(buf + off, len - off, "%s%s", off ? " " : "", v);
+		xi = strset_index(&sd->x, f[xcol - 1]);
+		strtod(f[xcol - 1], &end);
+		if (!*f[xcol - 1] || *end)
+			sd->numeric = 0;
+		if (bycol)
+			bi = strset_index(&sd->by, f[bycol - 1]) + 1;
+		y = strtod(f[ycol - 1], &end);
+		if (strcmp(f[statcol - 1], "ok") || !*f[ycol - 1] || *end)
+			continue;
+		if (sd->n == sd->cap) {
+			sd->cap = sd->cap ? 2 * sd->cap : 64;
+			sd->xi = kv_xrealloc(sd->xi, sd->cap * sizeof(*sd->xi));
+			sd->bi = kv_xrealloc(sd->bi, sd->cap * sizeof(*sd->bi));
+			sd->y = kv_xrealloc(sd->y, sd->cap * sizeof(*sd->y));
+		}
+		sd->xi[sd->n] = xi;
+		sd->bi[sd->n] = bi;
+		sd->y[sd->n++] = y;
 	}
-	fclose(f);
+	csv_close(&c);
+	return rc < 0 ? -1 : 0;
 }
 
 /* The unit of a summary column, from its name's suffix. */
@@ -199,17 +268,143 @@ static const char *unit_of(const char *metric)
 	return "";
 }
 
+/* Writes s as a gnuplot double-quoted string. */
+static void gp_str(FILE *f, const char *s)
+{
+	putc('"', f);
+	for (; *s; s++) {
+		if (*s == '\n') {
+			fputs("\\n", f);
+			continue;
+		}
+		if (*s == '"' || *s == '\\')
+			putc('\\', f);
+		putc(*s, f);
+	}
+	putc('"', f);
+}
+
+/* Writes `array name[n]` (at least 1) holding the strings of set. */
+static void gp_array(FILE *f, const char *name, const struct strset *set)
+{
+	size_t i;
+
+	fprintf(f, "array %s[%zu]\n", name, set->n ? set->n : 1);
+	for (i = 0; i < set->n; i++) {
+		fprintf(f, "%s[%zu] = ", name, i + 1);
+		gp_str(f, set->v[i]);
+		putc('\n', f);
+	}
+}
+
+/* One chart's variables for plots/sweep.gp; the labels pass as gnuplot strings. */
+struct sweep_vars {
+	const char *data, *out, *title, *metric, *xname, *byname, *ylabel;
+	int svg, logy;
+};
+
+/*
+ * Writes the data file (x, by index, y per ok row: x is the value when
+ * numeric, else its 1-based position) and the variables file of sweep.gp.
+ * Returns 0 or -1 when either could not be written.
+ */
+static int write_gp_inputs(const char *vars_path, const char *data_path,
+			   const struct sweep_vars *v, const struct sweep_data *sd)
+{
+	FILE *f = fopen(data_path, "w"), *g;
+	size_t i;
+	int bad;
+
+	if (!f)
+		return -1;
+	for (i = 0; i < sd->n; i++) {
+		if (sd->numeric)
+			fprintf(f, "%s %zu %.17g\n", sd->x.v[sd->xi[i]], sd->bi[i], sd->y[i]);
+		else
+			fprintf(f, "%zu %zu %.17g\n", sd->xi[i] + 1, sd->bi[i], sd->y[i]);
+	}
+	bad = ferror(f) | fclose(f);
+	if (!(g = fopen(vars_path, "w")))
+		return -1;
+	fprintf(g, "svg = %d\nnumeric = %d\nlogy = %d\nnx = %zu\nnby = %zu\n", v->svg,
+		sd->numeric, v->logy, sd->x.n, sd->by.n);
+	fputs("file = ", g), gp_str(g, v->data);
+	fputs("\nout = ", g), gp_str(g, v->out);
+	fputs("\ntitle = ", g), gp_str(g, v->title);
+	fputs("\nxname = ", g), gp_str(g, v->xname);
+	fputs("\nyname = ", g), gp_str(g, v->metric);
+	fputs("\nylabel = ", g), gp_str(g, v->ylabel);
+	fputs("\nbyname = ", g), gp_str(g, v->byname);
+	putc('\n', g);
+	gp_array(g, "xlab", &sd->x);
+	gp_array(g, "bylab", &sd->by);
+	bad |= ferror(g) | fclose(g);
+	return bad ? -1 : 0;
+}
+
+/*
+ * Runs plots/sweep.gp once per format.  The rejected alternative, gnuplot
+ * reading sweep.csv itself: gnuplot 5.4's strcol() cuts a quoted field at
+ * its first comma, so axis values such as `[1, 2]` or flow mappings never
+ * matched their labels; kvsim reads sweep.csv (csv.h) and hands gnuplot
+ * numbers and, in a variables file, the labels as gnuplot strings.
+ */
+static int render_sweep(const char *dir, struct sweep_vars *v, const struct sweep_data *sd,
+			int quiet)
+{
+	char *script = kv_xasprintf("%s/plots/sweep.gp", KV_SOURCE_DIR);
+	char *data_rel = kv_xasprintf(".sweep-%s.dat.tmp", v->metric);
+	char *vars_rel = kv_xasprintf(".sweep-%s.gp.tmp", v->metric);
+	char *data = kv_xasprintf("%s/%s", dir, data_rel), *vars = kv_xasprintf("%s/%s", dir, vars_rel);
+	char *qvars = kv_gp_quote(vars_rel), *load = kv_xasprintf("load %s", qvars);
+	int st = 0;
+
+	v->data = data_rel; /* gnuplot runs in dir */
+	v->out = ""; /* kv_gnuplot sets out after the variables file */
+	for (v->svg = 0; v->svg <= 1 && !st; v->svg++) {
+		char *name = kv_xasprintf("sweep-%s.%s", v->metric, v->svg ? "svg" : "png");
+
+		if (write_gp_inputs(vars, data, v, sd)) {
+			fprintf(stderr, "kvsim: %s: cannot write gnuplot's inputs: %s; no chart written\n",
+				dir, strerror(errno));
+			st = KV_EIO;
+		} else {
+			st = kv_gnuplot(dir, script, load, name);
+		}
+		if (!st)
+			st = add_to_manifest(dir, name) ? KV_EIO : 0;
+		free(name);
+	}
+	unlink(data);
+	unlink(vars);
+	free(script);
+	free(data_rel);
+	free(vars_rel);
+	free(data);
+	free(vars);
+	free(qvars);
+	free(load);
+	if (st == 1)
+		return 0; /* gnuplot absent: a note, not an error */
+	if (st)
+		return 1;
+	if (!quiet)
+		printf("charts in %s/sweep-%s.png and .svg\n", dir, v->metric);
+	return 0;
+}
+
 int kv_plot_sweep(const char *dir, const char *title, const char *metric, const char *x,
 		  const char *by, int quiet)
 {
-	char ylabel[300];
-	char path[PT_PATH], script[1100], byvals[4096], xv[4096];
+	char ylabel[300], full_title[600];
 	struct sweep_csv c;
-	int xcol, ycol, bycol = 0, numeric, dummy, svg, st;
+	struct sweep_data sd;
+	struct sweep_vars v = { 0 };
+	int xcol, ycol, bycol = 0, rc;
 
-	snprintf(path, sizeof(path), "%s/sweep.csv", dir);
-	if (sweep_read_header(path, &c) || c.n_axes == 0) {
-		fprintf(stderr, "kvsim: plot: %s: not a sweep.csv with axes\n", path);
+	if (sweep_read_header(dir, &c) || c.n_axes == 0) {
+		fprintf(stderr, "kvsim: plot: %s/sweep.csv: not a sweep.csv with axes\n", dir);
+		kv_csv_rec_release(&c.hdr);
 		return 2;
 	}
 	ycol = col_of(&c, metric);
@@ -218,49 +413,28 @@ int kv_plot_sweep(const char *dir, const char *title, const char *metric, const 
 		bycol = col_of(&c, by);
 	else if (c.n_axes > 1)
 		bycol = 3; /* default: the first axis */
-	if (!ycol || !xcol || (by && !bycol) || xcol == bycol) {
-		fprintf(stderr, "kvsim: plot: %s: unknown or repeated column (metric '%s', x '%s', by '%s')\n",
-			path, metric, x ? x : c.col[xcol ? xcol - 1 : 0], by ? by : "");
+	if (!ycol || !xcol || (by && !bycol) || xcol == bycol || !col_of(&c, "status")) {
+		fprintf(stderr, "kvsim: plot: %s/sweep.csv: unknown or repeated column (metric '%s', x '%s', by '%s')\n",
+			dir, metric, x ? x : c.hdr.field[xcol ? xcol - 1 : 0], by ? by : "");
+		kv_csv_rec_release(&c.hdr);
+		return 2;
+	}
+	if (sweep_read_rows(dir, xcol, bycol, ycol, col_of(&c, "status"), &sd)) {
+		kv_csv_rec_release(&c.hdr);
+		sweep_data_release(&sd);
 		return 2;
 	}
 	snprintf(ylabel, sizeof(ylabel), "%s%s%s%s", metric, *unit_of(metric) ? " (" : "",
 		 unit_of(metric), *unit_of(metric) ? ")" : "");
-	distinct(path, xcol, xv, sizeof(xv), &numeric);
-	if (bycol)
-		distinct(path, bycol, byvals, sizeof(byvals), &dummy);
-	else
-		byvals[0] = 0;
-	snprintf(script, sizeof(script), "%s/plots/sweep.gp", KV_SOURCE_DIR);
-	for (svg = 0; svg <= 1; svg++) {
-		char *t = kv_xasprintf("%s: %s", title, metric), *q[7], *defs, *name;
-		const char *str[7] = { t, c.col[xcol - 1], metric, ylabel, byvals,
-				       bycol ? c.col[bycol - 1] : "", xv };
-		int k;
-
-		for (k = 0; k < 7; k++)
-			q[k] = kv_gp_quote(str[k]);
-		defs = kv_xasprintf("file='sweep.csv'; svg=%d; title=%s; xcol=%d; ycol=%d; bycol=%d; "
-				    "xname=%s; yname=%s; ylabel=%s; byvals=%s; byname=%s; xvals=%s; "
-				    "numeric=%d; logy=%d; statcol=%d",
-				    svg, q[0], xcol, ycol, bycol, q[1], q[2], q[3], q[4], q[5], q[6],
-				    numeric, !strcmp(unit_of(metric), "s"), col_of(&c, "status"));
-		name = kv_xasprintf("sweep-%s.%s", metric, svg ? "svg" : "png");
-		st = kv_gnuplot(dir, script, defs, name);
-		if (!st)
-			st = add_to_manifest(dir, name);
-		for (k = 0; k < 7; k++)
-			free(q[k]);
-		free(t);
-		free(defs);
-		free(name);
-		if (st == 1)
-			return 0; /* gnuplot absent: a note, not an error */
-		if (st)
-			return 1;
-	}
-	if (!quiet)
-		printf("charts in %s/sweep-%s.png and .svg\n", dir, metric);
-	return 0;
+	snprintf(full_title, sizeof(full_title), "%s: %s", title, metric);
+	v = (struct sweep_vars){ .title = full_title, .metric = metric, .ylabel = ylabel,
+				 .xname = c.hdr.field[xcol - 1],
+				 .byname = bycol ? c.hdr.field[bycol - 1] : "",
+				 .logy = !strcmp(unit_of(metric), "s") };
+	rc = render_sweep(dir, &v, &sd, quiet);
+	sweep_data_release(&sd);
+	kv_csv_rec_release(&c.hdr);
+	return rc;
 }
 
 /* Renders the charts of a run or sweep directory; returns the exit status. */

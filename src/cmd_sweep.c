@@ -22,6 +22,7 @@
 #include <mpi.h>
 #endif
 #include "cfg.h"
+#include "csv.h"
 #include "output.h"
 #include "workload.h"
 
@@ -93,20 +94,25 @@ static char *sb_take(struct sbuf *b)
 	return s;
 }
 
-/* Appends s as one CSV field: quoted when it holds a comma, quote or newline. */
+/*
+ * Appends s as one CSV field (csv.h), its line breaks as spaces: every row
+ * of sweep.csv stays one line, which gnuplot needs (error messages are the
+ * only fields that could hold one).
+ */
 static void sb_csv(struct sbuf *b, const char *s)
 {
-	if (!strpbrk(s, ",\"\n\r")) {
-		sb_puts(b, s);
-		return;
-	}
-	sb_putn(b, "\"", 1);
-	for (; *s; s++) {
-		if (*s == '"')
-			sb_putn(b, "\"", 1);
-		sb_putn(b, *s == '\n' || *s == '\r' ? " " : s, 1);
-	}
-	sb_putn(b, "\"", 1);
+	char *flat = kv_xstrdup(s), *c, *esc;
+	size_t n;
+
+	for (c = flat; *c; c++)
+		if (*c == '\n' || *c == '\r')
+			*c = ' ';
+	n = kv_csv_escape(NULL, 0, flat);
+	esc = kv_xmalloc(n + 1);
+	kv_csv_escape(esc, n + 1, flat);
+	sb_putn(b, esc, n);
+	free(esc);
+	free(flat);
 }
 
 /* --- a YAML node back to flow text, for --set ---------------------------- */
@@ -790,62 +796,57 @@ static char *read_error(const char *dir, int st)
 	return sb_take(&b);
 }
 
-/* Splits a CSV line without quotes into fields (summary.csv has none). */
-static size_t split_plain(char *line, char ***out)
+/* A copy of the n fields of r. */
+static char **rec_dup(const struct kv_csv_rec *r)
 {
-	size_t n = 1, i = 0;
-	char *p;
+	char **out = kv_xcalloc(r->n, sizeof(*out));
+	size_t i;
 
-	for (p = line; *p; p++)
-		n += *p == ',';
-	*out = kv_xcalloc(n, sizeof(**out));
-	for (p = line;; p++) {
-		char *q = strchr(p, ',');
-
-		if (q)
-			*q = 0;
-		(*out)[i++] = kv_xstrdup(p);
-		if (!q)
-			break;
-		p = q;
-	}
-	return n;
+	for (i = 0; i < r->n; i++)
+		out[i] = kv_xstrdup(r->field[i]);
+	return out;
 }
 
-/* Reads the point's summary.csv into p->names/p->fields; 0 or -1 when absent or bad. */
-static int read_summary(const char *dir, struct point *p)
+/*
+ * Reads the point's summary.csv (a header and one row, csv.h quoting) into
+ * p->names/p->fields.  Returns 0, or -1 when it is absent, not two whole
+ * lines, or its row has another number of fields than its header; then d
+ * says why.
+ */
+static int read_summary(const char *dir, struct point *p, struct kv_diag *d)
 {
-	char path[PT_PATH], *text, *nl;
-	char **names, **vals;
-	size_t len, nn, nv, i;
+	char path[PT_PATH], *text;
+	struct kv_csv_rec h, v;
+	unsigned long line = 1;
+	size_t len, pos = 0;
+	int ok;
 
 	snprintf(path, sizeof(path), "%s/summary.csv", dir);
 	text = slurp(path, &len);
-	if (!text)
-		return -1;
-	nl = strchr(text, '\n');
-	if (!nl || !strchr(nl + 1, '\n')) {
-		free(text);
+	if (!text) {
+		kv_diag_set(d, KV_EIO, path, 0, 0, "", "cannot read: %s", strerror(errno));
 		return -1;
 	}
-	*nl = 0;
-	*strchr(nl + 1, '\n') = 0;
-	nn = split_plain(text, &names);
-	nv = split_plain(nl + 1, &vals);
+	kv_csv_rec_init(&h);
+	kv_csv_rec_init(&v);
+	ok = kv_csv_rec_parse(&h, text, len, &pos, &line, path, d) == 1 &&
+	     kv_csv_rec_parse(&v, text, len, &pos, &line, path, d) == 1;
+	if (ok && (pos != len || text[len - 1] != '\n' || h.n != v.n)) {
+		kv_diag_set(d, KV_EINVAL, path, 0, 0, "",
+			    "expected a header and one row of as many fields, %zu and %zu", h.n, v.n);
+		ok = 0;
+	} else if (!ok && !d->msg[0]) {
+		kv_diag_set(d, KV_EINVAL, path, 0, 0, "", "expected a header and one row");
+	}
+	if (ok) {
+		p->names = rec_dup(&h);
+		p->fields = rec_dup(&v);
+		p->n_fields = h.n;
+	}
+	kv_csv_rec_release(&h);
+	kv_csv_rec_release(&v);
 	free(text);
-	if (nn != nv) {
-		for (i = 0; i < nn; i++)
-			free(names[i]);
-		for (i = 0; i < nv; i++)
-			free(vals[i]);
-		free(names);
-		free(vals);
-		return -1;
-	}
-	p->names = names;
-	p->fields = vals;
-	p->n_fields = nn;
-	return 0;
+	return ok ? 0 : -1;
 }
 
 struct runner {
@@ -889,6 +890,7 @@ static void reap(struct runner *r, pid_t pid, int st)
 {
 	struct point *p;
 	char dir[PT_DIR], err[PT_PATH];
+	struct kv_diag d = { 0 };
 	struct stat sb;
 	size_t k;
 
@@ -907,7 +909,7 @@ static void reap(struct runner *r, pid_t pid, int st)
 	}
 	r->done++;
 	r->ran++;
-	if (WIFEXITED(st) && WEXITSTATUS(st) == 0 && !read_summary(dir, p)) {
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0 && !read_summary(dir, p, &d)) {
 		p->state = ST_OK;
 		snprintf(err, sizeof(err), "%s/error.txt", dir);
 		if (!stat(err, &sb) && sb.st_size == 0)
@@ -915,6 +917,13 @@ static void reap(struct runner *r, pid_t pid, int st)
 	} else {
 		p->state = ST_ERR;
 		p->err = read_error(dir, st);
+		if (WIFEXITED(st) && WEXITSTATUS(st) == 0) { /* the run ended well: say what is wrong */
+			struct sbuf b = { 0 };
+
+			sb_printf(&b, "the run exited 0 but its %s:%lu: %s", d.file, d.line, d.msg);
+			free(p->err);
+			p->err = sb_take(&b);
+		}
 		r->failed++;
 	}
 	progress(r, 0);
@@ -984,6 +993,7 @@ static void run_points(struct runner *r)
 {
 	size_t next = 0, n = r->sw->n_pt;
 	int killed = 0, st;
+	struct kv_diag d = { 0 };
 	char dir[PT_DIR];
 	pid_t pid;
 
@@ -994,7 +1004,7 @@ static void run_points(struct runner *r)
 			if (!in_shard(r->a, p->index))
 				continue;
 			point_dir(r->out, p, dir, sizeof(dir));
-			if (!read_summary(dir, p)) {
+			if (!read_summary(dir, p, &d)) {
 				p->state = ST_SKIP;
 				r->done++;
 				continue;
@@ -1104,8 +1114,10 @@ static int write_sweep_csv(const struct sweep *sw, const char *dir)
 		sb_csv(&b, sw->axis[i].key);
 	}
 	sb_puts(&b, ",seed,status,error");
-	for (i = 0; h && i < h->n_fields; i++)
-		sb_printf(&b, ",%s", h->names[i]);
+	for (i = 0; h && i < h->n_fields; i++) {
+		sb_puts(&b, ",");
+		sb_csv(&b, h->names[i]);
+	}
 	sb_puts(&b, "\n");
 	for (i = 0; i < sw->n_pt; i++) {
 		int s = sw->pt[i].state;
@@ -1607,11 +1619,47 @@ static void merge_usage(FILE *f)
 	      f);
 }
 
-/* Appends the rows of dir/sweep.csv to *rows; checks its header against *header. */
+/* A copy of text[from, to) ending with a newline. */
+static char *line_dup(const char *text, size_t from, size_t to)
+{
+	size_t n = to - from;
+	char *l = kv_xmalloc(n + 2);
+
+	memcpy(l, text + from, n);
+	if (!n || l[n - 1] != '\n')
+		l[n++] = '\n';
+	l[n] = 0;
+	return l;
+}
+
+/* Fills m from record r (point index, key) and its text; 0, or 2 with a message. */
+static int merge_row(struct mrow *m, const struct kv_csv_rec *r, size_t n_cols, const char *path)
+{
+	char *end;
+
+	m->index = strtoull(r->field[0], &end, 10);
+	if (r->n != n_cols || end == r->field[0] || *end || strlen(r->field[1]) != 16) {
+		fprintf(stderr, "kvsim: %s:%lu: bad row: %zu fields (the header has %zu), point '%.20s', key '%.20s'\n",
+			path, r->line, r->n, n_cols, r->field[0], r->n > 1 ? r->field[1] : "");
+		return 2;
+	}
+	memcpy(m->key, r->field[1], 17);
+	return 0;
+}
+
+/*
+ * Appends the rows of dir/sweep.csv to *rows (each with its text as read);
+ * checks its header against *header.  Rows are read as CSV records (csv.h),
+ * so a quoted axis value with commas is one field.
+ */
 static int merge_read(const char *dir, char **header, struct mrow **rows, size_t *n)
 {
-	char path[PT_PATH], *text, *line, *nl;
-	size_t len;
+	char path[PT_PATH], *text;
+	struct kv_csv_rec r;
+	struct kv_diag d = { 0 };
+	unsigned long line = 1;
+	size_t len, pos = 0, start, n_cols;
+	int rc;
 
 	snprintf(path, sizeof(path), "%s/sweep.csv", dir);
 	text = slurp(path, &len);
@@ -1619,46 +1667,43 @@ static int merge_read(const char *dir, char **header, struct mrow **rows, size_t
 		fprintf(stderr, "kvsim: %s: cannot read: %s\n", path, strerror(errno));
 		return 2;
 	}
-	nl = strchr(text, '\n');
-	if (!nl) {
-		fprintf(stderr, "kvsim: %s:1: expected a header line\n", path);
-		free(text);
-		return 2;
+	kv_csv_rec_init(&r);
+	rc = kv_csv_rec_parse(&r, text, len, &pos, &line, path, &d);
+	if (rc != 1 || r.n < 2) {
+		if (rc < 0)
+			kv_diag_print(&d, stderr);
+		else
+			fprintf(stderr, "kvsim: %s:1: expected a header line\n", path);
+		rc = 2;
+		goto out;
 	}
-	*nl = 0;
+	n_cols = r.n;
+	text[pos - (text[pos - 1] == '\n')] = 0; /* the header without its newline */
 	if (!*header) {
 		*header = kv_xstrdup(text);
 	} else if (strcmp(*header, text)) {
 		fprintf(stderr, "kvsim: %s:1: header differs from the first input's\n", path);
-		free(text);
-		return 2;
+		rc = 2;
+		goto out;
 	}
-	for (line = nl + 1; *line; line = nl + 1) {
+	for (start = pos; (rc = kv_csv_rec_parse(&r, text, len, &pos, &line, path, &d)) == 1;
+	     start = pos) {
 		struct mrow *m;
-		char *end;
 
-		nl = strchr(line, '\n');
-		if (!nl)
-			nl = line + strlen(line) - 1;
 		*rows = kv_xrealloc(*rows, (*n + 1) * sizeof(**rows));
 		m = &(*rows)[*n];
-		m->index = strtoull(line, &end, 10);
-		if (end == line || *end != ',' || strlen(end + 1) < 17 || end[17] != ',') {
-			fprintf(stderr, "kvsim: %s: bad row '%.40s'\n", path, line);
-			free(text);
-			return 2;
-		}
-		memcpy(m->key, end + 1, 16);
-		m->key[16] = 0;
-		m->line = kv_xmalloc((size_t)(nl - line) + 3);
-		memcpy(m->line, line, (size_t)(nl - line) + 1);
-		m->line[nl - line + 1] = 0;
-		if (m->line[nl - line] != '\n')
-			strcat(m->line, "\n");
+		if ((rc = merge_row(m, &r, n_cols, path)))
+			goto out;
+		m->line = line_dup(text, start, pos);
 		m->order = (*n)++;
 	}
+	if (rc < 0)
+		kv_diag_print(&d, stderr);
+	rc = rc < 0 ? 2 : 0;
+out:
+	kv_csv_rec_release(&r);
 	free(text);
-	return 0;
+	return rc;
 }
 
 /* Drops the later copies of each key; returns the new count (rows stay in key order). */

@@ -13,6 +13,7 @@
 #include "calib.h"
 #include "commands.h"
 #include "output.h"
+#include "csv.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -204,11 +205,13 @@ static int write_csv(const char *dir, const struct row *rows, size_t n_rows,
 		return rc;
 	fprintf(f.f, "metric,unit,predicted,measured,error_pct\n");
 	for (i = 0; i < n_rows; i++) {
+		kv_csv_put(f.f, rows[i].name); /* errors: the stream's flag, checked at commit */
+		fputc(',', f.f);
+		kv_csv_put(f.f, rows[i].unit);
 		if (i < 3) /* the per-iteration error: one figure, no prediction to compare */
-			fprintf(f.f, "%s,%s,%.6g,,\n", rows[i].name, rows[i].unit, rows[i].pred);
+			fprintf(f.f, ",%.6g,,\n", rows[i].pred);
 		else
-			fprintf(f.f, "%s,%s,%.6g,%.6g,%.3f\n", rows[i].name, rows[i].unit,
-				rows[i].pred, rows[i].meas,
+			fprintf(f.f, ",%.6g,%.6g,%.3f\n", rows[i].pred, rows[i].meas,
 				rows[i].meas != 0 ? 100 * (rows[i].pred / rows[i].meas - 1) : NAN);
 	}
 	if ((rc = kv_atomic_commit(&f, d)))
@@ -221,9 +224,9 @@ static int write_csv(const char *dir, const struct row *rows, size_t n_rows,
 	for (i = 0; i < e->n_log; i++) {
 		const struct kv_iter_rec *r = &e->log[i];
 
-		fprintf(f.f, "%s,%u,%u,%llu,%u,%llu,%llu,%.6f,%.6f,%.6f\n",
-			r->shape.n_prefill_tokens ? (r->shape.n_decode ? "mixed" : "prefill") : "decode",
-			r->shape.n_seqs, r->shape.n_decode,
+		kv_csv_put(f.f, r->shape.n_prefill_tokens ? (r->shape.n_decode ? "mixed" : "prefill")
+							  : "decode");
+		fprintf(f.f, ",%u,%u,%llu,%u,%llu,%llu,%.6f,%.6f,%.6f\n", r->shape.n_seqs, r->shape.n_decode,
 			(unsigned long long)r->shape.n_prefill_tokens, r->shape.n_sample,
 			(unsigned long long)r->shape.attn_pairs,
 			(unsigned long long)r->shape.kv_read_bytes, (double)r->real_ns * 1e-6,

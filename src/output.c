@@ -2,6 +2,7 @@
  * output.c -- CSV writers, the summary, atomic commit, progress.
  */
 #include "output.h"
+#include "csv.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -48,6 +49,15 @@ static char *put_str(char *p, const char *str)
 	while (*str)
 		*p++ = *str++;
 	return p;
+}
+
+/*
+ * Writes str as one CSV field (quoted when it holds a comma or a quote);
+ * room for 2 * strlen(str) + 3 bytes at p (tenant names are under 32).
+ */
+static char *put_csv(char *p, const char *str)
+{
+	return p + kv_csv_escape(p, 2 * strlen(str) + 3, str);
 }
 
 /* Writes ns as seconds with 9 exact decimals. */
@@ -168,7 +178,7 @@ static int write_request(void *ctx, const struct kv_sim *s, const struct kv_req 
 		return o->failed;
 	p = put_u64(p, q->id);
 	*p++ = ',';
-	p = put_str(p, s->cfg->source.tenants[q->tenant].name);
+	p = put_csv(p, s->cfg->source.tenants[q->tenant].name);
 	*p++ = ',';
 	p = put_u64(p, q->replica);
 	*p++ = ',';
@@ -234,8 +244,10 @@ static int write_sample(void *ctx, const struct kv_sim *s, kv_ns t)
 		const struct kv_tenant_stats *ts = &s->tenant[i];
 		char line[256], *p = put_sec(line, t);
 
-		p += sprintf(p, ",%s,%llu,%.0f,%.0f\n", s->cfg->source.tenants[i].name,
-			     (unsigned long long)ts->waiting, ts->service, ts->vservice);
+		*p++ = ',';
+		p = put_csv(p, s->cfg->source.tenants[i].name);
+		p += sprintf(p, ",%llu,%.0f,%.0f\n", (unsigned long long)ts->waiting, ts->service,
+			     ts->vservice);
 		if (fwrite(line, 1, (size_t)(p - line), o->tser) != (size_t)(p - line))
 			out_failed(o, F_TSER);
 	}
@@ -392,7 +404,7 @@ static int write_summary_csv(struct kv_out *o, const struct kv_summary *sum, str
 	neg = fputs("workload", f) < 0;
 	for (i = 0; i < sum->n; i++)
 		neg |= fprintf(f, ",%s", sum->item[i].name) < 0;
-	neg |= fprintf(f, "\n%s", o->w->name) < 0;
+	neg |= fputc('\n', f) == EOF || kv_csv_put(f, o->w->name);
 	for (i = 0; i < sum->n; i++) {
 		if (isnan(sum->item[i].value))
 			neg |= fputc(',', f) == EOF; /* not applicable: empty */
@@ -435,8 +447,9 @@ static int write_tenants_csv(struct kv_out *o, const struct kv_sim *s, struct kv
 	for (i = 0; i < src->n_tenants; i++) {
 		const struct kv_tenant_stats *t = &s->tenant[i];
 
-		neg |= fprintf(f, "%s,%g,%d,%llu,%llu,%llu,%llu,%llu,%.0f,%.6f,%.6f,%.6e,%.6f,%.6f,%.6f,%.6f\n",
-			src->tenants[i].name, src->tenants[i].weight, src->tenants[i].priority,
+		neg |= kv_csv_put(f, src->tenants[i].name);
+		neg |= fprintf(f, ",%g,%d,%llu,%llu,%llu,%llu,%llu,%.0f,%.6f,%.6f,%.6e,%.6f,%.6f,%.6f,%.6f\n",
+			src->tenants[i].weight, src->tenants[i].priority,
 			(unsigned long long)t->arrived, (unsigned long long)t->completed,
 			(unsigned long long)t->rejected, (unsigned long long)t->prompt_tokens,
 			(unsigned long long)t->output_tokens, t->service,

@@ -363,9 +363,9 @@ static int read_tenant(struct kv_cfg_doc *doc, struct kv_cfg_node *n, struct kv_
 	snprintf(def, sizeof(def), "t%u", i);
 	TRY(kv_cfg_str(n, "name", def, t->name, sizeof(t->name), d));
 	TRY(check_name(kv_cfg_get(n, "name"), "the tenant name", t->name, d));
-	if (!t->name[0] || strpbrk(t->name, ",\""))
+	if (!t->name[0]) /* commas and quotes: csv.h quotes them; control characters: check_name */
 		return kv_cfg_error(kv_cfg_get(n, "name"), d,
-				    "bad value '%s': expected a nonempty name without commas or quotes (it is a CSV field)",
+				    "bad value '%s': expected a nonempty name on one line",
 				    t->name);
 	for (j = 0; j < i; j++)
 		if (!strcmp(s->tenants[j].name, t->name))

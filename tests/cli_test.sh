@@ -73,6 +73,46 @@ for sig in INT TERM; do
   [ $st -eq $((128 + $(kill -l $sig))) ] && grep -q interrupted "$tmp/err" && [ ! -e "$tmp/sig-$sig" ] && ok || bad "SIG$sig: status $st, $(cat "$tmp/err")"
 done
 
+# CSV fields are quoted as RFC 4180 has it: a workload and tenants named
+# with commas and quotes keep every CSV's column count, read back by
+# python3's csv module (when present) and by kvsim plot (titles, legends).
+cat > "$tmp/q.yaml" <<'YAML'
+name: 'a,b "c"'
+model: llama-2-7b
+device: a100-80g
+workload:
+  requests: 100
+  arrival: {process: poisson, rate: 20}
+  lengths: {dist: uniform, prompt_min: 16, prompt_max: 256, output_min: 8, output_max: 64}
+  tenants: [{name: 'x,y', share: 1}, {name: 'say "hi"', share: 1}, {name: plain, share: 1}]
+outputs: {sample_interval: 1s, chart: false}
+YAML
+"$kvsim" run -q "$tmp/q.yaml" -o "$tmp/q" && ok || bad "run of a workload named with a comma and quotes"
+grep -qxF '"a,b ""c""",100,100,0,0,0' <(sed -n 2p "$tmp/q/summary.csv" | cut -d, -f1-7) && ok || bad "summary.csv row: $(sed -n 2p "$tmp/q/summary.csv" | cut -c1-60)"
+if command -v python3 >/dev/null; then
+  python3 - "$tmp/q" <<'PY' && ok || bad "quoted CSVs do not parse with python3's csv module"
+import csv, sys
+d = sys.argv[1]
+names = ['x,y', 'say "hi"', 'plain']
+def rows(f):
+    with open(f"{d}/{f}", newline="") as fh:
+        r = list(csv.reader(fh))
+    bad = [x for x in r if len(x) != len(r[0])]
+    assert not bad, f"{f}: rows with another column count: {bad[:2]}"
+    return r
+s = rows("summary.csv")
+assert len(s) == 2 and s[1][0] == 'a,b "c"', s
+t = rows("tenants.csv")
+assert [x[0] for x in t[1:]] == names, t
+for f in ("requests.csv", "tenant_timeseries.csv"):
+    assert {x[1] for x in rows(f)[1:]} == set(names), f
+PY
+fi
+if command -v gnuplot >/dev/null; then
+  "$kvsim" plot "$tmp/q" >/dev/null && grep -qF 'kvsim: a,b "c"' "$tmp/q/run.svg" &&
+    grep -qF 'say_"hi"' "$tmp/q/run.svg" && ok || bad "kvsim plot of quoted names (title and legend)"
+fi
+
 # The corpus of bad inputs
 for f in "$src"/tests/data/bad/*.yaml; do
   expect=$(head -n 1 "$f" | sed -n 's/^# expect: //p')

@@ -55,6 +55,39 @@ key=$(sed -n 4p "$tmp/g1/sweep.csv" | cut -d, -f2)
 grep -q '^2,[0-9a-f]*,"{name: chunked, block_tokens: 32}",3,ok,' "$tmp/fl/sweep.csv" && ok || bad "flow value column: $(sed -n 4p "$tmp/fl/sweep.csv" | cut -c1-80)"
 [ "$(tail -n +2 "$tmp/fl/sweep.csv" | cut -d, -f2 | sort -u | wc -l)" -eq 6 ] && ok || bad "flow keys"
 
+# Commas and quotes in axis values, the workload name and tenant names
+# (tests/data/sweep/commas.yaml): quoted CSV fields; every point runs, resume
+# reads the points' summary.csv back, shards merge, kvsim plot charts it.
+"$kvsim" sweep -q "$data/commas.yaml" -o "$tmp/q" -j 2 2>"$tmp/q.err" && ok || bad "commas sweep: $(cat "$tmp/q.err")"
+[ "$(grep -c ',ok,,' "$tmp/q/sweep.csv")" -eq 4 ] && ok || bad "commas: not 4 ok rows: $(cut -c1-120 "$tmp/q/sweep.csv")"
+grep -qF '2,e45ef0ae4b131eae,"""q \""x\"" y""","[{name: ""t,1"", share: 1}, {name: ""u \""v\"""", share: 2}]",1,ok,,"q ""x"" y",200,' "$tmp/q/sweep.csv" \
+  && ok || bad "commas: point 2: $(sed -n 4p "$tmp/q/sweep.csv" | cut -c1-140)"
+if command -v python3 >/dev/null; then
+  python3 - "$tmp/q/sweep.csv" <<'PY' && ok || bad "commas: sweep.csv does not parse with python3's csv module"
+import csv, sys
+with open(sys.argv[1], newline="") as f:
+    r = list(csv.reader(f))
+h = r[0]
+assert len(r) == 5 and all(len(x) == len(h) for x in r), [len(x) for x in r]
+for x in r[1:]:
+    assert x[h.index("status")] == "ok", x
+    assert x[h.index("workload")] == {'"a,b"': 'a,b', '"q \\"x\\" y"': 'q "x" y'}[x[2]], x
+PY
+fi
+"$kvsim" sweep "$data/commas.yaml" -o "$tmp/q" -j 2 >"$tmp/q.out" && grep -q "4 points (0 run, 4 already done)" "$tmp/q.out" \
+  && ok || bad "commas: resume: $(cat "$tmp/q.out")"
+"$kvsim" sweep -q "$data/commas.yaml" -o "$tmp/q1" -j 2 --shard 1/2 >/dev/null &&
+  "$kvsim" sweep -q "$data/commas.yaml" -o "$tmp/q2" -j 2 --shard 2/2 >/dev/null &&
+  "$kvsim" sweep-merge "$tmp/qm" "$tmp/q2" "$tmp/q1" && cmp -s "$tmp/qm/sweep.csv" "$tmp/q/sweep.csv" \
+  && ok || bad "commas: merged shards differ from the whole"
+if command -v gnuplot >/dev/null; then
+  "$kvsim" plot "$tmp/q" --metric throughput_tok_s >/dev/null && [ -s "$tmp/q/sweep-throughput_tok_s.svg" ] &&
+    grep -qF '[{name: "t,1", share: 1}, {name: "u \"v\"", share: 2}]' "$tmp/q/sweep-throughput_tok_s.svg" &&
+    grep -qF '"q \"x\" y"' "$tmp/q/sweep-throughput_tok_s.svg" && ok || bad "commas: kvsim plot (labels of quoted axis values)"
+  "$kvsim" plot "$tmp/q" --x name --by workload.tenants >/dev/null && ok || bad "commas: kvsim plot --x name"
+  [ -z "$(find "$tmp/q" -maxdepth 1 -name '.*tmp')" ] && ok || bad "commas: plot left temporaries"
+fi
+
 # Failing points: recorded with their message, the others complete, exit status 1.
 "$kvsim" sweep -q "$data/fail.yaml" -o "$tmp/f" -j 2 2>"$tmp/f.err"; st=$?
 [ $st -eq 1 ] && ok || bad "failing sweep exit status $st"
