@@ -31,7 +31,7 @@
 # the device tool brings back (charts, if gnuplot made any, are removed).
 #
 # usage: bash gpu/check.sh [OUT]   (from anywhere; OUT defaults to $OUT,
-#        else build-gpu/out; CHECK_BUDGET_S, default 400, is the time limit;
+#        else build-gpu/out; CHECK_BUDGET_S, default 330, is the time limit;
 #        CHECK_BUILD_S, default 240, the build's; CHECK_JOBS, ninja's -j;
 #        KVSIM_TRACES overrides the traces folder)
 # exit: 0 every step passed; 1 preflight found something missing, or a
@@ -40,7 +40,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 OUT=${1:-${OUT:-build-gpu/out}}
-BUDGET=${CHECK_BUDGET_S:-400}
+BUDGET=${CHECK_BUDGET_S:-330}
 TRACE=sharegpt_8k_filtered_stats_llama2_tokenizer.csv
 PACK=$PWD/gpu/pack
 ARCH=x86_64-linux-gnu
