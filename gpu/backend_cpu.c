@@ -793,6 +793,7 @@ void kv_backend_cpu_debug(const struct kv_backend *b, struct kv_cpu_debug *dbg)
 	dbg->arena = (const float *)(const void *)c->kv.base;
 	dbg->hidden = c->x;
 	dbg->argmax = c->argmax;
+	dbg->logits = c->logits;
 	dbg->norm_eps = RMS_EPS;
 }
 

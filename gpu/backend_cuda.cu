@@ -112,6 +112,9 @@ struct kv_cuda {
 	int32_t *d_moves, *h_moves; /* compaction from/to, device and pinned */
 	int *wave_end; /* host, per move */
 	size_t moves_cap; /* moves the buffers hold */
+	uint64_t *touched; /* [ceil(kv_pages / 64)] bit p: page p written or read since open or
+			      kv_forget (memory() reports their count times page_bytes) */
+	uint64_t n_touched; /* bits set in touched */
 	char *slots; /* pinned host swap slots */
 	uint64_t n_slots; /* slots allocated */
 	uint64_t open_delta; /* cudaMemGetInfo's fall across the allocations in open */
@@ -141,11 +144,19 @@ static int fail_msg(struct kv_cuda *c, int err, const char *fmt, ...)
 	return kv__backend_fail(&c->base, err, "%s", msg);
 }
 
-/* 0, or KV_EIO naming the failed CUDA call. */
+/*
+ * 0, or KV_EIO naming the failed CUDA call.  A failure is also consumed
+ * from the runtime's last-error slot (cudaGetLastError): a failed
+ * cudaMalloc or cudaHostAlloc leaves cudaErrorMemoryAllocation there, and
+ * the next kernel launch check (cudaGetLastError after <<<>>>) would
+ * report that "out of memory" as its own.  A real sticky error (a kernel
+ * fault) survives the read: every later call returns it again.
+ */
 static int cu_ok(struct kv_cuda *c, cudaError_t e, const char *what)
 {
 	if (e == cudaSuccess)
 		return 0;
+	(void)cudaGetLastError();
 	return fail_msg(c, KV_EIO, "CUDA %s failed: %s", what, cudaGetErrorString(e));
 }
 
@@ -167,6 +178,34 @@ static int blas_ok(struct kv_cuda *c, cublasStatus_t s, const char *what)
 static size_t align_up(size_t n)
 {
 	return (n + ALIGN_BYTES - 1) / ALIGN_BYTES * ALIGN_BYTES;
+}
+
+/*
+ * After a failure with work queued on stream st: waits for that work, so
+ * that no queued copy still reads a pinned buffer the next call rewrites
+ * (the step metadata, the moves, the swap slots), and returns rc.  The
+ * wait's own error is consumed and dropped: rc says what failed first.
+ */
+static int drain(cudaStream_t st, int rc)
+{
+	if (cudaStreamSynchronize(st) != cudaSuccess)
+		(void)cudaGetLastError();
+	return rc;
+}
+
+/* Marks the n pages of list in use: memory() reports them (exec.h). */
+static void touch_pages(struct kv_cuda *c, const int32_t *list, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		uint64_t p = (uint64_t)list[i], bit = 1ULL << (p % 64);
+
+		if (!(c->touched[p / 64] & bit)) {
+			c->touched[p / 64] |= bit;
+			c->n_touched++;
+		}
+	}
 }
 
 static uint64_t mix64(uint64_t x)
@@ -454,6 +493,7 @@ static int open_all(struct kv_cuda *c)
 	c->arena_bytes = (size_t)c->base.opts.kv_pages * c->page_bytes;
 	TRY(ensure_arena(c));
 	TRY(open_workspace(c));
+	c->touched = (uint64_t *)kv_xcalloc(kv_div_ceil(c->base.opts.kv_pages, 64), sizeof(uint64_t));
 	c->moves_cap = c->base.opts.kv_pages;
 	c->wave_end = (int *)kv_xmalloc(c->moves_cap * sizeof(int));
 	TRY(cu_ok(c, cudaMalloc(&c->d_moves, c->moves_cap * 2 * 4), "cudaMalloc(moves)"));
@@ -558,6 +598,7 @@ static void cuda_close(struct kv_backend *b)
 	cudaFreeHost(c->h_meta), cudaFreeHost(c->h_moves), cudaFreeHost(c->slots);
 	free(c->lw);
 	free(c->wave_end);
+	free(c->touched);
 	free(c);
 }
 
@@ -668,20 +709,20 @@ static int step_layer(struct kv_cuda *c, uint32_t l, int N, const int32_t *d_tab
 	return gemm(c, w->down, c->act, c->h, H, N, I, 1.0f, "GEMM down");
 }
 
-static int cuda_step(struct kv_backend *b, const struct kv_backend_seq *seqs, uint32_t n,
-		     uint64_t *ns)
+/*
+ * The step proper, metadata in h_meta (`used` ints: tables, tokens, rows
+ * as step_count() counted them): queues the upload and the layers, waits
+ * for them, stores the time in *ns.  On failure the caller drains the
+ * stream (the upload may still be reading h_meta).
+ */
+static int step_run(struct kv_cuda *c, size_t used, size_t tables, size_t tokens, size_t rows,
+		    uint64_t *ns)
 {
-	struct kv_cuda *c = cu_of(b);
-	size_t tables, tokens, rows, used;
 	const int32_t *d_toff, *d_tpos, *d_tid;
-	int H = (int)c->base.model.hidden, N;
+	int H = (int)c->base.model.hidden, N = (int)tokens;
 	float ms = 0.0f;
 	uint32_t l;
 
-	step_count(c, seqs, n, &tables, &tokens, &rows);
-	TRY(ensure_arena(c));
-	used = step_meta(c, seqs, n, tables, tokens);
-	N = (int)tokens;
 	d_toff = c->d_meta + tables;
 	d_tpos = d_toff + tokens;
 	d_tid = d_tpos + tokens;
@@ -699,11 +740,28 @@ static int cuda_step(struct kv_backend *b, const struct kv_backend_seq *seqs, ui
 		TRY(gemm(c, c->lm, c->xs, c->logits, (int)c->base.model.vocab, (int)rows, H, 0.0f,
 			 "GEMM LM head"));
 	}
-	c->last_rows = (uint32_t)rows;
 	TRY(cu_ok(c, cudaEventRecord(c->ev_stop, c->compute), "cudaEventRecord"));
 	TRY(cu_ok(c, cudaEventSynchronize(c->ev_stop), "step"));
+	c->last_rows = (uint32_t)rows;
 	TRY(cu_ok(c, cudaEventElapsedTime(&ms, c->ev_start, c->ev_stop), "cudaEventElapsedTime"));
 	*ns = (uint64_t)((double)ms * 1e6);
+	return 0;
+}
+
+static int cuda_step(struct kv_backend *b, const struct kv_backend_seq *seqs, uint32_t n,
+		     uint64_t *ns)
+{
+	struct kv_cuda *c = cu_of(b);
+	size_t tables, tokens, rows, used;
+	int rc;
+
+	step_count(c, seqs, n, &tables, &tokens, &rows);
+	TRY(ensure_arena(c));
+	used = step_meta(c, seqs, n, tables, tokens);
+	touch_pages(c, c->h_meta, tables); /* the tables lead the metadata */
+	c->last_rows = 0;
+	if ((rc = step_run(c, used, tables, tokens, rows, ns)))
+		return drain(c->compute, rc);
 	return finish_swaps(c);
 }
 
@@ -722,40 +780,43 @@ int kv_backend_cuda_logits(struct kv_backend *b, float *out, size_t n)
 
 /* ---- copies ---- */
 
-/* Grows the move buffers to hold n moves (outside steps; rare). */
+/*
+ * Grows the move buffers to hold n moves (outside steps; rare).  The old
+ * buffers stay until both new ones exist, so a failed regrow leaves a
+ * working moves_cap behind; freeing them first left moves_cap 0, and the
+ * next call doubled 0 forever.  cap starts from 1 all the same.
+ */
 static int moves_reserve(struct kv_cuda *c, uint32_t n)
 {
-	size_t cap = c->moves_cap;
+	size_t cap = c->moves_cap ? c->moves_cap : 1;
+	int32_t *d = NULL, *h = NULL;
+	int rc;
 
-	if (n <= cap)
+	if (n <= c->moves_cap)
 		return 0;
 	while (cap < n)
 		cap *= 2;
-	cudaFree(c->d_moves), cudaFreeHost(c->h_moves);
-	c->d_moves = NULL, c->h_moves = NULL, c->moves_cap = 0;
+	rc = cu_ok(c, cudaMalloc((void **)&d, cap * 2 * 4), "cudaMalloc(moves)");
+	if (!rc)
+		rc = cu_ok(c, cudaHostAlloc((void **)&h, cap * 2 * 4, cudaHostAllocDefault),
+			   "cudaHostAlloc(moves)");
+	if (rc) {
+		cudaFree(d);
+		return rc;
+	}
 	c->wave_end = (int *)kv_xrealloc(c->wave_end, cap * sizeof(int));
-	TRY(cu_ok(c, cudaMalloc(&c->d_moves, cap * 2 * 4), "cudaMalloc(moves)"));
-	TRY(cu_ok(c, cudaHostAlloc((void **)&c->h_moves, cap * 2 * 4, cudaHostAllocDefault),
-		  "cudaHostAlloc(moves)"));
-	c->moves_cap = cap;
+	cudaFree(c->d_moves), cudaFreeHost(c->h_moves);
+	c->d_moves = d, c->h_moves = h, c->moves_cap = cap;
 	return 0;
 }
 
-static int cuda_move_pages(struct kv_backend *b, const int32_t *from, const int32_t *to,
-			   uint32_t n, uint64_t *ns)
+/* The compaction of the n moves in h_moves: upload, waves, time in *ns. */
+static int moves_run(struct kv_cuda *c, uint32_t n, uint64_t *ns)
 {
-	struct kv_cuda *c = cu_of(b);
+	const int32_t *from = c->h_moves, *to = c->h_moves + n;
 	int waves, w, start = 0;
 	float ms = 0.0f;
 
-	*ns = 0;
-	if (!n)
-		return 0;
-	TRY(finish_swaps(c)); /* a queued copy may read or write these pages */
-	TRY(ensure_arena(c));
-	TRY(moves_reserve(c, n));
-	memcpy(c->h_moves, from, n * sizeof(int32_t));
-	memcpy(c->h_moves + n, to, n * sizeof(int32_t));
 	waves = kv_ref_compact_waves(from, to, (int)n, c->wave_end);
 	TRY(cu_ok(c, cudaEventRecord(c->ev_start, c->compute), "cudaEventRecord"));
 	TRY(cu_ok(c, cudaMemcpyAsync(c->d_moves, c->h_moves, (size_t)n * 2 * 4,
@@ -768,6 +829,26 @@ static int cuda_move_pages(struct kv_backend *b, const int32_t *from, const int3
 	TRY(cu_ok(c, cudaEventSynchronize(c->ev_stop), "compaction"));
 	TRY(cu_ok(c, cudaEventElapsedTime(&ms, c->ev_start, c->ev_stop), "cudaEventElapsedTime"));
 	*ns = (uint64_t)((double)ms * 1e6);
+	return 0;
+}
+
+static int cuda_move_pages(struct kv_backend *b, const int32_t *from, const int32_t *to,
+			   uint32_t n, uint64_t *ns)
+{
+	struct kv_cuda *c = cu_of(b);
+	int rc;
+
+	*ns = 0;
+	if (!n)
+		return 0;
+	TRY(finish_swaps(c)); /* a queued copy may read or write these pages */
+	TRY(ensure_arena(c));
+	TRY(moves_reserve(c, n));
+	memcpy(c->h_moves, from, n * sizeof(int32_t));
+	memcpy(c->h_moves + n, to, n * sizeof(int32_t));
+	touch_pages(c, c->h_moves, 2 * (size_t)n);
+	if ((rc = moves_run(c, n, ns)))
+		return drain(c->compute, rc); /* the upload may still read h_moves */
 	return 0;
 }
 
@@ -811,19 +892,12 @@ static int pending_slot(struct kv_cuda *c, struct pending **out)
 	return finish_one(c, old);
 }
 
-static int cuda_swap(struct kv_backend *b, const int32_t *pages, uint32_t n, uint64_t slot0,
-		     int out, int async, uint64_t *ns)
+/* Queues the copies of one swap between p's events on the copy stream. */
+static int swap_queue(struct kv_cuda *c, struct pending *p, const int32_t *pages, uint32_t n,
+		      uint64_t slot0, int out)
 {
-	struct kv_cuda *c = cu_of(b);
-	struct pending *p;
 	uint32_t i, run;
 
-	*ns = 0;
-	if (!n)
-		return 0;
-	TRY(ensure_arena(c));
-	TRY(slots_reserve(c, slot0 + n));
-	TRY(pending_slot(c, &p));
 	TRY(cu_ok(c, cudaEventRecord(p->start, c->copy), "cudaEventRecord(swap)"));
 	for (i = 0; i < n; i += run) { /* runs of consecutive pages: one copy each */
 		char *dev = (char *)c->arena + (size_t)pages[i] * c->page_bytes;
@@ -838,7 +912,25 @@ static int cuda_swap(struct kv_backend *b, const int32_t *pages, uint32_t n, uin
 					     c->copy), out ? "cudaMemcpyAsync(offload)"
 							   : "cudaMemcpyAsync(prefetch)"));
 	}
-	TRY(cu_ok(c, cudaEventRecord(p->stop, c->copy), "cudaEventRecord(swap)"));
+	return cu_ok(c, cudaEventRecord(p->stop, c->copy), "cudaEventRecord(swap)");
+}
+
+static int cuda_swap(struct kv_backend *b, const int32_t *pages, uint32_t n, uint64_t slot0,
+		     int out, int async, uint64_t *ns)
+{
+	struct kv_cuda *c = cu_of(b);
+	struct pending *p;
+	int rc;
+
+	*ns = 0;
+	if (!n)
+		return 0;
+	TRY(ensure_arena(c));
+	TRY(slots_reserve(c, slot0 + n));
+	TRY(pending_slot(c, &p));
+	touch_pages(c, pages, n);
+	if ((rc = swap_queue(c, p, pages, n, slot0, out)))
+		return drain(c->copy, rc); /* copies queued so far still use the slots */
 	p->busy = 1;
 	p->ns = ns;
 	p->seq = c->pend_seq++;
@@ -847,20 +939,30 @@ static int cuda_swap(struct kv_backend *b, const int32_t *pages, uint32_t n, uin
 
 /* ---- memory ---- */
 
+/*
+ * Weights and workspace: bytes allocated.  KV: pages in use times
+ * page_bytes, a page being in use once a step, move or swap has read or
+ * written it since open or kv_forget -- the CPU backend's mincore()
+ * residency has no CUDA equivalent, and the allocated arena (all of
+ * kv_pages, taken at open) would count pages no request ever held.  What
+ * is allocated is checked against cudaMemGetInfo.
+ */
 static int cuda_memory(const struct kv_backend *b, struct kv_backend_mem *m)
 {
 	struct kv_cuda *c = (struct kv_cuda *)cu_of_c(b); /* err is scratch, not state */
 	size_t free_b, total;
 
+	uint64_t alloc = c->info.weight_bytes + (c->arena ? c->arena_bytes : 0) +
+			 c->info.workspace_bytes;
+
 	m->weights = c->info.weight_bytes;
-	m->kv = c->arena ? c->arena_bytes : 0;
+	m->kv = c->n_touched * c->page_bytes;
 	m->workspace = c->info.workspace_bytes;
 	TRY(cu_ok(c, cudaMemGetInfo(&free_b, &total), "cudaMemGetInfo"));
-	if (total - free_b < m->weights + m->kv + m->workspace)
+	if (total - free_b < alloc)
 		return fail_msg(c, KV_EIO,
 				"cudaMemGetInfo reports %zu bytes in use, fewer than the %llu allocated",
-				total - free_b,
-				(unsigned long long)(m->weights + m->kv + m->workspace));
+				total - free_b, (unsigned long long)alloc);
 	return 0;
 }
 
@@ -872,6 +974,8 @@ static int cuda_kv_forget(struct kv_backend *b)
 	TRY(cu_ok(c, cudaStreamSynchronize(c->compute), "cudaStreamSynchronize"));
 	TRY(cu_ok(c, cudaFree(c->arena), "cudaFree(KV arena)"));
 	c->arena = NULL;
+	memset(c->touched, 0, kv_div_ceil(c->base.opts.kv_pages, 64) * sizeof(uint64_t));
+	c->n_touched = 0;
 	return 0;
 }
 

@@ -18,14 +18,21 @@
  *    (the next step, move_pages, swap, kv_forget or close), so it must
  *    stay valid until then.  Pages being swapped must not be in a batch
  *    until that point (the copy and the step run concurrently).
- *  - memory: allocated device bytes; checked against cudaMemGetInfo (the
- *    device must report at least that much in use, else KV_EIO).
+ *  - memory: weights and workspace as allocated; KV as pages in use times
+ *    page_bytes, a page being in use once a step, move or swap read or
+ *    wrote it since open or kv_forget (the arena itself is all allocated
+ *    at open).  The allocated bytes are checked against cudaMemGetInfo
+ *    (the device must report at least that much in use, else KV_EIO).
  *  - kv_forget: frees the KV arena; the next call that needs it allocates
  *    it again, zeroed (as madvise'd pages read back as zeros).
  *
  * Every CUDA and cuBLAS call is checked; a failure returns KV_EIO with the
  * call and the runtime's error string (kv_backend_last_error()), and
- * nothing exits.
+ * nothing exits.  A failed call's error is consumed from the runtime's
+ * last-error slot, so a later launch check does not report it again; a
+ * step, move or swap that fails after queuing work waits for that work
+ * before returning, so no queued copy reads a pinned buffer the next call
+ * rewrites.
  */
 #ifndef KV_BACKEND_CUDA_H
 #define KV_BACKEND_CUDA_H

@@ -1,40 +1,49 @@
 #!/usr/bin/env bash
-# The one script for a lent GPU (the `device` tool's run; fits 8 minutes on
-# an H200, the build being the longest part).  In order, each step under a
+# gpu/check.sh -- the one script for a lent GPU: builds kvsim with CUDA and
+# runs everything that needs the GPU, in about 3-6 minutes on an H200.
+#
+# The GPU machines are bare CUDA images (nvcc, CMake, ninja and meson; no
+# GSL, libyaml, Check or pkg-config; no network; ../shared does not travel):
+# run gpu/pack.sh here first and carry gpu/pack (docs/calibration.md gives
+# the device command).  This script then uses the pack through PKG_CONFIG
+# (its pkgconf), PKG_CONFIG_PATH, LD_LIBRARY_PATH and the include paths,
+# and reads the trace from gpu/pack/traces.  In order, each step under a
 # timeout clipped to the time left:
-#   build      kvsim, tests/test_gpu and bench/cuda_bench with CUDA (release)
-#   device     `kvsim gpu`
-#   test_gpu   the CUDA kernels against their CPU twins (relative error
-#              < 1e-3, no NaN) and the "cuda" backend's smoke test through
-#              exec.h (tests/test_gpu.c)
-#   bench      the "cuda" backend on Llama-2-7B (gpu/cuda_bench.c): decode at
-#              batch 1/8/32/128 over a 1024-token context, prefill chunks of
-#              512 and 2048, the gain from overlapping an async swap with a
-#              step; fp16 KV, then 8-bit KV
+#   preflight  five seconds: nvidia-smi, nvcc, meson, ninja, the C compiler,
+#              pkg-config and each library (version, and whether its .so
+#              loads here), the trace; stops (exit 1) naming what is missing
+#   build      kvsim, tests/test_gpu and bench/cuda_bench (release, CUDA);
+#              a target that is not built fails the script
+#   workloads  the two GPU workloads, pointed at the trace found, simulated
+#              (no GPU): the trace and configs load
+#   device     `kvsim gpu`: without a GPU the script stops here, exit 77
+#   test_gpu   the CUDA kernels against their CPU twins and the "cuda"
+#              backend's smoke test (tests/test_gpu.c)
+#   bench      gpu/cuda_bench on Llama-2-7B, fp16 KV then 8-bit KV
 #   calibrate  kvsim calibrate --backend cuda --model llama-2-7b --quick
-#              -o $OUT/cal/cuda-7b.yaml (its grid, then the replays of
-#              workloads/calibrate-replay.yaml)
+#              (its grid, then workloads/calibrate-replay.yaml)
 #   validate   kvsim validate --backend cuda workloads/validate-cuda.yaml
-#              --profile $OUT/cal/cuda-7b.yaml -o $OUT/val (300 ShareGPT-
-#              length requests, real run against the simulator)
+#              with the profile calibrate wrote (300 ShareGPT-length requests)
 # then prints one table: each step's status, seconds and headline figure.
-# Everything printed also goes to $OUT/check.log; with the calibration
-# (4 files in $OUT/cal) and validation (validate.csv, iterations.csv in
-# $OUT/val) that is at most 8 files, what the device tool brings back.
+# Everything printed goes to OUT/check.log, the table alone to
+# OUT/table.txt; with the calibration (4 files in OUT/cal) and the
+# validation (validate.csv, iterations.csv in OUT/val) that is 8 files, what
+# the device tool brings back (charts, if gnuplot made any, are removed).
 #
-# The workloads read ../../shared/traces/ (relative to workloads/), the
-# shared/ beside the checkout, which does not travel to the device machine:
-# carry the trace in an ignored shared/traces/ inside the checkout (or set
-# KVSIM_TRACES to its folder) and this script links ../shared/traces to it.
-#
-# usage: OUT=DIR bash gpu/check.sh   (from anywhere; OUT defaults to
-#        build-gpu/out; CHECK_BUDGET_S, default 465, is the time limit)
-# exit: 0 every step passed, 1 a step failed or timed out, 77 no nvcc.
+# usage: bash gpu/check.sh [OUT]   (from anywhere; OUT defaults to $OUT,
+#        else build-gpu/out; CHECK_BUDGET_S, default 330, is the time limit;
+#        CHECK_BUILD_S, default 240, the build's; CHECK_JOBS, ninja's -j;
+#        KVSIM_TRACES overrides the traces folder)
+# exit: 0 every step passed; 1 preflight found something missing, or a
+#       step failed, timed out or was not built; 77 no GPU (everything
+#       before the first GPU step passed).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-OUT=${OUT:-build-gpu/out}
-BUDGET=${CHECK_BUDGET_S:-465}
+OUT=${1:-${OUT:-build-gpu/out}}
+BUDGET=${CHECK_BUDGET_S:-330}
 TRACE=sharegpt_8k_filtered_stats_llama2_tokenizer.csv
+PACK=$PWD/gpu/pack
+ARCH=x86_64-linux-gnu
 T0=$SECONDS
 mkdir -p "$OUT/cal" "$OUT/val" || exit 1
 OUT=$(cd "$OUT" && pwd)
@@ -49,6 +58,23 @@ say() { echo "$@" | tee -a "$LOG"; }
 
 # row NAME STATUS SECONDS RESULT: one line of the final table.
 row() { ROWS+=("$(printf '%-16s %-9s %5s  %s' "$1" "$2" "$3" "$4")"); }
+
+# table: prints the table, to the log and to OUT/table.txt.
+table() {
+	say ""
+	say "== gpu/check.sh: $((SECONDS - T0)) s of ${BUDGET} s; output in $OUT"
+	{
+		printf '%-16s %-9s %5s  %s\n' step status secs result
+		printf '%s\n' "${ROWS[@]}"
+	} | tee "$OUT/table.txt" | tee -a "$LOG"
+	find "$OUT" -name '*.png' -delete
+}
+
+# finish STATUS: the table, then exit.
+finish() {
+	table
+	exit "$1"
+}
 
 # step NAME CAP CMD...: runs CMD under timeout min(CAP, time left - 5 s), its
 # output to the terminal, $LOG and $TMP/NAME.log; sets RC (124: timed out)
@@ -75,12 +101,12 @@ step() {
 }
 
 # verdict RESULT: the last step's row from RC, with RESULT when it passed
-# and its last line of output otherwise; a failure fails the script.
+# and its last line of output otherwise.  Any other status fails the
+# script, 77 (skipped) included: past the device step a GPU is present.
 verdict() {
 	local st=ok res=$1
 	case $RC in
 	0) ;;
-	77) st=skipped ;;
 	124 | 137) st=timeout STATUS=1 ;;
 	*) st="fail($RC)" STATUS=1 ;;
 	esac
@@ -95,83 +121,166 @@ csv() {
 		"$1" 2>/dev/null
 }
 
-command -v nvcc >/dev/null || { echo "check.sh: nvcc not found"; exit 77; }
-
-# ---- build
-if [ -f build-gpu/build.ninja ]; then
-	step build 300 ninja -C build-gpu src/kvsim bench/cuda_bench
-else
-	step build 300 bash -c 'meson setup build-gpu --buildtype=release -Dcuda=enabled \
-		-Dmpi=disabled && ninja -C build-gpu src/kvsim bench/cuda_bench'
-fi && verdict "build-gpu, release, CUDA"
-BUILD_RC=$RC
-HAVE_TESTS=0
-if [ "$BUILD_RC" = 0 ] && ninja -C build-gpu -t targets all 2>/dev/null | grep -q '^tests/test_gpu:'; then
-	step build-tests 120 ninja -C build-gpu tests/test_gpu && [ "$RC" = 0 ] && HAVE_TESTS=1
-	[ "$RC" = 0 ] || verdict "tests/test_gpu"
+# ---- environment: the CUDA toolkit, the driver's tools, the pack
+export PATH=/usr/local/cuda/bin:$PATH
+[ -d /usr/local/nvidia/bin ] && export PATH=$PATH:/usr/local/nvidia/bin
+if [ -d "$PACK/root" ]; then
+	export PKG_CONFIG_PATH=$PACK/root/usr/lib/$ARCH/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
+	export LD_LIBRARY_PATH=$PACK/root/usr/lib/$ARCH${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+	export C_INCLUDE_PATH=$PACK/root/usr/include${C_INCLUDE_PATH:+:$C_INCLUDE_PATH}
+	export CPLUS_INCLUDE_PATH=$PACK/root/usr/include${CPLUS_INCLUDE_PATH:+:$CPLUS_INCLUDE_PATH}
+	export LIBRARY_PATH=$PACK/root/usr/lib/$ARCH${LIBRARY_PATH:+:$LIBRARY_PATH}
+	# the pack's pkgconf when it runs here, else the machine's pkg-config
+	"$PACK/root/usr/bin/pkgconf" --version >/dev/null 2>&1 &&
+		export PKG_CONFIG=${PKG_CONFIG:-$PACK/root/usr/bin/pkgconf}
 fi
-if [ "$BUILD_RC" = 0 ]; then
-	# ---- device
-	step device 20 ./build-gpu/src/kvsim gpu &&
-		verdict "$(paste -sd ';' "$TMP/device.log")"
-
-	# ---- kernels and backend smoke test
-	if [ "$HAVE_TESTS" = 1 ]; then
-		step test_gpu 120 ./build-gpu/tests/test_gpu &&
-			verdict "$(grep -c '^ok' "$TMP/test_gpu.log") ok, $(grep -c '^FAIL' "$TMP/test_gpu.log") FAIL: $(tail -n 1 "$TMP/test_gpu.log")"
-	else
-		row test_gpu skipped 0 "tests/test_gpu not built (the Check library is missing: -Dtests)"
+export PKG_CONFIG=${PKG_CONFIG:-pkg-config}
+# meson and ninja as Python packages whose scripts are not on PATH: shims
+mkdir -p "$TMP/bin"
+for t in meson:mesonbuild.mesonmain ninja:ninja; do
+	if ! command -v "${t%%:*}" >/dev/null && python3 -c "import ${t#*:}" 2>/dev/null; then
+		printf '#!/bin/sh\nexec python3 -m %s "$@"\n' "${t#*:}" >"$TMP/bin/${t%%:*}"
+		chmod +x "$TMP/bin/${t%%:*}"
+		export PATH=$PATH:$TMP/bin
 	fi
+done
+TRACES=
+for d in "${KVSIM_TRACES:-}" "$PACK/traces" ../shared/traces; do
+	if [ -n "$d" ] && [ -f "$d/$TRACE" ]; then
+		TRACES=$(cd "$d" && pwd)
+		break
+	fi
+done
 
-	# ---- timing table
-	for kv in fp16 int8; do
-		args=(llama-2-7b)
-		[ $kv = int8 ] && args+=(--kv-int8)
-		step "bench-$kv" 90 ./build-gpu/bench/cuda_bench "${args[@]}" &&
-			verdict "$(awk '$1=="decode"&&$2==32{d=$4} $1=="prefill"&&$2==2048{p=$4}
-				$1=="overlap"{g=$NF} END{printf "decode b32 %s ms, prefill 2048 %s ms, overlap %s", d, p, g}' \
-				"$TMP/bench-$kv.log")"
+# ---- preflight (five seconds): what is here, and stop if something is missing
+preflight() {
+	local miss=() v lib so
+	say "== preflight ($(uname -m), $(ldd --version 2>/dev/null | head -n 1 | awk '{print "glibc " $NF}'))"
+	if command -v nvidia-smi >/dev/null; then
+		v=$(timeout 5 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -n 1)
+		say "nvidia-smi   ${v:-no answer}"
+	else
+		say "nvidia-smi   not found (no GPU driver here: the script will stop at the device step)"
+	fi
+	for t in nvcc meson ninja cc; do
+		if command -v $t >/dev/null; then
+			case $t in
+			nvcc) v=$(nvcc --version | tail -n 2 | head -n 1) ;;
+			cc) v=$(cc --version | head -n 1) ;;
+			*) v=$($t --version | head -n 1) ;;
+			esac
+			say "$(printf '%-12s' $t) $v ($(command -v $t))"
+		else
+			say "$(printf '%-12s' $t) MISSING"
+			miss+=("$t")
+		fi
 	done
-
-	# ---- calibration and validation (they read the ShareGPT trace)
-	if [ ! -f "../shared/traces/$TRACE" ]; then
-		for d in shared/traces "${KVSIM_TRACES:-}"; do
-			if [ -n "$d" ] && [ -f "$d/$TRACE" ] && [ ! -e ../shared/traces ]; then
-				mkdir -p ../shared && ln -s "$(cd "$d" && pwd)" ../shared/traces
-				say "== traces: ../shared/traces -> $d"
-				break
+	if v=$("$PKG_CONFIG" --version 2>&1); then
+		say "pkg-config   $v ($PKG_CONFIG)"
+		for lib in gsl yaml-0.1 check; do
+			if v=$("$PKG_CONFIG" --modversion $lib 2>&1); then
+				say "$(printf '%-12s' $lib) $v ($("$PKG_CONFIG" --variable=pcfiledir $lib))"
+			else
+				say "$(printf '%-12s' $lib) MISSING: $v"
+				miss+=("$lib")
 			fi
 		done
-	fi
-	if [ ! -f "../shared/traces/$TRACE" ]; then
-		row calibrate skipped 0 "no ../shared/traces/$TRACE (carry shared/traces/)"
-		row validate skipped 0 "no trace, as above"
-		STATUS=1
 	else
-		CAL=$OUT/cal/cuda-7b.yaml
-		step calibrate 180 ./build-gpu/src/kvsim calibrate --backend cuda --model llama-2-7b \
-			--quick -o "$CAL" &&
-			verdict "$(S=$OUT/cal/cuda-7b-summary.csv; printf 'points %s, MAPE %s, R^2 %s, alpha %s' \
-				"$(csv "$S" key points value)" "$(csv "$S" key mape value)" \
-				"$(csv "$S" key r2 value)" "$(csv "$S" key alpha value)")"
-		if [ -f "$CAL" ]; then
-			step validate 240 ./build-gpu/src/kvsim validate --backend cuda \
-				workloads/validate-cuda.yaml --profile "$CAL" -o "$OUT/val" &&
-				verdict "$(V=$OUT/val/validate.csv; printf 'iteration MAPE %s%%, TTFT p50 %s%%, TPOT p50 %s%%, peak memory %s%%' \
-					"$(csv "$V" metric iteration_mape predicted)" \
-					"$(csv "$V" metric ttft_p50 error_pct)" "$(csv "$V" metric tpot_p50 error_pct)" \
-					"$(csv "$V" metric peak_memory error_pct)")"
-		else
-			row validate skipped 0 "no profile from calibrate"
-			STATUS=1
-		fi
+		say "pkg-config   MISSING ($PKG_CONFIG: $v)"
+		miss+=(pkg-config)
 	fi
-fi
+	for so in "$PACK/root/usr/lib/$ARCH"/*.so.[0-9]*; do
+		[ -f "$so" ] && [ ! -L "$so" ] || continue
+		if v=$(ldd "$so" 2>&1 | grep -E 'not found|version'); then
+			say "pack         $(basename "$so") does not load here: $v"
+			miss+=("$(basename "$so")")
+		fi
+	done
+	if [ -n "$TRACES" ]; then
+		say "trace        $TRACES/$TRACE"
+	else
+		say "trace        MISSING: $TRACE in none of \$KVSIM_TRACES, gpu/pack/traces, ../shared/traces"
+		miss+=(trace)
+	fi
+	if ((${#miss[@]})); then
+		say "preflight: missing ${miss[*]}: run gpu/pack.sh where apt-get works and carry gpu/pack (docs/calibration.md)"
+		row preflight fail $((SECONDS - T0)) "missing: ${miss[*]}"
+		finish 1
+	fi
+	row preflight ok $((SECONDS - T0)) "nvcc, meson, ninja, cc, pkg-config, gsl, yaml-0.1, check, trace"
+}
+preflight
 
-say ""
-say "== gpu/check.sh: $((SECONDS - T0)) s of ${BUDGET} s; output in $OUT"
-say "$(printf '%-16s %-9s %5s  %s' step status secs result)"
-for r in "${ROWS[@]}"; do
-	say "$r"
+# ---- build: every target a later step runs, by name
+TARGETS=(src/kvsim tests/test_gpu bench/cuda_bench)
+NINJA="ninja -C build-gpu ${CHECK_JOBS:+-j$CHECK_JOBS} ${TARGETS[*]}"
+if [ -f build-gpu/build.ninja ]; then
+	step build "${CHECK_BUILD_S:-240}" $NINJA
+else
+	step build "${CHECK_BUILD_S:-240}" bash -c "meson setup build-gpu --buildtype=release \
+		-Dcuda=enabled -Dmpi=disabled && $NINJA"
+fi && verdict "build-gpu, release, CUDA: ${TARGETS[*]}"
+for t in "${TARGETS[@]}"; do
+	if [ ! -x "build-gpu/$t" ]; then
+		say "== build: build-gpu/$t was not built"
+		row "$(basename "$t")" fail 0 "build-gpu/$t was not built"
+		STATUS=1
+	fi
 done
-exit "$STATUS"
+[ "$STATUS" = 0 ] || finish 1
+KVSIM=./build-gpu/src/kvsim
+
+# ---- workloads: the GPU workloads read the trace found, not ../shared
+mkdir -p "$TMP/wl"
+for w in calibrate-replay validate-cuda; do
+	sed "s#^\([[:space:]]*trace:\).*/$TRACE\$#\1 $TRACES/$TRACE#" "workloads/$w.yaml" >"$TMP/wl/$w.yaml"
+done
+step workloads 20 bash -c "for w in $TMP/wl/*.yaml; do $KVSIM run \"\$w\" -q -o $TMP/sim/\$(basename \"\$w\" .yaml) || exit; done" &&
+	verdict "both simulate with $TRACES/$TRACE"
+[ "$RC" = 0 ] || finish 1
+
+# ---- device: stop here without a GPU
+step device 20 "$KVSIM" gpu
+if [ "$RC" = 77 ]; then
+	row device "no GPU" "$DT" "$(tail -n 1 "$TMP/device.log")"
+	say "== no GPU: every step before the GPU ones passed; exit 77"
+	finish 77
+fi
+verdict "$(paste -sd ';' "$TMP/device.log")"
+[ "$RC" = 0 ] || finish 1
+
+# ---- kernels and backend smoke test
+step test_gpu 120 ./build-gpu/tests/test_gpu &&
+	verdict "$(grep -c '^ok' "$TMP/test_gpu.log") ok, $(grep -c '^FAIL' "$TMP/test_gpu.log") FAIL: $(tail -n 1 "$TMP/test_gpu.log")"
+
+# ---- timing table
+for kv in fp16 int8; do
+	args=(llama-2-7b)
+	[ $kv = int8 ] && args+=(--kv-int8)
+	step "bench-$kv" 90 ./build-gpu/bench/cuda_bench "${args[@]}" &&
+		verdict "$(awk '$1=="decode"&&$2==32{d=$4} $1=="prefill"&&$2==2048{p=$4}
+			$1=="overlap"{g=$NF} END{printf "decode b32 %s ms, prefill 2048 %s ms, overlap %s", d, p, g}' \
+			"$TMP/bench-$kv.log")"
+done
+
+# ---- calibration and validation
+CAL=$OUT/cal/cuda-7b.yaml
+step calibrate 180 "$KVSIM" calibrate --backend cuda --model llama-2-7b --quick \
+	--replay "$TMP/wl/calibrate-replay.yaml" -o "$CAL" &&
+	verdict "$(S=$OUT/cal/cuda-7b-summary.csv; printf 'points %s, MAPE %s, R^2 %s, alpha %s, KV B/token %s (model %s)' \
+		"$(csv "$S" key points value)" "$(csv "$S" key mape value)" \
+		"$(csv "$S" key r2 value)" "$(csv "$S" key alpha value)" \
+		"$(csv "$S" key kv_bytes_per_token_measured value)" \
+		"$(csv "$S" key kv_bytes_per_token_model value)")"
+if [ -f "$CAL" ]; then
+	step validate 240 "$KVSIM" validate --backend cuda "$TMP/wl/validate-cuda.yaml" \
+		--profile "$CAL" -o "$OUT/val" &&
+		verdict "$(V=$OUT/val/validate.csv; printf 'iteration MAPE %s%%, TTFT p50 %s%%, TPOT p50 %s%%, peak memory %s%%' \
+			"$(csv "$V" metric iteration_mape predicted)" \
+			"$(csv "$V" metric ttft_p50 error_pct)" "$(csv "$V" metric tpot_p50 error_pct)" \
+			"$(csv "$V" metric peak_memory error_pct)")"
+else
+	row validate fail 0 "no profile from calibrate"
+	STATUS=1
+fi
+finish "$STATUS"

@@ -140,9 +140,11 @@ const char *kv_backend_last_error(const struct kv_backend *b);
 
 /*
  * Measured memory: bytes of weights, KV arena and workspace that are
- * resident now (the CPU: pages mincore() reports resident; CUDA: bytes
- * allocated).  kv_backend_kv_forget() returns the KV arena's pages to the
- * system (madvise) so a later measurement starts from zero.
+ * resident now.  The CPU: pages mincore() reports resident.  CUDA:
+ * weights and workspace as allocated, KV as pages in use (read or written
+ * by a step, move or swap since open or the last kv_forget) times
+ * page_bytes.  kv_backend_kv_forget() returns the KV arena's pages to the
+ * system (madvise; cudaFree) so a later measurement starts from zero.
  */
 struct kv_backend_mem {
 	uint64_t weights; /* weight bytes resident */

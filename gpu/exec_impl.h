@@ -109,6 +109,8 @@ struct kv_cpu_debug {
 	const float *hidden; /* [max_batch_tokens][hidden]: residual stream after the last layer of
 				the last step, one row per new token in batch order */
 	const int32_t *argmax; /* [max_batch_seqs]: argmax of the logits of each sampled row */
+	const float *logits; /* [max_batch_seqs][vocab]: the last step's, one row per sampled
+				sequence in batch order */
 	float norm_eps; /* RMSNorm epsilon */
 };
 

@@ -388,11 +388,16 @@ cudaError_t kv__cuda_compact_wave(void *arena, size_t unit_bytes, const int32_t 
 
 /* ---- the test twins: copy in, run on the default stream, copy out ---- */
 
-/* Prints a failed CUDA call and returns nonzero. */
+/*
+ * Prints a failed CUDA call and returns nonzero, consuming the error from
+ * the runtime's last-error slot (a failed cudaMalloc would otherwise show
+ * up again at the next launch check, as backend_cuda.cu's cu_ok says).
+ */
 static int failed(cudaError_t e, const char *what)
 {
 	if (e == cudaSuccess)
 		return 0;
+	(void)cudaGetLastError();
 	fprintf(stderr, "kvsim: CUDA: %s: %s\n", what, cudaGetErrorString(e));
 	return 1;
 }

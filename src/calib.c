@@ -4,6 +4,7 @@
 #include "output.h"
 #include "profiles.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,4 +96,121 @@ int kv_calib_device(struct kv_sim_config *cfg, const char *device, struct kv_dia
 	if (!rc)
 		cfg->device = dev;
 	return rc;
+}
+
+/* ---- the calibration grid ---- */
+
+uint64_t kv_calib_default_kv_memory(const char *kind)
+{
+	return !strcmp(kind, "cuda") ? 40ULL << 30 : 1ULL << 30;
+}
+
+uint64_t kv_calib_point_pages(const struct kv_calib_point *p, uint32_t page_tokens)
+{
+	return (uint64_t)p->nd * kv_div_ceil((uint64_t)p->ctx + 1, page_tokens) +
+	       (uint64_t)p->np * kv_div_ceil((uint64_t)p->pre + p->chunk, page_tokens);
+}
+
+/* Appends p to g when its sequences fit ctx_max and its pages max_tokens. */
+static void grid_add(struct kv_calib_point *g, size_t *n, struct kv_calib_point p,
+		     uint32_t ctx_max, uint64_t max_tokens, uint32_t page_tokens)
+{
+	assert(*n < KV_CALIB_MAX_GRID);
+	if ((p.nd && p.ctx + 1 > ctx_max) || (p.np && p.pre + p.chunk > ctx_max))
+		return;
+	if (kv_calib_point_pages(&p, page_tokens) * page_tokens > max_tokens)
+		return;
+	g[(*n)++] = p;
+}
+
+size_t kv_calib_grid(const char *kind, int quick, uint32_t ctx_max, uint64_t max_tokens,
+		     uint32_t page_tokens, struct kv_calib_point *g)
+{
+	static const uint32_t cpu_b[] = { 1, 2, 4, 8, 16, 32 }, cpu_c[] = { 128, 512, 1024 };
+	static const uint32_t cpu_chunk[] = { 32, 128, 256, 512 }, cpu_pre[] = { 0, 512, 1024 };
+	static const uint32_t q_b[] = { 1, 4, 16 }, q_c[] = { 128, 1024 };
+	static const uint32_t q_chunk[] = { 64, 256 }, q_pre[] = { 0, 1024 };
+	static const uint32_t gpu_b[] = { 1, 8, 32, 64, 128, 256 }, gpu_c[] = { 512, 2048, 4096 };
+	static const uint32_t gpu_chunk[] = { 256, 512, 1024, 2048 }, gpu_pre[] = { 0, 2048 };
+	int gpu = !strcmp(kind, "cuda");
+	const uint32_t *b = gpu ? gpu_b : quick ? q_b : cpu_b;
+	const uint32_t *c = gpu ? gpu_c : quick ? q_c : cpu_c;
+	const uint32_t *ch = gpu ? gpu_chunk : quick ? q_chunk : cpu_chunk;
+	const uint32_t *pr = gpu ? gpu_pre : quick ? q_pre : cpu_pre;
+	size_t nb = gpu ? 6 : quick ? 3 : 6, nc = gpu ? 3 : quick ? 2 : 3;
+	size_t nch = gpu ? 4 : quick ? 2 : 4, npr = gpu ? 2 : quick ? 2 : 3;
+	size_t n = 0, i, k;
+
+	for (i = 0; i < nb; i++)
+		for (k = 0; k < nc; k++)
+			grid_add(g, &n, (struct kv_calib_point){ "decode", b[i], c[k], 0, 0, 0 },
+				 ctx_max, max_tokens, page_tokens);
+	for (i = 0; i < nch; i++)
+		for (k = 0; k < npr; k++)
+			grid_add(g, &n, (struct kv_calib_point){ "prefill", 0, 0, 1, ch[i], pr[k] },
+				 ctx_max, max_tokens, page_tokens);
+	/* mixed: decodes beside a prefill chunk, as chunked prefill forms them */
+	for (i = 0; i < (quick ? 1u : 2u); i++) {
+		uint32_t nd = gpu ? (i ? 128 : 32) : (i ? 16 : 4), ctx = gpu ? 2048 : 512;
+
+		grid_add(g, &n, (struct kv_calib_point){ "mixed", nd, ctx, 1, gpu ? 512 : 128, 0 },
+			 ctx_max, max_tokens, page_tokens);
+	}
+	return n;
+}
+
+void kv_calib_arena(const struct kv_calib_point *g, size_t n, uint32_t page_tokens,
+		    struct kv_calib_arena *a)
+{
+	size_t i;
+
+	memset(a, 0, sizeof(*a));
+	for (i = 0; i < n; i++) {
+		a->kv_pages = KV_MAX(a->kv_pages, kv_calib_point_pages(&g[i], page_tokens));
+		a->max_seqs = KV_MAX(a->max_seqs, g[i].nd + g[i].np);
+		a->max_new = KV_MAX(a->max_new, g[i].nd + g[i].np * g[i].chunk);
+		if (g[i].nd)
+			a->max_ctx = KV_MAX(a->max_ctx, g[i].ctx + 1);
+		if (g[i].np)
+			a->max_ctx = KV_MAX(a->max_ctx, g[i].pre + g[i].chunk);
+	}
+}
+
+/* Sequence n of a batch: the next pages from *next, enough for ctx + n_new tokens. */
+static void batch_seq(struct kv_backend_seq *s, int32_t *pages, uint32_t *next,
+		      uint32_t page_tokens, uint32_t ctx, uint32_t n_new)
+{
+	uint32_t np = (uint32_t)kv_div_ceil((uint64_t)ctx + n_new, page_tokens), k;
+
+	for (k = 0; k < np; k++)
+		pages[*next + k] = (int32_t)(*next + k);
+	*s = (struct kv_backend_seq){ .pages = pages + *next, .n_pages = np, .ctx = ctx,
+				      .n_new = n_new, .sample = 1 };
+	*next += np;
+}
+
+uint32_t kv_calib_point_batch(const struct kv_calib_point *p, uint32_t page_tokens,
+			      uint64_t token_bytes, int32_t *pages, struct kv_backend_seq *seqs,
+			      struct kv_batch_shape *sh)
+{
+	uint32_t n = 0, next = 0, i;
+
+	memset(sh, 0, sizeof(*sh));
+	for (i = 0; i < p->nd; i++, n++) {
+		batch_seq(&seqs[n], pages, &next, page_tokens, p->ctx, 1);
+		sh->n_decode++;
+		sh->n_sample++;
+		sh->attn_pairs += p->ctx + 1;
+		sh->kv_read_bytes += (p->ctx + 1) * token_bytes;
+	}
+	for (i = 0; i < p->np; i++, n++) {
+		batch_seq(&seqs[n], pages, &next, page_tokens, p->pre, p->chunk);
+		sh->n_prefill_tokens += p->chunk;
+		sh->n_sample++;
+		sh->attn_pairs += kv_perf_prefill_pairs(p->pre, p->chunk);
+		sh->kv_read_bytes += (uint64_t)(p->pre + p->chunk) * token_bytes;
+	}
+	sh->n_seqs = n;
+	assert(next == kv_calib_point_pages(p, page_tokens));
+	return n;
 }

@@ -46,4 +46,63 @@ void kv_run_result_free(struct kv_run_result *res);
 /* Loads DEVICE into cfg (name or path), keeping nothing of the old device. */
 int kv_calib_device(struct kv_sim_config *cfg, const char *device, struct kv_diag *d);
 
+/*
+ * The calibration grid (`kvsim calibrate`): batches of decodes at a
+ * context, prefill chunks after a cached prefix, and the two mixed.  The
+ * KV arena is sized for the largest point actually run, each sequence
+ * holding the pages its own context needs; sizing it for the most
+ * sequences of any point times the longest context of any point gave
+ * 128 x 256 pages of 8 MiB = 256 GiB for llama-2-7b on CUDA, a cudaMalloc
+ * no 139 GiB card can serve.
+ */
+struct kv_calib_point {
+	const char *what; /* "decode", "prefill" or "mixed" */
+	uint32_t nd; /* decode sequences, one new token each */
+	uint32_t ctx; /* their cached tokens */
+	uint32_t np; /* prefill sequences (0 or 1) */
+	uint32_t chunk; /* new tokens of a prefill sequence */
+	uint32_t pre; /* its cached tokens */
+};
+
+#define KV_CALIB_MAX_GRID 128 /* points kv_calib_grid() writes at most */
+
+/* The default --kv-memory of a backend kind: 40 GiB for cuda, 1 GiB otherwise. */
+uint64_t kv_calib_default_kv_memory(const char *kind);
+
+/* Pages of page_tokens tokens that point p's batch holds (each sequence rounds up alone). */
+uint64_t kv_calib_point_pages(const struct kv_calib_point *p, uint32_t page_tokens);
+
+/*
+ * Fills g (KV_CALIB_MAX_GRID entries) with the grid of backend kind
+ * ("cuda": the GPU grid; otherwise the CPU grid, smaller with quick),
+ * keeping the points whose sequences fit ctx_max tokens each and whose
+ * pages hold at most max_tokens tokens in all.  Returns the points kept.
+ */
+size_t kv_calib_grid(const char *kind, int quick, uint32_t ctx_max, uint64_t max_tokens,
+		     uint32_t page_tokens, struct kv_calib_point *g);
+
+/* What a backend must be opened with to run every point of a grid. */
+struct kv_calib_arena {
+	uint64_t kv_pages; /* pages of the largest point (kv_calib_point_pages) */
+	uint32_t max_seqs; /* most sequences of a point */
+	uint32_t max_new; /* most new tokens of a point */
+	uint32_t max_ctx; /* longest sequence (cached + new tokens) of a point */
+};
+
+/* The arena and batch limits for the n points of g. */
+void kv_calib_arena(const struct kv_calib_point *g, size_t n, uint32_t page_tokens,
+		    struct kv_calib_arena *a);
+
+/*
+ * The batch of point p: decode sequences first, then the prefill one;
+ * sequence i holds the next ceil((cached + new) / page_tokens) pages from
+ * page 0 (pages needs kv_calib_point_pages() entries), so the batch uses
+ * pages [0, kv_calib_point_pages(p)).  Fills seqs (nd + np of them) and
+ * the batch's shape as the engine counts it (KV bytes at token_bytes per
+ * token).  Returns the number of sequences.
+ */
+uint32_t kv_calib_point_batch(const struct kv_calib_point *p, uint32_t page_tokens,
+			      uint64_t token_bytes, int32_t *pages, struct kv_backend_seq *seqs,
+			      struct kv_batch_shape *sh);
+
 #endif /* KV_CALIB_H */

@@ -24,6 +24,7 @@
 
 #include "../sim/perf_fit.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -33,6 +34,7 @@
 #include <unistd.h>
 
 #define MAX_POINTS 512
+#define CAL_PAGE_TOKENS 16 /* tokens per KV page of the grid's backend */
 
 struct cal_args {
 	const char *kind, *model, *out, *replay;
@@ -63,7 +65,8 @@ static void usage(FILE *f)
 	      "  --replay FILE      workload replayed through the real executor for more\n"
 	      "                     points and the caches' beta (default\n"
 	      "                     workloads/calibrate-replay.yaml of the source tree)\n"
-	      "  --kv-memory BYTES  KV arena for the grid (default 1GiB cpu, 40GiB cuda)\n"
+	      "  --kv-memory BYTES  most KV bytes of a grid point (default 1GiB cpu, 40GiB\n"
+	      "                     cuda); the arena holds the largest point kept\n"
 	      "  --clock CLOCK      cpu backend: time steps by wall time (default) or by the\n"
 	      "                     thread's CPU time (cpu: needs --threads 1; steadier on a\n"
 	      "                     shared machine; validate with the same clock)\n"
@@ -187,52 +190,8 @@ static int parse_args(int argc, char **argv, struct cal_args *a)
 		return 2;
 	}
 	if (!a->kv_memory)
-		a->kv_memory = !strcmp(a->kind, "cuda") ? 40ULL << 30 : 1ULL << 30;
+		a->kv_memory = kv_calib_default_kv_memory(a->kind);
 	return 0;
-}
-
-/* A grid point: nd decodes at context ctx, plus np prefill chunks of chunk tokens after pre. */
-struct gpoint {
-	const char *what; /* decode | prefill | mixed */
-	uint32_t nd, ctx, np, chunk, pre;
-};
-
-static size_t make_grid(const struct cal_args *a, const struct kv_model *m, uint64_t max_tokens,
-			struct gpoint *g)
-{
-	static const uint32_t cpu_b[] = { 1, 2, 4, 8, 16, 32 }, cpu_c[] = { 128, 512, 1024 };
-	static const uint32_t cpu_chunk[] = { 32, 128, 256, 512 }, cpu_pre[] = { 0, 512, 1024 };
-	static const uint32_t q_b[] = { 1, 4, 16 }, q_c[] = { 128, 1024 };
-	static const uint32_t q_chunk[] = { 64, 256 }, q_pre[] = { 0, 1024 };
-	static const uint32_t gpu_b[] = { 1, 8, 32, 64, 128, 256 }, gpu_c[] = { 512, 2048, 4096 };
-	static const uint32_t gpu_chunk[] = { 256, 512, 1024, 2048 }, gpu_pre[] = { 0, 2048 };
-	int gpu = !strcmp(a->kind, "cuda");
-	const uint32_t *b = gpu ? gpu_b : a->quick ? q_b : cpu_b;
-	const uint32_t *c = gpu ? gpu_c : a->quick ? q_c : cpu_c;
-	const uint32_t *ch = gpu ? gpu_chunk : a->quick ? q_chunk : cpu_chunk;
-	const uint32_t *pr = gpu ? gpu_pre : a->quick ? q_pre : cpu_pre;
-	size_t nb = gpu ? 6 : a->quick ? 3 : 6, nc = gpu ? 3 : a->quick ? 2 : 3;
-	size_t nch = gpu ? 4 : a->quick ? 2 : 4, npr = gpu ? 2 : a->quick ? 2 : 3;
-	uint32_t ctx_max = m->max_ctx_tokens;
-	size_t n = 0, i, k;
-
-	for (i = 0; i < nb; i++)
-		for (k = 0; k < nc; k++)
-			if (c[k] + 1 <= ctx_max && (uint64_t)b[i] * (c[k] + 1) <= max_tokens)
-				g[n++] = (struct gpoint){ "decode", b[i], c[k], 0, 0, 0 };
-	for (i = 0; i < nch; i++)
-		for (k = 0; k < npr; k++)
-			if (pr[k] + ch[i] <= ctx_max && pr[k] + ch[i] <= max_tokens)
-				g[n++] = (struct gpoint){ "prefill", 0, 0, 1, ch[i], pr[k] };
-	/* mixed: decodes beside a prefill chunk, as chunked prefill forms them */
-	for (i = 0; i < (a->quick ? 1u : 2u); i++) {
-		uint32_t nd = gpu ? (i ? 128 : 32) : (i ? 16 : 4), ctx = gpu ? 2048 : 512;
-		uint32_t chunk = gpu ? 512 : 128;
-
-		if (ctx + 1 <= ctx_max && (uint64_t)nd * (ctx + 1) + chunk <= max_tokens)
-			g[n++] = (struct gpoint){ "mixed", nd, ctx, 1, chunk, 0 };
-	}
-	return n;
 }
 
 static int cmp_dbl(const void *x, const void *y)
@@ -240,47 +199,6 @@ static int cmp_dbl(const void *x, const void *y)
 	double a = *(const double *)x, b = *(const double *)y;
 
 	return a < b ? -1 : a > b;
-}
-
-/* Pages of sequence i: [i * pps, (i + 1) * pps). */
-static void seq_pages(int32_t *pages, uint32_t i, uint32_t pps)
-{
-	uint32_t k;
-
-	for (k = 0; k < pps; k++)
-		pages[k] = (int32_t)(i * pps + k);
-}
-
-/* The batch of a grid point, its shape as the engine would count it. */
-static uint32_t build_point(const struct gpoint *p, int32_t *pages, uint32_t pps,
-			    uint64_t token_bytes, struct kv_backend_seq *seqs,
-			    struct kv_batch_shape *sh)
-{
-	uint32_t n = 0, i;
-
-	memset(sh, 0, sizeof(*sh));
-	for (i = 0; i < p->nd; i++, n++) {
-		seq_pages(pages + (size_t)n * pps, n, pps);
-		seqs[n] = (struct kv_backend_seq){ .pages = pages + (size_t)n * pps,
-						   .n_pages = pps, .ctx = p->ctx,
-						   .n_new = 1, .sample = 1 };
-		sh->n_decode++;
-		sh->n_sample++;
-		sh->attn_pairs += p->ctx + 1;
-		sh->kv_read_bytes += (p->ctx + 1) * token_bytes;
-	}
-	for (i = 0; i < p->np; i++, n++) {
-		seq_pages(pages + (size_t)n * pps, n, pps);
-		seqs[n] = (struct kv_backend_seq){ .pages = pages + (size_t)n * pps,
-						   .n_pages = pps, .ctx = p->pre,
-						   .n_new = p->chunk, .sample = 1 };
-		sh->n_prefill_tokens += p->chunk;
-		sh->n_sample++;
-		sh->attn_pairs += kv_perf_prefill_pairs(p->pre, p->chunk);
-		sh->kv_read_bytes += (uint64_t)(p->pre + p->chunk) * token_bytes;
-	}
-	sh->n_seqs = n;
-	return n;
 }
 
 struct point_src {
@@ -320,45 +238,105 @@ static void progress(const struct cal *c, const char *what, size_t i, size_t n)
 		fputc('\n', stderr);
 }
 
+/*
+ * Opens the backend for the grid g: an arena of the largest point's pages
+ * (kv_calib_arena), nothing more.
+ */
+static int open_for_grid(struct cal *c, const struct kv_calib_arena *ar, struct kv_backend **be,
+			 struct kv_diag *d)
+{
+	struct kv_backend_opts o = { 0 };
+
+	o.model = &c->m;
+	o.kv_pages = ar->kv_pages;
+	o.page_tokens = CAL_PAGE_TOKENS;
+	o.max_batch_tokens = ar->max_new;
+	o.max_batch_seqs = ar->max_seqs;
+	o.max_ctx_tokens = ar->max_ctx;
+	o.seed = c->a.seed;
+	o.threads = c->a.threads;
+	o.cpu_clock = c->a.cpu_clock;
+	return kv_backend_open(c->a.kind, &o, be, d);
+}
+
+/*
+ * KV bytes per token: forget the arena, write k sequences of tok tokens
+ * (whole pages, consecutive from page 0: at most max_new tokens, so inside
+ * the largest point's pages), measure.
+ */
+static int measure_kv(struct cal *c, struct kv_backend *be, const struct kv_calib_arena *ar,
+		      int32_t *pages, struct kv_backend_seq *seqs)
+{
+	struct kv_backend_mem mem;
+	uint32_t k = KV_MIN(ar->max_seqs, 4u), i;
+	uint32_t tok = KV_MIN(ar->max_new / k, 256u) / CAL_PAGE_TOKENS * CAL_PAGE_TOKENS;
+	uint32_t pps = tok / CAL_PAGE_TOKENS;
+	uint64_t t;
+	int rc;
+
+	assert(tok > 0 && (uint64_t)k * pps <= ar->kv_pages);
+	if ((rc = kv_backend_kv_forget(be)))
+		return rc;
+	for (i = 0; i < k * pps; i++)
+		pages[i] = (int32_t)i;
+	for (i = 0; i < k; i++)
+		seqs[i] = (struct kv_backend_seq){ .pages = pages + i * pps, .n_pages = pps,
+						   .n_new = tok, .sample = 1 };
+	if ((rc = kv_backend_step(be, seqs, k, &t)) || (rc = kv_backend_memory(be, &mem)))
+		return rc;
+	c->beta_token = (double)mem.kv / ((double)k * tok);
+	c->beta_profile = (double)kv_model_kv_bytes_per_token(&c->m);
+	return 0;
+}
+
+/*
+ * Every page of the arena gets written (an untouched page reads as zeros,
+ * from cache), twice: the first pass also faults the pages in, the second
+ * is the copy whose time gives the page copy bandwidth.
+ */
+static int touch_arena(struct cal *c, struct kv_backend *be, uint64_t kv_pages)
+{
+	int32_t *from = kv_xmalloc(kv_pages * sizeof(*from)), *to = kv_xmalloc(kv_pages * sizeof(*to));
+	uint64_t i, t = 0;
+	int rc;
+
+	for (i = 0; i + 1 < kv_pages; i++) {
+		from[i] = 0;
+		to[i] = (int32_t)(i + 1);
+	}
+	if (!(rc = kv_backend_move_pages(be, from, to, (uint32_t)i, &t)))
+		rc = kv_backend_move_pages(be, from, to, (uint32_t)i, &t);
+	/* a page copy reads and writes page_bytes: the host-link figure of a CPU */
+	if (!rc)
+		c->copy_Bps = t ? 2.0 * (double)c->info.page_bytes * (double)i / ((double)t * 1e-9) : 0;
+	free(from);
+	free(to);
+	return rc;
+}
+
 /* Grid timings and memory on one backend instance. */
 static int measure_grid(struct cal *c, struct kv_diag *d)
 {
-	struct gpoint g[128];
-	struct kv_backend_opts o = { 0 };
+	struct kv_calib_point g[KV_CALIB_MAX_GRID];
+	struct kv_calib_arena ar;
 	struct kv_backend *be = NULL;
 	struct kv_backend_mem mem;
 	struct kv_backend_seq *seqs = NULL;
-	int32_t *pages = NULL, *from = NULL, *to = NULL;
+	int32_t *pages = NULL;
 	uint64_t tb = kv_model_kv_bytes_per_token(&c->m), max_tokens, M;
-	uint32_t page_tokens = 16, pps, max_seqs = 0, max_new = 0, max_ctx = 0;
 	double times[101];
 	size_t n, i;
 	int r, rc;
 
 	max_tokens = c->a.kv_memory / tb;
-	n = make_grid(&c->a, &c->m, max_tokens, g);
+	n = kv_calib_grid(c->a.kind, c->a.quick, c->m.max_ctx_tokens, max_tokens, CAL_PAGE_TOKENS, g);
 	if (n < 2 * KV_FIT_N)
 		return kv_diag_set(d, KV_EINVAL, "", 0, 0, "kv-memory",
 				   "%llu bytes hold %llu tokens of %s: too few for a calibration grid",
 				   (unsigned long long)c->a.kv_memory, (unsigned long long)max_tokens,
 				   c->m.name);
-	for (i = 0; i < n; i++) {
-		max_seqs = KV_MAX(max_seqs, g[i].nd + g[i].np);
-		max_new = KV_MAX(max_new, g[i].nd + g[i].np * g[i].chunk);
-		max_ctx = KV_MAX(max_ctx, KV_MAX(g[i].ctx + 1, g[i].pre + g[i].chunk));
-	}
-	pps = (uint32_t)kv_div_ceil(max_ctx, page_tokens);
-	o.model = &c->m;
-	o.kv_pages = (uint64_t)max_seqs * pps;
-	o.page_tokens = page_tokens;
-	o.max_batch_tokens = max_new;
-	o.max_batch_seqs = max_seqs;
-	o.max_ctx_tokens = max_ctx;
-	o.seed = c->a.seed;
-	o.threads = c->a.threads;
-	o.cpu_clock = c->a.cpu_clock;
-	rc = kv_backend_open(c->a.kind, &o, &be, d);
-	if (rc)
+	kv_calib_arena(g, n, CAL_PAGE_TOKENS, &ar);
+	if ((rc = open_for_grid(c, &ar, &be, d)))
 		return rc;
 	kv_backend_get_info(be, &c->info);
 	/* memory: weights and workspace as resident right after open */
@@ -367,45 +345,13 @@ static int measure_grid(struct cal *c, struct kv_diag *d)
 		goto out;
 	c->alpha_weights = (double)mem.weights / (double)M;
 	c->alpha = (double)(mem.weights + mem.workspace) / (double)M;
-	/* KV: forget, write max_seqs sequences of whole pages, measure */
-	seqs = kv_xmalloc((size_t)max_seqs * sizeof(*seqs));
-	pages = kv_xmalloc((size_t)max_seqs * pps * sizeof(*pages));
-	from = kv_xmalloc((size_t)max_seqs * pps * sizeof(*from));
-	to = kv_xmalloc((size_t)max_seqs * pps * sizeof(*to));
-	if ((rc = kv_backend_kv_forget(be)))
+	seqs = kv_xmalloc((size_t)ar.max_seqs * sizeof(*seqs));
+	pages = kv_xmalloc(ar.kv_pages * sizeof(*pages));
+	if ((rc = measure_kv(c, be, &ar, pages, seqs)) || (rc = touch_arena(c, be, ar.kv_pages)))
 		goto out;
-	{
-		uint32_t k = KV_MIN(max_seqs, 4u), tok = KV_MIN(max_new / k, 256u) / page_tokens * page_tokens;
-		uint64_t t;
-
-		for (i = 0; i < k; i++) {
-			seq_pages(pages + i * pps, (uint32_t)i, pps);
-			seqs[i] = (struct kv_backend_seq){ .pages = pages + i * pps, .n_pages = pps,
-							   .n_new = tok, .sample = 1 };
-		}
-		if ((rc = kv_backend_step(be, seqs, k, &t)) || (rc = kv_backend_memory(be, &mem)))
-			goto out;
-		c->beta_token = (double)mem.kv / ((double)k * tok);
-		c->beta_profile = (double)tb;
-	}
-	/* every page the grid reads gets written (an untouched page reads as zeros, from cache) */
-	for (i = 0; i + 1 < (size_t)max_seqs * pps; i++) {
-		from[i] = 0;
-		to[i] = (int32_t)(i + 1);
-	}
-	{
-		uint64_t t;
-
-		/* twice: the first pass also faults the pages in; the second is the copy */
-		if ((rc = kv_backend_move_pages(be, from, to, (uint32_t)i, &t)) ||
-		    (rc = kv_backend_move_pages(be, from, to, (uint32_t)i, &t)))
-			goto out;
-		/* a page copy reads and writes page_bytes: the host-link figure of a CPU */
-		c->copy_Bps = t ? 2.0 * (double)c->info.page_bytes * (double)i / ((double)t * 1e-9) : 0;
-	}
 	for (i = 0; i < n; i++) {
 		struct kv_batch_shape sh;
-		uint32_t ns = build_point(&g[i], pages, pps, tb, seqs, &sh);
+		uint32_t ns = kv_calib_point_batch(&g[i], CAL_PAGE_TOKENS, tb, pages, seqs, &sh);
 
 		progress(c, "grid point", i, n);
 		for (r = 0; r <= c->a.reps; r++) {
@@ -423,8 +369,6 @@ static int measure_grid(struct cal *c, struct kv_diag *d)
 out:
 	free(seqs);
 	free(pages);
-	free(from);
-	free(to);
 	kv_backend_close(be);
 	return rc;
 }
