@@ -133,6 +133,11 @@ static int parse_args(int argc, char **argv, struct cal_args *a)
 			a->kind = optarg;
 			break;
 		case 'm':
+			if (strlen(optarg) > 1000) {
+				fprintf(stderr, "kvsim: calibrate: --model: value of %zu bytes is too long: expected at most 1000 bytes\n",
+					strlen(optarg));
+				return 2;
+			}
 			a->model = optarg;
 			break;
 		case 'o':
@@ -152,6 +157,11 @@ static int parse_args(int argc, char **argv, struct cal_args *a)
 			a->quick = 1;
 			break;
 		case 'R':
+			if (strlen(optarg) > 1000) {
+				fprintf(stderr, "kvsim: calibrate: --replay: value of %zu bytes is too long: expected at most 1000 bytes\n",
+					strlen(optarg));
+				return 2;
+			}
 			a->replay = optarg;
 			break;
 		case 'k':

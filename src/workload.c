@@ -591,6 +591,10 @@ int kv_workload_load(struct kv_workload *w, const char *path, char *const *sets,
 	int rc;
 
 	workload_init(w, path);
+	if (strlen(path) >= sizeof(w->path)) /* w->path names it in messages and manifests */
+		return kv_diag_set(d, KV_EINVAL, "", 0, 0, "",
+				   "workload path of %zu bytes is too long: expected at most %zu bytes",
+				   strlen(path), sizeof(w->path) - 1);
 	rc = kv_cfg_load(&doc, path, d);
 	if (rc)
 		return rc;

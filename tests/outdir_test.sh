@@ -18,7 +18,7 @@
 #  8. any character in the directory's name (quotes, $, `) for run and plot.
 # Usage: outdir_test.sh KVSIM SOURCE_DIR
 set -u
-kvsim=$1
+kvsim=$(cd "$(dirname "$1")" && pwd)/$(basename "$1") # absolute: some cases change directory
 src=$2
 tmp=$(mktemp -d)
 mnt=
