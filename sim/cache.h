@@ -96,10 +96,7 @@ struct kv_cache_stats {
 };
 
 struct kv_cache_ops {
-	const char *name; /* "full", "chunked", ... */
-	const char *desc; /* one sentence with the memory equation */
-	size_t priv_size; /* bytes of private state per replica */
-	const struct kv_option *options; /* NULL-terminated table */
+	KV_PLUGIN_BASE; /* name ("full", ...), desc (the memory equation), priv_size, req_size, options */
 	int (*init)(void *priv, const struct kv_cache_env *env, struct kv_diag *d);
 	void (*fini)(void *priv);
 	int (*reserve)(void *priv, struct kv_req *q, uint64_t tokens);
@@ -115,9 +112,6 @@ struct kv_cache_ops {
 	uint64_t (*units)(const void *priv, const struct kv_req *q, uint32_t *out,
 			  uint64_t max); /* optional */
 };
-
-/* The registry: NULL-terminated, in `kvsim list` order. */
-extern const struct kv_cache_ops *const kv_cache_registry[];
 
 /* Finds a cache model by name, or NULL. */
 const struct kv_cache_ops *kv_cache_find(const char *name);

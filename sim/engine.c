@@ -1,17 +1,16 @@
 /*
- * engine.c -- the event loop, replicas with continuous batching, request
- * bookkeeping.  See engine.h for the model and its invariants.
+ * engine.c -- the event loop and arrivals: pops events in (time, insertion)
+ * order and hands each to its owner (an arrival to the router and a replica,
+ * an iteration's end to its replica, a sample to the sink); builds and takes
+ * down the cluster.  Replicas live in replica.c, request slots in slots.c.
+ * See engine.h for the model and its invariants.
  */
-#include "engine.h"
+#include "replica.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { EV_ARRIVAL = 1, EV_ITER_DONE, EV_SAMPLE };
-
-#define PAGE_SHIFT 12
-#define PAGE_SLOTS (1u << PAGE_SHIFT)
 
 const char *kv_end_name(enum kv_end e)
 {
@@ -21,712 +20,6 @@ const char *kv_end_name(enum kv_end e)
 #undef KV__END_NAME
 	};
 	return (unsigned)e < KV_END_N ? names[e] : "unknown";
-}
-
-/* --- request slots ------------------------------------------------------ */
-
-static void slots_grow(struct kv_sim *s)
-{
-	uint32_t base = s->n_pages * PAGE_SLOTS;
-	struct kv_req *page = kv_xaligned_alloc(_Alignof(struct kv_req),
-						PAGE_SLOTS * sizeof(*page));
-	uint32_t i;
-
-	memset(page, 0, PAGE_SLOTS * sizeof(*page));
-	s->pages = kv_xrealloc(s->pages, (s->n_pages + 1) * sizeof(*s->pages));
-	s->pages[s->n_pages++] = page;
-	/* Link the new slots so the lowest index is handed out first. */
-	for (i = PAGE_SLOTS; i-- > 0;) {
-		page[i].q_next = s->free_slot;
-		s->free_slot = base + i;
-	}
-}
-
-static struct kv_req *slot_alloc(struct kv_sim *s)
-{
-	struct kv_req *q;
-	uint32_t slot;
-
-	if (s->free_slot == KV_NIL)
-		slots_grow(s);
-	slot = s->free_slot;
-	q = kv_sim_req(s, slot);
-	s->free_slot = q->q_next;
-	memset(q, 0, sizeof(*q));
-	q->slot = slot;
-	q->q_prev = q->q_next = KV_NIL;
-	q->first_token_ns = KV_NS_NEVER;
-	q->hash_page = KV_NIL;
-	return q;
-}
-
-/* --- prefix-block hashes ------------------------------------------------ */
-
-static uint32_t hash_page_get(struct kv_sim *s)
-{
-	uint32_t i, old = s->n_hash_pages;
-
-	if (s->free_hash_page == KV_NIL) {
-		s->n_hash_pages = old ? 2 * old : 64;
-		s->hash_pages = kv_xrealloc(s->hash_pages,
-					    (size_t)s->n_hash_pages * sizeof(*s->hash_pages));
-		for (i = s->n_hash_pages; i-- > old;) {
-			s->hash_pages[i].next = s->free_hash_page;
-			s->free_hash_page = i;
-		}
-	}
-	i = s->free_hash_page;
-	s->free_hash_page = (uint32_t)s->hash_pages[i].next;
-	s->hash_pages[i].next = KV_NIL;
-	return i;
-}
-
-/* Copies an arrival's hashes into pages owned by q. */
-static void hashes_store(struct kv_sim *s, struct kv_req *q, const struct kv_arrival *a)
-{
-	uint32_t i, page = KV_NIL;
-
-	q->hash_page = KV_NIL;
-	q->n_hashes = a->n_hashes;
-	for (i = 0; i < a->n_hashes; i++) {
-		if (i % KV_HASHES_PER_PAGE == 0) {
-			uint32_t p = hash_page_get(s);
-
-			if (page == KV_NIL)
-				q->hash_page = p;
-			else
-				s->hash_pages[page].next = p;
-			page = p;
-		}
-		s->hash_pages[page].h[i % KV_HASHES_PER_PAGE] = a->hashes[i];
-	}
-}
-
-static void hashes_drop(struct kv_sim *s, struct kv_req *q)
-{
-	uint32_t p = q->hash_page;
-
-	while (p != KV_NIL) {
-		uint32_t next = (uint32_t)s->hash_pages[p].next;
-
-		s->hash_pages[p].next = s->free_hash_page;
-		s->free_hash_page = p;
-		p = next;
-	}
-	q->hash_page = KV_NIL;
-	q->n_hashes = 0;
-}
-
-static void slot_free(struct kv_sim *s, struct kv_req *q)
-{
-	hashes_drop(s, q);
-	q->state = KV_REQ_FREE;
-	q->q_next = s->free_slot;
-	s->free_slot = q->slot;
-}
-
-/* --- queues for schedulers ---------------------------------------------- */
-
-void kv_reqq_init(struct kv_reqq *qq)
-{
-	qq->head = qq->tail = KV_NIL;
-	qq->n = 0;
-}
-
-void kv_reqq_push_back(struct kv_sim *s, struct kv_reqq *qq, struct kv_req *q)
-{
-	q->q_next = KV_NIL;
-	q->q_prev = qq->tail;
-	if (qq->tail != KV_NIL)
-		kv_sim_req(s, qq->tail)->q_next = q->slot;
-	else
-		qq->head = q->slot;
-	qq->tail = q->slot;
-	qq->n++;
-}
-
-void kv_reqq_push_front(struct kv_sim *s, struct kv_reqq *qq, struct kv_req *q)
-{
-	q->q_prev = KV_NIL;
-	q->q_next = qq->head;
-	if (qq->head != KV_NIL)
-		kv_sim_req(s, qq->head)->q_prev = q->slot;
-	else
-		qq->tail = q->slot;
-	qq->head = q->slot;
-	qq->n++;
-}
-
-void kv_reqq_remove(struct kv_sim *s, struct kv_reqq *qq, struct kv_req *q)
-{
-	if (q->q_prev != KV_NIL)
-		kv_sim_req(s, q->q_prev)->q_next = q->q_next;
-	else
-		qq->head = q->q_next;
-	if (q->q_next != KV_NIL)
-		kv_sim_req(s, q->q_next)->q_prev = q->q_prev;
-	else
-		qq->tail = q->q_prev;
-	q->q_prev = q->q_next = KV_NIL;
-	KV_CHECK(qq->n > 0, "removing request %llu from an empty queue",
-		 (unsigned long long)q->id);
-	qq->n--;
-}
-
-struct kv_req *kv_reqq_head(const struct kv_sim *s, const struct kv_reqq *qq)
-{
-	return qq->head == KV_NIL ? NULL : kv_sim_req(s, qq->head);
-}
-
-struct kv_req *kv_reqq_next(const struct kv_sim *s, const struct kv_req *q)
-{
-	return q->q_next == KV_NIL ? NULL : kv_sim_req(s, q->q_next);
-}
-
-/* --- memory accounting ------------------------------------------------- */
-
-/*
- * Brings q's memory-time integral up to now.  Called only where kv_bytes may
- * change (reserve, release): between two such points the holding is constant,
- * so the integral is exact without a per-iteration update.
- */
-static void req_mem_touch(const struct kv_sim *s, struct kv_req *q)
-{
-	q->memtime_Bs += (double)q->kv_bytes * (double)(s->now - q->mem_t0_ns) * 1e-9;
-	q->mem_t0_ns = s->now;
-}
-
-/* Brings r's memory integrals up to now; call before reserved or live bytes change. */
-static void rep_acct(struct kv_replica *r)
-{
-	const struct kv_sim *s = r->sim;
-	double dt_s = (double)(s->now - r->acct_t0_ns) * 1e-9;
-	uint64_t reserved = r->pool.size_bytes - r->pool.free_bytes;
-
-	if (s->now == r->acct_t0_ns)
-		return;
-	r->reserved_Bs += (double)reserved * dt_s;
-	r->used_Bs += (double)r->live_tokens * r->beta_bytes * dt_s;
-	r->extfrag_s += kv_pool_ext_frag(&r->pool) * dt_s;
-	r->acct_t0_ns = s->now;
-}
-
-/* Grows q's holding to `tokens` through the cache model; 0 or KV_ENOMEM. */
-static int req_reserve(struct kv_replica *r, struct kv_req *q, uint64_t tokens)
-{
-	uint64_t reserved;
-	int rc;
-
-	if (tokens <= q->kv_cap_tokens)
-		return 0; /* the hot path: a decode step inside the holding */
-	req_mem_touch(r->sim, q);
-	rc = r->cache->reserve(r->cache_priv, q, tokens);
-	reserved = r->pool.size_bytes - r->pool.free_bytes;
-	if (reserved > r->peak_reserved_bytes)
-		r->peak_reserved_bytes = reserved;
-	return rc;
-}
-
-static void req_release(struct kv_replica *r, struct kv_req *q)
-{
-	req_mem_touch(r->sim, q);
-	r->cache->release(r->cache_priv, q);
-	KV_CHECK(q->kv_bytes == 0 && q->kv_cap_tokens == 0,
-		 "request %llu holds %llu bytes after release", (unsigned long long)q->id,
-		 (unsigned long long)q->kv_bytes);
-	r->live_tokens -= q->kv_tokens;
-}
-
-/* --- the running set ---------------------------------------------------- */
-
-static void running_remove(struct kv_replica *r, struct kv_req *q)
-{
-	uint32_t i = q->run_idx;
-
-	KV_CHECK(i < r->n_running && r->running[i] == q, "request %llu not in running set",
-		 (unsigned long long)q->id);
-	memmove(&r->running[i], &r->running[i + 1],
-		(r->n_running - i - 1) * sizeof(*r->running));
-	r->n_running--;
-	for (; i < r->n_running; i++)
-		r->running[i]->run_idx = i;
-}
-
-/*
- * A request of q's tenant joins a queue.  A tenant becoming backlogged has
- * its virtual service lifted to the least among the backlogged (VTC's rule),
- * so the service-difference metric measures only time both were waiting.
- */
-static void tenant_queued(struct kv_sim *s, const struct kv_req *q)
-{
-	struct kv_tenant_stats *t = &s->tenant[q->tenant];
-	double low = 0;
-	uint32_t i;
-	int any = 0;
-
-	if (t->waiting++)
-		return;
-	for (i = 0; i < s->cfg->source.n_tenants; i++) {
-		if (!s->tenant[i].waiting || &s->tenant[i] == t)
-			continue;
-		if (!any || s->tenant[i].vservice < low)
-			low = s->tenant[i].vservice;
-		any = 1;
-	}
-	if (any && t->vservice < low)
-		t->vservice = low;
-}
-
-static void tenant_unqueued(struct kv_sim *s, const struct kv_req *q)
-{
-	KV_CHECK(s->tenant[q->tenant].waiting > 0, "tenant %u has no waiting request", q->tenant);
-	s->tenant[q->tenant].waiting--;
-}
-
-static void enqueue(struct kv_replica *r, struct kv_req *q)
-{
-	tenant_queued(r->sim, q);
-	r->sched->enqueue(r->sched_priv, r, q);
-}
-
-void kv_replica_admit(struct kv_replica *r, struct kv_req *q)
-{
-	tenant_unqueued(r->sim, q);
-	KV_CHECK(q->state == KV_REQ_WAITING, "admitting request %llu in state %u",
-		 (unsigned long long)q->id, q->state);
-	if (r->n_running == r->running_cap) {
-		r->running_cap = r->running_cap ? 2 * r->running_cap : 64;
-		r->running = kv_xrealloc(r->running, r->running_cap * sizeof(*r->running));
-	}
-	q->state = KV_REQ_RUNNING;
-	q->run_idx = r->n_running;
-	r->running[r->n_running++] = q;
-}
-
-/* --- ending a request ---------------------------------------------------- */
-
-/* Prefill tokens q still has to compute. */
-static uint64_t prefill_left(const struct kv_req *q)
-{
-	return q->kv_tokens < q->prefill_target ? q->prefill_target - q->kv_tokens : 0;
-}
-
-static int end_request(struct kv_sim *s, struct kv_replica *r, struct kv_req *q,
-		       enum kv_end e)
-{
-	const struct kv_sim_config *c = s->cfg;
-	struct kv_tenant_stats *ts = &s->tenant[q->tenant];
-	int rc = 0;
-
-	q->finish_ns = s->now;
-	if (q->swapped_bytes) { /* ends on host: its copy is dropped */
-		r->swap_dropped_bytes += q->swapped_bytes;
-		q->swapped_bytes = 0;
-	} else if (q->kv_bytes || q->kv_tokens) {
-		req_release(r, q);
-	}
-	r->outstanding_tokens -= prefill_left(q) + (q->output_tokens - q->generated);
-	r->n_assigned--;
-	s->ended[e]++;
-	if (e == KV_END_COMPLETED) {
-		double L = (double)(q->prompt_tokens + q->output_tokens);
-
-		q->cost = c->device.alpha * (double)kv_model_weight_bytes(&c->model) +
-			  r->beta_bytes * L * (double)q->output_tokens;
-		if (q->first_token_ns == KV_NS_NEVER)
-			q->first_token_ns = s->now;
-		kv_hist_add(&s->ttft, q->first_token_ns - q->arrival_ns);
-		kv_hist_add(&s->e2e, s->now - q->arrival_ns);
-		if (q->output_tokens > 1)
-			kv_hist_add(&s->tpot, (s->now - q->first_token_ns) / (q->output_tokens - 1));
-		kv_hist_add(&ts->ttft, q->first_token_ns - q->arrival_ns);
-		kv_hist_add(&ts->e2e, s->now - q->arrival_ns);
-		ts->completed++;
-		ts->prompt_tokens += q->prompt_tokens;
-		ts->output_tokens += q->output_tokens;
-		ts->cost += q->cost;
-		s->prompt_tokens_done += q->prompt_tokens;
-		s->output_tokens_done += q->output_tokens;
-		if (r->sched->on_done)
-			r->sched->on_done(r->sched_priv, r, q);
-	} else {
-		ts->rejected++;
-	}
-	if (s->now > s->last_finish_ns)
-		s->last_finish_ns = s->now;
-	if (s->sink.request && s->sink.request(s->sink.ctx, s, q, e))
-		rc = KV_EIO;
-	s->n_live--;
-	slot_free(s, q);
-	return rc;
-}
-
-/* --- batch formation ---------------------------------------------------- */
-
-uint64_t kv_req_next_tokens(const struct kv_req *q)
-{
-	if (q->kv_tokens < q->prefill_target)
-		return q->prefill_target - q->kv_tokens;
-	return 1;
-}
-
-/* Host-link time of a copy of `bytes`. */
-static kv_ns copy_time_ns(const struct kv_replica *r, uint64_t bytes)
-{
-	double bw = r->sim->cfg->device.host_link_Bps * r->sim->cfg->tp;
-
-	return bw > 0 ? (kv_ns)ceil((double)bytes / bw * 1e9) : 0;
-}
-
-static void swap_out(struct kv_replica *r, struct kv_req *q)
-{
-	uint64_t bytes = q->kv_bytes;
-
-	req_release(r, q); /* the tokens leave the device; q keeps kv_tokens */
-	q->swapped_bytes = bytes ? bytes : 1; /* nonzero marks "on host" */
-	r->swap_out_bytes += q->swapped_bytes;
-	r->swaps++;
-	r->copy_ns += copy_time_ns(r, bytes);
-}
-
-/* Brings a swapped q's KV back after its memory was reserved. */
-static void swap_in(struct kv_replica *r, struct kv_req *q)
-{
-	r->live_tokens += q->kv_tokens;
-	r->swap_in_bytes += q->swapped_bytes;
-	r->copy_ns += copy_time_ns(r, q->swapped_bytes);
-	q->swapped_bytes = 0;
-}
-
-static void recompute(struct kv_replica *r, struct kv_req *q)
-{
-	req_release(r, q);
-	r->outstanding_tokens -= prefill_left(q);
-	q->prefill_target = q->prompt_tokens + q->generated;
-	q->kv_tokens = 0;
-	r->outstanding_tokens += q->prefill_target;
-}
-
-/* Asks the cache model for q's cached prefix; the engine skips its prefill. */
-static void take_prefix(struct kv_replica *r, struct kv_req *q)
-{
-	uint64_t h;
-
-	req_mem_touch(r->sim, q);
-	h = r->cache->prefix_hit(r->cache_priv, q);
-	KV_CHECK(h < q->prefill_target || (h == 0 && q->prefill_target == 0),
-		 "prefix hit of %llu tokens for a prefill of %llu", (unsigned long long)h,
-		 (unsigned long long)q->prefill_target);
-	q->kv_tokens = h;
-	r->live_tokens += h;
-	r->outstanding_tokens -= h;
-}
-
-/* Undoes take_prefix for a request that could not be admitted after all. */
-static void drop_prefix(struct kv_replica *r, struct kv_req *q)
-{
-	r->outstanding_tokens += q->kv_tokens;
-	req_release(r, q);
-	q->kv_tokens = 0;
-}
-
-int kv__replica_schedule(struct kv_replica *r, struct kv_req *q)
-{
-	const struct kv_sim_config *c = r->sim->cfg;
-	int prefill = q->kv_tokens < q->prefill_target;
-	uint64_t take = kv_req_next_tokens(q);
-	uint64_t ctx, want;
-	int rc;
-
-	KV_CHECK(q->batch_tokens == 0, "request %llu scheduled twice",
-		 (unsigned long long)q->id);
-	if (r->n_batch >= c->max_batch_seqs || r->budget_tokens == 0)
-		return KV_ERANGE;
-	if (q->kv_tokens == 0 && !q->kv_bytes && r->cache->prefix_hit) {
-		take_prefix(r, q);
-		prefill = q->kv_tokens < q->prefill_target;
-		take = kv_req_next_tokens(q);
-	}
-	if (take > r->budget_tokens) {
-		if (prefill && c->chunked_prefill)
-			take = r->budget_tokens;
-		else if (r->n_batch > 0)
-			return KV_ERANGE; /* a whole prompt over the budget runs alone */
-	}
-	/*
-	 * Admission reserves the whole prefill, as vLLM's block manager does
-	 * (can_allocate checks every prompt block, chunked prefill or not):
-	 * admitting on the first chunk alone lets a long prompt start, grow,
-	 * and be preempted again, thrashing by recompute under pressure.
-	 */
-	want = q->kv_tokens + take;
-	if (q->state == KV_REQ_WAITING)
-		want = KV_MAX(want, q->prefill_target);
-	rc = req_reserve(r, q, want);
-	if (rc) {
-		if (rc == KV_ENOMEM)
-			r->last_nomem = q;
-		if (q->state == KV_REQ_WAITING && !q->swapped_bytes && (q->kv_bytes || q->kv_tokens))
-			drop_prefix(r, q); /* not admitted: give the cached prefix back */
-		return rc;
-	}
-	if (q->swapped_bytes)
-		swap_in(r, q);
-	q->batch_tokens = (uint32_t)take;
-	r->batch[r->n_batch++] = q;
-	r->budget_tokens -= KV_MIN(take, r->budget_tokens);
-	ctx = q->kv_tokens + take;
-	r->shape.n_seqs++;
-	if (prefill) {
-		/* the chunk that completes the prefill samples the first token */
-		r->shape.n_sample += q->kv_tokens + take >= q->prefill_target;
-		r->shape.n_prefill_tokens += take;
-		r->shape.attn_pairs += kv_perf_prefill_pairs(q->kv_tokens, take);
-	} else {
-		r->shape.n_decode++;
-		r->shape.n_sample++;
-		r->shape.attn_pairs += ctx;
-		if (r->cache->extra_prefill_tokens) {
-			uint64_t x = r->cache->extra_prefill_tokens(r->cache_priv, q);
-
-			r->shape.n_prefill_tokens += x;
-			r->shape.attn_pairs += x * ctx;
-		}
-	}
-	if (r->cache->dequant_bytes)
-		r->shape.dequant_bytes += r->cache->dequant_bytes(r->cache_priv, ctx);
-	if (r->cache->read_bytes)
-		r->shape.kv_read_bytes += r->cache->read_bytes(r->cache_priv, ctx);
-	else
-		r->ctx_tokens += ctx; /* times beta once the batch is formed */
-	return 0;
-}
-
-uint32_t kv_replica_schedule_running(struct kv_replica *r, uint32_t from, int *err)
-{
-	uint64_t budget = r->budget_tokens, pairs = 0;
-	uint32_t i = from, n = r->n_batch, n0 = n;
-	int rc = 0;
-
-	while (i < r->n_running) {
-		/* locals: the stores below could alias r's fields as far as C knows */
-		struct kv_req *const *running = r->running, **batch = r->batch;
-		uint32_t n_running = r->n_running, max = r->plain_decode ? r->max_seqs : 0;
-
-		for (; i < n_running && n < max && budget; i++) {
-			struct kv_req *q = running[i];
-
-			if (q->kv_tokens < q->prefill_target || q->kv_tokens >= q->kv_cap_tokens ||
-			    q->batch_tokens)
-				break;
-			q->batch_tokens = 1;
-			batch[n++] = q;
-			budget--;
-			pairs += q->kv_tokens + 1;
-		}
-		if (i == n_running)
-			break;
-		struct kv_req *q = running[i];
-		/* the general case: publish the counters, take the slow path */
-		r->n_batch = n;
-		r->budget_tokens = budget;
-		r->shape.n_seqs += n - n0;
-		r->shape.n_decode += n - n0;
-		r->shape.n_sample += n - n0;
-		r->shape.attn_pairs += pairs;
-		r->ctx_tokens += pairs;
-		rc = kv__replica_schedule(r, q);
-		n = n0 = r->n_batch;
-		budget = r->budget_tokens;
-		pairs = 0;
-		if (rc)
-			break;
-		i++;
-	}
-	r->n_batch = n;
-	r->budget_tokens = budget;
-	r->shape.n_seqs += n - n0;
-	r->shape.n_decode += n - n0;
-	r->shape.n_sample += n - n0;
-	r->shape.attn_pairs += pairs;
-	r->ctx_tokens += pairs;
-	*err = rc;
-	return i;
-}
-
-void kv_replica_preempt_as(struct kv_replica *r, struct kv_req *q, enum kv_preempt how)
-{
-	KV_CHECK(q->state == KV_REQ_RUNNING && q->batch_tokens == 0,
-		 "preempting request %llu that is not running or already scheduled",
-		 (unsigned long long)q->id);
-	if (how == KV_PREEMPT_AUTO)
-		how = r->offload == KV_OFFLOAD_NONE ? KV_PREEMPT_RECOMPUTE : KV_PREEMPT_SWAP;
-	running_remove(r, q);
-	if (how == KV_PREEMPT_SWAP)
-		swap_out(r, q);
-	else
-		recompute(r, q);
-	q->preemptions++;
-	r->sim->preemptions++;
-	q->state = KV_REQ_WAITING;
-	enqueue(r, q);
-}
-
-void kv_replica_preempt(struct kv_replica *r, struct kv_req *q)
-{
-	kv_replica_preempt_as(r, q, KV_PREEMPT_AUTO);
-}
-
-void kv_replica_reject(struct kv_replica *r, struct kv_req *q)
-{
-	struct kv_sim *s = r->sim;
-	int rc;
-
-	KV_CHECK(q->state == KV_REQ_RUNNING && q->batch_tokens == 0,
-		 "rejecting request %llu that is not running or already scheduled",
-		 (unsigned long long)q->id);
-	running_remove(r, q);
-	if (r->last_nomem == q)
-		r->last_nomem = NULL; /* it ends here: kick must not reject it again */
-	rc = end_request(s, r, q, KV_END_REJECTED_POOL);
-	if (rc && !s->deferred_rc)
-		s->deferred_rc = rc;
-}
-
-/* The formed batch's duration, with the host-link copies queued for it. */
-static int iter_ns(struct kv_replica *r, kv_ns *ns)
-{
-	const struct kv_executor *x = r->sim->cfg->exec;
-	kv_ns t = kv_perf_iter_ns(&r->sim->perf, &r->shape), c = r->copy_ns;
-	int rc;
-
-	if (x && (rc = x->iter(x->ctx, r, t, &t)))
-		return rc;
-	r->copy_ns = 0;
-	*ns = r->offload == KV_OFFLOAD_OVERLAP ? KV_MAX(t, c) : t + c;
-	return 0;
-}
-
-/* Forms and starts the next iteration of an idle replica. */
-static int kick(struct kv_sim *s, struct kv_replica *r)
-{
-	kv_ns t;
-	int rc;
-
-	if (r->busy)
-		return 0;
-	rep_acct(r);
-	for (;;) {
-		memset(&r->shape, 0, sizeof(r->shape));
-		r->ctx_tokens = 0;
-		r->n_batch = 0;
-		r->budget_tokens = s->cfg->max_batch_tokens;
-		r->last_nomem = NULL;
-		if (r->n_running == 0 && r->sched->waiting(r->sched_priv) == 0)
-			return 0;
-		r->sched->form_batch(r->sched_priv, r);
-		if (s->deferred_rc)
-			return s->deferred_rc;
-		if (r->n_batch)
-			break;
-		if (!r->last_nomem && r->n_running == 0)
-			continue; /* the scheduler rejected a request that was alone: form again */
-		/*
-		 * Nothing could run.  With requests running that is a
-		 * scheduler bug; with none, the memory refused belongs to a
-		 * request that cannot fit even in an empty pool: reject it.
-		 */
-		KV_CHECK(r->n_running == 0 && r->last_nomem,
-			 "replica %u formed an empty batch (running %u)", r->idx, r->n_running);
-		r->sched->dequeue(r->sched_priv, r, r->last_nomem);
-		tenant_unqueued(s, r->last_nomem);
-		rc = end_request(s, r, r->last_nomem, KV_END_REJECTED_POOL);
-		if (rc)
-			return rc;
-	}
-	r->shape.kv_read_bytes += (uint64_t)((double)r->ctx_tokens * r->beta_bytes);
-	rc = iter_ns(r, &t);
-	if (rc)
-		return rc;
-	r->busy = 1;
-	r->iter_start_ns = s->now;
-	kv_heap_push(&s->heap, s->now + t, EV_ITER_DONE, r->idx, 0);
-	return 0;
-}
-
-/*
- * Applies one request's tokens at the end of an iteration; returns 1 when it
- * finished.  *done_tokens counts the prefill and output work it completed
- * (the replica's outstanding tokens drop by it); the caller sums them, and
- * the live tokens, in registers rather than through r.
- */
-static inline int apply_tokens(struct kv_req *q, kv_ns now, uint64_t *done_tokens)
-{
-	uint64_t t = q->batch_tokens;
-	int prefill = q->kv_tokens < q->prefill_target;
-
-	q->batch_tokens = 0;
-	q->kv_tokens += t;
-	*done_tokens += prefill ? t : 0;
-	if ((!prefill || q->kv_tokens == q->prefill_target) && q->generated < q->output_tokens) {
-		q->generated++;
-		++*done_tokens;
-		if (q->first_token_ns == KV_NS_NEVER)
-			q->first_token_ns = now;
-	}
-	return q->kv_tokens >= q->prefill_target && q->generated == q->output_tokens;
-}
-
-static int on_iter_done(struct kv_sim *s, struct kv_replica *r)
-{
-	const struct kv_fairness_cfg *fw = &s->cfg->fairness;
-	uint64_t live = 0, done = 0;
-	uint32_t i, j, finished = 0;
-	int rc = 0;
-
-	rep_acct(r);
-	r->busy = 0;
-	r->busy_ns += s->now - r->iter_start_ns;
-	r->iterations++;
-	for (i = 0; i < r->n_batch; i++) {
-		struct kv_req *q = r->batch[i];
-		struct kv_tenant_stats *t = &s->tenant[q->tenant];
-		uint64_t gen = q->generated, in = q->kv_tokens < q->prefill_target ? q->batch_tokens : 0;
-		double svc;
-
-		live += q->batch_tokens;
-		if (apply_tokens(q, s->now, &done)) {
-			q->state = KV_REQ_FREE; /* mark; removed below */
-			finished++;
-		}
-		svc = (double)in * fw->input_weight + (double)(q->generated - gen) * fw->output_weight;
-		t->service += svc;
-		t->vservice += svc * s->inv_weight[q->tenant];
-	}
-	r->live_tokens += live;
-	r->outstanding_tokens -= done;
-	if (!finished) {
-		r->n_batch = 0;
-		return kick(s, r);
-	}
-	/* Compact the running set, keeping admission order, then end the finished. */
-	for (i = j = 0; i < r->n_running; i++) {
-		struct kv_req *q = r->running[i];
-
-		if (q->state == KV_REQ_RUNNING) {
-			q->run_idx = j;
-			r->running[j++] = q;
-		}
-	}
-	r->n_running = j;
-	for (i = 0; i < r->n_batch; i++) {
-		struct kv_req *q = r->batch[i];
-
-		if (q->state == KV_REQ_FREE && !rc)
-			rc = end_request(s, r, q, KV_END_COMPLETED);
-	}
-	r->n_batch = 0;
-	return rc ? rc : kick(s, r);
 }
 
 /* --- arrivals ------------------------------------------------------------ */
@@ -768,7 +61,7 @@ static int next_arrival(struct kv_sim *s)
 	if (rc) {
 		KV_CHECK(s->pending.t_ns >= s->now, "arrival %llu goes back in time",
 			 (unsigned long long)s->pending.id);
-		kv_heap_push(&s->heap, s->pending.t_ns, EV_ARRIVAL, 0, 0);
+		kv_heap_push(&s->heap, s->pending.t_ns, KV_EV_ARRIVAL, 0, 0);
 	}
 	return 0;
 }
@@ -789,7 +82,7 @@ static int on_arrival(struct kv_sim *s)
 	if (s->n_live > s->peak_live)
 		s->peak_live = s->n_live;
 	s->tenant[a->tenant].arrived++;
-	q = slot_alloc(s);
+	q = kv__slot_alloc(s);
 	q->id = a->id;
 	q->arrival_ns = s->now;
 	q->prompt_tokens = a->prompt_tokens;
@@ -797,20 +90,13 @@ static int on_arrival(struct kv_sim *s)
 	q->prefill_target = a->prompt_tokens;
 	q->tenant = a->tenant;
 	q->origin_line = a->origin_line;
-	hashes_store(s, q, a);
+	kv__hashes_store(s, q, a);
 	q->mem_t0_ns = s->now;
 	q->replica = s->cfg->router->pick(s, q, &s->router_state);
 	r = &s->rep[q->replica];
 	r->n_assigned++;
 	r->outstanding_tokens += q->prompt_tokens + q->output_tokens;
-	if (!ok) {
-		int rc = end_request(s, r, q, KV_END_REJECTED_CONTEXT);
-
-		return rc ? rc : next_arrival(s);
-	}
-	q->state = KV_REQ_WAITING;
-	enqueue(r, q);
-	ok = kick(s, r);
+	ok = ok ? kv__replica_arrive(r, q) : kv__replica_end(r, q, KV_END_REJECTED_CONTEXT);
 	return ok ? ok : next_arrival(s);
 }
 
@@ -844,16 +130,8 @@ static int on_sample(struct kv_sim *s)
 	if (s->sink.sample && s->sink.sample(s->sink.ctx, s, s->now))
 		return KV_EIO;
 	if (s->have_pending || s->n_live)
-		kv_heap_push(&s->heap, s->now + s->cfg->sample_interval_ns, EV_SAMPLE, 0, 0);
+		kv_heap_push(&s->heap, s->now + s->cfg->sample_interval_ns, KV_EV_SAMPLE, 0, 0);
 	return 0;
-}
-
-static void check_pool(const struct kv_replica *r)
-{
-	char msg[256];
-
-	if (kv_pool_check(&r->pool, msg, sizeof(msg)))
-		kv__check_fail(__FILE__, __LINE__, "kv_pool_check", "replica %u: %s", r->idx, msg);
 }
 
 static int dispatch(struct kv_sim *s, const struct kv_event *ev)
@@ -861,13 +139,13 @@ static int dispatch(struct kv_sim *s, const struct kv_event *ev)
 	int rc;
 
 	switch (ev->kind) {
-	case EV_ARRIVAL:
+	case KV_EV_ARRIVAL:
 		rc = on_arrival(s);
 		break;
-	case EV_ITER_DONE:
-		rc = on_iter_done(s, &s->rep[ev->target]);
+	case KV_EV_ITER_DONE:
+		rc = kv__replica_iter_done(&s->rep[ev->target]);
 		break;
-	case EV_SAMPLE:
+	case KV_EV_SAMPLE:
 		rc = on_sample(s);
 		break;
 	default:
@@ -877,7 +155,7 @@ static int dispatch(struct kv_sim *s, const struct kv_event *ev)
 		uint32_t i;
 
 		for (i = 0; i < s->n_rep; i++)
-			check_pool(&s->rep[i]);
+			kv__replica_check_pool(&s->rep[i]);
 	}
 	return rc;
 }
@@ -896,25 +174,8 @@ static void final_checks(struct kv_sim *s)
 	KV_CHECK(ended == s->arrived && s->n_live == 0,
 		 "%llu arrived, %llu ended, %llu live", (unsigned long long)s->arrived,
 		 (unsigned long long)ended, (unsigned long long)s->n_live);
-	for (i = 0; i < s->n_rep; i++) {
-		struct kv_replica *r = &s->rep[i];
-
-		rep_acct(r);
-		if (r->cache->flush)
-			r->cache->flush(r->cache_priv);
-		KV_CHECK(r->swap_out_bytes == r->swap_in_bytes + r->swap_dropped_bytes,
-			 "replica %u: %llu bytes swapped out, %llu in, %llu dropped", i,
-			 (unsigned long long)r->swap_out_bytes, (unsigned long long)r->swap_in_bytes,
-			 (unsigned long long)r->swap_dropped_bytes);
-		KV_CHECK(r->pool.free_bytes == r->pool.size_bytes && r->live_tokens == 0 &&
-				 r->n_running == 0 && r->n_assigned == 0 &&
-				 r->outstanding_tokens == 0,
-			 "replica %u leaks: %llu bytes held, %llu live tokens, %u running, %llu outstanding",
-			 i, (unsigned long long)(r->pool.size_bytes - r->pool.free_bytes),
-			 (unsigned long long)r->live_tokens, r->n_running,
-			 (unsigned long long)r->outstanding_tokens);
-		check_pool(r);
-	}
+	for (i = 0; i < s->n_rep; i++)
+		kv__replica_final(&s->rep[i]);
 }
 
 int kv_sim_run(struct kv_sim *s)
@@ -925,7 +186,7 @@ int kv_sim_run(struct kv_sim *s)
 	if (rc)
 		return rc;
 	if (s->cfg->sample_interval_ns)
-		kv_heap_push(&s->heap, 0, EV_SAMPLE, 0, 0);
+		kv_heap_push(&s->heap, 0, KV_EV_SAMPLE, 0, 0);
 	while (kv_heap_pop(&s->heap, &ev)) {
 		KV_CHECK(ev.t_ns >= s->now, "time went back from %llu to %llu ns",
 			 (unsigned long long)s->now, (unsigned long long)ev.t_ns);
@@ -943,85 +204,6 @@ int kv_sim_run(struct kv_sim *s)
 	}
 	final_checks(s);
 	return 0;
-}
-
-/* --- set-up -------------------------------------------------------------- */
-
-/* Builds r's pool and cache-model instance with the current unit. */
-static int replica_memory(struct kv_sim *s, struct kv_replica *r)
-{
-	const struct kv_sim_config *c = s->cfg;
-	struct kv_cache_env env;
-	int rc;
-
-	rc = kv_pool_init(&r->pool, s->pool_bytes, s->pool_unit_bytes, c->pool_max_block_bytes);
-	if (rc)
-		return kv_diag_set(&s->diag, rc, "", 0, 0, "memory.pool",
-				   "cannot build a pool of %llu bytes with blocks %llu..%llu bytes: expected powers of two and at least one block",
-				   (unsigned long long)s->pool_bytes,
-				   (unsigned long long)s->pool_unit_bytes,
-				   (unsigned long long)c->pool_max_block_bytes);
-	r->cache = c->cache;
-	r->cache_priv = kv_xcalloc(1, c->cache->priv_size ? c->cache->priv_size : 1);
-	memcpy(r->cache_priv, c->cache_opts, c->cache->priv_size);
-	env.pool = &r->pool;
-	env.model = &c->model;
-	env.device = &c->device;
-	env.tp = c->tp;
-	env.token_bytes = s->token_bytes;
-	env.sim = s;
-	rc = c->cache->init(r->cache_priv, &env, &s->diag);
-	if (rc)
-		return rc;
-	r->beta_bytes = c->cache->bytes_per_token(r->cache_priv);
-	return 0;
-}
-
-/* Takes r's pool and cache-model instance down (to rebuild them). */
-static void replica_memory_release(struct kv_replica *r)
-{
-	if (r->cache->fini)
-		r->cache->fini(r->cache_priv);
-	free(r->cache_priv);
-	r->cache_priv = NULL;
-	kv_pool_release(&r->pool);
-}
-
-static int replica_init(struct kv_sim *s, struct kv_replica *r, uint32_t idx)
-{
-	const struct kv_sim_config *c = s->cfg;
-	int rc;
-
-	r->sim = s;
-	r->idx = idx;
-	rc = replica_memory(s, r);
-	if (rc)
-		return rc;
-	/*
-	 * An auto unit follows the bytes the cache model stores per token (a
-	 * 4-bit cache's 16-token block is a quarter of fp16's): known only once
-	 * the model is initialised, so the first replica may build twice.
-	 */
-	if (idx == 0 && !c->pool_min_block_bytes) {
-		uint64_t unit = kv_sim_pool_unit((uint64_t)ceil(r->beta_bytes), c->pool_max_block_bytes);
-
-		if (unit != s->pool_unit_bytes) {
-			replica_memory_release(r);
-			s->pool_unit_bytes = unit;
-			rc = replica_memory(s, r);
-			if (rc)
-				return rc;
-		}
-	}
-	r->batch = kv_xcalloc(c->max_batch_seqs, sizeof(*r->batch));
-	r->offload = c->cache->offload ? c->cache->offload(r->cache_priv) : KV_OFFLOAD_NONE;
-	r->plain_decode = !c->cache->extra_prefill_tokens && !c->cache->dequant_bytes &&
-			  !c->cache->read_bytes;
-	r->max_seqs = c->max_batch_seqs;
-	r->sched = c->sched;
-	r->sched_priv = kv_xcalloc(1, c->sched->priv_size ? c->sched->priv_size : 1);
-	memcpy(r->sched_priv, c->sched_opts, c->sched->priv_size);
-	return c->sched->init(r->sched_priv, r, &s->diag);
 }
 
 uint64_t kv_sim_pool_unit(uint64_t token_bytes, uint64_t max_block_bytes)
@@ -1059,6 +241,8 @@ int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct 
 	s->cfg = cfg;
 	s->free_slot = KV_NIL;
 	s->free_hash_page = KV_NIL;
+	s->req_state[KV_PLUGIN_SCHED].size = cfg->sched->req_size;
+	s->req_state[KV_PLUGIN_CACHE].size = cfg->cache->req_size;
 	if (sink)
 		s->sink = *sink;
 	s->token_bytes = kv_model_kv_bytes_per_token(&cfg->model);
@@ -1083,7 +267,7 @@ int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct 
 	s->n_rep = cfg->replicas;
 	s->rep = kv_xcalloc(s->n_rep, sizeof(*s->rep));
 	for (i = 0; i < s->n_rep; i++) {
-		rc = replica_init(s, &s->rep[i], i);
+		rc = kv__replica_init(s, &s->rep[i], i);
 		if (rc)
 			return rc;
 	}
@@ -1094,24 +278,10 @@ void kv_sim_release(struct kv_sim *s)
 {
 	uint32_t i;
 
-	for (i = 0; i < s->n_rep; i++) {
-		struct kv_replica *r = &s->rep[i];
-
-		if (r->sched_priv && r->sched && r->sched->fini)
-			r->sched->fini(r->sched_priv);
-		if (r->cache_priv && r->cache && r->cache->fini)
-			r->cache->fini(r->cache_priv);
-		free(r->sched_priv);
-		free(r->cache_priv);
-		free(r->running);
-		free(r->batch);
-		kv_pool_release(&r->pool);
-	}
+	for (i = 0; i < s->n_rep; i++)
+		kv__replica_release(&s->rep[i]);
 	free(s->rep);
-	for (i = 0; i < s->n_pages; i++)
-		free(s->pages[i]);
-	free(s->pages);
-	free(s->hash_pages);
+	kv__slots_release(s);
 	if (s->src)
 		kv_source_close(s->src);
 	kv_heap_release(&s->heap);

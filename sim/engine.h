@@ -34,6 +34,7 @@
 #include "metrics.h"
 #include "perf.h"
 #include "sched.h"
+#include "slots.h"
 #include "source.h"
 
 #include <signal.h>
@@ -86,34 +87,10 @@ struct kv_req {
 	uint32_t preemptions; /* times preempted */
 	uint32_t slot; /* own slot index */
 	uint32_t q_prev, q_next; /* scheduler queue links (slots), KV_NIL at ends */
-	uint64_t sched_key; /* scheduler-private ordering key */
 	unsigned long origin_line; /* trace line, 0 when generated */
 	uint64_t swapped_bytes; /* KV bytes held in host memory after a swap-out, 0 when none */
 	uint32_t hash_page; /* first page of its prefix-block hashes (KV_NIL: none) */
 	uint32_t n_hashes; /* prefix-block hashes (Mooncake hash_ids), 512 tokens each */
-};
-
-/*
- * Prefix-block hashes of requests in flight, in pages from one arena
- * recycled through a free list (memory follows the requests in flight).
- */
-#define KV_HASHES_PER_PAGE 63
-struct kv_hash_page {
-	uint64_t next; /* next page of the same request, KV_NIL at the end (or the free list's next) */
-	uint64_t h[KV_HASHES_PER_PAGE]; /* hashes */
-};
-
-/* Sequential reader of a request's hashes. */
-struct kv_hash_iter {
-	const struct kv_hash_page *pages; /* the arena */
-	uint32_t page; /* current page */
-	uint32_t i, n; /* hashes read, hashes in all */
-};
-
-/* An intrusive FIFO of requests linked through q_prev/q_next. */
-struct kv_reqq {
-	uint32_t head, tail; /* slots, KV_NIL when empty */
-	uint64_t n; /* length */
 };
 
 struct kv_sim;
@@ -227,6 +204,19 @@ struct kv_tenant_stats {
 };
 
 
+/* Events: few and explicit; the heap orders them by (time, insertion). */
+enum kv_event_kind {
+	KV_EV_ARRIVAL = 1, /* the pending arrival (s->pending) arrives */
+	KV_EV_ITER_DONE, /* replica `target` ends its iteration */
+	KV_EV_SAMPLE, /* a timeseries sample is due */
+};
+
+/* A plugin kind's per-request state: req_size bytes per slot, in pages parallel to the slots'. */
+struct kv_plugin_reqs {
+	unsigned char **pages; /* one block of KV_SLOT_PAGE * size bytes per slot page */
+	size_t size; /* the plugin's req_size, 0 = none */
+};
+
 struct kv_sim {
 	const struct kv_sim_config *cfg;
 	struct kv_perf perf; /* iteration-time model */
@@ -239,6 +229,7 @@ struct kv_sim {
 	struct kv_req **pages; /* request slot pages */
 	uint32_t n_pages; /* pages allocated */
 	uint32_t free_slot; /* head of the free-slot list (linked through q_next), KV_NIL */
+	struct kv_plugin_reqs req_state[KV_PLUGIN_KINDS]; /* per-request plugin state, by kind */
 	uint64_t n_live; /* requests arrived and not ended */
 	uint64_t peak_live; /* high-water mark of n_live */
 	struct kv_source *src; /* arrivals */
@@ -296,7 +287,29 @@ uint64_t kv_sim_pool_unit(uint64_t token_bytes, uint64_t max_block_bytes);
 /* The request in a slot. */
 static inline struct kv_req *kv_sim_req(const struct kv_sim *s, uint32_t slot)
 {
-	return &s->pages[slot >> 12][slot & 4095];
+	return &s->pages[slot >> KV_SLOT_PAGE_SHIFT][slot & (KV_SLOT_PAGE - 1)];
+}
+
+/* q's state of the plugin of kind k (its req_size bytes; zeroed when q arrived). */
+static inline void *kv__req_state(const struct kv_sim *s, enum kv_plugin_kind k,
+				  const struct kv_req *q)
+{
+	const struct kv_plugin_reqs *st = &s->req_state[k];
+
+	return st->pages[q->slot >> KV_SLOT_PAGE_SHIFT] +
+	       (size_t)(q->slot & (KV_SLOT_PAGE - 1)) * st->size;
+}
+
+/* q's scheduler state: the scheduler's req_size bytes, zeroed at arrival. */
+static inline void *kv_req_sched(const struct kv_sim *s, const struct kv_req *q)
+{
+	return kv__req_state(s, KV_PLUGIN_SCHED, q);
+}
+
+/* q's cache-model state: the cache model's req_size bytes, zeroed at arrival. */
+static inline void *kv_req_cache(const struct kv_sim *s, const struct kv_req *q)
+{
+	return kv__req_state(s, KV_PLUGIN_CACHE, q);
 }
 
 /* Starts reading q's prefix-block hashes (valid until q ends). */
@@ -322,86 +335,5 @@ static inline int kv_hash_iter_next(struct kv_hash_iter *it, uint64_t *h)
 		it->page = (uint32_t)it->pages[it->page].next;
 	return 1;
 }
-
-/* --- helpers for schedulers ------------------------------------------- */
-
-void kv_reqq_init(struct kv_reqq *qq);
-void kv_reqq_push_back(struct kv_sim *s, struct kv_reqq *qq, struct kv_req *q);
-void kv_reqq_push_front(struct kv_sim *s, struct kv_reqq *qq, struct kv_req *q);
-void kv_reqq_remove(struct kv_sim *s, struct kv_reqq *qq, struct kv_req *q);
-/* Head of the queue, or NULL. */
-struct kv_req *kv_reqq_head(const struct kv_sim *s, const struct kv_reqq *qq);
-/* Successor of q in its queue, or NULL. */
-struct kv_req *kv_reqq_next(const struct kv_sim *s, const struct kv_req *q);
-
-/*
- * Schedules q (running or waiting on r) for the iteration being formed:
- * takes its tokens from the budget (a decode step is one token; a prefill
- * chunk is what remains of its prefill, cut to the budget when chunked
- * prefill is on) and reserves the memory through the cache model.
- * Returns 0 when scheduled; KV_ERANGE when the token budget or the sequence
- * cap is spent (q untouched); KV_ENOMEM when its memory cannot be reserved
- * (q untouched).  A waiting q must be admitted with kv_replica_admit()
- * after a 0 return.
- */
-int kv__replica_schedule(struct kv_replica *r, struct kv_req *q);
-static inline int kv_replica_schedule(struct kv_replica *r, struct kv_req *q)
-{
-	if (r->plain_decode && q->kv_tokens >= q->prefill_target &&
-	    q->kv_tokens < q->kv_cap_tokens && q->state == KV_REQ_RUNNING &&
-	    r->n_batch < r->max_seqs && r->budget_tokens && !q->batch_tokens) {
-		/* The hot path, inline: a decode step inside the request's holding. */
-		q->batch_tokens = 1;
-		r->batch[r->n_batch++] = q;
-		r->budget_tokens--;
-		r->shape.n_seqs++;
-		r->shape.n_decode++;
-		r->shape.attn_pairs += q->kv_tokens + 1;
-		r->ctx_tokens += q->kv_tokens + 1;
-		return 0;
-	}
-	return kv__replica_schedule(r, q);
-}
-
-/*
- * Schedules running[from], running[from + 1], ... in order, as
- * kv_replica_schedule() would, stopping at the first that fails.  Returns
- * the index of that request (n_running when all were scheduled) and stores
- * its error in *err (0 when none failed).  Equivalent to the loop over
- * kv_replica_schedule(), only faster: decode steps inside their holdings are
- * batched with the counters in registers.
- */
-uint32_t kv_replica_schedule_running(struct kv_replica *r, uint32_t from, int *err);
-
-/* Moves a waiting q that kv_replica_schedule() accepted into the running set. */
-void kv_replica_admit(struct kv_replica *r, struct kv_req *q);
-
-enum kv_preempt {
-	KV_PREEMPT_AUTO, /* swap when the cache model offloads, else recompute */
-	KV_PREEMPT_RECOMPUTE, /* drop the KV; prefill prompt + generated tokens again */
-	KV_PREEMPT_SWAP, /* copy the KV to host memory; copy it back to resume */
-};
-
-/*
- * Preempts running q and hands it to the scheduler's enqueue.  By recompute:
- * releases its memory and sets it back to prefill its prompt plus the
- * tokens generated so far.  By swap: copies its KV bytes to host memory
- * over the host link (time added to the next iteration, or overlapped with
- * it, as the cache model says), releases the device memory, and copies them
- * back when it is scheduled again.  q must not be scheduled in the batch
- * being formed.  kv_replica_preempt() is the KV_PREEMPT_AUTO case.
- */
-void kv_replica_preempt_as(struct kv_replica *r, struct kv_req *q, enum kv_preempt how);
-void kv_replica_preempt(struct kv_replica *r, struct kv_req *q);
-
-/*
- * Ends running q as rejected (KV_END_REJECTED_POOL): for a request that
- * cannot grow although it is alone on the replica.  q must not be scheduled
- * in the batch being formed.
- */
-void kv_replica_reject(struct kv_replica *r, struct kv_req *q);
-
-/* Tokens q would take from the budget now (ignoring the budget's size). */
-uint64_t kv_req_next_tokens(const struct kv_req *q);
 
 #endif /* KV_ENGINE_H */

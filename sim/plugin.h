@@ -1,6 +1,16 @@
 /*
- * plugin.h -- option tables shared by every plugin kind (schedulers, cache
- * models, routers).
+ * plugin.h -- the plugin base shared by every plugin kind (schedulers, cache
+ * models, routers): name, description, private state, per-request state,
+ * options; the registries and the one generic lookup over them.
+ *
+ * Every descriptor (struct kv_sched_ops, kv_cache_ops, kv_router_ops)
+ * starts with KV_PLUGIN_BASE: a union of `struct kv_plugin base` with the
+ * same fields unnamed, so a plugin writes `.name = "fifo"` and code reads
+ * `ops->name`, while generic code takes `&ops->base` (the common initial
+ * sequence of the two union members makes both views the same bytes).
+ * The engine allocates .priv_size zeroed bytes per replica and fills the
+ * options before the init hook, and .req_size zeroed bytes per request in
+ * flight, in flat per-slot arrays (kv_req_sched(), kv_req_cache()).
  *
  * A plugin's options are a NULL-name-terminated array of kv_option.  Each
  * names a field of the plugin's private state by offset and type; the
@@ -33,6 +43,56 @@ struct kv_option {
 	const char *help; /* one line */
 	const char *const *names; /* enum: NULL-terminated value names */
 };
+
+/* What every plugin descriptor starts with. */
+#define KV_PLUGIN_FIELDS                                                                 \
+	const char *name; /* YAML name: "fifo", "chunked", "round-robin", ... */           \
+	const char *desc; /* one sentence with the rule or equation */                     \
+	size_t priv_size; /* bytes of private state per replica (0: none) */               \
+	size_t req_size; /* bytes of private state per request in flight (0: none) */      \
+	const struct kv_option *options; /* NULL-name-terminated table, or NULL */
+
+struct kv_plugin {
+	KV_PLUGIN_FIELDS
+};
+
+/* The first member of a descriptor: `base` and the same fields by name. */
+#define KV_PLUGIN_BASE                 \
+	union {                        \
+		struct kv_plugin base; \
+		struct {               \
+			KV_PLUGIN_FIELDS \
+		};                     \
+	}
+
+enum kv_plugin_kind { KV_PLUGIN_SCHED, KV_PLUGIN_CACHE, KV_PLUGIN_ROUTER, KV_PLUGIN_KINDS };
+
+/*
+ * A kind's YAML key ("scheduler", "cache", "router"), the word `kvsim list`
+ * takes ("schedulers", "caches", "routers") and its heading there.
+ */
+const char *kv_plugin_kind_key(enum kv_plugin_kind k);
+const char *kv_plugin_kind_plural(enum kv_plugin_kind k);
+const char *kv_plugin_kind_title(enum kv_plugin_kind k);
+
+/*
+ * The i-th plugin of a kind, in `kvsim list` order: the built-in registry
+ * (sim/registry.c) then those added with kv_plugin_add(); NULL past the end.
+ */
+const struct kv_plugin *kv_plugin_at(enum kv_plugin_kind k, size_t i);
+
+/* The plugin of a kind with that name, or NULL. */
+const struct kv_plugin *kv_plugin_find(enum kv_plugin_kind k, const char *name);
+
+/* The names of a kind, "a, b, c", into buf (truncated to len); returns buf. */
+const char *kv_plugin_names(enum kv_plugin_kind k, char *buf, size_t len);
+
+/*
+ * Registers a plugin built outside sim/ (a test's, a front end's) after the
+ * built-in ones: a plugin is one file plus this line (or a registry line).
+ * Returns 0, KV_EINVAL when the name is taken, KV_ERANGE past 8 per kind.
+ */
+int kv_plugin_add(enum kv_plugin_kind k, const struct kv_plugin *p);
 
 /* Fills priv's option fields with their defaults. */
 void kv_options_defaults(const struct kv_option *opts, void *priv);

@@ -40,10 +40,7 @@ struct kv_req;
 struct kv_replica;
 
 struct kv_sched_ops {
-	const char *name; /* "fifo", "drf", ... */
-	const char *desc; /* one sentence with the policy's rule */
-	size_t priv_size; /* bytes of private state per replica */
-	const struct kv_option *options; /* NULL-terminated table */
+	KV_PLUGIN_BASE; /* name ("fifo", ...), desc, priv_size, req_size, options */
 	int (*init)(void *priv, struct kv_replica *r, struct kv_diag *d);
 	void (*fini)(void *priv);
 	void (*enqueue)(void *priv, struct kv_replica *r, struct kv_req *q);
@@ -53,19 +50,18 @@ struct kv_sched_ops {
 	uint64_t (*waiting)(const void *priv);
 };
 
-extern const struct kv_sched_ops *const kv_sched_registry[];
+/* The scheduler with that name (kv_plugin_find), or NULL. */
 const struct kv_sched_ops *kv_sched_find(const char *name);
 
 /* Routers spread arrivals over replicas. */
 struct kv_sim;
 struct kv_router_ops {
-	const char *name; /* "round-robin", ... */
-	const char *desc; /* one sentence */
+	KV_PLUGIN_BASE; /* name ("round-robin", ...), desc; no state, no options */
 	/* Returns the replica index for q; state is one 64-bit word per sim. */
 	uint32_t (*pick)(struct kv_sim *s, const struct kv_req *q, uint64_t *state);
 };
 
-extern const struct kv_router_ops *const kv_router_registry[];
+/* The router with that name (kv_plugin_find), or NULL. */
 const struct kv_router_ops *kv_router_find(const char *name);
 
 #endif /* KV_SCHED_H */

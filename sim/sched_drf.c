@@ -96,7 +96,7 @@
  * Accounting figures for outputs and tests: kv_drf_cost(), kv_drf_tokens(),
  * kv_drf_share() below.
  */
-#include "engine.h"
+#include "replica.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -296,77 +296,38 @@ static void commit(struct drf *f, const struct kv_replica *r)
 /* --- keeping running requests going -------------------------------------- */
 
 /*
- * The victim for a grower at running[from]: among running[from..] (none of
- * them scheduled yet; the grower included), the newest request of the
- * tenant with the highest share.  Scanning from the newest with a strict
- * comparison makes ties go to the newest request; with one tenant it is
- * the newest, as in fifo.
+ * The victim for grower q (kv_pick_victim_fn): among running[q..] (none of
+ * them scheduled yet; q included), the newest request of the tenant with
+ * the highest share.  Scanning from the newest with a strict comparison
+ * makes ties go to the newest request; with one tenant it is the newest, as
+ * in fifo.  The bytes the victim held leave its tenant's tally (a grower
+ * alone on the replica is rejected, not preempted: nothing to uncharge).
  */
-static struct kv_req *pick_victim(struct drf *f, const struct kv_replica *r, uint32_t from)
+static struct kv_req *pick_victim(void *priv, struct kv_replica *r, struct kv_req *q,
+				  enum kv_preempt *how)
 {
+	struct drf *f = priv;
 	struct kv_req *v = r->running[r->n_running - 1];
 	double best = -1;
 	uint32_t j;
 
+	(void)how; /* the cache model's default: recompute, or swap with offload */
 	if (f->n_tenants == 1)
 		return v;
 	if (!f->tallied)
 		tally(f, r);
-	for (j = r->n_running; j-- > from;) {
-		struct kv_req *q = r->running[j];
-		double s = share(f, q->tenant);
+	for (j = r->n_running; j-- > q->run_idx;) {
+		struct kv_req *c = r->running[j];
+		double s = share(f, c->tenant);
 
 		if (s > best) {
 			best = s;
-			v = q;
+			v = c;
 		}
 	}
+	if (f->tallied && r->n_running > 1)
+		f->cur_mem[v->tenant] -= (double)v->kv_bytes;
 	return v;
-}
-
-/* Preempts running q (not scheduled), uncharging the bytes it held. */
-static void evict(struct drf *f, struct kv_replica *r, struct kv_req *q)
-{
-	if (f->tallied)
-		f->cur_mem[q->tenant] -= (double)q->kv_bytes;
-	kv_replica_preempt(r, q);
-}
-
-/*
- * Makes room for running[i], which could not grow: preempts victims until it
- * fits.  Returns 0 when it is scheduled (or out of budget), 1 when it left
- * the running set itself (then running[i] is its successor).
- */
-static int make_room(struct drf *f, struct kv_replica *r, uint32_t i)
-{
-	struct kv_req *q = r->running[i];
-
-	do {
-		struct kv_req *v = pick_victim(f, r, i);
-
-		if (v == q) {
-			if (r->n_running == 1)
-				kv_replica_reject(r, q); /* cannot grow even alone */
-			else
-				evict(f, r, q);
-			return 1;
-		}
-		evict(f, r, v);
-	} while (kv_replica_schedule(r, q) == KV_ENOMEM);
-	return 0;
-}
-
-/* Keeps the running requests going, in admission order (as fifo does). */
-static void keep_running(struct drf *f, struct kv_replica *r)
-{
-	uint32_t i = 0;
-	int err;
-
-	while ((i = kv_replica_schedule_running(r, i, &err)) < r->n_running) {
-		if (err == KV_ENOMEM && make_room(f, r, i))
-			continue; /* it left: its successor is at i now */
-		i++; /* scheduled after making room, or out of budget */
-	}
 }
 
 /* --- progressive filling ------------------------------------------------- */
@@ -439,7 +400,7 @@ static void drf_form_batch(void *priv, struct kv_replica *r)
 
 	f->decay = exp(-(double)(r->sim->now - f->last_ns) / (double)f->window_ns);
 	f->tallied = 0;
-	keep_running(f, r);
+	kv_replica_keep_running(r, pick_victim, f);
 	f->tallied = 0; /* growth since a tally for victims: count again if shares are needed */
 	fill(f, r);
 	if (r->n_batch) /* an empty batch is formed again at the same time */

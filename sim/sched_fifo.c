@@ -11,7 +11,7 @@
  * blocking.  Guarantees: admission order equals arrival order (preempted
  * requests excepted, which return to the front).
  */
-#include "engine.h"
+#include "replica.h"
 
 struct fifo {
 	struct kv_reqq wait; /* waiting requests, arrival order */
@@ -48,49 +48,12 @@ static void fifo_dequeue(void *priv, struct kv_replica *r, struct kv_req *q)
 	kv_reqq_remove(r->sim, &f->wait, q);
 }
 
-/*
- * Makes room for running request q, which could not grow: preempts from the
- * tail of the running set until q fits.  Returns 0 when q is scheduled or
- * out of budget, 1 when q itself left the running set (it was the tail).
- */
-static int make_room(struct kv_replica *r, struct kv_req *q)
-{
-	int rc;
-
-	do {
-		struct kv_req *victim = r->running[r->n_running - 1];
-
-		if (victim == q) {
-			if (r->n_running == 1)
-				kv_replica_reject(r, q); /* cannot grow even alone */
-			else
-				kv_replica_preempt(r, q);
-			return 1;
-		}
-		kv_replica_preempt(r, victim);
-	} while ((rc = kv_replica_schedule(r, q)) == KV_ENOMEM);
-	return 0;
-}
-
-/* Keeps the running requests going, in admission order. */
-static void keep_running(struct kv_replica *r)
-{
-	uint32_t i = 0;
-	int err;
-
-	while ((i = kv_replica_schedule_running(r, i, &err)) < r->n_running) {
-		if (err == KV_ENOMEM && make_room(r, r->running[i]))
-			return; /* it was the tail: nothing after it */
-		i++; /* scheduled after making room, or out of budget */
-	}
-}
-
 static void fifo_form_batch(void *priv, struct kv_replica *r)
 {
 	struct fifo *f = priv;
 	struct kv_req *q;
 
-	keep_running(r);
+	kv_replica_keep_running(r, NULL, NULL); /* victim: the newest running */
 	while ((q = kv_reqq_head(r->sim, &f->wait))) {
 		if (kv_replica_schedule(r, q))
 			break;

@@ -82,14 +82,15 @@
  * passes its segment or is demoted, or the victim ages another level.
  * Levels, ranks and queues are per replica.
  *
- * Per-request word sched_key: waiting, its virtual wait start (now - W);
- * running, (W in ms, rounded up, << 32) | KV tokens at admission.  Nothing
+ * Per-request state (struct prio_req, req_size): waiting, its virtual wait
+ * start (now - W); running, W in ns and the KV tokens its segment counts
+ * from.  Nothing
  * is allocated: waiting queues are intrusive, one per base level, sorted by
  * virtual wait start (arrivals append; a preempted request walks in from
  * the nearer end); a batch costs O(running * ranks present + admissions *
  * levels).
  */
-#include "engine.h"
+#include "replica.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -97,7 +98,6 @@
 #define MAX_LEVELS 64 /* KV_MAX_TENANTS distinct priorities, or mlfq levels */
 #define RANK_WORDS (3 * MAX_LEVELS / 64) /* bitmap words over ranks 0 .. 3 * MAX_LEVELS - 1 */
 #define MAX_VICTIMS 256 /* preemptions remembered while one batch is formed */
-#define ADMIT_MASK 0xffffffffULL /* low half of a running request's key */
 
 enum { PRIO_TENANT, PRIO_MLFQ };
 enum { MODE_SWAP, MODE_RECOMPUTE, MODE_CHEAPER };
@@ -120,6 +120,24 @@ struct prio {
 	struct kv_req *victims[MAX_VICTIMS]; /* preempted while the current batch is formed */
 	struct kv_reqq wait[MAX_LEVELS]; /* waiting, by base level, ascending virtual wait start */
 };
+
+struct prio_req { /* per-request state, zeroed at arrival */
+	kv_ns wait_start_ns; /* waiting: virtual wait start, now - W (the queues' key) */
+	kv_ns waited_ns; /* running: W, the time it waited before its admission */
+	uint64_t mark_tokens; /* running: KV tokens its segment counts from */
+};
+
+/* q's per-request state. */
+static struct prio_req *req_of(const struct kv_sim *s, const struct kv_req *q)
+{
+	return kv_req_sched(s, q);
+}
+
+/* Waiting q's key in its queue: its virtual wait start. */
+static kv_ns key(const struct kv_sim *s, const struct kv_req *q)
+{
+	return req_of(s, q)->wait_start_ns;
+}
 
 static const char *const priority_names[] = { "tenant", "mlfq", NULL };
 static const char *const mode_names[] = { "swap", "recompute", "cheaper", NULL };
@@ -213,32 +231,26 @@ static uint32_t effective(const struct prio *p, uint32_t base, kv_ns waited_ns)
 	return up >= top - base ? top : base + (uint32_t)up;
 }
 
-/* Time running q had waited before its admission. */
-static kv_ns run_waited_ns(const struct kv_req *q)
-{
-	return (q->sched_key >> 32) * KV_NS_PER_MS;
-}
-
 /* Running q has made its segment's tokens of progress since its admission. */
-static int past_segment(const struct prio *p, const struct kv_req *q)
+static int past_segment(const struct prio *p, const struct kv_replica *r, const struct kv_req *q)
 {
-	uint64_t mark = q->sched_key & ADMIT_MASK;
+	uint64_t mark = req_of(r->sim, q)->mark_tokens;
 
 	return p->segment_tokens && q->kv_tokens > mark && q->kv_tokens - mark >= p->segment_tokens;
 }
 
-static int run_rank(const struct prio *p, const struct kv_req *q)
+static int run_rank(const struct prio *p, const struct kv_replica *r, const struct kv_req *q)
 {
-	int e = (int)effective(p, base_level(p, q), run_waited_ns(q));
+	int e = (int)effective(p, base_level(p, q), req_of(r->sim, q)->waited_ns);
 
-	return 3 * e + (past_segment(p, q) ? 0 : 2);
+	return 3 * e + (past_segment(p, r, q) ? 0 : 2);
 }
 
 /* Rank of waiting q, queued at level l. */
 static int wait_rank(const struct prio *p, const struct kv_replica *r, const struct kv_req *q,
 		     uint32_t l)
 {
-	return 3 * (int)effective(p, l, r->sim->now - q->sched_key) + 1;
+	return 3 * (int)effective(p, l, r->sim->now - key(r->sim, q)) + 1;
 }
 
 /* --- set-up --------------------------------------------------------------- */
@@ -321,22 +333,22 @@ static int prio_init(void *priv, struct kv_replica *r, struct kv_diag *d)
 static void insert_sorted(struct kv_sim *s, struct kv_reqq *qq, struct kv_req *q)
 {
 	struct kv_req *head = kv_reqq_head(s, qq), *tail, *at;
-	uint64_t k = q->sched_key;
+	kv_ns k = key(s, q);
 
-	if (!head || k < head->sched_key) {
+	if (!head || k < key(s, head)) {
 		kv_reqq_push_front(s, qq, q);
 		return;
 	}
 	tail = kv_sim_req(s, qq->tail);
-	if (k >= tail->sched_key) {
+	if (k >= key(s, tail)) {
 		kv_reqq_push_back(s, qq, q);
 		return;
 	}
-	if (k - head->sched_key < tail->sched_key - k) {
-		for (at = head; kv_reqq_next(s, at)->sched_key <= k;)
+	if (k - key(s, head) < key(s, tail) - k) {
+		for (at = head; key(s, kv_reqq_next(s, at)) <= k;)
 			at = kv_reqq_next(s, at); /* the tail's key is > k: stops before it */
 	} else {
-		for (at = tail; at->sched_key > k;)
+		for (at = tail; key(s, at) > k;)
 			at = kv_sim_req(s, at->q_prev); /* the head's key is <= k: stops there */
 	}
 	/* between at and its successor */
@@ -355,9 +367,10 @@ static void insert_sorted(struct kv_sim *s, struct kv_reqq *qq, struct kv_req *q
 static void prio_enqueue(void *priv, struct kv_replica *r, struct kv_req *q)
 {
 	struct prio *p = priv;
-	kv_ns now = r->sim->now, waited = q->preemptions ? run_waited_ns(q) : 0;
+	struct prio_req *st = req_of(r->sim, q);
+	kv_ns now = r->sim->now, waited = q->preemptions ? st->waited_ns : 0;
 
-	q->sched_key = now - KV_MIN(waited, now);
+	st->wait_start_ns = now - KV_MIN(waited, now);
 	insert_sorted(r->sim, &p->wait[base_level(p, q)], q);
 	p->n_waiting++;
 }
@@ -385,8 +398,8 @@ static struct kv_req *best_waiting(const struct prio *p, const struct kv_replica
 			continue;
 		rk = wait_rank(p, r, h, l);
 		if (!best || rk > *rank ||
-		    (rk == *rank && (h->sched_key < best->sched_key ||
-				     (h->sched_key == best->sched_key && h->id < best->id)))) {
+		    (rk == *rank && (key(r->sim, h) < key(r->sim, best) ||
+				     (key(r->sim, h) == key(r->sim, best) && h->id < best->id)))) {
 			best = h;
 			*rank = rk;
 		}
@@ -406,17 +419,22 @@ static int preempted_now(const struct prio *p, const struct kv_req *q)
 	return 0;
 }
 
+/* How running q leaves, as `mode` says; remembers it as preempted in this batch. */
+static enum kv_preempt victim_mode(struct prio *p, const struct kv_replica *r,
+				   struct kv_req *q)
+{
+	if (p->n_victims < MAX_VICTIMS)
+		p->victims[p->n_victims++] = q;
+	if (p->mode == MODE_SWAP ||
+	    (p->mode == MODE_CHEAPER && swap_ns(r, q) < prefill_ns(r, q->kv_tokens)))
+		return KV_PREEMPT_SWAP;
+	return KV_PREEMPT_RECOMPUTE;
+}
+
 /* Preempts running q the way `mode` says and remembers it for this batch. */
 static void evict(struct prio *p, struct kv_replica *r, struct kv_req *q)
 {
-	enum kv_preempt how = KV_PREEMPT_RECOMPUTE;
-
-	if (p->mode == MODE_SWAP ||
-	    (p->mode == MODE_CHEAPER && swap_ns(r, q) < prefill_ns(r, q->kv_tokens)))
-		how = KV_PREEMPT_SWAP;
-	if (p->n_victims < MAX_VICTIMS)
-		p->victims[p->n_victims++] = q;
-	kv_replica_preempt_as(r, q, how);
+	kv_replica_preempt_as(r, q, victim_mode(p, r, q));
 }
 
 /*
@@ -435,7 +453,7 @@ static struct kv_req *lowest_running(const struct prio *p, const struct kv_repli
 		struct kv_req *c = r->running[i];
 		int rk;
 
-		if (c->batch_tokens || (rk = run_rank(p, c)) >= below)
+		if (c->batch_tokens || (rk = run_rank(p, r, c)) >= below)
 			continue;
 		*bytes += c->kv_bytes;
 		if (!best || rk <= best_rank) {
@@ -447,29 +465,20 @@ static struct kv_req *lowest_running(const struct prio *p, const struct kv_repli
 }
 
 /*
- * Makes room for running q, which could not grow.  Returns the index of the
- * next running request to look at: after q when q is scheduled, q's old
- * index when q itself left (preempted, or rejected when alone).
+ * The victim for grower q (kv_pick_victim_fn): the running request not in
+ * the batch with the lowest rank, newest on ties (q included), to leave the
+ * way `mode` says (a grower alone on the replica is rejected instead).
  */
-static uint32_t make_room(struct prio *p, struct kv_replica *r, struct kv_req *q)
+static struct kv_req *pick_victim(void *priv, struct kv_replica *r, struct kv_req *q,
+				  enum kv_preempt *how)
 {
+	struct prio *p = priv;
 	uint64_t bytes;
+	struct kv_req *c = lowest_running(p, r, 3 * MAX_LEVELS, &bytes);
 
-	for (;;) {
-		struct kv_req *c = lowest_running(p, r, 3 * MAX_LEVELS, &bytes);
-		uint32_t at = q->run_idx;
-
-		if (c == q) {
-			if (r->n_running == 1)
-				kv_replica_reject(r, q); /* cannot grow even alone */
-			else
-				evict(p, r, q);
-			return at;
-		}
-		evict(p, r, c);
-		if (kv_replica_schedule(r, q) != KV_ENOMEM)
-			return q->run_idx + 1;
-	}
+	if (c != q || r->n_running > 1)
+		*how = victim_mode(p, r, c);
+	return c;
 }
 
 /*
@@ -506,22 +515,20 @@ static int admit_above(struct prio *p, struct kv_replica *r, int above)
 	int rank;
 
 	while ((w = best_waiting(p, r, &rank)) && rank > above) {
-		kv_ns waited = r->sim->now - w->sched_key;
-		uint64_t mark;
+		struct prio_req *st = req_of(r->sim, w);
 
 		if (preempted_now(p, w) || schedule_waiting(p, r, w, rank))
 			return 0;
 		prio_dequeue(p, r, w);
-		/* kv_tokens now counts a cached prefix the engine found */
 		/*
-		 * Whole ms, rounded up: its level running is never below its
-		 * level waiting.  The segment counts from the KV it holds now (a
-		 * cached prefix included), or for a preempted request from the
-		 * end of its prefill: rebuilding what it lost is not progress.
+		 * The wait so far, exact: its level running is its level waiting.
+		 * The segment counts from the KV it holds now (a cached prefix
+		 * the engine found included), or for a preempted request from
+		 * the end of its prefill: rebuilding what it lost is not progress.
 		 */
-		mark = w->preemptions ? KV_MAX(w->kv_tokens, w->prefill_target) : w->kv_tokens;
-		w->sched_key = (KV_MIN((waited + KV_NS_PER_MS - 1) / KV_NS_PER_MS, ADMIT_MASK) << 32) |
-			       KV_MIN(mark, ADMIT_MASK);
+		st->waited_ns = r->sim->now - st->wait_start_ns;
+		st->mark_tokens = w->preemptions ? KV_MAX(w->kv_tokens, w->prefill_target) :
+						   w->kv_tokens;
 		kv_replica_admit(r, w);
 		p->admitted_rank = KV_MAX(p->admitted_rank, rank);
 	}
@@ -535,20 +542,18 @@ static int admit_above(struct prio *p, struct kv_replica *r, int above)
 static void schedule_rank(struct prio *p, struct kv_replica *r, int rank, int all)
 {
 	uint32_t i = 0;
-	int err;
 
 	if (all) {
-		while ((i = kv_replica_schedule_running(r, i, &err)) < r->n_running)
-			i = err == KV_ENOMEM ? make_room(p, r, r->running[i]) : i + 1;
+		kv_replica_keep_running(r, pick_victim, p);
 		return;
 	}
 	while (i < r->n_running) {
 		struct kv_req *q = r->running[i];
 
-		if (q->batch_tokens || run_rank(p, q) != rank)
+		if (q->batch_tokens || run_rank(p, r, q) != rank)
 			i++;
 		else if (kv_replica_schedule(r, q) == KV_ENOMEM)
-			i = make_room(p, r, q);
+			i = kv_replica_make_room(r, q, pick_victim, p);
 		else
 			i++; /* scheduled, or out of budget: it sits this iteration out */
 	}
@@ -573,7 +578,7 @@ static void yield_displaced(struct prio *p, struct kv_replica *r)
 	while (i < r->n_running) {
 		struct kv_req *q = r->running[i];
 
-		if (!q->batch_tokens && past_segment(p, q) && run_rank(p, q) < p->admitted_rank)
+		if (!q->batch_tokens && past_segment(p, r, q) && run_rank(p, r, q) < p->admitted_rank)
 			evict(p, r, q); /* running[i] is now the next one */
 		else
 			i++;
@@ -591,7 +596,7 @@ static void prio_form_batch(void *priv, struct kv_replica *r)
 	p->admitted_rank = -1;
 	for (i = 0; i < r->n_running; i++) {
 		/* one level and no segments: every running request ranks 2 */
-		int rk = p->n_levels == 1 && !p->segment_tokens ? 2 : run_rank(p, r->running[i]);
+		int rk = p->n_levels == 1 && !p->segment_tokens ? 2 : run_rank(p, r, r->running[i]);
 
 		n_ranks += !(ranks[rk / 64] >> (rk % 64) & 1);
 		ranks[rk / 64] |= 1ULL << (rk % 64);
@@ -620,6 +625,7 @@ const struct kv_sched_ops kv_sched_preempt = {
 	.name = "preempt",
 	.desc = "priority preemption: rank = 3*min(top, level + wait/aging) + (running 2, waiting 1, past segment 0); higher ranks go first and evict lower ones (swap or recompute) when memory is short; levels from tenants or skip-join MLFQ",
 	.priv_size = sizeof(struct prio),
+	.req_size = sizeof(struct prio_req),
 	.options = prio_options,
 	.init = prio_init,
 	.enqueue = prio_enqueue,

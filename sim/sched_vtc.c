@@ -62,9 +62,9 @@
  * router the guarantee holds replica by replica.  Nothing is allocated:
  * per-tenant intrusive queues, O(tenants) per admission.
  *
- * Per-request word: sched_key, the prompt tokens charged so far.
+ * Per-request state (req_size): the prompt tokens charged so far.
  */
-#include "engine.h"
+#include "replica.h"
 
 #include <stddef.h>
 
@@ -161,19 +161,21 @@ static void vtc_dequeue(void *priv, struct kv_replica *r, struct kv_req *q)
 /*
  * Charges q's tenant for q's share of the batch just formed: w_p per prompt
  * token computed for the first time (positions from the high-water mark in
- * sched_key up to the prompt's end), w_q when the iteration emits a token.
+ * its per-request state up to the prompt's end), w_q when the iteration
+ * emits a token.
  */
-static void charge(struct vtc *v, struct kv_req *q)
+static void charge(struct vtc *v, const struct kv_replica *r, struct kv_req *q)
 {
+	uint64_t *charged = kv_req_sched(r->sim, q);
 	uint64_t from = q->kv_tokens, to = from + q->batch_tokens;
 	double w = 0;
 
 	if (from < q->prefill_target) {
-		uint64_t lo = KV_MAX(from, q->sched_key), hi = KV_MIN(to, q->prompt_tokens);
+		uint64_t lo = KV_MAX(from, *charged), hi = KV_MIN(to, q->prompt_tokens);
 
 		if (hi > lo) {
 			w += v->input_weight * (double)(hi - lo);
-			q->sched_key = hi;
+			*charged = hi;
 		}
 		if (to >= q->prefill_target && q->generated < q->output_tokens)
 			w += v->output_weight;
@@ -195,18 +197,22 @@ static uint32_t lowest(const struct vtc *v)
 }
 
 /*
- * The preemption victim when a running request cannot grow: among running
- * requests not yet scheduled in this batch (q among them), the newest of the
- * tenant with the highest counter; ties to the highest tenant index, the
- * mirror of admission's lowest.  (Rejected: fifo's newest overall, which
- * lets the tenant ahead keep its lead and its memory.)  With one tenant
- * this is fifo's victim.
+ * The preemption victim when a running request cannot grow
+ * (kv_pick_victim_fn): among running requests not yet scheduled in this
+ * batch (the grower among them), the newest of the tenant with the highest
+ * counter; ties to the highest tenant index, the mirror of admission's
+ * lowest.  (Rejected: fifo's newest overall, which lets the tenant ahead
+ * keep its lead and its memory.)  With one tenant this is fifo's victim.
  */
-static struct kv_req *victim(const struct vtc *v, const struct kv_replica *r)
+static struct kv_req *victim(void *priv, struct kv_replica *r, struct kv_req *grower,
+			     enum kv_preempt *how)
 {
+	const struct vtc *v = priv;
 	struct kv_req *best = NULL;
 	uint32_t i;
 
+	(void)grower;
+	(void)how; /* the cache model's default: recompute, or swap with offload */
 	for (i = 0; i < r->n_running; i++) {
 		struct kv_req *c = r->running[i];
 
@@ -219,53 +225,14 @@ static struct kv_req *victim(const struct vtc *v, const struct kv_replica *r)
 	return best;
 }
 
-/*
- * Makes room for running q, which could not grow, by preempting victims
- * until it fits.  Returns the index of the next running request to
- * schedule: after q when q is scheduled, q's old index when q itself left
- * (preempted, or rejected when alone).
- */
-static uint32_t make_room(const struct vtc *v, struct kv_replica *r, struct kv_req *q)
-{
-	for (;;) {
-		struct kv_req *c = victim(v, r);
-		uint32_t at = q->run_idx;
-
-		if (c == q) {
-			if (r->n_running == 1)
-				kv_replica_reject(r, q); /* cannot grow even alone */
-			else
-				kv_replica_preempt(r, q);
-			return at;
-		}
-		kv_replica_preempt(r, c);
-		if (kv_replica_schedule(r, q) != KV_ENOMEM)
-			return q->run_idx + 1;
-	}
-}
-
-/* Keeps the running requests going, in admission order. */
-static void keep_running(const struct vtc *v, struct kv_replica *r)
-{
-	uint32_t i = 0;
-	int err;
-
-	while ((i = kv_replica_schedule_running(r, i, &err)) < r->n_running) {
-		if (err == KV_ENOMEM)
-			i = make_room(v, r, r->running[i]);
-		else
-			i++; /* out of budget: it sits this iteration out */
-	}
-}
-
 static void vtc_form_batch(void *priv, struct kv_replica *r)
 {
 	struct vtc *v = priv;
 	uint32_t i, t;
 
-	keep_running(v, r);
+	kv_replica_keep_running(r, victim, v);
 	for (i = 0; i < r->n_batch; i++)
-		charge(v, r->batch[i]);
+		charge(v, r, r->batch[i]);
 	while ((t = lowest(v)) != KV_NIL) {
 		struct kv_req *q = kv_reqq_head(r->sim, &v->q[t]);
 
@@ -273,7 +240,7 @@ static void vtc_form_batch(void *priv, struct kv_replica *r)
 			break;
 		vtc_dequeue(v, r, q);
 		kv_replica_admit(r, q);
-		charge(v, q);
+		charge(v, r, q);
 	}
 }
 
@@ -288,6 +255,7 @@ const struct kv_sched_ops kv_sched_vtc = {
 	.name = "vtc",
 	.desc = "Virtual Token Counter (Sheng et al., OSDI'24): admit from the backlogged tenant with the least c = (w_p*prompt + w_q*output tokens served)/weight; a returning tenant is lifted to the backlogged minimum",
 	.priv_size = sizeof(struct vtc),
+	.req_size = sizeof(uint64_t),
 	.options = vtc_options,
 	.init = vtc_init,
 	.enqueue = vtc_enqueue,

@@ -30,35 +30,17 @@ static void print_options(const struct kv_option *o)
 	}
 }
 
-static void list_schedulers(void)
+/* Every plugin of kind k with its description and options. */
+static void list_plugins(enum kv_plugin_kind k)
 {
+	const struct kv_plugin *p;
 	size_t i;
 
-	puts("schedulers (scheduler.name):");
-	for (i = 0; kv_sched_registry[i]; i++) {
-		printf("  %-26s %s\n", kv_sched_registry[i]->name, kv_sched_registry[i]->desc);
-		print_options(kv_sched_registry[i]->options);
+	printf("%s:\n", kv_plugin_kind_title(k));
+	for (i = 0; (p = kv_plugin_at(k, i)); i++) {
+		printf("  %-26s %s\n", p->name, p->desc);
+		print_options(p->options);
 	}
-}
-
-static void list_caches(void)
-{
-	size_t i;
-
-	puts("cache models (cache.name):");
-	for (i = 0; kv_cache_registry[i]; i++) {
-		printf("  %-26s %s\n", kv_cache_registry[i]->name, kv_cache_registry[i]->desc);
-		print_options(kv_cache_registry[i]->options);
-	}
-}
-
-static void list_routers(void)
-{
-	size_t i;
-
-	puts("routers (cluster.router):");
-	for (i = 0; kv_router_registry[i]; i++)
-		printf("  %-26s %s\n", kv_router_registry[i]->name, kv_router_registry[i]->desc);
 }
 
 static void show_device(const char *name, const char *path, void *arg)
@@ -97,6 +79,7 @@ int kv_cmd_list(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "all";
 	int all = !strcmp(what, "all");
+	enum kv_plugin_kind k;
 
 	if (!strcmp(what, "--help") || !strcmp(what, "-h")) {
 		puts("usage: kvsim list [schedulers|caches|routers|devices|models]\n\n"
@@ -110,12 +93,9 @@ int kv_cmd_list(int argc, char **argv)
 		fprintf(stderr, "kvsim: list: unknown kind '%s': expected one of: schedulers, caches, routers, devices, models\n", what);
 		return 2;
 	}
-	if (all || !strcmp(what, "schedulers"))
-		list_schedulers();
-	if (all || !strcmp(what, "caches"))
-		list_caches();
-	if (all || !strcmp(what, "routers"))
-		list_routers();
+	for (k = 0; k < KV_PLUGIN_KINDS; k++)
+		if (all || !strcmp(what, kv_plugin_kind_plural(k)))
+			list_plugins(k);
 	if (all || !strcmp(what, "devices")) {
 		puts("devices (device:):");
 		kv_profiles_list("devices", show_device, NULL);

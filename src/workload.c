@@ -60,39 +60,19 @@ static int read_option(struct kv_cfg_node *m, const struct kv_option *o, void *p
 	return KV_EINVAL;
 }
 
-/* Names of the registry entries, "a, b, c", into buf. */
-static const char *plugin_names(const char *kind, char *buf, size_t len)
-{
-	size_t i, off = 0;
-
-	buf[0] = 0;
-	for (i = 0;; i++) {
-		const char *name = !strcmp(kind, "scheduler") ?
-			(kv_sched_registry[i] ? kv_sched_registry[i]->name : NULL) :
-			!strcmp(kind, "cache") ?
-			(kv_cache_registry[i] ? kv_cache_registry[i]->name : NULL) :
-			(kv_router_registry[i] ? kv_router_registry[i]->name : NULL);
-
-		if (!name)
-			break;
-		off += (size_t)snprintf(buf + off, off < len ? len - off : 0, "%s%s", i ? ", " : "", name);
-	}
-	return buf;
-}
-
 /*
- * Reads a plugin section: a scalar name, or a mapping with `name:` and the
- * plugin's options.  Finds the plugin with find(); allocates and fills its
- * option block.
+ * Reads a plugin section (`scheduler:` or `cache:`): a scalar name, or a
+ * mapping with `name:` and the plugin's options.  Finds the plugin of kind
+ * k; allocates its option block (priv_size bytes) filled with the defaults,
+ * then with the values present.
  */
-static int read_plugin(struct kv_cfg_node *root, const char *kind, const char *def_name,
-		       const void *(*find)(const char *), const void **ops, void **opts,
-		       struct kv_diag *d)
+static int read_plugin(struct kv_cfg_node *root, enum kv_plugin_kind k, const char *def_name,
+		       const struct kv_plugin **plugin, void **opts, struct kv_diag *d)
 {
+	const char *kind = kv_plugin_kind_key(k);
 	struct kv_cfg_node *n = kv_cfg_get(root, kind), *name_node = n;
-	const struct kv_option *table, *o;
+	const struct kv_option *o;
 	char name[64], buf[512];
-	size_t priv_size;
 
 	if (n && n->type == KV_CFG_MAP) {
 		TRY(kv_cfg_str(n, "name", def_name, name, sizeof(name), d));
@@ -102,34 +82,17 @@ static int read_plugin(struct kv_cfg_node *root, const char *kind, const char *d
 	} else {
 		snprintf(name, sizeof(name), "%s", def_name);
 	}
-	*ops = find(name);
-	if (!*ops)
+	*plugin = kv_plugin_find(k, name);
+	if (!*plugin)
 		return kv_cfg_error(name_node, d, "unknown %s '%s': expected one of: %s", kind,
-				    name, plugin_names(kind, buf, sizeof(buf)));
-	if (!strcmp(kind, "scheduler")) {
-		table = ((const struct kv_sched_ops *)*ops)->options;
-		priv_size = ((const struct kv_sched_ops *)*ops)->priv_size;
-	} else {
-		table = ((const struct kv_cache_ops *)*ops)->options;
-		priv_size = ((const struct kv_cache_ops *)*ops)->priv_size;
-	}
-	*opts = kv_xcalloc(1, priv_size ? priv_size : 1);
-	kv_options_defaults(table, *opts);
+				    name, kv_plugin_names(k, buf, sizeof(buf)));
+	*opts = kv_xcalloc(1, (*plugin)->priv_size ? (*plugin)->priv_size : 1);
+	kv_options_defaults((*plugin)->options, *opts);
 	if (!n || n->type != KV_CFG_MAP)
 		return 0;
-	for (o = table; o && o->name; o++)
+	for (o = (*plugin)->options; o && o->name; o++)
 		TRY(read_option(n, o, *opts, d));
 	return kv_cfg_check_unused(n, d);
-}
-
-static const void *find_sched(const char *name)
-{
-	return kv_sched_find(name);
-}
-
-static const void *find_cache(const char *name)
-{
-	return kv_cache_find(name);
 }
 
 /* --- sections ---------------------------------------------------------------- */
@@ -231,7 +194,7 @@ static int read_cluster(struct kv_cfg_node *root, struct kv_sim_config *c, struc
 	if (!c->router)
 		return kv_cfg_error(kv_cfg_get(n, "router"), d,
 				    "unknown router '%s': expected one of: %s", name,
-				    plugin_names("router", buf, sizeof(buf)));
+				    kv_plugin_names(KV_PLUGIN_ROUTER, buf, sizeof(buf)));
 	return 0;
 }
 
@@ -529,6 +492,7 @@ static int read_top(struct kv_cfg_doc *doc, struct kv_workload *w, int has_seed,
 					    "cache", "workload", "fairness", "outputs", "check_pool",
 					    NULL };
 	struct kv_sim_config *c = &w->cfg;
+	const struct kv_plugin *sched, *cache;
 	char stem[sizeof(w->name)];
 
 	TRY(kv_cfg_check_keys(doc->root, keys, d));
@@ -544,10 +508,10 @@ static int read_top(struct kv_cfg_doc *doc, struct kv_workload *w, int has_seed,
 	TRY(read_cluster(doc->root, c, d));
 	TRY(read_memory(doc->root, c, d));
 	TRY(read_batching(doc->root, c, d));
-	TRY(read_plugin(doc->root, "scheduler", "fifo", find_sched, (const void **)&c->sched,
-			&c->sched_opts, d));
-	TRY(read_plugin(doc->root, "cache", "full", find_cache, (const void **)&c->cache,
-			&c->cache_opts, d));
+	TRY(read_plugin(doc->root, KV_PLUGIN_SCHED, "fifo", &sched, &c->sched_opts, d));
+	c->sched = (const struct kv_sched_ops *)sched;
+	TRY(read_plugin(doc->root, KV_PLUGIN_CACHE, "full", &cache, &c->cache_opts, d));
+	c->cache = (const struct kv_cache_ops *)cache;
 	TRY(read_workload(doc, c, d));
 	TRY(read_fairness(doc->root, &c->fairness, d));
 	TRY(read_outputs(doc, w, d));

@@ -112,6 +112,8 @@ struct seen {
 	uint64_t out_tokens; /* output tokens of completed requests */
 	uint64_t samples; /* sample callbacks */
 	/* the oracle: an empty pool with a fresh cache-model instance */
+	struct kv_sim shadow; /* the case's sim as the oracle's instance sees it: its own per-request state */
+	unsigned char *shadow_state[KV_PLUGIN_KINDS]; /* one slot page of per-request state per kind */
 	struct kv_pool pool;
 	void *cache_priv;
 };
@@ -162,20 +164,38 @@ static void axis_add(struct variant *axis, size_t *n, const char *name,
 		}
 }
 
+/*
+ * Built with KV_TEST_PLUGINS (tests/test_plugin.c), the suite registers the
+ * test's plugins first and covers only them, paired with fifo and full.
+ */
+#ifdef KV_TEST_PLUGINS
+void kv_test_plugins_register(void);
+static int on_axis(const struct kv_plugin *p, size_t i)
+{
+	return i == 0 || !strncmp(p->name, "test-", 5);
+}
+#else
+static int on_axis(const struct kv_plugin *p, size_t i)
+{
+	(void)p;
+	(void)i;
+	return 1;
+}
+#endif
+
 static void axes_init(void)
 {
+	const struct kv_plugin *p;
 	size_t i;
 
 	if (n_sched_axis)
 		return;
-	for (i = 0; kv_sched_registry[i]; i++)
-		axis_add(sched_axis, &n_sched_axis, kv_sched_registry[i]->name,
-			 kv_sched_registry[i]->options, kv_sched_registry[i]->priv_size,
-			 kv_sched_registry[i]);
-	for (i = 0; kv_cache_registry[i]; i++)
-		axis_add(cache_axis, &n_cache_axis, kv_cache_registry[i]->name,
-			 kv_cache_registry[i]->options, kv_cache_registry[i]->priv_size,
-			 kv_cache_registry[i]);
+	for (i = 0; (p = kv_plugin_at(KV_PLUGIN_SCHED, i)); i++)
+		if (on_axis(p, i))
+			axis_add(sched_axis, &n_sched_axis, p->name, p->options, p->priv_size, p);
+	for (i = 0; (p = kv_plugin_at(KV_PLUGIN_CACHE, i)); i++)
+		if (on_axis(p, i))
+			axis_add(cache_axis, &n_cache_axis, p->name, p->options, p->priv_size, p);
 }
 
 static unsigned matrix_cells(void)
@@ -518,9 +538,9 @@ static void draw_cluster(gsl_rng *g, struct rcase *c, unsigned replicas)
 	cfg->device = *device_named(device);
 	cfg->tp = (uint32_t)uni(g, 1, 2);
 	cfg->replicas = replicas;
-	while (kv_router_registry[ri + 1] && replicas > 1 && gsl_rng_uniform(g) < 0.5)
+	while (kv_plugin_at(KV_PLUGIN_ROUTER, ri + 1) && replicas > 1 && gsl_rng_uniform(g) < 0.5)
 		ri++;
-	cfg->router = kv_router_registry[ri];
+	cfg->router = (const struct kv_router_ops *)kv_plugin_at(KV_PLUGIN_ROUTER, ri);
 	longest = (double)cfg->model.max_ctx_tokens * (double)kv_model_kv_bytes_per_token(&cfg->model);
 	f = gsl_rng_uniform(g) < 0.3 ? loguni(g, 0.1, 1.2) : loguni(g, 1, 8);
 	c->pool_target_bytes = (uint64_t)(f * longest);
@@ -668,8 +688,16 @@ static void oracle_init(struct seen *w, const struct kv_sim *s)
 {
 	const struct kv_sim_config *cfg = s->cfg;
 	struct kv_cache_env env = { .pool = &w->pool, .model = &cfg->model, .device = &cfg->device,
-				    .tp = cfg->tp, .token_bytes = s->token_bytes, .sim = s };
+				    .tp = cfg->tp, .token_bytes = s->token_bytes, .sim = &w->shadow };
 	struct kv_diag d;
+	unsigned k;
+
+	/* the oracle's request (slot 0) must not share per-request state with the case's */
+	w->shadow = *s;
+	for (k = 0; k < KV_PLUGIN_KINDS; k++) {
+		w->shadow_state[k] = kv_xcalloc(KV_SLOT_PAGE, s->req_state[k].size ? s->req_state[k].size : 1);
+		w->shadow.req_state[k].pages = &w->shadow_state[k];
+	}
 
 	ck_assert_int_eq(kv_pool_init(&w->pool, s->pool_bytes, s->pool_unit_bytes,
 				      cfg->pool_max_block_bytes), 0);
@@ -686,8 +714,12 @@ static void oracle_release(struct seen *w)
 		ops->flush(w->cache_priv);
 	if (ops->fini)
 		ops->fini(w->cache_priv);
+	unsigned k;
+
 	free(w->cache_priv);
 	kv_pool_release(&w->pool);
+	for (k = 0; k < KV_PLUGIN_KINDS; k++)
+		free(w->shadow_state[k]);
 }
 
 /* Whether a request of P + T tokens fits in an empty pool at its peak KV (P + T - 1, or P). */
@@ -703,6 +735,7 @@ static int fits_empty(struct seen *w, uint64_t P, uint64_t T)
 	q.first_token_ns = KV_NS_NEVER;
 	q.hash_page = KV_NIL;
 	q.q_prev = q.q_next = KV_NIL;
+	memset(kv_req_cache(&w->shadow, &q), 0, w->shadow.req_state[KV_PLUGIN_CACHE].size);
 	rc = ops->reserve(w->cache_priv, &q, P + (T ? T - 1 : 0));
 	if (!rc)
 		ops->release(w->cache_priv, &q);
@@ -1084,7 +1117,7 @@ static void case_fixed(struct rcase *c, const struct variant *sv, const struct v
 	cfg->device = *device_named("a100-80g");
 	cfg->tp = 1;
 	cfg->replicas = replicas;
-	cfg->router = kv_router_registry[0];
+	cfg->router = (const struct kv_router_ops *)kv_plugin_at(KV_PLUGIN_ROUTER, 0);
 	cfg->sched = sv->ops;
 	cfg->cache = cv->ops;
 	cfg->sched_opts = opts_draw(g, sv, 0);
@@ -1168,5 +1201,8 @@ static Suite *random_suite(void)
 int main(void)
 {
 	gsl_set_error_handler_off();
+#ifdef KV_TEST_PLUGINS
+	kv_test_plugins_register();
+#endif
 	return kv_test_run_suite(random_suite());
 }
