@@ -36,16 +36,21 @@ static const char *const legacy_names[] = {
 
 char *kv_xasprintf(const char *fmt, ...)
 {
+	char small[256];
 	va_list ap;
 	char *s;
 	int n;
 
 	va_start(ap, fmt);
-	n = vsnprintf(NULL, 0, fmt, ap);
+	n = vsnprintf(small, sizeof(small), fmt, ap); /* measures; most strings fit */
 	va_end(ap);
 	if (n < 0)
 		kv_oom(0);
 	s = kv_xmalloc((size_t)n + 1);
+	if ((size_t)n < sizeof(small)) {
+		memcpy(s, small, (size_t)n + 1);
+		return s;
+	}
 	va_start(ap, fmt);
 	vsnprintf(s, (size_t)n + 1, fmt, ap);
 	va_end(ap);
