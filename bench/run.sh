@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash .ci/deps
 [ -f build-release/build.ninja ] || meson setup build-release --buildtype=release -Db_lto=true -Dtests=disabled \
-  -Dcuda=disabled >/dev/null  # the simulator alone: a CUDA build maps cuBLAS at start-up
+  -Dcuda=disabled >/dev/null  # the simulator alone (a CUDA build's kvsim would run the same)
 ninja -C build-release >/dev/null
 w=${1:-bench/million.yaml}
 shift || true
