@@ -21,8 +21,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#ifndef KV_CUDA_MODULE_DIR
-#error "gpu/meson.build defines KV_CUDA_MODULE_DIR, the module's install folder"
+#if !defined(KV_CUDA_MODULE_DIR) || !defined(KV_CUDA_MODULE_RELDIR)
+#error "gpu/meson.build defines KV_CUDA_MODULE_DIR and _RELDIR, the module's install folder"
 #endif
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
@@ -60,15 +60,17 @@ static int find_module(void)
 	if (slash)
 		*slash = '\0';
 	if (slash && (candidate(loaded_path, sizeof(loaded_path), exe, KV_CUDA_MODULE_NAME) ||
-		      candidate(loaded_path, sizeof(loaded_path), exe, "../gpu/" KV_CUDA_MODULE_NAME)))
+		      candidate(loaded_path, sizeof(loaded_path), exe, "../gpu/" KV_CUDA_MODULE_NAME) ||
+		      candidate(loaded_path, sizeof(loaded_path), exe,
+				KV_CUDA_MODULE_RELDIR "/" KV_CUDA_MODULE_NAME)))
 		return 0;
 	if (candidate(loaded_path, sizeof(loaded_path), KV_CUDA_MODULE_DIR, KV_CUDA_MODULE_NAME))
 		return 0;
 	loaded_path[0] = '\0';
 	snprintf(load_why, sizeof(load_why),
-		 "no %s beside the executable (%s), in its ../gpu or in %s (set %s to its path)",
-		 KV_CUDA_MODULE_NAME, slash ? exe : "unknown", KV_CUDA_MODULE_DIR,
-		 KV_CUDA_MODULE_ENV);
+		 "no %s beside the executable (%s), in its ../gpu or %s, or in %s (set %s to its "
+		 "path)", KV_CUDA_MODULE_NAME, slash ? exe : "unknown", KV_CUDA_MODULE_RELDIR,
+		 KV_CUDA_MODULE_DIR, KV_CUDA_MODULE_ENV);
 	return -1;
 }
 

@@ -16,11 +16,13 @@
  * tests/test_gpu, bench/cuda_bench.
  *
  * kv_cuda_module_load() finds it, first hit wins:
- *   1. $KVSIM_CUDA_MODULE, a path (set: the only place looked at);
+ *   1. $KVSIM_CUDA_MODULE, a path (set and not empty: the only place looked at);
  *   2. kvsim-cuda.so beside the executable (/proc/self/exe);
  *   3. ../gpu/kvsim-cuda.so from the executable's folder (the build tree:
  *      build/src/kvsim, build/tests/test_gpu, build/bench/cuda_bench);
- *   4. the install folder, LIBDIR/kvsim/kvsim-cuda.so (meson install).
+ *   4. ../LIBDIR/kvsim/kvsim-cuda.so from the executable's folder (an
+ *      installed tree moved elsewhere: bin/ beside LIBDIR);
+ *   5. the install folder, PREFIX/LIBDIR/kvsim/kvsim-cuda.so (meson install).
  * Invariant: the first call decides, once per process (pthread_once);
  * every later call returns the same table or the same reason.  A module
  * whose table has another ABI number or other struct sizes is refused,
