@@ -7,8 +7,10 @@
  * twin's byte for byte.  The backend, opened as kind "cuda" through
  * exec.h (kv_backend_open), runs a tiny model: it prefills and decodes,
  * shows that compaction and a swap round trip keep a sequence's logits,
- * and that its KV memory is the pages it used.  Exits 77 (skipped) when
- * the build has no CUDA or no GPU is present.
+ * and that its KV memory is the pages it used.  The kernels and the
+ * backend come from gpu/kvsim-cuda.so through the loader kvsim uses
+ * (cuda_module.h).  Exits 77 (skipped) when the build has no CUDA, the
+ * module does not load, or no GPU is present.
  *
  * `test_gpu --cpu` runs the same backend smoke test on the "cpu" backend
  * instead, with or without a GPU: its host buffers (two decoded sequences'
