@@ -11,7 +11,7 @@ kvsim=${KVSIM:-}
 if [ -z "$kvsim" ]; then
   bash .ci/deps
   [ -f build-release/build.ninja ] || meson setup build-release --buildtype=release -Db_lto=true -Dtests=disabled \
-    -Dcuda=disabled >/dev/null  # the simulator alone: a CUDA build maps cuBLAS at start-up
+    -Dcuda=disabled >/dev/null  # the simulator alone: a CUDA build's kvsim would run the same
   ninja -C build-release >/dev/null
   kvsim=./build-release/src/kvsim
 fi

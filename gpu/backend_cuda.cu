@@ -765,7 +765,8 @@ static int cuda_step(struct kv_backend *b, const struct kv_backend_seq *seqs, ui
 	return finish_swaps(c);
 }
 
-int kv_backend_cuda_logits(struct kv_backend *b, float *out, size_t n)
+/* kv_backend_cuda_logits() (backend_cuda.h) behind cuda_load.c, through the module table. */
+extern "C" int kv__cuda_logits(struct kv_backend *b, float *out, size_t n)
 {
 	struct kv_cuda *c = cu_of(b);
 

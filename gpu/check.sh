@@ -12,11 +12,14 @@
 #   preflight  five seconds: nvidia-smi, nvcc, meson, ninja, the C compiler,
 #              pkg-config and each library (version, and whether its .so
 #              loads here), the trace; stops (exit 1) naming what is missing
-#   build      kvsim, tests/test_gpu and bench/cuda_bench (release, CUDA);
-#              a target that is not built fails the script
+#   build      kvsim, gpu/kvsim-cuda.so (the CUDA backend, loaded on first
+#              use), tests/test_gpu and bench/cuda_bench (release, CUDA); a
+#              target that is not built fails the script
 #   workloads  the two GPU workloads, pointed at the trace found, simulated
 #              (no GPU): the trace and configs load
-#   device     `kvsim gpu`: without a GPU the script stops here, exit 77
+#   device     `kvsim gpu`: without a GPU the script stops here, exit 77;
+#              a kvsim-cuda.so that does not load (a CUDA library missing)
+#              fails it, exit 1
 #   test_gpu   the CUDA kernels against their CPU twins and the "cuda"
 #              backend's smoke test (tests/test_gpu.c)
 #   bench      gpu/cuda_bench on Llama-2-7B, fp16 KV then 8-bit KV
@@ -212,7 +215,8 @@ preflight() {
 preflight
 
 # ---- build: every target a later step runs, by name
-TARGETS=(src/kvsim tests/test_gpu bench/cuda_bench)
+# (gpu/kvsim-cuda.so: the CUDA backend, which the others load on first use)
+TARGETS=(src/kvsim gpu/kvsim-cuda.so tests/test_gpu bench/cuda_bench)
 NINJA="ninja -C build-gpu ${CHECK_JOBS:+-j$CHECK_JOBS} ${TARGETS[*]}"
 if [ -f build-gpu/build.ninja ]; then
 	step build "${CHECK_BUILD_S:-240}" $NINJA
@@ -241,6 +245,11 @@ step workloads 20 bash -c "for w in $TMP/wl/*.yaml; do $KVSIM run \"\$w\" -q -o 
 
 # ---- device: stop here without a GPU
 step device 20 "$KVSIM" gpu
+if [ "$RC" = 77 ] && grep -q "CUDA backend is not available" "$TMP/device.log"; then
+	RC=1 # the module was just built: one that does not load is a failure, not "no GPU"
+	verdict ""
+	finish 1
+fi
 if [ "$RC" = 77 ]; then
 	row device "no GPU" "$DT" "$(tail -n 1 "$TMP/device.log")"
 	say "== no GPU: every step before the GPU ones passed; exit 77"

@@ -8,15 +8,16 @@
  * with the same sentences.
  */
 #include "exec_impl.h"
+#include "cuda_module.h"
 
-#include <stdarg.h>
 #include <string.h>
 
-/* The kinds, most preferred first (exec.h: kv_backend_kinds). */
+/*
+ * The kinds linked in (exec.h: kv_backend_kinds lists them with "cuda",
+ * which lives in kvsim-cuda.so and is looked up by name in find_kind:
+ * its ops table exists only once the module is loaded).
+ */
 static const struct kv_backend_ops *const backend_ops[] = {
-#if KV_HAVE_CUDA_BACKEND
-	&kv_backend_cuda_ops,
-#endif
 	&kv_backend_cpu_ops,
 	NULL,
 };
@@ -28,16 +29,6 @@ const char *const kv_backend_kinds[] = {
 	"cpu",
 	NULL,
 };
-
-int kv__backend_fail(struct kv_backend *b, int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(b->err, sizeof(b->err), fmt, ap);
-	va_end(ap);
-	return err;
-}
 
 const char *kv_backend_last_error(const struct kv_backend *b)
 {
@@ -100,33 +91,54 @@ static int check_opts(const struct kv_backend_opts *o, struct kv_diag *d)
 	return 0;
 }
 
-static const struct kv_backend_ops *find_kind(const char *kind)
+/*
+ * Sets *ops to kind's and returns 0, or returns KV_EINVAL (unknown kind)
+ * or KV_ENOENT ("cuda" in a build without it, or kvsim-cuda.so did not
+ * load: cuda_module.h) with d filled.  "cuda" loads the module on first
+ * use; a registry entry for it could not be static, its table lives there.
+ */
+static int find_kind(const char *kind, const struct kv_backend_ops **ops, struct kv_diag *d)
 {
 	size_t i;
 
 	for (i = 0; kind && backend_ops[i]; i++)
-		if (!strcmp(backend_ops[i]->name, kind))
-			return backend_ops[i];
-	return NULL;
+		if (!strcmp(backend_ops[i]->name, kind)) {
+			*ops = backend_ops[i];
+			return 0;
+		}
+	if (kind && !strcmp(kind, "cuda")) {
+#if KV_HAVE_CUDA_BACKEND
+		const char *why = "";
+		const struct kv_cuda_module *m = kv_cuda_module_load(&why);
+
+		if (m) {
+			*ops = m->ops;
+			return 0;
+		}
+		return kv_diag_set(d, KV_ENOENT, "", 0, 0, "backend",
+				   "kind \"cuda\": no GPU: the CUDA backend is not available: %s",
+				   why);
+#else
+		return kv_diag_set(d, KV_ENOENT, "", 0, 0, "backend",
+				   "kind \"cuda\": this kvsim was built without CUDA (needs nvcc "
+				   "and meson -Dcuda=enabled); kinds here: cpu");
+#endif
+	}
+	return kv_diag_set(d, KV_EINVAL, "", 0, 0, "backend",
+			   "unknown kind \"%s\"; expected one of: cpu, cuda",
+			   kind ? kind : "(null)");
 }
 
 int kv_backend_open(const char *kind, const struct kv_backend_opts *o, struct kv_backend **out,
 		    struct kv_diag *d)
 {
-	const struct kv_backend_ops *ops = find_kind(kind);
+	const struct kv_backend_ops *ops = NULL;
 	struct kv_backend *b = NULL;
 	int err;
 
 	*out = NULL;
-	if (!ops && kind && !strcmp(kind, "cuda"))
-		return kv_diag_set(d, KV_ENOENT, "", 0, 0, "backend",
-				   "kind \"cuda\": this kvsim was built without CUDA (needs nvcc and "
-				   "meson -Dcuda=enabled); kinds here: cpu");
-	if (!ops)
-		return kv_diag_set(d, KV_EINVAL, "", 0, 0, "backend",
-				   "unknown kind \"%s\"; expected one of: cpu, cuda",
-				   kind ? kind : "(null)");
-	if ((err = check_opts(o, d)) || (err = ops->open(o, &b, d)))
+	if ((err = find_kind(kind, &ops, d)) || (err = check_opts(o, d)) ||
+	    (err = ops->open(o, &b, d)))
 		return err;
 	b->ops = ops;
 	b->opts = *o;

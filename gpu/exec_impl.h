@@ -3,9 +3,9 @@
  * to gpu/: the CPU backend, the CUDA backend and the dispatch in exec.c).
  *
  * A backend kind is one `const struct kv_backend_ops` with designated
- * initialisers; exec.c keeps the NULL-terminated array of them (the CUDA
- * entry under #if KV_HAVE_CUDA_BACKEND) and dispatches every public call through
- * b->ops.  A backend's private state embeds `struct kv_backend` as its
+ * initialisers; exec.c keeps the NULL-terminated array of those linked in
+ * ("cpu"), finds "cuda" in kvsim-cuda.so when KV_HAVE_CUDA_BACKEND
+ * (cuda_module.h), and dispatches every public call through b->ops.  A backend's private state embeds `struct kv_backend` as its
  * FIRST member, so `(struct my_backend *)b` recovers it.
  *
  * What exec.c guarantees before calling a hook (a hook need not re-check):
@@ -73,10 +73,10 @@ struct kv_backend {
 extern const struct kv_backend_ops kv_backend_cpu_ops;
 #if KV_HAVE_CUDA_BACKEND
 /*
- * gpu/backend_cuda.cu.  Not KV_HAVE_CUDA: that one only says nvcc and
- * cudart were found (the kernel twins build then); gpu/meson.build defines
- * KV_HAVE_CUDA_BACKEND when it compiles backend_cuda.cu, so a CUDA build
- * links before and after the backend lands.
+ * gpu/backend_cuda.cu, inside kvsim-cuda.so: only the module's own units
+ * (cuda_module.c) name it; exec.c gets it from the module's table.
+ * gpu/meson.build defines KV_HAVE_CUDA_BACKEND everywhere when it builds
+ * the module, KV_HAVE_CUDA only inside it (the kernel twins' prototypes).
  */
 extern const struct kv_backend_ops kv_backend_cuda_ops;
 #endif

@@ -150,7 +150,9 @@ int kv_ref_compact_waves(const int32_t *from, const int32_t *to, int n, int *wav
 
 #if KV_HAVE_CUDA
 /*
- * The CUDA twins (gpu/kernels.cu), for the tests: each copies its inputs to
+ * The CUDA twins (gpu/kernels.cu), inside kvsim-cuda.so (the only place
+ * KV_HAVE_CUDA is defined); tests/test_gpu.c reaches them through the
+ * module's table (cuda_module.h).  For the tests: each copies its inputs to
  * the device, runs the kernel on the default stream, copies the results
  * back and frees what it took.  They return 0, KV_EINVAL for a shape the
  * kernels do not support (head_dim not a multiple of 32 or above 512, or

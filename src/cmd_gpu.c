@@ -8,14 +8,17 @@
 int kv_cmd_gpu(int argc, char **argv)
 {
 	struct kv_gpu_info info;
+	int rc;
 
 	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
 		puts("usage: kvsim gpu\n\nReports the GPU the execution backend would use, or why there is none.\n"
 		     "Exit status 0 with a GPU, 77 without one.");
 		return 0;
 	}
-	printf("CUDA backend: %s\n", kv_gpu_built_with_cuda() ? "built" : "not built");
-	if (kv_gpu_query(&info)) {
+	rc = kv_gpu_query(&info); /* loads kvsim-cuda.so in a CUDA build (cuda_module.h) */
+	printf("CUDA backend: %s%s%s\n", kv_gpu_built_with_cuda() ? "built" : "not built",
+	       kv_gpu_module_path()[0] ? ", module " : "", kv_gpu_module_path());
+	if (rc) {
 		printf("%s\n", info.why);
 		return 77;
 	}

@@ -7,8 +7,10 @@
  * twin's byte for byte.  The backend, opened as kind "cuda" through
  * exec.h (kv_backend_open), runs a tiny model: it prefills and decodes,
  * shows that compaction and a swap round trip keep a sequence's logits,
- * and that its KV memory is the pages it used.  Exits 77 (skipped) when
- * the build has no CUDA or no GPU is present.
+ * and that its KV memory is the pages it used.  The kernels and the
+ * backend come from gpu/kvsim-cuda.so through the loader kvsim uses
+ * (cuda_module.h).  Exits 77 (skipped) when the build has no CUDA, the
+ * module does not load, or no GPU is present.
  *
  * `test_gpu --cpu` runs the same backend smoke test on the "cpu" backend
  * instead, with or without a GPU: its host buffers (two decoded sequences'
@@ -24,6 +26,7 @@
 
 #if KV_HAVE_CUDA_BACKEND
 #include "backend_cuda.h"
+#include "cuda_module.h"
 #endif
 
 #include <math.h>
@@ -46,7 +49,10 @@ static double rel_error(const float *got, const float *ref, size_t n)
 	return err / mag;
 }
 
-#if KV_HAVE_CUDA
+#if KV_HAVE_CUDA_BACKEND
+/* kvsim-cuda.so's table, loaded by main through the loader kvsim uses (cuda_module.h). */
+static const struct kv_cuda_module *cuda;
+
 static uint64_t state = 0x9E3779B97F4A7C15ULL;
 
 static float frand(void)
@@ -116,7 +122,7 @@ static int decode_case(const struct kv_paged_shape *sh, enum kv_kv_type t, int c
 	}
 	for (i = 0; i < n_q * (int)qf; i++)
 		got[i] = NAN;
-	bad = kv_cuda_paged_decode_kv(got, q, n_q, lens, arena, ab, t, sh, table, pages, scale) != 0;
+	bad = cuda->paged_decode_kv(got, q, n_q, lens, arena, ab, t, sh, table, pages, scale) != 0;
 	e = bad ? -1 : rel_error(got, ref, (size_t)n_q * qf);
 	bad = bad || e < 0 || e > 1e-3;
 	printf("%s: decode %s heads %d/%d dim %d block %d layer %d/%d ctx %d queries %d: relative error %.2e\n",
@@ -150,7 +156,7 @@ static int append_case(const struct kv_paged_shape *sh, enum kv_kv_type t, int n
 		else
 			kv_ref_kv_append_i8(want, sh, table, pos[i], k + i * row, v + i * row);
 	}
-	if (kv_cuda_kv_append(got, ab, t, sh, table, pages, pos, n_tok, k, v))
+	if (cuda->kv_append(got, ab, t, sh, table, pages, pos, n_tok, k, v))
 		bad = 1;
 	for (b = 0; b < ab && !bad; b++) {
 		size_t in = b % bb;
@@ -184,7 +190,7 @@ static int compact_case(size_t block_bytes, int blocks, int n)
 		to[j] = j % 5 == 0 ? from[j] : (int32_t)((frand() + 1.0f) * 0.5f * (float)blocks) % blocks;
 	}
 	kv_ref_compact_bytes(want, block_bytes, from, to, n);
-	bad = kv_cuda_compact(got, ab, block_bytes, from, to, n) != 0 || memcmp(want, got, ab) != 0;
+	bad = cuda->compact(got, ab, block_bytes, from, to, n) != 0 || memcmp(want, got, ab) != 0;
 	printf("%s: compaction of %d moves over %d blocks of %zu bytes\n", bad ? "FAIL" : "ok", n,
 	       blocks, block_bytes);
 	free(want), free(got), free(from), free(to);
@@ -419,16 +425,15 @@ int main(int argc, char **argv)
 		printf("%s: skipped\n", info.why);
 		return 77;
 	}
-#if KV_HAVE_CUDA
+#if KV_HAVE_CUDA_BACKEND
 	{
 		int fails;
 
-		printf("device: %s\n", info.name);
+		cuda = kv_cuda_module_load(NULL); /* kv_gpu_query loaded it */
+		printf("device: %s (CUDA backend from %s)\n", info.name, kv_cuda_module_path());
 		fails = kernel_cases();
-#if KV_HAVE_CUDA_BACKEND
 		fails += backend_case("cuda", 0);
 		fails += backend_case("cuda", 1);
-#endif
 		printf("%s\n", fails ? "FAILED" : "all passed");
 		return fails ? 1 : 0;
 	}
