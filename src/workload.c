@@ -198,6 +198,19 @@ static int read_cluster(struct kv_cfg_node *root, struct kv_sim_config *c, struc
 	return 0;
 }
 
+/* A size that may be `auto` (KV_MEM_AUTO, also when absent). */
+static int read_auto_bytes(struct kv_cfg_node *n, const char *key, uint64_t *out,
+			   struct kv_diag *d)
+{
+	struct kv_cfg_node *v = kv_cfg_get(n, key);
+
+	if (v && v->value && !strcmp(v->value, "auto")) {
+		*out = KV_MEM_AUTO;
+		return 0;
+	}
+	return kv_cfg_bytes(n, key, KV_MEM_AUTO, 0, 1ULL << 50, out, d);
+}
+
 /*
  * memory.model and the terms of its KV budget (sim/memory.h).  Every key is
  * checked whatever the model, and a model ignores the others' keys, so one
@@ -216,9 +229,9 @@ static int read_memory_model(struct kv_cfg_node *n, struct kv_mem_cfg *m, struct
 	TRY(kv_cfg_dbl(n, "share", 0.9, 0.01, 1.0, &m->share, d));
 	TRY(kv_cfg_dbl(n, "gpu_memory_utilization", 0.9, 0.01, 1.0, &m->gpu_memory_utilization, d));
 	TRY(kv_cfg_dbl(n, "mem_fraction_static", 0, 0.01, 1.0, &m->mem_fraction_static, d));
-	TRY(kv_cfg_bytes(n, "activation_bytes", KV_MEM_AUTO, 0, big, &m->activation_bytes, d));
+	TRY(read_auto_bytes(n, "activation_bytes", &m->activation_bytes, d));
 	TRY(kv_cfg_bytes(n, "cuda_graph_bytes", 0, 0, big, &m->cuda_graph_bytes, d));
-	TRY(kv_cfg_bytes(n, "non_torch_bytes", KV_MEM_AUTO, 0, big, &m->non_torch_bytes, d));
+	TRY(read_auto_bytes(n, "non_torch_bytes", &m->non_torch_bytes, d));
 	TRY(kv_cfg_u64(n, "kv_tokens", 0, 1, big, &m->kv_tokens, d));
 	TRY(kv_cfg_u64(n, "kv_blocks", 0, 1, big / KV_MEM_BLOCK_TOKENS, &blocks, d));
 	if (blocks && m->kv_tokens)
