@@ -215,20 +215,20 @@ uint64_t kv_sim_pool_unit(uint64_t token_bytes, uint64_t max_block_bytes)
 	return KV_MAX(unit, 4096);
 }
 
-/* Pool bytes per replica: tp * memory * share - alpha * M (the weights and workspace). */
+/*
+ * Pool bytes per replica from the memory model (memory.h): the share model's
+ * tp * memory * share - alpha * M, or the KV capacity vLLM or SGLang would
+ * allocate (or the pinned memory.kv_tokens) in fp16 bytes.
+ */
 static int pool_size(struct kv_sim *s)
 {
 	const struct kv_sim_config *c = s->cfg;
-	double usable = (double)c->device.mem_bytes * c->tp * c->mem_share;
-	double base = c->device.alpha * (double)kv_model_weight_bytes(&c->model);
+	int rc = kv_mem_budget(&c->mem, &c->model, &c->device, c->tp, c->max_batch_tokens,
+			       c->max_batch_seqs, &s->mem, &s->diag);
 
-	if (usable <= base)
-		return kv_diag_set(&s->diag, KV_EINVAL, "", 0, 0, "memory.share",
-				   "%s needs %.1f GB for weights and workspace (alpha %.2f x %.1f GB) but %u x %s x %.2f gives %.1f GB: expected more memory (raise cluster.tensor_parallel or memory.share)",
-				   c->model.name, base / 1e9, c->device.alpha,
-				   (double)kv_model_weight_bytes(&c->model) / 1e9, c->tp,
-				   c->device.name, c->mem_share, usable / 1e9);
-	s->pool_bytes = (uint64_t)(usable - base);
+	if (rc)
+		return rc;
+	s->pool_bytes = s->mem.pool_bytes;
 	return 0;
 }
 

@@ -31,6 +31,7 @@
 
 #include "cache.h"
 #include "heap.h"
+#include "memory.h"
 #include "metrics.h"
 #include "perf.h"
 #include "sched.h"
@@ -169,7 +170,7 @@ struct kv_sim_config {
 	void *sched_opts; /* sched->priv_size bytes with options filled */
 	const struct kv_cache_ops *cache; /* cache model */
 	void *cache_opts; /* cache->priv_size bytes with options filled */
-	double mem_share; /* share of device memory the server may use, default 0.9 */
+	struct kv_mem_cfg mem; /* KV-cache sizing (memory.model and its terms), memory.h */
 	uint64_t pool_min_block_bytes; /* buddy unit; 0 = auto (kv_sim_pool_unit), the default */
 	uint64_t pool_max_block_bytes; /* largest contiguous block, default 8 MiB, 0 = no cap */
 	uint64_t max_batch_tokens; /* token budget per iteration, default 2048 */
@@ -222,6 +223,7 @@ struct kv_sim {
 	struct kv_perf perf; /* iteration-time model */
 	uint64_t token_bytes; /* fp16 KV bytes per token, whole replica */
 	uint64_t pool_bytes; /* pool size per replica */
+	struct kv_mem_budget mem; /* how pool_bytes was sized, its capacity in tokens and blocks */
 	uint64_t pool_unit_bytes; /* buddy unit in use */
 	struct kv_heap heap; /* the event queue */
 	struct kv_replica *rep; /* replicas */

@@ -102,6 +102,7 @@ int kv_model_validate(const struct kv_model *m, struct kv_diag *d, const char *f
 struct kv_device {
 	char name[64]; /* e.g. "a100-80g" */
 	uint64_t mem_bytes; /* device memory, bytes (datasheet GB = 1e9 bytes) */
+	uint64_t mem_cuda_bytes; /* total as cudaMemGetInfo reports it, bytes; 0: not known */
 	double mem_bw_Bps; /* peak memory bandwidth, bytes/s */
 	double flops; /* peak dense fp16 tensor rate, FLOP/s */
 	double host_link_Bps; /* host link bandwidth, one direction, bytes/s */

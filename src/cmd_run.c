@@ -269,6 +269,10 @@ static int simulate(struct kv_workload *w, const struct run_args *a, struct kv_s
 			 w->cfg.model.name, w->cfg.replicas, w->cfg.device.name,
 			 w->cfg.sched->name, w->cfg.cache->name);
 		kv_summary_print(&sum, title, stdout);
+		printf("KV cache: %llu tokens (%llu blocks of %u) per replica, memory.model %s%s\n",
+		       (unsigned long long)s->mem.kv_tokens, (unsigned long long)s->mem.kv_blocks,
+		       KV_MEM_BLOCK_TOKENS, kv_mem_model_name(w->cfg.mem.model),
+		       s->mem.pinned ? " (pinned by memory.kv_tokens or kv_blocks)" : "");
 		printf("outputs in %s/\n", dir);
 	}
 	free(dir);

@@ -911,6 +911,11 @@ void kv_summary_compute(const struct kv_sim *s, struct kv_out *o, struct kv_summ
 	add(sum, "iterations", "", (double)iters, 1);
 	add(sum, "events", "", (double)s->events, 1);
 	add(sum, "peak_in_flight", "requests", (double)s->peak_live, 1);
+	/* the engines' capacity figures; only off the share model, so its columns stay as they were */
+	if (s->cfg->mem.model != KV_MEM_SHARE || s->mem.pinned) {
+		add(sum, "kv_capacity_tokens", "tokens per replica", (double)s->mem.kv_tokens, 1);
+		add(sum, "kv_capacity_blocks", "blocks of 16 tokens", (double)s->mem.kv_blocks, 1);
+	}
 }
 
 void kv_summary_print(const struct kv_summary *sum, const char *title, FILE *f)

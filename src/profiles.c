@@ -38,7 +38,7 @@ static const char *const model_required[] = {
 };
 
 static const char *const device_keys[] = {
-	"name", "memory", "mem_bandwidth", "fp16_tflops", "host_link_bandwidth",
+	"name", "memory", "memory_cuda", "mem_bandwidth", "fp16_tflops", "host_link_bandwidth",
 	"interconnect_bandwidth", "perf", "cost", "source", NULL,
 };
 
@@ -436,6 +436,7 @@ static int read_datasheet(struct kv_cfg_node *r, struct kv_device *dev, struct k
 	int err;
 
 	if ((err = kv_cfg_bytes(r, "memory", 0, 1, UINT64_MAX, &dev->mem_bytes, d)) ||
+	    (err = kv_cfg_bytes(r, "memory_cuda", 0, 0, UINT64_MAX, &dev->mem_cuda_bytes, d)) ||
 	    (err = read_rate(r, "mem_bandwidth", 0, 0, &dev->mem_bw_Bps, d)) ||
 	    (err = kv_cfg_dbl(r, "fp16_tflops", 0, 1e-9, 1e9, &tflops, d)) ||
 	    (err = read_rate(r, "host_link_bandwidth", 0, 0, &dev->host_link_Bps, d)) ||

@@ -198,14 +198,61 @@ static int read_cluster(struct kv_cfg_node *root, struct kv_sim_config *c, struc
 	return 0;
 }
 
+/* A size that may be `auto` (KV_MEM_AUTO, also when absent). */
+static int read_auto_bytes(struct kv_cfg_node *n, const char *key, uint64_t *out,
+			   struct kv_diag *d)
+{
+	struct kv_cfg_node *v = kv_cfg_get(n, key);
+
+	if (v && v->value && !strcmp(v->value, "auto")) {
+		*out = KV_MEM_AUTO;
+		return 0;
+	}
+	return kv_cfg_bytes(n, key, KV_MEM_AUTO, 0, 1ULL << 50, out, d);
+}
+
+/*
+ * memory.model and the terms of its KV budget (sim/memory.h).  Every key is
+ * checked whatever the model, and a model ignores the others' keys, so one
+ * file switches models with --set memory.model=...
+ */
+static int read_memory_model(struct kv_cfg_node *n, struct kv_mem_cfg *m, struct kv_diag *d)
+{
+	static const char *const models[] = { "share", "vllm", "sglang", NULL };
+	const uint64_t big = 1ULL << 50;
+	uint64_t blocks;
+	int i;
+
+	kv_mem_cfg_init(m);
+	TRY(kv_cfg_enum(n, "model", models, KV_MEM_SHARE, &i, d));
+	m->model = (enum kv_mem_model)i;
+	TRY(kv_cfg_dbl(n, "share", 0.9, 0.01, 1.0, &m->share, d));
+	TRY(kv_cfg_dbl(n, "gpu_memory_utilization", 0.9, 0.01, 1.0, &m->gpu_memory_utilization, d));
+	TRY(kv_cfg_dbl(n, "mem_fraction_static", 0, 0.01, 1.0, &m->mem_fraction_static, d));
+	TRY(read_auto_bytes(n, "activation_bytes", &m->activation_bytes, d));
+	TRY(kv_cfg_bytes(n, "cuda_graph_bytes", 0, 0, big, &m->cuda_graph_bytes, d));
+	TRY(read_auto_bytes(n, "non_torch_bytes", &m->non_torch_bytes, d));
+	TRY(kv_cfg_u64(n, "kv_tokens", 0, 1, big, &m->kv_tokens, d));
+	TRY(kv_cfg_u64(n, "kv_blocks", 0, 1, big / KV_MEM_BLOCK_TOKENS, &blocks, d));
+	if (blocks && m->kv_tokens)
+		return kv_cfg_error(kv_cfg_get(n, "kv_blocks"), d,
+				    "memory.kv_blocks and memory.kv_tokens pin the same capacity: expected one of them");
+	if (blocks)
+		m->kv_tokens = blocks * KV_MEM_BLOCK_TOKENS;
+	return 0;
+}
+
 static int read_memory(struct kv_cfg_node *root, struct kv_sim_config *c, struct kv_diag *d)
 {
-	static const char *const keys[] = { "share", "min_block", "max_block", NULL };
+	static const char *const keys[] = { "model", "share", "gpu_memory_utilization",
+					    "mem_fraction_static", "activation_bytes",
+					    "cuda_graph_bytes", "non_torch_bytes", "kv_tokens",
+					    "kv_blocks", "min_block", "max_block", NULL };
 	struct kv_cfg_node *n = kv_cfg_get(root, "memory");
 
 	TRY(kv_cfg_expect_map(n, d));
 	TRY(kv_cfg_check_keys(n, keys, d));
-	TRY(kv_cfg_dbl(n, "share", 0.9, 0.01, 1.0, &c->mem_share, d));
+	TRY(read_memory_model(n, &c->mem, d));
 	if (kv_cfg_get(n, "min_block") && !strcmp(kv_cfg_get(n, "min_block")->value ?
 						  kv_cfg_get(n, "min_block")->value : "", "auto"))
 		c->pool_min_block_bytes = 0;

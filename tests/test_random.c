@@ -544,7 +544,7 @@ static void draw_cluster(gsl_rng *g, struct rcase *c, unsigned replicas)
 	longest = (double)cfg->model.max_ctx_tokens * (double)kv_model_kv_bytes_per_token(&cfg->model);
 	f = gsl_rng_uniform(g) < 0.3 ? loguni(g, 0.1, 1.2) : loguni(g, 1, 8);
 	c->pool_target_bytes = (uint64_t)(f * longest);
-	cfg->mem_share = share_for(cfg, c->pool_target_bytes);
+	cfg->mem.share = share_for(cfg, c->pool_target_bytes);
 	cfg->pool_max_block_bytes = max_blocks[uni(g, 0, 2)];
 	cfg->max_batch_tokens = budgets[uni(g, 0, 3)];
 	cfg->max_batch_seqs = seqs[uni(g, 0, 3)];
@@ -1122,7 +1122,7 @@ static void case_fixed(struct rcase *c, const struct variant *sv, const struct v
 	cfg->cache = cv->ops;
 	cfg->sched_opts = opts_draw(g, sv, 0);
 	cfg->cache_opts = opts_draw(g, cv, 0);
-	cfg->mem_share = share_for(cfg, BIG_POOL_TOKENS * kv_model_kv_bytes_per_token(&cfg->model));
+	cfg->mem.share = share_for(cfg, BIG_POOL_TOKENS * kv_model_kv_bytes_per_token(&cfg->model));
 	cfg->pool_max_block_bytes = 8 * KV_MiB;
 	cfg->max_batch_tokens = 2048;
 	cfg->max_batch_seqs = 256;

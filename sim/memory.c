@@ -1,0 +1,173 @@
+/*
+ * memory.c -- the engine's KV-cache budget (see memory.h and docs/memory.md).
+ *
+ * vLLM (vllm/v1/worker/gpu_worker.py, Worker.determine_available_memory):
+ * after loading the weights it runs one dummy forward of
+ * max_num_batched_tokens tokens (gpu_model_runner.py profile_run) and
+ * measures torch's peak increase (activation) and the memory held outside
+ * torch (non-torch: CUDA context, NCCL); the KV cache gets
+ *   requested_memory - (weights + activation + non_torch),
+ * requested_memory = total * gpu_memory_utilization.  CUDA graphs are
+ * captured afterwards (compile_or_warm_up_model, whose comment says the
+ * profiling "does not consider CUDAGraph memory size"), so by default the
+ * graph pool is not subtracted: it comes out of the 1 - utilization
+ * headroom.  cuda_graph_bytes subtracts it for versions that do.  The block
+ * count is floor(KV / page), page = block_size * bytes per token per GPU
+ * (v1/core/kv_cache_utils.py), and the log prints blocks * block_size.
+ *
+ * SGLang (python/sglang/srt/model_executor/model_runner.py,
+ * profile_max_num_token): total_gpu_memory is the free memory once the
+ * distributed runtime is up (total - non_torch), available the free memory
+ * after loading the weights; rest = available - total_gpu_memory * (1 -
+ * mem_fraction_static) = (total - non_torch) * fraction - weights, and
+ * max_total_num_tokens = floor(rest / cell_size), cell_size the KV bytes
+ * per token per GPU.  Activations and CUDA graphs live in the 1 - fraction
+ * reserve.
+ */
+#include "memory.h"
+
+#include <assert.h>
+#include <math.h>
+#include <string.h>
+
+void kv_mem_cfg_init(struct kv_mem_cfg *c)
+{
+	c->model = KV_MEM_SHARE;
+	c->share = 0.9;
+	c->gpu_memory_utilization = 0.9;
+	c->mem_fraction_static = 0;
+	c->activation_bytes = KV_MEM_AUTO;
+	c->cuda_graph_bytes = 0;
+	c->non_torch_bytes = KV_MEM_AUTO;
+	c->kv_tokens = 0;
+}
+
+const char *kv_mem_model_name(enum kv_mem_model m)
+{
+	static const char *const names[] = { "share", "vllm", "sglang" };
+
+	assert((unsigned)m < 3);
+	return names[m];
+}
+
+uint64_t kv_mem_activation_bytes(const struct kv_model *m, uint64_t max_batch_tokens,
+				 uint32_t max_seqs)
+{
+	uint64_t k = m->gated_mlp ? 3 : 2;
+	uint64_t per_token = (uint64_t)m->dtype_bytes * (2ULL * m->hidden + k * m->intermediate);
+	uint64_t rows = KV_MIN((uint64_t)max_seqs, max_batch_tokens);
+
+	return max_batch_tokens * per_token + rows * m->vocab * 4ULL * 3ULL;
+}
+
+double kv_mem_sglang_fraction(uint64_t total_bytes, uint32_t tp)
+{
+	double gib = (double)total_bytes / (double)KV_GiB, reserved;
+
+	if (gib < 35)
+		reserved = 2.8 + tp / 10.0;
+	else if (gib < 90)
+		reserved = 9.5 + tp / 2.0;
+	else if (gib < 160)
+		reserved = 12 + tp / 2.0;
+	else
+		reserved = 32;
+	return round((gib - reserved) / gib * 1000) / 1000;
+}
+
+uint64_t kv_mem_token_bytes(const struct kv_model *m, uint32_t tp)
+{
+	uint64_t heads = KV_MAX(1U, m->kv_heads / tp);
+
+	return 2ULL * m->layers * heads * m->head_dim * m->dtype_bytes;
+}
+
+/* The share model: the pool kvsim has always built, reported in fp16 tokens. */
+static int budget_share(const struct kv_mem_cfg *c, const struct kv_model *m,
+			const struct kv_device *dev, uint32_t tp, struct kv_mem_budget *b,
+			struct kv_diag *d)
+{
+	double usable = (double)dev->mem_bytes * tp * c->share;
+	double base = dev->alpha * (double)kv_model_weight_bytes(m);
+
+	if (usable <= base)
+		return kv_diag_set(d, KV_EINVAL, "", 0, 0, "memory.share",
+				   "%s needs %.1f GB for weights and workspace (alpha %.2f x %.1f GB) but %u x %s x %.2f gives %.1f GB: expected more memory (raise cluster.tensor_parallel or memory.share)",
+				   m->name, base / 1e9, dev->alpha,
+				   (double)kv_model_weight_bytes(m) / 1e9, tp, dev->name, c->share,
+				   usable / 1e9);
+	b->total_bytes = dev->mem_bytes;
+	b->fraction = c->share;
+	b->pool_bytes = (uint64_t)(usable - base);
+	b->kv_bytes = b->pool_bytes / tp;
+	b->kv_tokens = b->pool_bytes / kv_model_kv_bytes_per_token(m);
+	return 0;
+}
+
+/* vLLM's and SGLang's non-KV terms and the KV bytes per GPU they leave. */
+static int budget_engine(const struct kv_mem_cfg *c, const struct kv_model *m,
+			 const struct kv_device *dev, uint32_t tp, uint64_t max_batch_tokens,
+			 uint32_t max_seqs, struct kv_mem_budget *b, struct kv_diag *d)
+{
+	double kv;
+
+	b->total_bytes = dev->mem_cuda_bytes ? dev->mem_cuda_bytes : dev->mem_bytes;
+	b->non_torch_bytes = c->non_torch_bytes != KV_MEM_AUTO ? c->non_torch_bytes :
+				     KV_MEM_NON_TORCH_BYTES * (tp > 1 ? 2 : 1);
+	if (c->model == KV_MEM_VLLM) {
+		b->fraction = c->gpu_memory_utilization;
+		b->activation_bytes = c->activation_bytes != KV_MEM_AUTO ? c->activation_bytes :
+				      kv_mem_activation_bytes(m, max_batch_tokens, max_seqs);
+		b->cuda_graph_bytes = c->cuda_graph_bytes;
+		kv = (double)b->total_bytes * b->fraction -
+		     (double)(b->weights_bytes + b->activation_bytes + b->non_torch_bytes +
+			      b->cuda_graph_bytes);
+	} else {
+		b->fraction = c->mem_fraction_static > 0 ? c->mem_fraction_static :
+			      kv_mem_sglang_fraction(b->total_bytes, tp);
+		kv = (double)(b->total_bytes - KV_MIN(b->total_bytes, b->non_torch_bytes)) *
+			     b->fraction - (double)b->weights_bytes;
+	}
+	if (kv < (double)(b->token_bytes * KV_MEM_BLOCK_TOKENS))
+		return kv_diag_set(d, KV_EINVAL, "", 0, 0, "memory.model",
+				   "%s: %s on %s x %u leaves %.2f GiB per GPU for the KV cache (total %.2f GiB x %.3f; weights %.2f, activation %.2f, non-torch %.2f, CUDA graphs %.2f GiB): expected room for one block (raise cluster.tensor_parallel or the memory fraction)",
+				   kv_mem_model_name(c->model), m->name, dev->name, tp,
+				   kv / (double)KV_GiB, (double)b->total_bytes / (double)KV_GiB,
+				   b->fraction, (double)b->weights_bytes / (double)KV_GiB,
+				   (double)b->activation_bytes / (double)KV_GiB,
+				   (double)b->non_torch_bytes / (double)KV_GiB,
+				   (double)b->cuda_graph_bytes / (double)KV_GiB);
+	b->kv_bytes = (uint64_t)kv;
+	if (c->model == KV_MEM_VLLM)
+		b->kv_tokens = b->kv_bytes / (b->token_bytes * KV_MEM_BLOCK_TOKENS) *
+			       KV_MEM_BLOCK_TOKENS;
+	else
+		b->kv_tokens = b->kv_bytes / b->token_bytes;
+	return 0;
+}
+
+int kv_mem_budget(const struct kv_mem_cfg *c, const struct kv_model *m,
+		  const struct kv_device *dev, uint32_t tp, uint64_t max_batch_tokens,
+		  uint32_t max_seqs, struct kv_mem_budget *b, struct kv_diag *d)
+{
+	int rc;
+
+	assert(tp >= 1);
+	memset(b, 0, sizeof(*b));
+	b->weights_bytes = kv_model_weight_bytes(m) / tp;
+	b->token_bytes = kv_mem_token_bytes(m, tp);
+	if (c->model == KV_MEM_SHARE)
+		rc = budget_share(c, m, dev, tp, b, d);
+	else
+		rc = budget_engine(c, m, dev, tp, max_batch_tokens, max_seqs, b, d);
+	if (rc && !c->kv_tokens)
+		return rc;
+	if (c->kv_tokens) {
+		b->kv_tokens = c->kv_tokens;
+		b->pinned = 1;
+	}
+	b->kv_blocks = b->kv_tokens / KV_MEM_BLOCK_TOKENS;
+	if (c->model != KV_MEM_SHARE || b->pinned)
+		b->pool_bytes = b->kv_tokens * kv_model_kv_bytes_per_token(m);
+	return 0;
+}

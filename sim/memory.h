@@ -1,0 +1,120 @@
+/*
+ * memory.h -- how much KV cache a replica gets: the engine's memory budget.
+ *
+ * A serving engine sizes its KV cache once, at start-up, from the GPU's
+ * memory as CUDA reports it minus what the model and the runtime hold.  This
+ * module reproduces that arithmetic for three models (docs/memory.md has
+ * each term with its source):
+ *
+ *   share   (default, kvsim's own): pool = tp * memory * share - alpha * M,
+ *           datasheet memory; kept byte-identical to earlier releases.
+ *   vllm    KV per GPU = total * gpu_memory_utilization
+ *                        - (weights + activation + non_torch + cuda_graph)
+ *           (vLLM vllm/v1/worker/gpu_worker.py determine_available_memory);
+ *           KV blocks = floor(KV / (block_tokens * bytes per token per GPU)).
+ *   sglang  KV per GPU = (total - non_torch) * mem_fraction_static - weights
+ *           (SGLang python/sglang/srt/model_executor/model_runner.py
+ *           profile_max_num_token); tokens = floor(KV / bytes per token).
+ *
+ * `total` is the device's memory_cuda (cudaMemGetInfo) where the profile
+ * gives it, else its datasheet memory.  A pin (kv_tokens) replaces the
+ * estimate by the figure the engine's log printed.
+ *
+ * Use: fill a struct kv_mem_cfg (kv_mem_cfg_init() gives the defaults),
+ * call kv_mem_budget(); the result's kv_tokens is the replica's capacity and
+ * pool_bytes its pool (kv_tokens * kv_model_kv_bytes_per_token(), or the
+ * share formula's bytes exactly).  Pure arithmetic, no I/O.
+ */
+#ifndef KV_MEMORY_H
+#define KV_MEMORY_H
+
+#include "kv_common.h"
+#include "profile.h"
+
+/* "Estimate it" for the byte overrides of struct kv_mem_cfg. */
+#define KV_MEM_AUTO UINT64_MAX
+
+/* Block size engines log their capacity in (vLLM's default block_size). */
+#define KV_MEM_BLOCK_TOKENS 16
+
+/*
+ * Non-torch memory per GPU (CUDA context, cuBLAS workspaces, allocator
+ * slack), as vLLM measured it for Llama-3-8B at TP 1: 1.79 GiB; at TP > 1
+ * the NCCL and custom all-reduce buffers double it (3.58 GiB at TP 2).
+ * Source: vllm-project/vllm PR 10511, the sanity-check logs.
+ */
+#define KV_MEM_NON_TORCH_BYTES 1921997865ULL /* 1.79 GiB */
+
+enum kv_mem_model { KV_MEM_SHARE, KV_MEM_VLLM, KV_MEM_SGLANG };
+
+/* The workload's `memory:` keys that size the KV cache. */
+struct kv_mem_cfg {
+	enum kv_mem_model model; /* share (default) | vllm | sglang */
+	double share; /* share model: share of device memory, default 0.9 */
+	double gpu_memory_utilization; /* vllm: share of total the engine may use, default 0.9 */
+	double mem_fraction_static; /* sglang: static share; 0 (default): SGLang's own default */
+	uint64_t activation_bytes; /* vllm: profiling run's peak per GPU; KV_MEM_AUTO: estimate */
+	uint64_t cuda_graph_bytes; /* vllm: graph pool subtracted per GPU, default 0 (see .c) */
+	uint64_t non_torch_bytes; /* per GPU; KV_MEM_AUTO: KV_MEM_NON_TORCH_BYTES (x2 at TP > 1) */
+	uint64_t kv_tokens; /* pin: the engine log's "GPU KV cache size"; 0 (default): estimate */
+};
+
+/* One replica's memory, per GPU unless said otherwise. */
+struct kv_mem_budget {
+	uint64_t total_bytes; /* memory the model starts from (cuda or datasheet) */
+	double fraction; /* gpu_memory_utilization, mem_fraction_static or share used */
+	uint64_t weights_bytes; /* weights on one GPU: M / tp */
+	uint64_t activation_bytes; /* peak activation of the profiling run */
+	uint64_t non_torch_bytes; /* CUDA context, NCCL buffers */
+	uint64_t cuda_graph_bytes; /* graph pool counted against the budget */
+	uint64_t kv_bytes; /* KV cache bytes on one GPU (before rounding to blocks) */
+	uint64_t token_bytes; /* KV bytes per token on one GPU */
+	uint64_t kv_tokens; /* replica capacity in tokens (what the engine logs) */
+	uint64_t kv_blocks; /* kv_tokens / KV_MEM_BLOCK_TOKENS */
+	int pinned; /* 1: kv_tokens came from the pin */
+	uint64_t pool_bytes; /* the replica's pool: share's formula, else kv_tokens * fp16 bytes/token */
+};
+
+/* The defaults above (model share, share 0.9, utilization 0.9, all estimates). */
+void kv_mem_cfg_init(struct kv_mem_cfg *c);
+
+/* "share", "vllm", "sglang" */
+const char *kv_mem_model_name(enum kv_mem_model m);
+
+/*
+ * Peak activation of vLLM's profiling run (gpu_model_runner.py profile_run:
+ * a dummy forward of max_num_batched_tokens tokens, then the sampler on
+ * min(max_num_seqs, tokens) rows of logits), per GPU:
+ *   T * dtype * (2 * hidden + k * intermediate)  +  S * vocab * 4 * 3
+ * with k = 3 (gated MLP: gate_up then act) or 2, T = max_batch_tokens,
+ * S = min(max_seqs, T): the MLP's live tensors at its peak, and three fp32
+ * copies of the logits (logits, probabilities, log-probabilities).  Not
+ * divided by TP: vLLM logged the same 1.26 GiB at TP 1 and 2 (PR 10511).
+ */
+uint64_t kv_mem_activation_bytes(const struct kv_model *m, uint64_t max_batch_tokens,
+				 uint32_t max_seqs);
+
+/*
+ * SGLang's default mem_fraction_static for a GPU of total_bytes at TP tp
+ * (python/sglang/srt/server_args.py __post_init__): reserved =
+ * (2.8 + tp/10) GiB below 35 GiB, (9.5 + tp/2) GiB below 90 GiB,
+ * (12 + tp/2) GiB below 160 GiB, 32 GiB above; fraction =
+ * round((total - reserved) / total, 3).
+ */
+double kv_mem_sglang_fraction(uint64_t total_bytes, uint32_t tp);
+
+/* KV bytes per token on one GPU of a tp group: KV heads split, at least one per GPU. */
+uint64_t kv_mem_token_bytes(const struct kv_model *m, uint32_t tp);
+
+/*
+ * Fills *b for the model c->model.  The share model gives the pool of
+ * tp * memory * share - alpha * M (datasheet memory) and reports its
+ * capacity in fp16 tokens; vllm and sglang as in the header.  A pin sets
+ * kv_tokens whatever the model.  Returns 0, or KV_EINVAL with d naming
+ * "memory" when the non-KV terms leave nothing for the KV cache.
+ */
+int kv_mem_budget(const struct kv_mem_cfg *c, const struct kv_model *m,
+		  const struct kv_device *dev, uint32_t tp, uint64_t max_batch_tokens,
+		  uint32_t max_seqs, struct kv_mem_budget *b, struct kv_diag *d);
+
+#endif

@@ -1,0 +1,270 @@
+/*
+ * test_memory.c -- the KV-cache budget of sim/memory.c: each term, the
+ * share model's pool unchanged, the pin, and the estimate against the
+ * capacity real engines logged (sources in docs/memory.md):
+ *   - vllm-project/vllm PR 2031 (https://github.com/vllm-project/vllm/pull/2031):
+ *     Llama-2-7B, TP 1, one A100-80GB, gpu_memory_utilization 0.9:
+ *     "# GPU blocks: 7351";
+ *   - vllm-project/vllm PR 10511 (https://github.com/vllm-project/vllm/pull/10511):
+ *     Meta-Llama-3-8B, TP 1, total_gpu_memory 79.22 GiB, utilization 0.90:
+ *     weights 14.96 GiB, non_torch 1.79 GiB, activation peak 1.26 GiB,
+ *     available_kv_cache_memory 53.29 GiB.
+ */
+#include "testutil.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "memory.h"
+#include "profiles.h"
+
+#define GIB ((double)KV_GiB)
+
+static struct kv_model load_model(const char *name)
+{
+	struct kv_diag d = { 0 };
+	struct kv_model m;
+	int err = kv_profile_load_model(name, &m, &d);
+
+	ck_assert_msg(!err, "model %s: %s: %s: %s", name, kv_strerror(err), d.field, d.msg);
+	return m;
+}
+
+static struct kv_device load_device(const char *name)
+{
+	struct kv_diag d = { 0 };
+	struct kv_device dev;
+	int err = kv_profile_load_device(name, &dev, &d);
+
+	ck_assert_msg(!err, "device %s: %s: %s: %s", name, kv_strerror(err), d.field, d.msg);
+	return dev;
+}
+
+/* Runs kv_mem_budget, which must succeed. */
+static struct kv_mem_budget budget(const struct kv_mem_cfg *c, const struct kv_model *m,
+				   const struct kv_device *dev, uint32_t tp, uint64_t tokens,
+				   uint32_t seqs)
+{
+	struct kv_mem_budget b;
+	struct kv_diag d = { 0 };
+	int err = kv_mem_budget(c, m, dev, tp, tokens, seqs, &b, &d);
+
+	ck_assert_msg(!err, "%s %s tp %u: %s: %s", m->name, dev->name, tp, d.field, d.msg);
+	return b;
+}
+
+/* |got / want - 1| <= tol, with a message naming what. */
+static void near(const char *what, double got, double want, double tol)
+{
+	ck_assert_msg(fabs(got / want - 1) <= tol, "%s: got %.6g, engine logged %.6g (%+.2f%%, tolerance %.1f%%)",
+		      what, got, want, 100 * (got / want - 1), 100 * tol);
+}
+
+START_TEST(test_profiles_have_cuda_memory)
+{
+	static const char *const names[] = { "a100-40g", "a100-80g", "h100-80g", "h200" };
+	static const uint64_t want[] = { 42405855232ULL, 84987740160ULL, 85028896768ULL,
+					 150109945856ULL };
+	size_t i;
+
+	for (i = 0; i < 4; i++) {
+		struct kv_device dev = load_device(names[i]);
+
+		ck_assert_msg(dev.mem_cuda_bytes == want[i], "%s: memory_cuda %llu, want %llu",
+			      names[i], (unsigned long long)dev.mem_cuda_bytes,
+			      (unsigned long long)want[i]);
+	}
+}
+END_TEST
+
+START_TEST(test_token_bytes)
+{
+	struct kv_model l2 = load_model("llama-2-7b"), l3 = load_model("llama-3-8b");
+
+	ck_assert_uint_eq(kv_mem_token_bytes(&l2, 1), 524288); /* 512 KiB, reference/models.csv */
+	ck_assert_uint_eq(kv_mem_token_bytes(&l3, 1), 131072); /* 128 KiB */
+	ck_assert_uint_eq(kv_mem_token_bytes(&l3, 2), 65536);
+	ck_assert_uint_eq(kv_mem_token_bytes(&l3, 16), 16384); /* 8 KV heads: one per GPU at most */
+}
+END_TEST
+
+/* The activation term: its formula, and vLLM's logged peak for Llama-3-8B within 10%. */
+START_TEST(test_activation)
+{
+	struct kv_model l3 = load_model("llama-3-8b");
+	uint64_t a = kv_mem_activation_bytes(&l3, 8192, 256);
+
+	ck_assert_uint_eq(a, 8192ULL * 2 * (2 * 4096 + 3 * 14336) + 256ULL * 128256 * 12);
+	near("Llama-3-8B activation peak at 8192 tokens (PR 10511)", (double)a, 1.26 * GIB, 0.10);
+	/* fewer batched tokens than max_num_seqs: the sampler sees one row per token */
+	ck_assert_uint_eq(kv_mem_activation_bytes(&l3, 100, 256),
+			  100ULL * 2 * (2 * 4096 + 3 * 14336) + 100ULL * 128256 * 12);
+}
+END_TEST
+
+START_TEST(test_sglang_fraction)
+{
+	/* server_args.py: (total - reserved) / total, rounded to 3 places */
+	ck_assert_double_eq_tol(kv_mem_sglang_fraction(84987740160ULL, 1), 0.874, 1e-9);
+	ck_assert_double_eq_tol(kv_mem_sglang_fraction(84987740160ULL, 8), 0.829, 1e-9);
+	ck_assert_double_eq_tol(kv_mem_sglang_fraction(150109945856ULL, 1), 0.911, 1e-9);
+	ck_assert_double_eq_tol(kv_mem_sglang_fraction(24ULL * KV_GiB, 1), 0.879, 1e-9);
+}
+END_TEST
+
+/* The share model keeps today's pool: tp * memory * share - alpha * M, to the byte. */
+START_TEST(test_share_unchanged)
+{
+	struct kv_model m = load_model("llama-2-7b");
+	struct kv_device dev = load_device("a100-80g");
+	struct kv_mem_cfg c;
+	struct kv_mem_budget b;
+
+	kv_mem_cfg_init(&c);
+	b = budget(&c, &m, &dev, 1, 2048, 256);
+	ck_assert_uint_eq(b.pool_bytes,
+			  (uint64_t)(80e9 * 0.9 - 1.1 * (double)kv_model_weight_bytes(&m)));
+	ck_assert_uint_eq(b.kv_tokens, b.pool_bytes / 524288);
+	ck_assert_uint_eq(b.kv_blocks, b.kv_tokens / 16);
+	ck_assert_int_eq(b.pinned, 0);
+}
+END_TEST
+
+/* vLLM, Llama-2-7B on one A100-80GB: "# GPU blocks: 7351" (PR 2031), within 3%. */
+START_TEST(test_vllm_llama2_7b_a100)
+{
+	struct kv_model m = load_model("llama-2-7b");
+	struct kv_device dev = load_device("a100-80g");
+	struct kv_mem_cfg c;
+	struct kv_mem_budget b;
+
+	kv_mem_cfg_init(&c);
+	c.model = KV_MEM_VLLM;
+	/* vLLM 0.2 defaults: max_num_batched_tokens = max(max_model_len 4096, 2048), 256 seqs */
+	b = budget(&c, &m, &dev, 1, 4096, 256);
+	ck_assert_uint_eq(b.total_bytes, 84987740160ULL);
+	ck_assert_uint_eq(b.kv_tokens % 16, 0);
+	ck_assert_uint_eq(b.pool_bytes, b.kv_tokens * 524288);
+	near("Llama-2-7B A100-80GB GPU blocks", (double)b.kv_blocks, 7351, 0.03);
+}
+END_TEST
+
+/* vLLM, Llama-3-8B at 79.22 GiB: 53.29 GiB of KV cache (PR 10511), within 1%; each term too. */
+START_TEST(test_vllm_llama3_8b_terms)
+{
+	struct kv_model m = load_model("llama-3-8b");
+	struct kv_device dev = load_device("h100-80g");
+	struct kv_mem_cfg c;
+	struct kv_mem_budget b;
+
+	dev.mem_cuda_bytes = (uint64_t)(79.22 * GIB); /* as that log printed it */
+	kv_mem_cfg_init(&c);
+	c.model = KV_MEM_VLLM;
+	b = budget(&c, &m, &dev, 1, 8192, 256);
+	near("weights", (double)b.weights_bytes, 14.96 * GIB, 0.001);
+	near("non-torch", (double)b.non_torch_bytes, 1.79 * GIB, 0.001);
+	near("activation", (double)b.activation_bytes, 1.26 * GIB, 0.10);
+	near("available KV cache memory", (double)b.kv_bytes, 53.29 * GIB, 0.01);
+	ck_assert_uint_eq(b.kv_tokens, b.kv_bytes / (16 * 131072) * 16);
+	/* TP 2: weights halve, non-torch doubles (3.58 GiB logged), activation stays */
+	b = budget(&c, &m, &dev, 2, 8192, 256);
+	near("TP 2 weights", (double)b.weights_bytes, 7.48 * GIB, 0.001);
+	near("TP 2 non-torch", (double)b.non_torch_bytes, 3.58 * GIB, 0.001);
+	near("TP 2 activation", (double)b.activation_bytes, 1.26 * GIB, 0.10);
+}
+END_TEST
+
+/* Overrides replace their estimates one for one; the CUDA-graph term subtracts. */
+START_TEST(test_vllm_overrides)
+{
+	struct kv_model m = load_model("llama-3-8b");
+	struct kv_device dev = load_device("a100-80g");
+	struct kv_mem_cfg c;
+	struct kv_mem_budget b, g;
+
+	kv_mem_cfg_init(&c);
+	c.model = KV_MEM_VLLM;
+	c.activation_bytes = KV_GiB;
+	c.non_torch_bytes = 2 * KV_GiB;
+	c.gpu_memory_utilization = 0.8;
+	b = budget(&c, &m, &dev, 1, 2048, 256);
+	ck_assert_uint_eq(b.kv_bytes, (uint64_t)(84987740160.0 * 0.8 -
+						 (double)(16060522496ULL + 3 * KV_GiB)));
+	c.cuda_graph_bytes = KV_GiB / 2;
+	g = budget(&c, &m, &dev, 1, 2048, 256);
+	ck_assert_uint_eq(b.kv_bytes - g.kv_bytes, KV_GiB / 2);
+}
+END_TEST
+
+/* SGLang: (total - non_torch) * fraction - weights, tokens not rounded to blocks. */
+START_TEST(test_sglang)
+{
+	struct kv_model m = load_model("llama-3-8b");
+	struct kv_device dev = load_device("h100-80g");
+	struct kv_mem_cfg c;
+	struct kv_mem_budget b;
+	double kv;
+
+	kv_mem_cfg_init(&c);
+	c.model = KV_MEM_SGLANG;
+	b = budget(&c, &m, &dev, 1, 8192, 256);
+	ck_assert_double_eq_tol(b.fraction, kv_mem_sglang_fraction(85028896768ULL, 1), 1e-12);
+	kv = (85028896768.0 - (double)KV_MEM_NON_TORCH_BYTES) * b.fraction - 16060522496.0;
+	ck_assert_uint_eq(b.kv_bytes, (uint64_t)kv);
+	ck_assert_uint_eq(b.kv_tokens, b.kv_bytes / 131072);
+	c.mem_fraction_static = 0.5;
+	b = budget(&c, &m, &dev, 2, 8192, 256);
+	ck_assert_double_eq_tol(b.fraction, 0.5, 1e-12);
+	ck_assert_uint_eq(b.kv_tokens, b.kv_bytes / 65536);
+}
+END_TEST
+
+/* The pin wins over every model, and over a budget that would not fit. */
+START_TEST(test_pin)
+{
+	struct kv_model m = load_model("llama-2-70b");
+	struct kv_device dev = load_device("a100-40g");
+	struct kv_mem_cfg c;
+	struct kv_mem_budget b;
+	struct kv_diag d = { 0 };
+
+	kv_mem_cfg_init(&c);
+	c.model = KV_MEM_VLLM;
+	ck_assert_int_eq(kv_mem_budget(&c, &m, &dev, 1, 2048, 256, &b, &d), KV_EINVAL);
+	ck_assert_str_eq(d.field, "memory.model");
+	c.kv_tokens = 123456;
+	b = budget(&c, &m, &dev, 1, 2048, 256);
+	ck_assert_uint_eq(b.kv_tokens, 123456);
+	ck_assert_uint_eq(b.kv_blocks, 123456 / 16);
+	ck_assert_uint_eq(b.pool_bytes, 123456ULL * kv_model_kv_bytes_per_token(&m));
+	ck_assert_int_eq(b.pinned, 1);
+	c.model = KV_MEM_SHARE;
+	b = budget(&c, &m, &dev, 1, 2048, 256);
+	ck_assert_uint_eq(b.pool_bytes, 123456ULL * kv_model_kv_bytes_per_token(&m));
+}
+END_TEST
+
+static Suite *memory_suite(void)
+{
+	Suite *s = suite_create("memory");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, test_profiles_have_cuda_memory);
+	tcase_add_test(tc, test_token_bytes);
+	tcase_add_test(tc, test_activation);
+	tcase_add_test(tc, test_sglang_fraction);
+	tcase_add_test(tc, test_share_unchanged);
+	tcase_add_test(tc, test_vllm_llama2_7b_a100);
+	tcase_add_test(tc, test_vllm_llama3_8b_terms);
+	tcase_add_test(tc, test_vllm_overrides);
+	tcase_add_test(tc, test_sglang);
+	tcase_add_test(tc, test_pin);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return kv_test_run_suite(memory_suite());
+}
