@@ -78,7 +78,7 @@ static inline void kv__decodes_end(struct kv_replica *r, const struct kv__decode
 /* The batch length below which decode steps may take the fast path (0: never). */
 static inline uint32_t kv__decodes_cap(const struct kv_replica *r)
 {
-	return r->plain_decode ? r->max_seqs : 0;
+	return r->decode_cap;
 }
 
 /*
