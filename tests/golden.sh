@@ -48,7 +48,9 @@ digest() {
 one_run() {
   local label=$1 w=$2 out="$tmp/o/$(tr / _ <<<"$1")"
   shift 2
-  "$kvsim" run -q "$w" -o "$out" --set outputs.chart=false "$@" 2>"$out.err" ||
+  # vllm-v0: the engine the digests were recorded with (vllm, V1, is the
+  # default when a workload names none; every example names vllm-v0 too)
+  "$kvsim" run -q "$w" -o "$out" --set outputs.chart=false --set engine.name=vllm-v0 "$@" 2>"$out.err" ||
     { echo "FAIL: $label: $(cat "$out.err")" >&2; return 1; }
   digest "$label" "$out" requests.csv timeseries.csv summary.csv tenants.csv tenant_timeseries.csv
   rm -rf "$out"
