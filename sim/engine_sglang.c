@@ -22,6 +22,11 @@
  * retracted (preempted by recompute) and the ratio is raised to
  * min(1, (decoded + retract_decode_steps * n) / (max_new + 1)) over the
  * requests left running.  With no request running it is reset to init.
+ * One rule is kvsim's own: after a retraction no request is admitted until
+ * some request ends (or none runs), so a scheduler whose victims alternate
+ * (drf, vtc) cannot retract and re-admit the same requests forever; SGLang
+ * needs no such rule because its own victim order (fewest outputs first)
+ * keeps the most advanced request running.
  * The radix cache is approximated by block hashes (serving.c): a matched
  * prefix is a whole number of blocks, where SGLang matches tokens.
  */
@@ -44,6 +49,7 @@ struct sglang {
 	double reserved_tokens; /* the sum the admission test subtracts, this step */
 	int prefill_step; /* the step being formed is a prefill batch */
 	uint64_t retractions; /* decode steps that retracted (statistics, tests) */
+	uint64_t closed_at; /* requests ended in the run when admission closed after a retraction; 0: open */
 };
 
 static const struct kv_option sglang_options[] = {
@@ -120,6 +126,17 @@ static int prefill_pending(const struct kv_replica *r)
 	return 0;
 }
 
+/* Requests ended in the whole run, plus one (never 0). */
+static uint64_t ended(const struct kv_sim *s)
+{
+	uint64_t n = 1;
+	int e;
+
+	for (e = 0; e < KV_END_N; e++)
+		n += s->ended[e];
+	return n;
+}
+
 static void sglang_step(void *priv, struct kv_replica *r, int again)
 {
 	struct sglang *g = priv;
@@ -128,14 +145,16 @@ static void sglang_step(void *priv, struct kv_replica *r, int again)
 
 	if (r->n_running == 0)
 		g->ratio = g->init_ratio; /* idle: the estimate starts over */
-	g->prefill_step = !again && prefill_pending(r);
+	if (g->closed_at && (r->n_running == 0 || ended(r->sim) != g->closed_at))
+		g->closed_at = 0; /* a request ended: admission reopens */
+	g->prefill_step = !again && !g->closed_at && prefill_pending(r);
 	if (!g->prefill_step) {
 		r->step_flags = KV_STEP_NO_ADMIT;
 		r->budget_tokens = KV_MAX(c->max_batch_tokens, (uint64_t)c->max_batch_seqs);
 		return;
 	}
-	if (!g->enable_mixed_chunk)
-		r->step_flags = KV_STEP_NO_DECODE;
+	if (!g->enable_mixed_chunk) /* a prefill batch never retracts: it is just not formed */
+		r->step_flags = KV_STEP_NO_DECODE | KV_STEP_NO_PREEMPT;
 	if (g->chunked_prefill_size)
 		r->budget_tokens = g->chunked_prefill_size;
 	g->reserved_tokens = 0;
@@ -189,6 +208,7 @@ static int sglang_formed(void *priv, struct kv_replica *r)
 	if (r->step_preempted) {
 		g->ratio = retract_ratio(g, r);
 		g->retractions++;
+		g->closed_at = ended(r->sim);
 	} else {
 		g->ratio -= (g->init_ratio - g->min_ratio) / (double)g->decay_steps;
 		g->ratio = KV_MAX(g->ratio, g->min_ratio);

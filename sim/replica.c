@@ -436,6 +436,8 @@ uint32_t kv_replica_make_room(struct kv_replica *r, struct kv_req *q, kv_pick_vi
 			      void *priv)
 {
 	assert(q->state == KV_REQ_RUNNING && !q->batch_tokens);
+	if (r->step_flags & KV_STEP_NO_PREEMPT)
+		return q->run_idx + 1; /* the engine preempts in no step of this kind (SGLang's prefill) */
 	for (;;) {
 		enum kv_preempt how = KV_PREEMPT_AUTO;
 		struct kv_req *v = pick ? pick(priv, r, q, &how) : r->running[r->n_running - 1];

@@ -52,6 +52,7 @@ struct kv_cache_ops;
 enum {
 	KV_STEP_NO_DECODE = 1, /* a prefill-only step: decode steps are refused (KV_ERANGE) */
 	KV_STEP_NO_ADMIT = 2, /* a decode step: waiting requests are refused (KV_ERANGE) */
+	KV_STEP_NO_PREEMPT = 4, /* a running request refused memory sits the step out (no victim) */
 };
 
 struct kv_engine_ops {

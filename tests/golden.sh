@@ -29,6 +29,10 @@ jobs=2
 [ "${5:-}" = -j ] && jobs=$6
 case $mode in record|check) ;; *) echo "$0: mode $mode: expected record or check" >&2; exit 2;; esac
 traces="$src/../shared/traces"
+# The engine the digests were recorded with, for workloads that name none
+# (the sweep bases default.yaml, vidur-poisson.yaml, azure-conv.yaml: their
+# bytes key the sweep points, so they cannot name it; docs/engines.md).
+export KVSIM_ENGINE=vllm-v0
 [ -d "$traces" ] || { echo "no $traces: skipped"; exit 77; }
 scheds=(fifo drf wdrf vtc preempt)
 tmp=$(mktemp -d)
