@@ -216,6 +216,16 @@ static int sglang_formed(void *priv, struct kv_replica *r)
 	return 0;
 }
 
+double kv_engine_sglang_ratio(const void *priv)
+{
+	return ((const struct sglang *)priv)->ratio;
+}
+
+uint64_t kv_engine_sglang_retractions(const void *priv)
+{
+	return ((const struct sglang *)priv)->retractions;
+}
+
 const struct kv_engine_ops kv_engine_sglang = {
 	.name = "sglang",
 	.desc = "SGLang: prefill and decode batches apart (unless mixed chunk); admit while prefill + min(max_new, clip) < free + evictable - ratio * running outputs; ratio decays per decode step, raised on retraction; radix cache as block hashes",
