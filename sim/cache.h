@@ -57,6 +57,10 @@
  *            the page table an execution backend uses, whose KV pages are
  *            pool units (gpu/exec.h).  NULL: the model cannot run on a
  *            backend.
+ *   evictable_bytes (optional) pool bytes the model holds for no request
+ *            and frees on demand (cached prefixes it evicts LRU): what an
+ *            engine may count as free when it admits (SGLang's
+ *            evictable_size).  NULL means none.
  *   fini     called once at the end; every request has been released.
  *
  * Hooks must not allocate per call (use the pool and the request's cache[]
@@ -111,6 +115,7 @@ struct kv_cache_ops {
 	enum kv_offload (*offload)(const void *priv); /* optional */
 	uint64_t (*units)(const void *priv, const struct kv_req *q, uint32_t *out,
 			  uint64_t max); /* optional */
+	uint64_t (*evictable_bytes)(const void *priv); /* optional */
 };
 
 /* Finds a cache model by name, or NULL. */

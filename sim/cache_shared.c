@@ -15,7 +15,12 @@
  *     key chains the ids that cover it;
  *   - other requests, with system_prompt_tokens S > 0, share their first
  *     min(S, prompt) tokens: block i is keyed "system block i" when
- *     (i+1)B <= min(S, prompt).
+ *     (i+1)B <= min(S, prompt);
+ *   with request_blocks on (the vllm and sglang engines' prefix cache), every
+ *     other complete prompt block is keyed too, by the request's id: no other
+ *     request can match it, but the request itself does when it resumes
+ *     after a preemption by recompute, while the block is not yet evicted
+ *     (vLLM V1 keeps a freed block's hash until the block is reused).
  * Keys are chained, key_i = mix(key_{i-1}, ids of block i) with splitmix64's
  * finaliser, so equal keys mean equal prefixes (up to 64-bit collisions, as
  * in vLLM): block i can match only if blocks 0..i-1 matched.
@@ -89,11 +94,13 @@
 #define SHARERS_MAX (UINT16_MAX - 1) /* sharers per entry: pool counts stop at 65535 */
 #define SEED_HASHED 0x6d6f6f6e63616b65ULL /* chain start for hash-id keys */
 #define SEED_SYSTEM 0x73797374656d2d70ULL /* chain start for system-prompt keys */
+#define SEED_OWN 0x6f776e2d626c6f63ULL /* a request's own prompt blocks (request_blocks) */
 
 struct shared {
 	uint64_t prefix_block_tokens; /* option: tokens per shared prefix block, default 512 */
 	uint64_t system_prompt_tokens; /* option: tokens of a prompt prefix every request shares, default 0 */
 	uint64_t block_tokens; /* option: tokens per block of a request's own KV, default 16 */
+	int request_blocks; /* option: key a request's other prompt blocks by its id, default 0 */
 	struct kv_blocks blocks; /* requests' own block tables */
 	struct kv_pool *pool; /* the replica's pool */
 	const struct kv_sim *sim; /* the simulation, for reading requests' hash ids */
@@ -136,6 +143,9 @@ static const struct kv_option shared_options[] = {
 	{ .name = "block_tokens", .type = KV_OPT_U64,
 	  .offset = offsetof(struct shared, block_tokens), .def = 16, .min = 1, .max = 1 << 20,
 	  .units = "tokens", .help = "tokens per block of a request's own KV" },
+	{ .name = "request_blocks", .type = KV_OPT_BOOL,
+	  .offset = offsetof(struct shared, request_blocks), .def = 0, .min = 0, .max = 1,
+	  .units = "", .help = "also cache a request's other prompt blocks, keyed by its id, so it finds them when it resumes (the engines' prefix cache)" },
 	{ .name = NULL },
 };
 
@@ -156,6 +166,8 @@ struct keys {
 	uint64_t n_read; /* hash ids read */
 	uint64_t key; /* key of the last block walked (the chain) */
 	uint64_t i, n; /* blocks walked, blocks keyed */
+	uint64_t n_shared; /* blocks keyed by content (the rest by the request's id) */
+	uint64_t own; /* the request's own seed (request_blocks) */
 	uint64_t B; /* prefix block tokens */
 	int hashed; /* keys from hash ids, else from the system prompt */
 };
@@ -176,6 +188,10 @@ static void keys_init(struct keys *k, struct shared *c, const struct kv_req *q)
 		k->n = KV_MIN(q->prompt_tokens, c->system_prompt_tokens) / k->B;
 		k->key = SEED_SYSTEM;
 	}
+	k->n_shared = k->n;
+	k->own = mix(q->id ^ SEED_OWN);
+	if (c->request_blocks)
+		k->n = q->prompt_tokens / k->B;
 }
 
 /*
@@ -189,7 +205,9 @@ static int keys_next(struct keys *k, uint64_t *key)
 
 	if (k->i == k->n)
 		return 0;
-	if (k->hashed) {
+	if (k->i >= k->n_shared) {
+		v = k->own ^ k->i; /* the request's own block */
+	} else if (k->hashed) {
 		last = ((k->i + 1) * k->B - 1) / HASH_BLOCK_TOKENS;
 		for (j = k->i * k->B / HASH_BLOCK_TOKENS; j <= last; j++) {
 			while (k->n_read <= j) {
@@ -652,6 +670,13 @@ static void shared_stats(const void *priv, struct kv_cache_stats *st)
 	st->bytes_saved = c->bytes_saved;
 }
 
+static uint64_t shared_evictable_bytes(const void *priv)
+{
+	const struct shared *c = priv;
+
+	return c->lru_bytes;
+}
+
 static double shared_bytes_per_token(const void *priv)
 {
 	const struct shared *c = priv;
@@ -672,4 +697,5 @@ const struct kv_cache_ops kv_cache_shared = {
 	.prefix_hit = shared_prefix_hit,
 	.flush = shared_flush,
 	.stats = shared_stats,
+	.evictable_bytes = shared_evictable_bytes,
 };

@@ -35,6 +35,7 @@
 #include "metrics.h"
 #include "perf.h"
 #include "sched.h"
+#include "serving.h"
 #include "slots.h"
 #include "source.h"
 
@@ -132,6 +133,15 @@ struct kv_replica {
 	uint64_t swap_out_bytes, swap_in_bytes, swap_dropped_bytes; /* offload traffic */
 	uint64_t swaps; /* swap-outs */
 	struct kv_req *last_nomem; /* last request refused memory while forming the batch */
+	/* serving-engine semantics (serving.h) */
+	const struct kv_engine_ops *eng; /* engine plugin (cfg->engine, vllm-v0 when NULL) */
+	void *eng_priv; /* its private state, options filled */
+	uint32_t step_flags; /* KV_STEP_* of the step being formed (the engine's step hook sets them) */
+	uint32_t step_preempted; /* requests preempted to make room in the step being formed */
+	uint32_t decode_cap; /* batch length below which decodes take the fast path, this step (0: never) */
+	uint64_t chunk_cap_tokens; /* largest prefill chunk, 0 = the budget (vLLM long_prefill_token_threshold) */
+	kv_ns frontend_ns; /* per-request front-end cost added to TTFT and E2E, 0 = none */
+	void *cache_opts_own; /* options of an engine-chosen cache model (freed with the replica) */
 };
 
 enum kv_oversize { KV_OVERSIZE_ERROR, KV_OVERSIZE_REJECT, KV_OVERSIZE_CLIP };
@@ -171,6 +181,8 @@ struct kv_sim_config {
 	const struct kv_cache_ops *cache; /* cache model */
 	void *cache_opts; /* cache->priv_size bytes with options filled */
 	struct kv_mem_cfg mem; /* KV-cache sizing (memory.model and its terms), memory.h */
+	const struct kv_engine_ops *engine; /* serving semantics; NULL = vllm-v0 */
+	void *engine_opts; /* engine->priv_size bytes with options filled (NULL: defaults) */
 	uint64_t pool_min_block_bytes; /* buddy unit; 0 = auto (kv_sim_pool_unit), the default */
 	uint64_t pool_max_block_bytes; /* largest contiguous block, default 8 MiB, 0 = no cap */
 	uint64_t max_batch_tokens; /* token budget per iteration, default 2048 */

@@ -35,6 +35,7 @@ void kv_perf_init(struct kv_perf *pf, const struct kv_model *m, const struct kv_
 {
 	assert(tp >= 1);
 	pf->tp = tp;
+	pf->gemm_half_tokens = 0.0; /* an engine sets it (serving.h perf hook) */
 	pf->weight_bytes_per_gpu = (double)kv_model_weight_bytes(m) / tp;
 	pf->lin_flops_per_token =
 		(kv_model_linear_flops_per_token(m) - kv_model_head_flops(m)) / tp;
@@ -51,11 +52,16 @@ void kv_perf_init(struct kv_perf *pf, const struct kv_model *m, const struct kv_
 		tp > 1 ? 2.0 * m->layers * (double)dev->allreduce_latency_ns : 0.0;
 }
 
-/* Linear layers: every weight read once, F_lin FLOPs per batch token. */
-static double linear_ns(const struct kv_perf *pf, uint64_t n_tokens, uint32_t n_sample)
+/*
+ * Linear layers: every weight read once, F_lin FLOPs per batch token (plus
+ * n_half tokens' worth in a batch with prefill, the GEMM ramp of perf.h).
+ */
+static double linear_ns(const struct kv_perf *pf, uint64_t n_tokens, uint32_t n_sample,
+			int has_prefill)
 {
 	double mem = pf->weight_bytes_per_gpu / pf->bw_Bps;
-	double cmp = (pf->lin_flops_per_token * (double)n_tokens +
+	double n = (double)n_tokens + (has_prefill ? pf->gemm_half_tokens : 0.0);
+	double cmp = (pf->lin_flops_per_token * n +
 		      pf->head_flops_per_sample * (double)n_sample) /
 		     pf->flops_per_s;
 
@@ -77,7 +83,7 @@ kv_ns kv_perf_iter_ns(const struct kv_perf *pf, const struct kv_batch_shape *b)
 	uint64_t n_tokens = b->n_decode + b->n_prefill_tokens;
 	double t = pf->overhead_ns + pf->per_seq_ns * b->n_seqs;
 
-	t += linear_ns(pf, n_tokens, b->n_sample) + attention_ns(pf, b);
+	t += linear_ns(pf, n_tokens, b->n_sample, b->n_prefill_tokens > 0) + attention_ns(pf, b);
 	if (pf->tp > 1)
 		t += pf->allreduce_ns_per_token * (double)n_tokens + pf->allreduce_ns_fixed;
 	t += (double)b->extra_ns;

@@ -66,6 +66,7 @@ struct kv_perf {
 	double allreduce_ns_per_token; /* TP all-reduce time per batch token, 0 when tp == 1 */
 	double allreduce_ns_fixed; /* 2 * layers * all-reduce latency, 0 when tp == 1 */
 	uint32_t tp; /* tensor-parallel degree */
+	double gemm_half_tokens; /* n_half: batch tokens of GEMM ramp in batches with prefill (0: none, vllm-v0) */
 };
 
 /*
@@ -75,6 +76,14 @@ struct kv_perf {
  */
 void kv_perf_init(struct kv_perf *pf, const struct kv_model *m, const struct kv_device *dev,
 		  uint32_t tp);
+
+/*
+ * GEMM efficiency ramp (set by the vllm and sglang engines, 0 otherwise): in a
+ * batch with prefill tokens the linear layers' compute term counts
+ * N + n_half tokens instead of N, i.e. their FLOP rate is P*eff*N/(N+n_half),
+ * so small prefill chunks run the GEMMs below their peak.  Decode-only
+ * batches keep the plain roofline (it is what the decode calibration fits).
+ */
 
 /* Iteration duration in ns (>= 1) for a batch shape. */
 kv_ns kv_perf_iter_ns(const struct kv_perf *pf, const struct kv_batch_shape *b);

@@ -3,28 +3,42 @@
 
 #include <string.h>
 
+/* Stores v into o's field of priv, as its type says. */
+static void option_store(const struct kv_option *o, void *priv, double v)
+{
+	void *f = (char *)priv + o->offset;
+
+	switch (o->type) {
+	case KV_OPT_U64:
+	case KV_OPT_BYTES:
+	case KV_OPT_NS:
+		*(uint64_t *)f = (uint64_t)v;
+		break;
+	case KV_OPT_DBL:
+		*(double *)f = v;
+		break;
+	case KV_OPT_BOOL:
+	case KV_OPT_ENUM:
+		*(int *)f = (int)v;
+		break;
+	}
+}
+
 void kv_options_defaults(const struct kv_option *opts, void *priv)
 {
-	char *base = priv;
+	for (; opts && opts->name; opts++)
+		option_store(opts, priv, opts->def);
+}
 
+int kv_option_set(const struct kv_option *opts, void *priv, const char *name, double v)
+{
 	for (; opts && opts->name; opts++) {
-		void *f = base + opts->offset;
-
-		switch (opts->type) {
-		case KV_OPT_U64:
-		case KV_OPT_BYTES:
-		case KV_OPT_NS:
-			*(uint64_t *)f = (uint64_t)opts->def;
-			break;
-		case KV_OPT_DBL:
-			*(double *)f = opts->def;
-			break;
-		case KV_OPT_BOOL:
-		case KV_OPT_ENUM:
-			*(int *)f = (int)opts->def;
-			break;
+		if (!strcmp(opts->name, name)) {
+			option_store(opts, priv, v);
+			return 0;
 		}
 	}
+	return KV_EINVAL;
 }
 
 const char *kv_option_default_str(const struct kv_option *o, char *buf, size_t len)

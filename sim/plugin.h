@@ -65,7 +65,13 @@ struct kv_plugin {
 		};                     \
 	}
 
-enum kv_plugin_kind { KV_PLUGIN_SCHED, KV_PLUGIN_CACHE, KV_PLUGIN_ROUTER, KV_PLUGIN_KINDS };
+enum kv_plugin_kind {
+	KV_PLUGIN_SCHED,
+	KV_PLUGIN_CACHE,
+	KV_PLUGIN_ROUTER,
+	KV_PLUGIN_ENGINE, /* serving-engine semantics (sim/serving.h) */
+	KV_PLUGIN_KINDS
+};
 
 /*
  * A kind's YAML key ("scheduler", "cache", "router"), the word `kvsim list`
@@ -93,6 +99,13 @@ const char *kv_plugin_names(enum kv_plugin_kind k, char *buf, size_t len);
  * Returns 0, KV_EINVAL when the name is taken, KV_ERANGE past 8 per kind.
  */
 int kv_plugin_add(enum kv_plugin_kind k, const struct kv_plugin *p);
+
+/*
+ * Sets the option `name` of priv to v (a number; bools 0/1, durations in ns),
+ * unchecked: for an engine configuring the plugin it runs.  Returns 0, or
+ * KV_EINVAL when opts has no such option.
+ */
+int kv_option_set(const struct kv_option *opts, void *priv, const char *name, double v);
 
 /* Fills priv's option fields with their defaults. */
 void kv_options_defaults(const struct kv_option *opts, void *priv);

@@ -14,6 +14,7 @@ extern const struct kv_sched_ops kv_sched_fifo, kv_sched_drf, kv_sched_wdrf, kv_
 extern const struct kv_cache_ops kv_cache_full, kv_cache_chunked, kv_cache_quantized,
 	kv_cache_sparse, kv_cache_shared;
 extern const struct kv_router_ops kv_router_rr, kv_router_lot;
+extern const struct kv_engine_ops kv_engine_vllm, kv_engine_vllm_v0, kv_engine_sglang;
 
 static const struct kv_plugin *const sched_registry[] = {
 	&kv_sched_fifo.base,
@@ -39,6 +40,13 @@ static const struct kv_plugin *const router_registry[] = {
 	NULL,
 };
 
+static const struct kv_plugin *const engine_registry[] = {
+	&kv_engine_vllm.base, /* the default */
+	&kv_engine_vllm_v0.base,
+	&kv_engine_sglang.base,
+	NULL,
+};
+
 #define MAX_ADDED 8
 
 static const struct {
@@ -49,6 +57,7 @@ static const struct {
 			      sched_registry },
 	[KV_PLUGIN_CACHE] = { "cache", "caches", "cache models (cache.name)", cache_registry },
 	[KV_PLUGIN_ROUTER] = { "router", "routers", "routers (cluster.router)", router_registry },
+	[KV_PLUGIN_ENGINE] = { "engine", "engines", "engines (engine.name)", engine_registry },
 };
 
 /* Plugins registered at run time (kv_plugin_add), per kind. */
@@ -133,4 +142,9 @@ const struct kv_cache_ops *kv_cache_find(const char *name)
 const struct kv_router_ops *kv_router_find(const char *name)
 {
 	return (const struct kv_router_ops *)kv_plugin_find(KV_PLUGIN_ROUTER, name);
+}
+
+const struct kv_engine_ops *kv_engine_find(const char *name)
+{
+	return (const struct kv_engine_ops *)kv_plugin_find(KV_PLUGIN_ENGINE, name);
 }

@@ -163,12 +163,16 @@ int kv__replica_end(struct kv_replica *r, struct kv_req *q, enum kv_end e)
 			  r->beta_bytes * L * (double)q->output_tokens;
 		if (q->first_token_ns == KV_NS_NEVER)
 			q->first_token_ns = s->now;
+		/* the front end's cost (API server, tokeniser, detokeniser) delays what the user sees */
+		q->first_token_ns += r->frontend_ns;
+		q->finish_ns += r->frontend_ns;
 		kv_hist_add(&s->ttft, q->first_token_ns - q->arrival_ns);
-		kv_hist_add(&s->e2e, s->now - q->arrival_ns);
+		kv_hist_add(&s->e2e, q->finish_ns - q->arrival_ns);
 		if (q->output_tokens > 1)
-			kv_hist_add(&s->tpot, (s->now - q->first_token_ns) / (q->output_tokens - 1));
+			kv_hist_add(&s->tpot,
+				    (q->finish_ns - q->first_token_ns) / (q->output_tokens - 1));
 		kv_hist_add(&ts->ttft, q->first_token_ns - q->arrival_ns);
-		kv_hist_add(&ts->e2e, s->now - q->arrival_ns);
+		kv_hist_add(&ts->e2e, q->finish_ns - q->arrival_ns);
 		ts->completed++;
 		ts->prompt_tokens += q->prompt_tokens;
 		ts->output_tokens += q->output_tokens;
@@ -180,8 +184,8 @@ int kv__replica_end(struct kv_replica *r, struct kv_req *q, enum kv_end e)
 	} else {
 		ts->rejected++;
 	}
-	if (s->now > s->last_finish_ns)
-		s->last_finish_ns = s->now;
+	if (q->finish_ns > s->last_finish_ns)
+		s->last_finish_ns = q->finish_ns;
 	if (s->sink.request && s->sink.request(s->sink.ctx, s, q, e))
 		rc = KV_EIO;
 	s->n_live--;
@@ -317,11 +321,16 @@ int kv__replica_schedule(struct kv_replica *r, struct kv_req *q)
 		 (unsigned long long)q->id);
 	if (r->n_batch >= c->max_batch_seqs || r->budget_tokens == 0)
 		return KV_ERANGE;
+	if (q->state == KV_REQ_WAITING ? (r->step_flags & KV_STEP_NO_ADMIT) :
+					 (r->step_flags & KV_STEP_NO_DECODE) && !prefill)
+		return KV_ERANGE; /* the engine's step kind excludes it (SGLang) */
 	if (q->kv_tokens == 0 && !q->kv_bytes && r->cache->prefix_hit) {
 		take_prefix(r, q);
 		prefill = q->kv_tokens < q->prefill_target;
 		take = kv_req_next_tokens(q);
 	}
+	if (prefill && r->chunk_cap_tokens && take > r->chunk_cap_tokens)
+		take = r->chunk_cap_tokens; /* vLLM's long_prefill_token_threshold */
 	if (take > r->budget_tokens) {
 		if (prefill && c->chunked_prefill)
 			take = r->budget_tokens;
@@ -329,15 +338,22 @@ int kv__replica_schedule(struct kv_replica *r, struct kv_req *q)
 			return KV_ERANGE; /* a whole prompt over the budget runs alone */
 	}
 	/*
-	 * Admission reserves the whole prefill, as vLLM's block manager does
-	 * (can_allocate checks every prompt block, chunked prefill or not):
-	 * admitting on the first chunk alone lets a long prompt start, grow,
-	 * and be preempted again, thrashing by recompute under pressure.
+	 * Under vllm-v0 (no admit hook) admission reserves the whole prefill,
+	 * as vLLM V0's block manager does (can_allocate checks every prompt
+	 * block, chunked prefill or not): admitting on the first chunk alone
+	 * lets a long prompt start, grow, and be preempted again, thrashing by
+	 * recompute under pressure.  Other engines say what to reserve.
 	 */
 	want = q->kv_tokens + take;
-	if (q->state == KV_REQ_WAITING)
-		want = KV_MAX(want, q->prefill_target);
-	rc = req_reserve(r, q, want);
+	rc = 0;
+	if (q->state == KV_REQ_WAITING) {
+		if (r->eng->admit)
+			rc = r->eng->admit(r->eng_priv, r, q, take, &want);
+		else
+			want = KV_MAX(want, q->prefill_target);
+	}
+	if (!rc)
+		rc = req_reserve(r, q, want);
 	if (rc) {
 		if (rc == KV_ENOMEM)
 			r->last_nomem = q;
@@ -420,6 +436,8 @@ uint32_t kv_replica_make_room(struct kv_replica *r, struct kv_req *q, kv_pick_vi
 			      void *priv)
 {
 	assert(q->state == KV_REQ_RUNNING && !q->batch_tokens);
+	if (r->step_flags & KV_STEP_NO_PREEMPT)
+		return q->run_idx + 1; /* the engine preempts in no step of this kind (SGLang's prefill) */
 	for (;;) {
 		enum kv_preempt how = KV_PREEMPT_AUTO;
 		struct kv_req *v = pick ? pick(priv, r, q, &how) : r->running[r->n_running - 1];
@@ -427,13 +445,16 @@ uint32_t kv_replica_make_room(struct kv_replica *r, struct kv_req *q, kv_pick_vi
 
 		assert(v && v->state == KV_REQ_RUNNING && !v->batch_tokens);
 		if (v == q) {
-			if (r->n_running == 1)
+			if (r->n_running == 1) {
 				kv_replica_reject(r, q); /* cannot grow even alone */
-			else
+			} else {
 				kv_replica_preempt_as(r, q, how);
+				r->step_preempted++;
+			}
 			return at;
 		}
 		kv_replica_preempt_as(r, v, how);
+		r->step_preempted++;
 		if (kv_replica_schedule(r, q) != KV_ENOMEM)
 			return q->run_idx + 1;
 	}
@@ -462,10 +483,21 @@ static int iter_ns(struct kv_replica *r, kv_ns *ns)
 	return 0;
 }
 
+/* Lets the engine set up the step being formed (its kind, budget, fast path). */
+static void step_begin(struct kv_replica *r, int again)
+{
+	r->step_flags = 0;
+	r->step_preempted = 0;
+	if (r->eng->step)
+		r->eng->step(r->eng_priv, r, again);
+	r->decode_cap = r->plain_decode && !(r->step_flags & KV_STEP_NO_DECODE) ? r->max_seqs : 0;
+}
+
 /* Forms and starts the next iteration of an idle replica. */
 static int kick(struct kv_replica *r)
 {
 	struct kv_sim *s = r->sim;
+	int again = 0;
 	kv_ns t;
 	int rc;
 
@@ -480,9 +512,17 @@ static int kick(struct kv_replica *r)
 		r->last_nomem = NULL;
 		if (r->n_running == 0 && r->sched->waiting(r->sched_priv) == 0)
 			return 0;
+		step_begin(r, again);
 		r->sched->form_batch(r->sched_priv, r);
 		if (s->deferred_rc)
 			return s->deferred_rc;
+		if (r->eng->formed && r->eng->formed(r->eng_priv, r) && !again) {
+			KV_CHECK(r->n_batch == 0, "replica %u: engine %s re-forms a batch of %u",
+				 r->idx, r->eng->name, r->n_batch);
+			again = 1; /* e.g. SGLang: no prefill batch, so a decode batch */
+			continue;
+		}
+		again = 0;
 		if (r->n_batch)
 			break;
 		if (!r->last_nomem && r->n_running == 0)
@@ -601,9 +641,20 @@ void kv__replica_check_pool(const struct kv_replica *r)
 static int replica_memory(struct kv_sim *s, struct kv_replica *r)
 {
 	const struct kv_sim_config *c = s->cfg;
+	const struct kv_cache_ops *ops = c->cache, *own = NULL;
+	const void *opts = c->cache_opts;
 	struct kv_cache_env env;
 	int rc;
 
+	if (r->eng->cache) { /* the engine's prefix cache, when it has one */
+		free(r->cache_opts_own);
+		r->cache_opts_own = NULL;
+		own = r->eng->cache(r->eng_priv, c, &r->cache_opts_own);
+		if (own) {
+			ops = own;
+			opts = r->cache_opts_own;
+		}
+	}
 	rc = kv_pool_init(&r->pool, s->pool_bytes, s->pool_unit_bytes, c->pool_max_block_bytes);
 	if (rc)
 		return kv_diag_set(&s->diag, rc, "", 0, 0, "memory.pool",
@@ -611,19 +662,19 @@ static int replica_memory(struct kv_sim *s, struct kv_replica *r)
 				   (unsigned long long)s->pool_bytes,
 				   (unsigned long long)s->pool_unit_bytes,
 				   (unsigned long long)c->pool_max_block_bytes);
-	r->cache = c->cache;
-	r->cache_priv = kv_xcalloc(1, c->cache->priv_size ? c->cache->priv_size : 1);
-	memcpy(r->cache_priv, c->cache_opts, c->cache->priv_size);
+	r->cache = ops;
+	r->cache_priv = kv_xcalloc(1, ops->priv_size ? ops->priv_size : 1);
+	memcpy(r->cache_priv, opts, ops->priv_size);
 	env.pool = &r->pool;
 	env.model = &c->model;
 	env.device = &c->device;
 	env.tp = c->tp;
 	env.token_bytes = s->token_bytes;
 	env.sim = s;
-	rc = c->cache->init(r->cache_priv, &env, &s->diag);
+	rc = ops->init(r->cache_priv, &env, &s->diag);
 	if (rc)
 		return rc;
-	r->beta_bytes = c->cache->bytes_per_token(r->cache_priv);
+	r->beta_bytes = ops->bytes_per_token(r->cache_priv);
 	return 0;
 }
 
@@ -637,6 +688,26 @@ static void replica_memory_release(struct kv_replica *r)
 	kv_pool_release(&r->pool);
 }
 
+/* Builds r's engine instance (vllm-v0 when the config names none). */
+static int replica_engine(struct kv_sim *s, struct kv_replica *r)
+{
+	const struct kv_sim_config *c = s->cfg;
+	const struct kv_engine_ops *e = c->engine ? c->engine : &kv_engine_vllm_v0;
+	int rc;
+
+	r->eng = e;
+	r->eng_priv = kv_xcalloc(1, e->priv_size ? e->priv_size : 1);
+	if (c->engine && c->engine_opts)
+		memcpy(r->eng_priv, c->engine_opts, e->priv_size);
+	else
+		kv_options_defaults(e->options, r->eng_priv);
+	if (e->init && (rc = e->init(r->eng_priv, r, &s->diag)))
+		return rc;
+	if (r->idx == 0 && e->perf)
+		e->perf(r->eng_priv, &s->perf);
+	return 0;
+}
+
 int kv__replica_init(struct kv_sim *s, struct kv_replica *r, uint32_t idx)
 {
 	const struct kv_sim_config *c = s->cfg;
@@ -644,6 +715,9 @@ int kv__replica_init(struct kv_sim *s, struct kv_replica *r, uint32_t idx)
 
 	r->sim = s;
 	r->idx = idx;
+	rc = replica_engine(s, r);
+	if (rc)
+		return rc;
 	rc = replica_memory(s, r);
 	if (rc)
 		return rc;
@@ -664,10 +738,11 @@ int kv__replica_init(struct kv_sim *s, struct kv_replica *r, uint32_t idx)
 		}
 	}
 	r->batch = kv_xcalloc(c->max_batch_seqs, sizeof(*r->batch));
-	r->offload = c->cache->offload ? c->cache->offload(r->cache_priv) : KV_OFFLOAD_NONE;
-	r->plain_decode = !c->cache->extra_prefill_tokens && !c->cache->dequant_bytes &&
-			  !c->cache->read_bytes;
+	r->offload = r->cache->offload ? r->cache->offload(r->cache_priv) : KV_OFFLOAD_NONE;
+	r->plain_decode = !r->cache->extra_prefill_tokens && !r->cache->dequant_bytes &&
+			  !r->cache->read_bytes;
 	r->max_seqs = c->max_batch_seqs;
+	r->decode_cap = r->plain_decode ? r->max_seqs : 0;
 	r->sched = c->sched;
 	r->sched_priv = kv_xcalloc(1, c->sched->priv_size ? c->sched->priv_size : 1);
 	memcpy(r->sched_priv, c->sched_opts, c->sched->priv_size);
@@ -680,8 +755,12 @@ void kv__replica_release(struct kv_replica *r)
 		r->sched->fini(r->sched_priv);
 	if (r->cache_priv && r->cache && r->cache->fini)
 		r->cache->fini(r->cache_priv);
+	if (r->eng_priv && r->eng && r->eng->fini)
+		r->eng->fini(r->eng_priv);
 	free(r->sched_priv);
 	free(r->cache_priv);
+	free(r->cache_opts_own);
+	free(r->eng_priv);
 	free(r->running);
 	free(r->batch);
 	kv_pool_release(&r->pool);

@@ -75,10 +75,13 @@ static inline void kv__decodes_end(struct kv_replica *r, const struct kv__decode
 	r->ctx_tokens += d->pairs;
 }
 
-/* The batch length below which decode steps may take the fast path (0: never). */
+/*
+ * The batch length below which decode steps may take the fast path (0: never):
+ * max_seqs for a plain cache model in a step whose engine allows decodes.
+ */
 static inline uint32_t kv__decodes_cap(const struct kv_replica *r)
 {
-	return r->plain_decode ? r->max_seqs : 0;
+	return r->decode_cap;
 }
 
 /*

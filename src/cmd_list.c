@@ -1,5 +1,5 @@
 /*
- * cmd_list.c -- `kvsim list`: every scheduler, cache model, router, device
+ * cmd_list.c -- `kvsim list`: every scheduler, cache model, router, engine, device
  * and model, with a one-line description and the options (name, default,
  * units).  Printed from the registries and option tables themselves.
  */
@@ -82,15 +82,16 @@ int kv_cmd_list(int argc, char **argv)
 	enum kv_plugin_kind k;
 
 	if (!strcmp(what, "--help") || !strcmp(what, "-h")) {
-		puts("usage: kvsim list [schedulers|caches|routers|devices|models]\n\n"
+		puts("usage: kvsim list [schedulers|caches|routers|engines|devices|models]\n\n"
 		     "Prints every plugin with its description and options (name, type,\n"
 		     "default, units), and every shipped device and model profile with its\n"
 		     "key figures (from " "the profiles directory: $KVSIM_CONFIG_DIR or configs/).");
 		return 0;
 	}
 	if (!all && strcmp(what, "schedulers") && strcmp(what, "caches") &&
-	    strcmp(what, "routers") && strcmp(what, "devices") && strcmp(what, "models")) {
-		fprintf(stderr, "kvsim: list: unknown kind '%s': expected one of: schedulers, caches, routers, devices, models\n", what);
+	    strcmp(what, "routers") && strcmp(what, "engines") && strcmp(what, "devices") &&
+	    strcmp(what, "models")) {
+		fprintf(stderr, "kvsim: list: unknown kind '%s': expected one of: schedulers, caches, routers, engines, devices, models\n", what);
 		return 2;
 	}
 	for (k = 0; k < KV_PLUGIN_KINDS; k++)

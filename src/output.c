@@ -840,7 +840,7 @@ static void add_cache_stats(const struct kv_sim *s, struct kv_summary *sum)
 		t.recompute_tokens += st.recompute_tokens;
 		t.evictions += st.evictions;
 	}
-	if (!s->cfg->cache->stats)
+	if (!s->n_rep || !s->rep[0].cache->stats) /* the model run (an engine may choose it) */
 		rate = NAN;
 	else if (t.lookup_tokens)
 		rate = (double)t.hit_tokens / (double)t.lookup_tokens;

@@ -78,6 +78,9 @@ struct variant {
 
 static struct variant sched_axis[MAX_VARIANTS], cache_axis[MAX_VARIANTS];
 static size_t n_sched_axis, n_cache_axis;
+/* Every engine (serving.h), with its default options: the third axis. */
+static const struct kv_plugin *engine_axis[MAX_VARIANTS];
+static size_t n_engine_axis;
 
 /* A request as the trace states it. */
 struct want {
@@ -196,12 +199,15 @@ static void axes_init(void)
 	for (i = 0; (p = kv_plugin_at(KV_PLUGIN_CACHE, i)); i++)
 		if (on_axis(p, i))
 			axis_add(cache_axis, &n_cache_axis, p->name, p->options, p->priv_size, p);
+	for (i = 0; (p = kv_plugin_at(KV_PLUGIN_ENGINE, i)) && n_engine_axis < MAX_VARIANTS; i++)
+		if (on_axis(p, i))
+			engine_axis[n_engine_axis++] = p;
 }
 
 static unsigned matrix_cells(void)
 {
 	axes_init();
-	return (unsigned)(n_sched_axis * n_cache_axis * 2);
+	return (unsigned)(n_sched_axis * n_cache_axis * 2 * n_engine_axis);
 }
 
 /* --- small helpers ------------------------------------------------------ */
@@ -643,7 +649,9 @@ static void case_release(struct rcase *c)
 /* Case idx of the run with base seed: its matrix cell from idx, the rest from the seed. */
 static void case_draw(struct rcase *c, uint64_t base, unsigned idx)
 {
-	unsigned cell = idx % matrix_cells(), i, refused;
+	unsigned cells = idx % matrix_cells(), i, refused;
+	/* the engine varies fastest, so any run of cases covers every engine */
+	unsigned cell = cells / (unsigned)n_engine_axis;
 	gsl_rng *g = gsl_rng_alloc(gsl_rng_mt19937);
 	struct kv_sim s;
 
@@ -655,10 +663,12 @@ static void case_draw(struct rcase *c, uint64_t base, unsigned idx)
 	c->cv = &cache_axis[cell / n_sched_axis % n_cache_axis];
 	c->cfg.sched = c->sv->ops;
 	c->cfg.cache = c->cv->ops;
+	c->cfg.engine = (const struct kv_engine_ops *)engine_axis[cells % n_engine_axis];
 	c->cfg.seed = c->seed;
-	snprintf(c->desc, sizeof(c->desc), "case %u (seed 0x%016" PRIx64 "):", idx, c->seed);
+	snprintf(c->desc, sizeof(c->desc), "case %u (seed 0x%016" PRIx64 ") engine %s:", idx,
+		 c->seed, c->cfg.engine->name);
 	cur_desc = c->desc;
-	draw_cluster(g, c, cell / (unsigned)(n_sched_axis * n_cache_axis) ? 3 : 1);
+	draw_cluster(g, c, cell / (unsigned)(n_sched_axis * n_cache_axis) % 2 ? 3 : 1);
 	draw_tenants(g, c);
 	c->n = (unsigned)uni(g, 8, MAX_REQS - 1);
 	for (i = 0; i < c->n; i++)
@@ -683,6 +693,12 @@ static void case_draw(struct rcase *c, uint64_t base, unsigned idx)
 
 /* --- the oracle ------------------------------------------------------------ */
 
+/* The cache model the replicas run: the configured one, or the engine's prefix cache. */
+static const struct kv_cache_ops *run_cache(const struct kv_sim *s)
+{
+	return s->rep[0].cache;
+}
+
 /* A fresh cache-model instance on an empty pool shaped as the case's replicas' pools. */
 static void oracle_init(struct seen *w, const struct kv_sim *s)
 {
@@ -701,14 +717,15 @@ static void oracle_init(struct seen *w, const struct kv_sim *s)
 
 	ck_assert_int_eq(kv_pool_init(&w->pool, s->pool_bytes, s->pool_unit_bytes,
 				      cfg->pool_max_block_bytes), 0);
-	w->cache_priv = kv_xcalloc(1, cfg->cache->priv_size ? cfg->cache->priv_size : 1);
-	memcpy(w->cache_priv, cfg->cache_opts, cfg->cache->priv_size);
-	ck_assert_int_eq(cfg->cache->init(w->cache_priv, &env, &d), 0);
+	w->cache_priv = kv_xcalloc(1, run_cache(s)->priv_size ? run_cache(s)->priv_size : 1);
+	memcpy(w->cache_priv, s->rep[0].cache_opts_own ? s->rep[0].cache_opts_own : cfg->cache_opts,
+	       run_cache(s)->priv_size);
+	ck_assert_int_eq(run_cache(s)->init(w->cache_priv, &env, &d), 0);
 }
 
 static void oracle_release(struct seen *w)
 {
-	const struct kv_cache_ops *ops = w->s->cfg->cache;
+	const struct kv_cache_ops *ops = run_cache(w->s);
 
 	if (ops->flush)
 		ops->flush(w->cache_priv);
@@ -725,7 +742,7 @@ static void oracle_release(struct seen *w)
 /* Whether a request of P + T tokens fits in an empty pool at its peak KV (P + T - 1, or P). */
 static int fits_empty(struct seen *w, uint64_t P, uint64_t T)
 {
-	const struct kv_cache_ops *ops = w->s->cfg->cache;
+	const struct kv_cache_ops *ops = run_cache(w->s);
 	struct kv_req q;
 	int rc;
 
@@ -805,7 +822,7 @@ static void check_outcome(struct seen *w, const struct kv_req *q, enum kv_end e)
 	      "request %" PRIu64 " ended holding %" PRIu64 " bytes (%" PRIu64 " swapped)", q->id,
 	      q->kv_bytes, q->swapped_bytes);
 	/* With prefix sharing the engine's layout is not the oracle's (shared extents). */
-	CHECK(fits || w->s->cfg->cache->prefix_hit, "request %" PRIu64 " (%" PRIu64 "+%" PRIu64
+	CHECK(fits || run_cache(w->s)->prefix_hit, "request %" PRIu64 " (%" PRIu64 "+%" PRIu64
 	      " tokens) completed, but it does not fit in an empty pool", q->id, q->prompt_tokens,
 	      q->output_tokens);
 	w->out_tokens += q->output_tokens;
@@ -885,7 +902,7 @@ static void check_flight(struct seen *w, const struct kv_sim *s)
 		      "), outstanding %" PRIu64 " (requests %" PRIu64 "), assigned %" PRIu64
 		      " (in flight %" PRIu64 ")", s->now, i, r->live_tokens, live[i],
 		      r->outstanding_tokens, todo[i], r->n_assigned, assigned[i]);
-		CHECK(s->cfg->cache->prefix_hit || reserved == bytes[i],
+		CHECK(run_cache(s)->prefix_hit || reserved == bytes[i],
 		      "t=%" PRIu64 " replica %u: %" PRIu64 " pool bytes reserved, requests hold %" PRIu64,
 		      s->now, i, reserved, bytes[i]);
 	}
