@@ -424,24 +424,6 @@ static int read_sets(struct sweep *sw, struct kv_cfg_node *m, const char *prefix
 	return 0;
 }
 
-/*
- * The numeric columns of summary.csv (kv_summary_compute(), src/output.c),
- * the metrics a target may name.  Checked before any point runs; a copy of
- * output.c's list, so tests/sweep_test.sh compares it with a run's
- * summary.csv header.
- */
-static const char *const summary_metrics[] = {
-	"requests", "completed", "rejected_context", "rejected_pool", "preemptions",
-	"makespan_s", "throughput_tok_s", "output_tok_s", "requests_per_s", "ttft_p50_s",
-	"ttft_p90_s", "ttft_p99_s", "tpot_p50_s", "tpot_p90_s", "tpot_p99_s", "e2e_p50_s",
-	"e2e_p90_s", "e2e_p99_s", "mem_reserved_util", "mem_used_util", "mem_useful_share",
-	"ext_frag_mean", "alloc_fail_frag", "cache_hit_rate", "cache_bytes_saved",
-	"cache_recompute_tokens", "cache_evictions", "swap_out_bytes", "swap_in_bytes",
-	"kv_pool_bytes", "kv_peak_reserved_bytes", "jain_fairness", "service_diff_max",
-	"service_diff_mean", "short_e2e_std_s", "long_e2e_p99_s", "iter_mean_s", "iterations",
-	"events", "peak_in_flight", NULL,
-};
-
 /* 0 when target.metric is a summary.csv metric, else an error listing them. */
 static int check_metric(struct sweep *sw, struct kv_cfg_node *t, struct kv_diag *d)
 {
@@ -449,11 +431,11 @@ static int check_metric(struct sweep *sw, struct kv_cfg_node *t, struct kv_diag 
 	size_t i;
 	int rc;
 
-	for (i = 0; summary_metrics[i]; i++)
-		if (!strcmp(summary_metrics[i], sw->t_metric))
+	for (i = 0; kv_summary_names[i]; i++)
+		if (!strcmp(kv_summary_names[i], sw->t_metric))
 			return 0;
-	for (i = 0; summary_metrics[i]; i++)
-		sb_printf(&b, "%s%s", i ? ", " : "", summary_metrics[i]);
+	for (i = 0; kv_summary_names[i]; i++)
+		sb_printf(&b, "%s%s", i ? ", " : "", kv_summary_names[i]);
 	rc = kv_cfg_error(kv_cfg_get(t, "metric"), d, "unknown metric '%s': expected one of: %s",
 			  sw->t_metric, b.s);
 	free(b.s);
