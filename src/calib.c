@@ -2,7 +2,7 @@
 #include "calib.h"
 
 #include "output.h"
-#include "profiles.h"
+#include "profile_load.h"
 
 #include <assert.h>
 #include <math.h>

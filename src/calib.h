@@ -6,7 +6,7 @@
 #ifndef KV_CALIB_H
 #define KV_CALIB_H
 
-#include "exec.h"
+#include "realexec.h"
 #include "output.h"
 #include "workload.h"
 

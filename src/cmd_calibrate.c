@@ -20,7 +20,7 @@
 #include "commands.h"
 #include "output.h"
 #include "csv.h"
-#include "profiles.h"
+#include "profile_load.h"
 
 #include "../sim/perf_fit.h"
 

@@ -14,8 +14,8 @@
 #include <string.h>
 
 #include "calib.h"
-#include "exec.h"
-#include "profiles.h"
+#include "realexec.h"
+#include "profile_load.h"
 
 #define PT 16 /* tokens per page, as calibrate opens the backend */
 #define H200_BYTES (139ULL << 30) /* the H200's usable memory, rounded down */

@@ -1,5 +1,5 @@
-/* exec.c -- the real executor; see exec.h. */
-#include "exec.h"
+/* realexec.c -- the real executor; see realexec.h. */
+#include "realexec.h"
 
 #include <stdlib.h>
 #include <string.h>
