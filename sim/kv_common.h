@@ -44,7 +44,8 @@ typedef uint64_t kv_ns;
 	X(EOF, -6, "end of input")                                            \
 	X(TOOBIG, -7, "request larger than the memory pool or context")       \
 	X(INTR, -8, "interrupted")                                            \
-	X(INVARIANT, -9, "model invariant violated")
+	X(INVARIANT, -9, "model invariant violated")                          \
+	X(BACKEND, -10, "the execution backend failed or is absent")
 
 enum kv_errno {
 #define KV__ERR_ENUM(name, val, msg) KV_E##name = (val),

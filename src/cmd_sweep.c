@@ -17,14 +17,16 @@
  * whose run ended (ok or error); an interrupted point has no row.
  */
 #include "commands.h"
+#include "opts.h"
+#include "status.h"
 
 #if KV_HAVE_MPI
 #include <mpi.h>
 #endif
-#include "cfg.h"
-#include "csv.h"
-#include "output.h"
-#include "workload.h"
+#include "lib/cfg.h"
+#include "lib/csv.h"
+#include "lib/output.h"
+#include "lib/workload.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -1204,8 +1206,10 @@ static void sweep_usage(FILE *f)
 	      f);
 }
 
-static int parse_shard(const char *s, struct sweep_args *a)
+/* --shard I/N into the sweep_args at dst; -1 unless 1 <= I <= N. */
+static int parse_shard(const char *s, void *dst)
 {
+	struct sweep_args *a = dst;
 	char *end;
 
 	errno = 0;
@@ -1221,62 +1225,24 @@ static int parse_shard(const char *s, struct sweep_args *a)
 
 static int sweep_parse_args(int argc, char **argv, struct sweep_args *a)
 {
-	static const struct option longopts[] = {
-		{ "jobs", required_argument, NULL, 'j' }, { "output", required_argument, NULL, 'o' },
-		{ "shard", required_argument, NULL, 'x' }, { "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },	   { NULL, 0, NULL, 0 },
+	const struct kv_cli_opt opts[] = {
+		{ .name = "jobs", .short_name = 'j', .kind = KV_CLI_LONG, .dst = &a->jobs, .min = 1,
+		  .max = 4096, .what = "1..4096", .label = "-j" },
+		{ .name = "output", .short_name = 'o', .kind = KV_CLI_PATH, .dst = &a->out,
+		  .what = "a directory path", .label = "-o" },
+		{ .name = "shard", .kind = KV_CLI_FN, .dst = a, .fn = parse_shard,
+		  .what = "I/N with 1 <= I <= N" },
+		{ .name = "quiet", .short_name = 'q', .kind = KV_CLI_FLAG, .dst = &a->quiet },
+		{ .name = NULL },
 	};
-	char *end;
-	int ch;
+	const struct kv_cli_cmd cmd = { "sweep", sweep_usage, "sweep file" };
 
 	memset(a, 0, sizeof(*a));
 	a->jobs = sysconf(_SC_NPROCESSORS_ONLN);
 	if (a->jobs < 1)
 		a->jobs = 1;
 	a->shard = a->n_shards = 1;
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "j:o:qh", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'j':
-			errno = 0;
-			a->jobs = strtol(optarg, &end, 10);
-			if (errno || *end || a->jobs < 1 || a->jobs > 4096) {
-				fprintf(stderr, "kvsim: sweep: -j: bad value '%s': expected 1..4096\n", optarg);
-				return 2;
-			}
-			break;
-		case 'o':
-			if (!*optarg) {
-				fprintf(stderr, "kvsim: sweep: -o: bad value '': expected a directory path\n");
-				return 2;
-			}
-			a->out = optarg;
-			break;
-		case 'x':
-			if (parse_shard(optarg, a)) {
-				fprintf(stderr, "kvsim: sweep: --shard: bad value '%s': expected I/N with 1 <= I <= N\n",
-					optarg);
-				return 2;
-			}
-			break;
-		case 'q':
-			a->quiet = 1;
-			break;
-		case 'h':
-			sweep_usage(stdout);
-			return -1;
-		default:
-			sweep_usage(stderr);
-			return 2;
-		}
-	}
-	if (optind != argc - 1) {
-		fprintf(stderr, "kvsim: sweep: expected one sweep file, got %d arguments\n", argc - optind);
-		sweep_usage(stderr);
-		return 2;
-	}
-	a->path = argv[optind];
-	return 0;
+	return kv_cli_parse(&cmd, opts, argc, argv, &a->path);
 }
 
 /* Loads the base workload with the `set:` overrides, so a broken base is a bad sweep file. */
@@ -1327,7 +1293,7 @@ static int sweep_finish(struct runner *r)
 	if (sweep_stop) {
 		fprintf(stderr, "kvsim: sweep: interrupted by %s after %zu of %zu points; %s/sweep.csv has them, rerun to complete\n",
 			sweep_stop == SIGINT ? "SIGINT" : "SIGTERM", r->done, r->total, r->out);
-		return 128 + sweep_stop;
+		return KV_EXIT_SIGNAL(sweep_stop);
 	}
 	if (rc)
 		return 1;
@@ -1454,7 +1420,7 @@ static int sweep_once(struct sweep_args *a, int finish, int lock)
 	if (finish)
 		rc = sweep_finish(&r);
 	else
-		rc = sweep_stop ? 128 + sweep_stop : 0;
+		rc = sweep_stop ? KV_EXIT_SIGNAL(sweep_stop) : 0;
 	free(r.pid);
 	free(r.slot_pt);
 	if (r.lock_fd >= 0)

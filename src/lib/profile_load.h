@@ -25,7 +25,7 @@
 #ifndef KV_PROFILE_LOAD_H
 #define KV_PROFILE_LOAD_H
 
-#include "../sim/profile.h"
+#include "../../sim/profile.h"
 
 /* Directory holding models/ and devices/ (no trailing slash). */
 const char *kv_profiles_dir(void);

@@ -15,8 +15,8 @@
 #ifndef KV_REALEXEC_H
 #define KV_REALEXEC_H
 
-#include "../gpu/exec.h"
-#include "../sim/engine.h"
+#include "../../gpu/exec.h"
+#include "../../sim/engine.h"
 
 /* One executed iteration. */
 struct kv_iter_rec {
@@ -51,5 +51,13 @@ int kv_real_exec_open(struct kv_real_exec *e, const char *kind, struct kv_sim *s
 		      struct kv_sim_config *cfg, int threads, int cpu_clock, struct kv_diag *d);
 
 void kv_real_exec_close(struct kv_real_exec *e);
+
+/*
+ * The code a command sees for a failed backend call returning rc:
+ * KV_EBACKEND when the backend is absent (KV_ENOENT) or failed on the
+ * device (KV_EIO, KV_ENOMEM, ...), rc itself for a bad option (KV_EINVAL,
+ * KV_ERANGE: bad input), 0 for 0.  The message stays in the kv_diag.
+ */
+int kv_backend_rc(int rc);
 
 #endif /* KV_REALEXEC_H */

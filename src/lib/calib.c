@@ -44,6 +44,16 @@ int kv_calib_clock(const char *s)
 	return !strcmp(s, "wall") ? 0 : !strcmp(s, "cpu") ? 1 : -1;
 }
 
+int kv_calib_clock_arg(const char *arg, void *dst)
+{
+	int c = kv_calib_clock(arg);
+
+	if (c < 0)
+		return -1;
+	*(int *)dst = c;
+	return 0;
+}
+
 int kv_calib_run(struct kv_workload *w, const char *kind, int threads, int cpu_clock,
 		 struct kv_real_exec *e, struct kv_run_result *res, int quiet, struct kv_diag *d)
 {
