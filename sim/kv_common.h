@@ -138,7 +138,7 @@ const char *kv_show(const char *s, size_t n, char *buf, size_t len);
  * Out of memory: prints "kvsim: out of memory allocating N bytes" (or "out
  * of memory" when n is 0: a library reported it without a size) and exits
  * with status 3.  exit() runs the atexit handlers, so the output layer
- * removes its temporaries (src/output.c).  For allocations made inside
+ * removes its temporaries (src/lib/output.c).  For allocations made inside
  * libraries (libyaml, GSL, stdio) that report failure instead of aborting.
  */
 __attribute__((noreturn)) void kv_oom(size_t n);

@@ -18,7 +18,7 @@
  * completed request's length and latency: a struct kv_done_log keeps them
  * in an unlinked scratch file (8 bytes a request, so memory stays
  * independent of the request count) and an exact count per length (for the
- * median); src/output.c feeds one from its sink.
+ * median); src/lib/output.c feeds one from its sink.
  */
 #ifndef KV_METRICS_H
 #define KV_METRICS_H

@@ -1,6 +1,6 @@
 /*
  * test_calib.c -- the calibration grid and the arena it is run in
- * (src/calib.c): the arena holds the largest point's pages and no more;
+ * (src/lib/calib.c): the arena holds the largest point's pages and no more;
  * for llama-2-7b on CUDA at the default --kv-memory it fits an H200
  * (139 GiB) beside the weights, where sizing it as the most sequences
  * times the longest context asked for a 256 GiB cudaMalloc (issue 12);
