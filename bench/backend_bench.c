@@ -16,7 +16,7 @@
  * reads as many distinct resident bytes as 32 separate sequences would.
  */
 #include "exec_impl.h"
-#include "profiles.h"
+#include "profile_load.h"
 
 #include <stdio.h>
 #include <stdlib.h>

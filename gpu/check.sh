@@ -22,7 +22,7 @@
 #              fails it, exit 1
 #   test_gpu   the CUDA kernels against their CPU twins and the "cuda"
 #              backend's smoke test (tests/test_gpu.c)
-#   bench      gpu/cuda_bench on Llama-2-7B, fp16 KV then 8-bit KV
+#   bench      bench/cuda_bench on Llama-2-7B, fp16 KV then 8-bit KV
 #   calibrate  kvsim calibrate --backend cuda --model llama-2-7b --quick
 #              (its grid, then workloads/calibrate-replay.yaml)
 #   validate   kvsim validate --backend cuda workloads/validate-cuda.yaml

@@ -5,7 +5,7 @@
  * The simulator's replica loop asks an executor how long a batch takes; the
  * perf model answers by arithmetic, a backend by running the batch and
  * timing it.  Everything else -- router, scheduler, cache model, the pool's
- * buddy allocator -- is the same code (src/exec.c connects the two).
+ * buddy allocator -- is the same code (src/lib/realexec.c connects the two).
  *
  * The KV arena is an array of *pages*.  A page holds page_tokens tokens of
  * one sequence for every layer, K and V: with the kernels' layout

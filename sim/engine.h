@@ -34,7 +34,7 @@
 #include "memory.h"
 #include "metrics.h"
 #include "perf.h"
-#include "sched.h"
+#include "scheduler.h"
 #include "serving.h"
 #include "slots.h"
 #include "source.h"
@@ -156,7 +156,7 @@ struct kv_fairness_cfg {
 
 /*
  * An executor runs each formed batch for real (an execution backend, see
- * gpu/exec.h and src/exec.c) instead of taking the perf model's figure.  It
+ * gpu/exec.h and src/lib/realexec.c) instead of taking the perf model's figure.  It
  * sees r->batch[0..n_batch-1], each request q with q->batch_tokens new
  * tokens after q->kv_tokens cached ones, and r->shape; model_ns is the perf
  * model's prediction for the batch.  It stores the batch's duration in *ns

@@ -44,7 +44,8 @@ typedef uint64_t kv_ns;
 	X(EOF, -6, "end of input")                                            \
 	X(TOOBIG, -7, "request larger than the memory pool or context")       \
 	X(INTR, -8, "interrupted")                                            \
-	X(INVARIANT, -9, "model invariant violated")
+	X(INVARIANT, -9, "model invariant violated")                          \
+	X(BACKEND, -10, "the execution backend failed or is absent")
 
 enum kv_errno {
 #define KV__ERR_ENUM(name, val, msg) KV_E##name = (val),
@@ -137,7 +138,7 @@ const char *kv_show(const char *s, size_t n, char *buf, size_t len);
  * Out of memory: prints "kvsim: out of memory allocating N bytes" (or "out
  * of memory" when n is 0: a library reported it without a size) and exits
  * with status 3.  exit() runs the atexit handlers, so the output layer
- * removes its temporaries (src/output.c).  For allocations made inside
+ * removes its temporaries (src/lib/output.c).  For allocations made inside
  * libraries (libyaml, GSL, stdio) that report failure instead of aborting.
  */
 __attribute__((noreturn)) void kv_oom(size_t n);

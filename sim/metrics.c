@@ -1,6 +1,10 @@
-/* metrics.c -- log-linear histograms and Jain's index; see metrics.h. */
+/* metrics.c -- log-linear histograms, Jain's index and the run's summary; see metrics.h. */
 #include "metrics.h"
+#include "engine.h"
 
+#include <assert.h>
+#include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,4 +98,306 @@ double kv_jain(const double *x, size_t n)
 		s2 += x[i] * x[i];
 	}
 	return (n == 0 || s2 == 0) ? 1.0 : s * s / ((double)n * s2);
+}
+
+/* --- completed requests for the short/long metrics ---------------------------- */
+
+/* One completed request in the scratch file. */
+struct done_rec {
+	uint32_t len; /* prompt + output tokens (clamped) */
+	float e2e_s; /* end-to-end latency */
+};
+
+int kv_done_log_init(struct kv_done_log *l, uint64_t max_len, struct kv_diag *d)
+{
+	l->max_len = max_len;
+	l->len_count = kv_xcalloc(max_len + 1, sizeof(*l->len_count));
+	errno = 0;
+	l->lat = tmpfile(); /* unlinked: nothing to clean up */
+	if (!l->lat && errno == ENOMEM)
+		kv_oom(0);
+	if (!l->lat)
+		return kv_diag_set(d, KV_EIO, "tmpfile", 0, 0, "", "cannot create a scratch file: %s",
+				   strerror(errno));
+	return 0;
+}
+
+int kv_done_log_add(struct kv_done_log *l, const struct kv_req *q)
+{
+	uint64_t len = KV_MIN(q->prompt_tokens + q->output_tokens, l->max_len);
+	struct done_rec rec = { (uint32_t)len, (float)((double)(q->finish_ns - q->arrival_ns) * 1e-9) };
+
+	l->len_count[len]++;
+	return fwrite(&rec, sizeof(rec), 1, l->lat) == 1 ? 0 : -1;
+}
+
+void kv_done_log_release(struct kv_done_log *l)
+{
+	if (l->lat)
+		fclose(l->lat);
+	l->lat = NULL;
+	free(l->len_count);
+	l->len_count = NULL;
+}
+
+/* The median of the counted lengths (the upper one for an even count). */
+static uint64_t median_len(const struct kv_done_log *l)
+{
+	uint64_t n = 0, seen = 0, i;
+
+	for (i = 0; i <= l->max_len; i++)
+		n += l->len_count[i];
+	for (i = 0; i <= l->max_len; i++) {
+		seen += l->len_count[i];
+		if (2 * seen > n)
+			return i;
+	}
+	return 0;
+}
+
+/*
+ * The short/long-request metrics: the standard deviation of the completion
+ * time of short requests (prompt+output below the threshold; Welford's
+ * update, exact) and the p99 latency of long ones (above it; from a
+ * log-linear histogram, within 0.2%); thresholds from the workload or the
+ * median length.  NaN when nothing was recorded or no request qualifies.
+ */
+static void short_long(const struct kv_sim *s, struct kv_done_log *l, double *short_std,
+		       double *long_p99)
+{
+	const struct kv_fairness_cfg *fc = &s->cfg->fairness;
+	struct done_rec buf[4096];
+	struct kv_hist lat;
+	double mean = 0, m2 = 0;
+	uint64_t lo, hi, med, ns = 0;
+	size_t got, i;
+
+	*short_std = *long_p99 = NAN;
+	if (!l || !l->lat || fflush(l->lat) || fseek(l->lat, 0, SEEK_SET))
+		return;
+	med = median_len(l);
+	lo = fc->short_tokens ? fc->short_tokens : med;
+	hi = fc->long_tokens ? fc->long_tokens : med;
+	kv_hist_init(&lat);
+	while ((got = fread(buf, sizeof(*buf), KV_ARRAY_LEN(buf), l->lat)) > 0) {
+		for (i = 0; i < got; i++) {
+			if (buf[i].len < lo) {
+				double d = buf[i].e2e_s - mean;
+
+				mean += d / (double)++ns;
+				m2 += d * (buf[i].e2e_s - mean);
+			}
+			if (buf[i].len > hi)
+				kv_hist_add(&lat, (uint64_t)llround((double)buf[i].e2e_s * 1e9));
+		}
+	}
+	if (ns)
+		*short_std = sqrt(m2 / (double)ns);
+	if (lat.n)
+		*long_p99 = (double)kv_hist_quantile(&lat, 0.99) * 1e-9;
+	kv_hist_release(&lat);
+}
+
+/* --- the summary ------------------------------------------------------------------ */
+
+const char *const kv_summary_names[] = {
+	"requests", "completed", "rejected_context", "rejected_pool", "preemptions",
+	"makespan_s", "throughput_tok_s", "output_tok_s", "requests_per_s", "ttft_p50_s",
+	"ttft_p90_s", "ttft_p99_s", "tpot_p50_s", "tpot_p90_s", "tpot_p99_s", "e2e_p50_s",
+	"e2e_p90_s", "e2e_p99_s", "mem_reserved_util", "mem_used_util", "mem_useful_share",
+	"ext_frag_mean", "alloc_fail_frag", "cache_hit_rate", "cache_bytes_saved",
+	"cache_recompute_tokens", "cache_evictions", "swap_out_bytes", "swap_in_bytes",
+	"kv_pool_bytes", "kv_peak_reserved_bytes", "jain_fairness", "service_diff_max",
+	"service_diff_mean", "short_e2e_std_s", "long_e2e_p99_s", "iter_mean_s", "iterations",
+	"events", "peak_in_flight",
+	"kv_capacity_tokens", "kv_capacity_blocks", /* only off memory.model share: see below */
+	NULL,
+};
+
+/* Appends an item; its name must be the next of kv_summary_names[]. */
+static void add(struct kv_summary *sum, const char *name, const char *unit, double v, int integer)
+{
+	assert(kv_summary_names[sum->n] && !strcmp(name, kv_summary_names[sum->n]));
+	if (sum->n < KV_SUMMARY_MAX)
+		sum->item[sum->n++] = (struct kv_summary_item){ name, unit, v, integer };
+}
+
+static void add_quantiles(struct kv_summary *sum, const struct kv_hist *h, const char *const names[3],
+			  double scale, const char *unit)
+{
+	static const double qs[3] = { 0.5, 0.9, 0.99 };
+	int i;
+
+	for (i = 0; i < 3; i++)
+		add(sum, names[i], unit, (double)kv_hist_quantile(h, qs[i]) * scale, 0);
+}
+
+/* The weight-normalised service of tenant i. */
+static double norm_service(const struct kv_sim *s, uint32_t i)
+{
+	return s->tenant[i].service / s->cfg->source.tenants[i].weight;
+}
+
+static double jain_over_tenants(const struct kv_sim *s)
+{
+	double x[KV_MAX_TENANTS];
+	uint32_t i, n = s->cfg->source.n_tenants;
+
+	for (i = 0; i < n; i++)
+		x[i] = norm_service(s, i);
+	return kv_jain(x, n);
+}
+
+/* The cache model's own figures, summed over replicas; NaN (empty) when it has none. */
+static void add_cache_stats(const struct kv_sim *s, struct kv_summary *sum)
+{
+	struct kv_cache_stats t = { 0 }, st;
+	double rate = 0;
+	uint32_t i;
+
+	for (i = 0; i < s->n_rep; i++) {
+		const struct kv_replica *r = &s->rep[i];
+
+		if (!r->cache->stats)
+			continue;
+		memset(&st, 0, sizeof(st));
+		r->cache->stats(r->cache_priv, &st);
+		rate += st.hit_rate / s->n_rep;
+		t.hit_tokens += st.hit_tokens;
+		t.lookup_tokens += st.lookup_tokens;
+		t.bytes_saved += st.bytes_saved;
+		t.recompute_tokens += st.recompute_tokens;
+		t.evictions += st.evictions;
+	}
+	if (!s->n_rep || !s->rep[0].cache->stats) /* the model run (an engine may choose it) */
+		rate = NAN;
+	else if (t.lookup_tokens)
+		rate = (double)t.hit_tokens / (double)t.lookup_tokens;
+	add(sum, "cache_hit_rate", "", rate, 0);
+	add(sum, "cache_bytes_saved", "bytes", (double)t.bytes_saved, 1);
+	add(sum, "cache_recompute_tokens", "tokens", (double)t.recompute_tokens, 1);
+	add(sum, "cache_evictions", "entries", (double)t.evictions, 1);
+}
+
+/* The replicas' counters, summed (peak: the largest). */
+struct rep_totals {
+	double reserved, used, extfrag; /* byte-seconds, byte-seconds, fragmentation-seconds */
+	uint64_t iters, peak, frag_fail, swap_out, swap_in;
+	kv_ns busy;
+};
+
+static void rep_totals(const struct kv_sim *s, struct rep_totals *t)
+{
+	uint32_t i;
+
+	memset(t, 0, sizeof(*t));
+	for (i = 0; i < s->n_rep; i++) {
+		t->peak = KV_MAX(t->peak, s->rep[i].peak_reserved_bytes);
+		t->reserved += s->rep[i].reserved_Bs;
+		t->extfrag += s->rep[i].extfrag_s;
+		t->frag_fail += s->rep[i].pool.alloc_fail_frag;
+		t->swap_out += s->rep[i].swap_out_bytes;
+		t->swap_in += s->rep[i].swap_in_bytes;
+		t->used += s->rep[i].used_Bs;
+		t->iters += s->rep[i].iterations;
+		t->busy += s->rep[i].busy_ns;
+	}
+}
+
+/* Requests, makespan, throughput and the latency quantiles. */
+static void add_requests(const struct kv_sim *s, struct kv_summary *sum)
+{
+	static const char *const ttft[3] = { "ttft_p50_s", "ttft_p90_s", "ttft_p99_s" };
+	static const char *const tpot[3] = { "tpot_p50_s", "tpot_p90_s", "tpot_p99_s" };
+	static const char *const e2e[3] = { "e2e_p50_s", "e2e_p90_s", "e2e_p99_s" };
+	double span = (double)(s->last_finish_ns - s->first_arrival_ns) * 1e-9;
+	double done = (double)s->ended[KV_END_COMPLETED];
+
+	add(sum, "requests", "", (double)s->arrived, 1);
+	add(sum, "completed", "", done, 1);
+	add(sum, "rejected_context", "", (double)s->ended[KV_END_REJECTED_CONTEXT], 1);
+	add(sum, "rejected_pool", "", (double)s->ended[KV_END_REJECTED_POOL], 1);
+	add(sum, "preemptions", "", (double)s->preemptions, 1);
+	add(sum, "makespan_s", "s", span, 0);
+	add(sum, "throughput_tok_s", "tokens/s",
+	    span > 0 ? (double)(s->prompt_tokens_done + s->output_tokens_done) / span : 0, 0);
+	add(sum, "output_tok_s", "tokens/s", span > 0 ? (double)s->output_tokens_done / span : 0, 0);
+	add(sum, "requests_per_s", "req/s", span > 0 ? done / span : 0, 0);
+	add_quantiles(sum, &s->ttft, ttft, 1e-9, "s");
+	add_quantiles(sum, &s->tpot, tpot, 1e-9, "s");
+	add_quantiles(sum, &s->e2e, e2e, 1e-9, "s");
+}
+
+/* Memory: utilisation over the run, fragmentation, swaps, the pool, cache figures. */
+static void add_memory(const struct kv_sim *s, const struct rep_totals *t, struct kv_summary *sum)
+{
+	double horizon = (double)s->last_finish_ns * 1e-9;
+	double cap = (double)s->pool_bytes * (double)s->n_rep * horizon;
+
+	add(sum, "mem_reserved_util", "share of pool", cap > 0 ? t->reserved / cap : 0, 0);
+	add(sum, "mem_used_util", "share of pool", cap > 0 ? t->used / cap : 0, 0);
+	add(sum, "mem_useful_share", "live / reserved", t->reserved > 0 ? t->used / t->reserved : 0, 0);
+	add(sum, "ext_frag_mean", "", horizon > 0 ? t->extfrag / ((double)s->n_rep * horizon) : 0, 0);
+	add(sum, "alloc_fail_frag", "refusals with enough free bytes", (double)t->frag_fail, 1);
+	add_cache_stats(s, sum);
+	add(sum, "swap_out_bytes", "bytes to host", (double)t->swap_out, 1);
+	add(sum, "swap_in_bytes", "bytes from host", (double)t->swap_in, 1);
+	add(sum, "kv_pool_bytes", "bytes per replica", (double)s->pool_bytes, 1);
+	add(sum, "kv_peak_reserved_bytes", "bytes, busiest replica", (double)t->peak, 1);
+}
+
+void kv_summary_compute(const struct kv_sim *s, struct kv_done_log *log, struct kv_summary *sum)
+{
+	double short_std, long_p99;
+	struct rep_totals t;
+
+	rep_totals(s, &t);
+	sum->n = 0;
+	add_requests(s, sum);
+	add_memory(s, &t, sum);
+	add(sum, "jain_fairness", "over weight-normalised service", jain_over_tenants(s), 0);
+	add(sum, "service_diff_max", "weighted tokens, backlogged tenants", s->svc_diff_max, 0);
+	add(sum, "service_diff_mean", "weighted tokens, backlogged tenants",
+	    s->svc_diff_samples ? s->svc_diff_sum / (double)s->svc_diff_samples : 0, 0);
+	short_long(s, log, &short_std, &long_p99);
+	add(sum, "short_e2e_std_s", "s", short_std, 0);
+	add(sum, "long_e2e_p99_s", "s", long_p99, 0);
+	add(sum, "iter_mean_s", "s", t.iters ? (double)t.busy * 1e-9 / (double)t.iters : 0, 0);
+	add(sum, "iterations", "", (double)t.iters, 1);
+	add(sum, "events", "", (double)s->events, 1);
+	add(sum, "peak_in_flight", "requests", (double)s->peak_live, 1);
+	/* the engines' capacity figures; only off the share model, so its columns stay as they were */
+	if (s->cfg->mem.model != KV_MEM_SHARE || s->mem.pinned) {
+		add(sum, "kv_capacity_tokens", "tokens per replica", (double)s->mem.kv_tokens, 1);
+		add(sum, "kv_capacity_blocks", "blocks of 16 tokens", (double)s->mem.kv_blocks, 1);
+	}
+}
+
+double kv_summary_get(const struct kv_summary *sum, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sum->n; i++)
+		if (!strcmp(sum->item[i].name, name))
+			return sum->item[i].value;
+	return NAN;
+}
+
+void kv_tenant_summary(const struct kv_sim *s, uint32_t i, struct kv_tenant_summary *t)
+{
+	const struct kv_source_spec *src = &s->cfg->source;
+	const struct kv_tenant_stats *ts = &s->tenant[i];
+	double svc = 0, wsum = 0;
+	uint32_t j;
+
+	for (j = 0; j < src->n_tenants; j++) {
+		svc += s->tenant[j].service;
+		wsum += src->tenants[j].weight;
+	}
+	t->service_share = svc > 0 ? ts->service / svc : 0;
+	t->weight_share = src->tenants[i].weight / wsum;
+	t->ttft_p50_s = (double)kv_hist_quantile(&ts->ttft, 0.5) * 1e-9;
+	t->ttft_p99_s = (double)kv_hist_quantile(&ts->ttft, 0.99) * 1e-9;
+	t->e2e_p50_s = (double)kv_hist_quantile(&ts->e2e, 0.5) * 1e-9;
+	t->e2e_p99_s = (double)kv_hist_quantile(&ts->e2e, 0.99) * 1e-9;
 }

@@ -9,6 +9,16 @@
  * streaming rule) while quantiles stay far finer than any latency target.
  * Quantiles use the nearest-rank definition and report the bucket's
  * midpoint (exact values below 2^KV_HIST_SUB).
+ *
+ * The run's summary is computed here too, so tests and sweeps get the
+ * headline numbers without the output layer: kv_summary_compute() fills a
+ * struct kv_summary (name, unit, value; the columns of summary.csv, in
+ * kv_summary_names[] order), kv_tenant_summary() one tenant's shares and
+ * quantiles (tenants.csv).  The short/long-request metrics need every
+ * completed request's length and latency: a struct kv_done_log keeps them
+ * in an unlinked scratch file (8 bytes a request, so memory stays
+ * independent of the request count) and an exact count per length (for the
+ * median); src/lib/output.c feeds one from its sink.
  */
 #ifndef KV_METRICS_H
 #define KV_METRICS_H
@@ -37,5 +47,73 @@ double kv_hist_mean(const struct kv_hist *h);
 
 /* Jain's fairness index (sum x)^2 / (n * sum x^2) over n values; 1 when n == 0 or all zero. */
 double kv_jain(const double *x, size_t n);
+
+struct kv_sim;
+struct kv_req;
+
+/* --- the summary ------------------------------------------------------------- */
+
+/* One line of the summary. */
+struct kv_summary_item {
+	const char *name; /* column name in summary.csv (kv_summary_names[]) */
+	const char *unit; /* unit for the printed table */
+	double value; /* NaN: not applicable (an empty cell) */
+	int integer; /* print as an integer */
+};
+
+#define KV_SUMMARY_MAX 64
+
+struct kv_summary {
+	struct kv_summary_item item[KV_SUMMARY_MAX];
+	size_t n; /* items filled */
+};
+
+/* The summary's names in order (the numeric columns of summary.csv), NULL-terminated. */
+extern const char *const kv_summary_names[];
+
+/*
+ * The completed requests' (length, E2E) pairs for the short/long-request
+ * metrics: an unlinked scratch file and a count per length 0..max_len
+ * (longer lengths fold into max_len).
+ */
+struct kv_done_log {
+	FILE *lat; /* unlinked scratch file: (length, E2E) of completed requests, 8 bytes each */
+	uint64_t *len_count; /* completed requests per prompt+output length, 0..max_len */
+	uint64_t max_len; /* longest length counted exactly (longer ones fold into it) */
+};
+
+/*
+ * Allocates the counts and creates the scratch file.  Returns 0, or KV_EIO
+ * with d filled ("tmpfile: cannot create a scratch file: REASON"); out of
+ * memory exits (kv_oom).  Release with kv_done_log_release either way.
+ */
+int kv_done_log_init(struct kv_done_log *l, uint64_t max_len, struct kv_diag *d);
+
+/* Records completed request q.  Returns 0, or -1 when the scratch write failed. */
+int kv_done_log_add(struct kv_done_log *l, const struct kv_req *q);
+
+/* Closes the scratch file and frees the counts (a zeroed or released log is a no-op). */
+void kv_done_log_release(struct kv_done_log *l);
+
+/*
+ * Computes the summary of finished run s into *sum.  log: the completed
+ * requests for the short/long-request metrics, or NULL (those metrics are
+ * then NaN); it is read from the start (the scratch file is rewound).
+ */
+void kv_summary_compute(const struct kv_sim *s, struct kv_done_log *log, struct kv_summary *sum);
+
+/* The value of the summary item named name, or NaN when there is none. */
+double kv_summary_get(const struct kv_summary *sum, const char *name);
+
+/* One tenant's figures beyond its counters (tenants.csv). */
+struct kv_tenant_summary {
+	double service_share; /* its service / all tenants' service (0 when none was served) */
+	double weight_share; /* its weight / the sum of weights */
+	double ttft_p50_s, ttft_p99_s; /* time to first token, s */
+	double e2e_p50_s, e2e_p99_s; /* end-to-end latency, s */
+};
+
+/* Computes tenant i's figures of finished run s. */
+void kv_tenant_summary(const struct kv_sim *s, uint32_t i, struct kv_tenant_summary *t);
 
 #endif /* KV_METRICS_H */

@@ -12,7 +12,7 @@
  * (kv_model_arch_params()) within KV_MODEL_PARAMS_TOL, so a mistyped layer
  * count or hidden size cannot slip through unnoticed.
  *
- * Loading from YAML lives in src/profiles.c; this module has no I/O.
+ * Loading from YAML lives in src/lib/profile_load.c; this module has no I/O.
  */
 #ifndef KV_PROFILE_H
 #define KV_PROFILE_H

@@ -124,7 +124,7 @@ struct drf {
 	uint64_t tokens_total[KV_MAX_TENANTS]; /* tokens scheduled in every round */
 };
 
-/* Accounting figures of a drf/wdrf replica (declared for sched.h; see below). */
+/* Accounting figures of a drf/wdrf replica (declared for scheduler.h; see below). */
 double kv_drf_cost(const struct kv_replica *r, uint32_t tenant);
 uint64_t kv_drf_tokens(const struct kv_replica *r, uint32_t tenant);
 double kv_drf_share(const struct kv_replica *r, uint32_t tenant, double *mem, double *cmp);

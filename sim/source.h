@@ -58,7 +58,7 @@
 #define KV_MAX_TENANTS 64
 /*
  * Timeseries samples a run may take: 1e8 rows (several GB of CSV).  A
- * generated workload spanning more is rejected at load (src/workload.c), a
+ * generated workload spanning more is rejected at load (src/lib/workload.c), a
  * trace at the first row beyond it (horizon_ns).
  */
 #define KV_MAX_SAMPLES 100000000ULL

@@ -16,11 +16,13 @@
  * and written as a device profile that `kvsim run` and `kvsim validate`
  * accept.
  */
-#include "calib.h"
+#include "lib/calib.h"
 #include "commands.h"
-#include "output.h"
-#include "csv.h"
-#include "profiles.h"
+#include "opts.h"
+#include "status.h"
+#include "lib/output.h"
+#include "lib/csv.h"
+#include "lib/profile_load.h"
 
 #include "../sim/perf_fit.h"
 
@@ -80,120 +82,36 @@ static void usage(FILE *f)
 
 static int parse_args(int argc, char **argv, struct cal_args *a)
 {
-	static const struct option longopts[] = {
-		{ "backend", required_argument, NULL, 'b' },
-		{ "model", required_argument, NULL, 'm' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "reps", required_argument, NULL, 'r' },
-		{ "threads", required_argument, NULL, 't' },
-		{ "quick", no_argument, NULL, 'Q' },
-		{ "replay", required_argument, NULL, 'R' },
-		{ "kv-memory", required_argument, NULL, 'k' },
-		{ "clock", required_argument, NULL, 'c' },
-		{ "seed", required_argument, NULL, 's' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	const struct kv_cli_opt opts[] = {
+		{ .name = "backend", .kind = KV_CLI_STR, .dst = &a->kind },
+		{ .name = "model", .kind = KV_CLI_STR, .dst = &a->model, .max = 1000 },
+		{ .name = "output", .short_name = 'o', .kind = KV_CLI_PATH, .dst = &a->out,
+		  .what = "a profile path", .label = "-o" },
+		{ .name = "reps", .kind = KV_CLI_INT, .dst = &a->reps, .min = 1, .max = 100,
+		  .what = "an integer in [1, 100]" },
+		{ .name = "threads", .kind = KV_CLI_INT, .dst = &a->threads, .max = 1024,
+		  .what = "an integer in [0, 1024]" },
+		{ .name = "quick", .kind = KV_CLI_FLAG, .dst = &a->quick },
+		{ .name = "replay", .kind = KV_CLI_STR, .dst = &a->replay, .max = 1000 },
+		{ .name = "kv-memory", .kind = KV_CLI_BYTES, .dst = &a->kv_memory,
+		  .what = "bytes, e.g. 1073741824, 512MiB or 2GiB" },
+		{ .name = "clock", .kind = KV_CLI_FN, .dst = &a->cpu_clock, .fn = kv_calib_clock_arg,
+		  .what = "wall or cpu" },
+		{ .name = "seed", .kind = KV_CLI_U64, .dst = &a->seed, .max = UINT64_MAX,
+		  .what = "a non-negative integer" },
+		{ .name = "quiet", .kind = KV_CLI_FLAG, .dst = &a->quiet },
+		{ .name = NULL },
 	};
-	char *end;
-	int ch;
+	const struct kv_cli_cmd cmd = { "calibrate", usage, NULL };
+	int rc;
 
 	memset(a, 0, sizeof(*a));
 	a->kind = "cpu";
 	a->model = "tiny";
 	a->reps = 5;
 	a->seed = 1;
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
-		unsigned long long v = 0;
-
-		if (ch == 'r' || ch == 't' || ch == 'k' || ch == 's') {
-			errno = 0;
-			v = strtoull(optarg, &end, 10);
-			if (ch == 'k' && errno == 0 && end != optarg) {
-				if (!strcmp(end, "GiB"))
-					v <<= 30, end += 3;
-				else if (!strcmp(end, "MiB"))
-					v <<= 20, end += 3;
-			}
-			if (errno || *end || !*optarg || optarg[0] == '-' ||
-			    (ch == 'r' && (v < 1 || v > 100)) || (ch == 't' && v > 1024)) {
-				fprintf(stderr, "kvsim: calibrate: --%s: bad value '%s': expected %s\n",
-					ch == 'r' ? "reps" : ch == 't' ? "threads" : ch == 'k' ? "kv-memory" : "seed",
-					optarg,
-					ch == 'r' ? "an integer in [1, 100]" :
-					ch == 't' ? "an integer in [0, 1024]" :
-					ch == 'k' ? "bytes, e.g. 1073741824, 512MiB or 2GiB" :
-						    "a non-negative integer");
-				return 2;
-			}
-		}
-		switch (ch) {
-		case 'b':
-			a->kind = optarg;
-			break;
-		case 'm':
-			if (strlen(optarg) > 1000) {
-				fprintf(stderr, "kvsim: calibrate: --model: value of %zu bytes is too long: expected at most 1000 bytes\n",
-					strlen(optarg));
-				return 2;
-			}
-			a->model = optarg;
-			break;
-		case 'o':
-			if (!*optarg) {
-				fprintf(stderr, "kvsim: calibrate: -o: bad value '': expected a profile path\n");
-				return 2;
-			}
-			a->out = optarg;
-			break;
-		case 'r':
-			a->reps = (int)v;
-			break;
-		case 't':
-			a->threads = (int)v;
-			break;
-		case 'Q':
-			a->quick = 1;
-			break;
-		case 'R':
-			if (strlen(optarg) > 1000) {
-				fprintf(stderr, "kvsim: calibrate: --replay: value of %zu bytes is too long: expected at most 1000 bytes\n",
-					strlen(optarg));
-				return 2;
-			}
-			a->replay = optarg;
-			break;
-		case 'k':
-			a->kv_memory = v;
-			break;
-		case 's':
-			a->seed = v;
-			break;
-		case 'c':
-			a->cpu_clock = kv_calib_clock(optarg);
-			if (a->cpu_clock < 0) {
-				fprintf(stderr, "kvsim: calibrate: --clock: bad value '%s': expected wall or cpu\n",
-					optarg);
-				return 2;
-			}
-			break;
-		case 'q':
-			a->quiet = 1;
-			break;
-		case 'h':
-			usage(stdout);
-			return -1;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (optind != argc) {
-		fprintf(stderr, "kvsim: calibrate: unexpected argument '%s'\n", argv[optind]);
-		usage(stderr);
-		return 2;
-	}
+	if ((rc = kv_cli_parse(&cmd, opts, argc, argv, NULL)))
+		return rc;
 	if (strcmp(a->kind, "cpu") && strcmp(a->kind, "cuda")) {
 		fprintf(stderr, "kvsim: calibrate: --backend: bad value '%s': expected cpu or cuda\n",
 			a->kind);
@@ -347,7 +265,7 @@ static int measure_grid(struct cal *c, struct kv_diag *d)
 				   c->m.name);
 	kv_calib_arena(g, n, CAL_PAGE_TOKENS, &ar);
 	if ((rc = open_for_grid(c, &ar, &be, d)))
-		return rc;
+		return kv_backend_rc(rc);
 	kv_backend_get_info(be, &c->info);
 	/* memory: weights and workspace as resident right after open */
 	M = kv_model_weight_bytes(&c->m);
@@ -380,7 +298,7 @@ out:
 	free(seqs);
 	free(pages);
 	kv_backend_close(be);
-	return rc;
+	return kv_backend_rc(rc);
 }
 
 /* The replay under one cache model: its iterations become points; beta with the allocator. */
@@ -690,7 +608,7 @@ int kv_cmd_calibrate(int argc, char **argv)
 	free(c.pts);
 	if (rc) {
 		kv_diag_print(&d, stderr);
-		return rc == KV_ENOENT ? 4 : rc == KV_EIO ? (d.field[0] == 'b' ? 4 : 1) : 2;
+		return kv_exit_status(rc);
 	}
 	chart_failed = chart(path);
 	if (!c.a.quiet)

@@ -2,6 +2,7 @@
 #include "commands.h"
 
 #include "backend.h"
+#include "status.h"
 
 #include <string.h>
 
@@ -20,7 +21,7 @@ int kv_cmd_gpu(int argc, char **argv)
 	       kv_gpu_module_path()[0] ? ", module " : "", kv_gpu_module_path());
 	if (rc) {
 		printf("%s\n", info.why);
-		return 77;
+		return KV_EXIT_NOGPU;
 	}
 	printf("%d device(s); device 0: %s, %.1f GiB, %d SMs, compute capability %d.%d\n",
 	       info.count, info.name, (double)info.mem_bytes / (double)KV_GiB, info.sm_count,

@@ -4,7 +4,7 @@
  * units).  Printed from the registries and option tables themselves.
  */
 #include "commands.h"
-#include "profiles.h"
+#include "lib/profile_load.h"
 
 #include "../sim/engine.h"
 

@@ -3,8 +3,8 @@
  * (run.png and run.svg) from its CSVs, without the user writing gnuplot.
  */
 #include "commands.h"
-#include "csv.h"
-#include "output.h"
+#include "lib/csv.h"
+#include "lib/output.h"
 
 #include <libgen.h>
 #include <stdio.h>

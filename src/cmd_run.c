@@ -2,7 +2,9 @@
  * cmd_run.c -- `kvsim run`: load a workload, simulate, write the outputs.
  */
 #include "commands.h"
-#include "output.h"
+#include "opts.h"
+#include "status.h"
+#include "lib/output.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -45,7 +47,7 @@ static int interrupted(const struct kv_sim *s, const char *when)
 {
 	fprintf(stderr, "kvsim: interrupted by %s %s simulated %.3f s; no output written\n",
 		stop_flag == SIGINT ? "SIGINT" : "SIGTERM", when, (double)s->now * 1e-9);
-	return 128 + stop_flag;
+	return KV_EXIT_SIGNAL(stop_flag);
 }
 
 static void run_usage(FILE *f)
@@ -80,74 +82,30 @@ struct run_args {
 	size_t n_sets;
 	int has_seed, quiet, check_pool, force;
 	uint64_t seed;
+	struct kv_cli_sets set; /* --set, into sets[] */
 };
 
 static int parse_args(int argc, char **argv, struct run_args *a)
 {
-	static const struct option longopts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "seed", required_argument, NULL, 's' },
-		{ "set", required_argument, NULL, 'S' },
-		{ "check-pool", no_argument, NULL, 'c' },
-		{ "force", no_argument, NULL, 'f' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	const struct kv_cli_opt opts[] = {
+		{ .name = "output", .short_name = 'o', .kind = KV_CLI_PATH, .dst = &a->out,
+		  .what = "a directory path", .label = "-o" },
+		{ .name = "seed", .short_name = 's', .kind = KV_CLI_U64, .dst = &a->seed,
+		  .max = UINT64_MAX, .what = "a non-negative integer", .seen = &a->has_seed },
+		{ .name = "set", .short_name = 'S', .kind = KV_CLI_SET, .dst = &a->set, .max = MAX_SETS },
+		{ .name = "check-pool", .short_name = 'c', .kind = KV_CLI_FLAG, .dst = &a->check_pool },
+		{ .name = "force", .short_name = 'f', .kind = KV_CLI_FLAG, .dst = &a->force },
+		{ .name = "quiet", .short_name = 'q', .kind = KV_CLI_FLAG, .dst = &a->quiet },
+		{ .name = NULL },
 	};
-	char *end;
-	int ch;
+	const struct kv_cli_cmd cmd = { "run", run_usage, "workload file" };
+	int rc;
 
 	memset(a, 0, sizeof(*a));
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "o:s:S:cfqh", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'o':
-			if (!*optarg) {
-				fprintf(stderr, "kvsim: run: -o: bad value '': expected a directory path\n");
-				return 2;
-			}
-			a->out = optarg;
-			break;
-		case 'f':
-			a->force = 1;
-			break;
-		case 's':
-			errno = 0;
-			a->seed = strtoull(optarg, &end, 10);
-			if (errno || *end || !*optarg || optarg[0] == '-') {
-				fprintf(stderr, "kvsim: run: --seed: bad value '%s': expected a non-negative integer\n", optarg);
-				return 2;
-			}
-			a->has_seed = 1;
-			break;
-		case 'S':
-			if (a->n_sets == MAX_SETS) {
-				fprintf(stderr, "kvsim: run: --set: more than %d overrides\n", MAX_SETS);
-				return 2;
-			}
-			a->sets[a->n_sets++] = optarg;
-			break;
-		case 'c':
-			a->check_pool = 1;
-			break;
-		case 'q':
-			a->quiet = 1;
-			break;
-		case 'h':
-			run_usage(stdout);
-			return -1;
-		default:
-			run_usage(stderr);
-			return 2;
-		}
-	}
-	if (optind != argc - 1) {
-		fprintf(stderr, "kvsim: run: expected one workload file, got %d arguments\n",
-			argc - optind);
-		run_usage(stderr);
-		return 2;
-	}
-	a->path = argv[optind];
+	a->set.v = a->sets;
+	if ((rc = kv_cli_parse(&cmd, opts, argc, argv, &a->path)))
+		return rc;
+	a->n_sets = a->set.n;
 	return 0;
 }
 

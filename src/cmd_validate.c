@@ -10,10 +10,12 @@
  * compare the two runs as a user would; peak memory compares the measured
  * resident bytes with alpha*M plus the simulated pool's peak.
  */
-#include "calib.h"
+#include "lib/calib.h"
 #include "commands.h"
-#include "output.h"
-#include "csv.h"
+#include "opts.h"
+#include "status.h"
+#include "lib/output.h"
+#include "lib/csv.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -29,6 +31,7 @@ struct val_args {
 	char *sets[MAX_SETS];
 	size_t n_sets;
 	int threads, quiet, cpu_clock, force;
+	struct kv_cli_sets set; /* --set, into sets[] */
 };
 
 static void usage(FILE *f)
@@ -63,88 +66,29 @@ static void usage(FILE *f)
 
 static int parse_args(int argc, char **argv, struct val_args *a)
 {
-	static const struct option longopts[] = {
-		{ "backend", required_argument, NULL, 'b' },
-		{ "profile", required_argument, NULL, 'p' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "threads", required_argument, NULL, 't' },
-		{ "set", required_argument, NULL, 'S' },
-		{ "clock", required_argument, NULL, 'c' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "force", no_argument, NULL, 'f' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	const struct kv_cli_opt opts[] = {
+		{ .name = "backend", .kind = KV_CLI_STR, .dst = &a->kind },
+		{ .name = "profile", .kind = KV_CLI_STR, .dst = &a->profile },
+		{ .name = "output", .short_name = 'o', .kind = KV_CLI_PATH, .dst = &a->out,
+		  .what = "a directory path", .label = "-o" },
+		{ .name = "threads", .kind = KV_CLI_INT, .dst = &a->threads, .max = 1024,
+		  .what = "an integer in [0, 1024]" },
+		{ .name = "set", .kind = KV_CLI_SET, .dst = &a->set, .max = MAX_SETS },
+		{ .name = "clock", .kind = KV_CLI_FN, .dst = &a->cpu_clock, .fn = kv_calib_clock_arg,
+		  .what = "wall or cpu" },
+		{ .name = "quiet", .kind = KV_CLI_FLAG, .dst = &a->quiet },
+		{ .name = "force", .kind = KV_CLI_FLAG, .dst = &a->force },
+		{ .name = NULL },
 	};
-	char *end;
-	int ch;
+	const struct kv_cli_cmd cmd = { "validate", usage, "workload file" };
+	int rc;
 
 	memset(a, 0, sizeof(*a));
 	a->kind = "cpu";
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'b':
-			a->kind = optarg;
-			break;
-		case 'p':
-			a->profile = optarg;
-			break;
-		case 'o':
-			if (!*optarg) {
-				fprintf(stderr, "kvsim: validate: -o: bad value '': expected a directory path\n");
-				return 2;
-			}
-			a->out = optarg;
-			break;
-		case 'f':
-			a->force = 1;
-			break;
-		case 't': {
-			unsigned long v;
-
-			errno = 0;
-			v = strtoul(optarg, &end, 10);
-			if (errno || *end || !*optarg || optarg[0] == '-' || v > 1024) {
-				fprintf(stderr, "kvsim: validate: --threads: bad value '%s': expected an integer in [0, 1024]\n",
-					optarg);
-				return 2;
-			}
-			a->threads = (int)v;
-			break;
-		}
-		case 'S':
-			if (a->n_sets == MAX_SETS) {
-				fprintf(stderr, "kvsim: validate: --set: more than %d overrides\n", MAX_SETS);
-				return 2;
-			}
-			a->sets[a->n_sets++] = optarg;
-			break;
-		case 'c':
-			a->cpu_clock = kv_calib_clock(optarg);
-			if (a->cpu_clock < 0) {
-				fprintf(stderr, "kvsim: validate: --clock: bad value '%s': expected wall or cpu\n",
-					optarg);
-				return 2;
-			}
-			break;
-		case 'q':
-			a->quiet = 1;
-			break;
-		case 'h':
-			usage(stdout);
-			return -1;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (optind != argc - 1) {
-		fprintf(stderr, "kvsim: validate: expected one workload file, got %d arguments\n",
-			argc - optind);
-		usage(stderr);
-		return 2;
-	}
-	a->path = argv[optind];
+	a->set.v = a->sets;
+	if ((rc = kv_cli_parse(&cmd, opts, argc, argv, &a->path)))
+		return rc;
+	a->n_sets = a->set.n;
 	if (strcmp(a->kind, "cpu") && strcmp(a->kind, "cuda")) {
 		fprintf(stderr, "kvsim: validate: --backend: bad value '%s': expected cpu or cuda\n",
 			a->kind);
@@ -308,7 +252,7 @@ int kv_cmd_validate(int argc, char **argv)
 		fprintf(stderr, "validate: real run on the %s backend\n", a.kind);
 	rc = kv_calib_run(&w, a.kind, a.threads, a.cpu_clock, &e, &real, a.quiet, &d);
 	if (!rc && e.be)
-		rc = kv_backend_memory(e.be, &mem);
+		rc = kv_backend_rc(kv_backend_memory(e.be, &mem));
 	if (!rc) {
 		if (!a.quiet)
 			fprintf(stderr, "validate: simulated run\n");
@@ -316,7 +260,7 @@ int kv_cmd_validate(int argc, char **argv)
 	}
 	if (rc) {
 		kv_diag_print(&d, stderr);
-		status = rc == KV_ENOENT || !strcmp(d.field, "backend") ? 4 : 2;
+		status = rc == KV_EBACKEND ? KV_EXIT_BACKEND : KV_EXIT_INPUT;
 		goto out;
 	}
 	/* per-iteration error */

@@ -1,9 +1,10 @@
 /*
  * commands.h -- the subcommands of the kvsim program, one file each.
  *
- * Each takes argc/argv with argv[0] the subcommand name and returns the
- * process exit status: 0 success, 1 a failed run, 2 bad input or usage,
- * 3 out of memory, 130 interrupted.
+ * Each takes argc/argv with argv[0] the subcommand name (options through
+ * opts.h's one parser) and returns the process exit status, from status.h's
+ * table: 0 success, 1 output error, 2 bad input or usage, 3 out of memory,
+ * 4 backend failed or absent, 77 no GPU (`kvsim gpu`), 128+N signal N.
  */
 #ifndef KV_COMMANDS_H
 #define KV_COMMANDS_H

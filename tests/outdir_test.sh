@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The output-directory contract (src/outdir.h, docs/reliability.md "The
+# The output-directory contract (src/lib/outdir.h, docs/reliability.md "The
 # output directory"), end to end:
 #  1. a rerun into a directory equals a fresh run, file for file (fewer
 #     outputs leave none of the earlier run's files);

@@ -11,7 +11,7 @@
  */
 #include "exec_impl.h"
 #include "kernels.h"
-#include "profiles.h"
+#include "profile_load.h"
 #include "testutil.h"
 
 #include <check.h>

@@ -1,6 +1,6 @@
 /*
  * test_calib.c -- the calibration grid and the arena it is run in
- * (src/calib.c): the arena holds the largest point's pages and no more;
+ * (src/lib/calib.c): the arena holds the largest point's pages and no more;
  * for llama-2-7b on CUDA at the default --kv-memory it fits an H200
  * (139 GiB) beside the weights, where sizing it as the most sequences
  * times the longest context asked for a 256 GiB cudaMalloc (issue 12);
@@ -14,8 +14,8 @@
 #include <string.h>
 
 #include "calib.h"
-#include "exec.h"
-#include "profiles.h"
+#include "realexec.h"
+#include "profile_load.h"
 
 #define PT 16 /* tokens per page, as calibrate opens the backend */
 #define H200_BYTES (139ULL << 30) /* the H200's usable memory, rounded down */

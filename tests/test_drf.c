@@ -7,7 +7,7 @@
 #include "simtest.h"
 #include "testutil.h"
 
-/* Accounting figures of sim/sched_drf.c (to move to sched.h). */
+/* Accounting figures of sim/sched_drf.c (to move to scheduler.h). */
 double kv_drf_cost(const struct kv_replica *r, uint32_t tenant);
 uint64_t kv_drf_tokens(const struct kv_replica *r, uint32_t tenant);
 double kv_drf_share(const struct kv_replica *r, uint32_t tenant, double *mem, double *cmp);

@@ -4,7 +4,7 @@
  */
 #include "output.h"
 #include "simtest.h"
-#include "profiles.h"
+#include "profile_load.h"
 
 #include "testutil.h"
 

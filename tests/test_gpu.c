@@ -20,7 +20,7 @@
  * other logits and only their finiteness is checked.
  */
 #include "backend.h"
-#include "exec.h"
+#include "../gpu/exec.h"
 #include "exec_impl.h"
 #include "kernels.h"
 

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 
 #include "memory.h"
-#include "profiles.h"
+#include "profile_load.h"
 
 #define GIB ((double)KV_GiB)
 

@@ -17,7 +17,7 @@
 #include "perf_fit.h"
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
-#include "profiles.h"
+#include "profile_load.h"
 
 /* Asserts only on failure (Check's passing asserts are slow in loops). */
 #define EXPECT(cond, ...)                                                     \

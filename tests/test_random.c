@@ -42,7 +42,7 @@
  * test case, CK_FORK=no keeps it in one process for a debugger).
  */
 #include "output.h"
-#include "profiles.h"
+#include "profile_load.h"
 
 #include "testutil.h"
 

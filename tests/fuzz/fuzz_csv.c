@@ -1,5 +1,5 @@
 /*
- * fuzz_csv.c -- libFuzzer target for the CSV writer and reader (src/csv.h).
+ * fuzz_csv.c -- libFuzzer target for the CSV writer and reader (src/lib/csv.h).
  *
  * Round trip: the input is split into records at byte 0x01 and each record
  * into fields at NUL; the fields are written with kv_csv_put() (and

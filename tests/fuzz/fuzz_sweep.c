@@ -1,6 +1,6 @@
 /*
  * fuzz_sweep.c -- libFuzzer target for the sweep file loader
- * (src/cmd_sweep.c: parse, check, expand the grid, load the base workload).
+ * (src/sweep_file.c: parse, check, expand the grid, load the base workload).
  *
  * The input is a sweep file, reported as workloads/fuzz-sweep.yaml in the
  * source tree so `base: default.yaml` names a real workload and the fuzzer

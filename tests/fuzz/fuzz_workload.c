@@ -1,6 +1,6 @@
 /*
  * fuzz_workload.c -- libFuzzer target for the workload loader
- * (src/workload.c over src/cfg.c and src/profiles.c).
+ * (src/lib/workload.c over src/lib/cfg_*.c and src/lib/profile_load.c).
  *
  * The input is a workload file.  Its comment lines "#set key=value" are
  * also handed to the loader as --set overrides (at most MAX_SETS), so one

@@ -1,5 +1,5 @@
-/* exec.c -- the real executor; see exec.h. */
-#include "exec.h"
+/* realexec.c -- the real executor; see realexec.h. */
+#include "realexec.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -57,7 +57,7 @@ static int exec_iter(void *ctx, struct kv_replica *r, kv_ns model_ns, kv_ns *ns)
 		/* as the engine counts n_sample: decodes, and the chunk ending a prefill */
 		e->seqs[i].sample = q->kv_tokens >= q->prefill_target || end >= q->prefill_target;
 	}
-	rc = kv_backend_step(e->be, e->seqs, r->n_batch, &t);
+	rc = kv_backend_rc(kv_backend_step(e->be, e->seqs, r->n_batch, &t));
 	if (rc)
 		return kv_diag_set(&r->sim->diag, rc, "", 0, 0, "backend",
 				   "a %u-sequence step failed on the %s backend: %s", r->n_batch,
@@ -113,7 +113,7 @@ int kv_real_exec_open(struct kv_real_exec *e, const char *kind, struct kv_sim *s
 	o.cpu_clock = cpu_clock;
 	rc = kv_backend_open(kind, &o, &e->be, d);
 	if (rc)
-		return rc;
+		return kv_backend_rc(rc);
 	kv_backend_get_info(e->be, &e->info);
 	if (e->info.page_bytes != unit) {
 		kv_real_exec_close(e);
@@ -137,4 +137,9 @@ void kv_real_exec_close(struct kv_real_exec *e)
 	free(e->seqs);
 	free(e->log);
 	memset(e, 0, sizeof(*e));
+}
+
+int kv_backend_rc(int rc)
+{
+	return rc == 0 || rc == KV_EINVAL || rc == KV_ERANGE ? rc : KV_EBACKEND;
 }

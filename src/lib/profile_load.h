@@ -1,5 +1,5 @@
 /*
- * profiles.h -- loading model and device profiles from YAML.
+ * profile_load.h -- loading model and device profiles from YAML.
  *
  * A profile is named ("llama-2-7b" finds configs/models/llama-2-7b.yaml) or
  * given as a path to a .yaml file (relative paths already resolved by the
@@ -22,10 +22,10 @@
  * alpha, each defaulting to profile.h's KV_DEV_DEFAULT_*.  Unknown keys are
  * errors.  An error in a file names its line, column and key.
  */
-#ifndef KV_PROFILES_H
-#define KV_PROFILES_H
+#ifndef KV_PROFILE_LOAD_H
+#define KV_PROFILE_LOAD_H
 
-#include "../sim/profile.h"
+#include "../../sim/profile.h"
 
 /* Directory holding models/ and devices/ (no trailing slash). */
 const char *kv_profiles_dir(void);
@@ -48,4 +48,4 @@ int kv_profile_load_device(const char *name_or_path, struct kv_device *dev,
 int kv_profiles_list(const char *kind, void (*fn)(const char *name, const char *path, void *arg),
 		     void *arg);
 
-#endif /* KV_PROFILES_H */
+#endif /* KV_PROFILE_LOAD_H */

@@ -28,34 +28,8 @@ struct kv_out {
 	int fail_idx; /* the first failed file: index into final[], -1 for the scratch file */
 	int fail_errno; /* errno of the first failure */
 	int chart_failed; /* the chart was asked for, gnuplot is there, and it failed */
-	FILE *lat; /* unlinked scratch file: (length, E2E) of completed requests, 8 bytes each */
-	uint64_t *len_count; /* completed requests per prompt+output length, 0..max_len */
-	uint64_t max_len; /* longest length counted exactly (longer ones fold into it) */
+	struct kv_done_log done; /* completed requests' lengths and latencies, for the summary */
 };
-
-/* One line of the summary. */
-struct kv_summary_item {
-	const char *name; /* column name in summary.csv */
-	const char *unit; /* unit for the table */
-	double value;
-	int integer; /* print as an integer */
-};
-
-#define KV_SUMMARY_MAX 64
-
-struct kv_summary {
-	struct kv_summary_item item[KV_SUMMARY_MAX];
-	size_t n;
-};
-
-/*
- * Computes the summary of a finished run.  The short/long-request metrics
- * need every completed request's length and latency: the sink keeps them in
- * o's scratch file (8 bytes a request, on disk, so memory during the run
- * stays independent of the request count) and an exact count per length
- * (for the median); o may be NULL (those metrics are then empty).
- */
-void kv_summary_compute(const struct kv_sim *s, struct kv_out *o, struct kv_summary *sum);
 
 /* Prints the summary as an aligned table. */
 void kv_summary_print(const struct kv_summary *sum, const char *title, FILE *f);

@@ -1,5 +1,5 @@
 /*
- * exec.h -- the real executor: connects a simulation's replica to an
+ * realexec.h -- the real executor: connects a simulation's replica to an
  * execution backend (gpu/exec.h), so that every batch the scheduler forms
  * runs for real and the measured time advances the clock.
  *
@@ -12,11 +12,11 @@
  * Every iteration is logged (shape, perf-model prediction, measured time)
  * for `kvsim validate` and `kvsim calibrate`.
  */
-#ifndef KV_SRC_EXEC_H
-#define KV_SRC_EXEC_H
+#ifndef KV_REALEXEC_H
+#define KV_REALEXEC_H
 
-#include "../gpu/exec.h"
-#include "../sim/engine.h"
+#include "../../gpu/exec.h"
+#include "../../sim/engine.h"
 
 /* One executed iteration. */
 struct kv_iter_rec {
@@ -52,4 +52,12 @@ int kv_real_exec_open(struct kv_real_exec *e, const char *kind, struct kv_sim *s
 
 void kv_real_exec_close(struct kv_real_exec *e);
 
-#endif /* KV_SRC_EXEC_H */
+/*
+ * The code a command sees for a failed backend call returning rc:
+ * KV_EBACKEND when the backend is absent (KV_ENOENT) or failed on the
+ * device (KV_EIO, KV_ENOMEM, ...), rc itself for a bad option (KV_EINVAL,
+ * KV_ERANGE: bad input), 0 for 0.  The message stays in the kv_diag.
+ */
+int kv_backend_rc(int rc);
+
+#endif /* KV_REALEXEC_H */

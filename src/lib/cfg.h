@@ -31,7 +31,7 @@
 #ifndef KV_CFG_H
 #define KV_CFG_H
 
-#include "../sim/kv_common.h"
+#include "../../sim/kv_common.h"
 
 enum kv_cfg_type { KV_CFG_SCALAR, KV_CFG_MAP, KV_CFG_SEQ };
 

@@ -1,5 +1,5 @@
 /*
- * profiles.c -- model and device profiles from YAML (see profiles.h).
+ * profile_load.c -- model and device profiles from YAML (see profile_load.h).
  *
  * Each loader reads the document into a kv_cfg tree, rejects unknown keys,
  * checks the required ones are there, converts every field with the typed
@@ -9,7 +9,7 @@
  *
  * Not on a hot path: a profile is read once per run.
  */
-#include "profiles.h"
+#include "profile_load.h"
 #include "cfg.h"
 
 #include <ctype.h>

@@ -6,7 +6,7 @@
 #ifndef KV_CALIB_H
 #define KV_CALIB_H
 
-#include "exec.h"
+#include "realexec.h"
 #include "output.h"
 #include "workload.h"
 
@@ -40,6 +40,9 @@ int kv_calib_run(struct kv_workload *w, const char *kind, int threads, int cpu_c
 
 /* Parses --clock's value: "wall" (0) or "cpu" (1); -1 for anything else. */
 int kv_calib_clock(const char *s);
+
+/* --clock for the option parser: *(int *)dst = kv_calib_clock(arg); -1 when arg is neither. */
+int kv_calib_clock_arg(const char *arg, void *dst);
 
 void kv_run_result_free(struct kv_run_result *res);
 

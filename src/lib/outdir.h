@@ -30,7 +30,7 @@
 #ifndef KV_OUTDIR_H
 #define KV_OUTDIR_H
 
-#include "kv_common.h"
+#include "../../sim/kv_common.h"
 
 #define KV_PATH_MAX 4096 /* longest path the kernel accepts, with its NUL */
 

@@ -22,7 +22,7 @@
 #ifndef KV_CSV_H
 #define KV_CSV_H
 
-#include "kv_common.h"
+#include "../../sim/kv_common.h"
 
 #include <stddef.h>
 #include <stdio.h>

@@ -17,8 +17,8 @@
  * usage: cuda_bench [MODEL] [--kv-int8] [--ctx N] [--swap-pages N] [--reps N]
  * exit: 0, 77 without a GPU, 1 on a failure, 2 on bad arguments.
  */
-#include "exec.h"
-#include "profiles.h"
+#include "../gpu/exec.h"
+#include "profile_load.h"
 
 #include <stdio.h>
 #include <stdlib.h>

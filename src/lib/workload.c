@@ -8,7 +8,7 @@
 #include "workload.h"
 
 #include "cfg.h"
-#include "profiles.h"
+#include "profile_load.h"
 
 #include <ctype.h>
 #include <libgen.h>

@@ -1,5 +1,6 @@
 /*
- * output.c -- CSV writers, the summary, atomic commit, progress.
+ * output.c -- CSV writers, the printed summary, atomic commit, progress; the
+ * figures themselves come from sim/metrics.
  */
 #include "output.h"
 #include "csv.h"
@@ -19,12 +20,6 @@ enum { F_REQ, F_TS, F_SUM, F_TEN, F_TSER, F_PNG };
 static const char *const file_names[KV_OUT_FILES] = { "requests.csv", "timeseries.csv",
 						      "summary.csv", "tenants.csv",
 						      "tenant_timeseries.csv", "run.png" };
-
-/* One completed request in the scratch file. */
-struct done_rec {
-	uint32_t len; /* prompt + output tokens (clamped) */
-	float e2e_s; /* end-to-end latency */
-};
 
 /* --- fast formatting (1M rows must not cost seconds) ------------------- */
 
@@ -166,14 +161,8 @@ static int write_request(void *ctx, const struct kv_sim *s, const struct kv_req 
 	char line[512], *p = line;
 	int done = e == KV_END_COMPLETED;
 
-	if (done && o->lat) {
-		uint64_t len = KV_MIN(q->prompt_tokens + q->output_tokens, o->max_len);
-		struct done_rec rec = { (uint32_t)len, (float)((double)(q->finish_ns - q->arrival_ns) * 1e-9) };
-
-		o->len_count[len]++;
-		if (fwrite(&rec, sizeof(rec), 1, o->lat) != 1)
-			out_failed(o, -1);
-	}
+	if (done && o->done.lat && kv_done_log_add(&o->done, q))
+		out_failed(o, -1);
 	if (!o->req)
 		return o->failed;
 	p = put_u64(p, q->id);
@@ -339,15 +328,8 @@ int kv_out_open(struct kv_out *o, const char *dir, const struct kv_workload *w, 
 	}
 	if (!(o->ts = open_tmp(o, F_TS, d)))
 		return KV_EIO;
-	o->max_len = w->cfg.model.max_ctx_tokens;
-	o->len_count = kv_xcalloc(o->max_len + 1, sizeof(*o->len_count));
-	errno = 0;
-	o->lat = tmpfile(); /* unlinked: nothing to clean up */
-	if (!o->lat && errno == ENOMEM)
-		kv_oom(0);
-	if (!o->lat)
-		return kv_diag_set(d, KV_EIO, "tmpfile", 0, 0, "", "cannot create a scratch file: %s",
-				   strerror(errno));
+	if ((rc = kv_done_log_init(&o->done, w->cfg.model.max_ctx_tokens, d)))
+		return rc;
 	setvbuf(o->ts, buf_ts, _IOFBF, sizeof(buf_ts));
 	if (!(o->tser = open_tmp(o, F_TSER, d)))
 		return KV_EIO;
@@ -421,43 +403,31 @@ static int write_summary_csv(struct kv_out *o, const struct kv_summary *sum, str
 	return KV_EIO;
 }
 
-/* The weight-normalised service of tenant i. */
-static double norm_service(const struct kv_sim *s, uint32_t i)
-{
-	return s->tenant[i].service / s->cfg->source.tenants[i].weight;
-}
-
 static int write_tenants_csv(struct kv_out *o, const struct kv_sim *s, struct kv_diag *d)
 {
 	const struct kv_source_spec *src = &s->cfg->source;
-	double svc = 0, wsum = 0;
 	FILE *f = open_tmp(o, F_TEN, d);
 	uint32_t i;
 	int neg;
 
 	if (!f)
 		return KV_EIO;
-	for (i = 0; i < src->n_tenants; i++) {
-		svc += s->tenant[i].service;
-		wsum += src->tenants[i].weight;
-	}
 	neg = fputs("tenant,weight,priority,arrived,completed,rejected,prompt_tokens,output_tokens,"
 		    "service,service_share,weight_share,cost_byte_steps,ttft_p50_s,ttft_p99_s,"
 		    "e2e_p50_s,e2e_p99_s\n", f) < 0;
 	for (i = 0; i < src->n_tenants; i++) {
 		const struct kv_tenant_stats *t = &s->tenant[i];
+		struct kv_tenant_summary ts;
 
+		kv_tenant_summary(s, i, &ts);
 		neg |= kv_csv_put(f, src->tenants[i].name);
 		neg |= fprintf(f, ",%g,%d,%llu,%llu,%llu,%llu,%llu,%.0f,%.6f,%.6f,%.6e,%.6f,%.6f,%.6f,%.6f\n",
 			src->tenants[i].weight, src->tenants[i].priority,
 			(unsigned long long)t->arrived, (unsigned long long)t->completed,
 			(unsigned long long)t->rejected, (unsigned long long)t->prompt_tokens,
-			(unsigned long long)t->output_tokens, t->service,
-			svc > 0 ? t->service / svc : 0, src->tenants[i].weight / wsum, t->cost,
-			(double)kv_hist_quantile(&t->ttft, 0.5) * 1e-9,
-			(double)kv_hist_quantile(&t->ttft, 0.99) * 1e-9,
-			(double)kv_hist_quantile(&t->e2e, 0.5) * 1e-9,
-			(double)kv_hist_quantile(&t->e2e, 0.99) * 1e-9) < 0;
+			(unsigned long long)t->output_tokens, t->service, ts.service_share,
+			ts.weight_share, t->cost, ts.ttft_p50_s, ts.ttft_p99_s, ts.e2e_p50_s,
+			ts.e2e_p99_s) < 0;
 	}
 	if (neg)
 		printf_failed(o, F_TEN);
@@ -660,15 +630,6 @@ static void render_chart(struct kv_out *o, const struct kv_sim *s)
 		o->chart_failed = 1;
 }
 
-static void scratch_close(struct kv_out *o)
-{
-	if (o->lat)
-		fclose(o->lat);
-	o->lat = NULL;
-	free(o->len_count);
-	o->len_count = NULL;
-}
-
 /* The manifest's header: the command, workload, seed, and the caller's lines. */
 static char *manifest_header(const struct kv_out *o)
 {
@@ -689,7 +650,7 @@ int kv_out_commit(struct kv_out *o, const struct kv_sim *s, struct kv_summary *s
 		kv_out_error(o, d);
 		return KV_EIO;
 	}
-	kv_summary_compute(s, o, sum);
+	kv_summary_compute(s, &o->done, sum);
 	rc = write_summary_csv(o, sum, d);
 	if (!rc)
 		rc = write_tenants_csv(o, s, d);
@@ -702,7 +663,7 @@ int kv_out_commit(struct kv_out *o, const struct kv_sim *s, struct kv_summary *s
 	free(hdr);
 	if (rc)
 		return rc;
-	scratch_close(o);
+	kv_done_log_release(&o->done);
 	return 0;
 }
 
@@ -712,7 +673,7 @@ void kv_out_abort(struct kv_out *o)
 
 	if (!o->opened)
 		return;
-	scratch_close(o);
+	kv_done_log_release(&o->done);
 	if (o->req)
 		fclose(o->req);
 	if (o->ts)
@@ -732,191 +693,7 @@ void kv_out_abort(struct kv_out *o)
 		open_out = NULL;
 }
 
-/* --- summary ----------------------------------------------------------------- */
-
-static void add(struct kv_summary *sum, const char *name, const char *unit, double v, int integer)
-{
-	if (sum->n < KV_SUMMARY_MAX)
-		sum->item[sum->n++] = (struct kv_summary_item){ name, unit, v, integer };
-}
-
-static void add_quantiles(struct kv_summary *sum, const struct kv_hist *h, const char *const names[3],
-			  double scale, const char *unit)
-{
-	static const double qs[3] = { 0.5, 0.9, 0.99 };
-	int i;
-
-	for (i = 0; i < 3; i++)
-		add(sum, names[i], unit, (double)kv_hist_quantile(h, qs[i]) * scale, 0);
-}
-
-static double jain_over_tenants(const struct kv_sim *s)
-{
-	double x[KV_MAX_TENANTS];
-	uint32_t i, n = s->cfg->source.n_tenants;
-
-	for (i = 0; i < n; i++)
-		x[i] = norm_service(s, i);
-	return kv_jain(x, n);
-}
-
-
-/* The median of the counted lengths (the upper one for an even count). */
-static uint64_t median_len(const struct kv_out *o)
-{
-	uint64_t n = 0, seen = 0, i;
-
-	for (i = 0; i <= o->max_len; i++)
-		n += o->len_count[i];
-	for (i = 0; i <= o->max_len; i++) {
-		seen += o->len_count[i];
-		if (2 * seen > n)
-			return i;
-	}
-	return 0;
-}
-
-/*
- * The short/long-request metrics: the standard deviation of the completion
- * time of short requests (prompt+output below the threshold; Welford's
- * update, exact) and the p99 latency of long ones (above it; from a
- * log-linear histogram, within 0.2%); thresholds from the workload or the
- * median length.  NaN when nothing was recorded or no request qualifies.
- */
-static void short_long(const struct kv_sim *s, struct kv_out *o, double *short_std,
-		       double *long_p99)
-{
-	const struct kv_fairness_cfg *fc = &s->cfg->fairness;
-	struct done_rec buf[4096];
-	struct kv_hist lat;
-	double mean = 0, m2 = 0;
-	uint64_t lo, hi, med, ns = 0;
-	size_t got, i;
-
-	*short_std = *long_p99 = NAN;
-	if (!o || !o->lat || fflush(o->lat) || fseek(o->lat, 0, SEEK_SET))
-		return;
-	med = median_len(o);
-	lo = fc->short_tokens ? fc->short_tokens : med;
-	hi = fc->long_tokens ? fc->long_tokens : med;
-	kv_hist_init(&lat);
-	while ((got = fread(buf, sizeof(*buf), KV_ARRAY_LEN(buf), o->lat)) > 0) {
-		for (i = 0; i < got; i++) {
-			if (buf[i].len < lo) {
-				double d = buf[i].e2e_s - mean;
-
-				mean += d / (double)++ns;
-				m2 += d * (buf[i].e2e_s - mean);
-			}
-			if (buf[i].len > hi)
-				kv_hist_add(&lat, (uint64_t)llround((double)buf[i].e2e_s * 1e9));
-		}
-	}
-	if (ns)
-		*short_std = sqrt(m2 / (double)ns);
-	if (lat.n)
-		*long_p99 = (double)kv_hist_quantile(&lat, 0.99) * 1e-9;
-	kv_hist_release(&lat);
-}
-
-/* The cache model's own figures, summed over replicas; NaN (empty) when it has none. */
-static void add_cache_stats(const struct kv_sim *s, struct kv_summary *sum)
-{
-	struct kv_cache_stats t = { 0 }, st;
-	double rate = 0;
-	uint32_t i;
-
-	for (i = 0; i < s->n_rep; i++) {
-		const struct kv_replica *r = &s->rep[i];
-
-		if (!r->cache->stats)
-			continue;
-		memset(&st, 0, sizeof(st));
-		r->cache->stats(r->cache_priv, &st);
-		rate += st.hit_rate / s->n_rep;
-		t.hit_tokens += st.hit_tokens;
-		t.lookup_tokens += st.lookup_tokens;
-		t.bytes_saved += st.bytes_saved;
-		t.recompute_tokens += st.recompute_tokens;
-		t.evictions += st.evictions;
-	}
-	if (!s->n_rep || !s->rep[0].cache->stats) /* the model run (an engine may choose it) */
-		rate = NAN;
-	else if (t.lookup_tokens)
-		rate = (double)t.hit_tokens / (double)t.lookup_tokens;
-	add(sum, "cache_hit_rate", "", rate, 0);
-	add(sum, "cache_bytes_saved", "bytes", (double)t.bytes_saved, 1);
-	add(sum, "cache_recompute_tokens", "tokens", (double)t.recompute_tokens, 1);
-	add(sum, "cache_evictions", "entries", (double)t.evictions, 1);
-}
-
-void kv_summary_compute(const struct kv_sim *s, struct kv_out *o, struct kv_summary *sum)
-{
-	double short_std, long_p99;
-	static const char *const ttft[3] = { "ttft_p50_s", "ttft_p90_s", "ttft_p99_s" };
-	static const char *const tpot[3] = { "tpot_p50_s", "tpot_p90_s", "tpot_p99_s" };
-	static const char *const e2e[3] = { "e2e_p50_s", "e2e_p90_s", "e2e_p99_s" };
-	double span = (double)(s->last_finish_ns - s->first_arrival_ns) * 1e-9;
-	double horizon = (double)s->last_finish_ns * 1e-9;
-	double reserved = 0, used = 0, cap, done = (double)s->ended[KV_END_COMPLETED];
-	uint64_t iters = 0, peak = 0, frag_fail = 0, swap_out = 0, swap_in = 0;
-	double extfrag = 0;
-	kv_ns busy = 0;
-	uint32_t i;
-
-	for (i = 0; i < s->n_rep; i++) {
-		peak = KV_MAX(peak, s->rep[i].peak_reserved_bytes);
-		reserved += s->rep[i].reserved_Bs;
-		extfrag += s->rep[i].extfrag_s;
-		frag_fail += s->rep[i].pool.alloc_fail_frag;
-		swap_out += s->rep[i].swap_out_bytes;
-		swap_in += s->rep[i].swap_in_bytes;
-		used += s->rep[i].used_Bs;
-		iters += s->rep[i].iterations;
-		busy += s->rep[i].busy_ns;
-	}
-	cap = (double)s->pool_bytes * (double)s->n_rep * horizon;
-	sum->n = 0;
-	add(sum, "requests", "", (double)s->arrived, 1);
-	add(sum, "completed", "", done, 1);
-	add(sum, "rejected_context", "", (double)s->ended[KV_END_REJECTED_CONTEXT], 1);
-	add(sum, "rejected_pool", "", (double)s->ended[KV_END_REJECTED_POOL], 1);
-	add(sum, "preemptions", "", (double)s->preemptions, 1);
-	add(sum, "makespan_s", "s", span, 0);
-	add(sum, "throughput_tok_s", "tokens/s",
-	    span > 0 ? (double)(s->prompt_tokens_done + s->output_tokens_done) / span : 0, 0);
-	add(sum, "output_tok_s", "tokens/s", span > 0 ? (double)s->output_tokens_done / span : 0, 0);
-	add(sum, "requests_per_s", "req/s", span > 0 ? done / span : 0, 0);
-	add_quantiles(sum, &s->ttft, ttft, 1e-9, "s");
-	add_quantiles(sum, &s->tpot, tpot, 1e-9, "s");
-	add_quantiles(sum, &s->e2e, e2e, 1e-9, "s");
-	add(sum, "mem_reserved_util", "share of pool", cap > 0 ? reserved / cap : 0, 0);
-	add(sum, "mem_used_util", "share of pool", cap > 0 ? used / cap : 0, 0);
-	add(sum, "mem_useful_share", "live / reserved", reserved > 0 ? used / reserved : 0, 0);
-	add(sum, "ext_frag_mean", "", horizon > 0 ? extfrag / ((double)s->n_rep * horizon) : 0, 0);
-	add(sum, "alloc_fail_frag", "refusals with enough free bytes", (double)frag_fail, 1);
-	add_cache_stats(s, sum);
-	add(sum, "swap_out_bytes", "bytes to host", (double)swap_out, 1);
-	add(sum, "swap_in_bytes", "bytes from host", (double)swap_in, 1);
-	add(sum, "kv_pool_bytes", "bytes per replica", (double)s->pool_bytes, 1);
-	add(sum, "kv_peak_reserved_bytes", "bytes, busiest replica", (double)peak, 1);
-	add(sum, "jain_fairness", "over weight-normalised service", jain_over_tenants(s), 0);
-	add(sum, "service_diff_max", "weighted tokens, backlogged tenants", s->svc_diff_max, 0);
-	add(sum, "service_diff_mean", "weighted tokens, backlogged tenants",
-	    s->svc_diff_samples ? s->svc_diff_sum / (double)s->svc_diff_samples : 0, 0);
-	short_long(s, o, &short_std, &long_p99);
-	add(sum, "short_e2e_std_s", "s", short_std, 0);
-	add(sum, "long_e2e_p99_s", "s", long_p99, 0);
-	add(sum, "iter_mean_s", "s", iters ? (double)busy * 1e-9 / (double)iters : 0, 0);
-	add(sum, "iterations", "", (double)iters, 1);
-	add(sum, "events", "", (double)s->events, 1);
-	add(sum, "peak_in_flight", "requests", (double)s->peak_live, 1);
-	/* the engines' capacity figures; only off the share model, so its columns stay as they were */
-	if (s->cfg->mem.model != KV_MEM_SHARE || s->mem.pinned) {
-		add(sum, "kv_capacity_tokens", "tokens per replica", (double)s->mem.kv_tokens, 1);
-		add(sum, "kv_capacity_blocks", "blocks of 16 tokens", (double)s->mem.kv_blocks, 1);
-	}
-}
+/* --- the printed summary ------------------------------------------------------ */
 
 void kv_summary_print(const struct kv_summary *sum, const char *title, FILE *f)
 {

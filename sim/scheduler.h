@@ -1,5 +1,5 @@
 /*
- * sched.h -- the scheduler interface: who runs in a replica's next iteration.
+ * scheduler.h -- the scheduler interface: who runs in a replica's next iteration.
  *
  * A scheduler owns its replica's waiting requests (in its private state,
  * usually kv_reqq queues linked through the requests themselves); the
@@ -31,8 +31,8 @@
  * Hooks must not allocate per call, must not touch other replicas, and must
  * not change simulated time.
  */
-#ifndef KV_SCHED_H
-#define KV_SCHED_H
+#ifndef KV_SCHEDULER_H
+#define KV_SCHEDULER_H
 
 #include "plugin.h"
 
@@ -64,4 +64,4 @@ struct kv_router_ops {
 /* The router with that name (kv_plugin_find), or NULL. */
 const struct kv_router_ops *kv_router_find(const char *name);
 
-#endif /* KV_SCHED_H */
+#endif /* KV_SCHEDULER_H */

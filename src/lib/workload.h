@@ -11,7 +11,7 @@
 #ifndef KV_WORKLOAD_H
 #define KV_WORKLOAD_H
 
-#include "../sim/engine.h"
+#include "../../sim/engine.h"
 
 struct kv_workload {
 	char name[128]; /* workload name (file stem unless `name:` is set) */

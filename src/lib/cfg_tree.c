@@ -1,6 +1,6 @@
 /*
- * cfg.c -- a YAML document as a tree with source positions, --set overrides
- * and typed, validating readers.
+ * cfg_tree.c -- a YAML document as a tree with source positions, and --set
+ * overrides (see cfg.h).
  *
  * Building: libyaml's event API drives an iterative builder (no recursion,
  * so deeply nested input cannot exhaust the C stack; freeing and walking
@@ -12,18 +12,10 @@
  * capped at MAX_DEPTH: libyaml's own cost grows with the square of
  * the flow depth, and no configuration needs more than a handful of levels.
  *
- * Numbers: integer readers (u64, sizes, durations) parse the decimal text
- * exactly -- at most 24 significant digits times a power of ten -- and
- * scale by the unit in 128-bit arithmetic (10^24 * 2^42 < 2^128), so "1e6"
- * is exactly 1000000 and 2^64 is rejected rather than rounded.  Rejected
- * alternative: strtod for everything, which is silently inexact above 2^53.
- * Doubles are checked against the same grammar (no "nan", "inf", hex) and
- * then converted with strtod.
- *
  * A plain (unquoted) "", "~" or "null" is YAML's null: the typed readers
  * treat it as an absent key, so `key:` or `--set key=` selects the default.
  */
-#include "cfg.h"
+#include "cfg_impl.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -35,16 +27,14 @@
 #include <strings.h>
 #include <yaml.h>
 
-__extension__ typedef unsigned __int128 u128;
-
 #define MAX_DEPTH 1000 /* deepest nesting of collections accepted */
 
 /* File name of nodes made by kv_cfg_set(); compared by address. */
-static const char set_file[] = "--set";
+const char set_file[] = "--set";
 
 /* ---- nodes ---- */
 
-static struct kv_cfg_node *node_new(enum kv_cfg_type type, const char *file,
+struct kv_cfg_node *node_new(enum kv_cfg_type type, const char *file,
 				    unsigned long line, unsigned long col)
 {
 	struct kv_cfg_node *n = kv_xcalloc(1, sizeof(*n));
@@ -56,7 +46,7 @@ static struct kv_cfg_node *node_new(enum kv_cfg_type type, const char *file,
 	return n;
 }
 
-static void node_append(struct kv_cfg_node *parent, struct kv_cfg_node *n)
+void node_append(struct kv_cfg_node *parent, struct kv_cfg_node *n)
 {
 	n->parent = parent;
 	n->next = NULL;
@@ -119,7 +109,7 @@ static char *xstrndup(const char *s, size_t n)
 }
 
 /* Child of m whose key is the klen bytes at key, or NULL; does not mark it used. */
-static struct kv_cfg_node *map_find(const struct kv_cfg_node *m, const char *key,
+struct kv_cfg_node *map_find(const struct kv_cfg_node *m, const char *key,
 				    size_t klen)
 {
 	struct kv_cfg_node *n;
@@ -131,7 +121,7 @@ static struct kv_cfg_node *map_find(const struct kv_cfg_node *m, const char *key
 }
 
 /* Next node after n in document order within top's subtree, or NULL. */
-static struct kv_cfg_node *preorder_next(struct kv_cfg_node *n,
+struct kv_cfg_node *preorder_next(struct kv_cfg_node *n,
 					 const struct kv_cfg_node *top)
 {
 	if (n->child)
@@ -143,7 +133,7 @@ static struct kv_cfg_node *preorder_next(struct kv_cfg_node *n,
 }
 
 /* YAML null: a plain "", "~", "null", "Null" or "NULL" (never a quoted scalar). */
-static int is_null(const struct kv_cfg_node *n)
+int is_null(const struct kv_cfg_node *n)
 {
 	static const char *const nulls[] = { "", "~", "null", "Null", "NULL" };
 	size_t i;
@@ -159,7 +149,7 @@ static int is_null(const struct kv_cfg_node *n)
 /* ---- messages ---- */
 
 /* s for a message: at most 60 bytes, control characters as '?', "..." when cut. */
-static const char *shown(const char *s, char *buf, size_t len)
+const char *shown(const char *s, char *buf, size_t len)
 {
 	size_t i, max = KV_MIN(len - 4, (size_t)60);
 
@@ -170,7 +160,7 @@ static const char *shown(const char *s, char *buf, size_t len)
 }
 
 /* What a node is, for "expected X, got Y". */
-static const char *describe(const struct kv_cfg_node *n, char *buf, size_t len)
+const char *describe(const struct kv_cfg_node *n, char *buf, size_t len)
 {
 	char v[64];
 
@@ -185,7 +175,7 @@ static const char *describe(const struct kv_cfg_node *n, char *buf, size_t len)
 }
 
 /* Writes names[] as "a, b, c" into buf. */
-static const char *join(const char *const *names, char *buf, size_t len)
+const char *join(const char *const *names, char *buf, size_t len)
 {
 	size_t off = 0;
 	int r;
@@ -214,7 +204,7 @@ static int node_verr(const struct kv_cfg_node *n, struct kv_diag *d, int err,
 
 /* Error err located at the value of n (at_key 0) or at its key (1). */
 __attribute__((format(printf, 5, 6)))
-static int node_err(const struct kv_cfg_node *n, struct kv_diag *d, int err, int at_key,
+int node_err(const struct kv_cfg_node *n, struct kv_diag *d, int err, int at_key,
 		    const char *fmt, ...)
 {
 	va_list ap;
@@ -916,645 +906,3 @@ int kv_cfg_set(struct kv_cfg_doc *doc, const char *assignment, struct kv_diag *d
 	return err;
 }
 
-/* ---- numbers ---- */
-
-#define DEC_DIGITS 24 /* significant digits kept: 10^24 * 2^42 < 2^128 */
-#define DEC_TOOLONG 1 /* dec_to_u64(): in range but more than DEC_DIGITS digits */
-#define DEC_TOZERO 2 /* dec_to_u64(): a nonzero value that rounds to 0 */
-
-/* A decimal number: sign * dig * 10^e. */
-struct dec {
-	char dig[DEC_DIGITS]; /* significant digits, no leading or trailing zeros */
-	int n; /* digits in dig[]; 0 for zero */
-	long e; /* decimal exponent */
-	int neg; /* a '-' sign was given */
-	int toolong; /* more than DEC_DIGITS significant digits */
-};
-
-/* Appends a significant digit; past DEC_DIGITS it is dropped and e keeps the magnitude. */
-static void dec_push(struct dec *v, char c)
-{
-	if (v->n < DEC_DIGITS) {
-		v->dig[v->n++] = c;
-		return;
-	}
-	v->toolong = 1;
-	v->e++;
-}
-
-/* One mantissa digit: zeros after the last non-zero one wait in *zeros. */
-static void dec_digit(struct dec *v, char c, long *zeros)
-{
-	if (c == '0') {
-		if (v->n)
-			(*zeros)++;
-		return;
-	}
-	for (; *zeros; (*zeros)--)
-		dec_push(v, '0');
-	dec_push(v, c);
-}
-
-/* Digits with single '_' between them, from *s; returns how many. */
-static int dec_run(const char **s, struct dec *v, long *zeros, int frac)
-{
-	const char *p = *s;
-	int nd = 0;
-
-	while (isdigit((unsigned char)*p)) {
-		v->e -= frac;
-		dec_digit(v, *p++, zeros);
-		nd++;
-		if (p[0] == '_' && isdigit((unsigned char)p[1]))
-			p++;
-	}
-	*s = p;
-	return nd;
-}
-
-/* Exponent "e[+-]digits" at *s, added to *e; left unread when malformed. */
-static void dec_exp(const char **s, long *e)
-{
-	const char *p = *s + 1;
-	long x = 0;
-	int neg = 0;
-
-	if (*p == '+' || *p == '-')
-		neg = *p++ == '-';
-	if (!isdigit((unsigned char)*p))
-		return;
-	for (; isdigit((unsigned char)*p); p++)
-		if (x < 100000)
-			x = x * 10 + (*p - '0');
-	*e += neg ? -x : x;
-	*s = p;
-}
-
-/*
- * Parses [+-]digits[.digits][e[+-]digits] ('_' allowed between digits; one
- * side of the point may be empty) at s.  Returns the end, or NULL when there
- * is no number.
- */
-static const char *dec_parse(const char *s, struct dec *v)
-{
-	long zeros = 0;
-	int nd;
-
-	memset(v, 0, sizeof(*v));
-	if (*s == '+' || *s == '-')
-		v->neg = *s++ == '-';
-	nd = dec_run(&s, v, &zeros, 0);
-	if (*s == '.') {
-		s++;
-		nd += dec_run(&s, v, &zeros, 1);
-	}
-	if (!nd)
-		return NULL;
-	v->e += zeros;
-	if (*s == 'e' || *s == 'E')
-		dec_exp(&s, &v->e);
-	return s;
-}
-
-/*
- * v * unit into *out.  Returns 0; KV_EINVAL when negative, or not integral
- * and !round; KV_ERANGE above UINT64_MAX; DEC_TOOLONG when more digits than
- * DEC_DIGITS were given and the value is not out of range (those digits
- * were dropped, so the result would not be exact).  With round the result
- * is rounded to nearest, halves up; DEC_TOZERO when a nonzero value rounds
- * to 0 (0 often means "off" or "unbounded": "1e-12s" must not become that).
- */
-static int dec_to_u64(const struct dec *v, uint64_t unit, int round, uint64_t *out)
-{
-	u128 x = 0, p = 1, r;
-	long e = v->e;
-	int i;
-
-	if (!v->n) {
-		*out = 0;
-		return 0;
-	}
-	if (v->neg)
-		return KV_EINVAL;
-	for (i = 0; i < v->n; i++)
-		x = x * 10 + (unsigned)(v->dig[i] - '0');
-	x *= unit;
-	for (; e > 0; e--) {
-		if (x > UINT64_MAX)
-			return KV_ERANGE;
-		x *= 10;
-	}
-	if (e < -38)
-		return round ? DEC_TOZERO : KV_EINVAL;
-	for (; e < 0; e++)
-		p *= 10;
-	r = x % p;
-	x /= p;
-	if (x > UINT64_MAX)
-		return KV_ERANGE;
-	if (v->toolong)
-		return DEC_TOOLONG;
-	if (r && !round)
-		return KV_EINVAL;
-	if (r && r >= p - r)
-		x++;
-	if (x > UINT64_MAX)
-		return KV_ERANGE;
-	if (!x)
-		return DEC_TOZERO;
-	*out = (uint64_t)x;
-	return 0;
-}
-
-/* A unit suffix and its multiple. */
-struct unit {
-	const char *name; /* suffix; "" for a plain number */
-	uint64_t mult; /* value of 1 unit in the base unit */
-};
-
-static const struct unit int_units[] = { { "", 1 }, { NULL, 0 } };
-
-static const struct unit byte_units[] = {
-	{ "", 1 },
-	{ "B", 1 },
-	{ "KB", 1000ULL },
-	{ "MB", 1000000ULL },
-	{ "GB", 1000000000ULL },
-	{ "TB", 1000000000000ULL },
-	{ "KiB", KV_KiB },
-	{ "MiB", KV_MiB },
-	{ "GiB", KV_GiB },
-	{ "TiB", 1024 * KV_GiB },
-	{ NULL, 0 },
-};
-
-static const struct unit ns_units[] = {
-	{ "", KV_NS_PER_S },
-	{ "ns", 1 },
-	{ "us", KV_NS_PER_US },
-	{ "\xc2\xb5s", KV_NS_PER_US },
-	{ "ms", KV_NS_PER_MS },
-	{ "s", KV_NS_PER_S },
-	{ "min", 60 * KV_NS_PER_S },
-	{ "h", 3600 * KV_NS_PER_S },
-	{ NULL, 0 },
-};
-
-/* An integer conversion: what it accepts and how it is described. */
-struct conv {
-	const char *what; /* "a size", ... for "expected X" */
-	const char *hint; /* added when the text is malformed, or "" */
-	const struct unit *units; /* accepted suffixes (int_units: none) */
-	int icase; /* suffixes match in any case */
-	int round; /* round to nearest (else the value must be integral) */
-	const char *res; /* the resolution, "1ns": a nonzero value rounding below is an error */
-};
-
-static const struct conv conv_u64 = { "a non-negative integer", "", int_units, 0, 0, "1" };
-
-static const struct conv conv_bytes = {
-	"a size", " (a number with unit B, KB, MB, GB, TB, KiB, MiB, GiB or TiB; "
-		  "no unit: bytes)", byte_units, 1, 1, "1B",
-};
-
-static const struct conv conv_ns = {
-	"a duration", " (a number with unit ns, us, ms, s, min or h; no unit: seconds)",
-	ns_units, 0, 1, "1ns",
-};
-
-/* Parses s ("number [spaces] unit") as c describes. */
-static int conv_parse(const struct conv *c, const char *s, uint64_t *out)
-{
-	const struct unit *u;
-	struct dec v;
-	const char *end = dec_parse(s, &v);
-
-	if (!end)
-		return KV_EINVAL;
-	while (*end == ' ' && c->units != int_units)
-		end++;
-	for (u = c->units; u->name; u++)
-		if (!(c->icase ? strcasecmp : strcmp)(end, u->name))
-			return dec_to_u64(&v, u->mult, c->round, out);
-	return KV_EINVAL;
-}
-
-/* x with the largest named unit dividing it ("80GB", "200ms"), else plain. */
-static const char *conv_fmt(const struct conv *c, uint64_t x, char *buf, size_t len)
-{
-	const struct unit *u, *best = NULL;
-
-	for (u = c->units; u->name && x; u++)
-		if (u->name[0] && x % u->mult == 0 && (!best || u->mult > best->mult))
-			best = u;
-	if (best)
-		snprintf(buf, len, "%llu%s", (unsigned long long)(x / best->mult), best->name);
-	else
-		snprintf(buf, len, "%llu", (unsigned long long)x);
-	return buf;
-}
-
-/* " in [a, b]", " of at least a" or "" (full range). */
-static const char *conv_range(const struct conv *c, uint64_t min, uint64_t max, char *buf,
-			      size_t len)
-{
-	char a[48], b[48];
-
-	conv_fmt(c, min, a, sizeof(a));
-	conv_fmt(c, max, b, sizeof(b));
-	if (max == UINT64_MAX && !min)
-		buf[0] = '\0';
-	else if (max == UINT64_MAX)
-		snprintf(buf, len, " of at least %s", a);
-	else
-		snprintf(buf, len, " in [%s, %s]", a, b);
-	return buf;
-}
-
-/* Scalar n converted by c and checked against [min, max]. */
-static int node_conv(struct kv_cfg_node *n, const struct conv *c, uint64_t min, uint64_t max,
-		     uint64_t *out, struct kv_diag *d)
-{
-	char range[128], what[80];
-	uint64_t x = 0;
-	int err;
-
-	n->used = 1;
-	conv_range(c, min, max, range, sizeof(range));
-	if (n->type != KV_CFG_SCALAR)
-		return node_err(n, d, KV_EINVAL, 0, "expected %s%s, got %s", c->what, range,
-				describe(n, what, sizeof(what)));
-	err = conv_parse(c, n->value, &x);
-	if (err == DEC_TOOLONG)
-		return node_err(n, d, KV_EINVAL, 0,
-				"bad value '%s': more than %d significant digits",
-				shown(n->value, what, sizeof(what)), DEC_DIGITS);
-	if (err == DEC_TOZERO)
-		return node_err(n, d, KV_EINVAL, 0,
-				"bad value '%s': nonzero but rounds to 0 (the resolution is %s): expected 0 or at least %s",
-				shown(n->value, what, sizeof(what)), c->res, c->res);
-	if (!err && (x < min || x > max))
-		err = KV_ERANGE;
-	if (err)
-		return node_err(n, d, err, 0, "bad value '%s': expected %s%s%s",
-				shown(n->value, what, sizeof(what)), c->what, range,
-				err == KV_EINVAL ? c->hint : "");
-	*out = x;
-	return 0;
-}
-
-int kv_cfg_node_u64(struct kv_cfg_node *n, uint64_t min, uint64_t max, uint64_t *out,
-		    struct kv_diag *d)
-{
-	return node_conv(n, &conv_u64, min, max, out, d);
-}
-
-/* Parses a finite double in the dec_parse() grammar. */
-static int parse_dbl(const char *s, double *out)
-{
-	struct dec v;
-	const char *end = dec_parse(s, &v);
-	char *buf, *q;
-
-	if (!end || *end)
-		return KV_EINVAL;
-	buf = kv_xmalloc(strlen(s) + 1);
-	for (q = buf; *s; s++)
-		if (*s != '_')
-			*q++ = *s;
-	*q = '\0';
-	*out = strtod(buf, NULL);
-	free(buf);
-	return isfinite(*out) ? 0 : KV_ERANGE;
-}
-
-/* " in [a, b]", " >= a", " <= b" or "" for infinite bounds. */
-static const char *dbl_range(double min, double max, char *buf, size_t len)
-{
-	int lo = min > -DBL_MAX, hi = max < DBL_MAX;
-
-	if (lo && hi)
-		snprintf(buf, len, " in [%g, %g]", min, max);
-	else if (lo || hi)
-		snprintf(buf, len, " %s %g", lo ? ">=" : "<=", lo ? min : max);
-	else
-		buf[0] = '\0';
-	return buf;
-}
-
-int kv_cfg_node_dbl(struct kv_cfg_node *n, double min, double max, double *out,
-		    struct kv_diag *d)
-{
-	char range[128], what[80];
-	double x = 0;
-	int err;
-
-	n->used = 1;
-	dbl_range(min, max, range, sizeof(range));
-	if (n->type != KV_CFG_SCALAR)
-		return node_err(n, d, KV_EINVAL, 0, "expected a number%s, got %s", range,
-				describe(n, what, sizeof(what)));
-	err = parse_dbl(n->value, &x);
-	if (!err && !(x >= min && x <= max))
-		err = KV_ERANGE;
-	if (err)
-		return node_err(n, d, err, 0, "bad value '%s': expected a number%s",
-				shown(n->value, what, sizeof(what)), range);
-	*out = x;
-	return 0;
-}
-
-/* ---- typed readers ---- */
-
-/*
- * The child `key` of m for a typed reader: returns 1 with *n set when it is
- * there, 0 when absent (m NULL or null too), or KV_EINVAL when m is not a
- * mapping or the child is null ("key:", "--set key="): `what` names the
- * value expected.  A null value is not taken for the default: someone who
- * wrote the key meant a value, and a default silently standing in for it
- * (a run of the built-in model, an unbounded run) changes what they asked.
- */
-static int reader_get(struct kv_cfg_node *m, const char *key, const char *what,
-		      struct kv_cfg_node **n, struct kv_diag *d)
-{
-	int err = kv_cfg_expect_map(m, d);
-	char v[64];
-
-	*n = NULL;
-	if (err)
-		return err;
-	*n = kv_cfg_get(m, key);
-	if (*n && is_null(*n))
-		return node_err(*n, d, KV_EINVAL, 0,
-				"no value%s%s%s: expected %s (leave the key out for the default)",
-				(*n)->value[0] ? " ('" : "", shown((*n)->value, v, sizeof(v)),
-				(*n)->value[0] ? "' is YAML's null)" : "", what);
-	return *n != NULL;
-}
-
-/* A scalar value is required: fills d naming `what` otherwise. */
-static int need_scalar(struct kv_cfg_node *n, const char *what, struct kv_diag *d)
-{
-	char buf[80];
-
-	if (n->type == KV_CFG_SCALAR)
-		return 0;
-	return node_err(n, d, KV_EINVAL, 0, "expected %s, got %s", what,
-			describe(n, buf, sizeof(buf)));
-}
-
-void kv_cfg_wrap_scalar(struct kv_cfg_node *m, const char *key, const char *inner)
-{
-	struct kv_cfg_node *sc = m && m->type == KV_CFG_MAP ? map_find(m, key, strlen(key)) : NULL;
-	struct kv_cfg_node *map, **link;
-
-	if (!sc || sc->type != KV_CFG_SCALAR || is_null(sc))
-		return;
-	map = node_new(KV_CFG_MAP, sc->file, sc->line, sc->col);
-	map->key_line = sc->key_line;
-	map->key_col = sc->key_col;
-	for (link = &m->child; *link != sc; link = &(*link)->next)
-		;
-	*link = map;
-	map->next = sc->next;
-	map->parent = m;
-	if (m->last == sc)
-		m->last = map;
-	map->key = sc->key;
-	sc->key = kv_xstrdup(inner);
-	sc->key_line = sc->line;
-	sc->key_col = sc->col;
-	node_append(map, sc);
-}
-
-struct kv_cfg_node *kv_cfg_get(struct kv_cfg_node *m, const char *key)
-{
-	struct kv_cfg_node *n;
-
-	if (!m || m->type != KV_CFG_MAP)
-		return NULL;
-	n = map_find(m, key, strlen(key));
-	if (n)
-		n->used = 1;
-	return n;
-}
-
-int kv_cfg_u64(struct kv_cfg_node *m, const char *key, uint64_t def, uint64_t min,
-	       uint64_t max, uint64_t *out, struct kv_diag *d)
-{
-	struct kv_cfg_node *n;
-	int got = reader_get(m, key, conv_u64.what, &n, d);
-
-	if (got <= 0) {
-		if (!got)
-			*out = def;
-		return got;
-	}
-	return node_conv(n, &conv_u64, min, max, out, d);
-}
-
-int kv_cfg_dbl(struct kv_cfg_node *m, const char *key, double def, double min, double max,
-	       double *out, struct kv_diag *d)
-{
-	struct kv_cfg_node *n;
-	int got = reader_get(m, key, "a number", &n, d);
-
-	if (got <= 0) {
-		if (!got)
-			*out = def;
-		return got;
-	}
-	return kv_cfg_node_dbl(n, min, max, out, d);
-}
-
-int kv_cfg_bytes(struct kv_cfg_node *m, const char *key, uint64_t def, uint64_t min,
-		 uint64_t max, uint64_t *out, struct kv_diag *d)
-{
-	struct kv_cfg_node *n;
-	int got = reader_get(m, key, conv_bytes.what, &n, d);
-
-	if (got <= 0) {
-		if (!got)
-			*out = def;
-		return got;
-	}
-	return node_conv(n, &conv_bytes, min, max, out, d);
-}
-
-int kv_cfg_ns(struct kv_cfg_node *m, const char *key, kv_ns def, kv_ns min, kv_ns max,
-	      kv_ns *out, struct kv_diag *d)
-{
-	struct kv_cfg_node *n;
-	int got = reader_get(m, key, conv_ns.what, &n, d);
-
-	if (got <= 0) {
-		if (!got)
-			*out = def;
-		return got;
-	}
-	return node_conv(n, &conv_ns, min, max, out, d);
-}
-
-/* Index of s in names[] (case-insensitive), or -1. */
-static int find_name(const char *const *names, const char *s)
-{
-	int i;
-
-	for (i = 0; names[i]; i++)
-		if (!strcasecmp(names[i], s))
-			return i;
-	return -1;
-}
-
-int kv_cfg_bool(struct kv_cfg_node *m, const char *key, int def, int *out,
-		struct kv_diag *d)
-{
-	static const char *const yes[] = { "true", "yes", "on", NULL };
-	static const char *const no[] = { "false", "no", "off", NULL };
-	static const char expect[] = "true/false, yes/no or on/off";
-	struct kv_cfg_node *n;
-	char v[64];
-	int got = reader_get(m, key, expect, &n, d);
-
-	if (got <= 0) {
-		if (!got)
-			*out = !!def;
-		return got;
-	}
-	got = need_scalar(n, expect, d);
-	if (got)
-		return got;
-	if (!n->quoted && (find_name(yes, n->value) >= 0 || find_name(no, n->value) >= 0)) {
-		*out = find_name(yes, n->value) >= 0;
-		return 0;
-	}
-	return node_err(n, d, KV_EINVAL, 0, "bad value '%s'%s: expected %s%s",
-			shown(n->value, v, sizeof(v)), n->quoted ? " (quoted)" : "", expect,
-			n->quoted ? " without quotes" : "");
-}
-
-int kv_cfg_str(struct kv_cfg_node *m, const char *key, const char *def, char *buf,
-	       size_t len, struct kv_diag *d)
-{
-	struct kv_cfg_node *n;
-	size_t vlen;
-	int got = reader_get(m, key, "a string (quote it, '', for an empty one)", &n, d);
-
-	if (got <= 0) {
-		if (!got)
-			snprintf(buf, len, "%s", def ? def : "");
-		return got;
-	}
-	got = need_scalar(n, "a string", d);
-	if (got)
-		return got;
-	vlen = strlen(n->value);
-	if (vlen >= len)
-		return node_err(n, d, KV_ERANGE, 0, "value too long (%zu bytes): at most %zu bytes",
-				vlen, len - 1);
-	memcpy(buf, n->value, vlen + 1);
-	return 0;
-}
-
-int kv_cfg_enum(struct kv_cfg_node *m, const char *key, const char *const *names, int def,
-		int *out, struct kv_diag *d)
-{
-	char list[512], v[64], what[540];
-	struct kv_cfg_node *n;
-	int i, got;
-
-	join(names, list, sizeof(list));
-	snprintf(what, sizeof(what), "one of: %s", list);
-	got = reader_get(m, key, what, &n, d);
-	if (got <= 0) {
-		if (!got)
-			*out = def;
-		return got;
-	}
-	if (n->type != KV_CFG_SCALAR)
-		return node_err(n, d, KV_EINVAL, 0, "expected one of: %s; got %s", list,
-				describe(n, v, sizeof(v)));
-	for (i = 0; names[i]; i++) {
-		if (!strcmp(names[i], n->value)) {
-			*out = i;
-			return 0;
-		}
-	}
-	return node_err(n, d, KV_EINVAL, 0, "bad value '%s': expected one of: %s",
-			shown(n->value, v, sizeof(v)), list);
-}
-
-/* ---- structure checks ---- */
-
-int kv_cfg_expect_map(struct kv_cfg_node *n, struct kv_diag *d)
-{
-	char what[80];
-
-	if (!n || n->type == KV_CFG_MAP || is_null(n))
-		return 0;
-	return node_err(n, d, KV_EINVAL, 0, "expected a mapping (key: value), got %s",
-			describe(n, what, sizeof(what)));
-}
-
-int kv_cfg_expect_seq(struct kv_cfg_node *n, struct kv_diag *d)
-{
-	char what[80];
-
-	if (!n || n->type == KV_CFG_SEQ || is_null(n))
-		return 0;
-	return node_err(n, d, KV_EINVAL, 0, "expected a sequence ([a, b] or '- ' items), got %s",
-			describe(n, what, sizeof(what)));
-}
-
-int kv_cfg_check_keys(struct kv_cfg_node *m, const char *const *allowed, struct kv_diag *d)
-{
-	char list[512], k[64];
-	struct kv_cfg_node *n;
-	size_t i;
-	int err = kv_cfg_expect_map(m, d);
-
-	if (err || !m || m->type != KV_CFG_MAP)
-		return err;
-	for (n = m->child; n; n = n->next) {
-		for (i = 0; allowed[i] && strcmp(allowed[i], n->key); i++)
-			;
-		if (allowed[i]) {
-			n->used = 1;
-			continue;
-		}
-		shown(n->key, k, sizeof(k));
-		if (!allowed[0])
-			return node_err(n, d, KV_EINVAL, 1,
-					"unknown key '%s': this section takes no keys", k);
-		return node_err(n, d, KV_EINVAL, 1, "unknown key '%s': expected one of: %s", k,
-				join(allowed, list, sizeof(list)));
-	}
-	return 0;
-}
-
-int kv_cfg_check_unused(struct kv_cfg_node *m, struct kv_diag *d)
-{
-	struct kv_cfg_node *n;
-	char k[64];
-
-	if (!m)
-		return 0;
-	for (n = preorder_next(m, m); n; n = preorder_next(n, m))
-		if (n->key && !n->used)
-			return node_err(n, d, KV_EINVAL, 1, "unknown key '%s'",
-					shown(n->key, k, sizeof(k)));
-	return 0;
-}
-
-int kv_cfg_resolve_path(const struct kv_cfg_doc *doc, const struct kv_cfg_node *n,
-			const char *rel, char *buf, size_t len)
-{
-	const char *dir = doc->dir;
-	int r;
-
-	if (rel[0] == '/' || (n && n->file == set_file) || !dir || !strcmp(dir, "."))
-		r = snprintf(buf, len, "%s", rel);
-	else
-		r = snprintf(buf, len, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", rel);
-	return r < 0 || (size_t)r >= len ? KV_ERANGE : 0;
-}

@@ -2,7 +2,7 @@
 #include "calib.h"
 
 #include "output.h"
-#include "profiles.h"
+#include "profile_load.h"
 
 #include <assert.h>
 #include <math.h>
@@ -42,6 +42,16 @@ static int on_request(void *ctx, const struct kv_sim *s, const struct kv_req *q,
 int kv_calib_clock(const char *s)
 {
 	return !strcmp(s, "wall") ? 0 : !strcmp(s, "cpu") ? 1 : -1;
+}
+
+int kv_calib_clock_arg(const char *arg, void *dst)
+{
+	int c = kv_calib_clock(arg);
+
+	if (c < 0)
+		return -1;
+	*(int *)dst = c;
+	return 0;
 }
 
 int kv_calib_run(struct kv_workload *w, const char *kind, int threads, int cpu_clock,

@@ -1,0 +1,263 @@
+/*
+ * test_metrics.c -- sim/metrics: histogram quantiles, Jain's index, and the
+ * run's summary computed without the output layer (names in order, counts,
+ * the short/long-request metrics from a kv_done_log, tenant shares).
+ */
+#include "metrics.h"
+#include "simtest.h"
+#include "testutil.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Values below 2^KV_HIST_SUB are exact; above, a quantile is within 2^-KV_HIST_SUB. */
+START_TEST(hist_quantiles)
+{
+	struct kv_hist h;
+	uint64_t v, q;
+
+	kv_hist_init(&h);
+	ck_assert_uint_eq(kv_hist_quantile(&h, 0.5), 0);
+	for (v = 1; v <= 100; v++)
+		kv_hist_add(&h, v);
+	ck_assert_uint_eq(kv_hist_quantile(&h, 0.5), 50);
+	ck_assert_uint_eq(kv_hist_quantile(&h, 0.99), 99);
+	ck_assert_uint_eq(kv_hist_quantile(&h, 0), 1);
+	ck_assert_uint_eq(kv_hist_quantile(&h, 1), 100);
+	ck_assert_msg(fabs(kv_hist_mean(&h) - 50.5) < 1e-12, "mean %g", kv_hist_mean(&h));
+	kv_hist_release(&h);
+
+	kv_hist_init(&h);
+	for (v = 1; v <= 1000; v++)
+		kv_hist_add(&h, v * 1000003);
+	q = kv_hist_quantile(&h, 0.9);
+	ck_assert_msg(fabs((double)q / (900.0 * 1000003) - 1) <= 1.0 / (1 << KV_HIST_SUB),
+		      "p90 %llu, exact %llu", (unsigned long long)q, 900ULL * 1000003);
+	kv_hist_release(&h);
+}
+END_TEST
+
+START_TEST(jain_index)
+{
+	double eq[4] = { 2, 2, 2, 2 }, one[4] = { 0, 0, 5, 0 };
+
+	ck_assert_double_eq_tol(kv_jain(eq, 4), 1, 1e-12);
+	ck_assert_double_eq_tol(kv_jain(one, 4), 0.25, 1e-12);
+	ck_assert_double_eq(kv_jain(NULL, 0), 1);
+}
+END_TEST
+
+#define TWO_TENANTS                                                                        \
+	"model: llama-2-7b\ndevice: a100-80g\nscheduler: fifo\ncache: full\n"              \
+	"outputs: {sample_interval: 0}\n"                                                  \
+	"workload:\n  requests: 400\n  arrival: {process: poisson, rate: 20}\n"          \
+	"  lengths: {dist: lognormal, prompt_mean: 300, prompt_sigma: 0.8, prompt_max: 3000,\n" \
+	"            output_mean: 100, output_sigma: 0.6, output_max: 600}\n"              \
+	"  tenants: [{name: a, share: 3, weight: 1}, {name: b, share: 1, weight: 3}]\n"
+
+/* A sink that feeds a kv_done_log and keeps each completed request's (length, E2E). */
+struct rec {
+	struct kv_done_log log;
+	uint64_t completed, ended;
+	uint32_t len[1024];
+	float e2e_s[1024];
+};
+
+static int rec_request(void *ctx, const struct kv_sim *s, const struct kv_req *q, enum kv_end e)
+{
+	struct rec *r = ctx;
+
+	(void)s;
+	r->ended++;
+	if (e != KV_END_COMPLETED)
+		return 0;
+	ck_assert_uint_lt(r->completed, 1024);
+	r->len[r->completed] = (uint32_t)(q->prompt_tokens + q->output_tokens);
+	r->e2e_s[r->completed] = (float)((double)(q->finish_ns - q->arrival_ns) * 1e-9);
+	r->completed++;
+	return kv_done_log_add(&r->log, q);
+}
+
+/* Runs TWO_TENANTS with the recording sink; the caller releases s, w and r->log. */
+static void run_two(struct kv_workload *w, struct kv_sim *s, struct rec *r)
+{
+	struct kv_sink sink = { .ctx = r, .request = rec_request };
+	struct kv_diag d;
+
+	memset(r, 0, sizeof(*r));
+	load(w, TWO_TENANTS);
+	ck_assert_int_eq(kv_done_log_init(&r->log, w->cfg.model.max_ctx_tokens, &d), 0);
+	sim_start(w, s, &sink, 0);
+	sim_finish(s);
+}
+
+/* The summary's items are kv_summary_names[] in order, and its counts are the run's. */
+START_TEST(summary_names_and_counts)
+{
+	struct kv_workload w;
+	struct kv_sim s;
+	struct kv_summary sum;
+	struct rec *r = malloc(sizeof(*r));
+	size_t i;
+
+	run_two(&w, &s, r);
+	kv_summary_compute(&s, &r->log, &sum);
+	/* the share model (this run's) leaves out the last two, the engines' KV capacity */
+	for (i = 0; kv_summary_names[i] && strncmp(kv_summary_names[i], "kv_capacity_", 12); i++) {
+		ck_assert_msg(i < sum.n, "summary has %zu items, names list more", sum.n);
+		ck_assert_msg(!strcmp(sum.item[i].name, kv_summary_names[i]), "item %zu: %s, expected %s",
+			      i, sum.item[i].name, kv_summary_names[i]);
+	}
+	ck_assert_uint_eq(i, sum.n);
+	ck_assert_double_eq(kv_summary_get(&sum, "requests"), 400);
+	ck_assert_double_eq(kv_summary_get(&sum, "completed"), (double)r->completed);
+	ck_assert_double_eq(kv_summary_get(&sum, "completed") +
+				    kv_summary_get(&sum, "rejected_context") +
+				    kv_summary_get(&sum, "rejected_pool"),
+			    (double)r->ended);
+	ck_assert_double_eq(kv_summary_get(&sum, "ttft_p50_s"),
+			    (double)kv_hist_quantile(&s.ttft, 0.5) * 1e-9);
+	ck_assert_msg(isnan(kv_summary_get(&sum, "no_such_metric")), "unknown name not NaN");
+	ck_assert_msg(isnan(kv_summary_get(&sum, "cache_hit_rate")), "full has no cache stats");
+	kv_done_log_release(&r->log);
+	kv_sim_release(&s);
+	kv_workload_release(&w);
+	free(r);
+}
+END_TEST
+
+/* The median of the recorded lengths, upper for an even count (as metrics.c defines it). */
+static uint32_t median_of(const struct rec *r)
+{
+	uint64_t n = r->completed, seen = 0;
+	uint32_t v, i, max = 0;
+
+	for (i = 0; i < r->completed; i++)
+		max = KV_MAX(max, r->len[i]);
+	for (v = 0; v <= max; v++) {
+		for (i = 0; i < r->completed; i++)
+			seen += r->len[i] == v;
+		if (2 * seen > n)
+			return v;
+	}
+	return 0;
+}
+
+/*
+ * short_e2e_std_s is the exact standard deviation of the short requests'
+ * E2E (below the median length); long_e2e_p99_s the long ones' p99 within
+ * the histogram's precision; both NaN without a log.
+ */
+START_TEST(summary_short_long)
+{
+	struct kv_workload w;
+	struct kv_sim s;
+	struct kv_summary sum;
+	struct rec *r = malloc(sizeof(*r));
+	double mean = 0, var = 0, got, p99;
+	float *lng = calloc(1024, sizeof(*lng));
+	uint32_t med, i, ns = 0, nl = 0, rank;
+
+	run_two(&w, &s, r);
+	kv_summary_compute(&s, &r->log, &sum);
+	med = median_of(r);
+	for (i = 0; i < r->completed; i++)
+		if (r->len[i] < med) {
+			mean += r->e2e_s[i];
+			ns++;
+		}
+	mean /= ns;
+	for (i = 0; i < r->completed; i++) {
+		if (r->len[i] < med)
+			var += ((double)r->e2e_s[i] - mean) * ((double)r->e2e_s[i] - mean);
+		if (r->len[i] > med)
+			lng[nl++] = r->e2e_s[i];
+	}
+	got = kv_summary_get(&sum, "short_e2e_std_s");
+	ck_assert_msg(ns > 10 && fabs(got - sqrt(var / ns)) <= 1e-9 * sqrt(var / ns),
+		      "short std %.12g, exact %.12g over %u requests", got, sqrt(var / ns), ns);
+	for (i = 1; i < nl; i++) { /* insertion sort: a few hundred values */
+		float v = lng[i];
+		uint32_t j = i;
+
+		for (; j > 0 && lng[j - 1] > v; j--)
+			lng[j] = lng[j - 1];
+		lng[j] = v;
+	}
+	rank = (uint32_t)ceil(0.99 * nl);
+	p99 = lng[rank - 1];
+	got = kv_summary_get(&sum, "long_e2e_p99_s");
+	ck_assert_msg(nl > 10 && fabs(got / p99 - 1) <= 2.0 / (1 << KV_HIST_SUB),
+		      "long p99 %.9g, exact %.9g over %u requests", got, p99, nl);
+
+	kv_summary_compute(&s, NULL, &sum);
+	ck_assert_msg(isnan(kv_summary_get(&sum, "short_e2e_std_s")) &&
+			      isnan(kv_summary_get(&sum, "long_e2e_p99_s")),
+		      "without a log the short/long metrics must be NaN");
+	free(lng);
+	kv_done_log_release(&r->log);
+	kv_sim_release(&s);
+	kv_workload_release(&w);
+	free(r);
+}
+END_TEST
+
+/* Tenants' service shares sum to 1 and weight shares are weight / sum of weights. */
+START_TEST(tenant_shares)
+{
+	struct kv_workload w;
+	struct kv_sim s;
+	struct rec *r = malloc(sizeof(*r));
+	struct kv_tenant_summary t[2];
+	uint32_t i;
+
+	run_two(&w, &s, r);
+	for (i = 0; i < 2; i++)
+		kv_tenant_summary(&s, i, &t[i]);
+	ck_assert_double_eq_tol(t[0].service_share + t[1].service_share, 1, 1e-12);
+	ck_assert_double_eq_tol(t[0].weight_share, 0.25, 1e-12);
+	ck_assert_double_eq_tol(t[1].weight_share, 0.75, 1e-12);
+	for (i = 0; i < 2; i++) {
+		ck_assert_msg(t[i].service_share > 0, "tenant %u got no service", i);
+		ck_assert_msg(t[i].ttft_p50_s <= t[i].ttft_p99_s && t[i].e2e_p50_s <= t[i].e2e_p99_s &&
+				      t[i].ttft_p99_s <= t[i].e2e_p99_s,
+			      "tenant %u: ttft p50 %g p99 %g, e2e p50 %g p99 %g", i, t[i].ttft_p50_s,
+			      t[i].ttft_p99_s, t[i].e2e_p50_s, t[i].e2e_p99_s);
+	}
+	kv_done_log_release(&r->log);
+	kv_sim_release(&s);
+	kv_workload_release(&w);
+	free(r);
+}
+END_TEST
+
+/* A released (or zeroed) log releases again harmlessly. */
+START_TEST(done_log_release_twice)
+{
+	struct kv_done_log l = { 0 };
+	struct kv_diag d;
+
+	kv_done_log_release(&l);
+	ck_assert_int_eq(kv_done_log_init(&l, 100, &d), 0);
+	kv_done_log_release(&l);
+	kv_done_log_release(&l);
+	ck_assert_ptr_null(l.lat);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *su = suite_create("metrics");
+	TCase *tc = tcase_create("metrics");
+
+	tcase_add_test(tc, hist_quantiles);
+	tcase_add_test(tc, jain_index);
+	tcase_add_test(tc, summary_names_and_counts);
+	tcase_add_test(tc, summary_short_long);
+	tcase_add_test(tc, tenant_shares);
+	tcase_add_test(tc, done_log_release_twice);
+	suite_add_tcase(su, tc);
+	return kv_test_run_suite(su);
+}
