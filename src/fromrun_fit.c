@@ -372,7 +372,7 @@ int kv_run_write_profile(const char *path, const struct kv_device *dev, const ch
 	fprintf(a.f,
 		"mem_bandwidth: %.9gGB/s\nfp16_tflops: %.9g\nhost_link_bandwidth: %.9gGB/s\n"
 		"interconnect_bandwidth: %.9gGB/s\n"
-		"perf:\n  eff_bw: %.6f\n  eff_flops: %.6f\n  eff_attn: %.6g\n  overhead: %lluns\n"
+		"perf:\n  eff_bw: %.17g\n  eff_flops: %.17g\n  eff_attn: %.17g\n  overhead: %lluns\n"
 		"  per_seq: %lluns\n  allreduce_latency: %lluns\n  dequant_flops_per_byte: %.9g\n"
 		"cost:\n  alpha: %.9g\nsource: kvsim calibrate --from-run (see the comment above)\n",
 		dev->mem_bw_Bps / 1e9, dev->flops / 1e12, dev->host_link_Bps / 1e9,
