@@ -33,6 +33,9 @@
  * residual variance cost / (n - p), gives each x a standard error; the 95%
  * interval is x +- 1.96 sd mapped back through the logistic (asymmetric in
  * the coefficient, inside its bounds).
+ *
+ * KVSIM_FIT_TRACE set in the environment prints every replay's
+ * coefficients and cost on stderr (for studying a fit that stalls).
  */
 #include "fromrun.h"
 
