@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# tests/fromrun_test.sh KVSIM SRC -- `kvsim calibrate --from-run` recovers the
+# tests/fromrun_test.sh KVSIM SRC -- (meson test fromrun-e2e) `kvsim calibrate --from-run` recovers the
 # perf coefficients of a run the simulator itself produced, and `validate
-# --from-run` scores a profile on a run (meson test fromrun; prints the
+# --from-run` scores a profile on a run (prints the
 # figures docs/calibration.md quotes).
 #
 # 1. simulate tests/data/fromrun/gen.yaml (800 requests, gamma arrivals cv 2,
