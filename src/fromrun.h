@@ -139,7 +139,7 @@ struct kv_run_fit {
 	double val[KV_RFIT_N]; /* fitted values, same units */
 	double lo[KV_RFIT_N], hi[KV_RFIT_N]; /* 95% confidence interval, same units */
 	double cost0, cost; /* sum of squared residuals at the start and at the optimum */
-	size_t n_res; /* residuals: log ratios of TTFT, E2E and TPOT of the fit requests */
+	size_t n_res; /* residuals: log ratios of TTFT, TPOT, E2E summed over windows of 10 fit requests */
 	unsigned evals; /* replays run (each costs one simulation of the whole run) */
 	unsigned iters; /* trust-region iterations */
 	int capped; /* 1 when the evaluation cap stopped the fit */

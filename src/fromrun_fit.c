@@ -8,17 +8,17 @@
  * unconstrained solver never leaves the bounds and a coefficient at a bound
  * (per_seq 0) is approached, not crossed.
  *
- * Residuals: for every request of the fit part, log(pred / meas) of its
- * TTFT, of its E2E and, when it has two or more output tokens, of its
- * TPOT.  Relative, so a 20 ms TTFT weighs as much as a 20 s E2E; logs, so
- * over- and under-prediction by the same factor cost the same and a start
- * that is far off (a 10x error) does not dominate.  Per request, not per
- * quantile: each prediction is paired with the very request it predicts,
- * so batches of every shape the run formed inform the fit (the
- * rejected alternative, the errors of mean/p90/p99 of each metric, gives
- * 9 residuals for 4 unknowns, and the quantiles of a few hundred requests
- * move by whole requests).  A request the simulation did not complete
- * (rejected) costs a fixed log(10).
+ * Residuals: the fit requests by send time in windows of WINDOW; for each
+ * window and metric (TTFT, TPOT, E2E), log(sum pred / sum meas).  Relative,
+ * so a 20 ms TTFT weighs as much as a 20 s E2E; logs, so over- and
+ * under-prediction by the same factor cost the same.  Rejected: per
+ * request (a 2% change of overhead re-phases every iteration and moves one
+ * request's TTFT up by a whole iteration and another's down: the cost
+ * moved by +-2% at random against a systematic 0.5%, and the solver stopped
+ * at its start); per quantile of the whole fit part (9 residuals for 4
+ * unknowns).  A window keeps the load's shape over time and cancels the
+ * shuffling.  A request the replay did not complete counts MISS_FACTOR
+ * times its measure.
  *
  * Solver: GSL multifit_nlinear, Levenberg-Marquardt trust region with
  * More's scaling.  Jacobian by forward differences of step FD_STEP in x,
