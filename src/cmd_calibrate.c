@@ -23,6 +23,7 @@
 #include "lib/output.h"
 #include "lib/csv.h"
 #include "lib/profile_load.h"
+#include "lib/fromrun.h"
 
 #include "../sim/perf_fit.h"
 
@@ -47,6 +48,7 @@ struct cal_args {
 static void usage(FILE *f)
 {
 	fputs("usage: kvsim calibrate [--backend cpu|cuda] [--model M] [-o PROFILE.yaml]\n"
+	      "       kvsim calibrate --from-run RUN WORKLOAD.yaml [-o PROFILE.yaml] (--from-run --help)\n"
 	      "                       [--reps N] [--threads N] [--quick] [--replay WORKLOAD.yaml]\n"
 	      "                       [--kv-memory BYTES] [--clock wall|cpu] [--seed N] [--quiet]\n"
 	      "\n"
@@ -552,8 +554,11 @@ int kv_cmd_calibrate(int argc, char **argv)
 	struct kv_diag d = { 0 };
 	char path[KV_PATH_MAX];
 	size_t i;
-	int rc = parse_args(argc, argv, &c.a), lock, chart_failed;
+	int rc, lock, chart_failed;
 
+	if (kv_fromrun_wanted(argc, argv)) /* a recorded run: src/cmd_fromrun.c */
+		return kv_cmd_calibrate_from_run(argc, argv);
+	rc = parse_args(argc, argv, &c.a);
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	memset((char *)&c + sizeof(c.a), 0, sizeof(c) - sizeof(c.a));

@@ -16,6 +16,7 @@
 #include "status.h"
 #include "lib/output.h"
 #include "lib/csv.h"
+#include "lib/fromrun.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -37,6 +38,7 @@ struct val_args {
 static void usage(FILE *f)
 {
 	fputs("usage: kvsim validate [--backend cpu|cuda] WORKLOAD.yaml [--profile DEVICE.yaml]\n"
+	      "       kvsim validate --from-run RUN WORKLOAD.yaml [--profile DEVICE.yaml] (--from-run --help)\n"
 	      "                      [-o DIR] [--threads N] [--clock wall|cpu] [--set key.path=value]...\n"
 	      "                      [--quiet]\n"
 	      "\n"
@@ -231,8 +233,11 @@ int kv_cmd_validate(int argc, char **argv)
 	double *v = NULL, *rel = NULL, mape = 0, pred_mem = 0, meas_mem = 0;
 	struct kv_outdir od = { .lock_fd = -1 };
 	char *hdr;
-	int rc = parse_args(argc, argv, &a), k, status = 0, chart_failed = 0;
+	int rc, k, status = 0, chart_failed = 0;
 
+	if (kv_fromrun_wanted(argc, argv)) /* a recorded run: src/cmd_fromrun.c */
+		return kv_cmd_validate_from_run(argc, argv);
+	rc = parse_args(argc, argv, &a);
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	memset(&e, 0, sizeof(e));

@@ -1,0 +1,503 @@
+/*
+ * cmd_fromrun.c -- `kvsim calibrate --from-run` and `kvsim validate
+ * --from-run`: fit a device profile to a recorded serving run, and score
+ * any profile on one (fromrun.h; docs/calibration.md, "From a recorded
+ * serving run").  cmd_calibrate.c and cmd_validate.c branch here when
+ * their arguments hold --from-run.
+ */
+#include "lib/fromrun.h"
+
+#include "lib/csv.h"
+#include "lib/output.h"
+#include "lib/profile_load.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_SETS 64
+#define DEFAULT_MAX_EVALS 200
+#define MIN_FIT_REQUESTS 8
+
+struct fr_args {
+	const char *run, *settings, *out, *profile;
+	char *sets[MAX_SETS];
+	size_t n_sets;
+	double holdout; /* share of the run (the last requests by send time) held out */
+	unsigned max_evals;
+	int quiet, validate;
+};
+
+static void usage(FILE *f, int validate)
+{
+	if (validate)
+		fputs("usage: kvsim validate --from-run RUN WORKLOAD.yaml [--profile DEVICE.yaml]\n"
+		      "                      [--holdout F] [-o ERRORS.csv] [--set key.path=value]...\n"
+		      "                      [--quiet]\n"
+		      "\n"
+		      "Replays the recorded run RUN in the simulator with WORKLOAD's settings\n"
+		      "(model, device, cluster, batching, scheduler, cache; its workload section is\n"
+		      "replaced by RUN's requests) and reports the signed error of TTFT, TPOT and\n"
+		      "E2E mean, p90 and p99, predicted against measured.\n"
+		      "\n"
+		      "  --from-run RUN     vLLM's benchmark result JSON (--save-result\n"
+		      "                     --save-detailed), or a CSV or JSON-lines file with\n"
+		      "                     arrival_s, prompt_tokens, output_tokens, ttft_s, e2e_s\n"
+		      "  --profile FILE     the device profile to score (default: WORKLOAD's device)\n"
+		      "  --holdout F        score only the last share F of the requests by send\n"
+		      "                     time (default 0: all), as calibrate --from-run reports\n"
+		      "  -o FILE            write the errors as CSV\n"
+		      "  --set k=v          override a workload key, as in `kvsim run`\n"
+		      "  --quiet            no table\n"
+		      "\n"
+		      "exit status: 0 done, 1 output error, 2 bad input\n",
+		      f);
+	else
+		fputs("usage: kvsim calibrate --from-run RUN WORKLOAD.yaml [-o PROFILE.yaml]\n"
+		      "                       [--holdout F] [--max-evals N] [--set key.path=value]...\n"
+		      "                       [--quiet]\n"
+		      "\n"
+		      "Fits the device profile's eff_bw, eff_flops, overhead and per_seq to a\n"
+		      "recorded serving run: RUN is replayed in the simulator with WORKLOAD's\n"
+		      "settings (model, device, cluster, batching, scheduler, cache; its workload\n"
+		      "section is replaced by RUN's requests) inside a least-squares loop over the\n"
+		      "log errors of TTFT, TPOT and E2E summed over windows of 10 requests.  The\n"
+		      "fit uses the first part of the run by send time; the rest is held out and\n"
+		      "its errors (mean, p90, p99) reported.\n"
+		      "\n"
+		      "  --from-run RUN     vLLM's benchmark result JSON (--save-result\n"
+		      "                     --save-detailed), or a CSV or JSON-lines file with\n"
+		      "                     arrival_s, prompt_tokens, output_tokens, ttft_s, e2e_s\n"
+		      "  --settings FILE    the same as the WORKLOAD.yaml argument\n"
+		      "  -o, --output PATH  device profile to write (default\n"
+		      "                     out/calibrate/RUN-fromrun.yaml); beside it PATH's stem\n"
+		      "                     plus -fit.csv (coefficients and intervals) and\n"
+		      "                     -holdout.csv (held-out errors, start and fitted)\n"
+		      "  --holdout F        share of the run held out, in [0, 0.9] (default 0.5)\n"
+		      "  --max-evals N      most replays the fit may run (default 200)\n"
+		      "  --set k=v          override a workload key, as in `kvsim run`\n"
+		      "  --quiet            no table\n"
+		      "\n"
+		      "exit status: 0 done, 1 output error, 2 bad input\n",
+		      f);
+}
+
+int kv_fromrun_wanted(int argc, char **argv)
+{
+	int i;
+
+	for (i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "--from-run") || !strncmp(argv[i], "--from-run=", 11))
+			return 1;
+	return 0;
+}
+
+static int bad_opt(const struct fr_args *a, const char *opt, const char *v, const char *exp)
+{
+	fprintf(stderr, "kvsim: %s: %s: bad value '%s': expected %s\n",
+		a->validate ? "validate" : "calibrate", opt, v, exp);
+	return 2;
+}
+
+static int parse_args(int argc, char **argv, struct fr_args *a, int validate)
+{
+	static const struct option longopts[] = {
+		{ "from-run", required_argument, NULL, 'r' }, { "settings", required_argument, NULL, 'w' },
+		{ "output", required_argument, NULL, 'o' },   { "profile", required_argument, NULL, 'p' },
+		{ "holdout", required_argument, NULL, 'H' },  { "max-evals", required_argument, NULL, 'm' },
+		{ "set", required_argument, NULL, 'S' },      { "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },           { NULL, 0, NULL, 0 },
+	};
+	const char *cmd = validate ? "validate" : "calibrate";
+	char *end;
+	int ch;
+
+	memset(a, 0, sizeof(*a));
+	a->validate = validate;
+	a->holdout = validate ? 0 : 0.5;
+	a->max_evals = DEFAULT_MAX_EVALS;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'r':
+			a->run = optarg;
+			break;
+		case 'w':
+			a->settings = optarg;
+			break;
+		case 'o':
+			if (!*optarg)
+				return bad_opt(a, "-o", optarg, "a file path");
+			a->out = optarg;
+			break;
+		case 'p':
+			if (!validate)
+				return bad_opt(a, "--profile", optarg,
+					       "no --profile with --from-run: the start is WORKLOAD's device");
+			a->profile = optarg;
+			break;
+		case 'H':
+			errno = 0;
+			a->holdout = strtod(optarg, &end);
+			if (errno || *end || !*optarg || !(a->holdout >= 0 && a->holdout <= 0.9))
+				return bad_opt(a, "--holdout", optarg, "a share in [0, 0.9]");
+			break;
+		case 'm': {
+			unsigned long v;
+
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (errno || *end || !*optarg || optarg[0] == '-' || v < 10 || v > 100000)
+				return bad_opt(a, "--max-evals", optarg, "an integer in [10, 100000]");
+			a->max_evals = (unsigned)v;
+			break;
+		}
+		case 'S':
+			if (a->n_sets == MAX_SETS) {
+				fprintf(stderr, "kvsim: %s: --set: more than %d overrides\n", cmd, MAX_SETS);
+				return 2;
+			}
+			a->sets[a->n_sets++] = optarg;
+			break;
+		case 'q':
+			a->quiet = 1;
+			break;
+		case 'h':
+			usage(stdout, validate);
+			return -1;
+		default:
+			usage(stderr, validate);
+			return 2;
+		}
+	}
+	if (optind < argc && !a->settings)
+		a->settings = argv[optind++];
+	if (optind != argc) {
+		fprintf(stderr, "kvsim: %s: unexpected argument '%s'\n", cmd, argv[optind]);
+		usage(stderr, validate);
+		return 2;
+	}
+	if (!a->settings) {
+		fprintf(stderr, "kvsim: %s: --from-run needs the deployment's settings: a workload "
+				"file (model, device, cluster, batching, scheduler, cache)\n", cmd);
+		usage(stderr, validate);
+		return 2;
+	}
+	return 0;
+}
+
+/* The run's file name without folders and extension, for default names. */
+static void run_stem(const char *path, char *stem, size_t len)
+{
+	const char *base = strrchr(path, '/'), *dot;
+
+	base = base ? base + 1 : path;
+	dot = strrchr(base, '.');
+	snprintf(stem, len, "%.*s", (int)(dot && dot != base ? dot - base : (long)strlen(base)), base);
+}
+
+/* Loads the run and the settings and sets up the replay; 0 or the exit status (printed). */
+static int setup(const struct fr_args *a, struct kv_run *run, struct kv_workload *w,
+		 struct kv_replay *rp)
+{
+	struct kv_diag d = { 0 };
+
+	memset(w, 0, sizeof(*w));
+	memset(rp, 0, sizeof(*rp));
+	if (kv_run_load(run, a->run, &d) ||
+	    kv_workload_load(w, a->settings, a->sets, a->n_sets, 0, 0, &d) ||
+	    (a->profile && kv_calib_device(&w->cfg, a->profile, &d))) {
+		kv_diag_print(&d, stderr);
+		return 2;
+	}
+	if (kv_replay_init(rp, w, run, &d)) {
+		kv_diag_print(&d, stderr);
+		return 1;
+	}
+	return 0;
+}
+
+/* Replays with dev and scores [from, n); 0 or the exit status (printed). */
+static int score(struct kv_replay *rp, const struct kv_device *dev, size_t from,
+		 struct kv_run_score *sc)
+{
+	struct kv_run_result res;
+	struct kv_diag d = { 0 };
+	int rc = kv_replay_run(rp, dev, &res, &d);
+
+	if (!rc)
+		kv_run_score(rp->run, &res, from, rp->run->n, sc);
+	kv_run_result_free(&res);
+	if (rc)
+		kv_diag_print(&d, stderr);
+	return rc ? 2 : 0;
+}
+
+/* ---- validate --from-run ---- */
+
+static int write_errors(const char *path, const char *label, const struct kv_run_score *sc,
+			const struct kv_run_score *sc2)
+{
+	struct kv_atomic f;
+	struct kv_diag d = { 0 };
+
+	if (kv_atomic_open(&f, path, &d)) {
+		kv_diag_print(&d, stderr);
+		return 1;
+	}
+	fprintf(f.f, "profile,metric,stat,predicted_s,measured_s,error_pct,requests\n");
+	kv_run_score_csv(f.f, sc2 ? "start" : label, sc);
+	if (sc2)
+		kv_run_score_csv(f.f, "fitted", sc2);
+	if (kv_atomic_commit(&f, &d)) {
+		kv_diag_print(&d, stderr);
+		return 1;
+	}
+	return 0;
+}
+
+static size_t first_scored(const struct kv_run *run, double holdout)
+{
+	size_t held = (size_t)llround(holdout * (double)run->n);
+
+	return run->n - (held ? held : holdout > 0);
+}
+
+int kv_cmd_validate_from_run(int argc, char **argv)
+{
+	struct fr_args a;
+	struct kv_run run = { 0 };
+	struct kv_workload w;
+	struct kv_replay rp;
+	struct kv_run_score sc;
+	size_t from;
+	int status = parse_args(argc, argv, &a, 1);
+
+	if (status)
+		return status < 0 ? 0 : status;
+	memset(&w, 0, sizeof(w));
+	memset(&rp, 0, sizeof(rp));
+	if ((status = setup(&a, &run, &w, &rp)))
+		goto out;
+	from = a.holdout > 0 ? first_scored(&run, a.holdout) : 0;
+	if ((status = score(&rp, &w.cfg.device, from, &sc)))
+		goto out;
+	if (a.out && (status = write_errors(a.out, a.profile ? a.profile : w.cfg.device.name, &sc, NULL)))
+		goto out;
+	if (!a.quiet) {
+		printf("validation on run %s (%s, %zu requests, %zu failed left out)\n"
+		       "settings %s, device %s; scored: requests %zu-%zu by send time\n",
+		       run.path, run.format, run.n, run.n_failed, w.path, w.cfg.device.name, from + 1,
+		       run.n);
+		kv_run_score_print(stdout, &sc);
+	}
+	if (fflush(stdout) || ferror(stdout))
+		status = 1;
+out:
+	kv_replay_release(&rp);
+	kv_run_release(&run);
+	kv_workload_release(&w);
+	return status;
+}
+
+/* ---- calibrate --from-run ---- */
+
+static void stem_of(const char *path, char *stem, size_t len)
+{
+	size_t n = strlen(path);
+
+	if (n > 5 && !strcmp(path + n - 5, ".yaml"))
+		n -= 5;
+	snprintf(stem, len, "%.*s", (int)n, path);
+}
+
+/* Human units of coefficient k: eff as a share, overhead in ms, per_seq in us. */
+static double shown(int k, double v)
+{
+	return k == KV_RFIT_OVERHEAD ? v * 1e-6 : k == KV_RFIT_PER_SEQ ? v * 1e-3 : v;
+}
+
+static const char *const shown_unit[KV_RFIT_N] = { "", "", "ms", "us" };
+
+static int write_fit_csv(const char *path, const struct kv_run_fit *f, size_t n_fit)
+{
+	struct kv_atomic a;
+	struct kv_diag d = { 0 };
+	int k;
+
+	if (kv_atomic_open(&a, path, &d)) {
+		kv_diag_print(&d, stderr);
+		return 1;
+	}
+	fprintf(a.f, "key,start,value,ci95_lo,ci95_hi,unit\n");
+	for (k = 0; k < KV_RFIT_N; k++)
+		fprintf(a.f, "%s,%.9g,%.9g,%.9g,%.9g,%s\n", kv_run_fit_name[k], shown(k, f->start[k]),
+			shown(k, f->val[k]), shown(k, f->lo[k]), shown(k, f->hi[k]),
+			shown_unit[k][0] ? shown_unit[k] : "share");
+	fprintf(a.f, "fit_requests,%zu,,,,\nresiduals,%zu,,,,\nreplays,%u,,,,\niterations,%u,,,,\n"
+		     "cost_start,%.9g,,,,\ncost,%.9g,,,,\nrms_log_error,%.9g,,,,\n",
+		n_fit, f->n_res, f->evals, f->iters, f->cost0, f->cost, sqrt(f->cost / (double)f->n_res));
+	if (kv_atomic_commit(&a, &d)) {
+		kv_diag_print(&d, stderr);
+		return 1;
+	}
+	return 0;
+}
+
+static void print_fit(const struct kv_run_fit *f)
+{
+	int k;
+
+	printf("  %-10s %12s %12s   %s\n", "coefficient", "start", "fitted", "95% interval");
+	for (k = 0; k < KV_RFIT_N; k++)
+		printf("  %-10s %10.4g%-2s %10.4g%-2s   [%.4g, %.4g]\n", kv_run_fit_name[k],
+		       shown(k, f->start[k]), shown_unit[k], shown(k, f->val[k]), shown_unit[k],
+		       shown(k, f->lo[k]), shown(k, f->hi[k]));
+}
+
+static void print_compare(const struct kv_run_score *s0, const struct kv_run_score *s1)
+{
+	int k, s;
+
+	printf("  %-10s %11s %11s %8s %11s %8s\n", "metric", "measured", "start", "error",
+	       "fitted", "error");
+	for (k = 0; k < KV_RUN_METRICS; k++)
+		for (s = 0; s < KV_RUN_STATS; s++)
+			printf("  %-4s %-5s %8.2f ms %8.2f ms %+7.2f%% %8.2f ms %+7.2f%%\n",
+			       kv_run_metric_name[k], kv_run_stat_name[s], 1e3 * s0->meas[k][s],
+			       1e3 * s0->pred[k][s], kv_run_score_err(s0, k, s), 1e3 * s1->pred[k][s],
+			       kv_run_score_err(s1, k, s));
+	if (s1->n_missing)
+		printf("  %zu held-out requests did not complete in the fitted replay\n", s1->n_missing);
+}
+
+/* The profile and its two CSVs; 0 or the exit status. */
+static int write_outputs(const char *path, const struct fr_args *a, const struct kv_workload *w,
+			 const struct kv_run *run, struct kv_run_fit *f, size_t n_fit,
+			 const struct kv_run_score *s0, const struct kv_run_score *s1)
+{
+	char stem[KV_PATH_MAX], p2[KV_PATH_MAX + 32], date[32], *hdr;
+	struct kv_diag d = { 0 };
+	time_t now = time(NULL);
+	int rc;
+
+	strftime(date, sizeof(date), "%Y-%m-%d", gmtime(&now));
+	stem_of(path, stem, sizeof(stem));
+	snprintf(p2, sizeof(p2), "%s-fit.csv", stem);
+	if ((rc = write_fit_csv(p2, f, n_fit)))
+		return rc;
+	snprintf(p2, sizeof(p2), "%s-holdout.csv", stem);
+	if (s0 && (rc = write_errors(p2, "", s0, s1)))
+		return rc;
+	snprintf(f->dev.name, sizeof(f->dev.name), "%.48s-fromrun", w->cfg.device.name);
+	hdr = kv_xasprintf("Fitted by `kvsim calibrate --from-run %s %s` on %s: the\n"
+			   "device %s with eff_bw, eff_flops, overhead and per_seq fitted to the\n"
+			   "first %zu of %zu requests (%s; %u replays, %s).\n"
+			   "95%% intervals: eff_bw [%.4g, %.4g], eff_flops [%.4g, %.4g],\n"
+			   "overhead [%.4g, %.4g] ms, per_seq [%.4g, %.4g] us.\n"
+			   "Use it with the model and engine settings of %s.",
+			   run->path, a->settings, date, w->cfg.device.name, n_fit, run->n, run->format,
+			   f->evals, f->why, f->lo[0], f->hi[0], f->lo[1], f->hi[1], shown(2, f->lo[2]),
+			   shown(2, f->hi[2]), shown(3, f->lo[3]), shown(3, f->hi[3]), a->settings);
+	rc = kv_run_write_profile(path, &f->dev, hdr, &d);
+	free(hdr);
+	if (rc) {
+		kv_diag_print(&d, stderr);
+		return 1;
+	}
+	return 0;
+}
+
+/* The profile path: -o, or out/calibrate/RUN-fromrun.yaml (its folder created). */
+static int out_path(const struct fr_args *a, char *path, size_t len)
+{
+	char stem[256], dir[KV_PATH_MAX], *slash;
+
+	if (a->out && strlen(a->out) + 32 >= len) {
+		fprintf(stderr, "kvsim: calibrate: -o: path of %zu bytes is too long\n", strlen(a->out));
+		return 2;
+	}
+	run_stem(a->run, stem, sizeof(stem));
+	if (a->out)
+		snprintf(path, len, "%s", a->out);
+	else
+		snprintf(path, len, "out/calibrate/%s-fromrun.yaml", stem);
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = 0;
+		if (kv_mkdirs(dir)) {
+			fprintf(stderr, "kvsim: calibrate: cannot create %s: %s\n", dir, strerror(errno));
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int kv_cmd_calibrate_from_run(int argc, char **argv)
+{
+	struct fr_args a;
+	struct kv_run run = { 0 };
+	struct kv_workload w;
+	struct kv_replay rp;
+	struct kv_run_fit fit;
+	struct kv_run_score s0, s1;
+	struct kv_device start;
+	struct kv_diag d = { 0 };
+	char path[KV_PATH_MAX];
+	size_t n_fit;
+	int status = parse_args(argc, argv, &a, 0), rc;
+
+	if (status)
+		return status < 0 ? 0 : status;
+	memset(&w, 0, sizeof(w));
+	memset(&rp, 0, sizeof(rp));
+	if ((status = out_path(&a, path, sizeof(path))) || (status = setup(&a, &run, &w, &rp)))
+		goto out;
+	n_fit = first_scored(&run, a.holdout);
+	if (n_fit < MIN_FIT_REQUESTS) {
+		fprintf(stderr, "kvsim: %s: %zu requests to fit (of %zu, --holdout %g): expected at least %d\n",
+			run.path, n_fit, run.n, a.holdout, MIN_FIT_REQUESTS);
+		status = 2;
+		goto out;
+	}
+	start = w.cfg.device;
+	if ((rc = kv_run_fit(&rp, &start, n_fit, a.max_evals, &fit, &d))) {
+		kv_diag_print(&d, stderr);
+		status = rc == KV_ERANGE ? 1 : 2;
+		goto out;
+	}
+	if (n_fit < run.n &&
+	    ((status = score(&rp, &start, n_fit, &s0)) || (status = score(&rp, &fit.dev, n_fit, &s1))))
+		goto out;
+	if ((status = write_outputs(path, &a, &w, &run, &fit, n_fit, n_fit < run.n ? &s0 : NULL, &s1)))
+		goto out;
+	if (!a.quiet) {
+		printf("calibration from run %s (%s, %zu requests, %zu failed left out)\n"
+		       "settings %s (device %s)\n"
+		       "fit: requests 1-%zu by send time, %zu residuals, %u replays, %u iterations (%s)\n"
+		       "  RMS log error %.4f at the start, %.4f fitted\n",
+		       run.path, run.format, run.n, run.n_failed, w.path, start.name, n_fit, fit.n_res,
+		       fit.evals, fit.iters, fit.why, sqrt(fit.cost0 / (double)fit.n_res),
+		       sqrt(fit.cost / (double)fit.n_res));
+		print_fit(&fit);
+		if (n_fit < run.n) {
+			printf("held out: requests %zu-%zu\n", n_fit + 1, run.n);
+			print_compare(&s0, &s1);
+		} else {
+			printf("held out: none (--holdout 0): no error to report that the fit did not see\n");
+		}
+		printf("profile: %s\n", path);
+	}
+	if (fflush(stdout) || ferror(stdout))
+		status = 1;
+out:
+	kv_replay_release(&rp);
+	kv_run_release(&run);
+	kv_workload_release(&w);
+	return status;
+}

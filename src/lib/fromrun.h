@@ -1,0 +1,172 @@
+/*
+ * fromrun.h -- a recorded serving run: read it, replay it in the simulator,
+ * score a device profile on it, and fit the perf coefficients to it
+ * (`kvsim calibrate --from-run`, `kvsim validate --from-run`).
+ *
+ * A run is what a user measured on their own deployment, one row per
+ * request: when it was sent, its prompt and output tokens, its TTFT and
+ * E2E (and so its TPOT, (E2E - TTFT) / (output - 1)).  Three formats, found
+ * from the content (docs/calibration.md, "From a recorded serving run"):
+ *
+ *   vllm-json  the result vLLM's benchmark client saves with --save-result
+ *              --save-detailed: parallel arrays input_lens, output_lens,
+ *              ttfts, start_times, latencies (or e2els) and itls, errors.
+ *   csv        a header naming columns arrival_s, prompt_tokens,
+ *              output_tokens, ttft_s and e2e_s or itl_s (tpot_s is read as
+ *              itl_s; each time column may end in _ms instead); a status
+ *              column, when present, keeps only "completed" or "ok" rows;
+ *              other columns are ignored, so kvsim's own requests.csv is a run.
+ *   jsonl      one JSON object per line with the same keys as csv's columns.
+ *
+ * The run is replayed through the simulator with the deployment's settings
+ * (a kvsim workload: model, device, cluster, batching, scheduler, cache)
+ * whose workload section is replaced by the run's requests, at their send
+ * times and lengths, as a trace (a temporary vidur CSV that sim/trace.c
+ * reads).  Request i of the replay is row i of the run in send order.
+ *
+ * Invariant: a loaded run has n >= 1 requests sorted by arrival_ns (ties
+ * in file order), the first at 0, every one with prompt and output >= 1,
+ * 0 < TTFT <= E2E finite.
+ */
+#ifndef KV_FROMRUN_H
+#define KV_FROMRUN_H
+
+#include "calib.h"
+#include "workload.h"
+
+#include <stdio.h>
+
+/* One request of a recorded run. */
+struct kv_run_req {
+	kv_ns arrival_ns; /* send time after the run's first request, ns */
+	uint64_t prompt_tokens; /* >= 1 */
+	uint64_t output_tokens; /* >= 1 */
+	double ttft_s; /* measured time to first token, s, > 0 */
+	double e2e_s; /* measured end-to-end latency, s, >= ttft_s */
+	double tpot_s; /* (e2e - ttft) / (output - 1), s; NaN when output_tokens < 2 */
+	unsigned long line; /* 1-based line of the row (vllm-json: of its input_lens element) */
+};
+
+struct kv_run {
+	char path[1024]; /* the file, for messages */
+	const char *format; /* "vllm-json", "csv" or "jsonl" */
+	struct kv_run_req *req; /* n requests in send order, owned */
+	size_t n, cap;
+	size_t n_failed; /* requests the run records as failed: left out */
+};
+
+#define KV_RUN_MAX_BYTES ((size_t)1 << 30) /* largest run file read, 1 GiB */
+
+/*
+ * Reads the run at path (any of the three formats).  Returns 0, or a
+ * negative code with d naming file:line:col, the field, the bad value and
+ * what was expected (KV_EINVAL), or the open error.  Release r in both cases.
+ */
+int kv_run_load(struct kv_run *r, const char *path, struct kv_diag *d);
+
+/* Same over len bytes at text, reported as file name (tests, fuzzing). */
+int kv_run_load_mem(struct kv_run *r, const char *name, const char *text, size_t len,
+		    struct kv_diag *d);
+
+void kv_run_release(struct kv_run *r);
+
+/* The simulator set up to replay a run. */
+struct kv_replay {
+	struct kv_workload *w; /* the settings; its source now reads the run's trace */
+	const struct kv_run *run; /* the replayed run */
+	char trace[1000]; /* the temporary trace file, removed by kv_replay_release() */
+};
+
+/*
+ * Writes run's requests as a temporary trace and points w's source at it
+ * (arrivals and lengths from the run, one tenant, no timeseries).  w and
+ * run must outlive rp.  Returns 0, or KV_EIO with d filled.
+ */
+int kv_replay_init(struct kv_replay *rp, struct kv_workload *w, const struct kv_run *run,
+		   struct kv_diag *d);
+
+/* Replays the run with device dev; res by request (= run row).  0 or a code with d filled. */
+int kv_replay_run(struct kv_replay *rp, const struct kv_device *dev, struct kv_run_result *res,
+		  struct kv_diag *d);
+
+void kv_replay_release(struct kv_replay *rp);
+
+/* TTFT, TPOT, E2E: the metrics scored. */
+enum { KV_RUN_TTFT, KV_RUN_TPOT, KV_RUN_E2E, KV_RUN_METRICS };
+/* mean, p90, p99: the statistics of each. */
+enum { KV_RUN_MEAN, KV_RUN_P90, KV_RUN_P99, KV_RUN_STATS };
+
+extern const char *const kv_run_metric_name[KV_RUN_METRICS]; /* "ttft", "tpot", "e2e" */
+extern const char *const kv_run_stat_name[KV_RUN_STATS]; /* "mean", "p90", "p99" */
+
+/*
+ * A profile's error on requests [from, to) of a run: each statistic of the
+ * simulated requests against the same statistic of the measured ones
+ * (p90 and p99 by nearest rank), over the requests the simulation
+ * completed; the signed error is predicted / measured - 1.
+ */
+struct kv_run_score {
+	double pred[KV_RUN_METRICS][KV_RUN_STATS]; /* s */
+	double meas[KV_RUN_METRICS][KV_RUN_STATS]; /* s */
+	double mape[KV_RUN_METRICS]; /* mean |pred / meas - 1| over the requests, per request */
+	size_t n[KV_RUN_METRICS]; /* requests scored for each metric */
+	size_t n_missing; /* requests in [from, to) the simulation did not complete */
+	size_t from, to; /* the requests scored */
+};
+
+void kv_run_score(const struct kv_run *run, const struct kv_run_result *res, size_t from,
+		  size_t to, struct kv_run_score *sc);
+
+/* Signed error of a statistic in percent: 100 (pred / meas - 1); NaN when meas is 0 or NaN. */
+double kv_run_score_err(const struct kv_run_score *sc, int metric, int stat);
+
+/*
+ * Writes the score as CSV rows "LABEL,metric,stat,predicted_s,measured_s,
+ * error_pct,requests" (no header; errors: the stream's flag).
+ */
+void kv_run_score_csv(FILE *f, const char *label, const struct kv_run_score *sc);
+
+/* Prints the score as a table, one row per metric and statistic. */
+void kv_run_score_print(FILE *f, const struct kv_run_score *sc);
+
+/* The perf coefficients fitted. */
+enum { KV_RFIT_BW, KV_RFIT_FLOPS, KV_RFIT_OVERHEAD, KV_RFIT_PER_SEQ, KV_RFIT_N };
+
+/* What a fit found. */
+struct kv_run_fit {
+	struct kv_device dev; /* the start device with the fitted coefficients */
+	double start[KV_RFIT_N]; /* start values (eff: share; overhead, per_seq: ns) */
+	double val[KV_RFIT_N]; /* fitted values, same units */
+	double lo[KV_RFIT_N], hi[KV_RFIT_N]; /* 95% confidence interval, same units */
+	double cost0, cost; /* sum of squared residuals at the start and at the optimum */
+	size_t n_res; /* residuals: log ratios of TTFT, TPOT, E2E summed over windows of 10 fit requests */
+	unsigned evals; /* replays run (each costs one simulation of the whole run) */
+	unsigned iters; /* trust-region iterations */
+	int capped; /* 1 when the evaluation cap stopped the fit */
+	const char *why; /* why it stopped, for the report */
+};
+
+extern const char *const kv_run_fit_name[KV_RFIT_N]; /* "eff_bw", ... as in perf: */
+
+/*
+ * Fits the coefficients to requests [0, n_fit) of rp's run, starting from
+ * device start, with at most max_evals replays.  Returns 0, or a negative
+ * code with d filled (a replay that failed; KV_ERANGE when GSL failed).
+ */
+int kv_run_fit(struct kv_replay *rp, const struct kv_device *start, size_t n_fit,
+	       unsigned max_evals, struct kv_run_fit *f, struct kv_diag *d);
+
+/*
+ * Writes dev as a device profile `kvsim run` reads (--set device=PATH),
+ * after the comment lines of header (each line gets "# ").  Returns 0, or
+ * KV_EIO with d filled; the file is replaced atomically.
+ */
+int kv_run_write_profile(const char *path, const struct kv_device *dev, const char *header,
+			 struct kv_diag *d);
+
+/* The commands (src/cmd_fromrun.c): `calibrate --from-run` and `validate --from-run`. */
+int kv_fromrun_wanted(int argc, char **argv); /* 1 when argv holds --from-run */
+int kv_cmd_calibrate_from_run(int argc, char **argv);
+int kv_cmd_validate_from_run(int argc, char **argv);
+
+#endif /* KV_FROMRUN_H */

@@ -1,0 +1,386 @@
+/*
+ * fromrun_fit.c -- fitting the perf coefficients to a recorded run by
+ * replaying it (fromrun.h, kv_run_fit).
+ *
+ * Unknowns: eff_bw, eff_flops, overhead and per_seq of the device profile
+ * (sim/perf.h: t = overhead + S*per_seq + t_lin + t_attn), each bounded and
+ * reparametrised by a logistic, v = lo + (hi - lo) / (1 + exp(-x)), so the
+ * unconstrained solver never leaves the bounds and a coefficient at a bound
+ * (per_seq 0) is approached, not crossed.
+ *
+ * Residuals: the fit requests by send time in windows of WINDOW; for each
+ * window and metric (TTFT, TPOT, E2E), log(sum pred / sum meas).  Relative,
+ * so a 20 ms TTFT weighs as much as a 20 s E2E; logs, so over- and
+ * under-prediction by the same factor cost the same.  Rejected: per
+ * request (a 2% change of overhead re-phases every iteration and moves one
+ * request's TTFT up by a whole iteration and another's down: the cost
+ * moved by +-2% at random against a systematic 0.5%, and the solver stopped
+ * at its start); per quantile of the whole fit part (9 residuals for 4
+ * unknowns).  A window keeps the load's shape over time and cancels the
+ * shuffling.  A request the replay did not complete counts MISS_FACTOR
+ * times its measure.
+ *
+ * Solver: GSL multifit_nlinear, Levenberg-Marquardt trust region with
+ * More's scaling.  Jacobian by forward differences of step FD_STEP in x,
+ * computed here rather than by GSL (whose step is sqrt(DBL_EPSILON)|x|):
+ * the simulator is a discrete-event model with integer-nanosecond times,
+ * so a relative change of 1e-8 in a coefficient moves no event and gives a
+ * zero derivative, and a somewhat larger step averages over the batching
+ * decisions that flip.  Every replay counts towards max_evals; past it the
+ * residual function refuses and the best point seen is kept.
+ *
+ * Confidence: the covariance (J'J)^-1 at the last Jacobian, scaled by the
+ * residual variance cost / (n - p), gives each x a standard error; the 95%
+ * interval is x +- 1.96 sd mapped back through the logistic (asymmetric in
+ * the coefficient, inside its bounds).
+ *
+ * KVSIM_FIT_TRACE set in the environment prints every replay's
+ * coefficients and cost on stderr (for studying a fit that stalls).
+ */
+#include "fromrun.h"
+
+#include <gsl/gsl_blas.h>
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_multifit_nlinear.h>
+#include <gsl/gsl_vector.h>
+
+#include <assert.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FD_STEP 0.1 /* forward-difference step in the logistic coordinate */
+#define WINDOW 10 /* requests (consecutive by send time) whose metrics are summed in one residual */
+#define MISS_FACTOR 10.0 /* a request not completed in the replay counts as this many times its measure */
+#define EDGE 1e-3 /* a logistic start is kept this share of its range inside the bounds */
+#define SOFT_START_MIN -1.0 /* a softplus start is at x >= this: v >= 0.31 s */
+#define RESTARTS 3 /* trust-region runs, each from the best point so far */
+
+const char *const kv_run_fit_name[KV_RFIT_N] = { "eff_bw", "eff_flops", "overhead", "per_seq" };
+
+/*
+ * The maps from the solver's x to each coefficient.  eff_bw and eff_flops:
+ * logistic into [0.01, 1] (shares of the datasheet peak).  overhead and
+ * per_seq: softplus, v = s log(1 + e^x) >= 0, with s 1 ms and 10 us: linear
+ * (steps of s per unit of x) away from 0, so an FD step moves them by an
+ * amount that shows in the iteration time; a logistic over [0, 200 ms]
+ * moved a 2 us per_seq by 0.2 us a step, below the replay's noise.
+ */
+static const double lo_of[KV_RFIT_N] = { 0.01, 0.01, 0, 0 };
+static const double hi_of[KV_RFIT_N] = { 1, 1, INFINITY, INFINITY };
+static const double soft_of[KV_RFIT_N] = { 0, 0, 1e6, 1e4 }; /* softplus scale, ns; 0: logistic */
+
+static double to_v(int k, double x)
+{
+	if (soft_of[k] > 0)
+		return soft_of[k] * (x > 30 ? x : log1p(exp(x)));
+	return lo_of[k] + (hi_of[k] - lo_of[k]) / (1 + exp(-x));
+}
+
+/* x of value v; a start at or near a bound is moved in (there the gradient in x vanishes). */
+static double to_x(int k, double v)
+{
+	double u;
+
+	if (soft_of[k] > 0) {
+		u = v / soft_of[k];
+		return u > 30 ? u : fmax(log(expm1(fmax(u, 1e-9))), SOFT_START_MIN);
+	}
+	u = (v - lo_of[k]) / (hi_of[k] - lo_of[k]);
+	u = fmin(fmax(u, EDGE), 1 - EDGE);
+	return log(u / (1 - u));
+}
+
+static double get_v(const struct kv_device *dev, int k)
+{
+	return k == KV_RFIT_BW ? dev->eff_bw : k == KV_RFIT_FLOPS ? dev->eff_flops :
+	       k == KV_RFIT_OVERHEAD ? (double)dev->overhead_ns : (double)dev->per_seq_ns;
+}
+
+static void set_v(struct kv_device *dev, int k, double v)
+{
+	if (k == KV_RFIT_BW)
+		dev->eff_bw = v;
+	else if (k == KV_RFIT_FLOPS)
+		dev->eff_flops = v;
+	else if (k == KV_RFIT_OVERHEAD)
+		dev->overhead_ns = (kv_ns)llround(v);
+	else
+		dev->per_seq_ns = (kv_ns)llround(v);
+}
+
+struct fit_ctx {
+	struct kv_replay *rp;
+	struct kv_device base; /* the start device: everything not fitted */
+	size_t n_fit; /* requests [0, n_fit) are fitted */
+	unsigned evals, max_evals;
+	int capped;
+	int err; /* a replay's error code, 0 when none */
+	struct kv_diag *d;
+	double best_cost, best_x[KV_RFIT_N];
+	gsl_vector *last_x, *last_f; /* the last point evaluated and its residuals (for df) */
+	int have_last;
+};
+
+static double meas_of(const struct kv_run_req *q, int m)
+{
+	return m == KV_RUN_TTFT ? q->ttft_s : m == KV_RUN_TPOT ? q->tpot_s : q->e2e_s;
+}
+
+static double pred_of(const struct kv_req_out *o, int m)
+{
+	return m == KV_RUN_TTFT ? o->ttft_s : m == KV_RUN_TPOT ? o->tpot_s : o->e2e_s;
+}
+
+/*
+ * Residuals of a replay into f: for each window of WINDOW requests and each
+ * metric with a measured value in the window, log(sum pred / sum meas); a
+ * request the replay did not complete counts MISS_FACTOR times its measure.
+ * With f NULL, only counts them (the count depends on the run alone).
+ */
+static size_t residuals(const struct kv_run *run, const struct kv_run_result *res, size_t n_fit,
+			gsl_vector *f)
+{
+	size_t w0, i, j = 0;
+	int m;
+
+	for (w0 = 0; w0 < n_fit; w0 += WINDOW) {
+		size_t w1 = KV_MIN(w0 + WINDOW, n_fit);
+
+		for (m = 0; m < KV_RUN_METRICS; m++) {
+			double sp = 0, sm = 0;
+
+			for (i = w0; i < w1; i++) {
+				double y = meas_of(&run->req[i], m), x;
+
+				if (!(y > 0))
+					continue;
+				sm += y;
+				if (!f)
+					continue;
+				x = i < res->n_req && res->req[i].completed ? pred_of(&res->req[i], m) : NAN;
+				sp += x > 0 ? x : MISS_FACTOR * y;
+			}
+			if (sm > 0 && f)
+				gsl_vector_set(f, j, log(sp / sm));
+			j += sm > 0;
+		}
+	}
+	assert(!f || j == f->size);
+	return j;
+}
+
+/* One replay at x; GSL_EMAXITER past the cap, GSL_EFAILED when the replay failed. */
+static int eval(struct fit_ctx *c, const gsl_vector *x, gsl_vector *f)
+{
+	struct kv_device dev = c->base;
+	struct kv_run_result res;
+	double cost;
+	int k, rc;
+
+	if (c->evals >= c->max_evals) {
+		c->capped = 1;
+		return GSL_EMAXITER;
+	}
+	c->evals++;
+	for (k = 0; k < KV_RFIT_N; k++)
+		set_v(&dev, k, to_v(k, gsl_vector_get(x, (size_t)k)));
+	if ((rc = kv_replay_run(c->rp, &dev, &res, c->d))) {
+		c->err = rc;
+		kv_run_result_free(&res);
+		return GSL_EFAILED;
+	}
+	residuals(c->rp->run, &res, c->n_fit, f);
+	kv_run_result_free(&res);
+	gsl_blas_ddot(f, f, &cost);
+	if (getenv("KVSIM_FIT_TRACE"))
+		fprintf(stderr, "eval %u: %.5f %.5f %.0f %.0f cost %.6g\n", c->evals, dev.eff_bw,
+			dev.eff_flops, (double)dev.overhead_ns, (double)dev.per_seq_ns, cost);
+	if (cost < c->best_cost) {
+		c->best_cost = cost;
+		for (k = 0; k < KV_RFIT_N; k++)
+			c->best_x[k] = gsl_vector_get(x, (size_t)k);
+	}
+	gsl_vector_memcpy(c->last_x, x);
+	gsl_vector_memcpy(c->last_f, f);
+	c->have_last = 1;
+	return GSL_SUCCESS;
+}
+
+static int fit_f(const gsl_vector *x, void *p, gsl_vector *f)
+{
+	return eval(p, x, f);
+}
+
+/* Forward differences from f(x) (the last evaluation when it was at x). */
+static int fit_df(const gsl_vector *x, void *p, gsl_matrix *J)
+{
+	struct fit_ctx *c = p;
+	gsl_vector *f0 = gsl_vector_alloc(J->size1), *f1 = gsl_vector_alloc(J->size1);
+	gsl_vector *xh = gsl_vector_alloc(x->size);
+	size_t j, i;
+	int rc = GSL_SUCCESS;
+
+	if (!f0 || !f1 || !xh)
+		kv_oom(0);
+	if (c->have_last && gsl_vector_equal(c->last_x, x))
+		gsl_vector_memcpy(f0, c->last_f);
+	else
+		rc = eval(c, x, f0);
+	for (j = 0; j < x->size && rc == GSL_SUCCESS; j++) {
+		gsl_vector_memcpy(xh, x);
+		gsl_vector_set(xh, j, gsl_vector_get(x, j) + FD_STEP);
+		if ((rc = eval(c, xh, f1)))
+			break;
+		for (i = 0; i < J->size1; i++)
+			gsl_matrix_set(J, i, j, (gsl_vector_get(f1, i) - gsl_vector_get(f0, i)) / FD_STEP);
+	}
+	gsl_vector_free(f0);
+	gsl_vector_free(f1);
+	gsl_vector_free(xh);
+	return rc;
+}
+
+/* The 95% intervals from the covariance at J, scaled by the residual variance. */
+static void intervals(gsl_matrix *J, const double *x, double cost, size_t n, struct kv_run_fit *f)
+{
+	gsl_matrix *cov = gsl_matrix_alloc(KV_RFIT_N, KV_RFIT_N);
+	double s2 = n > KV_RFIT_N ? cost / (double)(n - KV_RFIT_N) : NAN;
+	int k;
+
+	if (!cov)
+		kv_oom(0);
+	if (gsl_multifit_nlinear_covar(J, 0.0, cov))
+		gsl_matrix_set_all(cov, NAN);
+	for (k = 0; k < KV_RFIT_N; k++) {
+		double sd = sqrt(s2 * gsl_matrix_get(cov, (size_t)k, (size_t)k));
+
+		f->lo[k] = isfinite(sd) ? to_v(k, x[k] - 1.96 * sd) : lo_of[k];
+		f->hi[k] = isfinite(sd) ? to_v(k, x[k] + 1.96 * sd) : hi_of[k];
+	}
+	gsl_matrix_free(cov);
+}
+
+int kv_run_fit(struct kv_replay *rp, const struct kv_device *start, size_t n_fit,
+	       unsigned max_evals, struct kv_run_fit *f, struct kv_diag *d)
+{
+	const gsl_multifit_nlinear_type *T = gsl_multifit_nlinear_trust;
+	gsl_multifit_nlinear_parameters params = gsl_multifit_nlinear_default_parameters();
+	gsl_multifit_nlinear_fdf fdf;
+	gsl_multifit_nlinear_workspace *ws;
+	struct fit_ctx c = { 0 };
+	gsl_vector *x0;
+	size_t n_res;
+	int k, r, info = 0, status = GSL_SUCCESS;
+
+	assert(n_fit >= 1 && n_fit <= rp->run->n);
+	memset(f, 0, sizeof(*f));
+	n_res = residuals(rp->run, NULL, n_fit, NULL);
+	if (n_res <= KV_RFIT_N)
+		return kv_diag_set(d, KV_EINVAL, rp->run->path, 0, 0, "",
+				   "%zu residuals from %zu requests: expected more than %d", n_res,
+				   n_fit, KV_RFIT_N);
+	c.rp = rp;
+	c.base = *start;
+	c.n_fit = n_fit;
+	c.max_evals = max_evals;
+	c.d = d;
+	c.best_cost = INFINITY;
+	c.last_x = gsl_vector_alloc(KV_RFIT_N);
+	c.last_f = gsl_vector_alloc(n_res);
+	x0 = gsl_vector_alloc(KV_RFIT_N);
+	if (!c.last_x || !c.last_f || !x0)
+		kv_oom(0);
+	for (k = 0; k < KV_RFIT_N; k++) {
+		f->start[k] = get_v(start, k);
+		gsl_vector_set(x0, (size_t)k, to_x(k, f->start[k]));
+	}
+	fdf = (gsl_multifit_nlinear_fdf){ .f = fit_f, .df = fit_df, .n = n_res, .p = KV_RFIT_N,
+					   .params = &c };
+	params.scale = gsl_multifit_nlinear_scale_more;
+	ws = gsl_multifit_nlinear_alloc(T, &params, n_res, KV_RFIT_N);
+	if (!ws)
+		kv_oom(0);
+	for (r = 0; r < RESTARTS && !c.err && !c.capped; r++) {
+		double before = c.best_cost;
+
+		if (r)
+			for (k = 0; k < KV_RFIT_N; k++)
+				gsl_vector_set(x0, (size_t)k, c.best_x[k]);
+		status = gsl_multifit_nlinear_init(x0, &fdf, ws);
+		if (!r)
+			f->cost0 = c.best_cost;
+		if (status == GSL_SUCCESS)
+			status = gsl_multifit_nlinear_driver(100, 1e-7, 1e-10, 1e-10, NULL, NULL, &info, ws);
+		f->iters += (unsigned)gsl_multifit_nlinear_niter(ws);
+		if (r && !(c.best_cost < 0.99 * before))
+			break; /* a fresh trust region found nothing better */
+	}
+	f->evals = c.evals;
+	f->capped = c.capped;
+	f->n_res = n_res;
+	f->why = c.capped ? "evaluation cap reached" :
+		 status == GSL_SUCCESS ? (info == 1 ? "converged: small step" : "converged: small gradient") :
+		 status == GSL_EMAXITER ? "iteration cap reached" : gsl_strerror(status);
+	if (c.err) {
+		status = c.err;
+	} else if (!isfinite(c.best_cost)) {
+		status = kv_diag_set(d, KV_ERANGE, rp->run->path, 0, 0, "",
+				     "the least-squares fit failed: %s", gsl_strerror(status));
+	} else {
+		/* no progress, a cap: the best point seen is the answer */
+		status = 0;
+		f->cost = c.best_cost;
+		f->dev = *start;
+		for (k = 0; k < KV_RFIT_N; k++) {
+			f->val[k] = to_v(k, c.best_x[k]);
+			set_v(&f->dev, k, f->val[k]);
+		}
+		/* the Jacobian at the optimum for the intervals: beyond the cap */
+		for (k = 0; k < KV_RFIT_N; k++)
+			gsl_vector_set(x0, (size_t)k, c.best_x[k]);
+		c.max_evals = c.evals + KV_RFIT_N + 1;
+		if ((status = fit_df(x0, &c, gsl_multifit_nlinear_jac(ws))))
+			status = c.err ? c.err : kv_diag_set(d, KV_ERANGE, rp->run->path, 0, 0, "",
+							      "the Jacobian at the optimum failed");
+		else
+			intervals(gsl_multifit_nlinear_jac(ws), c.best_x, c.best_cost, n_res, f);
+	}
+	gsl_multifit_nlinear_free(ws);
+	gsl_vector_free(x0);
+	gsl_vector_free(c.last_x);
+	gsl_vector_free(c.last_f);
+	return status;
+}
+
+int kv_run_write_profile(const char *path, const struct kv_device *dev, const char *header,
+			 struct kv_diag *d)
+{
+	struct kv_atomic a;
+	const char *p = header;
+	int rc;
+
+	if ((rc = kv_atomic_open(&a, path, d)))
+		return rc;
+	while (p && *p) {
+		const char *nl = strchr(p, '\n');
+		int len = nl ? (int)(nl - p) : (int)strlen(p);
+
+		fprintf(a.f, "# %.*s\n", len, p);
+		p += len + (nl != NULL);
+	}
+	fprintf(a.f, "name: %s\nmemory: %llu\n", dev->name, (unsigned long long)dev->mem_bytes);
+	if (dev->mem_cuda_bytes)
+		fprintf(a.f, "memory_cuda: %llu\n", (unsigned long long)dev->mem_cuda_bytes);
+	fprintf(a.f,
+		"mem_bandwidth: %.9gGB/s\nfp16_tflops: %.9g\nhost_link_bandwidth: %.9gGB/s\n"
+		"interconnect_bandwidth: %.9gGB/s\n"
+		"perf:\n  eff_bw: %.17g\n  eff_flops: %.17g\n  eff_attn: %.17g\n  overhead: %lluns\n"
+		"  per_seq: %lluns\n  allreduce_latency: %lluns\n  dequant_flops_per_byte: %.9g\n"
+		"cost:\n  alpha: %.9g\nsource: kvsim calibrate --from-run (see the comment above)\n",
+		dev->mem_bw_Bps / 1e9, dev->flops / 1e12, dev->host_link_Bps / 1e9,
+		dev->interconnect_Bps / 1e9, dev->eff_bw, dev->eff_flops, dev->eff_attn,
+		(unsigned long long)dev->overhead_ns, (unsigned long long)dev->per_seq_ns,
+		(unsigned long long)dev->allreduce_latency_ns, dev->dequant_flops_per_byte, dev->alpha);
+	return kv_atomic_commit(&a, d);
+}

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# tests/fromrun_test.sh KVSIM SRC -- (meson test fromrun-e2e) `kvsim calibrate --from-run` recovers the
+# perf coefficients of a run the simulator itself produced, and `validate
+# --from-run` scores a profile on a run (prints the
+# figures docs/calibration.md quotes).
+#
+# 1. simulate tests/data/fromrun/gen.yaml (800 requests, gamma arrivals cv 2,
+#    lognormal lengths, Llama-2-7B on one A100-80GB) on true-device.yaml:
+#    eff_bw 0.6, eff_flops 0.5, overhead 3 ms, per_seq 0 (stock: 0.83, 0.73,
+#    1.6 ms, 0);
+# 2. convert its requests.csv into the three run formats (CSV, JSON lines,
+#    vLLM's benchmark JSON with an emoji escaped as json.dumps writes it);
+# 3. calibrate from each, starting from the stock a100-80g, holding out the
+#    second half; assert the coefficients and the held-out errors;
+# 4. the profile loads in `kvsim run`; validate --from-run scores it; bad
+#    runs exit 2 with file:line.
+set -euo pipefail
+KVSIM=$1
+SRC=$2
+D=$SRC/tests/data/fromrun
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+"$KVSIM" run "$D/gen.yaml" -o "$T/gen" --quiet
+R=$T/gen/requests.csv
+# canonical CSV: the columns a user would record
+awk -F, 'NR == 1 { print "arrival_s,prompt_tokens,output_tokens,ttft_ms,e2e_ms"; next }
+	 $4 == "completed" { printf "%s,%s,%s,%.6f,%.6f\n", $5, $8, $9, $10 * 1e3, $12 * 1e3 }' \
+	"$R" > "$T/run.csv"
+awk -F, 'NR > 1 && $4 == "completed" { printf "{\"arrival_s\": %s, \"prompt_tokens\": %s, \"output_tokens\": %s, \"ttft_s\": %s, \"itl_s\": %s}\n", $5, $8, $9, $10, ($9 > 1 ? $11 : 0) }' \
+	"$R" > "$T/run.jsonl"
+awk -F, 'NR > 1 && $4 == "completed" { n++; st[n] = $5; il[n] = $8; ol[n] = $9; tt[n] = $10; la[n] = $12 }
+	 END {
+	   printf "{\"backend\": \"vllm\", \"request_rate\": Infinity, \"max_concurrency\": null,\n";
+	   printf " \"start_times\": ["; for (i = 1; i <= n; i++) printf "%s%.9f", (i > 1 ? ", " : ""), st[i] + 1000; printf "],\n";
+	   printf " \"input_lens\": ["; for (i = 1; i <= n; i++) printf "%s%s", (i > 1 ? ", " : ""), il[i]; printf "],\n";
+	   printf " \"output_lens\": ["; for (i = 1; i <= n; i++) printf "%s%s", (i > 1 ? ", " : ""), ol[i]; printf "],\n";
+	   printf " \"ttfts\": ["; for (i = 1; i <= n; i++) printf "%s%s", (i > 1 ? ", " : ""), tt[i]; printf "],\n";
+	   printf " \"latencies\": ["; for (i = 1; i <= n; i++) printf "%s%s", (i > 1 ? ", " : ""), la[i]; printf "],\n";
+	   printf " \"generated_texts\": ["; for (i = 1; i <= n; i++) printf "%s\"ok \\ud83d\\ude00\"", (i > 1 ? ", " : ""); printf "],\n";
+	   printf " \"errors\": ["; for (i = 1; i <= n; i++) printf "%s\"\"", (i > 1 ? ", " : ""); printf "]}\n";
+	 }' "$R" > "$T/run.json"
+
+check_fit() { # CSV of the fit, profile, holdout CSV
+	awk -F, -v f="$1" '
+	function rel(v, t) { return v / t - 1 }
+	$1 == "eff_bw" && (rel($3, 0.6) > 0.03 || rel($3, 0.6) < -0.03) { print f ": eff_bw " $3 " not within 3% of 0.6"; bad = 1 }
+	$1 == "eff_flops" && (rel($3, 0.5) > 0.03 || rel($3, 0.5) < -0.03) { print f ": eff_flops " $3 " not within 3% of 0.5"; bad = 1 }
+	$1 == "overhead" && (rel($3, 3) > 0.10 || rel($3, 3) < -0.10) { print f ": overhead " $3 " ms not within 10% of 3 ms"; bad = 1 }
+	$1 == "per_seq" && $3 > 10 { print f ": per_seq " $3 " us above 10 us (true 0)"; bad = 1 }
+	END { exit bad }' "$1" || fail "coefficients not recovered from $1"
+	awk -F, -v f="$2" '$1 == "fitted" && $3 != "mape" { lim = $3 == "mean" ? 2 : 5 }
+	$1 == "fitted" && $3 != "mape" && ($6 > lim || $6 < -lim) { print f ": held-out " $2 " " $3 " error " $6 "% beyond " lim "%"; bad = 1 }
+	END { exit bad }' "$2" || fail "held-out error too large in $2"
+}
+
+for fmt in csv jsonl json; do
+	"$KVSIM" calibrate --from-run "$T/run.$fmt" "$D/settings.yaml" -o "$T/cal-$fmt/p.yaml" \
+		> "$T/cal-$fmt.txt"
+	check_fit "$T/cal-$fmt/p-fit.csv" "$T/cal-$fmt/p-holdout.csv"
+done
+cat "$T/cal-json.txt"
+grep -q "vllm-json, 800 requests" "$T/cal-json.txt" || fail "the vLLM JSON was not read as such"
+
+# the profile runs, and validate --from-run reproduces calibrate's held-out figures
+"$KVSIM" run "$D/gen.yaml" --set device="$T/cal-csv/p.yaml" -o "$T/rerun" --quiet
+"$KVSIM" validate --from-run "$T/run.csv" "$D/settings.yaml" --profile "$T/cal-csv/p.yaml" \
+	--holdout 0.5 -o "$T/val.csv" > "$T/val.txt"
+cat "$T/val.txt"
+diff <(awk -F, '$1 == "fitted" { print $2, $3, $4, $5 }' "$T/cal-csv/p-holdout.csv") \
+	<(awk -F, 'NR > 1 { print $2, $3, $4, $5 }' "$T/val.csv") ||
+	fail "validate --from-run --holdout 0.5 differs from calibrate's held-out table"
+
+# bad runs: exit 2, file:line named
+bad() { # expected message fragment, file content
+	printf '%b' "$2" > "$T/bad.run"
+	set +e
+	"$KVSIM" calibrate --from-run "$T/bad.run" "$D/settings.yaml" -o "$T/bad/p.yaml" 2> "$T/err"
+	rc=$?
+	set -e
+	[ $rc -eq 2 ] || fail "exit $rc, expected 2, for: $2"
+	grep -q -- "$1" "$T/err" || fail "expected '$1' in: $(cat "$T/err")"
+}
+bad "bad.run:3: ttft_s: bad value 'x'" 'arrival_s,prompt_tokens,output_tokens,ttft_s,e2e_s\n0,10,5,0.1,0.5\n1,10,5,x,0.5\n'
+bad "bad.run:1: e2e: no e2e or itl column" 'arrival_s,prompt_tokens,output_tokens,ttft_s\n0,10,5,0.1\n'
+bad "bad.run:2:23: found .]. after .,.: expected another element" '{"input_lens": [1, 2],\n "output_lens": [1, 2,],\n "ttfts": [0.1, 0.2]}'
+bad "bad.run:1:39: output_lens: 1 elements: expected 2" '{"input_lens": [1, 2], "output_lens": [1], "ttfts": [0.1, 0.2], "latencies": [1, 1]}'
+bad "bad.run:2:1: ttft: bad value -1" '{"arrival_s": 0, "prompt_tokens": 3, "output_tokens": 2, "ttft_s": 0.1, "e2e_s": 1}\n{"arrival_s": 1, "prompt_tokens": 3, "output_tokens": 2, "ttft_s": -1, "e2e_s": 1}\n'
+echo "fromrun: ok"

@@ -1,0 +1,168 @@
+/* test_fromrun.c -- the recorded-run readers (src/fromrun.h) and the JSON reader (src/json.h). */
+#include "fromrun.h"
+#include "json.h"
+
+#include <check.h>
+#include <math.h>
+#include <string.h>
+
+static int load(struct kv_run *r, const char *text, struct kv_diag *d)
+{
+	memset(d, 0, sizeof(*d));
+	return kv_run_load_mem(r, "run.x", text, strlen(text), d);
+}
+
+START_TEST(test_vllm_json)
+{
+	static const char *text =
+		"{\"request_rate\": Infinity, \"max_concurrency\": null,\n"
+		" \"start_times\": [105.5, 100.0, 101.25],\n"
+		" \"input_lens\": [10, 20, 30],\n"
+		" \"output_lens\": [5, 1, 0],\n"
+		" \"ttfts\": [0.1, 0.2, 0.0],\n"
+		" \"itls\": [[0.01, 0.02, 0.03, 0.04], [], []],\n"
+		" \"generated_texts\": [\"a \\ud83d\\ude00\", \"b\", \"\"],\n"
+		" \"errors\": [\"\", \"\", \"timeout\"]}\n";
+	struct kv_run r;
+	struct kv_diag d;
+
+	ck_assert_msg(load(&r, text, &d) == 0, "%s:%lu:%lu: %s", d.file, d.line, d.col, d.msg);
+	ck_assert_str_eq(r.format, "vllm-json");
+	ck_assert_uint_eq(r.n, 2);
+	ck_assert_uint_eq(r.n_failed, 1);
+	/* sorted by send time: the second request first, at 0 */
+	ck_assert_uint_eq(r.req[0].prompt_tokens, 20);
+	ck_assert_uint_eq(r.req[0].arrival_ns, 0);
+	ck_assert_uint_eq(r.req[1].arrival_ns, 5500000000ULL);
+	ck_assert(isnan(r.req[0].tpot_s));
+	ck_assert_msg(fabs(r.req[1].e2e_s - 0.2) < 1e-12, "e2e %g: ttft + sum(itls)", r.req[1].e2e_s);
+	ck_assert_msg(fabs(r.req[1].tpot_s - 0.025) < 1e-12, "tpot %g", r.req[1].tpot_s);
+	kv_run_release(&r);
+}
+END_TEST
+
+START_TEST(test_vllm_json_no_start_times)
+{
+	struct kv_run r;
+	struct kv_diag d;
+
+	ck_assert_int_eq(load(&r, "{\"request_rate\": 4.0, \"input_lens\": [1], \"output_lens\": [1],"
+				  " \"ttfts\": [0.1], \"latencies\": [0.1]}", &d), KV_EINVAL);
+	ck_assert_str_eq(d.field, "start_times");
+	kv_run_release(&r);
+	ck_assert_int_eq(load(&r, "{\"request_rate\": \"inf\", \"input_lens\": [1], \"output_lens\": [1],"
+				  " \"ttfts\": [0.1], \"latencies\": [0.1]}", &d), 0);
+	kv_run_release(&r);
+}
+END_TEST
+
+START_TEST(test_csv_and_jsonl)
+{
+	struct kv_run r;
+	struct kv_diag d;
+
+	ck_assert_int_eq(load(&r, "id,status,arrival_ms,prompt_tokens,output_tokens,ttft_ms,itl_ms\n"
+				  "0,completed,1000,8,3,50,10\n1,rejected_pool,1500,8,3,,\n"
+				  "2,completed,500,4,1,20,0\n", &d), 0);
+	ck_assert_str_eq(r.format, "csv");
+	ck_assert_uint_eq(r.n, 2);
+	ck_assert_uint_eq(r.n_failed, 1);
+	ck_assert_uint_eq(r.req[1].arrival_ns, 500000000ULL);
+	ck_assert_msg(fabs(r.req[1].e2e_s - 0.07) < 1e-12, "e2e %g = ttft + itl (out - 1)", r.req[1].e2e_s);
+	kv_run_release(&r);
+	ck_assert_int_eq(load(&r, "{\"arrival_s\": 0, \"prompt_tokens\": 3, \"output_tokens\": 2, "
+				  "\"ttft_s\": 0.1, \"e2e_s\": 0.3}\n\n"
+				  "{\"arrival_s\": 2, \"prompt_tokens\": 3, \"output_tokens\": 2, "
+				  "\"ttft_s\": 0.1, \"e2e_s\": 0.3, \"extra\": [1]}\n", &d), 0);
+	ck_assert_str_eq(r.format, "jsonl");
+	ck_assert_uint_eq(r.n, 2);
+	kv_run_release(&r);
+}
+END_TEST
+
+/* Each malformed run: exit code, line, column and field of the message. */
+START_TEST(test_malformed)
+{
+	static const struct {
+		const char *text;
+		unsigned long line, col;
+		const char *field, *msg;
+	} c[] = {
+		{ "arrival_s,prompt_tokens,output_tokens,ttft_s\n0,1,1,0.1\n", 1, 0, "e2e", "no e2e or itl" },
+		{ "arrival_s,prompt_tokens,ttft_s,e2e_s\n0,1,0.1,1\n", 1, 0, "output_tokens", "no output_tokens" },
+		{ "arrival_s,prompt_tokens,output_tokens,ttft_s,e2e_s\n0,1.5,1,0.1,1\n", 2, 0, "prompt_tokens", "1.5" },
+		{ "arrival_s,prompt_tokens,output_tokens,ttft_s,e2e_s\n0,1,1,0.5,0.1\n", 2, 0, "e2e", ">= the TTFT" },
+		{ "arrival_s,prompt_tokens,output_tokens,ttft_s,e2e_s\n0,1,1,0.5\n", 2, 0, "", "4 fields" },
+		{ "{\"input_lens\": [1], \"output_lens\": [1], \"ttfts\": [0.1], \"latencies\": [0.1],}", 1, 76, "", "trailing comma" },
+		{ "{\"input_lens\": [1], \"input_lens\": [1]}", 1, 21, "", "duplicate key" },
+		{ "{\"input_lens\": [01]}", 1, 18, "", "expected ',' or ']'" },
+		{ "{\"input_lens\": [1], \"output_lens\": [1], \"ttfts\": [\"a\"], \"latencies\": [1], \"start_times\": [0]}", 1, 51, "ttfts", "a string" },
+		{ "{\"input_lens\": [1], \"output_lens\": [1], \"ttfts\": [0.1]}", 1, 1, "latencies", "absent" },
+		{ "{\"a\": \"x\\q\"}", 1, 10, "", "after '\\'" },
+		{ "{\"a\": \"\\ud83\"}", 1, 13, "", "4 hexadecimal" },
+		{ "{\"arrival_s\": 0, \"prompt_tokens\": 3, \"output_tokens\": 2, \"ttft_s\": 0.1, \"e2e_s\": 1} x\n", 1, 85, "", "one JSON object per line" },
+		{ "", 0, 0, "", "an empty file" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		struct kv_run r;
+		struct kv_diag d;
+		int rc = load(&r, c[i].text, &d);
+
+		ck_assert_msg(rc == KV_EINVAL, "case %zu: rc %d", i, rc);
+		ck_assert_msg(d.line == c[i].line && d.col == c[i].col && !strcmp(d.field, c[i].field) &&
+				      strstr(d.msg, c[i].msg),
+			      "case %zu: got %lu:%lu: %s: %s; expected %lu:%lu: %s: ...%s...", i, d.line,
+			      d.col, d.field, d.msg, c[i].line, c[i].col, c[i].field, c[i].msg);
+		kv_run_release(&r);
+	}
+}
+END_TEST
+
+START_TEST(test_json_tree)
+{
+	static const char *text = "{\"a\": [1, -2.5e3, true, null, \"s\\\"t\"], \"b\": {}, \"c\": -Infinity}";
+	struct kv_json_doc doc = { 0 };
+	struct kv_diag d;
+	size_t pos = 0, a, k;
+	unsigned long line = 1, col = 1;
+
+	ck_assert_int_eq(kv_json_parse(&doc, text, strlen(text), &pos, &line, &col, "t", &d), 0);
+	ck_assert_uint_eq(pos, strlen(text));
+	a = kv_json_get(&doc, 0, "a");
+	ck_assert_uint_eq(doc.node[a].n, 5);
+	k = kv_json_first(&doc, a);
+	ck_assert(doc.node[k].num == 1);
+	k = doc.node[k].next;
+	ck_assert(doc.node[k].num == -2500);
+	k = doc.node[doc.node[k].next].next;
+	ck_assert_int_eq(doc.node[k].type, KV_JSON_NULL);
+	k = doc.node[k].next;
+	ck_assert_uint_eq(doc.node[k].len, 4); /* s \\ " t, undecoded */
+	ck_assert(isinf(doc.node[kv_json_get(&doc, 0, "c")].num));
+	ck_assert_uint_eq(doc.node[kv_json_get(&doc, 0, "b")].n, 0);
+	ck_assert_uint_eq(kv_json_get(&doc, 0, "z"), 0);
+	kv_json_release(&doc);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("fromrun");
+	TCase *tc = tcase_create("core");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, test_vllm_json);
+	tcase_add_test(tc, test_vllm_json_no_start_times);
+	tcase_add_test(tc, test_csv_and_jsonl);
+	tcase_add_test(tc, test_malformed);
+	tcase_add_test(tc, test_json_tree);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
