@@ -352,15 +352,6 @@ static int replay(struct cal *c, const char *cache, double *beta, struct kv_diag
 	return rc;
 }
 
-static void stem_of(const char *path, char *stem, size_t len)
-{
-	size_t n = strlen(path);
-
-	if (n > 5 && !strcmp(path + n - 5, ".yaml"))
-		n -= 5;
-	snprintf(stem, len, "%.*s", (int)n, path);
-}
-
 /* Removes the temporaries of the n kv_atomic files at f (a failed write_outputs). */
 static void abort_files(struct kv_atomic *f, size_t n)
 {
@@ -383,7 +374,7 @@ static int write_outputs(struct cal *c, const char *path, struct kv_diag *d)
 	int rc;
 
 	strftime(date, sizeof(date), "%Y-%m-%d", gmtime(&now));
-	stem_of(path, stem, sizeof(stem));
+	kv_calib_stem(path, stem, sizeof(stem));
 	kv_device_set_defaults(&dev);
 	kv_fit_to_device(&c->fit, &dev);
 	/* points */
@@ -493,7 +484,7 @@ static int chart(const char *path)
 	char stem[KV_PATH_MAX], *dir, *base, *script, *defs, *name, *slash, *q;
 	int rc;
 
-	stem_of(path, stem, sizeof(stem));
+	kv_calib_stem(path, stem, sizeof(stem));
 	slash = strrchr(stem, '/');
 	dir = slash ? kv_xasprintf("%.*s", (int)(slash - stem) + (slash == stem), stem)
 		    : kv_xstrdup(".");

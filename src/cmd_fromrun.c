@@ -306,15 +306,6 @@ out:
 
 /* ---- calibrate --from-run ---- */
 
-static void stem_of(const char *path, char *stem, size_t len)
-{
-	size_t n = strlen(path);
-
-	if (n > 5 && !strcmp(path + n - 5, ".yaml"))
-		n -= 5;
-	snprintf(stem, len, "%.*s", (int)n, path);
-}
-
 /* Human units of coefficient k: eff as a share, overhead in ms, per_seq in us. */
 static double shown(int k, double v)
 {
@@ -386,7 +377,7 @@ static int write_outputs(const char *path, const struct fr_args *a, const struct
 	int rc;
 
 	strftime(date, sizeof(date), "%Y-%m-%d", gmtime(&now));
-	stem_of(path, stem, sizeof(stem));
+	kv_calib_stem(path, stem, sizeof(stem));
 	snprintf(p2, sizeof(p2), "%s-fit.csv", stem);
 	if ((rc = write_fit_csv(p2, f, n_fit)))
 		return rc;

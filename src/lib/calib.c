@@ -224,3 +224,12 @@ uint32_t kv_calib_point_batch(const struct kv_calib_point *p, uint32_t page_toke
 	assert(next == kv_calib_point_pages(p, page_tokens));
 	return n;
 }
+
+void kv_calib_stem(const char *path, char *stem, size_t len)
+{
+	size_t n = strlen(path);
+
+	if (n > 5 && !strcmp(path + n - 5, ".yaml"))
+		n -= 5;
+	snprintf(stem, len, "%.*s", (int)n, path);
+}

@@ -108,4 +108,10 @@ uint32_t kv_calib_point_batch(const struct kv_calib_point *p, uint32_t page_toke
 			      uint64_t token_bytes, int32_t *pages, struct kv_backend_seq *seqs,
 			      struct kv_batch_shape *sh);
 
+/*
+ * The stem of a profile path: path without a trailing ".yaml", in stem
+ * (len bytes); the files written beside a profile are STEM-NAME.
+ */
+void kv_calib_stem(const char *path, char *stem, size_t len);
+
 #endif /* KV_CALIB_H */
