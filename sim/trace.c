@@ -353,7 +353,7 @@ static int fill_row(struct kv_trace *t, const struct span *f, struct kv_trace_ro
 		    struct kv_diag *d)
 {
 	const char *const *name = t->lay->name;
-	int64_t abs;
+	int64_t abs = 0; /* set by the time parser before use; 0 quiets -O3's maybe-uninitialized */
 	int err;
 
 	if (parse_u64(f[ROLE_PROMPT], &row->prompt_tokens))
