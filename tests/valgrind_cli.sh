@@ -69,6 +69,7 @@ source: tests/valgrind_cli.sh (synthetic)
 YAML
 cat >"$tmp/vg-replay.yaml" <<YAML
 name: vg-replay
+engine: vllm-v0  # keeps the configured cache (the engines' prefix cache lists no pages)
 model: $tmp/vg-model.yaml
 device: a100-80g
 batching: {max_tokens: 128, max_seqs: 8}

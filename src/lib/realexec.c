@@ -84,6 +84,12 @@ int kv_real_exec_open(struct kv_real_exec *e, const char *kind, struct kv_sim *s
 		return kv_diag_set(d, KV_EINVAL, "", 0, 0, "cache",
 				   "cache model '%s' cannot run on a backend: expected full or chunked",
 				   cfg->cache->name);
+	if (!r->cache->units) /* an engine's prefix cache replaced the configured model */
+		return kv_diag_set(d, KV_EINVAL, "", 0, 0, "engine",
+				   "engine '%s' runs the cache model '%s' (its prefix cache), which "
+				   "cannot run on a backend: expected engine.prefix_caching: false or "
+				   "engine: vllm-v0",
+				   cfg->engine ? cfg->engine->name : "vllm-v0", r->cache->name);
 	if (r->offload != KV_OFFLOAD_NONE)
 		return kv_diag_set(d, KV_EINVAL, "", 0, 0, "cache.offload",
 				   "offload is simulated only: expected offload: false with a backend");
