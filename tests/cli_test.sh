@@ -126,5 +126,12 @@ for f in "$src"/tests/data/bad/*.yaml; do
   else ok; fi
 done
 
+# The real executor refuses an engine whose prefix cache lists no pages (it
+# used to call a NULL hook): exit 2 naming the engine, nothing written.
+"$kvsim" validate "$src/workloads/validate-cpu.yaml" --set engine.name=vllm --set cache.name=full \
+  -o "$tmp/val-engine" --quiet 2>"$tmp/val-engine.err"; st=$?
+[ $st -eq 2 ] && grep -q "engine 'vllm' runs the cache model 'shared'" "$tmp/val-engine.err" &&
+  [ ! -e "$tmp/val-engine" ] && ok || bad "validate under vllm's prefix cache: exit $st: $(cat "$tmp/val-engine.err")"
+
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
