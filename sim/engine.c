@@ -223,8 +223,12 @@ uint64_t kv_sim_pool_unit(uint64_t token_bytes, uint64_t max_block_bytes)
 static int pool_size(struct kv_sim *s)
 {
 	const struct kv_sim_config *c = s->cfg;
-	int rc = kv_mem_budget(&c->mem, &c->model, &c->device, c->tp, c->max_batch_tokens,
-			       c->max_batch_seqs, &s->mem, &s->diag);
+	struct kv_model stage; /* one pipeline stage's layers: weights and KV per GPU */
+	int rc;
+
+	kv_perf_stage_model(&c->model, c->pp ? c->pp : 1, &stage);
+	rc = kv_mem_budget(&c->mem, &stage, &c->device, c->tp, c->max_batch_tokens,
+			   c->max_batch_seqs, &s->mem, &s->diag);
 
 	if (rc)
 		return rc;
@@ -248,7 +252,9 @@ int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct 
 	s->token_bytes = kv_model_kv_bytes_per_token(&cfg->model);
 	s->pool_unit_bytes = cfg->pool_min_block_bytes ?
 		cfg->pool_min_block_bytes : kv_sim_pool_unit(s->token_bytes, cfg->pool_max_block_bytes);
-	kv_perf_init(&s->perf, &cfg->model, &cfg->device, cfg->tp);
+	kv_perf_init_parallel(&s->perf, &cfg->model, &cfg->device,
+			      &(struct kv_parallel){ .tp = cfg->tp, .pp = cfg->pp ? cfg->pp : 1,
+						     .ep = cfg->ep ? cfg->ep : 1 });
 	kv_heap_init(&s->heap, 1024);
 	kv_hist_init(&s->ttft);
 	kv_hist_init(&s->tpot);

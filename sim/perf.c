@@ -11,6 +11,7 @@
 
 #include <assert.h>
 #include <math.h>
+#include <string.h>
 
 /*
  * Ring all-reduce of one token's activations (hidden * dtype bytes) sends
@@ -30,10 +31,34 @@ static double allreduce_ns_per_token(const struct kv_model *m, const struct kv_d
 	return 2.0 * m->layers * ring * bytes / link_Bps * 1e9;
 }
 
+/* The device's link as comm.h sees it; a datasheet link falls back to the host link. */
+static void perf_link(const struct kv_device *dev, struct kv_link *l)
+{
+	l->type = dev->link_type;
+	l->fixed_ns = 0.0;
+	if (dev->link_type != KV_LINK_DATASHEET) {
+		l->busbw_Bps = dev->link_busbw_Bps;
+		return;
+	}
+	l->busbw_Bps = dev->interconnect_Bps > 0 ? dev->interconnect_Bps : dev->host_link_Bps;
+	l->fixed_ns = (double)dev->allreduce_latency_ns;
+}
+
 void kv_perf_init(struct kv_perf *pf, const struct kv_model *m, const struct kv_device *dev,
 		  uint32_t tp)
 {
-	assert(tp >= 1);
+	struct kv_parallel par = { .tp = tp, .pp = 1, .ep = 1 };
+
+	kv_perf_init_parallel(pf, m, dev, &par);
+}
+
+void kv_perf_init_parallel(struct kv_perf *pf, const struct kv_model *m,
+			   const struct kv_device *dev, const struct kv_parallel *par)
+{
+	uint32_t tp = par->tp;
+
+	assert(tp >= 1 && par->pp >= 1 && par->ep >= 1);
+	memset(pf, 0, sizeof(*pf));
 	pf->tp = tp;
 	pf->gemm_half_tokens = 0.0; /* an engine sets it (serving.h perf hook) */
 	pf->weight_bytes_per_gpu = (double)kv_model_weight_bytes(m) / tp;
@@ -50,6 +75,53 @@ void kv_perf_init(struct kv_perf *pf, const struct kv_model *m, const struct kv_
 	pf->allreduce_ns_per_token = allreduce_ns_per_token(m, dev, tp);
 	pf->allreduce_ns_fixed =
 		tp > 1 ? 2.0 * m->layers * (double)dev->allreduce_latency_ns : 0.0;
+	perf_link(dev, &pf->link);
+	pf->nccl = dev->link_type != KV_LINK_DATASHEET;
+	kv_comm_allreduce_init(&pf->ar, &pf->link, tp);
+	pf->ar_bytes_per_token = (double)m->hidden * m->dtype_bytes;
+	pf->ar_per_iter = 2.0 * m->layers;
+	pf->pp = par->pp;
+	pf->stage_frac = (double)((m->layers + par->pp - 1) / par->pp) / m->layers;
+	pf->head_flops_on_stage = pf->head_flops_per_sample;
+	pf->ep = par->ep;
+}
+
+void kv_perf_set_moe_ep(struct kv_perf *pf, uint32_t moe_layers,
+			double dispatch_bytes_per_token, uint32_t ep)
+{
+	assert(ep >= 1 && dispatch_bytes_per_token >= 0);
+	pf->ep = ep;
+	pf->ep_moe_layers = ep > 1 ? (double)moe_layers : 0.0;
+	pf->ep_bytes_per_token = dispatch_bytes_per_token;
+}
+
+double kv_perf_moe_ep_ns(const struct kv_perf *pf, double n_tokens)
+{
+	if (pf->ep <= 1 || pf->ep_moe_layers <= 0)
+		return 0.0;
+	return 2.0 * pf->ep_moe_layers *
+	       kv_comm_alltoall_ns(&pf->link, n_tokens * pf->ep_bytes_per_token, pf->ep);
+}
+
+double kv_perf_allreduce_ns(const struct kv_perf *pf, double n_tokens)
+{
+	if (pf->tp <= 1)
+		return 0.0;
+	if (!pf->nccl)
+		return pf->allreduce_ns_per_token * n_tokens + pf->allreduce_ns_fixed;
+	return pf->ar_per_iter * kv_comm_allreduce_ns(&pf->ar, n_tokens * pf->ar_bytes_per_token);
+}
+
+void kv_perf_stage_model(const struct kv_model *m, uint32_t pp, struct kv_model *out)
+{
+	uint32_t layers = (m->layers + pp - 1) / pp;
+
+	assert(pp >= 1);
+	*out = *m;
+	if (pp == 1)
+		return;
+	out->layers = layers;
+	out->params = (uint64_t)ceil((double)m->params * layers / m->layers);
 }
 
 /*
@@ -78,14 +150,44 @@ static double attention_ns(const struct kv_perf *pf, const struct kv_batch_shape
 	return 1e9 * fmax(mem, flops / pf->attn_flops_per_s);
 }
 
+/*
+ * One pipeline cycle (perf.h): m = min(pp, S) micro-batches of N/m tokens,
+ * a stage runs stage_frac of the layers on one of them and sends its
+ * activations on; every sequence advances once per pp stage times.
+ */
+static double pipeline_ns(const struct kv_perf *pf, const struct kv_batch_shape *b,
+			  uint64_t n_tokens)
+{
+	double m = (double)KV_MIN(pf->pp, KV_MAX(b->n_seqs, 1U));
+	double f = pf->stage_frac, n = (double)n_tokens / m;
+	double half = b->n_prefill_tokens > 0 ? pf->gemm_half_tokens : 0.0;
+	double lin_mem = pf->weight_bytes_per_gpu * f / pf->bw_Bps;
+	double lin_cmp = (pf->lin_flops_per_token * f * (n + half) +
+			  pf->head_flops_on_stage * (double)b->n_sample / m) / pf->flops_per_s;
+	double attn_mem = (double)b->kv_read_bytes / m / pf->tp * f / pf->bw_Bps;
+	double attn_flops = (pf->attn_flops_per_pair * (double)b->attn_pairs +
+			     pf->dequant_flops_per_byte * (double)b->dequant_bytes / pf->tp) * f / m;
+	double stage = 1e9 * (fmax(lin_mem, lin_cmp) + fmax(attn_mem, attn_flops / pf->attn_flops_per_s));
+
+	stage += f * (kv_perf_allreduce_ns(pf, n) + kv_perf_moe_ep_ns(pf, n));
+	stage += kv_comm_p2p_ns(&pf->link, n * pf->ar_bytes_per_token);
+	return pf->pp * stage;
+}
+
 kv_ns kv_perf_iter_ns(const struct kv_perf *pf, const struct kv_batch_shape *b)
 {
 	uint64_t n_tokens = b->n_decode + b->n_prefill_tokens;
 	double t = pf->overhead_ns + pf->per_seq_ns * b->n_seqs;
 
-	t += linear_ns(pf, n_tokens, b->n_sample, b->n_prefill_tokens > 0) + attention_ns(pf, b);
-	if (pf->tp > 1)
-		t += pf->allreduce_ns_per_token * (double)n_tokens + pf->allreduce_ns_fixed;
+	if (pf->pp > 1) {
+		t += pipeline_ns(pf, b, n_tokens);
+	} else {
+		t += linear_ns(pf, n_tokens, b->n_sample, b->n_prefill_tokens > 0) +
+		     attention_ns(pf, b);
+		if (pf->tp > 1)
+			t += kv_perf_allreduce_ns(pf, (double)n_tokens);
+		t += kv_perf_moe_ep_ns(pf, (double)n_tokens);
+	}
 	t += (double)b->extra_ns;
 	t = ceil(t);
 	return t < 1.0 ? 1 : (kv_ns)t;

@@ -30,6 +30,21 @@
  * batch-384 Llama-2-7B throughput by 26%; refitted, it needed a 20 us
  * per-sequence term to stand in for attention and still fitted the
  * comparison set worse (largest error 8.8% against 7.4%).
+ * With a typed interconnect (device profile `interconnect:`) t_ar is
+ * instead 2L all-reduces of N*hidden*dtype bytes, each costed by comm.h's
+ * NCCL model (cheapest ring/tree x LL/LL128/Simple); MoE layers under
+ * expert parallelism add two all-to-alls each (kv_perf_set_moe_ep).
+ *
+ * Pipeline parallelism (pp stages, vLLM-style: one micro-batch per stage in
+ * flight, pp virtual engines): the batch splits into m = min(pp, S)
+ * micro-batches, a stage runs ceil(L/pp) layers of one micro-batch
+ * (t_stage: the terms above on N/m tokens and 1/pp of the layers, plus the
+ * send of N/m*hidden*dtype activations to the next stage), and every
+ * sequence advances one token per cycle of pp * t_stage: throughput is set
+ * by the slowest stage, a token's latency is the sum of the stages, and
+ * with fewer micro-batches than stages (m < pp) the pipeline has a bubble
+ * of 1 - m/pp.
+ *
  * docs/perf-model.md derives the terms and compares the model to published
  * measurements.  The functions here are pure and allocation-free: they sit
  * on the simulator's hot path.
@@ -37,6 +52,7 @@
 #ifndef KV_PERF_H
 #define KV_PERF_H
 
+#include "comm.h"
 #include "profile.h"
 
 /* The shape of one iteration's batch, filled by the engine. */
@@ -67,6 +83,25 @@ struct kv_perf {
 	double allreduce_ns_fixed; /* 2 * layers * all-reduce latency, 0 when tp == 1 */
 	uint32_t tp; /* tensor-parallel degree */
 	double gemm_half_tokens; /* n_half: batch tokens of GEMM ramp in batches with prefill (0: none, vllm-v0) */
+	/* Interconnect and parallel layout (comm.h; docs/perf-model.md "Parallelism"). */
+	struct kv_link link; /* the device's GPU-GPU link as the collectives see it */
+	int nccl; /* 1: all-reduces costed by comm.h's NCCL model (typed link), 0: the datasheet terms above */
+	struct kv_comm_allreduce ar; /* TP all-reduce candidates over tp ranks (nccl only) */
+	double ar_bytes_per_token; /* hidden * dtype_bytes: one token's activations, bytes */
+	double ar_per_iter; /* all-reduces per pass over the model: 2 * layers */
+	uint32_t pp; /* pipeline stages, >= 1 (1: no pipeline) */
+	double stage_frac; /* share of the layers on the slowest stage: ceil(layers/pp) / layers */
+	double head_flops_on_stage; /* LM head FLOPs per sample on the last stage (= head_flops_per_sample) */
+	uint32_t ep; /* expert-parallel degree, >= 1 */
+	double ep_moe_layers; /* MoE layers whose tokens are dispatched and combined; 0: none */
+	double ep_bytes_per_token; /* dispatch bytes per batch token per MoE layer (combine moves the same) */
+};
+
+/* The GPU layout of one replica: tp * pp GPUs; experts spread over ep of them. */
+struct kv_parallel {
+	uint32_t tp; /* tensor-parallel degree, >= 1 */
+	uint32_t pp; /* pipeline stages, >= 1 */
+	uint32_t ep; /* expert-parallel degree, >= 1 (needs MoE layers: kv_perf_set_moe_ep) */
 };
 
 /*
@@ -76,6 +111,39 @@ struct kv_perf {
  */
 void kv_perf_init(struct kv_perf *pf, const struct kv_model *m, const struct kv_device *dev,
 		  uint32_t tp);
+
+/*
+ * Fills pf for a parallel layout.  tp as kv_perf_init(); pp > 1 splits the
+ * layers over pp stages (the pipeline model of perf.h's header, below); ep
+ * is recorded and costs nothing until kv_perf_set_moe_ep() names the MoE
+ * layers.  kv_perf_init(pf, m, dev, tp) is this with pp = ep = 1.
+ */
+void kv_perf_init_parallel(struct kv_perf *pf, const struct kv_model *m,
+			   const struct kv_device *dev, const struct kv_parallel *par);
+
+/*
+ * Expert parallelism: every MoE layer dispatches each batch token's routed
+ * activations to the GPUs holding its experts and combines the results back,
+ * two all-to-alls over ep ranks of bytes_per_rank = tokens *
+ * dispatch_bytes_per_token (comm.h kv_comm_alltoall_ns).  Plain numbers, no
+ * model fields: dispatch_bytes_per_token is top_k * hidden * dtype_bytes
+ * for a top-k router.  moe_layers 0 or ep 1 turn the term off.
+ */
+void kv_perf_set_moe_ep(struct kv_perf *pf, uint32_t moe_layers,
+			double dispatch_bytes_per_token, uint32_t ep);
+
+/* The expert-parallel all-to-all time of one pass over n_tokens batch tokens, ns. */
+double kv_perf_moe_ep_ns(const struct kv_perf *pf, double n_tokens);
+
+/* The TP all-reduce time of one pass over n_tokens batch tokens, ns (0 when tp == 1). */
+double kv_perf_allreduce_ns(const struct kv_perf *pf, double n_tokens);
+
+/*
+ * The model one pipeline stage holds: ceil(layers / pp) layers and that
+ * share of the parameters, for sizing weights and KV per GPU (memory.h).
+ * pp == 1 copies m.
+ */
+void kv_perf_stage_model(const struct kv_model *m, uint32_t pp, struct kv_model *out);
 
 /*
  * GEMM efficiency ramp (set by the vllm and sglang engines, 0 otherwise): in a

@@ -9,6 +9,7 @@
 #include "profile.h"
 
 #include <math.h>
+#include <string.h>
 
 uint64_t kv_model_weight_bytes(const struct kv_model *m)
 {
@@ -125,6 +126,58 @@ void kv_device_set_defaults(struct kv_device *dev)
 	dev->alpha = KV_DEV_DEFAULT_ALPHA;
 }
 
+/*
+ * Achieved shares of the datasheet peaks per architecture family, from
+ * published measurements (docs/perf-model.md, "GPU families", has the table
+ * with every source):
+ *   ampere     bw 0.83: ~1700 of 2039 GB/s (gpt-fast README, A100-80GB);
+ *              flops 0.73: the A100-80GB fit of docs/perf-model.md.
+ *   ada        bw 0.91: clpeak 921 of 1008 GB/s on an RTX 4090
+ *              (krrishnarraj/clpeak issue 106); flops 0.96: 158.6 of 165.2
+ *              TFLOPS, fp16 8192^3 torch matmul on an RTX 4090
+ *              (mli/transformers-benchmarks issue 4).
+ *   hopper     bw 0.90: FlashMLA 3000 of 3350 GB/s on H800 SXM5
+ *              (deepseek-ai/FlashMLA README); flops 0.78: DeepGEMM 1550 of
+ *              1979 dense FP8 TFLOPS on H800, 1.02x cuBLAS
+ *              (deepseek-ai/DeepGEMM README).
+ *   blackwell  no published achieved-bandwidth or GEMM figure found: the
+ *              Hopper shares, flagged in the table.
+ *   cdna3      bw 0.74: 3910.62 of 5300 GB/s, the HBM bandwidth AMD's
+ *              rocprofiler-compute roofline test expects on MI300X
+ *              (ROCm/rocm-systems PR 2934); flops: no representative
+ *              published hipBLASLt figure found, the Ampere fit, flagged.
+ */
+static const struct {
+	const char *name; /* family key */
+	double eff_bw; /* achieved share of the memory bandwidth */
+	double eff_flops; /* achieved share of the dense tensor rate */
+} families[] = {
+	{ "ampere", 0.83, 0.73 },
+	{ "ada", 0.91, 0.96 },
+	{ "hopper", 0.90, 0.78 },
+	{ "blackwell", 0.90, 0.78 },
+	{ "cdna3", 0.74, 0.73 },
+};
+
+int kv_device_family_defaults(struct kv_device *dev)
+{
+	size_t i;
+
+	for (i = 0; i < KV_ARRAY_LEN(families); i++) {
+		if (!strcmp(dev->family, families[i].name)) {
+			dev->eff_bw = families[i].eff_bw;
+			dev->eff_flops = families[i].eff_flops;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+const char *kv_device_family_names(void)
+{
+	return "ampere, ada, hopper, blackwell, cdna3";
+}
+
 /* NaN-safe "v > 0" that names the field when it fails. */
 static int positive(double v, const char *key, struct kv_diag *d, const char *file)
 {
@@ -159,6 +212,14 @@ int kv_device_validate(const struct kv_device *dev, struct kv_diag *d, const cha
 		return kv_diag_set(d, KV_EINVAL, file, 0, 0, "interconnect_bandwidth",
 				   "must be >= 0 (0: no GPU-GPU link), got %g",
 				   dev->interconnect_Bps);
+	if (dev->link_type != KV_LINK_DATASHEET &&
+	    (!(dev->link_busbw_Bps > 0) || !isfinite(dev->link_busbw_Bps)))
+		return kv_diag_set(d, KV_EINVAL, file, 0, 0, "interconnect_busbw",
+				   "must be positive with interconnect %s (the bus bandwidth nccl-tests reaches), got %g",
+				   kv_link_name(dev->link_type), dev->link_busbw_Bps);
+	if (!(dev->flops_fp8 >= 0) || !isfinite(dev->flops_fp8))
+		return kv_diag_set(d, KV_EINVAL, file, 0, 0, "fp8_tflops",
+				   "must be >= 0 (0: no fp8 tensor cores), got %g", dev->flops_fp8);
 	if (!(dev->dequant_flops_per_byte >= 0) || !isfinite(dev->dequant_flops_per_byte))
 		return kv_diag_set(d, KV_EINVAL, file, 0, 0, "perf.dequant_flops_per_byte",
 				   "must be >= 0, got %g", dev->dequant_flops_per_byte);

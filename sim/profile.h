@@ -17,6 +17,7 @@
 #ifndef KV_PROFILE_H
 #define KV_PROFILE_H
 
+#include "comm.h"
 #include "kv_common.h"
 
 /* Largest relative gap allowed between params and kv_model_arch_params(). */
@@ -107,6 +108,10 @@ struct kv_device {
 	double flops; /* peak dense fp16 tensor rate, FLOP/s */
 	double host_link_Bps; /* host link bandwidth, one direction, bytes/s */
 	double interconnect_Bps; /* GPU-GPU link, one direction, bytes/s (for TP); 0: none */
+	double flops_fp8; /* peak dense fp8 tensor rate, FLOP/s; 0: no fp8 tensor cores */
+	enum kv_link_type link_type; /* GPU-GPU link kind (comm.h); KV_LINK_DATASHEET: none named */
+	double link_busbw_Bps; /* bus bandwidth NCCL reaches on that link, bytes/s; 0 with datasheet */
+	char family[16]; /* architecture family ("ampere", ...), "" when not named */
 	/* Perf-model coefficients (calibrated; datasheet profiles ship defaults). */
 	double eff_bw; /* achieved share of mem_bw_Bps, default 0.83 */
 	double eff_flops; /* achieved share of flops, default 0.73 */
@@ -133,6 +138,16 @@ struct kv_device {
 
 /* Fills dev's coefficients with the defaults above (datasheet fields untouched). */
 void kv_device_set_defaults(struct kv_device *dev);
+
+/*
+ * Sets eff_bw and eff_flops to the published achieved shares of dev->family
+ * (docs/perf-model.md, "GPU families", cites each); returns 0, or -1 for an
+ * unknown family (dev untouched).
+ */
+int kv_device_family_defaults(struct kv_device *dev);
+
+/* The family names, ", "-separated, for error messages. */
+const char *kv_device_family_names(void);
 
 /*
  * Checks datasheet figures are positive and coefficients in range

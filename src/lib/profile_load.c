@@ -39,7 +39,8 @@ static const char *const model_required[] = {
 
 static const char *const device_keys[] = {
 	"name", "memory", "memory_cuda", "mem_bandwidth", "fp16_tflops", "host_link_bandwidth",
-	"interconnect_bandwidth", "perf", "cost", "source", NULL,
+	"interconnect_bandwidth", "interconnect", "interconnect_busbw", "fp8_tflops", "family",
+	"perf", "cost", "source", NULL,
 };
 
 static const char *const device_required[] = {
@@ -430,6 +431,37 @@ int kv_profile_load_model(const char *name_or_path, struct kv_model *m, struct k
 
 /* ---- devices ---- */
 
+/*
+ * `interconnect:` names the link kind (comm.h) and `interconnect_busbw` the
+ * bus bandwidth NCCL reaches on it; a profile naming neither keeps the
+ * datasheet model (interconnect_bandwidth plus perf.allreduce_latency).
+ */
+static int read_link(struct kv_cfg_node *r, struct kv_device *dev, struct kv_diag *d)
+{
+	struct kv_cfg_node *n = kv_cfg_get(r, "interconnect");
+	char name[32] = "";
+	int err;
+
+	dev->link_type = KV_LINK_DATASHEET;
+	if (n) {
+		if ((err = kv_cfg_str(r, "interconnect", "", name, sizeof(name), d)))
+			return err;
+		if (kv_link_parse(name, &dev->link_type))
+			return kv_cfg_error(n, d, "unknown interconnect '%s': expected one of: %s",
+					    name, kv_link_names());
+	}
+	if ((err = read_rate(r, "interconnect_busbw", 0, 1, &dev->link_busbw_Bps, d)))
+		return err;
+	if (dev->link_type != KV_LINK_DATASHEET && dev->link_busbw_Bps <= 0)
+		return kv_cfg_error(n, d, "interconnect %s needs interconnect_busbw: the bus "
+				    "bandwidth nccl-tests reaches on it (GB/s)", name);
+	if (dev->link_type == KV_LINK_DATASHEET && kv_cfg_get(r, "interconnect_busbw"))
+		return kv_cfg_error(kv_cfg_get(r, "interconnect_busbw"), d,
+				    "interconnect_busbw needs an interconnect type (%s)",
+				    kv_link_names());
+	return 0;
+}
+
 static int read_datasheet(struct kv_cfg_node *r, struct kv_device *dev, struct kv_diag *d)
 {
 	double tflops;
@@ -443,6 +475,29 @@ static int read_datasheet(struct kv_cfg_node *r, struct kv_device *dev, struct k
 	    (err = read_rate(r, "interconnect_bandwidth", 0, 1, &dev->interconnect_Bps, d)))
 		return err;
 	dev->flops = tflops * 1e12;
+	if ((err = kv_cfg_dbl(r, "fp8_tflops", 0, 0, 1e9, &tflops, d)))
+		return err;
+	dev->flops_fp8 = tflops * 1e12;
+	return read_link(r, dev, d);
+}
+
+/*
+ * `family:` (ampere, ada, hopper, blackwell, cdna3) sets the efficiency
+ * defaults of that architecture (profile.h, kv_device_family_defaults); the
+ * `perf:` mapping read next still overrides them.  Absent: the A100 fit.
+ */
+static int read_family(struct kv_cfg_node *r, struct kv_device *dev, struct kv_diag *d)
+{
+	struct kv_cfg_node *n = kv_cfg_get(r, "family");
+	int err;
+
+	if (!n)
+		return 0;
+	if ((err = kv_cfg_str(r, "family", "", dev->family, sizeof(dev->family), d)))
+		return err;
+	if (kv_device_family_defaults(dev))
+		return kv_cfg_error(n, d, "unknown family '%s': expected one of: %s", dev->family,
+				    kv_device_family_names());
 	return 0;
 }
 
@@ -484,6 +539,7 @@ static int read_device(struct kv_cfg_doc *doc, struct kv_device *dev, struct kv_
 	    (err = require_keys(r, device_required, doc->path, d)) ||
 	    (err = read_name(r, dev->name, sizeof(dev->name), d)) ||
 	    (err = read_source(r, d)) || (err = read_datasheet(r, dev, d)) ||
+	    (err = read_family(r, dev, d)) ||
 	    (err = read_perf(kv_cfg_get(r, "perf"), dev, d)) ||
 	    (err = read_cost(kv_cfg_get(r, "cost"), dev, d)))
 		return err;

@@ -178,7 +178,8 @@ static int read_profiles(struct kv_cfg_doc *doc, struct kv_sim_config *c, struct
 
 static int read_cluster(struct kv_cfg_node *root, struct kv_sim_config *c, struct kv_diag *d)
 {
-	static const char *const keys[] = { "replicas", "tensor_parallel", "router", NULL };
+	static const char *const keys[] = { "replicas", "tensor_parallel", "pipeline_parallel",
+					    "expert_parallel", "router", NULL };
 	struct kv_cfg_node *n = kv_cfg_get(root, "cluster");
 	char name[64], buf[256];
 	uint64_t u;
@@ -189,6 +190,10 @@ static int read_cluster(struct kv_cfg_node *root, struct kv_sim_config *c, struc
 	c->replicas = (uint32_t)u;
 	TRY(kv_cfg_u64(n, "tensor_parallel", 1, 1, 64, &u, d));
 	c->tp = (uint32_t)u;
+	TRY(kv_cfg_u64(n, "pipeline_parallel", 1, 1, 64, &u, d));
+	c->pp = (uint32_t)u;
+	TRY(kv_cfg_u64(n, "expert_parallel", 1, 1, 64, &u, d));
+	c->ep = (uint32_t)u;
 	TRY(kv_cfg_str(n, "router", "round-robin", name, sizeof(name), d));
 	c->router = kv_router_find(name);
 	if (!c->router)
