@@ -53,10 +53,11 @@ static void show_device(const char *name, const char *path, void *arg)
 		kv_diag_print(&d, stdout);
 		return;
 	}
-	printf("  %-26s %.0f GB, %.0f GB/s, %.0f dense fp16 TFLOP/s, host link %.0f GB/s; eff_bw %.2f, eff_flops %.2f, overhead %.2f ms, alpha %.2f\n",
+	printf("  %-26s %.0f GB, %.0f GB/s, %.0f dense fp16 TFLOP/s, host link %.0f GB/s; eff_bw %.2f, eff_flops %.2f, overhead %.2f ms, alpha %.2f; link %s %.0f GB/s\n",
 	       name, (double)dev.mem_bytes / 1e9, dev.mem_bw_Bps / 1e9, dev.flops / 1e12,
 	       dev.host_link_Bps / 1e9, dev.eff_bw, dev.eff_flops, (double)dev.overhead_ns / 1e6,
-	       dev.alpha);
+	       dev.alpha, kv_link_name(dev.link_type),
+	       (dev.link_type == KV_LINK_DATASHEET ? dev.interconnect_Bps : dev.link_busbw_Bps) / 1e9);
 }
 
 static void show_model(const char *name, const char *path, void *arg)
