@@ -232,6 +232,9 @@ static int pool_size(struct kv_sim *s)
 
 	if (rc)
 		return rc;
+	/* a stage holds every token's KV for its layers: the pool counts whole-model bytes */
+	if (stage.layers != c->model.layers)
+		s->mem.pool_bytes = s->mem.kv_tokens * kv_model_kv_bytes_per_token(&c->model);
 	s->pool_bytes = s->mem.pool_bytes;
 	return 0;
 }

@@ -64,7 +64,7 @@
 #define TRIES 8 /* option draws before falling back to the defaults */
 
 static const char *const models[] = { "tiny", "tinyllama-1.1b", "llama-2-7b", "opt-13b" };
-static const char *const devices[] = { "a100-40g", "a100-80g", "h100-80g" };
+static const char *const devices[] = { "a100-40g", "a100-80g", "h100-80g", "h100-pcie", "mi300x" };
 
 /* One point of a registry's axis: a plugin, with one enum/bool option forced (or none). */
 struct variant {
@@ -570,6 +570,9 @@ static void draw_cluster(gsl_rng *g, struct rcase *c, unsigned replicas)
 		cfg->pool_max_block_bytes, cfg->max_batch_tokens, cfg->max_batch_seqs,
 		cfg->chunked_prefill, cfg->oversize == KV_OVERSIZE_REJECT ? "reject" : "clip",
 		cfg->max_context_tokens, cfg->sample_interval_ns);
+	/* pipeline stages (drawn last so the draws above keep their stream) */
+	cfg->pp = gsl_rng_uniform(g) < 0.3 ? (uint32_t)uni(g, 2, 3) : 1;
+	appendf(c->desc, sizeof(c->desc), " pp: %u", cfg->pp);
 }
 
 /* The source: the case's trace, its rows' lengths and hash ids, the tenants. */
