@@ -7,8 +7,8 @@
 # the citation. Each workload runs once with the stock device and model profiles (datasheet
 # figures and the shipped perf coefficients: nothing here is fitted to these numbers); the
 # metric is computed from its requests.csv and summary.csv, and the signed error
-# kvsim / measured - 1 is printed. The targets (dense models at TP 1: TTFT and E2E within
-# 15%, TPOT/ITL within 10%) are checked on the statistic the source gives (mean or median).
+# kvsim / measured - 1 is printed. The targets (dense models at TP 1 to 4, issue 15: TTFT and
+# E2E within 15%, TPOT/ITL within 10%; none at TP 8) are checked on the statistic the source gives (mean or median).
 #
 # usage: configs/fidelity/run.sh [-k KVSIM] [-w WORKLOAD]...   (default build/src/kvsim, all)
 # Exits 0 when every row ran (missed targets are findings, not failures), 1 when a run failed
@@ -83,13 +83,13 @@ awk -F, -v bad="$bad" '
     unit = lat ? " ms" : ($5 == "req_s" ? " req/s" : " tok/s")
     tol = ($5 ~ /^(tpot|itl)_/) ? 10 : 15
     tgt = "-"
-    if ($4 == 1 && lat && $5 ~ /_(mean|p50)$/) {
+    if ($4 <= 4 && lat && $5 ~ /_(mean|p50)$/) {
       tgt = sprintf("%s (%d%%)", (e <= tol && e >= -tol) ? "met" : "missed", tol)
       n++; if (tgt ~ /^met/) met++
     }
     printf "| %s | %s | %s | %s | %.4g%s | %.4g%s | %+.1f%% | %s |\n", $2, $3, $4, $5, m, unit, k, unit, e, tgt
   }
   END {
-    if (n) printf "\nTargets (dense, TP 1, latency mean or median): %d of %d met.\n", met, n
+    if (n) printf "\nTargets (dense, TP 1 to 4, latency mean or median): %d of %d met.\n", met, n
     exit bad
   }' "$tmp/metrics" "$here/measured.csv"
