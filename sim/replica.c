@@ -205,7 +205,8 @@ uint64_t kv_req_next_tokens(const struct kv_req *q)
 /* Host-link time of a copy of `bytes`. */
 static kv_ns copy_time_ns(const struct kv_replica *r, uint64_t bytes)
 {
-	double bw = r->sim->cfg->device.host_link_Bps * r->sim->cfg->tp;
+	double bw = r->sim->cfg->device.host_link_Bps * r->sim->cfg->tp *
+		    (r->sim->cfg->pp ? r->sim->cfg->pp : 1); /* every GPU of the replica copies its share */
 
 	return bw > 0 ? (kv_ns)ceil((double)bytes / bw * 1e9) : 0;
 }

@@ -191,7 +191,8 @@ static kv_ns decode_ns(const struct kv_replica *r, uint64_t ctx)
 /* Host-link time of copying q's KV out and back (as the engine charges it). */
 static kv_ns swap_ns(const struct kv_replica *r, const struct kv_req *q)
 {
-	double bw = r->sim->cfg->device.host_link_Bps * r->sim->cfg->tp;
+	double bw = r->sim->cfg->device.host_link_Bps * r->sim->cfg->tp *
+		    (r->sim->cfg->pp ? r->sim->cfg->pp : 1); /* every GPU of the replica copies its share */
 
 	return bw > 0 ? 2 * (kv_ns)ceil((double)q->kv_bytes / bw * 1e9) : 0;
 }

@@ -76,10 +76,11 @@ int kv_real_exec_open(struct kv_real_exec *e, const char *kind, struct kv_sim *s
 	int rc;
 
 	memset(e, 0, sizeof(*e));
-	if (s->n_rep != 1 || cfg->tp != 1)
-		return exec_fail(d, KV_EINVAL,
-				 "runs one replica of one device: got %llu replicas, tp %llu",
-				 s->n_rep, cfg->tp);
+	if (s->n_rep != 1 || cfg->tp != 1 || cfg->pp > 1)
+		return kv_diag_set(d, KV_EINVAL, "", 0, 0, "backend",
+				   "runs one replica of one device: got %llu replicas, tp %llu, pp %llu",
+				   (unsigned long long)s->n_rep, (unsigned long long)cfg->tp,
+				   (unsigned long long)(cfg->pp ? cfg->pp : 1));
 	if (!cfg->cache->units)
 		return kv_diag_set(d, KV_EINVAL, "", 0, 0, "cache",
 				   "cache model '%s' cannot run on a backend: expected full or chunked",
