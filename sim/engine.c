@@ -226,6 +226,10 @@ static int pool_size(struct kv_sim *s)
 	struct kv_model stage; /* one pipeline stage's layers: weights and KV per GPU */
 	int rc;
 
+	if (c->pp > c->model.layers)
+		return kv_diag_set(&s->diag, KV_EINVAL, "", 0, 0, "cluster.pipeline_parallel",
+				   "%u stages for %s's %u layers: expected at most one stage per layer",
+				   c->pp, c->model.name, c->model.layers);
 	kv_perf_stage_model(&c->model, c->pp ? c->pp : 1, &stage);
 	rc = kv_mem_budget(&c->mem, &stage, &c->device, c->tp, c->max_batch_tokens,
 			   c->max_batch_seqs, &s->mem, &s->diag);
