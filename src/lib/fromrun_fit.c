@@ -372,6 +372,12 @@ int kv_run_write_profile(const char *path, const struct kv_device *dev, const ch
 	fprintf(a.f, "name: %s\nmemory: %llu\n", dev->name, (unsigned long long)dev->mem_bytes);
 	if (dev->mem_cuda_bytes)
 		fprintf(a.f, "memory_cuda: %llu\n", (unsigned long long)dev->mem_cuda_bytes);
+	/* the base profile's link and fp8 rate round-trip (profile.h) */
+	if (dev->link_type != KV_LINK_DATASHEET)
+		fprintf(a.f, "interconnect: %s\ninterconnect_busbw: %.9gGB/s\n",
+			kv_link_name(dev->link_type), dev->link_busbw_Bps / 1e9);
+	if (dev->flops_fp8 > 0)
+		fprintf(a.f, "fp8_tflops: %.9g\n", dev->flops_fp8 / 1e12);
 	fprintf(a.f,
 		"mem_bandwidth: %.9gGB/s\nfp16_tflops: %.9g\nhost_link_bandwidth: %.9gGB/s\n"
 		"interconnect_bandwidth: %.9gGB/s\n"
