@@ -88,7 +88,7 @@ static void run_two(struct kv_workload *w, struct kv_sim *s, struct rec *r)
 
 	memset(r, 0, sizeof(*r));
 	load(w, TWO_TENANTS);
-	ck_assert_int_eq(kv_done_log_init(&r->log, w->cfg.model.max_ctx_tokens, &d), 0);
+	ck_assert_int_eq(kv_done_log_init(&r->log, w->cfg.model.max_ctx_tokens, NULL, &d), 0);
 	sim_start(w, s, &sink, 0);
 	sim_finish(s);
 }
@@ -215,7 +215,7 @@ START_TEST(tenant_shares)
 
 	run_two(&w, &s, r);
 	for (i = 0; i < 2; i++)
-		kv_tenant_summary(&s, i, &t[i]);
+		kv_tenant_summary(&s, NULL, i, &t[i]);
 	ck_assert_double_eq_tol(t[0].service_share + t[1].service_share, 1, 1e-12);
 	ck_assert_double_eq_tol(t[0].weight_share, 0.25, 1e-12);
 	ck_assert_double_eq_tol(t[1].weight_share, 0.75, 1e-12);
@@ -240,7 +240,7 @@ START_TEST(done_log_release_twice)
 	struct kv_diag d;
 
 	kv_done_log_release(&l);
-	ck_assert_int_eq(kv_done_log_init(&l, 100, &d), 0);
+	ck_assert_int_eq(kv_done_log_init(&l, 100, NULL, &d), 0);
 	kv_done_log_release(&l);
 	kv_done_log_release(&l);
 	ck_assert_ptr_null(l.lat);
