@@ -16,10 +16,11 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { F_REQ, F_TS, F_SUM, F_TEN, F_TSER, F_PNG };
+enum { F_REQ, F_TS, F_SUM, F_TEN, F_TSER, F_PNG, F_HEALTH };
 static const char *const file_names[KV_OUT_FILES] = { "requests.csv", "timeseries.csv",
 						      "summary.csv", "tenants.csv",
-						      "tenant_timeseries.csv", "run.png" };
+						      "tenant_timeseries.csv", "run.png",
+						      "health.csv" };
 
 /* --- fast formatting (1M rows must not cost seconds) ------------------- */
 
@@ -446,6 +447,25 @@ static int write_tenants_csv(struct kv_out *o, const struct kv_sim *s, struct kv
 	return KV_EIO;
 }
 
+/* Computes the health report into o->health and writes health.csv. */
+static int write_health_csv(struct kv_out *o, const struct kv_sim *s, const struct kv_summary *sum,
+			    struct kv_diag *d)
+{
+	FILE *f = open_tmp(o, F_HEALTH, d);
+	int neg;
+
+	if (!f)
+		return KV_EIO;
+	kv_health_compute(s, o->w, sum, &o->done, &o->health);
+	neg = kv_health_write_csv(&o->health, f);
+	if (neg)
+		printf_failed(o, F_HEALTH);
+	if (!close_checked(o, &f, F_HEALTH) && !neg)
+		return 0;
+	kv_out_error(o, d);
+	return KV_EIO;
+}
+
 /* 1 when gnuplot is an executable file on PATH. */
 static int have_gnuplot(void)
 {
@@ -663,6 +683,8 @@ int kv_out_commit(struct kv_out *o, const struct kv_sim *s, struct kv_summary *s
 	rc = write_summary_csv(o, sum, d);
 	if (!rc)
 		rc = write_tenants_csv(o, s, d);
+	if (!rc)
+		rc = write_health_csv(o, s, sum, d);
 	if (rc)
 		return rc;
 	if (o->w->chart)
