@@ -94,7 +94,7 @@ int kv_cond_parse(const char *text, const char *const *metrics, struct kv_cond *
 		n++;
 		if (!*p)
 			return (int)n;
-		if (strncmp(p, "and", 3) || (p[3] != ' ' && p[3] != '\t')) {
+		if (strncmp(p, "and", 3) || (p[3] && p[3] != ' ' && p[3] != '\t')) {
 			snprintf(err, errlen, "bad condition at '%s': expected 'and' and another "
 				 "condition, or the end (e.g. ttft_p99_s <= 1 and tpot_p99_s <= 0.1)", p);
 			return -1;
