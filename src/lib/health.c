@@ -188,10 +188,10 @@ static void check_block(struct kv_health *h, const struct kv_sim *s, const struc
 	c->value = (double)(p->unit_bytes << p->max_order);
 	c->status = c->value <= (double)w->health.max_block_bytes ? KV_HEALTH_PASS : KV_HEALTH_WARN;
 	if (c->status == KV_HEALTH_WARN)
-		cause(c, "largest block %.1f MiB: memory.max_block %s lets one request's KV take one "
+		cause(c, "largest block %.1f MiB (memory.max_block %s): one request's KV can take one "
 		      "contiguous region (%.0f refusals with enough free bytes); set memory.max_block: "
-		      "8MiB", c->value / KV_MiB, w->cfg.pool_max_block_bytes ? "is above the target" :
-		      "is 0 (no cap)", kv_summary_get(sum, "alloc_fail_frag"));
+		      "8MiB", c->value / KV_MiB, w->cfg.pool_max_block_bytes ? "above the target" :
+		      "0, no cap", kv_summary_get(sum, "alloc_fail_frag"));
 }
 
 /* Long tail: E2E p99 / p50, explained by over-long requests or by queueing. */
