@@ -53,7 +53,7 @@ static int parse_one(const char **pp, const char *const *metrics, struct kv_cond
 	memcpy(c->metric, m, n);
 	c->metric[n] = 0;
 	if (!known(metrics, c->metric)) {
-		snprintf(err, errlen, "unknown metric '%s' in the target: expected a summary.csv column",
+		snprintf(err, errlen, "unknown metric '%s' in the target",
 			 c->metric);
 		return -1;
 	}
