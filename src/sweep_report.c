@@ -428,14 +428,27 @@ int kv__sweep_set_pareto(struct sweep *sw, const char *text, char *err, size_t e
 	return 0;
 }
 
-/* Renders pareto.png from pareto_all.csv and pareto.csv with plots/pareto.gp. */
-static void pareto_chart(const struct sweep *sw, const char *dir, int quiet)
+/*
+ * Renders pareto.png from pareto_all.csv and pareto.csv with plots/pareto.gp;
+ * a logarithmic y axis when b spans over two decades (all positive).
+ */
+static void pareto_chart(const struct sweep *sw, const char *dir, const double *b, size_t n,
+			 int quiet)
 {
+	double lo = INFINITY, hi = -INFINITY;
+	size_t i;
 	char *script = kv_xasprintf("%s/plots/pareto.gp", KV_SOURCE_DIR);
 	char *qa = kv_gp_quote(sw->pareto[0]), *qb = kv_gp_quote(sw->pareto[1]);
 	char *qt = kv_gp_quote(sw->name);
-	char *defs = kv_xasprintf("xm=%s; ym=%s; title=%s; xcol=%zu; ycol=%zu", qa, qb, qt,
-				  sw->n_axes + 1, sw->n_axes + 2);
+	char *defs;
+
+	for (i = 0; i < n; i++)
+		if (!isnan(b[i])) {
+			lo = KV_MIN(lo, b[i]);
+			hi = KV_MAX(hi, b[i]);
+		}
+	defs = kv_xasprintf("xm=%s; ym=%s; title=%s; xcol=%zu; ycol=%zu; seeds=%zu; logy=%d", qa, qb,
+			    qt, sw->n_axes + 1, sw->n_axes + 2, sw->n_seeds, lo > 0 && hi > 100 * lo);
 
 	if (!kv_gnuplot(dir, script, defs, "pareto.png") && !quiet)
 		printf("pareto: chart %s/pareto.png\n", dir);
@@ -502,7 +515,7 @@ int kv__sweep_pareto(const struct sweep *sw, const char *dir, int quiet)
 		printf("pareto: %zu of %zu configurations on the %s / %s front; %s/pareto.csv\n", m, n,
 		       sw->pareto[0], sw->pareto[1], dir);
 	if (!rc && m)
-		pareto_chart(sw, dir, quiet);
+		pareto_chart(sw, dir, b, n, quiet);
 	free(all.s), free(fr.s), free(a), free(b), free(front), free(order);
 	return rc;
 }
