@@ -4,8 +4,9 @@
  *
  * sweep_text.c: a growable string and a YAML node back to flow text (for
  * --set); sweep_file.c: the sweep file and the grid of points it expands
- * to; sweep_run.c: the worker pool (forked children, -j of them), sweep.csv
- * and the target report; sweep_mpi.c: the points spread over MPI ranks;
+ * to; sweep_run.c: the worker pool (forked children, -j of them) and
+ * sweep.csv; sweep_report.c: the capacity target, sweep_stats.csv and
+ * pareto.csv (arithmetic in lib/target.c); sweep_mpi.c: the points spread over MPI ranks;
  * cmd_sweep.c: the command; cmd_sweep_merge.c: `kvsim sweep-merge`.
  */
 #ifndef KV_SWEEP_H
