@@ -118,7 +118,8 @@ static void check_memory(struct kv_health *h, const struct kv_sim *s, const stru
 	const struct kv_health_cfg *hc = &w->health;
 	struct kv_health_check *c = check(h, "mem_util", "%.2f..%.2f", hc->mem_util_min,
 					  hc->mem_util_max);
-	double peak = kv_summary_get(sum, "kv_peak_reserved_bytes") / (double)s->pool_bytes;
+	double peak = s->pool_bytes ? kv_summary_get(sum, "kv_peak_reserved_bytes") /
+					      (double)s->pool_bytes : NAN;
 	double useful = kv_summary_get(sum, "mem_useful_share");
 	double pre = kv_summary_get(sum, "preemptions"), rej = kv_summary_get(sum, "rejected_pool");
 
@@ -170,8 +171,10 @@ static void check_fairness(struct kv_health *h, const struct kv_sim *s, const st
 	}
 	demand = tok > 0 ? (double)(s->tenant[wi].prompt_tokens + s->tenant[wi].output_tokens) / tok : 0;
 	cause(c, "fairness %.2f: tenant %s's service share %.2f vs weight %.2f under %s (it brought "
-	      "%.2f of the tokens); %s", c->value, src->tenants[wi].name, worst.service_share,
+	      "%.2f of the tokens; the service gap between backlogged tenants peaked at %.0f weighted "
+	      "tokens); %s", c->value, src->tenants[wi].name, worst.service_share,
 	      worst.weight_share, s->cfg->sched->name, demand,
+	      kv_summary_get(sum, "service_diff_max"),
 	      demand <= worst.service_share * 1.05 ? "it got what it asked for: the index reflects "
 	      "unequal demand, adjust weights to demand" : !strcmp(s->cfg->sched->name, "fifo") ?
 	      "try drf or vtc" : "adjust the scheduling weights");
