@@ -63,6 +63,12 @@ expect tail2 e2e_tail_ratio warn "with no request over 5000 tokens: the tail is 
 run sparse --set 'cache={name: sparse, budget: 64}' --set workload.arrival.rate=4
 expect sparse cache_hit_rate warn "hold more than the sparse budget of 64 tokens"
 
+# A prefix cache whose only sharing is a 512-token system prompt: about half the looked-up
+# tokens miss with no eviction (compulsory), the block size and system prompt named.
+run shared --set 'cache={name: shared, system_prompt_tokens: 512}' --set workload.arrival.rate=4
+expect shared cache_hit_rate warn "missed with no eviction, so the misses are compulsory"
+expect shared cache_hit_rate warn "only whole prefix blocks of 512 tokens are shared; the system prompt is 512 tokens"
+
 # No cap on the pool's blocks: the largest contiguous block is far above 8 MiB.
 run nocap --set memory.max_block=0 --set workload.arrival.rate=4
 expect nocap max_block_bytes warn "memory.max_block 0, no cap"

@@ -103,11 +103,19 @@ static void check_hit_rate(struct kv_health *h, const struct kv_sim *s, const st
 		      (unsigned long long)(t.lookup_tokens - t.hit_tokens),
 		      (unsigned long long)t.lookup_tokens, (unsigned long long)t.evictions);
 	} else {
-		cause(c, "hit rate %.2f: %llu of %llu looked-up tokens missed with no eviction: the "
-		      "prompts share little (compulsory misses); check that chunks align with the "
-		      "prefix blocks and the workload's prefix sharing", c->value,
+		uint64_t pb = cache_u64_option(s, "prefix_block_tokens");
+		uint64_t sp = cache_u64_option(s, "system_prompt_tokens");
+		char why[160] = "";
+
+		if (pb)
+			snprintf(why, sizeof(why), " (only whole prefix blocks of %llu tokens are shared; "
+				 "the system prompt is %llu tokens)", (unsigned long long)pb,
+				 (unsigned long long)sp);
+		cause(c, "hit rate %.2f: %llu of %llu looked-up tokens missed with no eviction, so the "
+		      "misses are compulsory: the prompts share little%s; check that chunks align with "
+		      "the prefix blocks and the workload's prefix sharing", c->value,
 		      (unsigned long long)(t.lookup_tokens - t.hit_tokens),
-		      (unsigned long long)t.lookup_tokens);
+		      (unsigned long long)t.lookup_tokens, why);
 	}
 }
 
