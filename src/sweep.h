@@ -81,7 +81,8 @@ struct sweep {
 	int has_target;
 	struct kv_cond cond[KV_MAX_CONDS]; /* target: conditions, all to hold */
 	size_t n_cond;
-	char t_axis[256]; /* target: the axis to minimize */
+	char t_axis[256]; /* target: the axis to minimize (or maximize) */
+	int t_max; /* target: maximize the axis (the highest rate meeting the SLOs) instead */
 	int t_mean; /* target: judge on the seeds' mean, not the 95% interval's pessimistic end */
 	char pareto[2][64]; /* `pareto:` or --pareto: two summary columns, "" when none */
 	struct point *pt;

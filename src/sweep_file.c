@@ -293,11 +293,14 @@ static int read_meet(struct sweep *sw, struct kv_cfg_node *t, struct kv_diag *d)
 
 /*
  * target: {meet: "A <= x and B >= y", minimize: AXIS, judge: ci|mean}, or
- * the older {metric: M, max: X, minimize: AXIS} (one condition M <= X).
+ * the older {metric: M, max: X, minimize: AXIS} (one condition M <= X);
+ * maximize: AXIS instead of minimize asks for the largest value (DistServe's
+ * highest rate meeting an attainment goal).
  */
 static int read_target(struct sweep *sw, struct kv_diag *d)
 {
-	static const char *const keys[] = { "metric", "max", "meet", "minimize", "judge", NULL };
+	static const char *const keys[] = { "metric", "max", "meet", "minimize", "maximize", "judge",
+					    NULL };
 	static const char *const judges[] = { "ci", "mean", NULL };
 	struct kv_cfg_node *t = kv_cfg_get(sw->doc.root, "target");
 	char metric[sizeof(sw->cond[0].metric)];
@@ -309,10 +312,13 @@ static int read_target(struct sweep *sw, struct kv_diag *d)
 		return 0;
 	if ((rc = kv_cfg_expect_map(t, d)) || (rc = kv_cfg_check_keys(t, keys, d)))
 		return rc;
-	if (!kv_cfg_get(t, "minimize") || (!kv_cfg_get(t, "meet") == !kv_cfg_get(t, "metric")) ||
+	if (!kv_cfg_get(t, "minimize") == !kv_cfg_get(t, "maximize") ||
+	    (!kv_cfg_get(t, "meet") == !kv_cfg_get(t, "metric")) ||
 	    (!kv_cfg_get(t, "metric") != !kv_cfg_get(t, "max")))
-		return kv_cfg_error(t, d, "a target needs minimize and either meet (conditions such as "
-				    "'ttft_p99_s <= 1 and tpot_p99_s <= 0.1') or metric and max");
+		return kv_cfg_error(t, d, "a target needs minimize (or maximize) and either meet "
+				    "(conditions such as 'ttft_p99_s <= 1 and tpot_p99_s <= 0.1') or "
+				    "metric and max");
+	sw->t_max = kv_cfg_get(t, "maximize") != NULL;
 	if (kv_cfg_get(t, "meet")) {
 		if ((rc = read_meet(sw, t, d)))
 			return rc;
@@ -336,14 +342,16 @@ static int read_target(struct sweep *sw, struct kv_diag *d)
 		sw->n_cond = 1;
 	}
 	if ((rc = kv_cfg_enum(t, "judge", judges, 0, &judge, d)) ||
-	    (rc = kv_cfg_str(t, "minimize", NULL, sw->t_axis, sizeof(sw->t_axis), d)))
+	    (rc = kv_cfg_str(t, sw->t_max ? "maximize" : "minimize", NULL, sw->t_axis,
+			      sizeof(sw->t_axis), d)))
 		return rc;
 	sw->t_mean = judge == 1;
 	for (i = 0; i < sw->n_axes; i++)
 		if (!strcmp(sw->axis[i].key, sw->t_axis))
 			break;
 	if (i == sw->n_axes)
-		return kv_cfg_error(kv_cfg_get(t, "minimize"), d, "'%s' is not an axis of the sweep",
+		return kv_cfg_error(kv_cfg_get(t, sw->t_max ? "maximize" : "minimize"), d,
+				    "'%s' is not an axis of the sweep",
 				    sw->t_axis);
 	sw->has_target = 1;
 	return 0;

@@ -123,13 +123,18 @@ static void put_figures(struct sbuf *b, const struct sweep *sw, const struct ver
 	kv__sweep_sb_puts(b, ")");
 }
 
-/* The minimized axis's value v as a number (its list position when not a number). */
-static double axis_x(const struct axis *a, size_t v)
+/*
+ * The target axis's value v as a number (its list position when not a
+ * number), negated when the target maximizes it, so smaller is always better.
+ */
+static double axis_x(const struct sweep *sw, const struct axis *a, size_t v)
 {
 	char *end;
 	double x = strtod(a->vals[v], &end);
 
-	return *end || end == a->vals[v] ? (double)v : x;
+	if (*end || end == a->vals[v])
+		x = (double)v;
+	return sw->t_max ? -x : x;
 }
 
 /* 1 when groups g and f have the same values on every axis outside dimension dim. */
@@ -168,7 +173,7 @@ static int group_ran(const struct sweep *sw, size_t g)
 }
 
 /*
- * Per combination of the other axes: the cheapest value of the minimized
+ * Per combination of the other axes: the best value of the target
  * axis meeting the target, one indented line each (only when there are
  * other axes).  Marks every group of the combination done.
  */
@@ -188,8 +193,8 @@ static void report_others(const struct sweep *sw, size_t ax, const size_t *col, 
 			done[f] = 1;
 			judge(sw, f, col, &v);
 			if (v.meets && (best == SIZE_MAX ||
-					axis_x(&sw->axis[ax], sw->pt[f * sw->n_seeds].val[ax]) <
-						axis_x(&sw->axis[ax], sw->pt[best * sw->n_seeds].val[ax]))) {
+					axis_x(sw, &sw->axis[ax], sw->pt[f * sw->n_seeds].val[ax]) <
+						axis_x(sw, &sw->axis[ax], sw->pt[best * sw->n_seeds].val[ax]))) {
 				best = f;
 				bv = v;
 			}
@@ -258,7 +263,7 @@ void kv__sweep_report_target(const struct sweep *sw)
 	}
 	for (v = 0; v < sw->axis[ax].n_vals; v++)
 		if (value_meets(sw, ax, v, col, &all) &&
-		    (best == SIZE_MAX || axis_x(&sw->axis[ax], v) < axis_x(&sw->axis[ax], best))) {
+		    (best == SIZE_MAX || axis_x(sw, &sw->axis[ax], v) < axis_x(sw, &sw->axis[ax], best))) {
 			best = v;
 			bv = all;
 		}

@@ -187,6 +187,13 @@ grep -q "pareto: no result: 'gpus' is not a summary.csv column" "$tmp/gp.out" &&
 "$kvsim" sweep "$data/grid.yaml" -o "$tmp/g1" --pareto gpus 2>"$tmp/p.err"; st=$?
 [ $st -eq 2 ] && grep -q "expected two columns" "$tmp/p.err" && ok || bad "--pareto gpus: $st $(cat "$tmp/p.err")"
 
+# maximize: the highest rate whose single seed keeps slo_attainment >= 0.9, recomputed from sweep.csv.
+"$kvsim" sweep "$data/goodput.yaml" -o "$tmp/gp" -j 2 >"$tmp/gp.out" && ok || bad "goodput sweep: $(cat "$tmp/gp.out")"
+want=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) { if ($i == "slo_attainment") a = i; if ($i == "workload.arrival.rate") r = i }; next }
+  $a >= 0.9 && $r + 0 > best + 0 { best = $r } END { print best }' "$tmp/gp/sweep.csv")
+[ -n "$want" ] && grep -q "^capacity: workload.arrival.rate = $want meets slo_attainment >= 0.9 (1 of 1 seed; slo_attainment " "$tmp/gp.out" \
+  && ok || bad "maximize (expected $want): $(cat "$tmp/gp.out")"
+
 # Bad sweep files: exit 2, FILE:LINE, the expected text, no output directory.
 for f in "$data"/bad_*.yaml; do
   name=$(basename "$f")
