@@ -108,8 +108,30 @@ struct done_rec {
 	float e2e_s; /* end-to-end latency */
 };
 
-int kv_done_log_init(struct kv_done_log *l, uint64_t max_len, struct kv_diag *d)
+const char *const kv_slo_metric_names[KV_SLO_METRICS] = { "ttft", "tpot", "e2e" };
+
+int kv_slo_meets(const struct kv_slo_limits *l, kv_ns ttft_ns, kv_ns tpot_ns, kv_ns e2e_ns)
 {
+	const kv_ns v[KV_SLO_METRICS] = { ttft_ns, tpot_ns, e2e_ns };
+	int m;
+
+	for (m = 0; m < KV_SLO_METRICS; m++)
+		if (l->max_ns[m] && v[m] > l->max_ns[m])
+			return 0;
+	return 1;
+}
+
+uint64_t kv_cfg_gpus(const struct kv_sim_config *c)
+{
+	return (uint64_t)c->replicas * c->tp; /* pipeline stages: multiply here when they exist */
+}
+
+int kv_done_log_init(struct kv_done_log *l, uint64_t max_len, const struct kv_slo_cfg *slo,
+		     struct kv_diag *d)
+{
+	memset(l->slo_met, 0, sizeof(l->slo_met));
+	memset(l->slo_met_tokens, 0, sizeof(l->slo_met_tokens));
+	l->slo = slo && slo->on ? slo : NULL;
 	l->max_len = max_len;
 	l->len_count = kv_xcalloc(max_len + 1, sizeof(*l->len_count));
 	errno = 0;
@@ -128,6 +150,16 @@ int kv_done_log_add(struct kv_done_log *l, const struct kv_req *q)
 	struct done_rec rec = { (uint32_t)len, (float)((double)(q->finish_ns - q->arrival_ns) * 1e-9) };
 
 	l->len_count[len]++;
+	if (l->slo) {
+		kv_ns tpot = q->output_tokens > 1 ?
+			(q->finish_ns - q->first_token_ns) / (q->output_tokens - 1) : 0;
+
+		if (kv_slo_meets(&l->slo->tenant[q->tenant], q->first_token_ns - q->arrival_ns, tpot,
+				 q->finish_ns - q->arrival_ns)) {
+			l->slo_met[q->tenant]++;
+			l->slo_met_tokens[q->tenant] += q->prompt_tokens + q->output_tokens;
+		}
+	}
 	return fwrite(&rec, sizeof(rec), 1, l->lat) == 1 ? 0 : -1;
 }
 
@@ -211,13 +243,29 @@ const char *const kv_summary_names[] = {
 	"service_diff_mean", "short_e2e_std_s", "long_e2e_p99_s", "iter_mean_s", "iterations",
 	"events", "peak_in_flight",
 	"kv_capacity_tokens", "kv_capacity_blocks", /* only off memory.model share: see below */
+	"slo_attainment", "goodput_req_s", "goodput_tok_s", "slo_met", "gpus", /* only with slo: */
 	NULL,
 };
 
-/* Appends an item; its name must be the next of kv_summary_names[]. */
+/* Index of name in kv_summary_names[], or -1. */
+static int name_index(const char *name)
+{
+	int i;
+
+	for (i = 0; kv_summary_names[i]; i++)
+		if (!strcmp(kv_summary_names[i], name))
+			return i;
+	return -1;
+}
+
+/*
+ * Appends an item; its name must come after the previous item's in
+ * kv_summary_names[] (optional groups may be left out, never reordered).
+ */
 static void add(struct kv_summary *sum, const char *name, const char *unit, double v, int integer)
 {
-	assert(kv_summary_names[sum->n] && !strcmp(name, kv_summary_names[sum->n]));
+	assert(name_index(name) >= 0 &&
+	       (!sum->n || name_index(name) > name_index(sum->item[sum->n - 1].name)));
 	if (sum->n < KV_SUMMARY_MAX)
 		sum->item[sum->n++] = (struct kv_summary_item){ name, unit, v, integer };
 }
@@ -346,6 +394,48 @@ static void add_memory(const struct kv_sim *s, const struct rep_totals *t, struc
 	add(sum, "kv_peak_reserved_bytes", "bytes, busiest replica", (double)t->peak, 1);
 }
 
+/* Requests meeting their SLOs over every tenant, and their tokens. */
+static void slo_totals(const struct kv_sim *s, const struct kv_done_log *l, double *met, double *tok)
+{
+	uint32_t i;
+
+	*met = *tok = 0;
+	for (i = 0; i < KV_MAX(s->cfg->source.n_tenants, 1u); i++) {
+		*met += (double)l->slo_met[i];
+		*tok += (double)l->slo_met_tokens[i];
+	}
+}
+
+/* The histogram of SLO metric m. */
+static const struct kv_hist *slo_hist(const struct kv_sim *s, enum kv_slo_metric m)
+{
+	return m == KV_SLO_TTFT ? &s->ttft : m == KV_SLO_TPOT ? &s->tpot : &s->e2e;
+}
+
+/*
+ * The SLO columns (only with slo:): attainment, goodput, whether every
+ * percentile SLO holds (empty when there is none), the GPUs used.
+ */
+static void add_slo(const struct kv_sim *s, const struct kv_done_log *l, struct kv_summary *sum)
+{
+	double span = (double)(s->last_finish_ns - s->first_arrival_ns) * 1e-9, met, tok, ok = NAN;
+	const struct kv_slo_cfg *c = l->slo;
+	uint32_t i;
+
+	slo_totals(s, l, &met, &tok);
+	add(sum, "slo_attainment", "share of requests meeting every SLO",
+	    s->arrived ? met / (double)s->arrived : NAN, 0);
+	add(sum, "goodput_req_s", "req/s meeting every SLO", span > 0 ? met / span : 0, 0);
+	add(sum, "goodput_tok_s", "tokens/s of requests meeting every SLO", span > 0 ? tok / span : 0, 0);
+	for (i = 0; i < c->n_pct; i++) {
+		uint64_t v = kv_hist_quantile(slo_hist(s, c->pct[i].m), c->pct[i].q);
+
+		ok = (i == 0 || ok == 1) && v <= c->pct[i].max_ns ? 1 : 0;
+	}
+	add(sum, "slo_met", "1: every percentile SLO holds", ok, 1);
+	add(sum, "gpus", "replicas x tensor parallel", (double)kv_cfg_gpus(s->cfg), 1);
+}
+
 void kv_summary_compute(const struct kv_sim *s, struct kv_done_log *log, struct kv_summary *sum)
 {
 	double short_std, long_p99;
@@ -371,6 +461,8 @@ void kv_summary_compute(const struct kv_sim *s, struct kv_done_log *log, struct 
 		add(sum, "kv_capacity_tokens", "tokens per replica", (double)s->mem.kv_tokens, 1);
 		add(sum, "kv_capacity_blocks", "blocks of 16 tokens", (double)s->mem.kv_blocks, 1);
 	}
+	if (log && log->slo)
+		add_slo(s, log, sum);
 }
 
 double kv_summary_get(const struct kv_summary *sum, const char *name)
@@ -383,8 +475,10 @@ double kv_summary_get(const struct kv_summary *sum, const char *name)
 	return NAN;
 }
 
-void kv_tenant_summary(const struct kv_sim *s, uint32_t i, struct kv_tenant_summary *t)
+void kv_tenant_summary(const struct kv_sim *s, const struct kv_done_log *log, uint32_t i,
+		       struct kv_tenant_summary *t)
 {
+	double span = (double)(s->last_finish_ns - s->first_arrival_ns) * 1e-9;
 	const struct kv_source_spec *src = &s->cfg->source;
 	const struct kv_tenant_stats *ts = &s->tenant[i];
 	double svc = 0, wsum = 0;
@@ -400,4 +494,10 @@ void kv_tenant_summary(const struct kv_sim *s, uint32_t i, struct kv_tenant_summ
 	t->ttft_p99_s = (double)kv_hist_quantile(&ts->ttft, 0.99) * 1e-9;
 	t->e2e_p50_s = (double)kv_hist_quantile(&ts->e2e, 0.5) * 1e-9;
 	t->e2e_p99_s = (double)kv_hist_quantile(&ts->e2e, 0.99) * 1e-9;
+	t->slo_attainment = t->goodput_req_s = t->goodput_tok_s = NAN;
+	if (!log || !log->slo)
+		return;
+	t->slo_attainment = ts->arrived ? (double)log->slo_met[i] / (double)ts->arrived : NAN;
+	t->goodput_req_s = span > 0 ? (double)log->slo_met[i] / span : 0;
+	t->goodput_tok_s = span > 0 ? (double)log->slo_met_tokens[i] / span : 0;
 }

@@ -24,6 +24,7 @@
 #define KV_METRICS_H
 
 #include "kv_common.h"
+#include "source.h"
 
 #define KV_HIST_SUB 9
 #define KV_HIST_BUCKETS ((64 - KV_HIST_SUB + 1) << KV_HIST_SUB)
@@ -50,6 +51,7 @@ double kv_jain(const double *x, size_t n);
 
 struct kv_sim;
 struct kv_req;
+struct kv_sim_config;
 
 /* --- the summary ------------------------------------------------------------- */
 
@@ -71,6 +73,58 @@ struct kv_summary {
 /* The summary's names in order (the numeric columns of summary.csv), NULL-terminated. */
 extern const char *const kv_summary_names[];
 
+/* --- service-level objectives (workload `slo:`) --------------------------------- */
+
+/*
+ * A request meets its SLOs when each per-request limit set holds for it:
+ * TTFT = first token - arrival, TPOT = (finish - first token) / (output
+ * tokens - 1) (0 for one output token; ITL is the same figure, kvsim keeps
+ * no per-token gaps), E2E = finish - arrival.  A request that ends rejected
+ * or never ends meets none.  Percentile SLOs (e.g. ttft_p99 <= 1 s) are
+ * judged on the run's histograms instead.  SLO attainment is the share of
+ * arrived requests that meet every per-request SLO; goodput is their
+ * number (and their prompt+output tokens) per second of makespan: the
+ * requests-per-second-within-SLO figure of DistServe (Zhong et al.,
+ * "DistServe: Disaggregating Prefill and Decoding for Goodput-optimized
+ * Large Language Model Serving", OSDI'24, section 2).
+ */
+enum kv_slo_metric { KV_SLO_TTFT, KV_SLO_TPOT, KV_SLO_E2E, KV_SLO_METRICS };
+
+#define KV_SLO_MAX_PCT 16
+
+/* One percentile SLO: quantile q of metric m at most max_ns. */
+struct kv_slo_pct {
+	enum kv_slo_metric m; /* which latency */
+	double q; /* quantile in (0, 1), e.g. 0.99 */
+	kv_ns max_ns; /* limit, ns */
+	char name[32]; /* the summary column it is judged on, e.g. "ttft_p99_s" */
+};
+
+/* A set of per-request limits (0: no limit on that metric). */
+struct kv_slo_limits {
+	kv_ns max_ns[KV_SLO_METRICS]; /* per-request limit per metric, ns; 0 = none */
+};
+
+struct kv_slo_cfg {
+	int on; /* the workload has an slo: section (the SLO columns appear) */
+	struct kv_slo_limits all; /* per-request limits for every tenant */
+	struct kv_slo_limits tenant[KV_MAX_TENANTS]; /* per tenant: all's, with its overrides */
+	struct kv_slo_pct pct[KV_SLO_MAX_PCT]; /* percentile SLOs of the whole run */
+	uint32_t n_pct; /* entries of pct used */
+};
+
+/* The SLO metric names as workload keys ("ttft", "tpot", "e2e"). */
+extern const char *const kv_slo_metric_names[KV_SLO_METRICS];
+
+/*
+ * 1 when a completed request with these latencies (ns) meets every limit
+ * of l.  Pure; tests call it directly.
+ */
+int kv_slo_meets(const struct kv_slo_limits *l, kv_ns ttft_ns, kv_ns tpot_ns, kv_ns e2e_ns);
+
+/* GPUs a configuration occupies: replicas x tensor parallel (x pipeline stages, when they exist). */
+uint64_t kv_cfg_gpus(const struct kv_sim_config *c);
+
 /*
  * The completed requests' (length, E2E) pairs for the short/long-request
  * metrics: an unlinked scratch file and a count per length 0..max_len
@@ -80,6 +134,9 @@ struct kv_done_log {
 	FILE *lat; /* unlinked scratch file: (length, E2E) of completed requests, 8 bytes each */
 	uint64_t *len_count; /* completed requests per prompt+output length, 0..max_len */
 	uint64_t max_len; /* longest length counted exactly (longer ones fold into it) */
+	const struct kv_slo_cfg *slo; /* SLOs to count against, NULL or off: none */
+	uint64_t slo_met[KV_MAX_TENANTS]; /* completed requests meeting their SLOs, per tenant */
+	uint64_t slo_met_tokens[KV_MAX_TENANTS]; /* their prompt + output tokens, per tenant */
 };
 
 /*
@@ -87,7 +144,8 @@ struct kv_done_log {
  * with d filled ("tmpfile: cannot create a scratch file: REASON"); out of
  * memory exits (kv_oom).  Release with kv_done_log_release either way.
  */
-int kv_done_log_init(struct kv_done_log *l, uint64_t max_len, struct kv_diag *d);
+int kv_done_log_init(struct kv_done_log *l, uint64_t max_len, const struct kv_slo_cfg *slo,
+		     struct kv_diag *d);
 
 /* Records completed request q.  Returns 0, or -1 when the scratch write failed. */
 int kv_done_log_add(struct kv_done_log *l, const struct kv_req *q);
@@ -111,9 +169,15 @@ struct kv_tenant_summary {
 	double weight_share; /* its weight / the sum of weights */
 	double ttft_p50_s, ttft_p99_s; /* time to first token, s */
 	double e2e_p50_s, e2e_p99_s; /* end-to-end latency, s */
+	double slo_attainment; /* share of its arrived requests meeting its SLOs (NaN: no slo:) */
+	double goodput_req_s, goodput_tok_s; /* its requests (tokens) meeting them per second */
 };
 
-/* Computes tenant i's figures of finished run s. */
-void kv_tenant_summary(const struct kv_sim *s, uint32_t i, struct kv_tenant_summary *t);
+/*
+ * Computes tenant i's figures of finished run s; log: the completed
+ * requests (for the SLO figures), or NULL (then those are NaN).
+ */
+void kv_tenant_summary(const struct kv_sim *s, const struct kv_done_log *log, uint32_t i,
+		       struct kv_tenant_summary *t);
 
 #endif /* KV_METRICS_H */

@@ -55,8 +55,9 @@ static void run_usage(FILE *f)
 	fputs("usage: kvsim run WORKLOAD.yaml [-o DIR] [--seed N] [--set key.path=value]...\n"
 	      "\n"
 	      "Simulates the workload and writes, in DIR (default: outputs.dir of the\n"
-	      "workload, else out/NAME): requests.csv, timeseries.csv, summary.csv and\n"
-	      "run.png (when gnuplot is installed); prints the summary as a table.\n"
+	      "workload, else out/NAME): requests.csv, timeseries.csv, summary.csv,\n"
+	      "tenants.csv, health.csv and run.png (when gnuplot is installed); prints the\n"
+	      "summary as a table and the health report (docs/health.md).\n"
 	      "\n"
 	      "options:\n"
 	      "  -o, --output DIR     output directory (created when missing); it is replaced\n"
@@ -231,6 +232,7 @@ static int simulate(struct kv_workload *w, const struct run_args *a, struct kv_s
 		       (unsigned long long)s->mem.kv_tokens, (unsigned long long)s->mem.kv_blocks,
 		       KV_MEM_BLOCK_TOKENS, kv_mem_model_name(w->cfg.mem.model),
 		       s->mem.pinned ? " (pinned by memory.kv_tokens or kv_blocks)" : "");
+		kv_health_print(&out.health, stdout);
 		printf("outputs in %s/\n", dir);
 	}
 	free(dir);

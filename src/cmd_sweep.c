@@ -50,6 +50,7 @@
 static void sweep_usage(FILE *f)
 {
 	fputs("usage: kvsim sweep SWEEP.yaml [-j N] [-o DIR] [--shard I/N] [--quiet]\n"
+	      "                   [--target-mean] [--pareto A,B]\n"
 	      "\n"
 	      "Runs the base workload of the sweep file once per point of its grid (axes\n"
 	      "x zip groups x seeds), each point as `kvsim run -q --seed S --set k=v...`\n"
@@ -64,6 +65,10 @@ static void sweep_usage(FILE *f)
 	      "  -o, --output DIR     output directory (default: out/NAME)\n"
 	      "      --shard I/N      run only the points whose index mod N is I-1\n"
 	      "  -q, --quiet          no progress line and no closing line\n"
+	      "      --target-mean    judge the target on the mean over seeds, not on the\n"
+	      "                       95% confidence interval's pessimistic end\n"
+	      "      --pareto A,B     write pareto.csv: the configurations no other beats on\n"
+	      "                       summary columns A and B (e.g. gpus,ttft_p99_s)\n"
 	      "  -h, --help           this help\n"
 	      "\n"
 	      "exit status: 0 every point ok, 1 some point failed (sweep.csv written),\n"
@@ -99,6 +104,9 @@ static int sweep_parse_args(int argc, char **argv, struct sweep_args *a)
 		{ .name = "shard", .kind = KV_CLI_FN, .dst = a, .fn = parse_shard,
 		  .what = "I/N with 1 <= I <= N" },
 		{ .name = "quiet", .short_name = 'q', .kind = KV_CLI_FLAG, .dst = &a->quiet },
+		{ .name = "target-mean", .kind = KV_CLI_FLAG, .dst = &a->target_mean },
+		{ .name = "pareto", .kind = KV_CLI_PATH, .dst = &a->pareto, .what = "two metrics A,B",
+		  .label = "--pareto" },
 		{ .name = NULL },
 	};
 	const struct kv_cli_cmd cmd = { "sweep", sweep_usage, "sweep file" };
@@ -171,12 +179,29 @@ static int sweep_finish(struct runner *r)
 		       sw->name, r->total, r->ran, r->done - r->ran, r->failed, r->out);
 	if (sw->has_target)
 		kv__sweep_report_target(sw);
+	if (kv__sweep_write_stats(sw, r->out))
+		return 1;
+	if (sw->pareto[0][0] && kv__sweep_pareto(sw, r->out, r->a->quiet))
+		return 1;
 	/* the default charts (gnuplot absent: a note saying how to install it) */
 	if (r->done > r->failed && sw->n_axes > 0) {
 		kv_plot_sweep(r->out, sw->name, "ttft_p99_s", NULL, NULL, r->a->quiet);
 		kv_plot_sweep(r->out, sw->name, "throughput_tok_s", NULL, NULL, r->a->quiet);
 	}
 	return fflush(stdout) || ferror(stdout) || r->failed ? 1 : 0;
+}
+
+/* --target-mean and --pareto over the sweep file's; 0 or KV_EINVAL with d filled. */
+static int cli_report(struct sweep *sw, const struct sweep_args *a, struct kv_diag *d)
+{
+	char err[512];
+
+	if (a->target_mean)
+		sw->t_mean = 1;
+	if (a->pareto && kv__sweep_set_pareto(sw, a->pareto, err, sizeof(err)))
+		return kv_diag_set(d, KV_EINVAL, "--pareto", 0, 0, "", "%s: expected two summary.csv "
+				   "columns A,B, e.g. gpus,ttft_p99_s (kvsim list metrics)", err);
+	return 0;
 }
 
 /*
@@ -252,7 +277,8 @@ int kv__sweep_once(struct sweep_args *a, int finish, int lock)
 	size_t i;
 	int rc;
 
-	if (kv__sweep_load(&sw, a->path, &d) || kv__sweep_expand(&sw, &d) || check_base(&sw, &d)) {
+	if (kv__sweep_load(&sw, a->path, &d) || kv__sweep_expand(&sw, &d) || check_base(&sw, &d) ||
+	    cli_report(&sw, a, &d)) {
 		kv_diag_print(&d, stderr);
 		kv__sweep_release(&sw);
 		return 2;

@@ -4,8 +4,9 @@
  *
  * sweep_text.c: a growable string and a YAML node back to flow text (for
  * --set); sweep_file.c: the sweep file and the grid of points it expands
- * to; sweep_run.c: the worker pool (forked children, -j of them), sweep.csv
- * and the target report; sweep_mpi.c: the points spread over MPI ranks;
+ * to; sweep_run.c: the worker pool (forked children, -j of them) and
+ * sweep.csv; sweep_report.c: the capacity target, sweep_stats.csv and
+ * pareto.csv (arithmetic in lib/target.c); sweep_mpi.c: the points spread over MPI ranks;
  * cmd_sweep.c: the command; cmd_sweep_merge.c: `kvsim sweep-merge`.
  */
 #ifndef KV_SWEEP_H
@@ -15,6 +16,7 @@
 #include "lib/cfg.h"
 #include "lib/csv.h"
 #include "lib/outdir.h"
+#include "lib/target.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -77,8 +79,12 @@ struct sweep {
 	uint64_t *seeds;
 	size_t n_seeds;
 	int has_target;
-	char t_metric[128], t_axis[256]; /* target: metric column and axis to minimize */
-	double t_max; /* target: metric <= t_max */
+	struct kv_cond cond[KV_MAX_CONDS]; /* target: conditions, all to hold */
+	size_t n_cond;
+	char t_axis[256]; /* target: the axis to minimize (or maximize) */
+	int t_max; /* target: maximize the axis (the highest rate meeting the SLOs) instead */
+	int t_mean; /* target: judge on the seeds' mean, not the 95% interval's pessimistic end */
+	char pareto[2][64]; /* `pareto:` or --pareto: two summary columns, "" when none */
 	struct point *pt;
 	size_t n_pt;
 };
@@ -89,6 +95,8 @@ struct sweep_args {
 	long jobs; /* -j, default the online CPUs */
 	long shard, n_shards; /* --shard I/N (1-based), 1/1 by default */
 	int quiet;
+	int target_mean; /* --target-mean: judge the target on the mean over seeds */
+	const char *pareto; /* --pareto A,B, or NULL */
 };
 
 struct runner {
@@ -127,7 +135,14 @@ int kv__sweep_in_shard(const struct sweep_args *a, size_t i);
 void kv__sweep_run_points(struct runner *r);
 int kv__sweep_write_atomic(const char *dir, const char *text);
 int kv__sweep_write_sweep_csv(const struct sweep *sw, const char *dir);
+const struct point *kv__sweep_header_point(const struct sweep *sw);
+const char *kv__sweep_field(const struct point *p, const struct point *h, size_t j);
+
+/* sweep_report.c */
 void kv__sweep_report_target(const struct sweep *sw);
+int kv__sweep_write_stats(const struct sweep *sw, const char *dir);
+int kv__sweep_pareto(const struct sweep *sw, const char *dir, int quiet);
+int kv__sweep_set_pareto(struct sweep *sw, const char *text, char *err, size_t errlen);
 
 /* cmd_sweep.c */
 int kv__sweep_out_dir(const struct sweep *sw, const struct sweep_args *a, char *out,

@@ -238,51 +238,153 @@ static int read_sets(struct sweep *sw, struct kv_cfg_node *m, const char *prefix
 	return 0;
 }
 
-/* 0 when target.metric is a summary.csv metric, else an error listing them. */
-static int check_metric(struct sweep *sw, struct kv_cfg_node *t, struct kv_diag *d)
+/* The summary.csv metrics a target may name, as one ", "-separated list (heap). */
+static char *metric_list(void)
 {
 	struct sbuf b = { 0 };
 	size_t i;
-	int rc;
 
 	for (i = 0; kv_summary_names[i]; i++)
-		if (!strcmp(kv_summary_names[i], sw->t_metric))
-			return 0;
-	for (i = 0; kv_summary_names[i]; i++)
 		kv__sweep_sb_printf(&b, "%s%s", i ? ", " : "", kv_summary_names[i]);
-	rc = kv_cfg_error(kv_cfg_get(t, "metric"), d, "unknown metric '%s': expected one of: %s",
-			  sw->t_metric, b.s);
-	free(b.s);
+	return kv__sweep_sb_take(&b);
+}
+
+/* Parses conditions text found at node n into sw->cond; a bad one is an error at n (exit 2). */
+static int parse_conds(struct sweep *sw, struct kv_cfg_node *n, const char *text, struct kv_diag *d)
+{
+	char err[512], *list;
+	int k = kv_cond_parse(text, kv_summary_names, sw->cond + sw->n_cond,
+			      KV_MAX_CONDS - sw->n_cond, err, sizeof(err));
+	int rc;
+
+	if (k > 0) {
+		sw->n_cond += (size_t)k;
+		return 0;
+	}
+	if (!strstr(err, "unknown metric"))
+		return kv_cfg_error(n, d, "%s", err);
+	list = metric_list();
+	rc = kv_cfg_error(n, d, "%s: expected one of: %s", err, list);
+	free(list);
 	return rc;
 }
 
+/* target.meet: a string of conditions joined by "and", or a list of such strings. */
+static int read_meet(struct sweep *sw, struct kv_cfg_node *t, struct kv_diag *d)
+{
+	struct kv_cfg_node *m = kv_cfg_get(t, "meet"), *c;
+	int rc;
+
+	if (m->type == KV_CFG_SCALAR)
+		return parse_conds(sw, m, m->value, d);
+	if ((rc = kv_cfg_expect_seq(m, d)))
+		return rc;
+	if (!m->n_children)
+		return kv_cfg_error(m, d, "expected conditions such as 'ttft_p99_s <= 1'");
+	for (c = m->child; c; c = c->next) {
+		c->used = 1;
+		if (c->type != KV_CFG_SCALAR)
+			return kv_cfg_error(c, d, "expected a condition such as 'ttft_p99_s <= 1'");
+		if ((rc = parse_conds(sw, c, c->value, d)))
+			return rc;
+	}
+	return 0;
+}
+
+/*
+ * target: {meet: "A <= x and B >= y", minimize: AXIS, judge: ci|mean}, or
+ * the older {metric: M, max: X, minimize: AXIS} (one condition M <= X);
+ * maximize: AXIS instead of minimize asks for the largest value (DistServe's
+ * highest rate meeting an attainment goal).
+ */
 static int read_target(struct sweep *sw, struct kv_diag *d)
 {
-	static const char *const keys[] = { "metric", "max", "minimize", NULL };
+	static const char *const keys[] = { "metric", "max", "meet", "minimize", "maximize", "judge",
+					    NULL };
+	static const char *const judges[] = { "ci", "mean", NULL };
 	struct kv_cfg_node *t = kv_cfg_get(sw->doc.root, "target");
+	char metric[sizeof(sw->cond[0].metric)];
 	size_t i;
-	int rc;
+	int rc, judge;
 
 	if (!t || (t->type == KV_CFG_SCALAR && !t->quoted && (!*t->value || !strcmp(t->value, "~") ||
 							       !strcmp(t->value, "null"))))
 		return 0;
 	if ((rc = kv_cfg_expect_map(t, d)) || (rc = kv_cfg_check_keys(t, keys, d)))
 		return rc;
-	if (!kv_cfg_get(t, "metric") || !kv_cfg_get(t, "max") || !kv_cfg_get(t, "minimize"))
-		return kv_cfg_error(t, d, "a target needs metric, max and minimize");
-	if ((rc = kv_cfg_str(t, "metric", NULL, sw->t_metric, sizeof(sw->t_metric), d)) ||
-	    (rc = kv_cfg_dbl(t, "max", 0, -1e300, 1e300, &sw->t_max, d)) ||
-	    (rc = kv_cfg_str(t, "minimize", NULL, sw->t_axis, sizeof(sw->t_axis), d)) ||
-	    (rc = check_metric(sw, t, d)))
+	if (!kv_cfg_get(t, "minimize") == !kv_cfg_get(t, "maximize") ||
+	    (!kv_cfg_get(t, "meet") == !kv_cfg_get(t, "metric")) ||
+	    (!kv_cfg_get(t, "metric") != !kv_cfg_get(t, "max")))
+		return kv_cfg_error(t, d, "a target needs minimize (or maximize) and either meet "
+				    "(conditions such as 'ttft_p99_s <= 1 and tpot_p99_s <= 0.1') or "
+				    "metric and max");
+	sw->t_max = kv_cfg_get(t, "maximize") != NULL;
+	if (kv_cfg_get(t, "meet")) {
+		if ((rc = read_meet(sw, t, d)))
+			return rc;
+	} else {
+		if ((rc = kv_cfg_str(t, "metric", NULL, metric, sizeof(metric), d)))
+			return rc;
+		memcpy(sw->cond[0].metric, metric, sizeof(metric));
+		sw->cond[0].op = KV_CMP_LE;
+		if ((rc = kv_cfg_dbl(t, "max", 0, -1e300, 1e300, &sw->cond[0].x, d)))
+			return rc;
+		for (i = 0; kv_summary_names[i] && strcmp(kv_summary_names[i], metric); i++)
+			;
+		if (!kv_summary_names[i]) {
+			char *list = metric_list();
+
+			rc = kv_cfg_error(kv_cfg_get(t, "metric"), d,
+					  "unknown metric '%s': expected one of: %s", metric, list);
+			free(list);
+			return rc;
+		}
+		sw->n_cond = 1;
+	}
+	if ((rc = kv_cfg_enum(t, "judge", judges, 0, &judge, d)) ||
+	    (rc = kv_cfg_str(t, sw->t_max ? "maximize" : "minimize", NULL, sw->t_axis,
+			      sizeof(sw->t_axis), d)))
 		return rc;
+	sw->t_mean = judge == 1;
 	for (i = 0; i < sw->n_axes; i++)
 		if (!strcmp(sw->axis[i].key, sw->t_axis))
 			break;
 	if (i == sw->n_axes)
-		return kv_cfg_error(kv_cfg_get(t, "minimize"), d, "'%s' is not an axis of the sweep",
+		return kv_cfg_error(kv_cfg_get(t, sw->t_max ? "maximize" : "minimize"), d,
+				    "'%s' is not an axis of the sweep",
 				    sw->t_axis);
 	sw->has_target = 1;
 	return 0;
+}
+
+/* `pareto: [A, B]`: two summary columns. */
+static int read_pareto(struct sweep *sw, struct kv_diag *d)
+{
+	struct kv_cfg_node *n = kv_cfg_get(sw->doc.root, "pareto"), *c;
+	char text[256], err[512], *list;
+	size_t off = 0;
+	int rc;
+
+	if (!n)
+		return 0;
+	if ((rc = kv_cfg_expect_seq(n, d)))
+		return rc;
+	if (n->n_children != 2)
+		return kv_cfg_error(n, d, "%zu metrics: expected two summary.csv columns, e.g. [gpus, "
+				    "ttft_p99_s]", n->n_children);
+	for (c = n->child; c; c = c->next) {
+		c->used = 1;
+		if (c->type != KV_CFG_SCALAR)
+			return kv_cfg_error(c, d, "expected a summary.csv column name");
+		off += (size_t)snprintf(text + off, sizeof(text) - KV_MIN(off, sizeof(text)), "%s%s",
+					off ? "," : "", c->value);
+	}
+	if (!kv__sweep_set_pareto(sw, text, err, sizeof(err)))
+		return 0;
+	list = metric_list();
+	rc = kv_cfg_error(n, d, "%s: expected two of: %s", err, list);
+	free(list);
+	return rc;
 }
 
 static int read_base(struct sweep *sw, struct kv_diag *d)
@@ -327,7 +429,7 @@ static void default_name(struct sweep *sw, const char *path)
 int kv__sweep_read(struct sweep *sw, const char *path, struct kv_diag *d)
 {
 	static const char *const keys[] = { "name", "description", "base", "axes", "zip",
-					    "seeds", "set", "target", NULL };
+					    "seeds", "set", "target", "pareto", NULL };
 	struct kv_cfg_node *set;
 	char def[128];
 	int rc;
@@ -345,7 +447,9 @@ int kv__sweep_read(struct sweep *sw, const char *path, struct kv_diag *d)
 		return rc;
 	if (set && set->type == KV_CFG_MAP && (rc = read_sets(sw, set, "", d)))
 		return rc;
-	return read_target(sw, d);
+	if ((rc = read_target(sw, d)))
+		return rc;
+	return read_pareto(sw, d);
 }
 
 /* Loads and checks the sweep file (not the points). Returns 0 or a code with d filled. */

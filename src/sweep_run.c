@@ -340,7 +340,7 @@ void kv__sweep_run_points(struct runner *r)
 /* --- sweep.csv ----------------------------------------------------------- */
 
 /* The summary column names: those of the first point (in point order) that has them. */
-static struct point *header_point(const struct sweep *sw)
+const struct point *kv__sweep_header_point(const struct sweep *sw)
 {
 	size_t i;
 
@@ -351,7 +351,7 @@ static struct point *header_point(const struct sweep *sw)
 }
 
 /* The value of column name in p, or "" (points with another header map by name). */
-static const char *field_of(const struct point *p, const struct point *h, size_t j)
+const char *kv__sweep_field(const struct point *p, const struct point *h, size_t j)
 {
 	size_t i;
 
@@ -380,7 +380,7 @@ static void row(struct sbuf *b, const struct sweep *sw, const struct point *p,
 		kv__sweep_sb_csv(b, p->err);
 	for (i = 0; h && i < h->n_fields; i++) {
 		kv__sweep_sb_puts(b, ",");
-		kv__sweep_sb_csv(b, field_of(p, h, i));
+		kv__sweep_sb_csv(b, kv__sweep_field(p, h, i));
 	}
 	kv__sweep_sb_puts(b, "\n");
 }
@@ -411,7 +411,7 @@ int kv__sweep_write_atomic(const char *dir, const char *text)
 
 int kv__sweep_write_sweep_csv(const struct sweep *sw, const char *dir)
 {
-	const struct point *h = header_point(sw);
+	const struct point *h = kv__sweep_header_point(sw);
 	struct sbuf b = { 0 };
 	size_t i;
 	char *text;
@@ -438,68 +438,4 @@ int kv__sweep_write_sweep_csv(const struct sweep *sw, const char *dir)
 	rc = kv__sweep_write_atomic(dir, text);
 	free(text);
 	return rc;
-}
-
-/* --- target -------------------------------------------------------------- */
-
-/* 1 if every point of the shard with value v of axis ax is ok and meets the target. */
-static int value_meets(const struct sweep *sw, size_t ax, size_t v, size_t mcol, size_t *count)
-{
-	const struct point *h = header_point(sw);
-	size_t i;
-
-	*count = 0;
-	for (i = 0; i < sw->n_pt; i++) {
-		const struct point *p = &sw->pt[i];
-		const char *f;
-		char *end;
-		double x;
-
-		if (p->val[ax] != v || p->state == ST_TODO)
-			continue;
-		if (p->state == ST_ERR || p->state == ST_RUNNING)
-			return 0;
-		f = field_of(p, h, mcol);
-		x = strtod(f, &end);
-		if (!*f || *end || !(x <= sw->t_max))
-			return 0;
-		(*count)++;
-	}
-	return *count > 0;
-}
-
-/* Prints the smallest value of the minimized axis whose points all meet the target. */
-void kv__sweep_report_target(const struct sweep *sw)
-{
-	const struct point *h = header_point(sw);
-	size_t ax, v, mcol, cnt, best_cnt = 0, best = SIZE_MAX;
-	double bx = 0;
-
-	for (ax = 0; strcmp(sw->axis[ax].key, sw->t_axis); ax++)
-		;
-	for (mcol = 0; h && mcol < h->n_fields && strcmp(h->names[mcol], sw->t_metric); mcol++)
-		;
-	if (!h || mcol == h->n_fields) {
-		printf("capacity: no result: metric '%s' is not a summary.csv column of a finished point\n",
-		       sw->t_metric);
-		return;
-	}
-	for (v = 0; v < sw->axis[ax].n_vals; v++) {
-		char *end;
-		double x = strtod(sw->axis[ax].vals[v], &end);
-
-		if (*end)
-			x = (double)v; /* not a number: axis order */
-		if (value_meets(sw, ax, v, mcol, &cnt) && (best == SIZE_MAX || x < bx)) {
-			best = v;
-			bx = x;
-			best_cnt = cnt;
-		}
-	}
-	if (best == SIZE_MAX)
-		printf("capacity: no value of %s meets %s <= %g\n", sw->t_axis, sw->t_metric,
-		       sw->t_max);
-	else
-		printf("capacity: %s = %s meets %s <= %g (all %zu points)\n", sw->t_axis,
-		       sw->axis[ax].vals[best], sw->t_metric, sw->t_max, best_cnt);
 }

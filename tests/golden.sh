@@ -10,7 +10,7 @@
 #   - every configs/experiments/*.sh (the table it prints on stdout);
 #   - bench/million.yaml with cache full and chunked, under each scheduler.
 # Digested per run: requests.csv, timeseries.csv, summary.csv, tenants.csv,
-# tenant_timeseries.csv (those the run writes), sweep.csv for sweeps.
+# tenant_timeseries.csv, health.csv (those the run writes), sweep.csv for sweeps.
 # Charts are off (outputs.chart=false): they are not digested.
 #
 # usage: tests/golden.sh KVSIM SOURCE_DIR record|check FILE [-j JOBS]
@@ -56,7 +56,7 @@ one_run() {
   # default when a workload names none; every example names vllm-v0 too)
   "$kvsim" run -q "$w" -o "$out" --set outputs.chart=false --set engine.name=vllm-v0 "$@" 2>"$out.err" ||
     { echo "FAIL: $label: $(cat "$out.err")" >&2; return 1; }
-  digest "$label" "$out" requests.csv timeseries.csv summary.csv tenants.csv tenant_timeseries.csv
+  digest "$label" "$out" requests.csv timeseries.csv summary.csv tenants.csv tenant_timeseries.csv health.csv
   rm -rf "$out"
 }
 

@@ -5,6 +5,7 @@
  */
 #include "metrics.h"
 #include "simtest.h"
+#include "workload.h"
 #include "testutil.h"
 
 #include <check.h>
@@ -88,7 +89,7 @@ static void run_two(struct kv_workload *w, struct kv_sim *s, struct rec *r)
 
 	memset(r, 0, sizeof(*r));
 	load(w, TWO_TENANTS);
-	ck_assert_int_eq(kv_done_log_init(&r->log, w->cfg.model.max_ctx_tokens, &d), 0);
+	ck_assert_int_eq(kv_done_log_init(&r->log, w->cfg.model.max_ctx_tokens, NULL, &d), 0);
 	sim_start(w, s, &sink, 0);
 	sim_finish(s);
 }
@@ -215,7 +216,7 @@ START_TEST(tenant_shares)
 
 	run_two(&w, &s, r);
 	for (i = 0; i < 2; i++)
-		kv_tenant_summary(&s, i, &t[i]);
+		kv_tenant_summary(&s, NULL, i, &t[i]);
 	ck_assert_double_eq_tol(t[0].service_share + t[1].service_share, 1, 1e-12);
 	ck_assert_double_eq_tol(t[0].weight_share, 0.25, 1e-12);
 	ck_assert_double_eq_tol(t[1].weight_share, 0.75, 1e-12);
@@ -240,10 +241,170 @@ START_TEST(done_log_release_twice)
 	struct kv_diag d;
 
 	kv_done_log_release(&l);
-	ck_assert_int_eq(kv_done_log_init(&l, 100, &d), 0);
+	ck_assert_int_eq(kv_done_log_init(&l, 100, NULL, &d), 0);
 	kv_done_log_release(&l);
 	kv_done_log_release(&l);
 	ck_assert_ptr_null(l.lat);
+}
+END_TEST
+
+/* A request that ended: arrival, first token and finish in ms; tenant; prompt and output tokens. */
+static struct kv_req done_req(uint32_t tenant, double arr_ms, double first_ms, double fin_ms,
+			      uint64_t prompt, uint64_t out)
+{
+	struct kv_req q;
+
+	memset(&q, 0, sizeof(q));
+	q.tenant = tenant;
+	q.arrival_ns = (kv_ns)(arr_ms * 1e6);
+	q.first_token_ns = (kv_ns)(first_ms * 1e6);
+	q.finish_ns = (kv_ns)(fin_ms * 1e6);
+	q.prompt_tokens = prompt;
+	q.output_tokens = out;
+	return q;
+}
+
+/* Per-request limits: a limit of 0 is none; a value equal to the limit meets it. */
+START_TEST(slo_meets_limits)
+{
+	struct kv_slo_limits l = { { 1000, 100, 0 } };
+
+	ck_assert_int_eq(kv_slo_meets(&l, 1000, 100, 999999), 1);
+	ck_assert_int_eq(kv_slo_meets(&l, 1001, 100, 0), 0);
+	ck_assert_int_eq(kv_slo_meets(&l, 10, 101, 0), 0);
+	l.max_ns[KV_SLO_E2E] = 5000;
+	ck_assert_int_eq(kv_slo_meets(&l, 10, 10, 5001), 0);
+}
+END_TEST
+
+/*
+ * Attainment and goodput on a hand-made set: 5 requests arrive (one
+ * rejected), the makespan is 4 s; limits ttft 1 s, tpot 100 ms, tenant 1
+ * tpot 250 ms.  Met: request 1 (tenant 0; 111 tokens), requests 3 and 4
+ * (tenant 1; 211 + 51 tokens): attainment 3/5, goodput 3/4 req/s and
+ * 373/4 tok/s; tenant 0 1/3 and 111/4, tenant 1 2/2 and 262/4.  Percentile
+ * SLOs: TTFT p50 0.5 s <= 1 s holds, p99 1.2 s <= 1 s does not: slo_met 0.
+ */
+START_TEST(slo_attainment_goodput)
+{
+	struct kv_sim_config cfg;
+	struct kv_slo_cfg slo;
+	struct kv_done_log log;
+	struct kv_summary sum;
+	struct kv_tenant_summary t0, t1;
+	struct kv_sim *s = calloc(1, sizeof(*s));
+	struct kv_req q[4];
+	struct kv_diag d;
+	int i;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.replicas = 3;
+	cfg.tp = 2;
+	cfg.source.n_tenants = 2;
+	cfg.source.tenants[0].weight = cfg.source.tenants[1].weight = 1;
+	memset(&slo, 0, sizeof(slo));
+	slo.on = 1;
+	slo.all.max_ns[KV_SLO_TTFT] = 1000000000;
+	slo.all.max_ns[KV_SLO_TPOT] = 100000000;
+	slo.tenant[0] = slo.tenant[1] = slo.all;
+	slo.tenant[1].max_ns[KV_SLO_TPOT] = 250000000;
+	slo.pct[0] = (struct kv_slo_pct){ KV_SLO_TTFT, 0.5, 1000000000, "ttft_p50_s" };
+	slo.pct[1] = (struct kv_slo_pct){ KV_SLO_TTFT, 0.99, 1000000000, "ttft_p99_s" };
+	slo.n_pct = 1;
+	s->cfg = &cfg;
+	s->tenant = calloc(2, sizeof(*s->tenant));
+	kv_hist_init(&s->ttft);
+	kv_hist_init(&s->tpot);
+	kv_hist_init(&s->e2e);
+	q[0] = done_req(0, 0, 500, 1500, 100, 11); /* ttft 0.5 s, tpot 0.1 s: meets */
+	q[1] = done_req(0, 0, 1200, 2000, 100, 11); /* ttft 1.2 s: misses */
+	q[2] = done_req(1, 1000, 1300, 3300, 200, 11); /* tpot 0.2 s: meets tenant 1's 0.25 s */
+	q[3] = done_req(1, 3800, 4000, 4000, 50, 1); /* one output token: tpot 0 */
+	ck_assert_int_eq(kv_done_log_init(&log, 4096, &slo, &d), 0);
+	for (i = 0; i < 4; i++) {
+		ck_assert_int_eq(kv_done_log_add(&log, &q[i]), 0);
+		kv_hist_add(&s->ttft, q[i].first_token_ns - q[i].arrival_ns);
+		kv_hist_add(&s->e2e, q[i].finish_ns - q[i].arrival_ns);
+	}
+	s->arrived = 5;
+	s->tenant[0].arrived = 3;
+	s->tenant[1].arrived = 2;
+	s->ended[KV_END_COMPLETED] = 4;
+	s->first_arrival_ns = 0;
+	s->last_finish_ns = 4000000000;
+	kv_summary_compute(s, &log, &sum);
+	ck_assert_double_eq_tol(kv_summary_get(&sum, "slo_attainment"), 0.6, 1e-12);
+	ck_assert_double_eq_tol(kv_summary_get(&sum, "goodput_req_s"), 0.75, 1e-12);
+	ck_assert_double_eq_tol(kv_summary_get(&sum, "goodput_tok_s"), 373.0 / 4, 1e-9);
+	ck_assert_double_eq(kv_summary_get(&sum, "slo_met"), 1); /* p50 only */
+	ck_assert_double_eq(kv_summary_get(&sum, "gpus"), 6);
+	slo.n_pct = 2;
+	kv_summary_compute(s, &log, &sum);
+	ck_assert_double_eq(kv_summary_get(&sum, "slo_met"), 0); /* p99 1.2 s > 1 s */
+	kv_tenant_summary(s, &log, 0, &t0);
+	kv_tenant_summary(s, &log, 1, &t1);
+	ck_assert_msg(fabs(t0.slo_attainment - 1.0 / 3) < 1e-12 && fabs(t0.goodput_req_s - 0.25) < 1e-12 &&
+			      fabs(t0.goodput_tok_s - 27.75) < 1e-9,
+		      "tenant 0: attainment %g goodput %g req/s %g tok/s", t0.slo_attainment,
+		      t0.goodput_req_s, t0.goodput_tok_s);
+	ck_assert_msg(t1.slo_attainment == 1 && fabs(t1.goodput_req_s - 0.5) < 1e-12 &&
+			      fabs(t1.goodput_tok_s - 65.5) < 1e-9,
+		      "tenant 1: attainment %g goodput %g req/s %g tok/s", t1.slo_attainment,
+		      t1.goodput_req_s, t1.goodput_tok_s);
+	/* without slo: the columns are absent and the tenant figures NaN */
+	kv_summary_compute(s, NULL, &sum);
+	ck_assert_msg(isnan(kv_summary_get(&sum, "slo_attainment")) && isnan(kv_summary_get(&sum, "gpus")),
+		      "SLO columns without slo:");
+	kv_done_log_release(&log);
+	kv_hist_release(&s->ttft);
+	kv_hist_release(&s->tpot);
+	kv_hist_release(&s->e2e);
+	free(s->tenant);
+	free(s);
+}
+END_TEST
+
+/* slo: in a workload: per-request limits, percentiles, a tenant's override; bad keys name the fix. */
+START_TEST(slo_workload_keys)
+{
+	static const char *const bad[][2] = {
+		{ "slo: {ttft_p99x: 1}\n", "unknown SLO 'ttft_p99x'" },
+		{ "slo: {latency: 1}\n", "unknown SLO 'latency'" },
+		{ "slo: {tenants: {zz: {ttft: 1}}}\n", "unknown tenant 'zz'" },
+		{ "slo: {tenants: {a: {ttft_p99: 1}}}\n", "a tenant's SLOs are per-request limits" },
+		{ "slo: {ttft: -1}\n", "ttft" },
+		{ "health: {mem_util_min: 0.9, mem_util_max: 0.5}\n", "expected at least mem_util_min" },
+	};
+	struct kv_workload w;
+	struct kv_diag d;
+	char text[4096];
+	size_t i;
+
+	snprintf(text, sizeof(text), "%sslo: {ttft: 2s, itl: 50ms, e2e_p99.9: 30, "
+		 "tenants: {b: {ttft: 500ms}}}\nhealth: {fairness_min: 0.5}\n", TWO_TENANTS);
+	ck_assert_msg(!kv_workload_load_mem(&w, "slo.yaml", text, strlen(text), NULL, 0, 0, 0, &d),
+		      "%s", d.msg);
+	ck_assert(w.slo.on);
+	ck_assert_uint_eq(w.slo.all.max_ns[KV_SLO_TTFT], 2000000000);
+	ck_assert_uint_eq(w.slo.all.max_ns[KV_SLO_TPOT], 50000000);
+	ck_assert_uint_eq(w.slo.tenant[0].max_ns[KV_SLO_TTFT], 2000000000);
+	ck_assert_uint_eq(w.slo.tenant[1].max_ns[KV_SLO_TTFT], 500000000);
+	ck_assert_uint_eq(w.slo.tenant[1].max_ns[KV_SLO_TPOT], 50000000);
+	ck_assert_uint_eq(w.slo.n_pct, 1);
+	ck_assert_str_eq(w.slo.pct[0].name, "e2e_p99.9_s");
+	ck_assert_double_eq_tol(w.slo.pct[0].q, 0.999, 1e-12);
+	ck_assert_double_eq(w.health.fairness_min, 0.5);
+	ck_assert_double_eq(w.health.hit_rate_min, 0.85);
+	kv_workload_release(&w);
+	for (i = 0; i < KV_ARRAY_LEN(bad); i++) {
+		snprintf(text, sizeof(text), "%s%s", TWO_TENANTS, bad[i][0]);
+		ck_assert_msg(kv_workload_load_mem(&w, "slo.yaml", text, strlen(text), NULL, 0, 0, 0, &d),
+			      "accepted: %s", bad[i][0]);
+		ck_assert_msg(strstr(d.msg, bad[i][1]) || strstr(d.field, bad[i][1]),
+			      "%s: message '%s' lacks '%s'", bad[i][0], d.msg, bad[i][1]);
+		ck_assert_msg(d.line > 0, "%s: no line in the message", bad[i][0]);
+		kv_workload_release(&w);
+	}
 }
 END_TEST
 
@@ -258,6 +419,9 @@ int main(void)
 	tcase_add_test(tc, summary_short_long);
 	tcase_add_test(tc, tenant_shares);
 	tcase_add_test(tc, done_log_release_twice);
+	tcase_add_test(tc, slo_meets_limits);
+	tcase_add_test(tc, slo_attainment_goodput);
+	tcase_add_test(tc, slo_workload_keys);
 	suite_add_tcase(su, tc);
 	return kv_test_run_suite(su);
 }

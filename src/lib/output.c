@@ -16,10 +16,11 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { F_REQ, F_TS, F_SUM, F_TEN, F_TSER, F_PNG };
+enum { F_REQ, F_TS, F_SUM, F_TEN, F_TSER, F_PNG, F_HEALTH };
 static const char *const file_names[KV_OUT_FILES] = { "requests.csv", "timeseries.csv",
 						      "summary.csv", "tenants.csv",
-						      "tenant_timeseries.csv", "run.png" };
+						      "tenant_timeseries.csv", "run.png",
+						      "health.csv" };
 
 /* --- fast formatting (1M rows must not cost seconds) ------------------- */
 
@@ -328,7 +329,7 @@ int kv_out_open(struct kv_out *o, const char *dir, const struct kv_workload *w, 
 	}
 	if (!(o->ts = open_tmp(o, F_TS, d)))
 		return KV_EIO;
-	if ((rc = kv_done_log_init(&o->done, w->cfg.model.max_ctx_tokens, d)))
+	if ((rc = kv_done_log_init(&o->done, w->cfg.model.max_ctx_tokens, &w->slo, d)))
 		return rc;
 	setvbuf(o->ts, buf_ts, _IOFBF, sizeof(buf_ts));
 	if (!(o->tser = open_tmp(o, F_TSER, d)))
@@ -414,24 +415,52 @@ static int write_tenants_csv(struct kv_out *o, const struct kv_sim *s, struct kv
 		return KV_EIO;
 	neg = fputs("tenant,weight,priority,arrived,completed,rejected,prompt_tokens,output_tokens,"
 		    "service,service_share,weight_share,cost_byte_steps,ttft_p50_s,ttft_p99_s,"
-		    "e2e_p50_s,e2e_p99_s\n", f) < 0;
+		    "e2e_p50_s,e2e_p99_s", f) < 0;
+	if (o->done.slo) /* the SLO columns only with slo:, so other runs' files stay as they were */
+		neg |= fputs(",slo_attainment,goodput_req_s,goodput_tok_s", f) < 0;
+	neg |= fputc('\n', f) == EOF;
 	for (i = 0; i < src->n_tenants; i++) {
 		const struct kv_tenant_stats *t = &s->tenant[i];
 		struct kv_tenant_summary ts;
 
-		kv_tenant_summary(s, i, &ts);
+		kv_tenant_summary(s, &o->done, i, &ts);
 		neg |= kv_csv_put(f, src->tenants[i].name);
-		neg |= fprintf(f, ",%g,%d,%llu,%llu,%llu,%llu,%llu,%.0f,%.6f,%.6f,%.6e,%.6f,%.6f,%.6f,%.6f\n",
+		neg |= fprintf(f, ",%g,%d,%llu,%llu,%llu,%llu,%llu,%.0f,%.6f,%.6f,%.6e,%.6f,%.6f,%.6f,%.6f",
 			src->tenants[i].weight, src->tenants[i].priority,
 			(unsigned long long)t->arrived, (unsigned long long)t->completed,
 			(unsigned long long)t->rejected, (unsigned long long)t->prompt_tokens,
 			(unsigned long long)t->output_tokens, t->service, ts.service_share,
 			ts.weight_share, t->cost, ts.ttft_p50_s, ts.ttft_p99_s, ts.e2e_p50_s,
 			ts.e2e_p99_s) < 0;
+		if (o->done.slo && isnan(ts.slo_attainment))
+			neg |= fprintf(f, ",,%.6f,%.6f", ts.goodput_req_s, ts.goodput_tok_s) < 0;
+		else if (o->done.slo)
+			neg |= fprintf(f, ",%.6f,%.6f,%.6f", ts.slo_attainment, ts.goodput_req_s,
+				       ts.goodput_tok_s) < 0;
+		neg |= fputc('\n', f) == EOF;
 	}
 	if (neg)
 		printf_failed(o, F_TEN);
 	if (!close_checked(o, &f, F_TEN) && !neg)
+		return 0;
+	kv_out_error(o, d);
+	return KV_EIO;
+}
+
+/* Computes the health report into o->health and writes health.csv. */
+static int write_health_csv(struct kv_out *o, const struct kv_sim *s, const struct kv_summary *sum,
+			    struct kv_diag *d)
+{
+	FILE *f = open_tmp(o, F_HEALTH, d);
+	int neg;
+
+	if (!f)
+		return KV_EIO;
+	kv_health_compute(s, o->w, sum, &o->done, &o->health);
+	neg = kv_health_write_csv(&o->health, f);
+	if (neg)
+		printf_failed(o, F_HEALTH);
+	if (!close_checked(o, &f, F_HEALTH) && !neg)
 		return 0;
 	kv_out_error(o, d);
 	return KV_EIO;
@@ -654,6 +683,8 @@ int kv_out_commit(struct kv_out *o, const struct kv_sim *s, struct kv_summary *s
 	rc = write_summary_csv(o, sum, d);
 	if (!rc)
 		rc = write_tenants_csv(o, s, d);
+	if (!rc)
+		rc = write_health_csv(o, s, sum, d);
 	if (rc)
 		return rc;
 	if (o->w->chart)

@@ -12,10 +12,11 @@
 #ifndef KV_OUTPUT_H
 #define KV_OUTPUT_H
 
+#include "health.h"
 #include "outdir.h"
 #include "workload.h"
 
-#define KV_OUT_FILES 6
+#define KV_OUT_FILES 7
 
 struct kv_out {
 	struct kv_outdir od; /* the output directory: lock, staging, commit */
@@ -29,6 +30,7 @@ struct kv_out {
 	int fail_errno; /* errno of the first failure */
 	int chart_failed; /* the chart was asked for, gnuplot is there, and it failed */
 	struct kv_done_log done; /* completed requests' lengths and latencies, for the summary */
+	struct kv_health health; /* the health report, filled by kv_out_commit (health.csv) */
 };
 
 /* Prints the summary as an aligned table. */
@@ -48,7 +50,8 @@ struct kv_sink kv_out_sink(struct kv_out *o);
 
 /*
  * Closes the streamed files (checking every write), computes the summary
- * into *sum, writes summary.csv and tenants.csv, renders run.png when the
+ * into *sum, writes summary.csv, tenants.csv and health.csv (the report
+ * in o->health), renders run.png when the
  * workload asks for a chart and gnuplot is present (a missing gnuplot is a
  * note on stderr; a failed chart sets o->chart_failed and is left out),
  * writes manifest.txt and commits the directory in one rename.  Returns 0

@@ -524,6 +524,123 @@ static int read_fairness(struct kv_cfg_node *root, struct kv_fairness_cfg *f, st
 	return kv_cfg_u64(n, "long_tokens", 0, 0, 1ULL << 40, &f->long_tokens, d);
 }
 
+/* --- slo: and health: ---------------------------------------------------------- */
+
+/*
+ * One SLO key of mapping m: "ttft", "tpot" (or "itl"), "e2e" set a
+ * per-request limit in *l; "ttft_p99", "e2e_p50", "tpot_p99.9"... a
+ * percentile SLO (only when pct is not NULL: the workload-wide section).
+ */
+static int read_slo_key(struct kv_cfg_node *m, struct kv_cfg_node *c, struct kv_slo_limits *l,
+			struct kv_slo_cfg *pct, struct kv_diag *d)
+{
+	static const char *const names[] = { "ttft", "tpot", "itl", "e2e" };
+	static const int metric[] = { KV_SLO_TTFT, KV_SLO_TPOT, KV_SLO_TPOT, KV_SLO_E2E };
+	const char *at, *p;
+	char *end;
+	double q;
+	size_t i, n;
+
+	c->used = 1;
+	for (i = 0; i < KV_ARRAY_LEN(names); i++) {
+		n = strlen(names[i]);
+		if (strncmp(c->key, names[i], n) || (c->key[n] && c->key[n] != '_'))
+			continue;
+		if (!c->key[n]) { /* per request */
+			TRY(kv_cfg_ns(m, c->key, 0, 1, UINT64_MAX, &l->max_ns[metric[i]], d));
+			return 0;
+		}
+		at = c->key + n + 1;
+		if (!pct)
+			return kv_cfg_error(c, d, "'%s': a tenant's SLOs are per-request limits (ttft, "
+					    "tpot, itl, e2e); percentile SLOs go in slo: itself", c->key);
+		q = *at == 'p' ? strtod(at + 1, &end) : -1;
+		for (p = at + 1; *p && (isdigit((unsigned char)*p) || *p == '.'); p++)
+			;
+		if (*at != 'p' || end != p || *p || !(q > 0 && q < 100))
+			break;
+		if (pct->n_pct == KV_SLO_MAX_PCT)
+			return kv_cfg_error(c, d, "more than %d percentile SLOs", KV_SLO_MAX_PCT);
+		pct->pct[pct->n_pct].m = metric[i];
+		pct->pct[pct->n_pct].q = q / 100;
+		snprintf(pct->pct[pct->n_pct].name, sizeof(pct->pct[0].name), "%s_%s_s",
+			 kv_slo_metric_names[metric[i]], at);
+		TRY(kv_cfg_ns(m, c->key, 0, 1, UINT64_MAX, &pct->pct[pct->n_pct].max_ns, d));
+		pct->n_pct++;
+		return 0;
+	}
+	return kv_diag_set(d, KV_EINVAL, c->file, c->key_line, c->key_col, c->key,
+			   "unknown SLO '%s': expected ttft, tpot, itl or e2e (a per-request limit), "
+			   "or one with a percentile such as ttft_p99 or e2e_p50, or tenants", c->key);
+}
+
+/* slo.tenants: {NAME: {ttft: ..., ...}}: the named tenant's limits override the section's. */
+static int read_slo_tenants(struct kv_cfg_node *n, struct kv_sim_config *c, struct kv_slo_cfg *slo,
+			    struct kv_diag *d)
+{
+	const struct kv_source_spec *src = &c->source;
+	struct kv_cfg_node *t, *k;
+	uint32_t i;
+
+	TRY(kv_cfg_expect_map(n, d));
+	for (t = n ? n->child : NULL; t; t = t->next) {
+		t->used = 1;
+		for (i = 0; i < src->n_tenants && strcmp(src->tenants[i].name, t->key); i++)
+			;
+		if (i == src->n_tenants)
+			return kv_diag_set(d, KV_EINVAL, t->file, t->key_line, t->key_col, t->key,
+					   "unknown tenant '%s': expected a name of workload.tenants",
+					   t->key);
+		TRY(kv_cfg_expect_map(t, d));
+		for (k = t->type == KV_CFG_MAP ? t->child : NULL; k; k = k->next)
+			TRY(read_slo_key(t, k, &slo->tenant[i], NULL, d));
+	}
+	return 0;
+}
+
+/* The workload's `slo:` (after the tenants, which it may name). */
+static int read_slo(struct kv_cfg_node *root, struct kv_sim_config *c, struct kv_slo_cfg *slo,
+		    struct kv_diag *d)
+{
+	struct kv_cfg_node *n = kv_cfg_get(root, "slo"), *k;
+	uint32_t i;
+
+	memset(slo, 0, sizeof(*slo));
+	TRY(kv_cfg_expect_map(n, d));
+	if (!n || n->type != KV_CFG_MAP)
+		return 0;
+	slo->on = 1;
+	for (k = n->child; k; k = k->next)
+		if (strcmp(k->key, "tenants"))
+			TRY(read_slo_key(n, k, &slo->all, slo, d));
+	for (i = 0; i < KV_MAX_TENANTS; i++)
+		slo->tenant[i] = slo->all;
+	return read_slo_tenants(kv_cfg_get(n, "tenants"), c, slo, d);
+}
+
+/* The health report's thresholds (`health:`); defaults in workload.h. */
+static int read_health(struct kv_cfg_node *root, struct kv_health_cfg *h, struct kv_diag *d)
+{
+	static const char *const keys[] = { "hit_rate_min", "mem_util_min", "mem_util_max",
+					    "fairness_min", "max_block", "tail_ratio_max",
+					    "long_tokens", NULL };
+	struct kv_cfg_node *n = kv_cfg_get(root, "health");
+
+	TRY(kv_cfg_expect_map(n, d));
+	TRY(kv_cfg_check_keys(n, keys, d));
+	TRY(kv_cfg_dbl(n, "hit_rate_min", 0.85, 0, 1, &h->hit_rate_min, d));
+	TRY(kv_cfg_dbl(n, "mem_util_min", 0.60, 0, 1, &h->mem_util_min, d));
+	TRY(kv_cfg_dbl(n, "mem_util_max", 0.80, 0, 1, &h->mem_util_max, d));
+	if (h->mem_util_max < h->mem_util_min)
+		return kv_cfg_error(kv_cfg_get(n, "mem_util_max"), d,
+				    "bad value %g: expected at least mem_util_min (%g)",
+				    h->mem_util_max, h->mem_util_min);
+	TRY(kv_cfg_dbl(n, "fairness_min", 0.7, 0, 1, &h->fairness_min, d));
+	TRY(kv_cfg_bytes(n, "max_block", 8 * KV_MiB, 1, 1ULL << 50, &h->max_block_bytes, d));
+	TRY(kv_cfg_dbl(n, "tail_ratio_max", 5, 1, 1e9, &h->tail_ratio_max, d));
+	return kv_cfg_u64(n, "long_tokens", 8192, 1, 1ULL << 40, &h->long_tokens, d);
+}
+
 static void default_name(struct kv_workload *w, const char *path)
 {
 	char tmp[1024], *base, *dot;
@@ -542,7 +659,7 @@ static int read_top(struct kv_cfg_doc *doc, struct kv_workload *w, int has_seed,
 	static const char *const keys[] = { "name", "description", "model", "device", "seed",
 					    "cluster", "memory", "batching", "scheduler",
 					    "cache", "engine", "workload", "fairness", "outputs",
-					    "check_pool",
+					    "check_pool", "slo", "health",
 					    NULL };
 	struct kv_sim_config *c = &w->cfg;
 	const struct kv_plugin *sched, *cache, *engine;
@@ -578,6 +695,8 @@ static int read_top(struct kv_cfg_doc *doc, struct kv_workload *w, int has_seed,
 	c->engine = (const struct kv_engine_ops *)engine;
 	TRY(read_workload(doc, c, d));
 	TRY(read_fairness(doc->root, &c->fairness, d));
+	TRY(read_slo(doc->root, c, &w->slo, d));
+	TRY(read_health(doc->root, &w->health, d));
 	TRY(read_outputs(doc, w, d));
 	return check_samples(doc, w, d);
 }

@@ -12,6 +12,21 @@
 #define KV_WORKLOAD_H
 
 #include "../../sim/engine.h"
+#include "../../sim/metrics.h"
+
+/*
+ * The health report's targets (workload `health:`; src/lib/health.h).  The
+ * defaults are the seed write-up's operating targets (docs/health.md) and,
+ * for the tail ratio, kvsim's own choice.
+ */
+struct kv_health_cfg {
+	double hit_rate_min; /* cache hit rate at least this, default 0.85 */
+	double mem_util_min, mem_util_max; /* memory utilisation band, default 0.60 to 0.80 */
+	double fairness_min; /* Jain's index over tenants at least this, default 0.7 */
+	uint64_t max_block_bytes; /* largest contiguous KV block at most this, bytes, default 8 MiB */
+	double tail_ratio_max; /* E2E p99 / p50 at most this, default 5 */
+	uint64_t long_tokens; /* prompt+output above this is "over-long" (tail cause), default 8192 */
+};
 
 struct kv_workload {
 	char name[128]; /* workload name (file stem unless `name:` is set) */
@@ -20,6 +35,8 @@ struct kv_workload {
 	int requests_csv; /* outputs.requests, default 1 */
 	int chart; /* outputs.chart, default 1 */
 	struct kv_sim_config cfg; /* the run's configuration */
+	struct kv_slo_cfg slo; /* `slo:` (metrics.h); slo.on = 0 when absent */
+	struct kv_health_cfg health; /* `health:` thresholds of the health report (health.h) */
 };
 
 /*

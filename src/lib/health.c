@@ -1,0 +1,292 @@
+/* health.c -- the run's health report; see health.h and docs/health.md. */
+#include "health.h"
+#include "csv.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+
+const char *kv_health_status_name(enum kv_health_status st)
+{
+	return st == KV_HEALTH_PASS ? "pass" : st == KV_HEALTH_WARN ? "warn" : "n/a";
+}
+
+/* Starts check `name` with target text fmt...; the caller sets value, status and cause. */
+static struct kv_health_check *check(struct kv_health *h, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static struct kv_health_check *check(struct kv_health *h, const char *name, const char *fmt, ...)
+{
+	struct kv_health_check *c = &h->c[h->n++];
+	va_list ap;
+
+	memset(c, 0, sizeof(*c));
+	c->name = name;
+	c->value = NAN;
+	c->status = KV_HEALTH_NA;
+	va_start(ap, fmt);
+	vsnprintf(c->target, sizeof(c->target), fmt, ap);
+	va_end(ap);
+	return c;
+}
+
+static void cause(struct kv_health_check *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void cause(struct kv_health_check *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(c->cause, sizeof(c->cause), fmt, ap);
+	va_end(ap);
+}
+
+/* The u64 option `name` of the cache model of replica 0 (its private state), or 0 when it has none. */
+static uint64_t cache_u64_option(const struct kv_sim *s, const char *name)
+{
+	const struct kv_replica *r = &s->rep[0];
+	const struct kv_option *o;
+
+	for (o = r->cache->options; o && o->name; o++)
+		if (!strcmp(o->name, name) && o->type == KV_OPT_U64)
+			return *(const uint64_t *)((const char *)r->cache_priv + o->offset);
+	return 0;
+}
+
+/* Completed requests of log with prompt+output above len tokens, and all completed ones. */
+static void count_longer(const struct kv_done_log *log, uint64_t len, uint64_t *over, uint64_t *all)
+{
+	uint64_t i;
+
+	*over = *all = 0;
+	for (i = 0; log && log->len_count && i <= log->max_len; i++) {
+		*all += log->len_count[i];
+		if (i > len)
+			*over += log->len_count[i];
+	}
+}
+
+/* Cache hit rate: misses attributed to evictions, to prompts beyond a sparse budget, or to the workload. */
+static void check_hit_rate(struct kv_health *h, const struct kv_sim *s, const struct kv_workload *w,
+			   const struct kv_summary *sum, const struct kv_done_log *log)
+{
+	struct kv_health_check *c = check(h, "cache_hit_rate", ">= %.2f", w->health.hit_rate_min);
+	struct kv_cache_stats t = { 0 }, st;
+	uint64_t budget = cache_u64_option(s, "budget"), over, all;
+	uint32_t i;
+
+	c->value = kv_summary_get(sum, "cache_hit_rate");
+	if (isnan(c->value)) {
+		cause(c, "cache %s keeps no prefix cache or budget: no hit rate", s->rep[0].cache->name);
+		return;
+	}
+	c->status = c->value >= w->health.hit_rate_min ? KV_HEALTH_PASS : KV_HEALTH_WARN;
+	if (c->status == KV_HEALTH_PASS)
+		return;
+	for (i = 0; i < s->n_rep; i++) {
+		memset(&st, 0, sizeof(st));
+		s->rep[i].cache->stats(s->rep[i].cache_priv, &st);
+		t.lookup_tokens += st.lookup_tokens;
+		t.hit_tokens += st.hit_tokens;
+		t.evictions += st.evictions;
+	}
+	if (budget) {
+		count_longer(log, budget, &over, &all);
+		cause(c, "hit rate %.2f: %.0f%% of %llu completed requests hold more than the sparse budget "
+		      "of %llu tokens (attention mass outside it is lost); raise cache.budget or check "
+		      "the length distribution", c->value, all ? 100.0 * (double)over / (double)all : 0,
+		      (unsigned long long)all, (unsigned long long)budget);
+	} else if (t.evictions) {
+		cause(c, "hit rate %.2f: %llu of %llu looked-up tokens missed and %llu cached entries "
+		      "were evicted: the pool cannot keep the shared prefixes; a larger pool or fewer "
+		      "max_seqs keeps more", c->value,
+		      (unsigned long long)(t.lookup_tokens - t.hit_tokens),
+		      (unsigned long long)t.lookup_tokens, (unsigned long long)t.evictions);
+	} else {
+		uint64_t pb = cache_u64_option(s, "prefix_block_tokens");
+		uint64_t sp = cache_u64_option(s, "system_prompt_tokens");
+		char why[160] = "";
+
+		if (pb)
+			snprintf(why, sizeof(why), " (only whole prefix blocks of %llu tokens are shared; "
+				 "the system prompt is %llu tokens)", (unsigned long long)pb,
+				 (unsigned long long)sp);
+		cause(c, "hit rate %.2f: %llu of %llu looked-up tokens missed with no eviction, so the "
+		      "misses are compulsory: the prompts share little%s; check that chunks align with "
+		      "the prefix blocks and the workload's prefix sharing", c->value,
+		      (unsigned long long)(t.lookup_tokens - t.hit_tokens),
+		      (unsigned long long)t.lookup_tokens, why);
+	}
+}
+
+/* Memory utilisation: too high with preemptions or refusals is a small pool; too low an idle one. */
+static void check_memory(struct kv_health *h, const struct kv_sim *s, const struct kv_workload *w,
+			 const struct kv_summary *sum)
+{
+	const struct kv_health_cfg *hc = &w->health;
+	struct kv_health_check *c = check(h, "mem_util", "%.2f..%.2f", hc->mem_util_min,
+					  hc->mem_util_max);
+	double peak = s->pool_bytes ? kv_summary_get(sum, "kv_peak_reserved_bytes") /
+					      (double)s->pool_bytes : NAN;
+	double useful = kv_summary_get(sum, "mem_useful_share");
+	double pre = kv_summary_get(sum, "preemptions"), rej = kv_summary_get(sum, "rejected_pool");
+
+	c->value = kv_summary_get(sum, "mem_reserved_util");
+	c->status = c->value >= hc->mem_util_min && c->value <= hc->mem_util_max ? KV_HEALTH_PASS :
+										   KV_HEALTH_WARN;
+	if (c->status == KV_HEALTH_PASS)
+		return;
+	if (c->value < hc->mem_util_min)
+		cause(c, "utilisation %.2f (peak %.2f of the pool): the pool is larger than this load "
+		      "needs; fewer replicas or a lower memory.share serve it", c->value, peak);
+	else if (pre > 0 || rej > 0)
+		cause(c, "utilisation %.2f with %.0f preemptions and %.0f requests refused memory: pool "
+		      "too small for max_seqs %u (peak %.0f in flight; %.0f%% of reserved bytes hold live "
+		      "tokens under cache %s)", c->value, pre, rej, w->cfg.max_batch_seqs,
+		      kv_summary_get(sum, "peak_in_flight"), 100 * useful, s->rep[0].cache->name);
+	else
+		cause(c, "utilisation %.2f without preemptions: little headroom for bursts; %.0f%% of "
+		      "reserved bytes hold live tokens under cache %s", c->value, 100 * useful,
+		      s->rep[0].cache->name);
+}
+
+/* Fairness: the tenant furthest below its weight share, its demand, and the scheduler. */
+static void check_fairness(struct kv_health *h, const struct kv_sim *s, const struct kv_workload *w,
+			   const struct kv_summary *sum)
+{
+	const struct kv_source_spec *src = &s->cfg->source;
+	struct kv_health_check *c = check(h, "fairness", ">= %.2f", w->health.fairness_min);
+	struct kv_tenant_summary ts, worst = { 0 };
+	double tok = 0, ratio = INFINITY, demand;
+	uint32_t i, wi = 0;
+
+	if (src->n_tenants < 2) {
+		cause(c, "one tenant: nothing to share");
+		return;
+	}
+	c->value = kv_summary_get(sum, "jain_fairness");
+	c->status = c->value >= w->health.fairness_min ? KV_HEALTH_PASS : KV_HEALTH_WARN;
+	if (c->status == KV_HEALTH_PASS)
+		return;
+	for (i = 0; i < src->n_tenants; i++) {
+		tok += (double)(s->tenant[i].prompt_tokens + s->tenant[i].output_tokens);
+		kv_tenant_summary(s, NULL, i, &ts);
+		if (ts.service_share / ts.weight_share < ratio) {
+			ratio = ts.service_share / ts.weight_share;
+			worst = ts;
+			wi = i;
+		}
+	}
+	demand = tok > 0 ? (double)(s->tenant[wi].prompt_tokens + s->tenant[wi].output_tokens) / tok : 0;
+	cause(c, "fairness %.2f: tenant %s's service share %.2f vs weight %.2f under %s (it brought "
+	      "%.2f of the tokens; the service gap between backlogged tenants peaked at %.0f weighted "
+	      "tokens); %s", c->value, src->tenants[wi].name, worst.service_share,
+	      worst.weight_share, s->cfg->sched->name, demand,
+	      kv_summary_get(sum, "service_diff_max"),
+	      demand <= worst.service_share * 1.05 ? "it got what it asked for: the index reflects "
+	      "unequal demand, adjust weights to demand" : !strcmp(s->cfg->sched->name, "fifo") ?
+	      "try drf or vtc" : "adjust the scheduling weights");
+}
+
+/* The largest contiguous block the pool hands out. */
+static void check_block(struct kv_health *h, const struct kv_sim *s, const struct kv_workload *w,
+			const struct kv_summary *sum)
+{
+	const struct kv_pool *p = &s->rep[0].pool;
+	struct kv_health_check *c = check(h, "max_block_bytes", "<= %llu",
+					  (unsigned long long)w->health.max_block_bytes);
+
+	c->value = (double)(p->unit_bytes << p->max_order);
+	c->status = c->value <= (double)w->health.max_block_bytes ? KV_HEALTH_PASS : KV_HEALTH_WARN;
+	if (c->status == KV_HEALTH_WARN)
+		cause(c, "largest block %.1f MiB (memory.max_block %s): one request's KV can take one "
+		      "contiguous region (%.0f refusals with enough free bytes); set memory.max_block: "
+		      "8MiB", c->value / KV_MiB, w->cfg.pool_max_block_bytes ? "above the target" :
+		      "0, no cap", kv_summary_get(sum, "alloc_fail_frag"));
+}
+
+/* Long tail: E2E p99 / p50, explained by over-long requests or by queueing. */
+static void check_tail(struct kv_health *h, const struct kv_sim *s, const struct kv_workload *w,
+		       const struct kv_summary *sum, const struct kv_done_log *log)
+{
+	const struct kv_health_cfg *hc = &w->health;
+	struct kv_health_check *c = check(h, "e2e_tail_ratio", "<= %.1f", hc->tail_ratio_max);
+	double p50 = kv_summary_get(sum, "e2e_p50_s"), p99 = kv_summary_get(sum, "e2e_p99_s");
+	uint64_t over, all;
+
+	if (!(p50 > 0)) {
+		cause(c, "no completed request");
+		return;
+	}
+	c->value = p99 / p50;
+	c->status = c->value <= hc->tail_ratio_max ? KV_HEALTH_PASS : KV_HEALTH_WARN;
+	if (c->status == KV_HEALTH_PASS)
+		return;
+	count_longer(log, hc->long_tokens, &over, &all);
+	if (over)
+		cause(c, "p99 E2E %.1fx p50: %.1f%% of requests over %llu tokens under %s; try "
+		      "scheduler preempt with segment_tokens (segmenting over-long requests)", c->value,
+		      100.0 * (double)over / (double)all, (unsigned long long)hc->long_tokens,
+		      s->cfg->sched->name);
+	else
+		cause(c, "p99 E2E %.1fx p50 with no request over %llu tokens: the tail is queueing "
+		      "(TTFT p99 %.3g s vs p50 %.3g s, %.0f preemptions under %s); add capacity, or "
+		      "priority preemption (scheduler preempt)", c->value,
+		      (unsigned long long)hc->long_tokens,
+		      kv_summary_get(sum, "ttft_p99_s"), kv_summary_get(sum, "ttft_p50_s"),
+		      kv_summary_get(sum, "preemptions"), s->cfg->sched->name);
+}
+
+void kv_health_compute(const struct kv_sim *s, const struct kv_workload *w,
+		       const struct kv_summary *sum, const struct kv_done_log *log,
+		       struct kv_health *h)
+{
+	h->n = 0;
+	check_hit_rate(h, s, w, sum, log);
+	check_memory(h, s, w, sum);
+	check_fairness(h, s, w, sum);
+	check_block(h, s, w, sum);
+	check_tail(h, s, w, sum, log);
+}
+
+int kv_health_write_csv(const struct kv_health *h, FILE *f)
+{
+	int neg = fputs("check,target,value,status,cause\n", f) < 0;
+	size_t i;
+
+	for (i = 0; i < h->n; i++) {
+		const struct kv_health_check *c = &h->c[i];
+
+		neg |= fprintf(f, "%s,", c->name) < 0 || kv_csv_put(f, c->target);
+		if (isnan(c->value))
+			neg |= fputc(',', f) == EOF;
+		else if (c->value == floor(c->value) && fabs(c->value) < 1e15) /* bytes */
+			neg |= fprintf(f, ",%.0f", c->value) < 0;
+		else
+			neg |= fprintf(f, ",%.6g", c->value) < 0;
+		neg |= fprintf(f, ",%s,", kv_health_status_name(c->status)) < 0 ||
+		       kv_csv_put(f, c->cause) || fputc('\n', f) == EOF;
+	}
+	return neg ? -1 : 0;
+}
+
+void kv_health_print(const struct kv_health *h, FILE *f)
+{
+	size_t i, warn = 0;
+
+	for (i = 0; i < h->n; i++)
+		warn += h->c[i].status == KV_HEALTH_WARN;
+	fprintf(f, "health: %zu of %zu checks warn (health.csv; docs/health.md)\n", warn, h->n);
+	for (i = 0; i < h->n; i++) {
+		const struct kv_health_check *c = &h->c[i];
+
+		if (isnan(c->value))
+			fprintf(f, "  %-4s %-16s %12s  target %s", kv_health_status_name(c->status),
+				c->name, "-", c->target);
+		else
+			fprintf(f, c->value == floor(c->value) ? "  %-4s %-16s %12.0f  target %s" :
+				"  %-4s %-16s %12.4g  target %s", kv_health_status_name(c->status),
+				c->name, c->value, c->target);
+		fprintf(f, "%s%s\n", c->cause[0] ? ": " : "", c->cause);
+	}
+}

@@ -1,0 +1,60 @@
+/*
+ * health.h -- the health report of a finished run: the seed write-up's
+ * operating targets checked against the run's own figures.
+ *
+ * Five checks, each with a configurable threshold (workload `health:`,
+ * struct kv_health_cfg in workload.h): cache hit rate >= 0.85, memory
+ * utilisation in 0.60..0.80, Jain's fairness index over tenants >= 0.7,
+ * largest contiguous KV block <= 8 MiB, and E2E p99 / p50 <= 5 (the
+ * long-tail check; the ratio is kvsim's choice, the seed gives none).
+ * A check passes, warns, or is n/a when its metric does not apply (no cache
+ * hit rate, a single tenant).  A warning carries the likely cause found in
+ * the run's data, with its numbers (preemptions, refusals, a tenant's
+ * service share against its weight, the share of over-long requests, the
+ * cache's evictions).  docs/health.md explains each check.
+ *
+ * Usage: kv_health_compute() after kv_summary_compute(), then
+ * kv_health_write_csv() (health.csv) and kv_health_print() (stdout).
+ */
+#ifndef KV_HEALTH_H
+#define KV_HEALTH_H
+
+#include "workload.h"
+
+#include <stdio.h>
+
+enum kv_health_status { KV_HEALTH_PASS, KV_HEALTH_WARN, KV_HEALTH_NA };
+
+#define KV_HEALTH_CHECKS 5
+
+struct kv_health_check {
+	const char *name; /* check name, the first column of health.csv, e.g. "cache_hit_rate" */
+	char target[48]; /* the target as text, e.g. ">= 0.85" or "0.60..0.80" */
+	double value; /* the measured value (NaN when n/a) */
+	enum kv_health_status status; /* pass, warn or n/a */
+	char cause[320]; /* warn: the likely cause with its numbers; n/a: why; pass: "" */
+};
+
+struct kv_health {
+	struct kv_health_check c[KV_HEALTH_CHECKS]; /* in report order */
+	size_t n; /* checks filled */
+};
+
+/*
+ * Checks finished run s (configuration w, summary sum, completed requests
+ * log or NULL) against w->health into *h.  Pure: reads only.
+ */
+void kv_health_compute(const struct kv_sim *s, const struct kv_workload *w,
+		       const struct kv_summary *sum, const struct kv_done_log *log,
+		       struct kv_health *h);
+
+/* "pass", "warn" or "n/a". */
+const char *kv_health_status_name(enum kv_health_status st);
+
+/* Writes health.csv (header check,target,value,status,cause and a row a check) to f; 0 or -1. */
+int kv_health_write_csv(const struct kv_health *h, FILE *f);
+
+/* Prints the health section (a title line and one line a check). */
+void kv_health_print(const struct kv_health *h, FILE *f);
+
+#endif /* KV_HEALTH_H */

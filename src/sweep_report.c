@@ -1,0 +1,526 @@
+/*
+ * sweep_report.c -- what a finished sweep answers: the capacity target
+ * (conditions judged over seeds on the 95% interval's pessimistic end, or
+ * the mean), sweep_stats.csv (each metric's mean and 95% interval over the
+ * seeds of each combination of axis values) and pareto.csv (the
+ * combinations no other beats on two metrics) with its chart.  The
+ * arithmetic is in lib/target.c.  A "group" is one combination of axis
+ * values: n_seeds consecutive points, since seeds vary fastest.
+ */
+#include "sweep.h"
+#include "lib/output.h"
+#include "lib/workload.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Column of name in header point h, or SIZE_MAX. */
+static size_t column(const struct point *h, const char *name)
+{
+	size_t j;
+
+	for (j = 0; h && j < h->n_fields; j++)
+		if (!strcmp(h->names[j], name))
+			return j;
+	return SIZE_MAX;
+}
+
+/* Column j of p as a number, NaN when empty or not a number. */
+static double value(const struct point *p, const struct point *h, size_t j)
+{
+	const char *f = kv__sweep_field(p, h, j);
+	char *end;
+	double x = strtod(f, &end);
+
+	return *f && !*end ? x : NAN;
+}
+
+/* Number of groups (combinations of axis values). */
+static size_t n_groups(const struct sweep *sw)
+{
+	return sw->n_pt / sw->n_seeds;
+}
+
+/* The group's column-j values of its finished points into x; returns how many, or -1 if a point failed. */
+static long group_values(const struct sweep *sw, size_t g, size_t j, double *x)
+{
+	const struct point *h = kv__sweep_header_point(sw);
+	size_t k, n = 0;
+
+	for (k = 0; k < sw->n_seeds; k++) {
+		const struct point *p = &sw->pt[g * sw->n_seeds + k];
+
+		if (p->state == ST_TODO)
+			continue; /* another shard's */
+		if (p->state != ST_OK && p->state != ST_SKIP)
+			return -1;
+		x[n++] = value(p, h, j);
+	}
+	return (long)n;
+}
+
+/* --- the target ------------------------------------------------------------ */
+
+/* How group g fares against the target. */
+struct verdict {
+	int meets; /* every condition holds on its judged end */
+	size_t seeds, seeds_ok; /* finished seeds, and those meeting every condition alone */
+	struct kv_ci ci[KV_MAX_CONDS]; /* per condition */
+};
+
+static void judge(const struct sweep *sw, size_t g, const size_t *col, struct verdict *v)
+{
+	double *x = kv_xcalloc(sw->n_cond * sw->n_seeds, sizeof(*x));
+	size_t k, s, ns = sw->n_seeds;
+	long n = 0;
+
+	memset(v, 0, sizeof(*v));
+	for (k = 0; k < sw->n_cond; k++) {
+		n = group_values(sw, g, col[k], x + k * ns);
+		if (n <= 0) {
+			free(x);
+			return;
+		}
+		kv_ci95(x + k * ns, (size_t)n, &v->ci[k]);
+	}
+	v->seeds = (size_t)n;
+	v->meets = 1;
+	for (k = 0; k < sw->n_cond; k++)
+		if (!kv_cond_holds(&sw->cond[k], kv_cond_judged(&sw->cond[k], &v->ci[k], sw->t_mean)))
+			v->meets = 0;
+	for (s = 0; s < (size_t)n; s++) {
+		int ok = 1;
+
+		for (k = 0; k < sw->n_cond; k++)
+			ok &= kv_cond_holds(&sw->cond[k], x[k * ns + s]);
+		v->seeds_ok += (size_t)ok;
+	}
+	free(x);
+}
+
+/* "A <= 1 and B >= 0.99" */
+static void put_conds(struct sbuf *b, const struct sweep *sw)
+{
+	size_t k;
+
+	for (k = 0; k < sw->n_cond; k++)
+		kv__sweep_sb_printf(b, "%s%s %s %g", k ? " and " : "", sw->cond[k].metric,
+				    kv_cmp_name(sw->cond[k].op), sw->cond[k].x);
+}
+
+/* "(k of n seeds; A 0.31 [0.29, 0.33], ...)": the counts and the figures judged. */
+static void put_figures(struct sbuf *b, const struct sweep *sw, const struct verdict *v)
+{
+	size_t k;
+
+	kv__sweep_sb_printf(b, " (%zu of %zu seed%s", v->seeds_ok, v->seeds, v->seeds == 1 ? "" : "s");
+	for (k = 0; k < sw->n_cond; k++) {
+		kv__sweep_sb_printf(b, "%s %s %.4g", k ? "," : ";", sw->cond[k].metric, v->ci[k].mean);
+		if (v->seeds > 1)
+			kv__sweep_sb_printf(b, " [%.4g, %.4g]", v->ci[k].lo, v->ci[k].hi);
+	}
+	kv__sweep_sb_puts(b, ")");
+}
+
+/*
+ * The target axis's value v as a number (its list position when not a
+ * number), negated when the target maximizes it, so smaller is always better.
+ */
+static double axis_x(const struct sweep *sw, const struct axis *a, size_t v)
+{
+	char *end;
+	double x = strtod(a->vals[v], &end);
+
+	if (*end || end == a->vals[v])
+		x = (double)v;
+	return sw->t_max ? -x : x;
+}
+
+/* 1 when groups g and f have the same values on every axis outside dimension dim. */
+static int same_others(const struct sweep *sw, size_t g, size_t f, size_t dim)
+{
+	const size_t *a = sw->pt[g * sw->n_seeds].val, *b = sw->pt[f * sw->n_seeds].val;
+	size_t i;
+
+	for (i = 0; i < sw->n_axes; i++)
+		if (sw->axis[i].dim != dim && a[i] != b[i])
+			return 0;
+	return 1;
+}
+
+/* "k = v, k = v" of the axes outside dimension dim for group g. */
+static void put_others(struct sbuf *b, const struct sweep *sw, size_t g, size_t dim)
+{
+	const size_t *val = sw->pt[g * sw->n_seeds].val;
+	size_t i, n = 0;
+
+	for (i = 0; i < sw->n_axes; i++)
+		if (sw->axis[i].dim != dim)
+			kv__sweep_sb_printf(b, "%s%s = %s", n++ ? ", " : "", sw->axis[i].key,
+					    sw->axis[i].vals[val[i]]);
+}
+
+/* 1 when group g has a finished or failed point of this shard. */
+static int group_ran(const struct sweep *sw, size_t g)
+{
+	size_t k;
+
+	for (k = 0; k < sw->n_seeds; k++)
+		if (sw->pt[g * sw->n_seeds + k].state != ST_TODO)
+			return 1;
+	return 0;
+}
+
+/*
+ * Per combination of the other axes: the best value of the target
+ * axis meeting the target, one indented line each (only when there are
+ * other axes).  Marks every group of the combination done.
+ */
+static void report_others(const struct sweep *sw, size_t ax, const size_t *col, unsigned char *done)
+{
+	size_t g, f, best = SIZE_MAX, dim = sw->axis[ax].dim;
+	struct verdict v, bv;
+	struct sbuf b = { 0 };
+
+	for (g = 0; g < n_groups(sw); g++) {
+		if (done[g] || !group_ran(sw, g))
+			continue;
+		best = SIZE_MAX;
+		for (f = g; f < n_groups(sw); f++) {
+			if (done[f] || !same_others(sw, g, f, dim))
+				continue;
+			done[f] = 1;
+			judge(sw, f, col, &v);
+			if (v.meets && (best == SIZE_MAX ||
+					axis_x(sw, &sw->axis[ax], sw->pt[f * sw->n_seeds].val[ax]) <
+						axis_x(sw, &sw->axis[ax], sw->pt[best * sw->n_seeds].val[ax]))) {
+				best = f;
+				bv = v;
+			}
+		}
+		kv__sweep_sb_puts(&b, "  at ");
+		put_others(&b, sw, g, dim);
+		if (best == SIZE_MAX) {
+			kv__sweep_sb_printf(&b, ": no value of %s meets the target\n", sw->t_axis);
+			continue;
+		}
+		kv__sweep_sb_printf(&b, ": %s = %s", sw->t_axis,
+				    sw->axis[ax].vals[sw->pt[best * sw->n_seeds].val[ax]]);
+		put_figures(&b, sw, &bv);
+		kv__sweep_sb_puts(&b, "\n");
+	}
+	if (b.s)
+		fputs(b.s, stdout);
+	free(b.s);
+}
+
+/*
+ * Whether every group with value v of axis ax (of this shard) meets the
+ * target; *v_all sums their seeds and the seeds meeting alone.
+ */
+static int value_meets(const struct sweep *sw, size_t ax, size_t val, const size_t *col,
+		       struct verdict *all)
+{
+	struct verdict v;
+	size_t g, n = 0;
+
+	memset(all, 0, sizeof(*all));
+	for (g = 0; g < n_groups(sw); g++) {
+		if (sw->pt[g * sw->n_seeds].val[ax] != val || !group_ran(sw, g))
+			continue;
+		judge(sw, g, col, &v);
+		if (!v.meets)
+			return 0;
+		if (!n++) {
+			*all = v; /* its figures when it is the only group */
+		} else {
+			all->seeds += v.seeds;
+			all->seeds_ok += v.seeds_ok;
+			all->ci[0].n = 0; /* several groups: counts only */
+		}
+	}
+	return n > 0;
+}
+
+void kv__sweep_report_target(const struct sweep *sw)
+{
+	const struct point *h = kv__sweep_header_point(sw);
+	size_t ax, v, k, col[KV_MAX_CONDS], best = SIZE_MAX, others = 0;
+	struct verdict all, bv;
+	struct sbuf b = { 0 };
+	unsigned char *done;
+
+	for (ax = 0; strcmp(sw->axis[ax].key, sw->t_axis); ax++)
+		;
+	for (k = 0; k < sw->n_cond; k++) {
+		col[k] = column(h, sw->cond[k].metric);
+		if (col[k] == SIZE_MAX) {
+			printf("capacity: no result: metric '%s' is not a summary.csv column of a finished "
+			       "point%s\n", sw->cond[k].metric, h ? " (SLO columns need slo: in the base)" : "");
+			return;
+		}
+	}
+	for (v = 0; v < sw->axis[ax].n_vals; v++)
+		if (value_meets(sw, ax, v, col, &all) &&
+		    (best == SIZE_MAX || axis_x(sw, &sw->axis[ax], v) < axis_x(sw, &sw->axis[ax], best))) {
+			best = v;
+			bv = all;
+		}
+	for (k = 0; k < sw->n_axes; k++)
+		others += sw->axis[k].dim != sw->axis[ax].dim;
+	if (best == SIZE_MAX) {
+		kv__sweep_sb_printf(&b, "capacity: no value of %s meets ", sw->t_axis);
+		put_conds(&b, sw);
+	} else {
+		kv__sweep_sb_printf(&b, "capacity: %s = %s meets ", sw->t_axis, sw->axis[ax].vals[best]);
+		put_conds(&b, sw);
+		if (others)
+			kv__sweep_sb_puts(&b, " at every value of the other axes");
+		if (bv.ci[0].n)
+			put_figures(&b, sw, &bv);
+		else
+			kv__sweep_sb_printf(&b, " (%zu of %zu seeds)", bv.seeds_ok, bv.seeds);
+	}
+	if (sw->n_seeds > 1)
+		kv__sweep_sb_printf(&b, "\n  (figures: mean [95%% confidence interval] over seeds; the "
+				    "target is judged on %s)", sw->t_mean ? "the mean" :
+				    "the interval's pessimistic end");
+	printf("%s\n", b.s);
+	free(b.s);
+	if (!others)
+		return;
+	done = kv_xcalloc(n_groups(sw), 1);
+	report_others(sw, ax, col, done);
+	free(done);
+}
+
+/* --- sweep_stats.csv ----------------------------------------------------------- */
+
+/* The axis values of group g as CSV fields, each followed by a comma. */
+static void put_axes(struct sbuf *b, const struct sweep *sw, size_t g)
+{
+	size_t i;
+
+	for (i = 0; i < sw->n_axes; i++) {
+		kv__sweep_sb_csv(b, sw->axis[i].vals[sw->pt[g * sw->n_seeds].val[i]]);
+		kv__sweep_sb_puts(b, ",");
+	}
+}
+
+static void put_axis_header(struct sbuf *b, const struct sweep *sw)
+{
+	size_t i;
+
+	for (i = 0; i < sw->n_axes; i++) {
+		kv__sweep_sb_csv(b, sw->axis[i].key);
+		kv__sweep_sb_puts(b, ",");
+	}
+}
+
+/* Mean and 95% interval of column j over group g's finished seeds; -1 when none or one failed. */
+static int group_ci(const struct sweep *sw, size_t g, size_t j, struct kv_ci *ci)
+{
+	double *x = kv_xcalloc(sw->n_seeds, sizeof(*x));
+	long n = group_values(sw, g, j, x), i, m = 0;
+	int rc = -1;
+
+	for (i = 0; i < n; i++)
+		if (!isnan(x[i]))
+			x[m++] = x[i];
+	if (m)
+		rc = kv_ci95(x, (size_t)m, ci);
+	free(x);
+	return rc;
+}
+
+/* Finished seeds of group g (counted on column 0), -1 when one failed. */
+static long group_seeds(const struct sweep *sw, size_t g)
+{
+	double *x = kv_xcalloc(sw->n_seeds, sizeof(*x));
+	long n = group_values(sw, g, 0, x);
+
+	free(x);
+	return n;
+}
+
+/* Writes text to DIR/name atomically; 0 or -1 (message printed). */
+static int write_file(const char *dir, const char *name, const char *text)
+{
+	char path[PT_PATH];
+	struct kv_atomic a;
+	struct kv_diag d = { 0 };
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (kv_atomic_open(&a, path, &d)) {
+		kv_diag_print(&d, stderr);
+		return -1;
+	}
+	fputs(text, a.f);
+	if (kv_atomic_commit(&a, &d)) {
+		kv_diag_print(&d, stderr);
+		return -1;
+	}
+	return 0;
+}
+
+int kv__sweep_write_stats(const struct sweep *sw, const char *dir)
+{
+	const struct point *h = kv__sweep_header_point(sw);
+	struct sbuf b = { 0 };
+	struct kv_ci ci;
+	size_t g, j;
+	int rc;
+
+	if (!h || sw->n_seeds < 2)
+		return 0;
+	put_axis_header(&b, sw);
+	kv__sweep_sb_puts(&b, "seeds");
+	for (j = 0; j < h->n_fields; j++)
+		if (strcmp(h->names[j], "workload")) /* the name: not a figure */
+			kv__sweep_sb_printf(&b, ",%s_mean,%s_ci95_lo,%s_ci95_hi", h->names[j],
+					    h->names[j], h->names[j]);
+	kv__sweep_sb_puts(&b, "\n");
+	for (g = 0; g < n_groups(sw); g++) {
+		long n = group_seeds(sw, g);
+
+		if (n <= 0)
+			continue; /* not run here, or a seed failed */
+		put_axes(&b, sw, g);
+		kv__sweep_sb_printf(&b, "%ld", n);
+		for (j = 0; j < h->n_fields; j++) {
+			if (!strcmp(h->names[j], "workload"))
+				continue;
+			if (group_ci(sw, g, j, &ci))
+				kv__sweep_sb_puts(&b, ",,,");
+			else
+				kv__sweep_sb_printf(&b, ",%.6g,%.6g,%.6g", ci.mean, ci.lo, ci.hi);
+		}
+		kv__sweep_sb_puts(&b, "\n");
+	}
+	rc = write_file(dir, "sweep_stats.csv", b.s);
+	free(b.s);
+	return rc;
+}
+
+/* --- pareto.csv ------------------------------------------------------------------ */
+
+int kv__sweep_set_pareto(struct sweep *sw, const char *text, char *err, size_t errlen)
+{
+	const char *comma = strchr(text, ',');
+	size_t i, k, n;
+
+	if (!comma || strchr(comma + 1, ',')) {
+		snprintf(err, errlen, "bad Pareto metrics '%s': expected two columns, A,B", text);
+		return -1;
+	}
+	for (k = 0; k < 2; k++) {
+		const char *s = k ? comma + 1 : text;
+
+		n = k ? strlen(s) : (size_t)(comma - text);
+		if (n >= sizeof(sw->pareto[k]))
+			n = sizeof(sw->pareto[k]) - 1;
+		memcpy(sw->pareto[k], s, n);
+		sw->pareto[k][n] = 0;
+		for (i = 0; kv_summary_names[i] && strcmp(kv_summary_names[i], sw->pareto[k]); i++)
+			;
+		if (!kv_summary_names[i]) {
+			snprintf(err, errlen, "unknown Pareto metric '%s'", sw->pareto[k]);
+			sw->pareto[0][0] = 0;
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Renders pareto.png from pareto_all.csv and pareto.csv with plots/pareto.gp;
+ * a logarithmic y axis when b spans over two decades (all positive).
+ */
+static void pareto_chart(const struct sweep *sw, const char *dir, const double *b, size_t n,
+			 int quiet)
+{
+	double lo = INFINITY, hi = -INFINITY;
+	size_t i;
+	char *script = kv_xasprintf("%s/plots/pareto.gp", KV_SOURCE_DIR);
+	char *qa = kv_gp_quote(sw->pareto[0]), *qb = kv_gp_quote(sw->pareto[1]);
+	char *qt = kv_gp_quote(sw->name);
+	char *defs;
+
+	for (i = 0; i < n; i++)
+		if (!isnan(b[i])) {
+			lo = KV_MIN(lo, b[i]);
+			hi = KV_MAX(hi, b[i]);
+		}
+	defs = kv_xasprintf("xm=%s; ym=%s; title=%s; xcol=%zu; ycol=%zu; seeds=%zu; logy=%d", qa, qb,
+			    qt, sw->n_axes + 1, sw->n_axes + 2, sw->n_seeds, lo > 0 && hi > 100 * lo);
+
+	if (!kv_gnuplot(dir, script, defs, "pareto.png") && !quiet)
+		printf("pareto: chart %s/pareto.png\n", dir);
+	free(defs);
+	free(qt);
+	free(qb);
+	free(qa);
+	free(script);
+}
+
+/*
+ * pareto.csv: the groups on the Pareto front of the two metrics (means over
+ * seeds), sorted by the first; pareto_all.csv: every group with on_front.
+ */
+int kv__sweep_pareto(const struct sweep *sw, const char *dir, int quiet)
+{
+	const struct point *h = kv__sweep_header_point(sw);
+	size_t ca = column(h, sw->pareto[0]), cb = column(h, sw->pareto[1]), g, i, n = n_groups(sw), m;
+	double *a = kv_xcalloc(n, sizeof(*a)), *b = kv_xcalloc(n, sizeof(*b));
+	unsigned char *front = kv_xcalloc(n, 1);
+	size_t *order = kv_xcalloc(n, sizeof(*order));
+	struct sbuf all = { 0 }, fr = { 0 };
+	struct kv_ci ci;
+	int rc;
+
+	if (ca == SIZE_MAX || cb == SIZE_MAX) {
+		printf("pareto: no result: '%s' is not a summary.csv column of a finished point\n",
+		       ca == SIZE_MAX ? sw->pareto[0] : sw->pareto[1]);
+		free(a), free(b), free(front), free(order);
+		return 0;
+	}
+	for (g = 0; g < n; g++) {
+		a[g] = group_ci(sw, g, ca, &ci) ? NAN : ci.mean;
+		b[g] = group_ci(sw, g, cb, &ci) ? NAN : ci.mean;
+	}
+	m = kv_pareto(a, b, n, kv_metric_higher_better(sw->pareto[0]),
+		      kv_metric_higher_better(sw->pareto[1]), front);
+	for (g = 0, i = 0; g < n; g++) /* insertion sort of the front by a, then b */
+		if (front[g]) {
+			size_t j = i++;
+
+			while (j && (a[order[j - 1]] > a[g] || (a[order[j - 1]] == a[g] && b[order[j - 1]] > b[g]))) {
+				order[j] = order[j - 1];
+				j--;
+			}
+			order[j] = g;
+		}
+	put_axis_header(&all, sw);
+	kv__sweep_sb_printf(&all, "%s,%s", sw->pareto[0], sw->pareto[1]);
+	kv__sweep_sb_puts(&fr, all.s);
+	kv__sweep_sb_puts(&all, ",on_front\n");
+	kv__sweep_sb_puts(&fr, "\n");
+	for (g = 0; g < n; g++)
+		if (!isnan(a[g]) && !isnan(b[g])) {
+			put_axes(&all, sw, g);
+			kv__sweep_sb_printf(&all, "%.6g,%.6g,%d\n", a[g], b[g], front[g]);
+		}
+	for (i = 0; i < m; i++) {
+		put_axes(&fr, sw, order[i]);
+		kv__sweep_sb_printf(&fr, "%.6g,%.6g\n", a[order[i]], b[order[i]]);
+	}
+	rc = write_file(dir, "pareto.csv", fr.s) || write_file(dir, "pareto_all.csv", all.s) ? -1 : 0;
+	if (!rc && !quiet)
+		printf("pareto: %zu of %zu configurations on the %s / %s front; %s/pareto.csv\n", m, n,
+		       sw->pareto[0], sw->pareto[1], dir);
+	if (!rc && m)
+		pareto_chart(sw, dir, b, n, quiet);
+	free(all.s), free(fr.s), free(a), free(b), free(front), free(order);
+	return rc;
+}

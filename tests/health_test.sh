@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# End-to-end tests of the health report (src/lib/health.c, docs/health.md):
+# constructed workloads (tests/data/health/base.yaml with --set overrides)
+# trigger each check's warning, and its health.csv row must give the cause
+# with the run's own numbers; a check whose metric does not apply says n/a;
+# `health:` thresholds move the verdict; bad keys exit 2.
+set -u
+kvsim=$1
+src=$2
+base=$src/tests/data/health/base.yaml
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+# run NAME [--set ...]: runs the base into $tmp/NAME, stdout in $tmp/NAME.out
+run() { local n=$1; shift; "$kvsim" run "$base" -o "$tmp/$n" "$@" >"$tmp/$n.out" 2>"$tmp/$n.err" || bad "$n: exit $? $(cat "$tmp/$n.err")"; }
+# row NAME CHECK: that check's health.csv row
+row() { grep "^$2," "$tmp/$1/health.csv"; }
+# expect NAME CHECK STATUS TEXT: the row has the status and the cause contains TEXT
+expect() {
+  local r; r=$(row "$1" "$2")
+  [ "$(cut -d, -f4 <<<"$r")" = "$3" ] && grep -qF -- "$4" <<<"$r" && ok || bad "$1: $2: expected $3 with '$4', got: $r"
+}
+
+# A small pool (6000 tokens) at 20 req/s: memory over 0.80 with preemptions, named with max_seqs.
+run small --set memory.kv_tokens=6000
+expect small mem_util warn "preemptions and 0 requests refused memory: pool too small for max_seqs 256"
+pre=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "preemptions") c = i } NR == 2 { print $c }' "$tmp/small/summary.csv")
+[ "$pre" -gt 0 ] && expect small mem_util warn "with $pre preemptions" || bad "small pool: no preemptions ($pre)"
+expect small cache_hit_rate n/a "cache chunked keeps no prefix cache"
+expect small fairness n/a "one tenant"
+grep -q "^health: 1 of 5 checks warn" "$tmp/small.out" && grep -q "^  warn mem_util" "$tmp/small.out" && ok || bad "printed section: $(cat "$tmp/small.out")"
+[ "$(head -1 "$tmp/small/health.csv")" = "check,target,value,status,cause" ] && [ "$(wc -l <"$tmp/small/health.csv")" -eq 6 ] && ok || bad "health.csv shape"
+grep -qx "file health.csv" "$tmp/small/manifest.txt" && ok || bad "manifest lacks health.csv"
+# the threshold is configurable: a band up to 0.95 passes the same run
+run small95 --set memory.kv_tokens=6000 --set health.mem_util_max=0.95
+expect small95 mem_util pass ""
+grep -q "0.60..0.95" "$tmp/small95/health.csv" && ok || bad "target text with health.mem_util_max"
+
+# The default pool at 4 req/s: utilisation far below 0.60, named with the peak.
+run idle --set workload.arrival.rate=4
+expect idle mem_util warn "the pool is larger than this load needs"
+expect idle e2e_tail_ratio pass ""
+
+# Two tenants at 9:1 with equal weights: fairness below 0.7; tenant b's share and weight named.
+run tenants --set 'workload.tenants=[{name: a, share: 9}, {name: b, share: 1}]' --set workload.arrival.rate=4
+expect tenants fairness warn "tenant b's service share 0.1"
+expect tenants fairness warn "vs weight 0.50 under fifo"
+run tenants5 --set 'workload.tenants=[{name: a, share: 9}, {name: b, share: 1}]' --set workload.arrival.rate=4 --set health.fairness_min=0.5
+expect tenants5 fairness pass ""
+
+# Heavy-tailed lengths: p99 E2E many times p50, the share of requests over health.long_tokens named.
+run tail --set workload.arrival.rate=2 --set health.long_tokens=1500 \
+  --set 'workload.lengths={dist: lognormal, prompt_mean: 300, prompt_sigma: 1, prompt_max: 3000, output_mean: 100, output_sigma: 1.5, output_max: 1000}'
+expect tail e2e_tail_ratio warn "of requests over 1500 tokens under fifo; try scheduler preempt with segment_tokens"
+run tail2 --set workload.arrival.rate=2 --set health.long_tokens=5000 \
+  --set 'workload.lengths={dist: lognormal, prompt_mean: 300, prompt_sigma: 1, prompt_max: 3000, output_mean: 100, output_sigma: 1.5, output_max: 1000}'
+expect tail2 e2e_tail_ratio warn "with no request over 5000 tokens: the tail is queueing"
+
+# A sparse cache with a 64-token budget: hit rate below 0.85, the share of requests beyond the budget.
+run sparse --set 'cache={name: sparse, budget: 64}' --set workload.arrival.rate=4
+expect sparse cache_hit_rate warn "hold more than the sparse budget of 64 tokens"
+
+# A prefix cache whose only sharing is a 512-token system prompt: about half the looked-up
+# tokens miss with no eviction (compulsory), the block size and system prompt named.
+run shared --set 'cache={name: shared, system_prompt_tokens: 512}' --set workload.arrival.rate=4
+expect shared cache_hit_rate warn "missed with no eviction, so the misses are compulsory"
+expect shared cache_hit_rate warn "only whole prefix blocks of 512 tokens are shared; the system prompt is 512 tokens"
+
+# No cap on the pool's blocks: the largest contiguous block is far above 8 MiB.
+run nocap --set memory.max_block=0 --set workload.arrival.rate=4
+expect nocap max_block_bytes warn "memory.max_block 0, no cap"
+expect idle max_block_bytes pass ""
+[ "$(row idle max_block_bytes | cut -d, -f3)" = 8388608 ] && ok || bad "default largest block: $(row idle max_block_bytes)"
+
+# Bad health: keys exit 2 naming the key.
+"$kvsim" run "$base" -o "$tmp/x" --set health.hit_rate=1 2>"$tmp/x.err"; st=$?
+[ $st -eq 2 ] && grep -q "unknown key 'hit_rate'" "$tmp/x.err" && ok || bad "bad health key: $st $(cat "$tmp/x.err")"
+"$kvsim" run "$base" -o "$tmp/x" --set health.fairness_min=2 2>"$tmp/x.err"; st=$?
+[ $st -eq 2 ] && grep -q "fairness_min" "$tmp/x.err" && ok || bad "fairness_min 2: $st $(cat "$tmp/x.err")"
+
+# slo: in a run: the SLO columns appear in summary.csv and tenants.csv; without it they do not.
+run slo --set 'slo={ttft: 1s, tpot: 50ms, ttft_p99: 2s}'
+for c in slo_attainment goodput_req_s goodput_tok_s slo_met gpus; do
+  head -1 "$tmp/slo/summary.csv" | tr , '\n' | grep -qx "$c" && ok || bad "summary.csv lacks $c"
+  head -1 "$tmp/idle/summary.csv" | tr , '\n' | grep -qx "$c" && bad "summary.csv has $c without slo:" || ok
+done
+head -1 "$tmp/slo/tenants.csv" | grep -q ",slo_attainment,goodput_req_s,goodput_tok_s$" && ok || bad "tenants.csv SLO columns"
+"$kvsim" run "$base" -o "$tmp/x" --set 'slo={ttft_p99x: 1}' 2>"$tmp/x.err"; st=$?
+[ $st -eq 2 ] && grep -q "unknown SLO 'ttft_p99x'" "$tmp/x.err" && ok || bad "bad slo key: $st $(cat "$tmp/x.err")"
+
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]
