@@ -46,7 +46,7 @@ struct sglang {
 	uint64_t clip_tokens; /* clip of a request's remaining output estimate, default 4096 */
 	/* state */
 	double ratio; /* new_token_ratio now */
-	double reserved_tokens; /* the sum the admission test subtracts, this step */
+	double reserved_tokens; /* subtracted by the admission test this step, tokens: the running requests' ratio estimates and the unallocated rest of this batch's admissions */
 	int prefill_step; /* the step being formed is a prefill batch */
 	uint64_t retractions; /* decode steps that retracted (statistics, tests) */
 	uint64_t closed_at; /* requests ended in the run when admission closed after a retraction; 0: open */
@@ -178,7 +178,14 @@ static int sglang_admit(void *priv, struct kv_replica *r, struct kv_req *q, uint
 		if (need >= bytes / r->beta_bytes - g->reserved_tokens)
 			return KV_ERANGE;
 	}
-	g->reserved_tokens += need;
+	/*
+	 * The replica allocates this step's `take` tokens right after, so the
+	 * pool's free bytes will count them: reserve only the rest (SGLang
+	 * subtracts the whole estimate from the free size it read before the
+	 * batch allocated anything; subtracting it from the free size after
+	 * would count the chunk twice).
+	 */
+	g->reserved_tokens += need - (double)take;
 	*want = q->kv_tokens + take;
 	return 0;
 }
