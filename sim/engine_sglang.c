@@ -126,17 +126,6 @@ static int prefill_pending(const struct kv_replica *r)
 	return 0;
 }
 
-/* Requests ended in the whole run, plus one (never 0). */
-static uint64_t ended(const struct kv_sim *s)
-{
-	uint64_t n = 1;
-	int e;
-
-	for (e = 0; e < KV_END_N; e++)
-		n += s->ended[e];
-	return n;
-}
-
 static void sglang_step(void *priv, struct kv_replica *r, int again)
 {
 	struct sglang *g = priv;
@@ -145,7 +134,7 @@ static void sglang_step(void *priv, struct kv_replica *r, int again)
 
 	if (r->n_running == 0)
 		g->ratio = g->init_ratio; /* idle: the estimate starts over */
-	if (g->closed_at && (r->n_running == 0 || ended(r->sim) != g->closed_at))
+	if (g->closed_at && (r->n_running == 0 || kv__engine_ended(r->sim) != g->closed_at))
 		g->closed_at = 0; /* a request ended: admission reopens */
 	g->prefill_step = !again && !g->closed_at && prefill_pending(r);
 	if (!g->prefill_step) {
@@ -215,7 +204,7 @@ static int sglang_formed(void *priv, struct kv_replica *r)
 	if (r->step_preempted) {
 		g->ratio = retract_ratio(g, r);
 		g->retractions++;
-		g->closed_at = ended(r->sim);
+		g->closed_at = kv__engine_ended(r->sim);
 	} else {
 		g->ratio -= (g->init_ratio - g->min_ratio) / (double)g->decay_steps;
 		g->ratio = KV_MAX(g->ratio, g->min_ratio);
