@@ -26,6 +26,7 @@ struct watch {
 	double ratio_before_retract, ratio_after_retract; /* sglang, around the first retraction */
 	double last_ratio; /* sglang, after the previous step */
 	uint64_t retractions; /* sglang */
+	uint64_t closures; /* vllm: steps that closed admission (progress guard) */
 };
 
 static int watch_iter(void *ctx, struct kv_replica *r, kv_ns model_ns, kv_ns *ns)
@@ -46,6 +47,8 @@ static int watch_iter(void *ctx, struct kv_replica *r, kv_ns model_ns, kv_ns *ns
 		w->first_admit_bytes = r->batch[0]->kv_bytes;
 		w->first_prompt = r->batch[0]->prompt_tokens;
 	}
+	if (!strcmp(r->eng->name, "vllm"))
+		w->closures = kv_engine_vllm_closures(r->eng_priv);
 	if (!strcmp(r->eng->name, "sglang")) {
 		uint64_t n = kv_engine_sglang_retractions(r->eng_priv);
 		double ratio = kv_engine_sglang_ratio(r->eng_priv);
@@ -413,6 +416,40 @@ START_TEST(sglang_steps_by_hand)
 }
 END_TEST
 
+/*
+ * The progress guard: under fifo the victim is always the newest and the
+ * guard never closes; under drf (victims by dominant share, two tenants of
+ * different weights) an older request is preempted and admission closes, and
+ * with 16-token chunks every request still completes.
+ */
+START_TEST(vllm_progress_guard)
+{
+	static const char *const sched[2] = { "fifo", "drf" };
+	struct watch w;
+	char yaml[1024];
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		snprintf(yaml, sizeof(yaml),
+			 "model: llama-2-7b\ndevice: a100-80g\nscheduler: %s\ncache: chunked\n"
+			 "outputs: {sample_interval: 0}\n"
+			 "engine: {name: vllm, prefix_caching: false, long_prefill_token_threshold: 16}\n"
+			 "memory: {kv_tokens: 2048}\n"
+			 "workload:\n  requests: 40\n  arrival: {process: poisson, rate: 1000}\n"
+			 "  lengths: {dist: uniform, prompt_min: 200, prompt_max: 900, output_min: 50, output_max: 400}\n"
+			 "  tenants:\n    - {name: a, share: 1, weight: 1}\n    - {name: b, share: 1, weight: 3}\n",
+			 sched[i]);
+		ck_assert_uint_eq(watch_run(yaml, &w), 40);
+		if (i == 0)
+			ck_assert_msg(w.closures == 0, "fifo closed admission %llu times",
+				      (unsigned long long)w.closures);
+		else
+			ck_assert_msg(w.closures > 0, "drf never closed admission (%llu steps)",
+				      (unsigned long long)w.steps);
+	}
+}
+END_TEST
+
 static Suite *engines_suite(void)
 {
 	Suite *s = suite_create("engines");
@@ -428,6 +465,7 @@ static Suite *engines_suite(void)
 	tcase_add_test(tc, vllm_steps_by_hand);
 	tcase_add_test(tc, vllm_v0_steps_by_hand);
 	tcase_add_test(tc, sglang_steps_by_hand);
+	tcase_add_test(tc, vllm_progress_guard);
 	suite_add_tcase(s, tc);
 	return s;
 }
