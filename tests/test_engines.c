@@ -382,7 +382,9 @@ END_TEST
  * runs alone in step 1; A, B, C (30-token prompts, 10 outputs) arrive during
  * it.
  *   step 2 (prefill batch): each needs 30 + 10 = 40 tokens against 128, 88,
- *   48 left: all three are admitted (2 blocks each, 6 of 8), output 1.
+ *   48 left in SGLang's arithmetic (128, 96 - 10, 64 - 20 in kvsim's, which
+ *   reads the pool after each 2-block chunk): all three are admitted (6
+ *   blocks of 8), output 1.
  *   steps 3-4 (decode batches): 31 and 32 tokens, still 2 blocks each.
  *   step 5: each wants a 3rd block; A and B get the last two, C is its own
  *   victim (the newest): retracted with 3 outputs, 33 tokens to recompute.
