@@ -46,7 +46,7 @@ struct sglang {
 	uint64_t clip_tokens; /* clip of a request's remaining output estimate, default 4096 */
 	/* state */
 	double ratio; /* new_token_ratio now */
-	double reserved_tokens; /* the sum the admission test subtracts, this step */
+	double reserved_tokens; /* subtracted by the admission test this step, tokens: the running requests' ratio estimates and the unallocated rest of this batch's admissions */
 	int prefill_step; /* the step being formed is a prefill batch */
 	uint64_t retractions; /* decode steps that retracted (statistics, tests) */
 	uint64_t closed_at; /* requests ended in the run when admission closed after a retraction; 0: open */
@@ -126,17 +126,6 @@ static int prefill_pending(const struct kv_replica *r)
 	return 0;
 }
 
-/* Requests ended in the whole run, plus one (never 0). */
-static uint64_t ended(const struct kv_sim *s)
-{
-	uint64_t n = 1;
-	int e;
-
-	for (e = 0; e < KV_END_N; e++)
-		n += s->ended[e];
-	return n;
-}
-
 static void sglang_step(void *priv, struct kv_replica *r, int again)
 {
 	struct sglang *g = priv;
@@ -145,7 +134,7 @@ static void sglang_step(void *priv, struct kv_replica *r, int again)
 
 	if (r->n_running == 0)
 		g->ratio = g->init_ratio; /* idle: the estimate starts over */
-	if (g->closed_at && (r->n_running == 0 || ended(r->sim) != g->closed_at))
+	if (g->closed_at && (r->n_running == 0 || kv__engine_ended(r->sim) != g->closed_at))
 		g->closed_at = 0; /* a request ended: admission reopens */
 	g->prefill_step = !again && !g->closed_at && prefill_pending(r);
 	if (!g->prefill_step) {
@@ -178,7 +167,14 @@ static int sglang_admit(void *priv, struct kv_replica *r, struct kv_req *q, uint
 		if (need >= bytes / r->beta_bytes - g->reserved_tokens)
 			return KV_ERANGE;
 	}
-	g->reserved_tokens += need;
+	/*
+	 * The replica allocates this step's `take` tokens right after, so the
+	 * pool's free bytes will count them: reserve only the rest (SGLang
+	 * subtracts the whole estimate from the free size it read before the
+	 * batch allocated anything; subtracting it from the free size after
+	 * would count the chunk twice).
+	 */
+	g->reserved_tokens += need - (double)take;
 	*want = q->kv_tokens + take;
 	return 0;
 }
@@ -208,7 +204,7 @@ static int sglang_formed(void *priv, struct kv_replica *r)
 	if (r->step_preempted) {
 		g->ratio = retract_ratio(g, r);
 		g->retractions++;
-		g->closed_at = ended(r->sim);
+		g->closed_at = kv__engine_ended(r->sim);
 	} else {
 		g->ratio -= (g->init_ratio - g->min_ratio) / (double)g->decay_steps;
 		g->ratio = KV_MAX(g->ratio, g->min_ratio);

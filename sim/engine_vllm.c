@@ -27,9 +27,17 @@
 #include "engine.h"
 #include "replica.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 struct vllm {
 	struct kv__engine_base base; /* front end, prefix cache, GEMM ramp */
 	uint64_t long_prefill_token_threshold; /* largest prefill chunk, tokens; 0 = the budget (V1's default) */
+	/* state */
+	struct kv_req **snap; /* the running set (admission order) as the step began; max_seqs slots */
+	uint32_t n_snap, snap_cap; /* requests in snap, its slots */
+	uint64_t closed_at; /* kv__engine_ended() when an older victim closed admission; 0: open */
+	uint64_t closures; /* steps that closed admission (statistics, tests) */
 };
 
 static const struct kv_option vllm_options[] = {
@@ -48,7 +56,62 @@ static int vllm_init(void *priv, struct kv_replica *r, struct kv_diag *d)
 	(void)d;
 	kv__engine_base_init(&v->base, r);
 	r->chunk_cap_tokens = v->long_prefill_token_threshold;
+	/* admission stops at max_seqs running, so the running set never holds more */
+	v->snap_cap = KV_MAX(r->sim->cfg->max_batch_seqs, 1u);
+	v->snap = kv_xcalloc(v->snap_cap, sizeof(*v->snap));
 	return 0;
+}
+
+static void vllm_fini(void *priv)
+{
+	struct vllm *v = priv;
+
+	free(v->snap);
+	v->snap = NULL;
+}
+
+/*
+ * The progress guard.  vLLM preempts by priority (FCFS: the last admitted),
+ * a static order, so its first request always runs on and the run makes
+ * progress.  kvsim lets the scheduler pick the victim (docs/engines.md, "The
+ * split"); drf, wdrf and vtc pick by service, which changes as requests run,
+ * so with small chunks (long_prefill_token_threshold) a pool full of partial
+ * prefills can preempt and readmit the same requests forever (the random
+ * suite found one: wdrf, threshold 41).  So: when a step preempted a request
+ * older than one it kept (not the newest-first order vLLM follows), no waiting
+ * request is admitted until some request ends or nothing runs.  Under fifo
+ * the victims are always the newest and the guard never closes.
+ */
+static void vllm_step(void *priv, struct kv_replica *r, int again)
+{
+	struct vllm *v = priv;
+
+	(void)again;
+	if (v->closed_at && (r->n_running == 0 || kv__engine_ended(r->sim) != v->closed_at))
+		v->closed_at = 0;
+	v->n_snap = KV_MIN(r->n_running, v->snap_cap);
+	memcpy(v->snap, r->running, v->n_snap * sizeof(*v->snap));
+}
+
+static int vllm_formed(void *priv, struct kv_replica *r)
+{
+	struct vllm *v = priv;
+	uint32_t n = r->n_running;
+
+	/* kept = the first n of the step's start iff every victim was newer than every survivor */
+	if (r->step_preempted && !v->closed_at && n && n <= v->n_snap &&
+	    r->running[n - 1] != v->snap[n - 1]) {
+		v->closed_at = kv__engine_ended(r->sim);
+		v->closures++;
+	}
+	return 0;
+}
+
+uint64_t kv_engine_vllm_closures(const void *priv)
+{
+	const struct vllm *v = priv;
+
+	return v->closures;
 }
 
 static const struct kv_cache_ops *vllm_cache(const void *priv, const struct kv_sim_config *c,
@@ -73,8 +136,9 @@ static void vllm_perf(const void *priv, struct kv_perf *pf)
 static int vllm_admit(void *priv, struct kv_replica *r, struct kv_req *q, uint64_t take,
 		      uint64_t *want)
 {
-	(void)priv;
-	if (r->step_preempted || r->n_running >= r->sim->cfg->max_batch_seqs)
+	const struct vllm *v = priv;
+
+	if (r->step_preempted || v->closed_at || r->n_running >= r->sim->cfg->max_batch_seqs)
 		return KV_ERANGE;
 	*want = q->kv_tokens + take;
 	return 0;
@@ -86,9 +150,12 @@ const struct kv_engine_ops kv_engine_vllm = {
 	.priv_size = sizeof(struct vllm),
 	.options = vllm_options,
 	.init = vllm_init,
+	.fini = vllm_fini,
 	.cache = vllm_cache,
 	.perf = vllm_perf,
+	.step = vllm_step,
 	.admit = vllm_admit,
+	.formed = vllm_formed,
 };
 
 struct vllm_v0 {

@@ -68,3 +68,13 @@ const struct kv_cache_ops *kv__engine_base_cache(const struct kv__engine_base *b
 	kv_option_set(sh->options, *opts, "request_blocks", 1);
 	return sh;
 }
+
+uint64_t kv__engine_ended(const struct kv_sim *s)
+{
+	uint64_t n = 1;
+	int e;
+
+	for (e = 0; e < KV_END_N; e++)
+		n += s->ended[e];
+	return n;
+}

@@ -74,6 +74,8 @@ const struct kv_engine_ops *kv_engine_find(const char *name);
 /* sglang's new-token ratio now and its retracting decode steps so far (priv: r->eng_priv). */
 double kv_engine_sglang_ratio(const void *priv);
 uint64_t kv_engine_sglang_retractions(const void *priv);
+/* vllm's steps that closed admission after an older victim (the progress guard; priv: r->eng_priv). */
+uint64_t kv_engine_vllm_closures(const void *priv);
 
 /* The engine a config without one runs: vllm-v0 (today's behaviour). */
 extern const struct kv_engine_ops kv_engine_vllm_v0;

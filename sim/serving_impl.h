@@ -9,6 +9,9 @@
 #include "serving.h"
 
 #include <stddef.h>
+#include <stdint.h>
+
+struct kv_sim;
 
 /* The first member of every engine's private state. */
 struct kv__engine_base {
@@ -37,6 +40,8 @@ struct kv__engine_base {
 
 void kv__engine_base_init(const struct kv__engine_base *b, struct kv_replica *r);
 void kv__engine_base_perf(const struct kv__engine_base *b, struct kv_perf *pf);
+/* Requests ended in the whole run, plus one (never 0): the admission guards' clock. */
+uint64_t kv__engine_ended(const struct kv_sim *s);
 /* The prefix cache to run instead of c's model, or NULL (serving.h cache hook). */
 const struct kv_cache_ops *kv__engine_base_cache(const struct kv__engine_base *b,
 						 const struct kv_sim_config *c, void **opts);

@@ -200,25 +200,54 @@ static void run_stem(const char *path, char *stem, size_t len)
 	snprintf(stem, len, "%.*s", (int)(dot && dot != base ? dot - base : (long)strlen(base)), base);
 }
 
-/* Loads the run and the settings and sets up the replay; 0 or the exit status (printed). */
-static int setup(const struct fr_args *a, struct kv_run *run, struct kv_workload *w,
-		 struct kv_replay *rp)
+/* What both commands hold between their shared prologue and epilogue. */
+struct fr_ctx {
+	struct fr_args a; /* the parsed command line */
+	struct kv_run run; /* the recorded run (requests, format, path) */
+	struct kv_workload w; /* the engine settings, with --profile's device when given */
+	struct kv_replay rp; /* the run set up for replay under w */
+};
+
+static int out_path(const struct fr_args *a, char *path, size_t len);
+
+/* The prologue both commands share: parses argv (validate: 1 for `validate`), makes the
+ * profile path when path is not NULL (calibrate), loads the run and the settings and sets up
+ * the replay.  Returns 0 to go on, -1 when --help was printed, or the exit status (printed).
+ * fr_end(c, ...) must follow in every case. */
+static int fr_begin(struct fr_ctx *c, int argc, char **argv, int validate, char *path, size_t len)
 {
 	struct kv_diag d = { 0 };
+	int status;
 
-	memset(w, 0, sizeof(*w));
-	memset(rp, 0, sizeof(*rp));
-	if (kv_run_load(run, a->run, &d) ||
-	    kv_workload_load(w, a->settings, a->sets, a->n_sets, 0, 0, &d) ||
-	    (a->profile && kv_calib_device(&w->cfg, a->profile, &d))) {
+	memset(c, 0, sizeof(*c));
+	if ((status = parse_args(argc, argv, &c->a, validate)))
+		return status;
+	if (path && (status = out_path(&c->a, path, len)))
+		return status;
+	if (kv_run_load(&c->run, c->a.run, &d) ||
+	    kv_workload_load(&c->w, c->a.settings, c->a.sets, c->a.n_sets, 0, 0, &d) ||
+	    (c->a.profile && kv_calib_device(&c->w.cfg, c->a.profile, &d))) {
 		kv_diag_print(&d, stderr);
 		return 2;
 	}
-	if (kv_replay_init(rp, w, run, &d)) {
+	if (kv_replay_init(&c->rp, &c->w, &c->run, &d)) {
 		kv_diag_print(&d, stderr);
 		return 1;
 	}
 	return 0;
+}
+
+/* The shared epilogue: checks stdout when all went well, releases c; the exit status. */
+static int fr_end(struct fr_ctx *c, int status)
+{
+	if (status < 0)
+		status = 0;
+	else if (!status && (fflush(stdout) || ferror(stdout)))
+		status = 1;
+	kv_replay_release(&c->rp);
+	kv_run_release(&c->run);
+	kv_workload_release(&c->w);
+	return status;
 }
 
 /* Replays with dev and scores [from, n); 0 or the exit status (printed). */
@@ -269,39 +298,27 @@ static size_t first_scored(const struct kv_run *run, double holdout)
 
 int kv_cmd_validate_from_run(int argc, char **argv)
 {
-	struct fr_args a;
-	struct kv_run run = { 0 };
-	struct kv_workload w;
-	struct kv_replay rp;
+	struct fr_ctx c;
 	struct kv_run_score sc;
 	size_t from;
-	int status = parse_args(argc, argv, &a, 1);
+	int status;
 
-	if (status)
-		return status < 0 ? 0 : status;
-	memset(&w, 0, sizeof(w));
-	memset(&rp, 0, sizeof(rp));
-	if ((status = setup(&a, &run, &w, &rp)))
-		goto out;
-	from = a.holdout > 0 ? first_scored(&run, a.holdout) : 0;
-	if ((status = score(&rp, &w.cfg.device, from, &sc)))
-		goto out;
-	if (a.out && (status = write_errors(a.out, a.profile ? a.profile : w.cfg.device.name, &sc, NULL)))
-		goto out;
-	if (!a.quiet) {
+	if ((status = fr_begin(&c, argc, argv, 1, NULL, 0)))
+		return fr_end(&c, status);
+	from = c.a.holdout > 0 ? first_scored(&c.run, c.a.holdout) : 0;
+	if ((status = score(&c.rp, &c.w.cfg.device, from, &sc)))
+		return fr_end(&c, status);
+	if (c.a.out &&
+	    (status = write_errors(c.a.out, c.a.profile ? c.a.profile : c.w.cfg.device.name, &sc, NULL)))
+		return fr_end(&c, status);
+	if (!c.a.quiet) {
 		printf("validation on run %s (%s, %zu requests, %zu failed left out)\n"
 		       "settings %s, device %s; scored: requests %zu-%zu by send time\n",
-		       run.path, run.format, run.n, run.n_failed, w.path, w.cfg.device.name, from + 1,
-		       run.n);
+		       c.run.path, c.run.format, c.run.n, c.run.n_failed, c.w.path, c.w.cfg.device.name,
+		       from + 1, c.run.n);
 		kv_run_score_print(stdout, &sc);
 	}
-	if (fflush(stdout) || ferror(stdout))
-		status = 1;
-out:
-	kv_replay_release(&rp);
-	kv_run_release(&run);
-	kv_workload_release(&w);
-	return status;
+	return fr_end(&c, 0);
 }
 
 /* ---- calibrate --from-run ---- */
@@ -431,64 +448,50 @@ static int out_path(const struct fr_args *a, char *path, size_t len)
 
 int kv_cmd_calibrate_from_run(int argc, char **argv)
 {
-	struct fr_args a;
-	struct kv_run run = { 0 };
-	struct kv_workload w;
-	struct kv_replay rp;
+	struct fr_ctx c;
 	struct kv_run_fit fit;
 	struct kv_run_score s0, s1;
 	struct kv_device start;
 	struct kv_diag d = { 0 };
 	char path[KV_PATH_MAX];
 	size_t n_fit;
-	int status = parse_args(argc, argv, &a, 0), rc;
+	int status, rc;
 
-	if (status)
-		return status < 0 ? 0 : status;
-	memset(&w, 0, sizeof(w));
-	memset(&rp, 0, sizeof(rp));
-	if ((status = out_path(&a, path, sizeof(path))) || (status = setup(&a, &run, &w, &rp)))
-		goto out;
-	n_fit = first_scored(&run, a.holdout);
+	if ((status = fr_begin(&c, argc, argv, 0, path, sizeof(path))))
+		return fr_end(&c, status);
+	n_fit = first_scored(&c.run, c.a.holdout);
 	if (n_fit < MIN_FIT_REQUESTS) {
 		fprintf(stderr, "kvsim: %s: %zu requests to fit (of %zu, --holdout %g): expected at least %d\n",
-			run.path, n_fit, run.n, a.holdout, MIN_FIT_REQUESTS);
-		status = 2;
-		goto out;
+			c.run.path, n_fit, c.run.n, c.a.holdout, MIN_FIT_REQUESTS);
+		return fr_end(&c, 2);
 	}
-	start = w.cfg.device;
-	if ((rc = kv_run_fit(&rp, &start, n_fit, a.max_evals, &fit, &d))) {
+	start = c.w.cfg.device;
+	if ((rc = kv_run_fit(&c.rp, &start, n_fit, c.a.max_evals, &fit, &d))) {
 		kv_diag_print(&d, stderr);
-		status = rc == KV_ERANGE ? 1 : 2;
-		goto out;
+		return fr_end(&c, rc == KV_ERANGE ? 1 : 2);
 	}
-	if (n_fit < run.n &&
-	    ((status = score(&rp, &start, n_fit, &s0)) || (status = score(&rp, &fit.dev, n_fit, &s1))))
-		goto out;
-	if ((status = write_outputs(path, &a, &w, &run, &fit, n_fit, n_fit < run.n ? &s0 : NULL, &s1)))
-		goto out;
-	if (!a.quiet) {
+	if (n_fit < c.run.n && ((status = score(&c.rp, &start, n_fit, &s0)) ||
+				(status = score(&c.rp, &fit.dev, n_fit, &s1))))
+		return fr_end(&c, status);
+	if ((status = write_outputs(path, &c.a, &c.w, &c.run, &fit, n_fit,
+				    n_fit < c.run.n ? &s0 : NULL, &s1)))
+		return fr_end(&c, status);
+	if (!c.a.quiet) {
 		printf("calibration from run %s (%s, %zu requests, %zu failed left out)\n"
 		       "settings %s (device %s)\n"
 		       "fit: requests 1-%zu by send time, %zu residuals, %u replays, %u iterations (%s)\n"
 		       "  RMS log error %.4f at the start, %.4f fitted\n",
-		       run.path, run.format, run.n, run.n_failed, w.path, start.name, n_fit, fit.n_res,
-		       fit.evals, fit.iters, fit.why, sqrt(fit.cost0 / (double)fit.n_res),
+		       c.run.path, c.run.format, c.run.n, c.run.n_failed, c.w.path, start.name, n_fit,
+		       fit.n_res, fit.evals, fit.iters, fit.why, sqrt(fit.cost0 / (double)fit.n_res),
 		       sqrt(fit.cost / (double)fit.n_res));
 		print_fit(&fit);
-		if (n_fit < run.n) {
-			printf("held out: requests %zu-%zu\n", n_fit + 1, run.n);
+		if (n_fit < c.run.n) {
+			printf("held out: requests %zu-%zu\n", n_fit + 1, c.run.n);
 			print_compare(&s0, &s1);
 		} else {
 			printf("held out: none (--holdout 0): no error to report that the fit did not see\n");
 		}
 		printf("profile: %s\n", path);
 	}
-	if (fflush(stdout) || ferror(stdout))
-		status = 1;
-out:
-	kv_replay_release(&rp);
-	kv_run_release(&run);
-	kv_workload_release(&w);
-	return status;
+	return fr_end(&c, 0);
 }

@@ -26,6 +26,7 @@ struct watch {
 	double ratio_before_retract, ratio_after_retract; /* sglang, around the first retraction */
 	double last_ratio; /* sglang, after the previous step */
 	uint64_t retractions; /* sglang */
+	uint64_t closures; /* vllm: steps that closed admission (progress guard) */
 };
 
 static int watch_iter(void *ctx, struct kv_replica *r, kv_ns model_ns, kv_ns *ns)
@@ -46,6 +47,8 @@ static int watch_iter(void *ctx, struct kv_replica *r, kv_ns model_ns, kv_ns *ns
 		w->first_admit_bytes = r->batch[0]->kv_bytes;
 		w->first_prompt = r->batch[0]->prompt_tokens;
 	}
+	if (!strcmp(r->eng->name, "vllm"))
+		w->closures = kv_engine_vllm_closures(r->eng_priv);
 	if (!strcmp(r->eng->name, "sglang")) {
 		uint64_t n = kv_engine_sglang_retractions(r->eng_priv);
 		double ratio = kv_engine_sglang_ratio(r->eng_priv);
@@ -78,6 +81,103 @@ static uint64_t watch_run(const char *yaml, struct watch *w)
 	kv_sim_release(&s);
 	kv_workload_release(&wl);
 	return done;
+}
+
+/*
+ * Step-by-step history of a small run: for each request (ids by arrival),
+ * the step (1-based, counting formed batches) it first ran in, the first
+ * step formed after it was preempted, the step it ran in again, and the
+ * step whose end finished it.  0: never.
+ */
+#define TRACE_REQS 8
+
+struct steps {
+	uint64_t step; /* batches formed so far */
+	uint64_t admit[TRACE_REQS], preempt[TRACE_REQS], resume[TRACE_REQS], finish[TRACE_REQS];
+	uint64_t tokens[TRACE_REQS][64]; /* tokens scheduled per request in steps 1..64 */
+	int running[TRACE_REQS]; /* in the replica's running set at the previous step */
+	int done[TRACE_REQS]; /* ended */
+};
+
+static int steps_iter(void *ctx, struct kv_replica *r, kv_ns model_ns, kv_ns *ns)
+{
+	struct steps *t = ctx;
+	int now[TRACE_REQS] = { 0 };
+	uint32_t i;
+
+	t->step++;
+	for (i = 0; i < r->n_running; i++)
+		if (r->running[i]->id < TRACE_REQS)
+			now[r->running[i]->id] = 1;
+	for (i = 0; i < TRACE_REQS; i++)
+		if (t->running[i] && !now[i] && !t->done[i] && !t->preempt[i])
+			t->preempt[i] = t->step;
+	for (i = 0; i < r->n_batch; i++) {
+		const struct kv_req *q = r->batch[i];
+
+		if (q->id >= TRACE_REQS)
+			continue;
+		if (!t->admit[q->id])
+			t->admit[q->id] = t->step;
+		else if (t->preempt[q->id] && !t->resume[q->id])
+			t->resume[q->id] = t->step;
+		if (t->step <= 64)
+			t->tokens[q->id][t->step - 1] = q->batch_tokens;
+	}
+	memcpy(t->running, now, sizeof(now));
+	*ns = model_ns;
+	return 0;
+}
+
+static int steps_end(void *ctx, const struct kv_sim *s, const struct kv_req *q, enum kv_end e)
+{
+	struct steps *t = ctx;
+
+	(void)s;
+	if (q->id < TRACE_REQS && e == KV_END_COMPLETED) {
+		t->finish[q->id] = t->step;
+		t->done[q->id] = 1;
+	}
+	return 0;
+}
+
+/* Runs yaml (its arrivals from a vidur trace of `rows`, all at t = 0) and fills t. */
+static void steps_run(const char *yaml_head, const char *rows, struct steps *t)
+{
+	struct kv_workload wl;
+	struct kv_executor x = { t, steps_iter };
+	struct kv_sink sink = { t, steps_end, NULL, NULL };
+	struct kv_sim s;
+	char trace[64], yaml[2048];
+	FILE *f;
+	int fd;
+
+	memset(t, 0, sizeof(*t));
+	snprintf(trace, sizeof(trace), "/tmp/kvsim-steps-XXXXXX");
+	fd = mkstemp(trace);
+	ck_assert_int_ge(fd, 0);
+	f = fdopen(fd, "w");
+	fprintf(f, "arrived_at,num_prefill_tokens,num_decode_tokens\n%s", rows);
+	fclose(f);
+	snprintf(yaml, sizeof(yaml), "%sworkload:\n  arrival: {process: trace, trace: %s, format: vidur}\n",
+		 yaml_head, trace);
+	load(&wl, yaml);
+	wl.cfg.exec = &x;
+	sim_start(&wl, &s, &sink, 1);
+	sim_finish(&s);
+	unlink(trace);
+	kv_sim_release(&s);
+	kv_workload_release(&wl);
+}
+
+static void steps_print(const char *name, const struct steps *t, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		fprintf(stderr, "%s: request %d admitted %llu preempted %llu resumed %llu finished %llu\n",
+			name, i, (unsigned long long)t->admit[i], (unsigned long long)t->preempt[i],
+			(unsigned long long)t->resume[i], (unsigned long long)t->finish[i]);
 }
 
 /* A long prompt in 512-token chunks: V0 reserves it whole at admission, V1 its first chunk. */
@@ -220,6 +320,129 @@ START_TEST(frontend_overhead_adds)
 }
 END_TEST
 
+/* Asserts request i's admit/preempt/resume/finish steps. */
+static void steps_expect(const char *name, const struct steps *t, int i, uint64_t admit,
+			 uint64_t preempt, uint64_t resume, uint64_t finish)
+{
+	if (t->admit[i] != admit || t->preempt[i] != preempt || t->resume[i] != resume ||
+	    t->finish[i] != finish)
+		steps_print(name, t, 4);
+	ck_assert_uint_eq(t->admit[i], admit);
+	ck_assert_uint_eq(t->preempt[i], preempt);
+	ck_assert_uint_eq(t->resume[i], resume);
+	ck_assert_uint_eq(t->finish[i], finish);
+}
+
+/*
+ * vLLM V1 by hand.  llama-2-7b, 16-token blocks, a pool pinned to 64 tokens
+ * (4 blocks), budget 32 tokens.  W (1 token, 1 output) arrives at 0 and runs
+ * alone in step 1; A and B (20-token prompts, 20 outputs) arrive during it.
+ *   step 2: A takes 20 (2 blocks), B the budget's last 12 (1 block): a chunk.
+ *   step 3: A decodes (21 tokens, 2 blocks), B its last 8 (20 tokens, 2 blocks).
+ *   A holds n + 18 tokens after step n, B n + 17: A needs a 3rd block at step
+ *   15 (33 tokens), none is free, and the victim is the last admitted, B
+ *   (FCFS), preempted by recompute with 12 outputs: 32 tokens to recompute.
+ *   steps 15-21: A alone; B cannot be readmitted (32 tokens want 2 blocks, 1
+ *   is free); A's 20th output ends step 21.
+ *   step 22: B recomputes its 32 tokens at once (the whole budget), output 13;
+ *   its 20th output ends step 29.
+ */
+START_TEST(vllm_steps_by_hand)
+{
+	/*
+	 * vllm-v0 gives the same steps: its admission reserves B's whole prompt
+	 * (2 blocks) in step 2, which the pool holds, and its victim is the same;
+	 * V0 and V1 differ in what admission reserves, which this pool does not
+	 * test, not in the order or the victim.
+	 */
+	static const char *const eng[2] = { "{name: vllm, prefix_caching: false}", "vllm-v0" };
+	struct steps t;
+	char head[512];
+	int e;
+
+	for (e = 0; e < 2; e++) {
+		snprintf(head, sizeof(head), BASE "engine: %s\nbatching: {max_tokens: 32, max_seqs: 8}\n"
+			 "memory: {kv_tokens: 64}\n", eng[e]);
+		steps_run(head, "0,1,1\n0.000001,20,20\n0.000001,20,20\n", &t);
+		steps_expect(eng[e], &t, 0, 1, 0, 0, 1);
+		steps_expect(eng[e], &t, 1, 2, 0, 0, 21);
+		steps_expect(eng[e], &t, 2, 2, 15, 22, 29);
+		ck_assert_uint_eq(t.tokens[1][1], 20);
+		ck_assert_uint_eq(t.tokens[2][1], 12);
+		ck_assert_uint_eq(t.tokens[2][2], 8);
+		ck_assert_uint_eq(t.tokens[2][14], 0);
+		ck_assert_uint_eq(t.tokens[2][21], 32);
+		ck_assert_uint_eq(t.step, 29);
+	}
+}
+END_TEST
+
+/*
+ * SGLang by hand.  Pool pinned to 128 tokens (8 blocks of 16), budget 512.  W
+ * runs alone in step 1; A, B, C (30-token prompts, 10 outputs) arrive during
+ * it.
+ *   step 2 (prefill batch): each needs 30 + 10 = 40 tokens against 128, 88,
+ *   48 left in SGLang's arithmetic (128, 96 - 10, 64 - 20 in kvsim's, which
+ *   reads the pool after each 2-block chunk): all three are admitted (6
+ *   blocks of 8), output 1.
+ *   steps 3-4 (decode batches): 31 and 32 tokens, still 2 blocks each.
+ *   step 5: each wants a 3rd block; A and B get the last two, C is its own
+ *   victim (the newest): retracted with 3 outputs, 33 tokens to recompute.
+ *   After a retraction nobody is admitted until a request ends, so steps 5-11
+ *   decode A and B, whose 10th outputs end step 11.
+ *   step 12 (prefill batch): C recomputes 33 tokens, output 4; its 10th
+ *   output ends step 18.
+ */
+START_TEST(sglang_steps_by_hand)
+{
+	struct steps t;
+
+	steps_run(BASE "engine: {name: sglang, prefix_caching: false}\n"
+		  "batching: {max_tokens: 512, max_seqs: 64}\nmemory: {kv_tokens: 128}\n",
+		  "0,1,1\n0.000001,30,10\n0.000001,30,10\n0.000001,30,10\n", &t);
+	steps_expect("sglang", &t, 0, 1, 0, 0, 1);
+	steps_expect("sglang", &t, 1, 2, 0, 0, 11);
+	steps_expect("sglang", &t, 2, 2, 0, 0, 11);
+	steps_expect("sglang", &t, 3, 2, 5, 12, 18);
+	ck_assert_uint_eq(t.tokens[3][11], 33);
+	ck_assert_uint_eq(t.step, 18);
+}
+END_TEST
+
+/*
+ * The progress guard: under fifo the victim is always the newest and the
+ * guard never closes; under drf (victims by dominant share, two tenants of
+ * different weights) an older request is preempted and admission closes, and
+ * with 16-token chunks every request still completes.
+ */
+START_TEST(vllm_progress_guard)
+{
+	static const char *const sched[2] = { "fifo", "drf" };
+	struct watch w;
+	char yaml[1024];
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		snprintf(yaml, sizeof(yaml),
+			 "model: llama-2-7b\ndevice: a100-80g\nscheduler: %s\ncache: chunked\n"
+			 "outputs: {sample_interval: 0}\n"
+			 "engine: {name: vllm, prefix_caching: false, long_prefill_token_threshold: 16}\n"
+			 "memory: {kv_tokens: 2048}\n"
+			 "workload:\n  requests: 40\n  arrival: {process: poisson, rate: 1000}\n"
+			 "  lengths: {dist: uniform, prompt_min: 200, prompt_max: 900, output_min: 50, output_max: 400}\n"
+			 "  tenants:\n    - {name: a, share: 1, weight: 1}\n    - {name: b, share: 1, weight: 3}\n",
+			 sched[i]);
+		ck_assert_uint_eq(watch_run(yaml, &w), 40);
+		if (i == 0)
+			ck_assert_msg(w.closures == 0, "fifo closed admission %llu times",
+				      (unsigned long long)w.closures);
+		else
+			ck_assert_msg(w.closures > 0, "drf never closed admission (%llu steps)",
+				      (unsigned long long)w.steps);
+	}
+}
+END_TEST
+
 static Suite *engines_suite(void)
 {
 	Suite *s = suite_create("engines");
@@ -232,6 +455,9 @@ static Suite *engines_suite(void)
 	tcase_add_test(tc, sglang_retracts_and_raises_ratio);
 	tcase_add_test(tc, vllm_resume_hits_prefix_cache);
 	tcase_add_test(tc, frontend_overhead_adds);
+	tcase_add_test(tc, vllm_steps_by_hand);
+	tcase_add_test(tc, sglang_steps_by_hand);
+	tcase_add_test(tc, vllm_progress_guard);
 	suite_add_tcase(s, tc);
 	return s;
 }
