@@ -30,19 +30,37 @@ static double allreduce_ns_per_token(const struct kv_model *m, const struct kv_d
 	return 2.0 * m->layers * ring * bytes / link_Bps * 1e9;
 }
 
+/* The GEMM peak: the fp8 rate for fp8 weights on a device with one, else fp16. */
+static double gemm_flops(const struct kv_model *m, const struct kv_device *dev)
+{
+	return m->weight_dtype == KV_DTYPE_FP8 && dev->flops_fp8 > 0 ? dev->flops_fp8 : dev->flops;
+}
+
+void kv_perf_embed_lookup(struct kv_perf *pf)
+{
+	pf->weight_bytes_per_gpu -= pf->embed_bytes_per_gpu;
+	pf->embed_bytes_per_gpu = 0.0;
+}
+
 void kv_perf_init(struct kv_perf *pf, const struct kv_model *m, const struct kv_device *dev,
 		  uint32_t tp)
 {
 	assert(tp >= 1);
 	pf->tp = tp;
 	pf->gemm_half_tokens = 0.0; /* an engine sets it (serving.h perf hook) */
-	pf->weight_bytes_per_gpu = (double)kv_model_weight_bytes(m) / tp;
+	pf->weight_bytes_per_gpu = kv_model_weight_read_bytes(m, 0.0, 0) / tp;
+	pf->embed_bytes_per_gpu =
+		m->tie_embeddings ? 0.0 : (double)m->vocab * m->hidden * m->dtype_bytes / tp;
+	pf->moe_experts = m->experts;
+	pf->moe_miss = m->experts ? 1.0 - (double)m->experts_per_token / m->experts : 1.0;
+	pf->expert_bytes_per_gpu = (double)kv_model_moe_layers(m) * kv_model_expert_params(m) *
+				   kv_dtype_bits(m->weight_dtype, m->dtype_bytes) / 8.0 / tp;
 	pf->lin_flops_per_token =
 		(kv_model_linear_flops_per_token(m) - kv_model_head_flops(m)) / tp;
 	pf->head_flops_per_sample = kv_model_head_flops(m) / tp;
 	pf->attn_flops_per_pair = kv_model_attn_flops_per_pair(m) / tp;
 	pf->bw_Bps = dev->mem_bw_Bps * dev->eff_bw;
-	pf->flops_per_s = dev->flops * dev->eff_flops;
+	pf->flops_per_s = gemm_flops(m, dev) * dev->eff_flops;
 	pf->attn_flops_per_s = dev->flops * (dev->eff_attn > 0 ? dev->eff_attn : dev->eff_flops);
 	pf->dequant_flops_per_byte = dev->dequant_flops_per_byte;
 	pf->overhead_ns = (double)dev->overhead_ns;
@@ -53,15 +71,23 @@ void kv_perf_init(struct kv_perf *pf, const struct kv_model *m, const struct kv_
 }
 
 /*
- * Linear layers: every weight read once, F_lin FLOPs per batch token (plus
- * n_half tokens' worth in a batch with prefill, the GEMM ramp of perf.h).
+ * Linear layers: every weight read once (of a MoE layer's routed experts,
+ * the E * (1 - (1 - k/E)^N) the batch's N tokens touch), F_lin FLOPs per
+ * batch token (plus n_half tokens' worth in a batch with prefill, the GEMM
+ * ramp of perf.h).
  */
 static double linear_ns(const struct kv_perf *pf, uint64_t n_tokens, uint32_t n_sample,
 			int has_prefill)
 {
-	double mem = pf->weight_bytes_per_gpu / pf->bw_Bps;
-	double n = (double)n_tokens + (has_prefill ? pf->gemm_half_tokens : 0.0);
-	double cmp = (pf->lin_flops_per_token * n +
+	double w = pf->weight_bytes_per_gpu;
+	double mem, n, cmp;
+
+	if (pf->moe_experts > 0)
+		w += pf->expert_bytes_per_gpu * pf->moe_experts *
+		     (1.0 - pow(pf->moe_miss, (double)n_tokens));
+	mem = w / pf->bw_Bps;
+	n = (double)n_tokens + (has_prefill ? pf->gemm_half_tokens : 0.0);
+	cmp = (pf->lin_flops_per_token * n +
 		      pf->head_flops_per_sample * (double)n_sample) /
 		     pf->flops_per_s;
 
