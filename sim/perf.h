@@ -86,8 +86,9 @@ void kv_perf_init(struct kv_perf *pf, const struct kv_model *m, const struct kv_
 /*
  * Stops charging the input-embedding table as a weight read each step (it
  * is a gather of one row per token, not a GEMM; the LM head stays).  The
- * vllm and sglang engines call it; vllm-v0 keeps the old charge, which its
- * golden outputs pin.
+ * vllm and sglang engines call it under their option embed_lookup (default
+ * off: the shipped eff_bw was fitted with the table charged); vllm-v0 never
+ * does, its golden outputs pin the old charge.
  */
 void kv_perf_embed_lookup(struct kv_perf *pf);
 
