@@ -63,7 +63,8 @@
 #define UNIT_CAP 16384 /* pool units per replica at most (the per-event check is O(units)) */
 #define TRIES 8 /* option draws before falling back to the defaults */
 
-static const char *const models[] = { "tiny", "tinyllama-1.1b", "llama-2-7b", "opt-13b" };
+static const char *const models[] = { "tiny", "tinyllama-1.1b", "llama-2-7b", "opt-13b",
+				      "deepseek-v2-lite" };
 static const char *const devices[] = { "a100-40g", "a100-80g", "h100-80g" };
 
 /* One point of a registry's axis: a plugin, with one enum/bool option forced (or none). */
