@@ -499,6 +499,12 @@ static const struct kv_model *model_named(const char *name)
 		ck_assert(i + 1 < KV_ARRAY_LEN(models));
 	if (!loaded[i]) {
 		ck_assert_int_eq(kv_profile_load_model(name, &m[i], &d), 0);
+		/*
+		 * DeepSeek-V2-Lite's 160K context only lengthens the runs (the
+		 * invariants do not depend on it): cases use at most the 4096
+		 * tokens the other models have.
+		 */
+		m[i].max_ctx_tokens = KV_MIN(m[i].max_ctx_tokens, 4096U);
 		loaded[i] = 1;
 	}
 	return &m[i];
