@@ -234,9 +234,9 @@ struct kv_device {
 	uint64_t mem_cuda_bytes; /* total as cudaMemGetInfo reports it, bytes; 0: not known */
 	double mem_bw_Bps; /* peak memory bandwidth, bytes/s */
 	double flops; /* peak dense fp16 tensor rate, FLOP/s */
-	double flops_fp8; /* peak dense fp8 tensor rate, FLOP/s; 0: no fp8 (fp8 GEMMs at flops) */
 	double host_link_Bps; /* host link bandwidth, one direction, bytes/s */
 	double interconnect_Bps; /* GPU-GPU link, one direction, bytes/s (for TP); 0: none */
+	double flops_fp8; /* peak dense fp8 tensor rate, FLOP/s; 0: no fp8 tensor cores */
 	/* Perf-model coefficients (calibrated; datasheet profiles ship defaults). */
 	double eff_bw; /* achieved share of mem_bw_Bps, default 0.83 */
 	double eff_flops; /* achieved share of flops, default 0.73 */
