@@ -53,6 +53,11 @@ static int check_model(const struct kv_model *m, struct kv_diag *d)
 	if (m->heads % m->kv_heads)
 		return OPEN_FAIL(d, "model heads %u is not a multiple of kv_heads %u", m->heads,
 				 m->kv_heads);
+	if (m->experts || m->kv_lora_rank || m->sliding_window || m->qkv_bias || m->qk_norm ||
+	    m->weight_dtype || m->kv_dtype)
+		return OPEN_FAIL(d, "model %s uses MoE, MLA, a sliding window, biases, Q/K norms "
+				    "or a weight/KV dtype; the backends run dense Llama-style "
+				    "models only", m->name);
 	return 0;
 }
 

@@ -13,7 +13,8 @@
  *
  * Bytes per token, whole replica, exact integers:
  *
- *   E    = 2 * layers * kv_heads * head_dim  = token_bytes / dtype_bytes
+ *   E    = 2 * layers * kv_heads * head_dim  (kv_model_kv_elems_per_token();
+ *          MLA: layers * (kv_lora_rank + qk_rope_head_dim), vectors of that width)
  *          (K and V elements per token; token_bytes is the fp16 b)
  *   data = ceil(E * bits / 8)                (the packed elements)
  *   meta = (E / head_dim) * ceil(head_dim / group) * 2 * 2
@@ -107,17 +108,19 @@ static int quant_init(void *priv, const struct kv_cache_env *env, struct kv_diag
 	struct quant *qc = priv;
 	const struct kv_model *m = env->model;
 	uint64_t elems, vectors;
+	uint32_t vlen;
 	int rc = quant_validate(qc, m, d);
 
 	if (rc)
 		return rc;
-	elems = env->token_bytes / m->dtype_bytes;
-	KV_CHECK(elems * m->dtype_bytes == env->token_bytes && elems % m->head_dim == 0,
-		 "token_bytes %llu is not a whole number of %u-byte head vectors of %u",
-		 (unsigned long long)env->token_bytes, m->dtype_bytes, m->head_dim);
-	vectors = elems / m->head_dim; /* 2 * layers * kv_heads */
+	elems = kv_model_kv_elems_per_token(m);
+	vlen = kv_model_kv_vector_elems(m); /* head_dim; MLA: latent + RoPE key */
+	KV_CHECK(elems % vlen == 0 && env->token_bytes == kv_model_kv_bytes_per_token(m),
+		 "token_bytes %llu is not %llu elements in vectors of %u",
+		 (unsigned long long)env->token_bytes, (unsigned long long)elems, vlen);
+	vectors = elems / vlen; /* 2 * layers * kv_heads; MLA: layers */
 	qc->data_bytes = kv_div_ceil(elems * qc->bits, 8);
-	qc->token_bytes = qc->data_bytes + vectors * kv_div_ceil(m->head_dim, qc->group) * 2 * 2;
+	qc->token_bytes = qc->data_bytes + vectors * kv_div_ceil(vlen, qc->group) * 2 * 2;
 	qc->saved_per_token = env->token_bytes > qc->token_bytes ?
 				      env->token_bytes - qc->token_bytes : 0;
 	qc->bytes_saved = 0;

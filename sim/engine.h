@@ -126,6 +126,9 @@ struct kv_replica {
 	kv_ns acct_t0_ns; /* time the integrals were last brought up to date */
 	uint64_t peak_reserved_bytes; /* high-water mark of reserved bytes */
 	double beta_bytes; /* cache model's bytes per token (cached at init) */
+	uint64_t window_tokens; /* model's sliding window, tokens; UINT64_MAX: none */
+	double window_frac; /* share of layers with the window (profile.h), 0: none */
+	uint64_t win_excess; /* batch: context tokens past the window, skipped by windowed layers */
 	enum kv_offload offload; /* the cache model's offload mode (cached at init) */
 	int plain_decode; /* the cache model has no per-step hooks: decode steps take the fast path */
 	uint32_t max_seqs; /* sequence cap of a batch (cfg->max_batch_seqs) */

@@ -77,9 +77,7 @@ double kv_mem_sglang_fraction(uint64_t total_bytes, uint32_t tp)
 
 uint64_t kv_mem_token_bytes(const struct kv_model *m, uint32_t tp)
 {
-	uint64_t heads = KV_MAX(1U, m->kv_heads / tp);
-
-	return 2ULL * m->layers * heads * m->head_dim * m->dtype_bytes;
+	return kv_model_kv_bytes_per_token_gpu(m, tp);
 }
 
 /* The share model: the pool kvsim has always built, reported in fp16 tokens. */

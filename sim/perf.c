@@ -44,6 +44,18 @@ static void perf_link(const struct kv_device *dev, struct kv_link *l)
 	l->fixed_ns = (double)dev->allreduce_latency_ns;
 }
 
+/* The GEMM peak: the fp8 rate for fp8 weights on a device with one, else fp16. */
+static double gemm_flops(const struct kv_model *m, const struct kv_device *dev)
+{
+	return m->weight_dtype == KV_DTYPE_FP8 && dev->flops_fp8 > 0 ? dev->flops_fp8 : dev->flops;
+}
+
+void kv_perf_embed_lookup(struct kv_perf *pf)
+{
+	pf->weight_bytes_per_gpu -= pf->embed_bytes_per_gpu;
+	pf->embed_bytes_per_gpu = 0.0;
+}
+
 void kv_perf_init(struct kv_perf *pf, const struct kv_model *m, const struct kv_device *dev,
 		  uint32_t tp)
 {
@@ -61,13 +73,21 @@ void kv_perf_init_parallel(struct kv_perf *pf, const struct kv_model *m,
 	memset(pf, 0, sizeof(*pf));
 	pf->tp = tp;
 	pf->gemm_half_tokens = 0.0; /* an engine sets it (serving.h perf hook) */
-	pf->weight_bytes_per_gpu = (double)kv_model_weight_bytes(m) / tp;
+	pf->weight_bytes_per_gpu = kv_model_weight_read_bytes(m, 0.0, 0) / tp;
+	pf->embed_bytes_per_gpu =
+		m->tie_embeddings ? 0.0 : (double)m->vocab * m->hidden * m->dtype_bytes / tp;
+	pf->moe_experts = m->experts;
+	pf->moe_miss = m->experts ? 1.0 - (double)m->experts_per_token / m->experts : 1.0;
+	/* routed experts are sharded over the ep GPUs under expert parallelism, else over tp */
+	pf->expert_bytes_per_gpu = (double)kv_model_moe_layers(m) * kv_model_expert_params(m) *
+				   kv_dtype_bits(m->weight_dtype, m->dtype_bytes) / 8.0 /
+				   (par->ep > 1 ? par->ep : tp);
 	pf->lin_flops_per_token =
 		(kv_model_linear_flops_per_token(m) - kv_model_head_flops(m)) / tp;
 	pf->head_flops_per_sample = kv_model_head_flops(m) / tp;
 	pf->attn_flops_per_pair = kv_model_attn_flops_per_pair(m) / tp;
 	pf->bw_Bps = dev->mem_bw_Bps * dev->eff_bw;
-	pf->flops_per_s = dev->flops * dev->eff_flops;
+	pf->flops_per_s = gemm_flops(m, dev) * dev->eff_flops;
 	pf->attn_flops_per_s = dev->flops * (dev->eff_attn > 0 ? dev->eff_attn : dev->eff_flops);
 	pf->dequant_flops_per_byte = dev->dequant_flops_per_byte;
 	pf->overhead_ns = (double)dev->overhead_ns;
@@ -84,6 +104,8 @@ void kv_perf_init_parallel(struct kv_perf *pf, const struct kv_model *m,
 	pf->stage_frac = (double)((m->layers + par->pp - 1) / par->pp) / m->layers;
 	pf->head_flops_on_stage = pf->head_flops_per_sample;
 	pf->ep = par->ep;
+	kv_perf_set_moe_ep(pf, kv_model_moe_layers(m), kv_model_moe_dispatch_bytes_per_token(m),
+			   par->ep);
 }
 
 void kv_perf_set_moe_ep(struct kv_perf *pf, uint32_t moe_layers,
@@ -125,15 +147,33 @@ void kv_perf_stage_model(const struct kv_model *m, uint32_t pp, struct kv_model 
 }
 
 /*
- * Linear layers: every weight read once, F_lin FLOPs per batch token (plus
- * n_half tokens' worth in a batch with prefill, the GEMM ramp of perf.h).
+ * Linear layers: every weight read once (of a MoE layer's routed experts,
+ * the E * (1 - (1 - k/E)^N) the batch's N tokens touch), F_lin FLOPs per
+ * batch token (plus n_half tokens' worth in a batch with prefill, the GEMM
+ * ramp of perf.h).
  */
+/*
+ * Weight bytes one GPU reads in a pass over n_tokens batch tokens: the dense
+ * weights, plus, of a MoE layer's routed experts, the expected share
+ * 1 - (1 - k/E)^N that the tokens touch.
+ */
+static double weights_read_bytes(const struct kv_perf *pf, double n_tokens)
+{
+	double w = pf->weight_bytes_per_gpu;
+
+	if (pf->moe_experts > 0)
+		w += pf->expert_bytes_per_gpu * pf->moe_experts * (1.0 - pow(pf->moe_miss, n_tokens));
+	return w;
+}
+
 static double linear_ns(const struct kv_perf *pf, uint64_t n_tokens, uint32_t n_sample,
 			int has_prefill)
 {
-	double mem = pf->weight_bytes_per_gpu / pf->bw_Bps;
-	double n = (double)n_tokens + (has_prefill ? pf->gemm_half_tokens : 0.0);
-	double cmp = (pf->lin_flops_per_token * n +
+	double mem, n, cmp;
+
+	mem = weights_read_bytes(pf, (double)n_tokens) / pf->bw_Bps;
+	n = (double)n_tokens + (has_prefill ? pf->gemm_half_tokens : 0.0);
+	cmp = (pf->lin_flops_per_token * n +
 		      pf->head_flops_per_sample * (double)n_sample) /
 		     pf->flops_per_s;
 
@@ -161,7 +201,7 @@ static double pipeline_ns(const struct kv_perf *pf, const struct kv_batch_shape 
 	double m = (double)KV_MIN(pf->pp, KV_MAX(b->n_seqs, 1U));
 	double f = pf->stage_frac, n = (double)n_tokens / m;
 	double half = b->n_prefill_tokens > 0 ? pf->gemm_half_tokens : 0.0;
-	double lin_mem = pf->weight_bytes_per_gpu * f / pf->bw_Bps;
+	double lin_mem = weights_read_bytes(pf, n) * f / pf->bw_Bps;
 	double lin_cmp = (pf->lin_flops_per_token * f * (n + half) +
 			  pf->head_flops_on_stage * (double)b->n_sample / m) / pf->flops_per_s;
 	double attn_mem = (double)b->kv_read_bytes / m / pf->tp * f / pf->bw_Bps;

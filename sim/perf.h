@@ -8,12 +8,14 @@
  * contributes c*p + c*(c+1)/2), the model computes, per GPU of a
  * tensor-parallel group of tp GPUs,
  *
- *   t_lin  = max(M/tp / (B*eff_bw),  F_lin*N/tp / (P*eff_flops))
+ *   t_lin  = max(M(N)/tp / (B*eff_bw),  F_lin*N/tp / (P*eff_flops))
  *   t_attn = max(KV/tp / (B*eff_bw), (F_attn*pairs + q*D)/tp / (P*eff_flops))
  *   t      = overhead + S*per_seq + t_lin + t_attn + t_ar + extra
  *   t_ar   = N * 2L * 2(tp-1)/tp * hidden*dtype / I  +  2L * lat   (tp > 1 only)
  *
- * with M the weight bytes, KV the KV bytes attention reads over the whole
+ * with M(N) the weight bytes read (all of them for a dense model; for MoE the
+ * non-expert weights plus, per MoE layer, the E * (1 - (1 - k/E)^N) distinct
+ * routed experts N tokens touch under uniform top-k routing), KV the KV bytes attention reads over the whole
  * replica (kv_read_bytes; heads are split over the tp GPUs), D the KV bytes
  * to dequantise and q the device's dequant FLOPs per byte,
  * F_lin = kv_model_linear_flops_per_token(), F_attn =
@@ -69,7 +71,11 @@ struct kv_batch_shape {
 
 /* Precomputed per (model, device, tp) constants. */
 struct kv_perf {
-	double weight_bytes_per_gpu; /* M / tp */
+	double weight_bytes_per_gpu; /* M / tp, less the routed experts (MoE), bytes read every step */
+	double embed_bytes_per_gpu; /* input-embedding table / tp still in weight_bytes_per_gpu; 0 once looked up */
+	double expert_bytes_per_gpu; /* one routed expert in every MoE layer / (ep > 1 ? ep : tp), bytes; 0: dense */
+	double moe_experts; /* E, routed experts per MoE layer; 0: dense */
+	double moe_miss; /* 1 - k/E: the chance one token skips a given expert */
 	double lin_flops_per_token; /* (F_lin - F_head) / tp: the layers, per batch token */
 	double head_flops_per_sample; /* F_head / tp: the LM head, per sampled sequence */
 	double attn_flops_per_pair; /* F_attn / tp */
@@ -144,6 +150,15 @@ double kv_perf_allreduce_ns(const struct kv_perf *pf, double n_tokens);
  * pp == 1 copies m.
  */
 void kv_perf_stage_model(const struct kv_model *m, uint32_t pp, struct kv_model *out);
+
+/*
+ * Stops charging the input-embedding table as a weight read each step (it
+ * is a gather of one row per token, not a GEMM; the LM head stays).  The
+ * vllm and sglang engines call it under their option embed_lookup (default
+ * off: the shipped eff_bw was fitted with the table charged); vllm-v0 never
+ * does, its golden outputs pin the old charge.
+ */
+void kv_perf_embed_lookup(struct kv_perf *pf);
 
 /*
  * GEMM efficiency ramp (set by the vllm and sglang engines, 0 otherwise): in a

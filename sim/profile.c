@@ -11,39 +11,207 @@
 #include <math.h>
 #include <string.h>
 
+static const char *const dtype_names[] = { "auto", "fp16", "bf16", "fp8", "int8", "int4" };
+static const uint32_t dtype_bits[] = { 0, 16, 16, 8, 8, 4 };
+
+int kv_dtype_parse(const char *s, uint32_t *out)
+{
+	uint32_t i;
+
+	for (i = 0; i < KV_ARRAY_LEN(dtype_names); i++) {
+		if (!strcmp(s, dtype_names[i])) {
+			*out = i;
+			return 0;
+		}
+	}
+	return KV_EINVAL;
+}
+
+const char *kv_dtype_name(uint32_t dt)
+{
+	return dt < KV_ARRAY_LEN(dtype_names) ? dtype_names[dt] : "?";
+}
+
+uint32_t kv_dtype_bits(uint32_t dt, uint32_t dtype_bytes)
+{
+	return dt && dt < KV_ARRAY_LEN(dtype_bits) ? dtype_bits[dt] : 8 * dtype_bytes;
+}
+
+/* Parameters of the embedding table(s): vocab * hidden, twice when untied. */
+static uint64_t embed_params(const struct kv_model *m)
+{
+	uint64_t emb = (uint64_t)m->vocab * m->hidden;
+
+	return m->tie_embeddings ? emb : 2 * emb;
+}
+
 uint64_t kv_model_weight_bytes(const struct kv_model *m)
 {
-	return m->params * m->dtype_bytes;
+	uint64_t emb = embed_params(m);
+
+	if (m->weight_dtype == KV_DTYPE_AUTO || emb >= m->params)
+		return m->params * m->dtype_bytes;
+	return kv_div_ceil((m->params - emb) * kv_dtype_bits(m->weight_dtype, m->dtype_bytes), 8) +
+	       emb * m->dtype_bytes;
+}
+
+uint32_t kv_model_kv_vector_elems(const struct kv_model *m)
+{
+	return m->kv_lora_rank ? m->kv_lora_rank + m->qk_rope_head_dim : m->head_dim;
+}
+
+uint64_t kv_model_kv_elems_per_token(const struct kv_model *m)
+{
+	if (m->kv_lora_rank)
+		return (uint64_t)m->layers * kv_model_kv_vector_elems(m);
+	return 2ULL * m->layers * m->kv_heads * m->head_dim;
+}
+
+/* Bits of one cached element. */
+static uint64_t kv_bits(const struct kv_model *m)
+{
+	return kv_dtype_bits(m->kv_dtype, m->dtype_bytes);
 }
 
 uint64_t kv_model_kv_bytes_per_token(const struct kv_model *m)
 {
-	return 2ULL * m->layers * m->kv_heads * m->head_dim * m->dtype_bytes;
+	return kv_model_kv_elems_per_token(m) * kv_bits(m) / 8;
 }
 
-/* Weights of one transformer block: attention, MLP and its two norms. */
-static uint64_t block_params(const struct kv_model *m)
+uint64_t kv_model_kv_bytes_per_token_gpu(const struct kv_model *m, uint32_t tp)
 {
-	uint64_t h = m->hidden;
-	uint64_t attn = h * m->head_dim * (2ULL * m->heads + 2ULL * m->kv_heads);
-	uint64_t mlp = (m->gated_mlp ? 3ULL : 2ULL) * h * m->intermediate;
+	uint64_t heads = KV_MAX(1U, m->kv_heads / (tp ? tp : 1));
 
-	return attn + mlp + 2 * h;
+	if (m->kv_lora_rank)
+		return kv_model_kv_bytes_per_token(m);
+	return 2ULL * m->layers * heads * m->head_dim * kv_bits(m) / 8;
+}
+
+uint32_t kv_model_window_layers(const struct kv_model *m)
+{
+	uint32_t every = m->window_every ? m->window_every : 1;
+
+	return m->sliding_window ? (m->layers + every - 1) / every : 0;
+}
+
+uint64_t kv_model_kv_bytes(const struct kv_model *m, uint64_t ctx_tokens)
+{
+	uint64_t b = kv_model_kv_bytes_per_token(m), lw = kv_model_window_layers(m);
+	uint64_t per_layer = b / m->layers;
+
+	if (!lw)
+		return ctx_tokens * b;
+	return ctx_tokens * per_layer * (m->layers - lw) +
+	       KV_MIN(ctx_tokens, (uint64_t)m->sliding_window) * per_layer * lw;
+}
+
+uint32_t kv_model_moe_layers(const struct kv_model *m)
+{
+	return m->experts ? m->layers - m->dense_layers : 0;
+}
+
+uint64_t kv_model_expert_params(const struct kv_model *m)
+{
+	return (m->gated_mlp ? 3ULL : 2ULL) * m->hidden * m->moe_intermediate;
+}
+
+double kv_model_moe_distinct_experts(const struct kv_model *m, double n_tokens)
+{
+	double e = m->experts;
+
+	if (!m->experts || n_tokens <= 0)
+		return 0.0;
+	return e * (1.0 - pow(1.0 - m->experts_per_token / e, n_tokens));
+}
+
+uint64_t kv_model_moe_dispatch_bytes_per_token(const struct kv_model *m)
+{
+	return (uint64_t)m->hidden * m->dtype_bytes * m->experts_per_token;
+}
+
+/* Routed-expert params a token skips: moe_layers * (E - k) * expert params. */
+static uint64_t skipped_params(const struct kv_model *m)
+{
+	return (uint64_t)kv_model_moe_layers(m) * (m->experts - m->experts_per_token) *
+	       kv_model_expert_params(m);
+}
+
+uint64_t kv_model_active_params(const struct kv_model *m)
+{
+	uint64_t skip = skipped_params(m);
+
+	return m->params > skip ? m->params - skip : 0;
+}
+
+/* Bytes of one routed expert at the weight dtype. */
+static double expert_bytes(const struct kv_model *m)
+{
+	return (double)kv_model_expert_params(m) * kv_dtype_bits(m->weight_dtype, m->dtype_bytes) /
+	       8.0;
+}
+
+double kv_model_weight_read_bytes(const struct kv_model *m, double n_tokens, int embed_lookup)
+{
+	double w = (double)kv_model_weight_bytes(m);
+
+	if (m->experts)
+		w -= kv_model_moe_layers(m) *
+		     (m->experts - kv_model_moe_distinct_experts(m, n_tokens)) * expert_bytes(m);
+	if (embed_lookup && !m->tie_embeddings)
+		w -= (double)m->vocab * m->hidden * m->dtype_bytes;
+	return w;
+}
+
+/* Attention weights of one block (standard or MLA), with biases and Q/K norms. */
+static uint64_t attn_params(const struct kv_model *m)
+{
+	uint64_t h = m->hidden, hd = m->head_dim, nh = m->heads, r = m->qk_rope_head_dim;
+	uint64_t q, kv, o;
+
+	if (!m->kv_lora_rank)
+		return h * hd * (2ULL * nh + 2ULL * m->kv_heads) +
+		       (m->qkv_bias ? hd * (nh + 2ULL * m->kv_heads) : 0) +
+		       (m->qk_norm ? 2 * hd : 0);
+	q = m->q_lora_rank ? h * m->q_lora_rank + m->q_lora_rank +
+				     (uint64_t)m->q_lora_rank * nh * (hd + r)
+			   : h * nh * (hd + r);
+	kv = h * (m->kv_lora_rank + r) + m->kv_lora_rank +
+	     (uint64_t)m->kv_lora_rank * nh * (hd + m->v_head_dim);
+	o = nh * m->v_head_dim * h;
+	return q + kv + o;
+}
+
+/* MLP weights of a dense layer and of a MoE layer (router, routed and shared experts). */
+static uint64_t dense_mlp_params(const struct kv_model *m)
+{
+	return (m->gated_mlp ? 3ULL : 2ULL) * m->hidden * m->intermediate;
+}
+
+static uint64_t moe_mlp_params(const struct kv_model *m)
+{
+	return (uint64_t)m->hidden * m->experts +
+	       ((uint64_t)m->experts + m->shared_experts) * kv_model_expert_params(m);
 }
 
 uint64_t kv_model_arch_params(const struct kv_model *m)
 {
-	uint64_t emb = (uint64_t)m->vocab * m->hidden;
+	uint64_t moe = kv_model_moe_layers(m), dense = m->layers - moe;
+	uint64_t blocks = m->layers * (attn_params(m) + 2ULL * m->hidden) +
+			  dense * dense_mlp_params(m) + (moe ? moe * moe_mlp_params(m) : 0);
 
-	return m->layers * block_params(m) + (m->tie_embeddings ? emb : 2 * emb) +
-	       m->hidden;
+	return blocks + embed_params(m) + m->hidden;
 }
 
 double kv_model_linear_flops_per_token(const struct kv_model *m)
 {
 	double lookup = m->tie_embeddings ? 0.0 : (double)m->vocab * m->hidden;
+	double imb = m->expert_imbalance > 1 ? m->expert_imbalance : 1.0;
+	double f = 2.0 * ((double)kv_model_active_params(m) - lookup);
 
-	return 2.0 * ((double)m->params - lookup);
+	if (m->experts && imb > 1)
+		f += 2.0 * kv_model_moe_layers(m) * m->experts_per_token *
+		     (double)kv_model_expert_params(m) * (imb - 1.0);
+	return f;
 }
 
 double kv_model_head_flops(const struct kv_model *m)
@@ -53,6 +221,9 @@ double kv_model_head_flops(const struct kv_model *m)
 
 double kv_model_attn_flops_per_pair(const struct kv_model *m)
 {
+	if (m->kv_lora_rank)
+		return 2.0 * m->layers * m->heads *
+		       ((double)m->head_dim + m->qk_rope_head_dim + m->v_head_dim);
 	return 4.0 * m->layers * m->heads * m->head_dim;
 }
 
@@ -100,6 +271,77 @@ static int model_check_params(const struct kv_model *m, struct kv_diag *d, const
 			   (unsigned long long)arch, 100.0 * KV_MODEL_PARAMS_TOL);
 }
 
+/* MoE keys come together: top-k within the experts, an expert width, dense layers below layers. */
+static int model_check_moe(const struct kv_model *m, struct kv_diag *d, const char *file)
+{
+	if (!m->experts) {
+		if (m->experts_per_token || m->shared_experts || m->moe_intermediate ||
+		    m->dense_layers)
+			return kv_diag_set(d, KV_EINVAL, file, 0, 0, "experts",
+					   "missing: experts_per_token, shared_experts, "
+					   "moe_intermediate and dense_layers need experts > 0");
+		return 0;
+	}
+	if (m->experts_per_token == 0 || m->experts_per_token > m->experts)
+		return kv_diag_set(d, KV_EINVAL, file, 0, 0, "experts_per_token",
+				   "%u: expected 1 to experts (%u)", m->experts_per_token,
+				   m->experts);
+	if (m->moe_intermediate == 0)
+		return kv_diag_set(d, KV_EINVAL, file, 0, 0, "moe_intermediate",
+				   "must be a positive integer with experts > 0, got 0");
+	if (m->dense_layers >= m->layers)
+		return kv_diag_set(d, KV_EINVAL, file, 0, 0, "dense_layers",
+				   "%u: expected fewer than layers (%u)", m->dense_layers, m->layers);
+	if (!(m->expert_imbalance >= 1) || !isfinite(m->expert_imbalance))
+		return kv_diag_set(d, KV_EINVAL, file, 0, 0, "expert_imbalance",
+				   "must be >= 1 (busiest expert's load over the mean), got %g",
+				   m->expert_imbalance);
+	return 0;
+}
+
+/* MLA widths come together; without kv_lora_rank none of them may be set. */
+static int model_check_mla(const struct kv_model *m, struct kv_diag *d, const char *file)
+{
+	if (!m->kv_lora_rank) {
+		if (m->q_lora_rank || m->qk_rope_head_dim || m->v_head_dim)
+			return kv_diag_set(d, KV_EINVAL, file, 0, 0, "kv_lora_rank",
+					   "missing: q_lora_rank, qk_rope_head_dim and v_head_dim "
+					   "are MLA widths and need kv_lora_rank > 0");
+		return 0;
+	}
+	if (!m->qk_rope_head_dim || !m->v_head_dim)
+		return kv_diag_set(d, KV_EINVAL, file, 0, 0,
+				   m->qk_rope_head_dim ? "v_head_dim" : "qk_rope_head_dim",
+				   "must be a positive integer with kv_lora_rank > 0, got 0");
+	return 0;
+}
+
+/* A window shorter than the context, on every window_every-th layer. */
+static int model_check_window(const struct kv_model *m, struct kv_diag *d, const char *file)
+{
+	if (m->sliding_window && m->sliding_window >= m->max_ctx_tokens)
+		return kv_diag_set(d, KV_EINVAL, file, 0, 0, "sliding_window",
+				   "%u: expected fewer tokens than max_context (%u); omit it for "
+				   "full attention", m->sliding_window, m->max_ctx_tokens);
+	if (m->sliding_window && (m->window_every == 0 || m->window_every > m->layers))
+		return kv_diag_set(d, KV_EINVAL, file, 0, 0, "window_every",
+				   "%u: expected 1 to layers (%u)", m->window_every, m->layers);
+	return 0;
+}
+
+/* Weight dtype any of enum kv_dtype; KV at 8 or 16 bits (int4 KV: cache 'quantized'). */
+static int model_check_dtypes(const struct kv_model *m, struct kv_diag *d, const char *file)
+{
+	if (m->weight_dtype > KV_DTYPE_INT4)
+		return kv_diag_set(d, KV_EINVAL, file, 0, 0, "weight_dtype", "unknown dtype %u",
+				   m->weight_dtype);
+	if (m->kv_dtype >= KV_DTYPE_INT4)
+		return kv_diag_set(d, KV_EINVAL, file, 0, 0, "kv_dtype",
+				   "'%s': expected auto, fp16, bf16, fp8 or int8 (4-bit KV: "
+				   "cache 'quantized' with bits 4)", kv_dtype_name(m->kv_dtype));
+	return 0;
+}
+
 int kv_model_validate(const struct kv_model *m, struct kv_diag *d, const char *file)
 {
 	int err = model_check_positive(m, d, file);
@@ -112,6 +354,9 @@ int kv_model_validate(const struct kv_model *m, struct kv_diag *d, const char *f
 	if (m->dtype_bytes != 1 && m->dtype_bytes != 2 && m->dtype_bytes != 4)
 		return kv_diag_set(d, KV_EINVAL, file, 0, 0, "dtype_bytes",
 				   "%u is not 1, 2 or 4", m->dtype_bytes);
+	if ((err = model_check_moe(m, d, file)) || (err = model_check_mla(m, d, file)) ||
+	    (err = model_check_window(m, d, file)) || (err = model_check_dtypes(m, d, file)))
+		return err;
 	return model_check_params(m, d, file);
 }
 

@@ -37,7 +37,50 @@ struct kv_model {
 	uint32_t dtype_bytes; /* bytes per weight and per KV element; default 2 (fp16) */
 	uint32_t gated_mlp; /* 1: SwiGLU (3 MLP matrices), 0: 2 matrices; default 1 */
 	uint32_t tie_embeddings; /* 1: the LM head reuses the embedding matrix; default 0 */
+	uint32_t qkv_bias; /* 1: Q, K and V projections carry biases (Qwen2, Qwen2.5); default 0 */
+	uint32_t qk_norm; /* 1: per-head RMSNorm on Q and K (Qwen3), 2 * head_dim weights a layer; default 0 */
+	/* Mixture of experts (experts 0: a dense MLP in every layer). */
+	uint32_t experts; /* routed experts per MoE layer (config.json num_experts); 0: dense (default) */
+	uint32_t experts_per_token; /* top-k routed experts per token (num_experts_per_tok) */
+	uint32_t shared_experts; /* experts every token uses, moe_intermediate wide each; default 0 */
+	uint32_t moe_intermediate; /* inner size of one expert's MLP (moe_intermediate_size) */
+	uint32_t dense_layers; /* leading layers with a dense MLP instead (first_k_dense_replace); default 0 */
+	double expert_imbalance; /* busiest expert's load over the mean (>= 1); scales routed-expert FLOPs; default 1 */
+	/* Multi-head latent attention (kv_lora_rank 0: standard attention; head_dim is then qk_nope_head_dim). */
+	uint32_t kv_lora_rank; /* MLA: compressed KV latent per token per layer, elements; 0: no MLA (default) */
+	uint32_t q_lora_rank; /* MLA: low-rank query width; 0: full-rank query projection (default) */
+	uint32_t qk_rope_head_dim; /* MLA: decoupled RoPE key/query width, elements (one key copy for all heads) */
+	uint32_t v_head_dim; /* MLA: value head width, elements */
+	/* Sliding-window attention (sliding_window 0: every layer attends to the whole context). */
+	uint32_t sliding_window; /* tokens a windowed layer attends to; 0: none (default) */
+	uint32_t window_every; /* layer i is windowed when i % window_every == 0: 1 all (Mistral), 2 Gemma-2; default 1 */
+	/* Storage types (enum kv_dtype; KV_DTYPE_AUTO: dtype_bytes, the old behaviour). */
+	uint32_t weight_dtype; /* linear-layer weights; embeddings and LM head stay at dtype_bytes */
+	uint32_t kv_dtype; /* cached K/V (or MLA latent) elements */
 };
+
+/*
+ * Element types of weights and KV.  fp8 weights mean fp8 GEMMs (W8A8, at
+ * the device's flops_fp8 when it has one); int8 and int4 weights are
+ * weight-only quantization: fewer bytes read, GEMMs at the fp16 rate.
+ */
+enum kv_dtype {
+	KV_DTYPE_AUTO = 0, /* dtype_bytes per element */
+	KV_DTYPE_FP16, /* 16 bits */
+	KV_DTYPE_BF16, /* 16 bits */
+	KV_DTYPE_FP8, /* 8 bits (e4m3/e5m2) */
+	KV_DTYPE_INT8, /* 8 bits */
+	KV_DTYPE_INT4, /* 4 bits (weights only) */
+};
+
+/* Parses "fp16", "bf16", "fp8", "int8", "int4" (and "auto"); 0 or KV_EINVAL. */
+int kv_dtype_parse(const char *s, uint32_t *out);
+
+/* The name of a dtype ("auto", "fp16", ...). */
+const char *kv_dtype_name(uint32_t dt);
+
+/* Bits per element of dt for a model whose default is dtype_bytes. */
+uint32_t kv_dtype_bits(uint32_t dt, uint32_t dtype_bytes);
 
 /*
  * The architecture's uint32_t fields with their profile keys, for checks
@@ -55,29 +98,108 @@ static inline uint32_t kv_model_field(const struct kv_model *m, const struct kv_
 	return *(const uint32_t *)(const void *)((const char *)m + f->off);
 }
 
-/* Weight bytes M = params * dtype_bytes. */
+/*
+ * Resident weight bytes M: params * dtype_bytes; with a weight_dtype, the
+ * embedding table(s) at dtype_bytes and the other params at that dtype's bits
+ * (quantization scales left out: under 4% for int4 in groups of 128).
+ */
 uint64_t kv_model_weight_bytes(const struct kv_model *m);
 
-/* fp16 KV bytes per token: 2 (K and V) * layers * kv_heads * head_dim * dtype_bytes. */
+/*
+ * KV elements cached per token over all layers: 2 * layers * kv_heads *
+ * head_dim (K and V), or layers * (kv_lora_rank + qk_rope_head_dim) with
+ * MLA (one latent copy and one shared RoPE key, no K/V pair).
+ */
+uint64_t kv_model_kv_elems_per_token(const struct kv_model *m);
+
+/* Elements of one cached vector (a head's K or V; MLA's latent plus RoPE key). */
+uint32_t kv_model_kv_vector_elems(const struct kv_model *m);
+
+/* KV bytes per token of context: kv_model_kv_elems_per_token() * KV element bytes. */
 uint64_t kv_model_kv_bytes_per_token(const struct kv_model *m);
 
 /*
+ * KV bytes per token held by one GPU of a tensor-parallel group of tp:
+ * the KV heads split over the GPUs (at least one head each), the MLA latent
+ * replicated on every GPU (it is shared by all heads).
+ */
+uint64_t kv_model_kv_bytes_per_token_gpu(const struct kv_model *m, uint32_t tp);
+
+/* Layers with a sliding window: ceil(layers / window_every), 0 without a window. */
+uint32_t kv_model_window_layers(const struct kv_model *m);
+
+/*
+ * Exact KV bytes a request of ctx tokens needs when windowed layers keep only
+ * their last sliding_window tokens:
+ *   ctx * b * (L - Lw) / L + min(ctx, W) * b * Lw / L
+ * with b = kv_model_kv_bytes_per_token(), L layers, Lw windowed layers and W
+ * the window (ctx * b without a window).  Attention reads the same bytes.
+ */
+uint64_t kv_model_kv_bytes(const struct kv_model *m, uint64_t ctx_tokens);
+
+/* ---- mixture of experts ---- */
+
+/* MoE layers: layers - dense_layers, 0 for a dense model. */
+uint32_t kv_model_moe_layers(const struct kv_model *m);
+
+/* Parameters of one routed expert: (gated_mlp ? 3 : 2) * hidden * moe_intermediate. */
+uint64_t kv_model_expert_params(const struct kv_model *m);
+
+/*
+ * Expected distinct routed experts n tokens touch in one MoE layer under
+ * uniform top-k routing: E * (1 - (1 - k/E)^n).  Each token picks k of the
+ * E experts, so a given expert is missed by one token with probability
+ * 1 - k/E and by n independent tokens with probability (1 - k/E)^n; the
+ * expectation of the count of touched experts is E times the complement
+ * (linearity of expectation).  0 for n = 0 or a dense model.
+ */
+double kv_model_moe_distinct_experts(const struct kv_model *m, double n_tokens);
+
+/*
+ * Bytes one token sends to the experts of one MoE layer (expert-parallel
+ * dispatch; the combine returns as many): hidden * dtype_bytes * top-k.
+ */
+uint64_t kv_model_moe_dispatch_bytes_per_token(const struct kv_model *m);
+
+/* Parameters a token multiplies by: params less the (E - k) routed experts it skips in each MoE layer. */
+uint64_t kv_model_active_params(const struct kv_model *m);
+
+/*
+ * Weight bytes read in one step of n batch tokens: the resident bytes less
+ * the routed experts the batch does not touch (MoE: moe_layers * (E -
+ * distinct(n)) * expert bytes) and, when embed_lookup is set and the
+ * embedding is not tied to the LM head, less the input-embedding table,
+ * which is gathered (n rows), not streamed.
+ */
+double kv_model_weight_read_bytes(const struct kv_model *m, double n_tokens, int embed_lookup);
+
+/*
  * Parameter count implied by the architecture:
- *   layers * (attention + MLP + 2 norms) + embeddings + final norm, with
+ *   layers * (attention + 2 norms) + dense_layers' MLPs + MoE layers' MLPs
+ *   + embeddings + final norm, with
  *   attention = hidden * head_dim * (2 * heads + 2 * kv_heads)   (Q, O; K, V)
- *   MLP       = (gated_mlp ? 3 : 2) * hidden * intermediate
+ *               + qkv_bias * head_dim * (heads + 2 * kv_heads) + qk_norm * 2 * head_dim
+ *   MLA       = Q: hidden * heads * (head_dim + rope), or through q_lora_rank
+ *               (hidden * q_lora + q_lora + q_lora * heads * (head_dim + rope));
+ *               KV down: hidden * (kv_lora_rank + rope) + kv_lora_rank (its norm);
+ *               KV up: kv_lora_rank * heads * (head_dim + v_head_dim);
+ *               O: heads * v_head_dim * hidden
+ *   MLP       = (gated_mlp ? 3 : 2) * hidden * intermediate   (dense layers)
+ *   MoE MLP   = hidden * experts (router) + (experts + shared_experts) * expert params
  *   norms     = 2 * hidden per layer, hidden for the final one
  *   embedding = vocab * hidden, twice unless tie_embeddings.
- * Exact for the Llama family; biases and learned positions (OPT) are left
- * out, a gap of ~0.1%.
+ * Exact for the Llama, Qwen2/3, Mixtral and DeepSeek-V2 families; biases
+ * of OPT, learned positions and Gemma-2's extra two norms a layer are left
+ * out, a gap under 0.2%.
  */
 uint64_t kv_model_arch_params(const struct kv_model *m);
 
 /*
- * Dense FLOPs per token of the linear layers: 2 * (params that multiply an
- * activation), i.e. 2 * (params - vocab * hidden) when the embedding is a
- * separate lookup table, 2 * params when it is tied to the LM head (the LM
- * head is always counted).
+ * FLOPs per token of the linear layers: 2 * (params that multiply an
+ * activation), i.e. 2 * (active params - vocab * hidden) when the embedding
+ * is a separate lookup table, 2 * active params when it is tied to the LM
+ * head (the LM head is always counted).  Active params (MoE): the top-k
+ * routed experts only, their share scaled by expert_imbalance.
  */
 double kv_model_linear_flops_per_token(const struct kv_model *m);
 
@@ -89,12 +211,19 @@ double kv_model_linear_flops_per_token(const struct kv_model *m);
  */
 double kv_model_head_flops(const struct kv_model *m);
 
-/* Attention FLOPs for one query token against one context token: 4 * layers * heads * head_dim. */
+/*
+ * Attention FLOPs for one query token against one context token:
+ * 2 * layers * heads * (qk width + v width), i.e. 4 * layers * heads *
+ * head_dim, or with MLA 2 * layers * heads * (head_dim + qk_rope_head_dim +
+ * v_head_dim) (the per-head, non-absorbed form).
+ */
 double kv_model_attn_flops_per_pair(const struct kv_model *m);
 
 /*
  * Checks the fields are positive and consistent (kv_heads divides heads,
- * dtype_bytes is 1, 2 or 4, params within KV_MODEL_PARAMS_TOL of
+ * dtype_bytes is 1, 2 or 4, MoE keys all set or all unset with top-k <= E,
+ * MLA widths set together, a window below the context, int4 only for
+ * weights, params within KV_MODEL_PARAMS_TOL of
  * kv_model_arch_params()).  Returns 0, or KV_EINVAL with d naming file and
  * the field (line 0: the caller knows where the field was).
  */

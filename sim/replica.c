@@ -306,8 +306,10 @@ static void batch_add(struct kv_replica *r, struct kv_req *q, uint64_t take)
 		r->shape.dequant_bytes += r->cache->dequant_bytes(r->cache_priv, ctx);
 	if (r->cache->read_bytes)
 		r->shape.kv_read_bytes += r->cache->read_bytes(r->cache_priv, ctx);
-	else
+	else {
 		r->ctx_tokens += ctx; /* times beta once the batch is formed */
+		r->win_excess += ctx > r->window_tokens ? ctx - r->window_tokens : 0;
+	}
 }
 
 int kv__replica_schedule(struct kv_replica *r, struct kv_req *q)
@@ -508,6 +510,7 @@ static int kick(struct kv_replica *r)
 	for (;;) {
 		memset(&r->shape, 0, sizeof(r->shape));
 		r->ctx_tokens = 0;
+		r->win_excess = 0;
 		r->n_batch = 0;
 		r->budget_tokens = s->cfg->max_batch_tokens;
 		r->last_nomem = NULL;
@@ -541,7 +544,10 @@ static int kick(struct kv_replica *r)
 		if (rc)
 			return rc;
 	}
-	r->shape.kv_read_bytes += (uint64_t)((double)r->ctx_tokens * r->beta_bytes);
+	/* windowed layers read only their last window_tokens (profile.h kv_model_kv_bytes) */
+	r->shape.kv_read_bytes += (uint64_t)(((double)r->ctx_tokens -
+					      r->window_frac * (double)r->win_excess) *
+					     r->beta_bytes);
 	rc = iter_ns(r, &t);
 	if (rc)
 		return rc;
@@ -676,6 +682,8 @@ static int replica_memory(struct kv_sim *s, struct kv_replica *r)
 	if (rc)
 		return rc;
 	r->beta_bytes = ops->bytes_per_token(r->cache_priv);
+	r->window_tokens = c->model.sliding_window ? c->model.sliding_window : UINT64_MAX;
+	r->window_frac = (double)kv_model_window_layers(&c->model) / c->model.layers;
 	return 0;
 }
 

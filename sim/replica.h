@@ -43,6 +43,8 @@ struct kv__decodes {
 	uint32_t n, n0; /* batch length now, at begin */
 	uint64_t budget; /* tokens left */
 	uint64_t pairs; /* context tokens read by the steps added (attention pairs) */
+	uint64_t window; /* r->window_tokens */
+	uint64_t win_excess; /* context tokens of the steps added past the window */
 };
 
 static inline void kv__decodes_begin(const struct kv_replica *r, struct kv__decodes *d)
@@ -51,6 +53,8 @@ static inline void kv__decodes_begin(const struct kv_replica *r, struct kv__deco
 	d->n = d->n0 = r->n_batch;
 	d->budget = r->budget_tokens;
 	d->pairs = 0;
+	d->window = r->window_tokens;
+	d->win_excess = 0;
 }
 
 /* Adds q's decode step; the caller checked the budget, the cap and q's holding. */
@@ -60,6 +64,7 @@ static inline void kv__decodes_add(struct kv__decodes *d, struct kv_req *q)
 	d->batch[d->n++] = q;
 	d->budget--;
 	d->pairs += q->kv_tokens + 1;
+	d->win_excess += q->kv_tokens + 1 > d->window ? q->kv_tokens + 1 - d->window : 0;
 }
 
 static inline void kv__decodes_end(struct kv_replica *r, const struct kv__decodes *d)
@@ -73,6 +78,7 @@ static inline void kv__decodes_end(struct kv_replica *r, const struct kv__decode
 	r->shape.n_sample += n;
 	r->shape.attn_pairs += d->pairs;
 	r->ctx_tokens += d->pairs;
+	r->win_excess += d->win_excess;
 }
 
 /*

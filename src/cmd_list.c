@@ -60,6 +60,24 @@ static void show_device(const char *name, const char *path, void *arg)
 	       (dev.link_type == KV_LINK_DATASHEET ? dev.interconnect_Bps : dev.link_busbw_Bps) / 1e9);
 }
 
+/* The architecture beyond dense attention and MLP, only where the profile has it. */
+static void show_model_ext(const struct kv_model *m)
+{
+	if (m->experts)
+		printf("; MoE %u experts top-%u (+%u shared, %u dense layers), %.2fB active",
+		       m->experts, m->experts_per_token, m->shared_experts, m->dense_layers,
+		       (double)kv_model_active_params(m) / 1e9);
+	if (m->kv_lora_rank)
+		printf("; MLA latent %u + rope %u, KV %llu B/token", m->kv_lora_rank,
+		       m->qk_rope_head_dim, (unsigned long long)kv_model_kv_bytes_per_token(m));
+	if (m->sliding_window)
+		printf("; window %u on %u of %u layers", m->sliding_window,
+		       kv_model_window_layers(m), m->layers);
+	if (m->weight_dtype || m->kv_dtype)
+		printf("; weights %s, KV %s", kv_dtype_name(m->weight_dtype),
+		       kv_dtype_name(m->kv_dtype));
+}
+
 static void show_model(const char *name, const char *path, void *arg)
 {
 	struct kv_model m;
@@ -70,10 +88,12 @@ static void show_model(const char *name, const char *path, void *arg)
 		kv_diag_print(&d, stdout);
 		return;
 	}
-	printf("  %-26s %u layers, hidden %u, %u heads (%u KV) x %u, %.2fB params: M = %.2f GB, KV %llu KiB/token, context %u\n",
+	printf("  %-26s %u layers, hidden %u, %u heads (%u KV) x %u, %.2fB params: M = %.2f GB, KV %llu KiB/token, context %u",
 	       name, m.layers, m.hidden, m.heads, m.kv_heads, m.head_dim, (double)m.params / 1e9,
 	       (double)kv_model_weight_bytes(&m) / 1e9,
 	       (unsigned long long)(kv_model_kv_bytes_per_token(&m) / 1024), m.max_ctx_tokens);
+	show_model_ext(&m);
+	putchar('\n');
 }
 
 int kv_cmd_list(int argc, char **argv)

@@ -29,7 +29,10 @@
 static const char *const model_keys[] = {
 	"name", "layers", "hidden", "heads", "kv_heads", "head_dim", "intermediate",
 	"vocab", "max_context", "params", "dtype_bytes", "gated_mlp", "tie_embeddings",
-	"source", NULL,
+	"qkv_bias", "qk_norm", "experts", "experts_per_token", "shared_experts",
+	"moe_intermediate", "dense_layers", "expert_imbalance", "kv_lora_rank", "q_lora_rank",
+	"qk_rope_head_dim", "v_head_dim", "sliding_window", "window_every", "weight_dtype",
+	"kv_dtype", "source", NULL,
 };
 
 static const char *const model_required[] = {
@@ -398,6 +401,56 @@ static int read_model_arch(struct kv_cfg_node *r, struct kv_model *m, struct kv_
 	return kv_cfg_u64(r, "params", 0, 1, UINT64_MAX / 8, &m->params, d);
 }
 
+/* A count that may be 0 (absent: 0), fitting uint32_t. */
+static int read_u32_0(struct kv_cfg_node *m, const char *key, uint32_t *out, struct kv_diag *d)
+{
+	uint64_t v;
+	int err = kv_cfg_u64(m, key, 0, 0, UINT32_MAX, &v, d);
+
+	if (!err)
+		*out = (uint32_t)v;
+	return err;
+}
+
+/* `key: fp16|bf16|fp8|int8|int4|auto` into an enum kv_dtype (absent: auto). */
+static int read_dtype(struct kv_cfg_node *r, const char *key, uint32_t *out, struct kv_diag *d)
+{
+	char buf[16];
+	int err = kv_cfg_str(r, key, "auto", buf, sizeof(buf), d);
+
+	if (err)
+		return err;
+	if (kv_dtype_parse(buf, out))
+		return kv_cfg_error(kv_cfg_get(r, key), d,
+				    "bad value '%s': expected auto, fp16, bf16, fp8, int8 or int4",
+				    buf);
+	return 0;
+}
+
+/* The optional keys of MoE, MLA, windows, biases, norms and dtypes (absent: off). */
+static int read_model_ext(struct kv_cfg_node *r, struct kv_model *m, struct kv_diag *d)
+{
+	int err;
+
+	if ((err = read_flag(r, "qkv_bias", 0, &m->qkv_bias, d)) ||
+	    (err = read_flag(r, "qk_norm", 0, &m->qk_norm, d)) ||
+	    (err = read_u32_0(r, "experts", &m->experts, d)) ||
+	    (err = read_u32_0(r, "experts_per_token", &m->experts_per_token, d)) ||
+	    (err = read_u32_0(r, "shared_experts", &m->shared_experts, d)) ||
+	    (err = read_u32_0(r, "moe_intermediate", &m->moe_intermediate, d)) ||
+	    (err = read_u32_0(r, "dense_layers", &m->dense_layers, d)) ||
+	    (err = kv_cfg_dbl(r, "expert_imbalance", 1.0, 1.0, 1e6, &m->expert_imbalance, d)) ||
+	    (err = read_u32_0(r, "kv_lora_rank", &m->kv_lora_rank, d)) ||
+	    (err = read_u32_0(r, "q_lora_rank", &m->q_lora_rank, d)) ||
+	    (err = read_u32_0(r, "qk_rope_head_dim", &m->qk_rope_head_dim, d)) ||
+	    (err = read_u32_0(r, "v_head_dim", &m->v_head_dim, d)) ||
+	    (err = read_u32_0(r, "sliding_window", &m->sliding_window, d)) ||
+	    (err = read_u32(r, "window_every", 1, UINT32_MAX, &m->window_every, d)) ||
+	    (err = read_dtype(r, "weight_dtype", &m->weight_dtype, d)))
+		return err;
+	return read_dtype(r, "kv_dtype", &m->kv_dtype, d);
+}
+
 static int read_model(struct kv_cfg_doc *doc, struct kv_model *m, struct kv_diag *d)
 {
 	struct kv_cfg_node *r = doc->root;
@@ -406,7 +459,8 @@ static int read_model(struct kv_cfg_doc *doc, struct kv_model *m, struct kv_diag
 	if ((err = kv_cfg_check_keys(r, model_keys, d)) ||
 	    (err = require_keys(r, model_required, doc->path, d)) ||
 	    (err = read_name(r, m->name, sizeof(m->name), d)) ||
-	    (err = read_source(r, d)) || (err = read_model_arch(r, m, d)))
+	    (err = read_source(r, d)) || (err = read_model_arch(r, m, d)) ||
+	    (err = read_model_ext(r, m, d)))
 		return err;
 	err = kv_model_validate(m, d, doc->path);
 	return err ? locate(r, d, err) : 0;

@@ -12,7 +12,12 @@
  * Model file keys: name, layers, hidden, heads, kv_heads, head_dim,
  * intermediate, vocab, max_context, params, source (free text: where the
  * numbers come from), all required; dtype_bytes (default 2), gated_mlp
- * (default true), tie_embeddings (default false).  Device file keys: name,
+ * (default true), tie_embeddings (default false), and the optional
+ * architecture keys of struct kv_model (qkv_bias, qk_norm; experts,
+ * experts_per_token, shared_experts, moe_intermediate, dense_layers,
+ * expert_imbalance; kv_lora_rank, q_lora_rank, qk_rope_head_dim, v_head_dim;
+ * sliding_window, window_every; weight_dtype, kv_dtype as fp16, bf16, fp8,
+ * int8, int4 or auto), off when absent (docs/models.md).  Device file keys: name,
  * memory (bytes with unit, e.g. "80GB" = 80e9 bytes), mem_bandwidth
  * ("2039GB/s", "3.35TB/s" or a number of GB/s), fp16_tflops (dense),
  * host_link_bandwidth (GB/s, one direction), source, all required;
