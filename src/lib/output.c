@@ -716,7 +716,7 @@ void kv_summary_print(const struct kv_summary *sum, const char *title, FILE *f)
 
 /* --- progress ------------------------------------------------------------------- */
 
-static int progress_on;
+static int progress_on; /* 0 off, 1 a terminal (one line redrawn), 2 a log (a line every 5 s) */
 static double progress_t0, progress_last;
 
 static double wall_now(void)
@@ -727,9 +727,12 @@ static double wall_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-void kv_progress_init(int quiet)
+void kv_progress_init(int quiet, int force)
 {
-	progress_on = !quiet && isatty(STDERR_FILENO);
+	const char *env = getenv("KVSIM_PROGRESS");
+
+	force |= env && !strcmp(env, "1");
+	progress_on = quiet ? 0 : isatty(STDERR_FILENO) ? 1 : force ? 2 : 0;
 	progress_t0 = progress_last = wall_now();
 }
 
@@ -741,23 +744,26 @@ void kv_progress_cb(void *ctx, const struct kv_sim *s)
 	if (!progress_on)
 		return;
 	now = wall_now();
-	if (now - progress_last < 0.25 || now - progress_t0 < 1.0)
+	if (now - progress_last < (progress_on == 1 ? 0.25 : 5.0) || now - progress_t0 < 1.0)
 		return;
 	progress_last = now;
-	fprintf(stderr, "\r\033[Kkvsim: simulated %.1f s, %llu requests arrived, %llu in flight, %.2f M events/s",
-		(double)s->now * 1e-9, (unsigned long long)s->arrived,
-		(unsigned long long)s->n_live, (double)s->events / (now - progress_t0) / 1e6);
+	fprintf(stderr, "%skvsim: simulated %.1f s, %llu requests arrived, %llu in flight, %.2f M events/s",
+		progress_on == 1 ? "\r\033[K" : "", (double)s->now * 1e-9,
+		(unsigned long long)s->arrived, (unsigned long long)s->n_live,
+		(double)s->events / (now - progress_t0) / 1e6);
 	if (s->cfg->source.requests && s->arrived) {
 		double frac = (double)s->arrived / (double)s->cfg->source.requests;
 
 		fprintf(stderr, ", %.0f%%, ETA %.0f s", 100.0 * frac,
 			(now - progress_t0) * (1.0 - frac) / frac);
 	}
+	if (progress_on == 2)
+		fputc('\n', stderr);
 }
 
 void kv_progress_done(void)
 {
-	if (progress_on && wall_now() - progress_t0 >= 1.0)
+	if (progress_on == 1 && wall_now() - progress_t0 >= 1.0)
 		fputs("\r\033[K", stderr);
 }
 

@@ -120,8 +120,12 @@ char *kv_gp_quote(const char *s);
 int kv_plot_run(const char *dir, const char *title, unsigned replicas, unsigned tenants,
 		const char *tenant_names, int with_requests, int svg);
 
-/* Progress on stderr when it is a terminal: call kv_progress_init first. */
-void kv_progress_init(int quiet);
+/*
+ * Progress on stderr: one line redrawn when stderr is a terminal; with
+ * force (--progress) or KVSIM_PROGRESS=1 and stderr not a terminal (CI
+ * logs, Slurm), one line every 5 s.  quiet: none.  Call kv_progress_init first.
+ */
+void kv_progress_init(int quiet, int force);
 void kv_progress_cb(void *ctx, const struct kv_sim *s);
 void kv_progress_done(void);
 

@@ -448,7 +448,8 @@ static int read_workload(struct kv_cfg_doc *doc, struct kv_sim_config *c, struct
 
 static int read_outputs(struct kv_cfg_doc *doc, struct kv_workload *wl, struct kv_diag *d)
 {
-	static const char *const keys[] = { "dir", "sample_interval", "requests", "chart", NULL };
+	static const char *const keys[] = { "dir", "sample_interval", "requests", "chart", "timeline",
+					    NULL };
 	struct kv_cfg_node *n = kv_cfg_get(doc->root, "outputs");
 	char rel[1024];
 
@@ -458,6 +459,7 @@ static int read_outputs(struct kv_cfg_doc *doc, struct kv_workload *wl, struct k
 		      &wl->cfg.sample_interval_ns, d));
 	TRY(kv_cfg_bool(n, "requests", 1, &wl->requests_csv, d));
 	TRY(kv_cfg_bool(n, "chart", 1, &wl->chart, d));
+	TRY(kv_cfg_bool(n, "timeline", 0, &wl->timeline, d));
 	if (!kv_cfg_get(n, "dir"))
 		return 0;
 	TRY(kv_cfg_str(n, "dir", "", rel, sizeof(rel), d));

@@ -19,6 +19,7 @@ struct kv_workload {
 	char out_dir[1024]; /* outputs.dir resolved, or "" */
 	int requests_csv; /* outputs.requests, default 1 */
 	int chart; /* outputs.chart, default 1 */
+	int timeline; /* outputs.timeline: write DIR/timeline.json (src/lib/timeline.h), default 0 */
 	struct kv_sim_config cfg; /* the run's configuration */
 };
 
