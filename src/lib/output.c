@@ -21,6 +21,19 @@ static const char *const file_names[KV_OUT_FILES] = { "requests.csv", "timeserie
 						      "summary.csv", "tenants.csv",
 						      "tenant_timeseries.csv", "run.png" };
 
+/* The CSV headers (kvsim list metrics documents every column: metric_doc.h). */
+const char kv_csv_header_requests[] =
+	"id,tenant,replica,status,arrival_s,first_token_s,finish_s,prompt_tokens,"
+	"output_tokens,ttft_s,tpot_s,e2e_s,preemptions,cost_byte_steps,memtime_byte_s\n";
+const char kv_csv_header_timeseries[] =
+	"t_s,replica,waiting,running,kv_used_bytes,kv_reserved_bytes,kv_internal_waste_bytes,"
+	"largest_free_bytes,ext_frag,alloc_fail_frag\n";
+const char kv_csv_header_tenant_timeseries[] = "t_s,tenant,waiting,service,virtual_service\n";
+const char kv_csv_header_tenants[] =
+	"tenant,weight,priority,arrived,completed,rejected,prompt_tokens,output_tokens,"
+	"service,service_share,weight_share,cost_byte_steps,ttft_p50_s,ttft_p99_s,"
+	"e2e_p50_s,e2e_p99_s\n";
+
 /* --- fast formatting (1M rows must not cost seconds) ------------------- */
 
 /* Writes v in decimal at p; returns the end. */
@@ -323,8 +336,7 @@ int kv_out_open(struct kv_out *o, const char *dir, const struct kv_workload *w, 
 			return KV_EIO;
 		setvbuf(o->req, buf_req, _IOFBF, sizeof(buf_req));
 		put_header(o, o->req, F_REQ,
-			   "id,tenant,replica,status,arrival_s,first_token_s,finish_s,prompt_tokens,"
-			   "output_tokens,ttft_s,tpot_s,e2e_s,preemptions,cost_byte_steps,memtime_byte_s\n");
+			   kv_csv_header_requests);
 	}
 	if (!(o->ts = open_tmp(o, F_TS, d)))
 		return KV_EIO;
@@ -333,10 +345,9 @@ int kv_out_open(struct kv_out *o, const char *dir, const struct kv_workload *w, 
 	setvbuf(o->ts, buf_ts, _IOFBF, sizeof(buf_ts));
 	if (!(o->tser = open_tmp(o, F_TSER, d)))
 		return KV_EIO;
-	put_header(o, o->tser, F_TSER, "t_s,tenant,waiting,service,virtual_service\n");
+	put_header(o, o->tser, F_TSER, kv_csv_header_tenant_timeseries);
 	put_header(o, o->ts, F_TS,
-		   "t_s,replica,waiting,running,kv_used_bytes,kv_reserved_bytes,kv_internal_waste_bytes,"
-		   "largest_free_bytes,ext_frag,alloc_fail_frag\n");
+		   kv_csv_header_timeseries);
 	return 0;
 }
 
@@ -412,9 +423,7 @@ static int write_tenants_csv(struct kv_out *o, const struct kv_sim *s, struct kv
 
 	if (!f)
 		return KV_EIO;
-	neg = fputs("tenant,weight,priority,arrived,completed,rejected,prompt_tokens,output_tokens,"
-		    "service,service_share,weight_share,cost_byte_steps,ttft_p50_s,ttft_p99_s,"
-		    "e2e_p50_s,e2e_p99_s\n", f) < 0;
+	neg = fputs(kv_csv_header_tenants, f) < 0;
 	for (i = 0; i < src->n_tenants; i++) {
 		const struct kv_tenant_stats *t = &s->tenant[i];
 		struct kv_tenant_summary ts;

@@ -31,6 +31,10 @@ struct kv_out {
 	struct kv_done_log done; /* completed requests' lengths and latencies, for the summary */
 };
 
+/* The header lines of requests.csv, timeseries.csv, tenant_timeseries.csv and tenants.csv. */
+extern const char kv_csv_header_requests[], kv_csv_header_timeseries[],
+	kv_csv_header_tenant_timeseries[], kv_csv_header_tenants[];
+
 /* Prints the summary as an aligned table. */
 void kv_summary_print(const struct kv_summary *sum, const char *title, FILE *f);
 
