@@ -3,6 +3,7 @@
  * (run.png and run.svg) from its CSVs, without the user writing gnuplot.
  */
 #include "commands.h"
+#include "lib/chart.h"
 #include "lib/csv.h"
 #include "lib/metric_doc.h"
 #include "lib/output.h"
@@ -123,6 +124,42 @@ static unsigned tenant_names(const char *dir, char *buf, size_t len)
 	}
 	csv_close(&c);
 	return n;
+}
+
+/* The value of `key VALUE` in DIR/manifest.txt into buf ("" when absent). */
+static void manifest_value(const char *dir, const char *key, char *buf, size_t len)
+{
+	char path[PT_PATH], line[1024];
+	size_t k = strlen(key);
+	FILE *f;
+
+	buf[0] = 0;
+	snprintf(path, sizeof(path), "%s/manifest.txt", dir);
+	if (!(f = fopen(path, "r")))
+		return;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, k) && line[k] == ' ') {
+			size_t n = KV_MIN(strcspn(line + k + 1, "\n"), len - 1);
+
+			memcpy(buf, line + k + 1, n);
+			buf[n] = 0;
+			break;
+		}
+	fclose(f);
+}
+
+/* The integer column name of DIR/summary.csv, 0 when absent. */
+static uint64_t summary_u64(const char *dir, const char *name)
+{
+	struct csv_in c;
+	uint64_t v = 0;
+	long i;
+
+	if (!csv_open(&c, dir, "summary.csv") && csv_next(&c) == 1 &&
+	    (i = kv_csv_rec_find(&c.rec, name)) >= 0 && csv_next(&c) == 1 && (size_t)i < c.rec.n)
+		v = strtoull(c.rec.field[i], NULL, 10);
+	csv_close(&c);
+	return v;
 }
 
 /* --- sweeps ------------------------------------------------------------------ */
@@ -333,29 +370,6 @@ static int cmp_x(const void *a, const void *b)
 }
 
 /*
- * Writes `set ytics (...)` for a logarithmic axis over [lo, hi]: 1, 2 and 5
- * times the powers of ten inside it (gnuplot's default is one tick per
- * decade: none at all on a range inside one decade).
- */
-static void log_ticks(FILE *g, double lo, double hi)
-{
-	static const double m[3] = { 1, 2, 5 };
-	double e;
-	int k, first = 1;
-
-	if (!(lo > 0) || !(hi >= lo))
-		return;
-	fputs("set ytics (", g);
-	for (e = pow(10, floor(log10(lo))); e <= hi * 10; e *= 10)
-		for (k = 0; k < 3; k++)
-			if (m[k] * e >= lo / 2 && m[k] * e <= hi * 2) {
-				fprintf(g, "%s\"%g\" %g", first ? "" : ", ", m[k] * e, m[k] * e);
-				first = 0;
-			}
-	fputs(")\n", g);
-}
-
-/*
  * Writes the data file (one block per by value, two blank lines apart: x,
  * mean, min, max, runs per point, sorted by x when numeric, else x is the
  * value's 1-based position) and the variables file of sweep.gp.  Averaging
@@ -432,8 +446,10 @@ static int write_gp_inputs(const char *vars_path, const char *data_path,
 	putc('\n', g);
 	gp_array(g, "xlab", &sd->x);
 	gp_array(g, "bylab", &sd->by);
-	if (v->logy && lo > 0)
-		log_ticks(g, lo, hi);
+	if (v->logy && lo > 0) {
+		kv_gp_log_tics(g, "y", lo, hi);
+		putc('\n', g);
+	}
 	bad |= ferror(g) | fclose(g);
 	return bad ? -1 : 0;
 }
@@ -548,7 +564,8 @@ int kv_plot_sweep(const char *dir, const char *title, const char *metric, const 
 /* Renders the charts of a run or sweep directory; returns the exit status. */
 static int plot_dir(const char *dir, const char *metric, const char *x, const char *by)
 {
-	char title[256], names[2048], path[PT_PATH];
+	char title[256], names[2048], path[PT_PATH], setup[512] = "";
+	struct kv_chart_run run;
 	unsigned replicas, tenants;
 	int rc, svg;
 
@@ -567,8 +584,14 @@ static int plot_dir(const char *dir, const char *metric, const char *x, const ch
 	}
 	tenants = tenant_names(dir, names, sizeof(names));
 	snprintf(path, sizeof(path), "%s/requests.csv", dir);
+	run = (struct kv_chart_run){ .dir = dir, .title = title, .setup = setup,
+				     .replicas = replicas, .tenants = tenants, .tenant_names = names,
+				     .pool_bytes = summary_u64(dir, "kv_pool_bytes"),
+				     .with_requests = access(path, R_OK) == 0 };
+	manifest_value(dir, "setup", setup, sizeof(setup));
 	for (svg = 0; svg <= 1; svg++) {
-		rc = kv_plot_run(dir, title, replicas, tenants, names, access(path, R_OK) == 0, svg);
+		run.svg = svg;
+		rc = kv_chart_run(&run);
 		if (!rc)
 			rc = add_to_manifest(dir, svg ? "run.svg" : "run.png");
 		if (rc)

@@ -3,6 +3,7 @@
  * figures themselves come from sim/metrics.
  */
 #include "output.h"
+#include "chart.h"
 #include "csv.h"
 
 #include <errno.h>
@@ -594,24 +595,6 @@ out:
 	return rc;
 }
 
-/* Renders run.png (or run.svg) with gnuplot; 0 rendered, 1 gnuplot absent, KV_EIO failed. */
-int kv_plot_run(const char *dir, const char *title, unsigned replicas, unsigned tenants,
-		const char *tenant_names, int with_requests, int svg)
-{
-	char *script = kv_xasprintf("%s/plots/run.gp", KV_SOURCE_DIR);
-	char *qt = kv_gp_quote(title), *qn = kv_gp_quote(tenant_names), *defs;
-	int rc;
-
-	defs = kv_xasprintf("dir='.'; title=%s; replicas=%u; tenants=%u; tnames=%s; reqs=%d; svg=%d",
-			    qt, replicas, tenants, qn, with_requests, svg);
-	rc = kv_gnuplot(dir, script, defs, svg ? "run.svg" : "run.png");
-	free(defs);
-	free(qt);
-	free(qn);
-	free(script);
-	return rc;
-}
-
 /* Tenant names for the chart's legend, spaces as underscores, in buf. */
 static const char *legend_names(const struct kv_sim *s, char *buf, size_t len)
 {
@@ -632,18 +615,35 @@ static const char *legend_names(const struct kv_sim *s, char *buf, size_t len)
 /* Renders run.png into the staging directory; a failure sets o->chart_failed. */
 static void render_chart(struct kv_out *o, const struct kv_sim *s)
 {
-	char names[2048];
+	char names[2048], *setup = kv_run_setup(o->w);
+	struct kv_chart_run c = { .dir = o->od.stage, .title = o->w->name, .setup = setup,
+				  .replicas = s->n_rep, .tenants = s->cfg->source.n_tenants,
+				  .tenant_names = legend_names(s, names, sizeof(names)),
+				  .pool_bytes = s->pool_bytes, .with_requests = o->w->requests_csv };
 
-	if (kv_plot_run(o->od.stage, o->w->name, s->n_rep, s->cfg->source.n_tenants,
-			legend_names(s, names, sizeof(names)), o->w->requests_csv, 0) < 0)
+	if (kv_chart_run(&c) < 0)
 		o->chart_failed = 1;
+	free(setup);
+}
+
+char *kv_run_setup(const struct kv_workload *w)
+{
+	const struct kv_sim_config *c = &w->cfg;
+
+	return kv_xasprintf("%s on %u x %s%s, scheduler %s, cache %s, engine %s", c->model.name,
+			    c->replicas, c->device.name, c->tp > 1 ? " (tensor parallel)" : "",
+			    c->sched->name, c->cache->name, c->engine ? c->engine->name : "vllm-v0");
 }
 
 /* The manifest's header: the command, workload, seed, and the caller's lines. */
 static char *manifest_header(const struct kv_out *o)
 {
-	return kv_xasprintf("command run\nworkload %s\nseed %llu\n%s", o->w->name,
-			    (unsigned long long)o->w->cfg.seed, o->header ? o->header : "");
+	char *setup = kv_run_setup(o->w), *h;
+
+	h = kv_xasprintf("command run\nworkload %s\nseed %llu\nsetup %s\n%s", o->w->name,
+			 (unsigned long long)o->w->cfg.seed, setup, o->header ? o->header : "");
+	free(setup);
+	return h;
 }
 
 int kv_out_commit(struct kv_out *o, const struct kv_sim *s, struct kv_summary *sum,

@@ -116,13 +116,10 @@ int kv_gnuplot(const char *dir, const char *script, const char *defs, const char
 char *kv_gp_quote(const char *s);
 
 /*
- * Renders DIR/run.png (or run.svg) from a run's CSVs with plots/run.gp:
- * latency CDFs, KV memory, queue and batch per replica, weighted service per
- * tenant.  tenant_names: space-separated legend names.  Returns as
- * kv_gnuplot.
+ * The run's setup for chart titles and the manifest's `setup` line: "MODEL
+ * on N x DEVICE, scheduler S, cache C, engine E"; a heap string.
  */
-int kv_plot_run(const char *dir, const char *title, unsigned replicas, unsigned tenants,
-		const char *tenant_names, int with_requests, int svg);
+char *kv_run_setup(const struct kv_workload *w);
 
 /*
  * Progress on stderr: one line redrawn when stderr is a terminal; with
