@@ -432,8 +432,8 @@ int kv_chart_run(const struct kv_chart_run *c)
 	}
 	rc |= write_vars(c, vars, bands, bin_s, done, lo, hi);
 	if (rc) {
-		fprintf(stderr, "kvsim: %s: cannot read the run's CSVs or write gnuplot's inputs: %s; no chart written\n",
-			c->dir, strerror(errno ? errno : EIO));
+		fprintf(stderr, "kvsim: %s/%s: gnuplot not run: cannot read the run's CSVs or write its inputs: %s; no chart written\n",
+			c->dir, c->svg ? "run.svg" : "run.png", strerror(errno ? errno : EIO));
 		rc = KV_EIO;
 	} else {
 		rc = kv_gnuplot(c->dir, script, "load '.run-vars.gp.tmp'; cdf='.run-cdf.dat.tmp'; "
