@@ -9,16 +9,42 @@
 
 #include "../sim/engine.h"
 
+#include <math.h>
 #include <string.h>
+
+/*
+ * A duration's default in the largest unit that shows it whole ("30 s",
+ * "250 ms"), and that unit in *unit: the units column then matches the
+ * default shown (a YAML value takes any unit suffix: 30s, 250ms).
+ */
+static const char *duration_str(double ns, char *buf, size_t len, const char **unit)
+{
+	static const struct {
+		double scale;
+		const char *name;
+	} u[] = { { 1e9, "s" }, { 1e6, "ms" }, { 1e3, "us" }, { 1, "ns" } };
+	size_t i;
+
+	for (i = 0; i + 1 < KV_ARRAY_LEN(u) && !(ns >= u[i].scale && fmod(ns, u[i].scale) == 0); i++)
+		;
+	if (ns == 0)
+		i = 0;
+	*unit = u[i].name;
+	snprintf(buf, len, "%g %s", ns / u[i].scale, u[i].name);
+	return buf;
+}
 
 static void print_options(const struct kv_option *o)
 {
 	char def[64];
 
 	for (; o && o->name; o++) {
+		const char *unit = o->units ? o->units : "";
+		const char *dflt = o->type == KV_OPT_NS ? duration_str(o->def, def, sizeof(def), &unit) :
+				   kv_option_default_str(o, def, sizeof(def));
+
 		fprintf(stdout, "      %-20s %-9s default %-12s %-8s %s", o->name,
-			kv_option_type_name(o->type), kv_option_default_str(o, def, sizeof(def)),
-			o->units ? o->units : "", o->help);
+			kv_option_type_name(o->type), dflt, unit, o->help);
 		if (o->type == KV_OPT_ENUM) {
 			const char *const *n;
 
