@@ -436,8 +436,13 @@ int kv_chart_run(const struct kv_chart_run *c)
 			c->dir, c->svg ? "run.svg" : "run.png", strerror(errno ? errno : EIO));
 		rc = KV_EIO;
 	} else {
-		rc = kv_gnuplot(c->dir, script, "load '.run-vars.gp.tmp'; cdf='.run-cdf.dat.tmp'; "
-				"ts='.run-ts.dat.tmp'; ten='.run-ten.dat.tmp'", c->svg ? "run.svg" : "run.png");
+		int svg;
+
+		for (svg = c->svg == 1; svg <= (c->svg != 0) && !rc; svg++)
+			rc = kv_gnuplot(c->dir, script, svg ? "load '.run-vars.gp.tmp'; svg=1; cdf='.run-cdf.dat.tmp'; "
+					"ts='.run-ts.dat.tmp'; ten='.run-ten.dat.tmp'" : "load '.run-vars.gp.tmp'; svg=0; "
+					"cdf='.run-cdf.dat.tmp'; ts='.run-ts.dat.tmp'; ten='.run-ten.dat.tmp'",
+					svg ? "run.svg" : "run.png");
 	}
 	unlink(cdf), unlink(ts), unlink(ten), unlink(vars);
 	free(cdf), free(ts), free(ten), free(vars), free(script);

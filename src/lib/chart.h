@@ -21,10 +21,13 @@ struct kv_chart_run {
 	const char *tenant_names; /* space-separated, spaces in a name as '_' */
 	uint64_t pool_bytes; /* KV pool per replica (summary.csv kv_pool_bytes), 0: unknown */
 	int with_requests; /* requests.csv exists (latency CDFs) */
-	int svg; /* 1: run.svg, else run.png */
+	int svg; /* 1: run.svg, 2: run.png then run.svg from the same reduced data, else run.png */
 };
 
-/* Renders DIR/run.png or run.svg; returns as kv_gnuplot (0, 1 gnuplot absent, KV_EIO). */
+/*
+ * Renders DIR/run.png or run.svg (or both, svg 2); returns as kv_gnuplot (0,
+ * 1 gnuplot absent, KV_EIO): with both, the first failure.
+ */
 int kv_chart_run(const struct kv_chart_run *c);
 
 /*
