@@ -13,7 +13,7 @@
 # usage: docs/figures.sh [--check] [--images] [KVSIM]
 #   --check   compare the tables with what is committed instead of rewriting
 #             them; exit 1 naming each one that differs (tests/figures_test.sh)
-#   --images  also regenerate the PNGs (needs gnuplot)
+#   --images  also regenerate the PNGs (needs gnuplot) and the slow tables (minutes)
 # KVSIM defaults to build-release/src/kvsim, else build/src/kvsim.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -35,11 +35,36 @@ traces=$root/../shared/traces
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# NAME|DOC|NEEDS_TRACES|COMMAND (run from the repository root; KVSIM replaced)
+# sweep_means SWEEP.yaml METRIC ROW_AXIS COL_AXIS: runs the sweep and prints the metric's
+# mean over every other axis and seed, one row per ROW_AXIS value, one column per COL_AXIS value
+sweep_means() {
+  "$kvsim" sweep "$1" -o "$tmp/means" -q > /dev/null
+  python3 - "$tmp/means/sweep.csv" "$2" "$3" "$4" <<'PY'
+import csv, sys, collections
+path, metric, row, col = sys.argv[1:]
+acc, rows, cols = collections.defaultdict(list), [], []
+for r in csv.DictReader(open(path, newline="")):
+    if r["status"] != "ok" or not r[metric]:
+        continue
+    rows += [r[row]] if r[row] not in rows else []
+    cols += [r[col]] if r[col] not in cols else []
+    acc[r[row], r[col]].append(float(r[metric]))
+n = {len(v) for v in acc.values()}
+print("%s, mean of %s runs per cell" % (metric, "/".join(map(str, sorted(n)))))
+print("%-16s" % row + "".join("%12s" % c for c in cols))
+for a in rows:
+    print("%-16s" % a + "".join("%12.2f" % (sum(acc[a, c]) / len(acc[a, c])) for c in cols))
+PY
+  rm -rf "$tmp/means"
+}
+
+# NAME|DOC|NEEDS|COMMAND (run from the repository root; KVSIM replaced).  NEEDS: 0 nothing,
+# 1 ../shared/traces, 2 traces and minutes (rewritten and checked only with --images)
 tables=(
   "metrics|docs/metrics.md|0|KVSIM list metrics"
   "fairness|docs/schedulers.md|1|bash configs/experiments/fairness.sh KVSIM"
   "preempt-attribution|docs/schedulers.md|1|bash configs/experiments/preempt-attribution.sh KVSIM"
+  "sweep-200|docs/sweeps.md|2|sweep_means workloads/sweep-200.yaml ttft_p99_s scheduler.name cache.name"
 )
 
 # replace DOC NAME FILE: the block between NAME's markers becomes FILE in a code block
@@ -61,8 +86,12 @@ status=0
 cd "$root"
 for t in "${tables[@]}"; do
   IFS='|' read -r name doc needs cmd <<< "$t"
-  if [ "$needs" = 1 ] && [ ! -d "$traces" ]; then
+  if [ "$needs" -ge 1 ] && [ ! -d "$traces" ]; then
     echo "figures.sh: $name: skipped (no ../shared/traces)"
+    continue
+  fi
+  if [ "$needs" = 2 ] && [ $images = 0 ]; then
+    echo "figures.sh: $name: skipped (minutes: rerun with --images)"
     continue
   fi
   eval "${cmd//KVSIM/\"\$kvsim\"}" > "$tmp/$name.out"
@@ -82,7 +111,9 @@ for t in "${tables[@]}"; do
   fi
 done
 
-if [ $images = 1 ] && [ $check = 0 ]; then
+if [ $images = 1 ] && [ $check = 1 ]; then
+  echo "figures.sh: --check compares tables only; the images are not checked"
+elif [ $images = 1 ]; then
   command -v gnuplot > /dev/null || { echo "figures.sh: --images needs gnuplot" >&2; exit 1; }
   # the drf run chart of docs/schedulers.md
   "$kvsim" run -q configs/experiments/fairness.yaml -o "$tmp/drf" --set scheduler.name=drf --set outputs.chart=true

@@ -446,7 +446,7 @@ static int write_gp_inputs(const char *vars_path, const char *data_path,
 	putc('\n', g);
 	gp_array(g, "xlab", &sd->x);
 	gp_array(g, "bylab", &sd->by);
-	if (v->logy && lo > 0) {
+	if (v->logy && lo > 0 && sd->numeric) { /* bars keep a linear axis from 0 */
 		kv_gp_log_tics(g, "y", lo, hi);
 		putc('\n', g);
 	}

@@ -5,7 +5,6 @@
  */
 #include "timeline.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,17 +47,16 @@ static void async(struct kv_timeline *t, char ph, const char *name, const struct
 	fprintf(t->f, ",\"cat\":\"request\",\"id\":\"0x%" PRIx64 "\"", q->id);
 }
 
-/* The phase slot of q, grown (zeroed) to the simulation's slot count; NULL when out of memory. */
+/*
+ * The phase slot of q, grown (zeroed) to the simulation's slot count: one
+ * byte per slot, grown as the slot pages are (out of memory exits 3).
+ */
 static unsigned char *phase_of(struct kv_timeline *t, const struct kv_sim *s, const struct kv_req *q)
 {
 	if (q->slot >= t->n_phase) {
-		size_t n = (size_t)s->n_pages * KV_SLOT_PAGE;
-		unsigned char *p = realloc(t->phase, n);
+		size_t n = KV_MAX((size_t)s->n_pages * KV_SLOT_PAGE, (size_t)q->slot + 1);
+		unsigned char *p = kv_xrealloc(t->phase, n);
 
-		if (!p || n <= q->slot) {
-			t->failed = 1;
-			return NULL;
-		}
 		memset(p + t->n_phase, 0, n - t->n_phase);
 		t->phase = p;
 		t->n_phase = n;
@@ -250,10 +248,6 @@ int kv_timeline_finish(struct kv_timeline *t, const struct kv_sim *s)
 	}
 	fprintf(t->f, "\n],\"metadata\":{\"events\":%" PRIu64 ",\"spans_dropped_at_max_events\":%" PRIu64
 		",\"sample\":%" PRIu64 "}}\n", t->events, t->dropped, t->opt.sample);
-	if (t->failed) {
-		errno = ENOMEM;
-		return -1;
-	}
 	return ferror(t->f) ? -1 : 0;
 }
 

@@ -46,7 +46,6 @@ struct kv_timeline {
 	uint64_t events; /* events written */
 	uint64_t dropped; /* spans not started because max_events was reached */
 	int capped; /* max_events reached */
-	int failed; /* an allocation or write failed */
 };
 
 /* Starts the JSON on f; opts NULL: the defaults. */
