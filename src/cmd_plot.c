@@ -631,13 +631,16 @@ int kv_cmd_plot(int argc, char **argv)
 		int help = argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
 
 		fputs("usage: kvsim plot DIR [--metric NAME] [--x AXIS] [--by AXIS]\n\n"
-		      "A run directory: renders DIR/run.png and DIR/run.svg from its CSVs: latency\n"
-		      "CDFs (TTFT, TPOT, E2E), KV memory reserved and live, waiting and running\n"
-		      "requests per replica, weighted service and waiting requests per tenant.\n"
+		      "A run directory: renders DIR/run.png and DIR/run.svg from its CSVs, the\n"
+		      "setup in the title: latency CDFs (TTFT, TPOT, E2E), KV memory reserved and\n"
+		      "live against the pool's capacity, waiting and running requests per replica\n"
+		      "(min/median/max beyond 8 replicas); with several tenants, per-tenant latency\n"
+		      "CDFs, weighted service and waiting requests.  Long runs are binned (stated).\n"
 		      "A sweep directory (with sweep.csv): renders DIR/sweep-METRIC.png and .svg:\n"
-		      "the metric (a summary column, default ttft_p99_s) against the x axis\n"
-		      "(default: the sweep's last axis), one line per value of the --by axis\n"
-		      "(default: its first), averaged over seeds; bars when x is not numeric.\n"
+		      "the metric (a summary column, default ttft_p99_s; `kvsim list metrics`)\n"
+		      "against the x axis (default: the sweep's last axis), one line per value of\n"
+		      "the --by axis (default: the first other axis), each point the mean over\n"
+		      "seeds and the remaining axes with min-max bars; bars when x is not numeric.\n"
 		      "Needs gnuplot.\n", help ? stdout : stderr);
 		return help ? 0 : 2;
 	}

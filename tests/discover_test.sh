@@ -38,7 +38,7 @@ done
 "$kvsim" help nope 2> "$tmp/e"; [ $? = 2 ] && grep -q "expected one of: run" "$tmp/e" && ok || bad "kvsim help nope"
 
 "$kvsim" run "$src/workloads/default.yaml" -o "$tmp/c" -q --set cache.name=chunked 2> "$tmp/e"
-[ $? = 2 ] && grep -q "default.yaml:[0-9]*:[0-9]*: cache.max_len: 'max_len' is an option of cache 'full'" "$tmp/e" &&
+[ $? = 2 ] && grep -q "default.yaml:[0-9]*:[0-9]*: cache.max_len: unknown key 'max_len' for cache 'chunked' (named by --set cache.name=chunked): it is an option of cache 'full'" "$tmp/e" &&
   grep -q -- "--set cache=chunked" "$tmp/e" && ok || bad "cache.name=chunked: $(cat "$tmp/e")"
 "$kvsim" run "$src/workloads/default.yaml" -o "$tmp/c" -q --set cache=chunked --set workload.requests=20 &&
   ok || bad "--set cache=chunked"

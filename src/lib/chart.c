@@ -433,7 +433,7 @@ int kv_chart_run(const struct kv_chart_run *c)
 	rc |= write_vars(c, vars, bands, bin_s, done, lo, hi);
 	if (rc) {
 		fprintf(stderr, "kvsim: %s/%s: gnuplot not run: cannot read the run's CSVs or write its inputs: %s; no chart written\n",
-			c->dir, c->svg ? "run.svg" : "run.png", strerror(errno ? errno : EIO));
+			c->dir, c->svg == 1 ? "run.svg" : "run.png", strerror(errno ? errno : EIO));
 		rc = KV_EIO;
 	} else {
 		int svg;

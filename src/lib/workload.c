@@ -98,16 +98,18 @@ static int foreign_option(struct kv_cfg_node *n, enum kv_plugin_kind k,
 		if (!owners[0])
 			continue;
 		if (name_node && name_node->file && !strcmp(name_node->file, "--set"))
-			snprintf(named, sizeof(named), " (named by --set %s.name=%s)", kind, chosen->name);
-		else if (name_node && name_node->file)
+			return kv_cfg_error(c, d, "unknown key '%s' for %s '%s' (named by --set %s.name=%s): "
+					    "it is an option of %s %s, left from the file; to switch plugins "
+					    "replace the whole section: --set %s=%s (or --set '%s={name: %s, "
+					    "OPTION: VALUE}'), which drops the other plugin's options",
+					    c->key, kind, chosen->name, kind, chosen->name, kind, owners,
+					    kind, chosen->name, kind, chosen->name);
+		if (name_node && name_node->file)
 			snprintf(named, sizeof(named), " (named at %s:%lu)", name_node->file,
 				 name_node->line);
-		return kv_cfg_error(c, d, "'%s' is an option of %s %s, not of %s '%s'%s: to switch "
-				    "plugins replace the whole section, e.g. --set %s=%s (or --set "
-				    "'%s={name: %s, OPTION: VALUE}'), which drops the other plugin's "
-				    "options; `kvsim list` shows each plugin's options",
-				    c->key, kind, owners, kind, chosen->name, named, kind, chosen->name,
-				    kind, chosen->name);
+		return kv_cfg_error(c, d, "unknown key '%s' for %s '%s'%s: it is an option of %s %s; "
+				    "remove it or name one of those (`kvsim list %ss` shows each one's "
+				    "options)", c->key, kind, chosen->name, named, kind, owners, kind);
 	}
 	return 0;
 }
