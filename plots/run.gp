@@ -33,6 +33,19 @@ set ylabel "share of completed requests"
 set yrange [0:1]
 set logscale x
 eval xtcmd
+# SLOs (slo_req, slo_pct, slo_q: per metric TTFT, TPOT, E2E; 0 none): a per-request limit is
+# a dashed vertical line, a percentile limit a diamond at (limit, quantile): the curve must
+# pass left of it.  Colours follow the curves'.
+sloname(i) = word("TTFT TPOT E2E", i)
+do for [i=1:3] {
+  if (slo_req[i] > 0) {
+    set arrow 10 + i from slo_req[i], graph 0 to slo_req[i], graph 1 nohead dt 2 lw 1.5 lc i front
+    set label 10 + i sprintf("%s SLO %g s", sloname(i), slo_req[i]) at slo_req[i], graph 0.02 rotate by 90 offset -0.7,0 tc lt i front
+  }
+  if (slo_pct[i] > 0) {
+    set label 20 + i sprintf("%s p%g SLO %g s", sloname(i), 100 * slo_q[i], slo_pct[i]) at slo_pct[i], slo_q[i] point pt 12 ps 2 lc i offset 1,-1 tc lt i front
+  }
+}
 if (reqs && completed > 0) {
   plot cdf index 0 using 1:2 with lines lw 2 title "TTFT (time to first token)", \
        cdf index 1 using 1:2 with lines lw 2 title "TPOT (time per output token)", \
@@ -42,6 +55,8 @@ if (reqs && completed > 0) {
   plot NaN notitle
   unset label 1
 }
+unset arrow
+do for [i=11:23] { unset label i }
 unset logscale x
 set xtics auto
 set yrange [*:*]

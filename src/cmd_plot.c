@@ -564,7 +564,7 @@ int kv_plot_sweep(const char *dir, const char *title, const char *metric, const 
 /* Renders the charts of a run or sweep directory; returns the exit status. */
 static int plot_dir(const char *dir, const char *metric, const char *x, const char *by)
 {
-	char title[256], names[2048], path[PT_PATH], setup[512] = "";
+	char title[256], names[2048], path[PT_PATH], setup[512] = "", slo[KV_CHART_MAX_SLO_LINE];
 	struct kv_chart_run run;
 	unsigned replicas, tenants;
 	int rc, svg;
@@ -589,6 +589,8 @@ static int plot_dir(const char *dir, const char *metric, const char *x, const ch
 				     .pool_bytes = summary_u64(dir, "kv_pool_bytes"),
 				     .with_requests = access(path, R_OK) == 0 };
 	manifest_value(dir, "setup", setup, sizeof(setup));
+	manifest_value(dir, "slo_lines", slo, sizeof(slo));
+	kv_chart_parse_slo(&run, slo);
 	run.svg = 2; /* both formats from one reading of the CSVs */
 	rc = kv_chart_run(&run);
 	if (rc == 1)

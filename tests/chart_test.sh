@@ -7,6 +7,7 @@
 #  3. 12 replicas (min/median/max bands) and 4000 samples per replica
 #     (binned: the SVG stays under 400 KB);
 #  4. outputs.requests off (no CDF), and kvsim plot on a run directory (PNG and SVG);
+#  4b. SLO lines: a manifest's slo_lines draws limits on the CDFs;
 #  5. sweeps: a numeric x that is not the fastest axis with a by axis (one
 #     line per by value: every data block has all 3 x values), a categorical
 #     x (bars); an unknown --metric exits 2 listing the valid names.
@@ -61,6 +62,11 @@ if "$kvsim" plot "$tmp/many" > /dev/null 2> "$tmp/plot.err" && png_ok "$tmp/many
 else
   cat "$tmp/plot.err"; bad "kvsim plot on a run directory"
 fi
+# SLO lines from the manifest's slo_lines (a per-request limit, percentile limits)
+echo "slo_lines ttft_s=2 e2e_p99_s=30 tpot_p90_s=0.05" >> "$tmp/ten/manifest.txt"
+"$kvsim" plot "$tmp/ten" > /dev/null && grep -q "TTFT SLO 2 s" "$tmp/ten/run.svg" &&
+  grep -q "E2E p99 SLO 30 s" "$tmp/ten/run.svg" && grep -q "TPOT p90 SLO 0.05 s" "$tmp/ten/run.svg" &&
+  ok || bad "SLO lines from slo_lines"
 run_ok noreq "$w/default.yaml" --set workload.requests=200 --set outputs.requests=false &&
   png_ok "$tmp/noreq/run.png" 1400 1000 && ok || bad "outputs.requests off: chart"
 

@@ -53,7 +53,7 @@ void kv_gp_log_tics(FILE *g, const char *axis, double lo, double hi)
 	if (!(lo > 0) || !(hi >= lo) || !isfinite(hi))
 		return;
 	decades = log10(hi / lo);
-	nm = decades <= 2.5 ? 3 : decades <= 4 ? 2 : 1; /* 1-2-5, 1-2, 1: labels that do not collide */
+	nm = decades <= 2 ? 3 : decades <= 3 ? 2 : 1; /* 1-2-5, 1-2, 1: labels that do not collide */
 	fprintf(g, "set %stics (", axis);
 	for (e = pow(10, floor(log10(lo))); e <= hi * 10; e *= 10)
 		for (k = 0; k < nm; k++)
@@ -365,6 +365,44 @@ static int tenant_series(const struct kv_chart_run *c, FILE *f)
 	return in && rc >= 0 ? 0 : -1;
 }
 
+int kv_chart_parse_slo(struct kv_chart_run *c, const char *text)
+{
+	static const char *const m[3] = { "ttft", "tpot", "e2e" };
+	const char *p = text;
+	int n = 0, i;
+
+	while (*p) {
+		char name[64], *end;
+		size_t k = strcspn(p, "= "), len = strcspn(p, " ");
+		double v, q;
+
+		if (p[k] == '=' && k < sizeof(name)) {
+			memcpy(name, p, k);
+			name[k] = 0;
+			v = strtod(p + k + 1, &end);
+			for (i = 0; i < 3 && end > p + k + 1 && v > 0; i++) {
+				size_t ml = strlen(m[i]);
+
+				if (strncmp(name, m[i], ml))
+					continue;
+				if (!strcmp(name + ml, "_s")) {
+					c->slo_req_s[i] = v, n++;
+				} else if (name[ml] == '_' && name[ml + 1] == 'p' &&
+					   (q = strtod(name + ml + 2, &end)) > 0 && !strcmp(end, "_s")) {
+					/* p99 -> 0.99, p999 -> 0.999, p50 -> 0.5 */
+					while (q >= 1)
+						q /= 10;
+					c->slo_pct_s[i] = v, c->slo_pct_q[i] = q, n++;
+				}
+			}
+		}
+		p += len;
+		while (*p == ' ')
+			p++;
+	}
+	return n;
+}
+
 /* The variables file of run.gp. */
 static int write_vars(const struct kv_chart_run *c, const char *path, int bands, double bin_s,
 		      size_t done, double lo, double hi)
@@ -392,6 +430,16 @@ static int write_vars(const struct kv_chart_run *c, const char *path, int bands,
 		q = kv_gp_quote(name), fprintf(g, "tname[%u] = %s\n", i + 1, q), free(q), free(name);
 		p += n + (p[n] == ' ');
 	}
+	fprintf(g, "array slo_req[3]\narray slo_pct[3]\narray slo_q[3]\n");
+	for (i = 0; i < 3; i++)
+		fprintf(g, "slo_req[%u] = %.9g\nslo_pct[%u] = %.9g\nslo_q[%u] = %.9g\n", i + 1,
+			c->slo_req_s[i], i + 1, c->slo_pct_s[i], i + 1, c->slo_pct_q[i]);
+	for (i = 0; i < 3; i++) /* the CDFs' x range includes the SLO limits */
+		if (c->slo_req_s[i] > 0 || c->slo_pct_s[i] > 0) {
+			double v = c->slo_req_s[i] > 0 ? c->slo_req_s[i] : c->slo_pct_s[i];
+
+			lo = KV_MIN(lo, v), hi = KV_MAX(hi, KV_MAX(v, c->slo_pct_s[i]));
+		}
 	fputs("xtcmd = \"", g); /* the CDFs' x tics, a macro run.gp expands where it needs them */
 	if (lo <= hi)
 		kv_gp_log_tics(g, "x", lo, hi);

@@ -22,7 +22,21 @@ struct kv_chart_run {
 	uint64_t pool_bytes; /* KV pool per replica (summary.csv kv_pool_bytes), 0: unknown */
 	int with_requests; /* requests.csv exists (latency CDFs) */
 	int svg; /* 1: run.svg, 2: run.png then run.svg from the same reduced data, else run.png */
+	double slo_req_s[3]; /* per-request SLO limits on TTFT, TPOT, E2E, s; 0: none */
+	double slo_pct_s[3]; /* percentile SLO limits on TTFT, TPOT, E2E, s; 0: none */
+	double slo_pct_q[3]; /* their quantiles, e.g. 0.99 */
 };
+
+#define KV_CHART_MAX_SLO_LINE 512 /* longest `slo_lines` manifest value */
+
+/*
+ * Reads SLO lines for the latency CDFs from text, the value of a run
+ * manifest's `slo_lines` line: space-separated NAME=SECONDS, NAME one of
+ * ttft_s, tpot_s, e2e_s (a per-request limit: a vertical line) or a summary
+ * column such as ttft_p99_s (a percentile limit: a mark at the limit and the
+ * quantile).  Unknown names are ignored.  Returns how many were read.
+ */
+int kv_chart_parse_slo(struct kv_chart_run *c, const char *text);
 
 /*
  * Renders DIR/run.png or run.svg (or both, svg 2); returns as kv_gnuplot (0,
