@@ -10,6 +10,8 @@
 #  3. bounds: --trace-sample 4 traces the ids divisible by 4,
 #     --trace-window 2:4 only starts in [2, 4) s, --trace-max-events caps the
 #     events and still closes every span;
+#     preempted requests (swap; recompute under MLFQ) open `preempted` phases
+#     and still pair every b with its e;
 #  4. outputs.timeline and --trace-out DIR/NAME go through the run
 #     directory's commit (listed in manifest.txt); a bad window exits 2.
 # Usage: timeline_test.sh KVSIM SOURCE_DIR
@@ -131,9 +133,19 @@ n=$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['traceEv
 [ "$(fact "$tmp/c.facts" errors)" = 0 ] && [ "$n" -lt 1200 ] && [ "$n" -ge 500 ] && ok ||
   bad "--trace-max-events 500: $n events (expected 500..1200, every span closed)"
 
+# 3b. preemptions (swap, and recompute under MLFQ): preempted phases, every pair matched
+for mode in "--set scheduler.mode=swap" "--set scheduler.priority=mlfq --set scheduler.mode=recompute"; do
+  # shellcheck disable=SC2086
+  "$kvsim" run "$src/configs/experiments/fairness.yaml" -o "$tmp/pre" -q --set scheduler.name=preempt $mode \
+    --trace-out "$tmp/pre.json" --trace-window 0:120 &&
+    python3 "$tmp/check.py" "$tmp/pre.json" > "$tmp/pre.facts" || bad "preempt ($mode) run failed"
+  [ "$(fact "$tmp/pre.facts" errors)" = 0 ] && [ "$(fact "$tmp/pre.facts" phase_preempted)" -gt 0 ] &&
+    ok || bad "preempt ($mode): errors $(fact "$tmp/pre.facts" errors), preempted phases $(fact "$tmp/pre.facts" phase_preempted)"
+done
+
 # 4. outputs.timeline and a bad window
 "$kvsim" run "$w" -o "$tmp/o" -q $set_n --set outputs.timeline=true &&
-  grep -qx "file timeline.json" "$tmp/o/manifest.txt" && python3 "$tmp/check.py" "$tmp/o/timeline.json" | grep -qx "errors 0" &&
+  grep -qx "file timeline.json" "$tmp/o/manifest.txt" && python3 "$tmp/check.py" "$tmp/o/timeline.json" > "$tmp/o.facts" && grep -qx "errors 0" "$tmp/o.facts" &&
   ok || bad "outputs.timeline: no valid DIR/timeline.json in the manifest"
 "$kvsim" run "$w" -o "$tmp/b" -q $set_n --trace-out "$tmp/b.json" --trace-window 5:3 2> "$tmp/err"
 [ $? = 2 ] && grep -q "trace-window" "$tmp/err" && [ ! -e "$tmp/b.json" ] && ok || bad "--trace-window 5:3: expected exit 2 naming the option"
