@@ -61,6 +61,12 @@ static const struct kv_metric_doc docs[] = {
 	{ S, "peak_in_flight", "requests", "peak requests in flight", "largest number of requests arrived and not ended at once" },
 	{ S, "kv_capacity_tokens", "tokens", "KV capacity", "KV tokens one replica's pool holds (only off memory.model share)" },
 	{ S, "kv_capacity_blocks", "", "KV capacity in blocks", "16-token KV blocks one replica's pool holds (only off memory.model share)" },
+	/* the SLO columns (only with a workload's slo:; issue 17 section 1) */
+	{ S, "slo_attainment", "", "SLO attainment", "requests that completed meeting every per-request SLO / requests arrived" },
+	{ S, "goodput_req_s", "req/s", "goodput", "requests meeting every per-request SLO / makespan (DistServe's goodput)" },
+	{ S, "goodput_tok_s", "tokens/s", "goodput in tokens", "prompt+output tokens of requests meeting every per-request SLO / makespan" },
+	{ S, "slo_met", "", "percentile SLOs met", "1 when every percentile SLO (e.g. ttft p99 <= 1 s) holds over the run, else 0" },
+	{ S, "gpus", "", "GPUs", "GPUs the configuration occupies: replicas x tensor parallel (x pipeline stages)" },
 
 	{ T, "tenant", "", "tenant", "the tenant's name" },
 	{ T, "weight", "", "weight", "fairness weight (workload.tenants[].weight)" },
@@ -78,6 +84,9 @@ static const struct kv_metric_doc docs[] = {
 	{ T, "ttft_p99_s", "s", "TTFT p99", "the tenant's p99 time to first token" },
 	{ T, "e2e_p50_s", "s", "end-to-end latency p50", "the tenant's median end-to-end latency" },
 	{ T, "e2e_p99_s", "s", "end-to-end latency p99", "the tenant's p99 end-to-end latency" },
+	{ T, "slo_attainment", "", "SLO attainment", "the tenant's requests meeting its per-request SLOs / its requests arrived (only with slo:)" },
+	{ T, "goodput_req_s", "req/s", "goodput", "the tenant's requests meeting its SLOs / makespan (only with slo:)" },
+	{ T, "goodput_tok_s", "tokens/s", "goodput in tokens", "their prompt+output tokens / makespan (only with slo:)" },
 
 	{ R, "id", "", "request", "arrival order, from 0" },
 	{ R, "tenant", "", "tenant", "the request's tenant" },
