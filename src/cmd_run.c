@@ -209,6 +209,56 @@ struct trace_file {
 };
 
 /*
+ * path made absolute with its symbolic links resolved, as far as it exists
+ * (the rest appended as written); a heap string, NULL when it cannot be.
+ */
+static char *resolve(const char *path)
+{
+	char *r = realpath(path, NULL), *copy, *slash, *parent;
+
+	if (r || errno != ENOENT)
+		return r;
+	copy = kv_xstrdup(path);
+	slash = strrchr(copy, '/');
+	while (slash && slash > copy && slash[1] == 0) /* trailing slashes */
+		*slash = 0, slash = strrchr(copy, '/');
+	if (!slash) {
+		parent = realpath(".", NULL);
+		r = parent ? kv_xasprintf("%s/%s", parent, copy) : NULL;
+	} else {
+		*slash = 0;
+		parent = resolve(slash == copy ? "/" : copy);
+		r = parent ? kv_xasprintf("%s/%s", strcmp(parent, "/") ? parent : "", slash + 1) : NULL;
+	}
+	free(parent);
+	free(copy);
+	return r;
+}
+
+/*
+ * Where file lies against the output directory dir (existing or not):
+ * 1 directly in it, -1 deeper inside it, 0 elsewhere (or unresolvable).
+ */
+static int path_in_dir(const char *file, const char *dir)
+{
+	char *f = resolve(file), *dr = resolve(dir), *slash;
+	size_t n;
+	int where = 0;
+
+	if (f && dr && (slash = strrchr(f, '/')) && slash[1]) {
+		*slash = 0;
+		n = strlen(dr);
+		if (!strcmp(f, dr))
+			where = 1;
+		else if (!strncmp(f, dr, n) && f[n] == '/')
+			where = -1;
+	}
+	free(f);
+	free(dr);
+	return where;
+}
+
+/*
  * Opens the timeline file: --trace-out FILE (in the staging directory when
  * FILE is DIR/NAME, so it is committed with the run), else DIR/timeline.json
  * when outputs.timeline is set.  Returns 0 or KV_EIO with d filled.
@@ -217,16 +267,19 @@ static int trace_open(struct trace_file *tf, struct kv_out *out, const char *dir
 		      const struct run_args *a, struct kv_diag *d)
 {
 	static char buf[1 << 16];
-	size_t n = strlen(dir);
 	const char *name = NULL;
 	char *path;
-	int fd = -1;
+	int fd = -1, where = 0;
 
 	if (!a->trace_out)
 		name = "timeline.json";
-	else if (!strncmp(a->trace_out, dir, n) && a->trace_out[n] == '/' &&
-		 a->trace_out[n + 1] && !strchr(a->trace_out + n + 1, '/'))
-		name = a->trace_out + n + 1;
+	else if ((where = path_in_dir(a->trace_out, dir)) > 0)
+		name = strrchr(a->trace_out, '/') + 1;
+	if (where < 0)
+		return kv_diag_set(d, KV_EINVAL, a->trace_out, 0, 0, "--trace-out",
+				   "a file in a subdirectory of the output directory %s, which is "
+				   "replaced whole by the run: expected a file directly in it or outside it",
+				   dir);
 	if (name) {
 		path = kv_outdir_stage_path(&out->od, name);
 		if (!kv_fault_write())
@@ -301,7 +354,7 @@ static int simulate(struct kv_workload *w, const struct run_args *a, struct kv_s
 	if ((a->trace_out || w->timeline) && (rc = trace_open(&tf, &out, dir, a, &d))) {
 		kv_out_abort(&out);
 		free(dir);
-		return fail(&d, 1);
+		return fail(&d, rc == KV_EINVAL ? 2 : 1);
 	}
 	if (tf.f)
 		kv_timeline_attach(&tf.tl, &w->cfg);

@@ -150,5 +150,11 @@ done
 "$kvsim" run "$w" -o "$tmp/b" -q $set_n --trace-out "$tmp/b.json" --trace-window 5:3 2> "$tmp/err"
 [ $? = 2 ] && grep -q "trace-window" "$tmp/err" && [ ! -e "$tmp/b.json" ] && ok || bad "--trace-window 5:3: expected exit 2 naming the option"
 
+# the run directory spelled another way still stages the file; a subdirectory of it is refused
+(cd "$tmp" && "$kvsim" run "$w" -o o2 -q $set_n --trace-out ./o2/../o2/t.json) &&
+  grep -qx "file t.json" "$tmp/o2/manifest.txt" && ok || bad "--trace-out ./DIR/../DIR/t.json not committed with the run"
+"$kvsim" run "$w" -o "$tmp/o3" -q $set_n --trace-out "$tmp/o3/sub/t.json" 2> "$tmp/err"
+[ $? = 2 ] && grep -q "subdirectory of the output directory" "$tmp/err" && ok || bad "--trace-out in a subdirectory of DIR: expected exit 2"
+
 echo "timeline: $pass passed, $fail failed"
 [ "$fail" = 0 ]
