@@ -228,7 +228,18 @@ static char *resolve(const char *path)
 	} else {
 		*slash = 0;
 		parent = resolve(slash == copy ? "/" : copy);
-		r = parent ? kv_xasprintf("%s/%s", strcmp(parent, "/") ? parent : "", slash + 1) : NULL;
+		if (parent && !strcmp(slash + 1, ".")) { /* missing parts: "." and ".." by hand */
+			r = parent, parent = NULL;
+		} else if (parent && !strcmp(slash + 1, "..")) {
+			char *up = strrchr(parent, '/');
+
+			if (up)
+				up[up == parent] = 0;
+			r = parent, parent = NULL;
+		} else {
+			r = parent ? kv_xasprintf("%s/%s", strcmp(parent, "/") ? parent : "", slash + 1) :
+				     NULL;
+		}
 	}
 	free(parent);
 	free(copy);

@@ -16,8 +16,8 @@
 #     directory's commit (listed in manifest.txt); a bad window exits 2.
 # Usage: timeline_test.sh KVSIM SOURCE_DIR
 set -u
-kvsim=$1
-src=$2
+kvsim=$(cd "$(dirname "$1")" && pwd)/$(basename "$1") # absolute: one case changes directory
+src=$(cd "$2" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 pass=0 fail=0
