@@ -21,10 +21,12 @@ set output out
 # every legend below its panel: it never covers data
 set key below
 set grid
+# runs written before manifests had a setup line: the workload's name alone
+head = strlen(setup) ? sprintf("kvsim run %s: %s", title, setup) : sprintf("kvsim run %s", title)
 if (multi) {
-  set multiplot layout 2,4 title sprintf("kvsim run %s: %s", title, setup)
+  set multiplot layout 2,4 title head
 } else {
-  set multiplot layout 2,2 title sprintf("kvsim run %s: %s", title, setup)
+  set multiplot layout 2,2 title head
 }
 
 set title sprintf("Latency CDF, %d completed requests", completed)
