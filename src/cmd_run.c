@@ -206,6 +206,7 @@ struct trace_file {
 	FILE *f; /* the stream, NULL when no timeline */
 	struct kv_atomic at; /* a file outside DIR (at.f == f), unused when staged */
 	int staged; /* f is in DIR's staging directory (committed with the run) */
+	int pending; /* closed under at.tmp, renamed to at.path after the run's commit */
 };
 
 /*
@@ -315,7 +316,11 @@ static int trace_open(struct trace_file *tf, struct kv_out *out, const char *dir
 	return 0;
 }
 
-/* Finishes and closes the timeline (ok: the run succeeded, else it is dropped); 0 or KV_EIO. */
+/*
+ * Finishes and closes the timeline (ok: the run succeeded, else it is
+ * dropped); 0 or KV_EIO.  A file outside the run directory stays under its
+ * temporary name until trace_commit(), after the run's own commit.
+ */
 static int trace_close(struct trace_file *tf, const struct kv_sim *s, const char *path, int ok,
 		       struct kv_diag *d)
 {
@@ -325,20 +330,36 @@ static int trace_close(struct trace_file *tf, const struct kv_sim *s, const char
 		return 0;
 	bad = ok && kv_timeline_finish(&tf->tl, s);
 	kv_timeline_release(&tf->tl);
-	if (!tf->staged && ok && !bad) {
-		tf->f = NULL;
-		return kv_atomic_commit(&tf->at, d) ? KV_EIO : 0;
-	}
 	errno = 0;
 	bad |= fflush(tf->f) != 0 || ferror(tf->f);
 	bad |= fclose(tf->f) != 0;
-	tf->f = NULL;
-	if (!tf->staged)
+	tf->f = tf->at.f = NULL;
+	tf->pending = !tf->staged && ok && !bad;
+	if (!tf->staged && !tf->pending)
 		unlink(tf->at.tmp);
 	if (ok && bad)
 		return kv_diag_set(d, KV_EIO, path, 0, 0, "", "write failed: %s; no output written",
 				   strerror(errno ? errno : EIO));
 	return 0;
+}
+
+/*
+ * Renames a timeline written outside the run directory into place once the
+ * run is committed (run_ok), or removes it.  Returns 0 or 1 (message printed).
+ */
+static int trace_commit(struct trace_file *tf, int run_ok)
+{
+	if (!tf->pending)
+		return 0;
+	tf->pending = 0;
+	if (run_ok && !kv_out_rename(tf->at.tmp, tf->at.path))
+		return 0;
+	unlink(tf->at.tmp);
+	if (!run_ok)
+		return 0;
+	fprintf(stderr, "kvsim: %s: cannot rename into place: %s; the run is written, its timeline is not\n",
+		tf->at.path, strerror(errno ? errno : EIO));
+	return 1;
 }
 
 /* Runs the simulation into the output directory; returns the exit status. */
@@ -350,7 +371,7 @@ static int simulate(struct kv_workload *w, const struct run_args *a, struct kv_s
 	struct kv_sink sink;
 	struct trace_file tf = { 0 };
 	char *dir = out_dir(w, a, &d);
-	int rc;
+	int rc, trace_failed;
 
 	if (!dir)
 		return fail(&d, 2);
@@ -397,6 +418,7 @@ static int simulate(struct kv_workload *w, const struct run_args *a, struct kv_s
 	/* a signal from here on is not honoured: the commit is short and all-or-nothing */
 	rc = kv_out_commit(&out, s, &sum, &d);
 	kv_out_abort(&out);
+	trace_failed = trace_commit(&tf, !rc);
 	if (rc) {
 		free(dir);
 		return fail(&d, 1);
@@ -415,6 +437,8 @@ static int simulate(struct kv_workload *w, const struct run_args *a, struct kv_s
 		printf("outputs in %s/\n", dir);
 	}
 	free(dir);
+	if (trace_failed)
+		return 1;
 	if (out.chart_failed) {
 		fprintf(stderr, "kvsim: the CSVs are written, the chart is not: retry with kvsim plot DIR\n");
 		return 1;

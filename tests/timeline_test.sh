@@ -12,6 +12,7 @@
 #     events and still closes every span;
 #     preempted requests (swap; recompute under MLFQ) open `preempted` phases
 #     and still pair every b with its e;
+#  5. a failed write anywhere (KVSIM_FAIL_WRITE=1..N): exit 1, no timeline left;
 #  4. outputs.timeline and --trace-out DIR/NAME go through the run
 #     directory's commit (listed in manifest.txt); a bad window exits 2.
 # Usage: timeline_test.sh KVSIM SOURCE_DIR
@@ -155,6 +156,20 @@ done
   grep -qx "file t.json" "$tmp/o2/manifest.txt" && ok || bad "--trace-out ./DIR/../DIR/t.json not committed with the run"
 "$kvsim" run "$w" -o "$tmp/o3" -q $set_n --trace-out "$tmp/o3/sub/t.json" 2> "$tmp/err"
 [ $? = 2 ] && grep -q "subdirectory of the output directory" "$tmp/err" && ok || bad "--trace-out in a subdirectory of DIR: expected exit 2"
+
+# every output operation failing in turn (KVSIM_FAIL_WRITE): exit 1 and no timeline, no
+# temporary: a timeline outside DIR is renamed into place only after the run's commit
+mkdir "$tmp/fw"
+fw_run() { (cd "$tmp/fw" && "$kvsim" run "$w" -o d -q --set workload.requests=30 --set outputs.chart=false --trace-out t.json); }
+n=$(KVSIM_FAIL_WRITE=0 fw_run 2>&1 | sed -n 's/.* \([0-9]*\) output operations.*/\1/p')
+[ "${n:-0}" -gt 5 ] && ok || bad "KVSIM_FAIL_WRITE=0 counted '$n' output operations"
+for i in $(seq 1 "${n:-0}"); do
+  rm -rf "$tmp/fw/d" "$tmp/fw/t.json"
+  KVSIM_FAIL_WRITE=$i fw_run 2> /dev/null; st=$?
+  left=$(ls -A "$tmp/fw" | grep -v '^d$' | grep -v '^\.d\.lock$' | tr '\n' ' ')
+  [ $st = 1 ] && [ -z "$left" ] || { bad "KVSIM_FAIL_WRITE=$i: exit $st, left: $left"; break; }
+done
+[ "$i" = "${n:-0}" ] && ok
 
 echo "timeline: $pass passed, $fail failed"
 [ "$fail" = 0 ]
