@@ -1,63 +1,129 @@
-# run.gp -- the chart of one `kvsim run`: latency CDFs, KV memory, waiting
-# and running requests per replica, weighted service per tenant over time.
-# Variables (set with -e): dir (run directory), out (output path), title
-# (workload name), replicas, tenants (counts), tnames (space-separated
-# tenant names), reqs (1 if requests.csv exists), svg (1: SVG, else PNG).
+# run.gp -- the chart of one `kvsim run` (src/lib/chart.c reduces the CSVs
+# first): latency CDFs, KV memory against the pool's capacity, waiting and
+# running requests per replica (min/median/max beyond 8 replicas); with
+# several tenants, latency CDFs, weighted service and waiting requests per
+# tenant.  Variables (a file loaded with -e): out, svg (1: SVG), title
+# (workload), setup (model, device, scheduler, cache, engine), replicas,
+# bands (1: the ts blocks are min, median, max across replicas), tenants,
+# tname[] (legend names), reqs (1: requests.csv exists), completed (requests
+# in the CDFs), pool_gib (KV pool per replica, 0 unknown), binnote (how the
+# time series average, "" when not), and the data files: cdf (blocks TTFT,
+# TPOT, E2E, then TTFT and E2E per tenant: "latency share"), ts (per line
+# "t waiting running used_GiB reserved_GiB"), ten (per tenant "t waiting
+# service").  The x tics of the CDFs are set by the variables file.
+multi = tenants > 1
 if (svg) {
-  set terminal svg size 1800,900 font "sans,10" noenhanced
+  set terminal svg size (multi ? 2000 : 1400),(multi ? 1000 : 1000) font "sans,10" noenhanced
 } else {
-  set terminal pngcairo size 1800,900 font ",10" noenhanced
+  set terminal pngcairo size (multi ? 2000 : 1400),(multi ? 1000 : 1000) font ",10" noenhanced
 }
 set output out
-set datafile separator ","
-set key autotitle columnhead
-set multiplot layout 2,3 title sprintf("kvsim: %s", title)
-
-set title "Latency CDF (completed requests)"
-set xlabel "latency (s)"
-set ylabel "share of requests"
-set logscale x
+# every legend below its panel: it never covers data
+set key below
 set grid
-set key bottom right
-if (reqs) {
-  stats dir."/requests.csv" using 10 nooutput
-  n_ttft = STATS_records
-  stats dir."/requests.csv" using 11 nooutput
-  n_tpot = STATS_records
-  stats dir."/requests.csv" using 12 nooutput
-  n_e2e = STATS_records
-  plot dir."/requests.csv" using 10:(1.0/n_ttft) smooth cumulative with lines lw 2 title "TTFT", \
-       ""                  using 12:(1.0/n_e2e) smooth cumulative with lines lw 2 title "end-to-end", \
-       ""                  using 11:(1.0/n_tpot) smooth cumulative with lines lw 2 title "time per output token"
+# runs written before manifests had a setup line: the workload's name alone
+head = strlen(setup) ? sprintf("kvsim run %s: %s", title, setup) : sprintf("kvsim run %s", title)
+if (multi) {
+  set multiplot layout 2,4 title head
 } else {
-  set label 1 "requests.csv disabled" at graph 0.5,0.5 center
+  set multiplot layout 2,2 title head
+}
+
+set title sprintf("Latency CDF, %d completed requests", completed)
+set xlabel "latency (s, log scale)"
+set ylabel "share of completed requests"
+set yrange [0:1]
+set logscale x
+eval xtcmd
+# SLOs (slo_req, slo_pct, slo_q: per metric TTFT, TPOT, E2E; 0 none): a per-request limit is
+# a dashed vertical line, a percentile limit a diamond at (limit, quantile): the curve must
+# pass left of it.  Colours follow the curves'.
+sloname(i) = word("TTFT TPOT E2E", i)
+do for [i=1:3] {
+  if (slo_req[i] > 0) {
+    set arrow 10 + i from slo_req[i], graph 0 to slo_req[i], graph 1 nohead dt 2 lw 1.5 lc i front
+    set label 10 + i sprintf("%s SLO %g s", sloname(i), slo_req[i]) at slo_req[i], graph 0.02 rotate by 90 offset -0.7,0 tc lt i front
+  }
+  if (slo_pct[i] > 0) {
+    set label 20 + i sprintf("%s p%g SLO %g s", sloname(i), 100 * slo_q[i], slo_pct[i]) at slo_pct[i], slo_q[i] point pt 12 ps 2 lc i offset 1,-1 tc lt i front
+  }
+}
+if (reqs && completed > 0) {
+  plot cdf index 0 using 1:2 with lines lw 2 title "TTFT (time to first token)", \
+       cdf index 1 using 1:2 with lines lw 2 title "TPOT (time per output token)", \
+       cdf index 2 using 1:2 with lines lw 2 title "end-to-end"
+} else {
+  set label 1 (reqs ? "no completed requests" : "outputs.requests is off: no latency CDF") at graph 0.5,0.5 center
   plot NaN notitle
   unset label 1
 }
+unset arrow
+do for [i=11:23] { unset label i }
 unset logscale x
-
-set title "KV memory reserved (solid) and holding live tokens (dashed)"
+set xtics auto
+set yrange [*:*]
 set xlabel "simulated time (s)"
+
+# the time-series panels: one line per replica, or (bands) a min-max band
+# and the median across replicas; ts columns then: t, and min med max of
+# waiting (2-4), running (5-7), used GiB (8-10), reserved GiB (11-13)
+poolt = sprintf("pool capacity per replica, %.1f GiB", pool_gib)
+if (bands) {
+  set title sprintf("KV memory reserved over %d replicas%s", replicas, binnote)
+} else {
+  set title "KV memory reserved (solid) and holding live tokens (dashed)".binnote
+}
 set ylabel "GiB"
-set key top right
-# rows are time-major, replica-minor: `every replicas::i` picks replica i
-plot for [i=0:replicas-1] dir."/timeseries.csv" every replicas::i using 1:($6/2**30) with lines lw 1.5 lc i+1 title sprintf("replica %d", i), \
-     for [i=0:replicas-1] dir."/timeseries.csv" every replicas::i using 1:($5/2**30) with lines dt 2 lc i+1 notitle
+set yrange [0:*]
+set style fill transparent solid 0.3 noborder
+if (bands) {
+  plot ts index 0 using 1:11:13 with filledcurves lc 1 title "reserved, min to max", \
+       ts index 0 using 1:12 with lines lw 2 lc 1 title "reserved, median", \
+       ts index 0 using 1:9 with lines dt 2 lw 2 lc 2 title "live tokens, median", \
+       (pool_gib > 0 ? pool_gib : 1/0) with lines dt 3 lw 2 lc "black" title poolt
+} else {
+  plot for [i=0:replicas-1] ts index i using 1:5 with lines lw 1.5 lc i+1 title sprintf("replica %d", i), \
+       for [i=0:replicas-1] ts index i using 1:4 with lines dt 2 lc i+1 notitle, \
+       (pool_gib > 0 ? pool_gib : 1/0) with lines dt 3 lw 2 lc "black" title poolt
+}
 
-set title "Waiting requests"
-set ylabel "requests"
-plot for [i=0:replicas-1] dir."/timeseries.csv" every replicas::i using 1:3 with lines lc i+1 title sprintf("replica %d", i)
+do for [panel=0:1] {
+  name = panel ? "Running requests (the batch)" : "Waiting requests"
+  set ylabel "requests"
+  if (bands) {
+    set title sprintf("%s over %d replicas%s", name, replicas, binnote)
+    plot ts index 0 using 1:(column(2 + 3 * panel)):(column(4 + 3 * panel)) with filledcurves lc 1 title "min to max", \
+         ts index 0 using 1:(column(3 + 3 * panel)) with lines lw 2 lc 1 title "median"
+  } else {
+    set title sprintf("%s per replica%s", name, binnote)
+    plot for [i=0:replicas-1] ts index i using 1:(column(2 + panel)) with lines lc i+1 title sprintf("replica %d", i)
+  }
+}
 
-set title "Running requests (batch)"
-set ylabel "requests"
-plot for [i=0:replicas-1] dir."/timeseries.csv" every replicas::i using 1:4 with lines lc i+1 title sprintf("replica %d", i)
+if (multi) {
+  set title "Latency CDF per tenant: TTFT (solid), end-to-end (dashed)"
+  set xlabel "latency (s, log scale)"
+  set ylabel "share of the tenant's completed requests"
+  set yrange [0:1]
+  set logscale x
+  eval xtcmd
+  if (reqs && completed > 0) {
+    plot for [i=0:tenants-1] cdf index 3 + 2 * i using 1:2 with lines lw 2 lc i+1 title tname[i+1], \
+         for [i=0:tenants-1] cdf index 4 + 2 * i using 1:2 with lines lw 2 dt 2 lc i+1 notitle
+  } else {
+    plot NaN notitle
+  }
+  unset logscale x
+  set xtics auto
+  set yrange [0:*]
+  set xlabel "simulated time (s)"
 
-set title "Weighted service per tenant (input 1, output 2 per token by default)"
-set ylabel "service (weighted tokens)"
-set key top left
-plot for [i=0:tenants-1] dir."/tenant_timeseries.csv" every tenants::i using 1:4 with lines lw 2 lc i+1 title word(tnames, i+1)
+  set title "Weighted service per tenant (fairness.input_weight x prefill + output_weight x output tokens)".binnote
+  set ylabel "service (weighted tokens)"
+  plot for [i=0:tenants-1] ten index i using 1:3 with lines lw 2 lc i+1 title tname[i+1]
 
-set title "Waiting requests per tenant"
-set ylabel "requests"
-plot for [i=0:tenants-1] dir."/tenant_timeseries.csv" every tenants::i using 1:3 with lines lc i+1 title word(tnames, i+1)
+  set title "Waiting requests per tenant".binnote
+  set ylabel "requests"
+  plot for [i=0:tenants-1] ten index i using 1:2 with lines lc i+1 title tname[i+1]
+}
 unset multiplot

@@ -173,6 +173,28 @@ struct kv_executor {
 };
 
 /* Everything a run needs; filled by the workload loader. */
+/*
+ * An observer of the engine's steps (the timeline, src/lib/timeline.c): called
+ * when a replica starts an iteration (q NULL, dur_ns its duration; r->batch
+ * holds the batch), when one ends before its tokens are applied (q NULL,
+ * dur_ns 0), and on a request's state changes (arrive: queued; admit:
+ * running; preempt: before it leaves the running set; end: it ended, e the
+ * reason).  NULL fn: none, and no cost beyond one test per call site.
+ */
+enum kv_obs_event {
+	KV_OBS_ITER_START, /* r starts an iteration of dur_ns */
+	KV_OBS_ITER_END, /* r's iteration ends; tokens not yet applied */
+	KV_OBS_ARRIVE, /* q queued at r */
+	KV_OBS_ADMIT, /* q admitted to r's running set */
+	KV_OBS_PREEMPT, /* q is about to be preempted */
+	KV_OBS_END, /* q ended (completed or rejected) */
+};
+struct kv_observer {
+	void (*fn)(void *ctx, const struct kv_sim *s, enum kv_obs_event ev,
+		   const struct kv_replica *r, const struct kv_req *q, kv_ns dur_ns); /* NULL: none */
+	void *ctx; /* passed back to fn */
+};
+
 struct kv_sim_config {
 	struct kv_model model; /* served model */
 	struct kv_device device; /* one replica's GPU */
@@ -201,6 +223,8 @@ struct kv_sim_config {
 	struct kv_fairness_cfg fairness; /* fairness metrics */
 	uint64_t seed; /* random seed */
 	const struct kv_executor *exec; /* NULL: the perf model times batches (the simulator) */
+	struct kv_observer observer; /* step and request-state hook (the timeline), fn NULL: none */
+	int exact_steps; /* 1: simulate every iteration as its own event (set with an observer) */
 };
 
 /* Where results go; any callback may be NULL.  Returning nonzero stops the run with KV_EIO. */

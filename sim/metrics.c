@@ -123,7 +123,7 @@ int kv_slo_meets(const struct kv_slo_limits *l, kv_ns ttft_ns, kv_ns tpot_ns, kv
 
 uint64_t kv_cfg_gpus(const struct kv_sim_config *c)
 {
-	return (uint64_t)c->replicas * c->tp; /* pipeline stages: multiply here when they exist */
+	return (uint64_t)c->replicas * c->tp * (c->pp ? c->pp : 1); /* pp 0 reads as 1 */
 }
 
 int kv_done_log_init(struct kv_done_log *l, uint64_t max_len, const struct kv_slo_cfg *slo,
@@ -433,7 +433,7 @@ static void add_slo(const struct kv_sim *s, const struct kv_done_log *l, struct 
 		ok = (i == 0 || ok == 1) && v <= c->pct[i].max_ns ? 1 : 0;
 	}
 	add(sum, "slo_met", "1: every percentile SLO holds", ok, 1);
-	add(sum, "gpus", "replicas x tensor parallel", (double)kv_cfg_gpus(s->cfg), 1);
+	add(sum, "gpus", "replicas x tensor parallel x pipeline stages", (double)kv_cfg_gpus(s->cfg), 1);
 }
 
 void kv_summary_compute(const struct kv_sim *s, struct kv_done_log *log, struct kv_summary *sum)

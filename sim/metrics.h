@@ -122,7 +122,7 @@ extern const char *const kv_slo_metric_names[KV_SLO_METRICS];
  */
 int kv_slo_meets(const struct kv_slo_limits *l, kv_ns ttft_ns, kv_ns tpot_ns, kv_ns e2e_ns);
 
-/* GPUs a configuration occupies: replicas x tensor parallel (x pipeline stages, when they exist). */
+/* GPUs a configuration occupies: replicas x tensor parallel x pipeline stages. */
 uint64_t kv_cfg_gpus(const struct kv_sim_config *c);
 
 /*

@@ -111,6 +111,16 @@ static void tenant_unqueued(struct kv_sim *s, const struct kv_req *q)
 	s->tenant[q->tenant].waiting--;
 }
 
+/* Calls the observer, if any (the timeline). */
+static inline void observe(const struct kv_replica *r, enum kv_obs_event ev, const struct kv_req *q,
+			   kv_ns dur)
+{
+	const struct kv_observer *o = &r->sim->cfg->observer;
+
+	if (o->fn)
+		o->fn(o->ctx, r->sim, ev, r, q, dur);
+}
+
 static void enqueue(struct kv_replica *r, struct kv_req *q)
 {
 	tenant_queued(r->sim, q);
@@ -129,6 +139,7 @@ void kv_replica_admit(struct kv_replica *r, struct kv_req *q)
 	q->state = KV_REQ_RUNNING;
 	q->run_idx = r->n_running;
 	r->running[r->n_running++] = q;
+	observe(r, KV_OBS_ADMIT, q, 0);
 }
 
 /* --- ending a request ---------------------------------------------------- */
@@ -186,6 +197,7 @@ int kv__replica_end(struct kv_replica *r, struct kv_req *q, enum kv_end e)
 	}
 	if (q->finish_ns > s->last_finish_ns)
 		s->last_finish_ns = q->finish_ns;
+	observe(r, KV_OBS_END, q, (kv_ns)e);
 	if (s->sink.request && s->sink.request(s->sink.ctx, s, q, e))
 		rc = KV_EIO;
 	s->n_live--;
@@ -401,6 +413,7 @@ void kv_replica_preempt_as(struct kv_replica *r, struct kv_req *q, enum kv_preem
 	KV_CHECK(q->state == KV_REQ_RUNNING && q->batch_tokens == 0,
 		 "preempting request %llu that is not running or already scheduled",
 		 (unsigned long long)q->id);
+	observe(r, KV_OBS_PREEMPT, q, 0);
 	if (how == KV_PREEMPT_AUTO)
 		how = r->offload == KV_OFFLOAD_NONE ? KV_PREEMPT_RECOMPUTE : KV_PREEMPT_SWAP;
 	running_remove(r, q);
@@ -554,6 +567,7 @@ static int kick(struct kv_replica *r)
 	r->busy = 1;
 	r->iter_start_ns = s->now;
 	kv_heap_push(&s->heap, s->now + t, KV_EV_ITER_DONE, r->idx, 0);
+	observe(r, KV_OBS_ITER_START, NULL, t);
 	return 0;
 }
 
@@ -592,6 +606,7 @@ int kv__replica_iter_done(struct kv_replica *r)
 	r->busy = 0;
 	r->busy_ns += s->now - r->iter_start_ns;
 	r->iterations++;
+	observe(r, KV_OBS_ITER_END, NULL, 0);
 	for (i = 0; i < r->n_batch; i++) {
 		struct kv_req *q = r->batch[i];
 		struct kv_tenant_stats *t = &s->tenant[q->tenant];
@@ -779,6 +794,7 @@ int kv__replica_arrive(struct kv_replica *r, struct kv_req *q)
 {
 	q->state = KV_REQ_WAITING;
 	enqueue(r, q);
+	observe(r, KV_OBS_ARRIVE, q, 0);
 	return kick(r);
 }
 

@@ -4,20 +4,47 @@
  * units).  Printed from the registries and option tables themselves.
  */
 #include "commands.h"
+#include "lib/metric_doc.h"
 #include "lib/profile_load.h"
 
 #include "../sim/engine.h"
 
+#include <math.h>
 #include <string.h>
+
+/*
+ * A duration's default in the largest unit that shows it whole ("30 s",
+ * "250 ms"), and that unit in *unit: the units column then matches the
+ * default shown (a YAML value takes any unit suffix: 30s, 250ms).
+ */
+static const char *duration_str(double ns, char *buf, size_t len, const char **unit)
+{
+	static const struct {
+		double scale;
+		const char *name;
+	} u[] = { { 1e9, "s" }, { 1e6, "ms" }, { 1e3, "us" }, { 1, "ns" } };
+	size_t i;
+
+	for (i = 0; i + 1 < KV_ARRAY_LEN(u) && !(ns >= u[i].scale && fmod(ns, u[i].scale) == 0); i++)
+		;
+	if (ns == 0)
+		i = 0;
+	*unit = u[i].name;
+	snprintf(buf, len, "%g %s", ns / u[i].scale, u[i].name);
+	return buf;
+}
 
 static void print_options(const struct kv_option *o)
 {
 	char def[64];
 
 	for (; o && o->name; o++) {
+		const char *unit = o->units ? o->units : "";
+		const char *dflt = o->type == KV_OPT_NS ? duration_str(o->def, def, sizeof(def), &unit) :
+				   kv_option_default_str(o, def, sizeof(def));
+
 		fprintf(stdout, "      %-20s %-9s default %-12s %-8s %s", o->name,
-			kv_option_type_name(o->type), kv_option_default_str(o, def, sizeof(def)),
-			o->units ? o->units : "", o->help);
+			kv_option_type_name(o->type), dflt, unit, o->help);
 		if (o->type == KV_OPT_ENUM) {
 			const char *const *n;
 
@@ -96,6 +123,24 @@ static void show_model(const char *name, const char *path, void *arg)
 	putchar('\n');
 }
 
+/* Every column of every CSV a run writes, from the writers' own tables, with unit and definition. */
+static void list_metrics(void)
+{
+	const char *const *f, *const *c;
+
+	for (f = kv_metric_files; *f; f++) {
+		printf("%s:\n", *f);
+		for (c = kv_metric_columns(*f); c && *c; c++) {
+			const struct kv_metric_doc *m = kv_metric_doc(*f, *c);
+
+			if (m)
+				printf("  %-24s %-16s %s\n", *c, m->unit[0] ? m->unit : "-", m->def);
+			else
+				printf("  %-24s %-16s (no definition: add it to src/lib/metric_doc.c)\n", *c, "?");
+		}
+	}
+}
+
 int kv_cmd_list(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "all";
@@ -103,16 +148,19 @@ int kv_cmd_list(int argc, char **argv)
 	enum kv_plugin_kind k;
 
 	if (!strcmp(what, "--help") || !strcmp(what, "-h")) {
-		puts("usage: kvsim list [schedulers|caches|routers|engines|devices|models]\n\n"
+		puts("usage: kvsim list [schedulers|caches|routers|engines|devices|models|metrics]\n\n"
 		     "Prints every plugin with its description and options (name, type,\n"
 		     "default, units), and every shipped device and model profile with its\n"
-		     "key figures (from " "the profiles directory: $KVSIM_CONFIG_DIR or configs/).");
+		     "key figures (from " "the profiles directory: $KVSIM_CONFIG_DIR or configs/).\n"
+		     "`kvsim list metrics`: every column of summary.csv, tenants.csv,\n"
+		     "requests.csv, timeseries.csv and tenant_timeseries.csv with its unit and\n"
+		     "definition (what `kvsim plot --metric` and a sweep's target take).");
 		return 0;
 	}
 	if (!all && strcmp(what, "schedulers") && strcmp(what, "caches") &&
 	    strcmp(what, "routers") && strcmp(what, "engines") && strcmp(what, "devices") &&
-	    strcmp(what, "models")) {
-		fprintf(stderr, "kvsim: list: unknown kind '%s': expected one of: schedulers, caches, routers, engines, devices, models\n", what);
+	    strcmp(what, "models") && strcmp(what, "metrics")) {
+		fprintf(stderr, "kvsim: list: unknown kind '%s': expected one of: schedulers, caches, routers, engines, devices, models, metrics\n", what);
 		return 2;
 	}
 	for (k = 0; k < KV_PLUGIN_KINDS; k++)
@@ -125,6 +173,10 @@ int kv_cmd_list(int argc, char **argv)
 	if (all || !strcmp(what, "models")) {
 		puts("models (model:):");
 		kv_profiles_list("models", show_model, NULL);
+	}
+	if (all || !strcmp(what, "metrics")) {
+		puts("metrics (columns of a run's CSVs: name, unit, definition):");
+		list_metrics();
 	}
 	return fflush(stdout) || ferror(stdout) ? 1 : 0;
 }

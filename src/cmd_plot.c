@@ -3,10 +3,14 @@
  * (run.png and run.svg) from its CSVs, without the user writing gnuplot.
  */
 #include "commands.h"
+#include "lib/chart.h"
 #include "lib/csv.h"
+#include "lib/metric_doc.h"
 #include "lib/output.h"
 
 #include <libgen.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +124,42 @@ static unsigned tenant_names(const char *dir, char *buf, size_t len)
 	}
 	csv_close(&c);
 	return n;
+}
+
+/* The value of `key VALUE` in DIR/manifest.txt into buf ("" when absent). */
+static void manifest_value(const char *dir, const char *key, char *buf, size_t len)
+{
+	char path[PT_PATH], line[1024];
+	size_t k = strlen(key);
+	FILE *f;
+
+	buf[0] = 0;
+	snprintf(path, sizeof(path), "%s/manifest.txt", dir);
+	if (!(f = fopen(path, "r")))
+		return;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, k) && line[k] == ' ') {
+			size_t n = KV_MIN(strcspn(line + k + 1, "\n"), len - 1);
+
+			memcpy(buf, line + k + 1, n);
+			buf[n] = 0;
+			break;
+		}
+	fclose(f);
+}
+
+/* The integer column name of DIR/summary.csv, 0 when absent. */
+static uint64_t summary_u64(const char *dir, const char *name)
+{
+	struct csv_in c;
+	uint64_t v = 0;
+	long i;
+
+	if (!csv_open(&c, dir, "summary.csv") && csv_next(&c) == 1 &&
+	    (i = kv_csv_rec_find(&c.rec, name)) >= 0 && csv_next(&c) == 1 && (size_t)i < c.rec.n)
+		v = strtoull(c.rec.field[i], NULL, 10);
+	csv_close(&c);
+	return v;
 }
 
 /* --- sweeps ------------------------------------------------------------------ */
@@ -249,23 +289,15 @@ static int sweep_read_rows(const char *dir, int xcol, int bycol, int ycol, int s
 	return rc < 0 ? -1 : 0;
 }
 
-/* The unit of a summary column, from its name's suffix. */
-static const char *unit_of(const char *metric)
+/* Prints the metric columns of sweep.csv (after `workload`), for an unknown --metric. */
+static void list_metrics(const struct sweep_csv *c, FILE *f)
 {
-	size_t n = strlen(metric);
-	static const struct {
-		const char *suffix, *unit;
-	} u[] = { { "_tok_s", "tokens/s" }, { "_per_s", "per s" }, { "_bytes", "bytes" },
-		  { "_util", "share of the pool" }, { "_share", "share" }, { "_s", "s" } };
-	size_t i;
+	size_t i = kv_csv_rec_find(&c->hdr, "workload");
 
-	for (i = 0; i < KV_ARRAY_LEN(u); i++) {
-		size_t k = strlen(u[i].suffix);
-
-		if (n > k && !strcmp(metric + n - k, u[i].suffix))
-			return u[i].unit;
-	}
-	return "";
+	fputs("  expected one of (kvsim list metrics defines them):", f);
+	for (i = i == (size_t)-1 ? 0 : i + 1; i < c->hdr.n; i++)
+		fprintf(f, " %s", c->hdr.field[i]);
+	fputc('\n', f);
 }
 
 /* Writes s as a gnuplot double-quoted string. */
@@ -299,35 +331,99 @@ static void gp_array(FILE *f, const char *name, const struct strset *set)
 
 /* One chart's variables for plots/sweep.gp; the labels pass as gnuplot strings. */
 struct sweep_vars {
-	const char *data, *out, *title, *metric, *xname, *byname, *ylabel;
+	const char *data, *out, *title, *metric, *xname, *byname, *ylabel, *note;
 	int svg, logy;
 };
 
+/* One point of the chart: the mean of the runs at one (by, x) value, with their range. */
+struct cell {
+	double sum, min, max; /* over the runs */
+	size_t n; /* runs */
+};
+
+/* The cells of sd: [by group][x index], groups max(1, nby); a heap array. */
+static struct cell *aggregate(const struct sweep_data *sd, size_t *groups)
+{
+	size_t g = sd->by.n ? sd->by.n : 1, i;
+	struct cell *c = kv_xcalloc(g * (sd->x.n ? sd->x.n : 1), sizeof(*c));
+
+	for (i = 0; i < sd->n; i++) {
+		struct cell *k = &c[(sd->bi[i] ? sd->bi[i] - 1 : 0) * sd->x.n + sd->xi[i]];
+
+		k->min = k->n ? KV_MIN(k->min, sd->y[i]) : sd->y[i];
+		k->max = k->n ? KV_MAX(k->max, sd->y[i]) : sd->y[i];
+		k->sum += sd->y[i];
+		k->n++;
+	}
+	*groups = g;
+	return c;
+}
+
+static const struct sweep_data *sort_sd; /* qsort's context: x values compared as numbers */
+
+static int cmp_x(const void *a, const void *b)
+{
+	double x = strtod(sort_sd->x.v[*(const size_t *)a], NULL);
+	double y = strtod(sort_sd->x.v[*(const size_t *)b], NULL);
+
+	return (x > y) - (x < y);
+}
+
 /*
- * Writes the data file (x, by index, y per ok row: x is the value when
- * numeric, else its 1-based position) and the variables file of sweep.gp.
- * Returns 0 or -1 when either could not be written.
+ * Writes the data file (one block per by value, two blank lines apart: x,
+ * mean, min, max, runs per point, sorted by x when numeric, else x is the
+ * value's 1-based position) and the variables file of sweep.gp.  Averaging
+ * here, not in gnuplot: `smooth unique` over rows where other by values
+ * were undefined broke every line into lone points when x was not the
+ * sweep's fastest axis.  Returns 0 or -1 when either could not be written.
  */
 static int write_gp_inputs(const char *vars_path, const char *data_path,
 			   const struct sweep_vars *v, const struct sweep_data *sd)
 {
 	FILE *f = fopen(data_path, "w"), *g;
-	size_t i;
+	size_t groups, i, j, *order = kv_xcalloc(sd->x.n ? sd->x.n : 1, sizeof(*order));
+	struct cell *c = aggregate(sd, &groups);
+	double lo = INFINITY, hi = -INFINITY;
+	size_t nmin = SIZE_MAX, nmax = 0;
 	int bad;
 
-	if (!f)
+	for (i = 0; i < sd->x.n; i++)
+		order[i] = i;
+	sort_sd = sd;
+	if (sd->numeric)
+		qsort(order, sd->x.n, sizeof(*order), cmp_x);
+	if (!f) {
+		free(order), free(c);
 		return -1;
-	for (i = 0; i < sd->n; i++) {
-		if (sd->numeric)
-			fprintf(f, "%s %zu %.17g\n", sd->x.v[sd->xi[i]], sd->bi[i], sd->y[i]);
-		else
-			fprintf(f, "%zu %zu %.17g\n", sd->xi[i] + 1, sd->bi[i], sd->y[i]);
 	}
+	for (j = 0; j < groups; j++) {
+		int any = 0;
+
+		for (i = 0; i < sd->x.n; i++) {
+			const struct cell *k = &c[j * sd->x.n + order[i]];
+
+			if (!k->n)
+				continue;
+			if (sd->numeric)
+				fprintf(f, "%s", sd->x.v[order[i]]);
+			else
+				fprintf(f, "%zu", order[i] + 1);
+			fprintf(f, " %.17g %.17g %.17g %zu\n", k->sum / (double)k->n, k->min, k->max, k->n);
+			lo = KV_MIN(lo, k->min), hi = KV_MAX(hi, k->max);
+			nmin = KV_MIN(nmin, k->n), nmax = KV_MAX(nmax, k->n);
+			any = 1;
+		}
+		if (!any)
+			fputs("NaN NaN NaN NaN 0\n", f); /* a by value with no ok point: an empty line */
+		fputs("\n\n", f);
+	}
+	free(order);
+	free(c);
 	bad = ferror(f) | fclose(f);
 	if (!(g = fopen(vars_path, "w")))
 		return -1;
-	fprintf(g, "svg = %d\nnumeric = %d\nlogy = %d\nnx = %zu\nnby = %zu\n", v->svg,
-		sd->numeric, v->logy, sd->x.n, sd->by.n);
+	fprintf(g, "svg = %d\nnumeric = %d\nlogy = %d\nnx = %zu\nnby = %zu\nspread = %d\n", v->svg,
+		sd->numeric, v->logy && lo > 0, sd->x.n, sd->by.n, nmax > 1);
 	fputs("file = ", g), gp_str(g, v->data);
 	fputs("\nout = ", g), gp_str(g, v->out);
 	fputs("\ntitle = ", g), gp_str(g, v->title);
@@ -335,9 +431,25 @@ static int write_gp_inputs(const char *vars_path, const char *data_path,
 	fputs("\nyname = ", g), gp_str(g, v->metric);
 	fputs("\nylabel = ", g), gp_str(g, v->ylabel);
 	fputs("\nbyname = ", g), gp_str(g, v->byname);
+	fputs("\nnote = ", g);
+	if (nmax > 1) {
+		char note[160];
+
+		if (nmin == nmax)
+			snprintf(note, sizeof(note), "each point: the mean of %zu runs (seeds and axes not shown); bars: their min to max", nmax);
+		else
+			snprintf(note, sizeof(note), "each point: the mean of %zu to %zu runs (seeds and axes not shown); bars: their min to max", nmin, nmax);
+		gp_str(g, note);
+	} else {
+		gp_str(g, "");
+	}
 	putc('\n', g);
 	gp_array(g, "xlab", &sd->x);
 	gp_array(g, "bylab", &sd->by);
+	if (v->logy && lo > 0 && sd->numeric) { /* bars keep a linear axis from 0 */
+		kv_gp_log_tics(g, "y", lo, hi);
+		putc('\n', g);
+	}
 	bad |= ferror(g) | fclose(g);
 	return bad ? -1 : 0;
 }
@@ -400,7 +512,9 @@ int kv_plot_sweep(const char *dir, const char *title, const char *metric, const 
 	struct sweep_csv c;
 	struct sweep_data sd;
 	struct sweep_vars v = { 0 };
+	const struct kv_metric_doc *doc;
 	int xcol, ycol, bycol = 0, rc;
+	size_t i;
 
 	if (sweep_read_header(dir, &c) || c.n_axes == 0) {
 		fprintf(stderr, "kvsim: plot: %s/sweep.csv: not a sweep.csv with axes\n", dir);
@@ -412,10 +526,19 @@ int kv_plot_sweep(const char *dir, const char *title, const char *metric, const 
 	if (by)
 		bycol = col_of(&c, by);
 	else if (c.n_axes > 1)
-		bycol = 3; /* default: the first axis */
-	if (!ycol || !xcol || (by && !bycol) || xcol == bycol || !col_of(&c, "status")) {
-		fprintf(stderr, "kvsim: plot: %s/sweep.csv: unknown or repeated column (metric '%s', x '%s', by '%s')\n",
-			dir, metric, x ? x : c.hdr.field[xcol ? xcol - 1 : 0], by ? by : "");
+		bycol = 3 + (xcol == 3); /* default: the first axis other than x */
+	if (!ycol || ycol <= 2 + c.n_axes + 4) {
+		fprintf(stderr, "kvsim: plot: %s/sweep.csv: unknown metric '%s'\n", dir, metric);
+		list_metrics(&c, stderr);
+		kv_csv_rec_release(&c.hdr);
+		return 2;
+	}
+	if (!xcol || (by && !bycol) || xcol == bycol || !col_of(&c, "status")) {
+		fprintf(stderr, "kvsim: plot: %s/sweep.csv: unknown or repeated axis (x '%s', by '%s'): expected two different columns of:",
+			dir, x ? x : c.hdr.field[xcol ? xcol - 1 : 0], by ? by : "");
+		for (i = 2; i < 2 + (size_t)c.n_axes; i++)
+			fprintf(stderr, " %s", c.hdr.field[i]);
+		fputc('\n', stderr);
 		kv_csv_rec_release(&c.hdr);
 		return 2;
 	}
@@ -424,13 +547,14 @@ int kv_plot_sweep(const char *dir, const char *title, const char *metric, const 
 		sweep_data_release(&sd);
 		return 2;
 	}
-	snprintf(ylabel, sizeof(ylabel), "%s%s%s%s", metric, *unit_of(metric) ? " (" : "",
-		 unit_of(metric), *unit_of(metric) ? ")" : "");
-	snprintf(full_title, sizeof(full_title), "%s: %s", title, metric);
+	kv_metric_axis_label("summary.csv", metric, ylabel, sizeof(ylabel));
+	doc = kv_metric_doc("summary.csv", metric);
+	snprintf(full_title, sizeof(full_title), "sweep %s: %s against %s", title,
+		 doc ? doc->label : metric, c.hdr.field[xcol - 1]);
 	v = (struct sweep_vars){ .title = full_title, .metric = metric, .ylabel = ylabel,
 				 .xname = c.hdr.field[xcol - 1],
 				 .byname = bycol ? c.hdr.field[bycol - 1] : "",
-				 .logy = !strcmp(unit_of(metric), "s") };
+				 .logy = doc && !strcmp(doc->unit, "s") };
 	rc = render_sweep(dir, &v, &sd, quiet);
 	sweep_data_release(&sd);
 	kv_csv_rec_release(&c.hdr);
@@ -440,7 +564,8 @@ int kv_plot_sweep(const char *dir, const char *title, const char *metric, const 
 /* Renders the charts of a run or sweep directory; returns the exit status. */
 static int plot_dir(const char *dir, const char *metric, const char *x, const char *by)
 {
-	char title[256], names[2048], path[PT_PATH];
+	char title[256], names[2048], path[PT_PATH], setup[512] = "", slo[KV_CHART_MAX_SLO_LINE];
+	struct kv_chart_run run;
 	unsigned replicas, tenants;
 	int rc, svg;
 
@@ -459,13 +584,24 @@ static int plot_dir(const char *dir, const char *metric, const char *x, const ch
 	}
 	tenants = tenant_names(dir, names, sizeof(names));
 	snprintf(path, sizeof(path), "%s/requests.csv", dir);
+	run = (struct kv_chart_run){ .dir = dir, .title = title, .setup = setup,
+				     .replicas = replicas, .tenants = tenants, .tenant_names = names,
+				     .pool_bytes = summary_u64(dir, "kv_pool_bytes"),
+				     .with_requests = access(path, R_OK) == 0 };
+	manifest_value(dir, "setup", setup, sizeof(setup));
+	manifest_value(dir, "slo_lines", slo, sizeof(slo));
+	kv_chart_parse_slo(&run, slo);
+	run.svg = 2; /* both formats from one reading of the CSVs */
+	rc = kv_chart_run(&run);
+	if (rc == 1)
+		return 0; /* gnuplot absent: a note */
 	for (svg = 0; svg <= 1; svg++) {
-		rc = kv_plot_run(dir, title, replicas, tenants, names, access(path, R_OK) == 0, svg);
-		if (!rc)
-			rc = add_to_manifest(dir, svg ? "run.svg" : "run.png");
-		if (rc)
-			return rc == 1 && !svg ? 0 : 1; /* 1 first: gnuplot absent, a note */
+		snprintf(path, sizeof(path), "%s/run.%s", dir, svg ? "svg" : "png");
+		if (access(path, F_OK) == 0 && add_to_manifest(dir, svg ? "run.svg" : "run.png"))
+			rc = 1;
 	}
+	if (rc)
+		return 1;
 	printf("charts in %s/run.png and %s/run.svg\n", dir, dir);
 	return 0;
 }
@@ -497,13 +633,16 @@ int kv_cmd_plot(int argc, char **argv)
 		int help = argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
 
 		fputs("usage: kvsim plot DIR [--metric NAME] [--x AXIS] [--by AXIS]\n\n"
-		      "A run directory: renders DIR/run.png and DIR/run.svg from its CSVs: latency\n"
-		      "CDFs (TTFT, TPOT, E2E), KV memory reserved and live, waiting and running\n"
-		      "requests per replica, weighted service and waiting requests per tenant.\n"
+		      "A run directory: renders DIR/run.png and DIR/run.svg from its CSVs, the\n"
+		      "setup in the title: latency CDFs (TTFT, TPOT, E2E), KV memory reserved and\n"
+		      "live against the pool's capacity, waiting and running requests per replica\n"
+		      "(min/median/max beyond 8 replicas); with several tenants, per-tenant latency\n"
+		      "CDFs, weighted service and waiting requests.  Long runs are binned (stated).\n"
 		      "A sweep directory (with sweep.csv): renders DIR/sweep-METRIC.png and .svg:\n"
-		      "the metric (a summary column, default ttft_p99_s) against the x axis\n"
-		      "(default: the sweep's last axis), one line per value of the --by axis\n"
-		      "(default: its first), averaged over seeds; bars when x is not numeric.\n"
+		      "the metric (a summary column, default ttft_p99_s; `kvsim list metrics`)\n"
+		      "against the x axis (default: the sweep's last axis), one line per value of\n"
+		      "the --by axis (default: the first other axis), each point the mean over\n"
+		      "seeds and the remaining axes with min-max bars; bars when x is not numeric.\n"
 		      "Needs gnuplot.\n", help ? stdout : stderr);
 		return help ? 0 : 2;
 	}

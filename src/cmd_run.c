@@ -5,6 +5,7 @@
 #include "opts.h"
 #include "status.h"
 #include "lib/output.h"
+#include "lib/timeline.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -68,6 +69,16 @@ static void run_usage(FILE *f)
 	      "                       or --set scheduler.name=fifo; repeatable\n"
 	      "  -c, --check-pool     check every pool's integrity after every event (slow)\n"
 	      "  -q, --quiet          no progress line and no table\n"
+	      "      --progress       a progress line every 5 s on stderr even when it is not a\n"
+	      "                       terminal (CI logs, Slurm; also KVSIM_PROGRESS=1)\n"
+	      "  -t, --trace-out FILE write a Chrome/Perfetto trace-event timeline (JSON) of the\n"
+	      "                       run to FILE (outputs.timeline: true writes DIR/timeline.json);\n"
+	      "                       open it in https://ui.perfetto.dev (docs/timeline.md)\n"
+	      "      --trace-window A:B  only iterations and requests starting in [A, B) seconds\n"
+	      "                       of simulated time (either side may be empty)\n"
+	      "      --trace-sample N trace one request in N (ids divisible by N), default 1\n"
+	      "      --trace-max-events N  stop starting spans after N events, default 2000000\n"
+	      "                       (0: no cap); open spans still end\n"
 	      "  -h, --help           this help\n"
 	      "\n"
 	      "exit status: 0 done, 1 output error (another kvsim writing DIR, a failed\n"
@@ -81,10 +92,17 @@ struct run_args {
 	const char *out;
 	char *sets[MAX_SETS];
 	size_t n_sets;
-	int has_seed, quiet, check_pool, force;
+	int has_seed, quiet, check_pool, force, progress;
 	uint64_t seed;
+	const char *trace_out; /* --trace-out FILE, or NULL */
+	struct kv_timeline_opts trace; /* --trace-window, --trace-sample, --trace-max-events */
 	struct kv_cli_sets set; /* --set, into sets[] */
 };
+
+static int trace_window(const char *arg, void *dst)
+{
+	return kv_timeline_parse_window(arg, dst);
+}
 
 static int parse_args(int argc, char **argv, struct run_args *a)
 {
@@ -97,6 +115,15 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		{ .name = "check-pool", .short_name = 'c', .kind = KV_CLI_FLAG, .dst = &a->check_pool },
 		{ .name = "force", .short_name = 'f', .kind = KV_CLI_FLAG, .dst = &a->force },
 		{ .name = "quiet", .short_name = 'q', .kind = KV_CLI_FLAG, .dst = &a->quiet },
+		{ .name = "progress", .kind = KV_CLI_FLAG, .dst = &a->progress },
+		{ .name = "trace-out", .short_name = 't', .kind = KV_CLI_PATH, .dst = &a->trace_out,
+		  .what = "a file path" },
+		{ .name = "trace-window", .kind = KV_CLI_FN, .dst = &a->trace, .fn = trace_window,
+		  .what = "FROM:TO in seconds of simulated time, FROM < TO (e.g. 10:20, :5, 60:)" },
+		{ .name = "trace-sample", .kind = KV_CLI_U64, .dst = &a->trace.sample, .min = 1,
+		  .max = UINT64_MAX, .what = "an integer >= 1" },
+		{ .name = "trace-max-events", .kind = KV_CLI_U64, .dst = &a->trace.max_events,
+		  .max = UINT64_MAX, .what = "a non-negative integer" },
 		{ .name = NULL },
 	};
 	const struct kv_cli_cmd cmd = { "run", run_usage, "workload file" };
@@ -104,6 +131,8 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 
 	memset(a, 0, sizeof(*a));
 	a->set.v = a->sets;
+	a->trace = (struct kv_timeline_opts){ .to_ns = KV_NS_NEVER, .sample = 1,
+					      .max_events = KV_TIMELINE_MAX_EVENTS };
 	if ((rc = kv_cli_parse(&cmd, opts, argc, argv, &a->path)))
 		return rc;
 	a->n_sets = a->set.n;
@@ -172,6 +201,168 @@ static char *config_lines(const struct kv_workload *w, const struct run_args *a)
 			    a->n_sets, (unsigned long long)h);
 }
 
+/* The run's timeline: a file staged in the run directory, or one written atomically elsewhere. */
+struct trace_file {
+	struct kv_timeline tl; /* the writer */
+	FILE *f; /* the stream, NULL when no timeline */
+	struct kv_atomic at; /* a file outside DIR (at.f == f), unused when staged */
+	int staged; /* f is in DIR's staging directory (committed with the run) */
+	int pending; /* closed under at.tmp, renamed to at.path after the run's commit */
+};
+
+/*
+ * path made absolute with its symbolic links resolved, as far as it exists
+ * (the rest appended as written); a heap string, NULL when it cannot be.
+ */
+static char *resolve(const char *path)
+{
+	char *r = realpath(path, NULL), *copy, *slash, *parent;
+
+	if (r || errno != ENOENT)
+		return r;
+	copy = kv_xstrdup(path);
+	slash = strrchr(copy, '/');
+	while (slash && slash > copy && slash[1] == 0) /* trailing slashes */
+		*slash = 0, slash = strrchr(copy, '/');
+	if (!slash) {
+		parent = realpath(".", NULL);
+		r = parent ? kv_xasprintf("%s/%s", parent, copy) : NULL;
+	} else {
+		*slash = 0;
+		parent = resolve(slash == copy ? "/" : copy);
+		if (parent && !strcmp(slash + 1, ".")) { /* missing parts: "." and ".." by hand */
+			r = parent, parent = NULL;
+		} else if (parent && !strcmp(slash + 1, "..")) {
+			char *up = strrchr(parent, '/');
+
+			if (up)
+				up[up == parent] = 0;
+			r = parent, parent = NULL;
+		} else {
+			r = parent ? kv_xasprintf("%s/%s", strcmp(parent, "/") ? parent : "", slash + 1) :
+				     NULL;
+		}
+	}
+	free(parent);
+	free(copy);
+	return r;
+}
+
+/*
+ * Where file lies against the output directory dir (existing or not):
+ * 1 directly in it, -1 deeper inside it, 0 elsewhere (or unresolvable).
+ */
+static int path_in_dir(const char *file, const char *dir)
+{
+	char *f = resolve(file), *dr = resolve(dir), *slash;
+	size_t n;
+	int where = 0;
+
+	if (f && dr && (slash = strrchr(f, '/')) && slash[1]) {
+		*slash = 0;
+		n = strlen(dr);
+		if (!strcmp(f, dr))
+			where = 1;
+		else if (!strncmp(f, dr, n) && f[n] == '/')
+			where = -1;
+	}
+	free(f);
+	free(dr);
+	return where;
+}
+
+/*
+ * Opens the timeline file: --trace-out FILE (in the staging directory when
+ * FILE is DIR/NAME, so it is committed with the run), else DIR/timeline.json
+ * when outputs.timeline is set.  Returns 0 or KV_EIO with d filled.
+ */
+static int trace_open(struct trace_file *tf, struct kv_out *out, const char *dir,
+		      const struct run_args *a, struct kv_diag *d)
+{
+	static char buf[1 << 16];
+	const char *name = NULL;
+	char *path;
+	int fd = -1, where = 0;
+
+	if (!a->trace_out)
+		name = "timeline.json";
+	else if ((where = path_in_dir(a->trace_out, dir)) > 0)
+		name = strrchr(a->trace_out, '/') + 1;
+	if (where < 0)
+		return kv_diag_set(d, KV_EINVAL, a->trace_out, 0, 0, "--trace-out",
+				   "a file in a subdirectory of the output directory %s, which is "
+				   "replaced whole by the run: expected a file directly in it or outside it",
+				   dir);
+	if (name) {
+		path = kv_outdir_stage_path(&out->od, name);
+		if (!kv_fault_write())
+			fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+		if (fd >= 0 && !(tf->f = kv_out_fdopen(fd)))
+			close(fd);
+		free(path);
+		if (!tf->f) {
+			path = kv_outdir_final_path(&out->od, name);
+			kv_diag_set(d, KV_EIO, path, 0, 0, "", "cannot create: %s", strerror(errno));
+			free(path);
+			return KV_EIO;
+		}
+		tf->staged = 1;
+	} else {
+		if (kv_atomic_open(&tf->at, a->trace_out, d))
+			return KV_EIO;
+		tf->f = tf->at.f;
+	}
+	setvbuf(tf->f, buf, _IOFBF, sizeof(buf));
+	kv_timeline_open(&tf->tl, tf->f, &a->trace);
+	return 0;
+}
+
+/*
+ * Finishes and closes the timeline (ok: the run succeeded, else it is
+ * dropped); 0 or KV_EIO.  A file outside the run directory stays under its
+ * temporary name until trace_commit(), after the run's own commit.
+ */
+static int trace_close(struct trace_file *tf, const struct kv_sim *s, const char *path, int ok,
+		       struct kv_diag *d)
+{
+	int bad;
+
+	if (!tf->f)
+		return 0;
+	bad = ok && kv_timeline_finish(&tf->tl, s);
+	kv_timeline_release(&tf->tl);
+	errno = 0;
+	bad |= fflush(tf->f) != 0 || ferror(tf->f);
+	bad |= fclose(tf->f) != 0;
+	tf->f = tf->at.f = NULL;
+	tf->pending = !tf->staged && ok && !bad;
+	if (!tf->staged && !tf->pending)
+		unlink(tf->at.tmp);
+	if (ok && bad)
+		return kv_diag_set(d, KV_EIO, path, 0, 0, "", "write failed: %s; no output written",
+				   strerror(errno ? errno : EIO));
+	return 0;
+}
+
+/*
+ * Renames a timeline written outside the run directory into place once the
+ * run is committed (run_ok), or removes it.  Returns 0 or 1 (message printed).
+ */
+static int trace_commit(struct trace_file *tf, int run_ok)
+{
+	if (!tf->pending)
+		return 0;
+	tf->pending = 0;
+	if (run_ok && !kv_out_rename(tf->at.tmp, tf->at.path))
+		return 0;
+	unlink(tf->at.tmp);
+	if (!run_ok)
+		return 0;
+	fprintf(stderr, "kvsim: %s: cannot rename into place: %s; the run is written, its timeline is not\n",
+		tf->at.path, strerror(errno ? errno : EIO));
+	return 1;
+}
+
 /* Runs the simulation into the output directory; returns the exit status. */
 static int simulate(struct kv_workload *w, const struct run_args *a, struct kv_sim *s)
 {
@@ -179,8 +370,9 @@ static int simulate(struct kv_workload *w, const struct run_args *a, struct kv_s
 	struct kv_diag d;
 	struct kv_out out;
 	struct kv_sink sink;
+	struct trace_file tf = { 0 };
 	char *dir = out_dir(w, a, &d);
-	int rc;
+	int rc, trace_failed;
 
 	if (!dir)
 		return fail(&d, 2);
@@ -192,14 +384,24 @@ static int simulate(struct kv_workload *w, const struct run_args *a, struct kv_s
 		return fail(&d, rc == KV_EINVAL ? 2 : 1);
 	}
 	out.header = config_lines(w, a);
+	if ((a->trace_out || w->timeline) && (rc = trace_open(&tf, &out, dir, a, &d))) {
+		kv_out_abort(&out);
+		free(dir);
+		return fail(&d, rc == KV_EINVAL ? 2 : 1);
+	}
+	if (tf.f)
+		kv_timeline_attach(&tf.tl, &w->cfg);
 	sink = kv_out_sink(&out);
 	s->sink = sink;
 	s->stop = &stop_flag;
-	kv_progress_init(a->quiet);
+	kv_progress_init(a->quiet, a->progress);
 	rc = kv_sim_run(s);
 	kv_progress_done();
 	if (rc == KV_EIO)
 		kv_out_error(&out, &d);
+	if (trace_close(&tf, s, a->trace_out ? a->trace_out : "timeline.json", !rc && !stop_flag,
+			&d) && !rc)
+		rc = KV_EIO;
 	if (rc || stop_flag)
 		kv_out_abort(&out);
 	if (stop_flag || rc) /* whatever else happened, the user asked to stop */
@@ -217,6 +419,7 @@ static int simulate(struct kv_workload *w, const struct run_args *a, struct kv_s
 	/* a signal from here on is not honoured: the commit is short and all-or-nothing */
 	rc = kv_out_commit(&out, s, &sum, &d);
 	kv_out_abort(&out);
+	trace_failed = trace_commit(&tf, !rc);
 	if (rc) {
 		free(dir);
 		return fail(&d, 1);
@@ -236,6 +439,8 @@ static int simulate(struct kv_workload *w, const struct run_args *a, struct kv_s
 		printf("outputs in %s/\n", dir);
 	}
 	free(dir);
+	if (trace_failed)
+		return 1;
 	if (out.chart_failed) {
 		fprintf(stderr, "kvsim: the CSVs are written, the chart is not: retry with kvsim plot DIR\n");
 		return 1;
@@ -259,6 +464,8 @@ int kv_cmd_run(int argc, char **argv)
 	}
 	if (a.check_pool)
 		w.cfg.check_pool = 1;
+	if (a.trace_out || w.timeline)
+		w.cfg.exact_steps = 1; /* the timeline observes every iteration */
 	if (kv_sim_init(&s, &w.cfg, NULL)) {
 		if (!s.diag.file[0])
 			snprintf(s.diag.file, sizeof(s.diag.file), "%s", a.path);

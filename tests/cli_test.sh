@@ -109,7 +109,7 @@ for f in ("requests.csv", "tenant_timeseries.csv"):
 PY
 fi
 if command -v gnuplot >/dev/null; then
-  "$kvsim" plot "$tmp/q" >/dev/null && grep -qF 'kvsim: a,b "c"' "$tmp/q/run.svg" &&
+  "$kvsim" plot "$tmp/q" >/dev/null && grep -qF 'kvsim run a,b "c"' "$tmp/q/run.svg" &&
     grep -qF 'say_"hi"' "$tmp/q/run.svg" && ok || bad "kvsim plot of quoted names (title and legend)"
 fi
 

@@ -73,7 +73,7 @@ int kv_calib_run(struct kv_workload *w, const char *kind, int threads, int cpu_c
 		kv_sim_release(&s);
 		return rc;
 	}
-	kv_progress_init(quiet);
+	kv_progress_init(quiet, 0);
 	rc = kv_sim_run(&s);
 	kv_progress_done();
 	w->cfg.exec = NULL;

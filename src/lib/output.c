@@ -3,6 +3,7 @@
  * figures themselves come from sim/metrics.
  */
 #include "output.h"
+#include "chart.h"
 #include "csv.h"
 
 #include <errno.h>
@@ -21,6 +22,19 @@ static const char *const file_names[KV_OUT_FILES] = { "requests.csv", "timeserie
 						      "summary.csv", "tenants.csv",
 						      "tenant_timeseries.csv", "run.png",
 						      "health.csv" };
+
+/* The CSV headers (kvsim list metrics documents every column: metric_doc.h). */
+const char kv_csv_header_requests[] =
+	"id,tenant,replica,status,arrival_s,first_token_s,finish_s,prompt_tokens,"
+	"output_tokens,ttft_s,tpot_s,e2e_s,preemptions,cost_byte_steps,memtime_byte_s\n";
+const char kv_csv_header_timeseries[] =
+	"t_s,replica,waiting,running,kv_used_bytes,kv_reserved_bytes,kv_internal_waste_bytes,"
+	"largest_free_bytes,ext_frag,alloc_fail_frag\n";
+const char kv_csv_header_tenant_timeseries[] = "t_s,tenant,waiting,service,virtual_service\n";
+const char kv_csv_header_tenants[] =
+	"tenant,weight,priority,arrived,completed,rejected,prompt_tokens,output_tokens,"
+	"service,service_share,weight_share,cost_byte_steps,ttft_p50_s,ttft_p99_s,"
+	"e2e_p50_s,e2e_p99_s\n";
 
 /* --- fast formatting (1M rows must not cost seconds) ------------------- */
 
@@ -324,8 +338,7 @@ int kv_out_open(struct kv_out *o, const char *dir, const struct kv_workload *w, 
 			return KV_EIO;
 		setvbuf(o->req, buf_req, _IOFBF, sizeof(buf_req));
 		put_header(o, o->req, F_REQ,
-			   "id,tenant,replica,status,arrival_s,first_token_s,finish_s,prompt_tokens,"
-			   "output_tokens,ttft_s,tpot_s,e2e_s,preemptions,cost_byte_steps,memtime_byte_s\n");
+			   kv_csv_header_requests);
 	}
 	if (!(o->ts = open_tmp(o, F_TS, d)))
 		return KV_EIO;
@@ -334,10 +347,9 @@ int kv_out_open(struct kv_out *o, const char *dir, const struct kv_workload *w, 
 	setvbuf(o->ts, buf_ts, _IOFBF, sizeof(buf_ts));
 	if (!(o->tser = open_tmp(o, F_TSER, d)))
 		return KV_EIO;
-	put_header(o, o->tser, F_TSER, "t_s,tenant,waiting,service,virtual_service\n");
+	put_header(o, o->tser, F_TSER, kv_csv_header_tenant_timeseries);
 	put_header(o, o->ts, F_TS,
-		   "t_s,replica,waiting,running,kv_used_bytes,kv_reserved_bytes,kv_internal_waste_bytes,"
-		   "largest_free_bytes,ext_frag,alloc_fail_frag\n");
+		   kv_csv_header_timeseries);
 	return 0;
 }
 
@@ -413,10 +425,10 @@ static int write_tenants_csv(struct kv_out *o, const struct kv_sim *s, struct kv
 
 	if (!f)
 		return KV_EIO;
-	neg = fputs("tenant,weight,priority,arrived,completed,rejected,prompt_tokens,output_tokens,"
-		    "service,service_share,weight_share,cost_byte_steps,ttft_p50_s,ttft_p99_s,"
-		    "e2e_p50_s,e2e_p99_s", f) < 0;
-	if (o->done.slo) /* the SLO columns only with slo:, so other runs' files stay as they were */
+	/* the header less its newline, then the SLO columns only with slo:, so other runs' files stay as they were */
+	neg = fwrite(kv_csv_header_tenants, 1, sizeof(kv_csv_header_tenants) - 2, f) !=
+	      sizeof(kv_csv_header_tenants) - 2;
+	if (o->done.slo)
 		neg |= fputs(",slo_attainment,goodput_req_s,goodput_tok_s", f) < 0;
 	neg |= fputc('\n', f) == EOF;
 	for (i = 0; i < src->n_tenants; i++) {
@@ -614,24 +626,6 @@ out:
 	return rc;
 }
 
-/* Renders run.png (or run.svg) with gnuplot; 0 rendered, 1 gnuplot absent, KV_EIO failed. */
-int kv_plot_run(const char *dir, const char *title, unsigned replicas, unsigned tenants,
-		const char *tenant_names, int with_requests, int svg)
-{
-	char *script = kv_xasprintf("%s/plots/run.gp", KV_SOURCE_DIR);
-	char *qt = kv_gp_quote(title), *qn = kv_gp_quote(tenant_names), *defs;
-	int rc;
-
-	defs = kv_xasprintf("dir='.'; title=%s; replicas=%u; tenants=%u; tnames=%s; reqs=%d; svg=%d",
-			    qt, replicas, tenants, qn, with_requests, svg);
-	rc = kv_gnuplot(dir, script, defs, svg ? "run.svg" : "run.png");
-	free(defs);
-	free(qt);
-	free(qn);
-	free(script);
-	return rc;
-}
-
 /* Tenant names for the chart's legend, spaces as underscores, in buf. */
 static const char *legend_names(const struct kv_sim *s, char *buf, size_t len)
 {
@@ -649,21 +643,66 @@ static const char *legend_names(const struct kv_sim *s, char *buf, size_t len)
 	return buf;
 }
 
+/*
+ * The workload's SLO limits as the manifest's `slo_lines` value (chart.h
+ * kv_chart_parse_slo): `ttft_s=1 e2e_p99_s=30 ...`, per-request limits then
+ * percentile ones, in seconds; "" without slo:.
+ */
+static void slo_lines(const struct kv_slo_cfg *slo, char *buf, size_t size)
+{
+	size_t off = 0;
+	uint32_t i;
+
+	buf[0] = 0;
+	if (!slo->on)
+		return;
+	for (i = 0; i < KV_SLO_METRICS && off < size; i++)
+		if (slo->all.max_ns[i])
+			off += (size_t)snprintf(buf + off, size - off, "%s%s_s=%.9g", off ? " " : "",
+						kv_slo_metric_names[i], slo->all.max_ns[i] / 1e9);
+	for (i = 0; i < slo->n_pct && off < size; i++)
+		off += (size_t)snprintf(buf + off, size - off, "%s%s=%.9g", off ? " " : "",
+					slo->pct[i].name, slo->pct[i].max_ns / 1e9);
+}
+
 /* Renders run.png into the staging directory; a failure sets o->chart_failed. */
 static void render_chart(struct kv_out *o, const struct kv_sim *s)
 {
-	char names[2048];
+	char slo[KV_CHART_MAX_SLO_LINE];
 
-	if (kv_plot_run(o->od.stage, o->w->name, s->n_rep, s->cfg->source.n_tenants,
-			legend_names(s, names, sizeof(names)), o->w->requests_csv, 0) < 0)
+	char names[2048], *setup = kv_run_setup(o->w);
+	struct kv_chart_run c = { .dir = o->od.stage, .title = o->w->name, .setup = setup,
+				  .replicas = s->n_rep, .tenants = s->cfg->source.n_tenants,
+				  .tenant_names = legend_names(s, names, sizeof(names)),
+				  .pool_bytes = s->pool_bytes, .with_requests = o->w->requests_csv };
+
+	slo_lines(&o->w->slo, slo, sizeof(slo));
+	kv_chart_parse_slo(&c, slo);
+	if (kv_chart_run(&c) < 0)
 		o->chart_failed = 1;
+	free(setup);
+}
+
+char *kv_run_setup(const struct kv_workload *w)
+{
+	const struct kv_sim_config *c = &w->cfg;
+
+	return kv_xasprintf("%s on %u x %s%s, scheduler %s, cache %s, engine %s", c->model.name,
+			    c->replicas, c->device.name, c->tp > 1 ? " (tensor parallel)" : "",
+			    c->sched->name, c->cache->name, c->engine ? c->engine->name : "vllm-v0");
 }
 
 /* The manifest's header: the command, workload, seed, and the caller's lines. */
 static char *manifest_header(const struct kv_out *o)
 {
-	return kv_xasprintf("command run\nworkload %s\nseed %llu\n%s", o->w->name,
-			    (unsigned long long)o->w->cfg.seed, o->header ? o->header : "");
+	char *setup = kv_run_setup(o->w), *h, slo[KV_CHART_MAX_SLO_LINE];
+
+	slo_lines(&o->w->slo, slo, sizeof(slo));
+	h = kv_xasprintf("command run\nworkload %s\nseed %llu\nsetup %s\n%s%s%s%s", o->w->name,
+			 (unsigned long long)o->w->cfg.seed, setup, slo[0] ? "slo_lines " : "", slo,
+			 slo[0] ? "\n" : "", o->header ? o->header : "");
+	free(setup);
+	return h;
 }
 
 int kv_out_commit(struct kv_out *o, const struct kv_sim *s, struct kv_summary *sum,
@@ -747,7 +786,7 @@ void kv_summary_print(const struct kv_summary *sum, const char *title, FILE *f)
 
 /* --- progress ------------------------------------------------------------------- */
 
-static int progress_on;
+static int progress_on; /* 0 off, 1 a terminal (one line redrawn), 2 a log (a line every 5 s) */
 static double progress_t0, progress_last;
 
 static double wall_now(void)
@@ -758,9 +797,12 @@ static double wall_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-void kv_progress_init(int quiet)
+void kv_progress_init(int quiet, int force)
 {
-	progress_on = !quiet && isatty(STDERR_FILENO);
+	const char *env = getenv("KVSIM_PROGRESS");
+
+	force |= env && !strcmp(env, "1");
+	progress_on = quiet ? 0 : isatty(STDERR_FILENO) ? 1 : force ? 2 : 0;
 	progress_t0 = progress_last = wall_now();
 }
 
@@ -772,23 +814,26 @@ void kv_progress_cb(void *ctx, const struct kv_sim *s)
 	if (!progress_on)
 		return;
 	now = wall_now();
-	if (now - progress_last < 0.25 || now - progress_t0 < 1.0)
+	if (now - progress_last < (progress_on == 1 ? 0.25 : 5.0) || now - progress_t0 < 1.0)
 		return;
 	progress_last = now;
-	fprintf(stderr, "\r\033[Kkvsim: simulated %.1f s, %llu requests arrived, %llu in flight, %.2f M events/s",
-		(double)s->now * 1e-9, (unsigned long long)s->arrived,
-		(unsigned long long)s->n_live, (double)s->events / (now - progress_t0) / 1e6);
+	fprintf(stderr, "%skvsim: simulated %.1f s, %llu requests arrived, %llu in flight, %.2f M events/s",
+		progress_on == 1 ? "\r\033[K" : "", (double)s->now * 1e-9,
+		(unsigned long long)s->arrived, (unsigned long long)s->n_live,
+		(double)s->events / (now - progress_t0) / 1e6);
 	if (s->cfg->source.requests && s->arrived) {
 		double frac = (double)s->arrived / (double)s->cfg->source.requests;
 
 		fprintf(stderr, ", %.0f%%, ETA %.0f s", 100.0 * frac,
 			(now - progress_t0) * (1.0 - frac) / frac);
 	}
+	if (progress_on == 2)
+		fputc('\n', stderr);
 }
 
 void kv_progress_done(void)
 {
-	if (progress_on && wall_now() - progress_t0 >= 1.0)
+	if (progress_on == 1 && wall_now() - progress_t0 >= 1.0)
 		fputs("\r\033[K", stderr);
 }
 

@@ -33,6 +33,10 @@ struct kv_out {
 	struct kv_health health; /* the health report, filled by kv_out_commit (health.csv) */
 };
 
+/* The header lines of requests.csv, timeseries.csv, tenant_timeseries.csv and tenants.csv. */
+extern const char kv_csv_header_requests[], kv_csv_header_timeseries[],
+	kv_csv_header_tenant_timeseries[], kv_csv_header_tenants[];
+
 /* Prints the summary as an aligned table. */
 void kv_summary_print(const struct kv_summary *sum, const char *title, FILE *f);
 
@@ -115,16 +119,17 @@ int kv_gnuplot(const char *dir, const char *script, const char *defs, const char
 char *kv_gp_quote(const char *s);
 
 /*
- * Renders DIR/run.png (or run.svg) from a run's CSVs with plots/run.gp:
- * latency CDFs, KV memory, queue and batch per replica, weighted service per
- * tenant.  tenant_names: space-separated legend names.  Returns as
- * kv_gnuplot.
+ * The run's setup for chart titles and the manifest's `setup` line: "MODEL
+ * on N x DEVICE, scheduler S, cache C, engine E"; a heap string.
  */
-int kv_plot_run(const char *dir, const char *title, unsigned replicas, unsigned tenants,
-		const char *tenant_names, int with_requests, int svg);
+char *kv_run_setup(const struct kv_workload *w);
 
-/* Progress on stderr when it is a terminal: call kv_progress_init first. */
-void kv_progress_init(int quiet);
+/*
+ * Progress on stderr: one line redrawn when stderr is a terminal; with
+ * force (--progress) or KVSIM_PROGRESS=1 and stderr not a terminal (CI
+ * logs, Slurm), one line every 5 s.  quiet: none.  Call kv_progress_init first.
+ */
+void kv_progress_init(int quiet, int force);
 void kv_progress_cb(void *ctx, const struct kv_sim *s);
 void kv_progress_done(void);
 

@@ -60,6 +60,60 @@ static int read_option(struct kv_cfg_node *m, const struct kv_option *o, void *p
 	return KV_EINVAL;
 }
 
+/* The option name of plugin p, or NULL. */
+static const struct kv_option *plugin_option(const struct kv_plugin *p, const char *name)
+{
+	const struct kv_option *o;
+
+	for (o = p->options; o && o->name; o++)
+		if (!strcmp(o->name, name))
+			return o;
+	return NULL;
+}
+
+/*
+ * An option left in plugin section n that belongs to another plugin of
+ * kind k (`--set cache.name=chunked` over a file's `cache: {name: full,
+ * max_len: 4096}`): an error naming the plugin it belongs to, where the
+ * chosen plugin was named, and the fix.  0 when there is none.
+ */
+static int foreign_option(struct kv_cfg_node *n, enum kv_plugin_kind k,
+			  const struct kv_plugin *chosen, const struct kv_cfg_node *name_node,
+			  struct kv_diag *d)
+{
+	const char *kind = kv_plugin_kind_key(k);
+	const struct kv_plugin *p;
+	struct kv_cfg_node *c;
+	char owners[256], named[300] = "";
+	size_t i, off;
+
+	for (c = n->child; c; c = c->next) {
+		if (c->used || !c->key || !strcmp(c->key, "name"))
+			continue;
+		owners[0] = 0;
+		for (i = 0, off = 0; (p = kv_plugin_at(k, i)) && off < sizeof(owners); i++)
+			if (p != chosen && plugin_option(p, c->key))
+				off += (size_t)snprintf(owners + off, sizeof(owners) - off, "%s'%s'",
+							off ? ", " : "", p->name);
+		if (!owners[0])
+			continue;
+		if (name_node && name_node->file && !strcmp(name_node->file, "--set"))
+			return kv_cfg_error(c, d, "unknown key '%s' for %s '%s' (named by --set %s.name=%s): "
+					    "it is an option of %s %s, left from the file; to switch plugins "
+					    "replace the whole section: --set %s=%s (or --set '%s={name: %s, "
+					    "OPTION: VALUE}'), which drops the other plugin's options",
+					    c->key, kind, chosen->name, kind, chosen->name, kind, owners,
+					    kind, chosen->name, kind, chosen->name);
+		if (name_node && name_node->file)
+			snprintf(named, sizeof(named), " (named at %s:%lu)", name_node->file,
+				 name_node->line);
+		return kv_cfg_error(c, d, "unknown key '%s' for %s '%s'%s: it is an option of %s %s; "
+				    "remove it or name one of those (`kvsim list %ss` shows each one's "
+				    "options)", c->key, kind, chosen->name, named, kind, owners, kind);
+	}
+	return 0;
+}
+
 /*
  * Reads a plugin section (`scheduler:` or `cache:`): a scalar name, or a
  * mapping with `name:` and the plugin's options.  Finds the plugin of kind
@@ -92,6 +146,7 @@ static int read_plugin(struct kv_cfg_node *root, enum kv_plugin_kind k, const ch
 		return 0;
 	for (o = (*plugin)->options; o && o->name; o++)
 		TRY(read_option(n, o, *opts, d));
+	TRY(foreign_option(n, k, *plugin, name_node, d));
 	return kv_cfg_check_unused(n, d);
 }
 
@@ -453,7 +508,8 @@ static int read_workload(struct kv_cfg_doc *doc, struct kv_sim_config *c, struct
 
 static int read_outputs(struct kv_cfg_doc *doc, struct kv_workload *wl, struct kv_diag *d)
 {
-	static const char *const keys[] = { "dir", "sample_interval", "requests", "chart", NULL };
+	static const char *const keys[] = { "dir", "sample_interval", "requests", "chart", "timeline",
+					    NULL };
 	struct kv_cfg_node *n = kv_cfg_get(doc->root, "outputs");
 	char rel[1024];
 
@@ -463,6 +519,7 @@ static int read_outputs(struct kv_cfg_doc *doc, struct kv_workload *wl, struct k
 		      &wl->cfg.sample_interval_ns, d));
 	TRY(kv_cfg_bool(n, "requests", 1, &wl->requests_csv, d));
 	TRY(kv_cfg_bool(n, "chart", 1, &wl->chart, d));
+	TRY(kv_cfg_bool(n, "timeline", 0, &wl->timeline, d));
 	if (!kv_cfg_get(n, "dir"))
 		return 0;
 	TRY(kv_cfg_str(n, "dir", "", rel, sizeof(rel), d));

@@ -34,6 +34,7 @@ struct kv_workload {
 	char out_dir[1024]; /* outputs.dir resolved, or "" */
 	int requests_csv; /* outputs.requests, default 1 */
 	int chart; /* outputs.chart, default 1 */
+	int timeline; /* outputs.timeline: write DIR/timeline.json (src/lib/timeline.h), default 0 */
 	struct kv_sim_config cfg; /* the run's configuration */
 	struct kv_slo_cfg slo; /* `slo:` (metrics.h); slo.on = 0 when absent */
 	struct kv_health_cfg health; /* `health:` thresholds of the health report (health.h) */

@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# Regenerates the figures of README.md and docs/ that no other script writes,
+# so none can go stale:
+#  - tables: each lives in a doc between the lines
+#      <!-- figures.sh NAME -->  and  <!-- /figures.sh NAME -->
+#    and is the output of the command this script names for NAME (below),
+#    pasted as a code block;
+#  - images (--images, minutes): the run and sweep charts the docs show,
+#    rendered from the workloads that produce them.
+# Not here: docs/benchmarks.md (bench/run.sh, machine-dependent timings) and
+# the calibration figures of docs/calibration.md (a real backend, see there).
+#
+# usage: docs/figures.sh [--check] [--images] [KVSIM]
+#   --check   compare the tables with what is committed instead of rewriting
+#             them; exit 1 naming each one that differs (tests/figures_test.sh)
+#   --images  also regenerate the PNGs (needs gnuplot) and the slow tables (minutes)
+# KVSIM defaults to build-release/src/kvsim, else build/src/kvsim.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+check=0 images=0 kvsim=
+for a in "$@"; do
+  case $a in
+    --check) check=1 ;;
+    --images) images=1 ;;
+    -*) echo "figures.sh: unknown option $a" >&2; exit 2 ;;
+    *) kvsim=$a ;;
+  esac
+done
+if [ -z "$kvsim" ]; then
+  kvsim=$root/build-release/src/kvsim
+  [ -x "$kvsim" ] || kvsim=$root/build/src/kvsim
+fi
+kvsim=$(cd "$(dirname "$kvsim")" && pwd)/$(basename "$kvsim")
+traces=$root/../shared/traces
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# sweep_means SWEEP.yaml METRIC ROW_AXIS COL_AXIS: runs the sweep and prints the metric's
+# mean over every other axis and seed, one row per ROW_AXIS value, one column per COL_AXIS value
+sweep_means() {
+  "$kvsim" sweep "$1" -o "$tmp/means" -q > /dev/null
+  python3 - "$tmp/means/sweep.csv" "$2" "$3" "$4" <<'PY'
+import csv, sys, collections
+path, metric, row, col = sys.argv[1:]
+acc, rows, cols = collections.defaultdict(list), [], []
+for r in csv.DictReader(open(path, newline="")):
+    if r["status"] != "ok" or not r[metric]:
+        continue
+    rows += [r[row]] if r[row] not in rows else []
+    cols += [r[col]] if r[col] not in cols else []
+    acc[r[row], r[col]].append(float(r[metric]))
+n = {len(v) for v in acc.values()}
+print("%s, mean of %s runs per cell" % (metric, "/".join(map(str, sorted(n)))))
+print("%-16s" % row + "".join("%12s" % c for c in cols))
+for a in rows:
+    print("%-16s" % a + "".join("%12.2f" % (sum(acc[a, c]) / len(acc[a, c])) for c in cols))
+PY
+  rm -rf "$tmp/means"
+}
+
+# NAME|DOC|NEEDS|COMMAND (run from the repository root; KVSIM replaced).  NEEDS: 0 nothing,
+# 1 ../shared/traces, 2 traces and minutes (rewritten and checked only with --images)
+tables=(
+  "metrics|docs/metrics.md|0|KVSIM list metrics"
+  "fairness|docs/schedulers.md|1|bash configs/experiments/fairness.sh KVSIM"
+  "preempt-attribution|docs/schedulers.md|1|bash configs/experiments/preempt-attribution.sh KVSIM"
+  "sweep-200|docs/sweeps.md|2|sweep_means workloads/sweep-200.yaml ttft_p99_s scheduler.name cache.name"
+)
+
+# replace DOC NAME FILE: the block between NAME's markers becomes FILE in a code block
+replace() {
+  python3 - "$@" <<'PY'
+import re, sys
+doc, name, body = sys.argv[1], sys.argv[2], open(sys.argv[3]).read()
+text = open(doc).read()
+begin, end = "<!-- figures.sh %s -->" % name, "<!-- /figures.sh %s -->" % name
+if text.count(begin) != 1 or text.count(end) != 1:
+    sys.exit("%s: expected one pair of markers for %s" % (doc, name))
+a, b = text.index(begin) + len(begin), text.index(end)
+text = text[:a] + "\n```\n" + body.rstrip("\n") + "\n```\n" + text[b:]
+open(doc, "w").write(text)
+PY
+}
+
+status=0
+cd "$root"
+for t in "${tables[@]}"; do
+  IFS='|' read -r name doc needs cmd <<< "$t"
+  if [ "$needs" -ge 1 ] && [ ! -d "$traces" ]; then
+    echo "figures.sh: $name: skipped (no ../shared/traces)"
+    continue
+  fi
+  if [ "$needs" = 2 ] && [ $images = 0 ]; then
+    echo "figures.sh: $name: skipped (minutes: rerun with --images)"
+    continue
+  fi
+  eval "${cmd//KVSIM/\"\$kvsim\"}" > "$tmp/$name.out"
+  cp "$doc" "$tmp/doc"
+  replace "$tmp/doc" "$name" "$tmp/$name.out"
+  if [ $check = 1 ]; then
+    if cmp -s "$tmp/doc" "$doc"; then
+      echo "figures.sh: $name: up to date"
+    else
+      echo "figures.sh: $name in $doc differs from \`$cmd\`; rerun docs/figures.sh:"
+      diff "$doc" "$tmp/doc" | head -20 || true
+      status=1
+    fi
+  else
+    cp "$tmp/doc" "$doc"
+    echo "figures.sh: $name: written into $doc"
+  fi
+done
+
+if [ $images = 1 ] && [ $check = 1 ]; then
+  echo "figures.sh: --check compares tables only; the images are not checked"
+elif [ $images = 1 ]; then
+  command -v gnuplot > /dev/null || { echo "figures.sh: --images needs gnuplot" >&2; exit 1; }
+  # the drf run chart of docs/schedulers.md
+  "$kvsim" run -q configs/experiments/fairness.yaml -o "$tmp/drf" --set scheduler.name=drf --set outputs.chart=true
+  cp "$tmp/drf/run.png" docs/run-fairness-drf.png
+  # the sweep charts of docs/sweeps.md: WORKLOAD|METRIC|X|BY|IMAGE
+  for s in "sweep-capacity|ttft_p99_s|||sweep-capacity-ttft" \
+           "sweep-capacity|throughput_tok_s|||sweep-capacity-throughput" \
+           "sweep-sched-rate|ttft_p99_s|||sweep-sched-rate-ttft" \
+           "sweep-cache-context|ttft_p99_s|||sweep-cache-context-ttft" \
+           "sweep-200|ttft_p99_s|cache.name|scheduler.name|sweep-200-ttft"; do
+    IFS='|' read -r w metric x by img <<< "$s"
+    [ -d "$tmp/$w" ] || "$kvsim" sweep "workloads/$w.yaml" -o "$tmp/$w" -q
+    "$kvsim" plot "$tmp/$w" --metric "$metric" ${x:+--x "$x"} ${by:+--by "$by"} > /dev/null
+    cp "$tmp/$w/sweep-$metric.png" "docs/$img.png"
+    echo "figures.sh: docs/$img.png"
+  done
+fi
+exit $status

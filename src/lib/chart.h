@@ -1,0 +1,54 @@
+/*
+ * chart.h -- the chart of one run (run.png, run.svg) from its CSVs, drawn by
+ * plots/run.gp; the data reduced first so that any run charts in seconds
+ * (chart.c says how).
+ */
+#ifndef KV_CHART_H
+#define KV_CHART_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#define KV_CHART_BINS 1000 /* time-series points per line at most */
+#define KV_CHART_MAX_LINES 8 /* replicas drawn one line each; more: min/median/max */
+
+struct kv_chart_run {
+	const char *dir; /* the run directory (its CSVs; the chart is written there) */
+	const char *title; /* the workload's name */
+	const char *setup; /* "MODEL on N x DEVICE, SCHED / CACHE, engine E", or NULL */
+	unsigned replicas; /* replicas in timeseries.csv */
+	unsigned tenants; /* tenants in tenants.csv */
+	const char *tenant_names; /* space-separated, spaces in a name as '_' */
+	uint64_t pool_bytes; /* KV pool per replica (summary.csv kv_pool_bytes), 0: unknown */
+	int with_requests; /* requests.csv exists (latency CDFs) */
+	int svg; /* 1: run.svg, 2: run.png then run.svg from the same reduced data, else run.png */
+	double slo_req_s[3]; /* per-request SLO limits on TTFT, TPOT, E2E, s; 0: none */
+	double slo_pct_s[3]; /* percentile SLO limits on TTFT, TPOT, E2E, s; 0: none */
+	double slo_pct_q[3]; /* their quantiles, e.g. 0.99 */
+};
+
+#define KV_CHART_MAX_SLO_LINE 512 /* longest `slo_lines` manifest value */
+
+/*
+ * Reads SLO lines for the latency CDFs from text, the value of a run
+ * manifest's `slo_lines` line: space-separated NAME=SECONDS, NAME one of
+ * ttft_s, tpot_s, e2e_s (a per-request limit: a vertical line) or a summary
+ * column such as ttft_p99_s (a percentile limit: a mark at the limit and the
+ * quantile).  Unknown names are ignored.  Returns how many were read.
+ */
+int kv_chart_parse_slo(struct kv_chart_run *c, const char *text);
+
+/*
+ * Renders DIR/run.png or run.svg (or both, svg 2); returns as kv_gnuplot (0,
+ * 1 gnuplot absent, KV_EIO): with both, the first failure.
+ */
+int kv_chart_run(const struct kv_chart_run *c);
+
+/*
+ * Writes `set AXIStics ('1' 1, ...)` without a line end: 1, 2 and 5 times the
+ * powers of ten around [lo, hi] (gnuplot's log axes tick once a decade, so
+ * never inside one); nothing when lo <= 0 or hi < lo.
+ */
+void kv_gp_log_tics(FILE *g, const char *axis, double lo, double hi);
+
+#endif /* KV_CHART_H */

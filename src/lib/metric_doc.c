@@ -1,0 +1,192 @@
+/*
+ * metric_doc.c -- the meaning of every CSV column (metric_doc.h).  The
+ * definitions restate what sim/metrics.c, sim/engine.c and src/lib/output.c
+ * compute; docs/design.md and docs/cost-model.md give the models behind them.
+ */
+#include "metric_doc.h"
+#include "output.h"
+
+#include "../../sim/metrics.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define S "summary.csv"
+#define T "tenants.csv"
+#define R "requests.csv"
+#define TS "timeseries.csv"
+#define TT "tenant_timeseries.csv"
+
+static const struct kv_metric_doc docs[] = {
+	{ S, "workload", "", "workload", "the workload's name" },
+	{ S, "requests", "", "requests", "requests arrived" },
+	{ S, "completed", "", "completed requests", "requests that generated every output token" },
+	{ S, "rejected_context", "", "rejected (context)", "requests refused at arrival: prompt+output beyond the served context (oversize: reject)" },
+	{ S, "rejected_pool", "", "rejected (pool)", "requests ended because their KV cache cannot fit even in an empty pool" },
+	{ S, "preemptions", "", "preemptions", "times a running request was preempted (swapped or recomputed), all replicas" },
+	{ S, "makespan_s", "s", "makespan", "last finish minus first arrival" },
+	{ S, "throughput_tok_s", "tokens/s", "throughput", "prompt+output tokens of completed requests / makespan" },
+	{ S, "output_tok_s", "tokens/s", "output throughput", "output tokens of completed requests / makespan" },
+	{ S, "requests_per_s", "req/s", "completed requests per second", "completed requests / makespan" },
+	{ S, "ttft_p50_s", "s", "TTFT p50", "median time to first token (arrival to first output token, front end included), completed requests" },
+	{ S, "ttft_p90_s", "s", "TTFT p90", "90th percentile of time to first token" },
+	{ S, "ttft_p99_s", "s", "TTFT p99", "99th percentile of time to first token" },
+	{ S, "tpot_p50_s", "s", "TPOT p50", "median time per output token after the first: (finish - first token) / (output tokens - 1)" },
+	{ S, "tpot_p90_s", "s", "TPOT p90", "90th percentile of time per output token" },
+	{ S, "tpot_p99_s", "s", "TPOT p99", "99th percentile of time per output token" },
+	{ S, "e2e_p50_s", "s", "end-to-end latency p50", "median arrival-to-finish latency, completed requests" },
+	{ S, "e2e_p90_s", "s", "end-to-end latency p90", "90th percentile of end-to-end latency" },
+	{ S, "e2e_p99_s", "s", "end-to-end latency p99", "99th percentile of end-to-end latency" },
+	{ S, "mem_reserved_util", "share of pool", "KV memory reserved", "time-average pool bytes reserved / pool bytes, all replicas, from 0 to the last finish" },
+	{ S, "mem_used_util", "share of pool", "KV memory holding live tokens", "time-average bytes of live KV tokens / pool bytes" },
+	{ S, "mem_useful_share", "live / reserved", "useful share of reserved KV memory", "time-integral of live bytes / time-integral of reserved bytes" },
+	{ S, "ext_frag_mean", "", "external fragmentation", "time-average of 1 - (free bytes in largest-order blocks) / free bytes, mean over replicas" },
+	{ S, "alloc_fail_frag", "", "allocations refused by fragmentation", "allocations refused although the pool had enough free bytes in total" },
+	{ S, "cache_hit_rate", "", "cache hit rate", "prefix/cache tokens found / tokens looked up (cache models with statistics; empty otherwise)" },
+	{ S, "cache_bytes_saved", "bytes", "cache bytes saved", "KV bytes the cache model did not have to store or recompute" },
+	{ S, "cache_recompute_tokens", "tokens", "tokens recomputed", "tokens the cache model recomputed (evicted or dropped KV)" },
+	{ S, "cache_evictions", "", "cache evictions", "entries the cache model evicted" },
+	{ S, "swap_out_bytes", "bytes", "bytes swapped out", "KV bytes copied to host memory by preemption by swapping" },
+	{ S, "swap_in_bytes", "bytes", "bytes swapped in", "KV bytes copied back from host memory" },
+	{ S, "kv_pool_bytes", "bytes", "KV pool per replica", "KV-cache pool size of one replica (memory.model)" },
+	{ S, "kv_peak_reserved_bytes", "bytes", "peak KV memory reserved", "largest pool bytes reserved at once, busiest replica" },
+	{ S, "jain_fairness", "", "Jain fairness index", "Jain's index (sum x)^2 / (n sum x^2) over tenants' weight-normalised service" },
+	{ S, "service_diff_max", "weighted tokens", "largest service difference", "largest difference of weight-normalised service between backlogged tenants, over samples" },
+	{ S, "service_diff_mean", "weighted tokens", "mean service difference", "mean of that difference over samples with two or more tenants backlogged" },
+	{ S, "short_e2e_std_s", "s", "short requests' latency std", "standard deviation of end-to-end latency of requests shorter than fairness.short_tokens (default: the median length)" },
+	{ S, "long_e2e_p99_s", "s", "long requests' latency p99", "p99 end-to-end latency of requests longer than fairness.long_tokens (default: the median length)" },
+	{ S, "iter_mean_s", "s", "mean iteration time", "busy time / iterations, all replicas" },
+	{ S, "iterations", "", "iterations", "engine iterations (batches), all replicas" },
+	{ S, "events", "", "events", "simulation events processed" },
+	{ S, "peak_in_flight", "requests", "peak requests in flight", "largest number of requests arrived and not ended at once" },
+	{ S, "kv_capacity_tokens", "tokens", "KV capacity", "KV tokens one replica's pool holds (only off memory.model share)" },
+	{ S, "kv_capacity_blocks", "", "KV capacity in blocks", "16-token KV blocks one replica's pool holds (only off memory.model share)" },
+	/* the SLO columns (only with a workload's slo:; issue 17 section 1) */
+	{ S, "slo_attainment", "", "SLO attainment", "requests that completed meeting every per-request SLO / requests arrived" },
+	{ S, "goodput_req_s", "req/s", "goodput", "requests meeting every per-request SLO / makespan (DistServe's goodput)" },
+	{ S, "goodput_tok_s", "tokens/s", "goodput in tokens", "prompt+output tokens of requests meeting every per-request SLO / makespan" },
+	{ S, "slo_met", "", "percentile SLOs met", "1 when every percentile SLO (e.g. ttft p99 <= 1 s) holds over the run, else 0" },
+	{ S, "gpus", "", "GPUs", "GPUs the configuration occupies: replicas x tensor parallel x pipeline stages" },
+
+	{ T, "tenant", "", "tenant", "the tenant's name" },
+	{ T, "weight", "", "weight", "fairness weight (workload.tenants[].weight)" },
+	{ T, "priority", "", "priority", "scheduling priority (higher first, priority schedulers)" },
+	{ T, "arrived", "", "requests arrived", "the tenant's requests arrived" },
+	{ T, "completed", "", "completed requests", "the tenant's requests completed" },
+	{ T, "rejected", "", "rejected requests", "the tenant's requests rejected (context or pool)" },
+	{ T, "prompt_tokens", "tokens", "prompt tokens", "prompt tokens of completed requests" },
+	{ T, "output_tokens", "tokens", "output tokens", "output tokens of completed requests" },
+	{ T, "service", "weighted tokens", "service", "fairness.input_weight x prefill tokens + fairness.output_weight x output tokens served" },
+	{ T, "service_share", "", "service share", "the tenant's service / all tenants' service" },
+	{ T, "weight_share", "", "weight share", "the tenant's weight / all tenants' weights" },
+	{ T, "cost_byte_steps", "byte-steps", "cost", "sum over completed requests of alpha*M + beta*L*T (docs/cost-model.md)" },
+	{ T, "ttft_p50_s", "s", "TTFT p50", "the tenant's median time to first token" },
+	{ T, "ttft_p99_s", "s", "TTFT p99", "the tenant's p99 time to first token" },
+	{ T, "e2e_p50_s", "s", "end-to-end latency p50", "the tenant's median end-to-end latency" },
+	{ T, "e2e_p99_s", "s", "end-to-end latency p99", "the tenant's p99 end-to-end latency" },
+	{ T, "slo_attainment", "", "SLO attainment", "the tenant's requests meeting its per-request SLOs / its requests arrived (only with slo:)" },
+	{ T, "goodput_req_s", "req/s", "goodput", "the tenant's requests meeting its SLOs / makespan (only with slo:)" },
+	{ T, "goodput_tok_s", "tokens/s", "goodput in tokens", "their prompt+output tokens / makespan (only with slo:)" },
+
+	{ R, "id", "", "request", "arrival order, from 0" },
+	{ R, "tenant", "", "tenant", "the request's tenant" },
+	{ R, "replica", "", "replica", "replica the router sent it to, from 0" },
+	{ R, "status", "", "status", "completed, rejected_context or rejected_pool" },
+	{ R, "arrival_s", "s", "arrival time", "simulated arrival time" },
+	{ R, "first_token_s", "s", "first token time", "when the first output token reached the user (front end included); empty when rejected" },
+	{ R, "finish_s", "s", "finish time", "when the request ended" },
+	{ R, "prompt_tokens", "tokens", "prompt length", "input tokens" },
+	{ R, "output_tokens", "tokens", "output length", "tokens to generate" },
+	{ R, "ttft_s", "s", "TTFT", "first_token_s - arrival_s (completed only)" },
+	{ R, "tpot_s", "s", "TPOT", "(finish_s - first_token_s) / (output_tokens - 1); empty for one output token" },
+	{ R, "e2e_s", "s", "end-to-end latency", "finish_s - arrival_s (completed only)" },
+	{ R, "preemptions", "", "preemptions", "times the request was preempted" },
+	{ R, "cost_byte_steps", "byte-steps", "cost", "alpha*M + beta*L*T, L = prompt+output, T = output tokens (docs/cost-model.md)" },
+	{ R, "memtime_byte_s", "byte-s", "KV memory-time", "integral of the request's KV bytes over time" },
+
+	{ TS, "t_s", "s", "simulated time", "sample time (outputs.sample_interval apart)" },
+	{ TS, "replica", "", "replica", "replica index, from 0" },
+	{ TS, "waiting", "requests", "waiting requests", "requests queued at the replica's scheduler" },
+	{ TS, "running", "requests", "running requests", "requests in the replica's running set (the batch)" },
+	{ TS, "kv_used_bytes", "bytes", "KV memory holding live tokens", "live KV tokens x KV bytes per token" },
+	{ TS, "kv_reserved_bytes", "bytes", "KV memory reserved", "pool bytes allocated" },
+	{ TS, "kv_internal_waste_bytes", "bytes", "reserved but unused KV memory", "kv_reserved_bytes - kv_used_bytes (0 when negative)" },
+	{ TS, "largest_free_bytes", "bytes", "largest free block", "largest contiguous free block of the pool" },
+	{ TS, "ext_frag", "", "external fragmentation", "1 - (free bytes in largest-order blocks) / free bytes" },
+	{ TS, "alloc_fail_frag", "", "allocations refused by fragmentation", "refusals so far with enough free bytes in total (cumulative)" },
+
+	{ TT, "t_s", "s", "simulated time", "sample time" },
+	{ TT, "tenant", "", "tenant", "the tenant's name" },
+	{ TT, "waiting", "requests", "waiting requests", "the tenant's requests queued now, all replicas" },
+	{ TT, "service", "weighted tokens", "service", "weighted tokens served so far (as in tenants.csv)" },
+	{ TT, "virtual_service", "weighted tokens / weight", "virtual service", "service / weight, lifted on becoming backlogged (VTC's counter)" },
+};
+
+const char *const kv_metric_files[] = { S, T, R, TS, TT, NULL };
+
+const struct kv_metric_doc *kv_metric_doc(const char *file, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(docs) / sizeof(docs[0]); i++)
+		if (!strcmp(docs[i].file, file) && !strcmp(docs[i].name, name))
+			return &docs[i];
+	return NULL;
+}
+
+#define MAX_COLS 64
+
+/* Splits a header line into cols (NULL-terminated) in buf. */
+static const char *const *split(const char *header, char *buf, size_t len, const char **cols)
+{
+	size_t n = 0;
+	char *p;
+
+	snprintf(buf, len, "%s", header);
+	buf[strcspn(buf, "\n")] = 0;
+	for (p = buf; p && n + 1 < MAX_COLS; n++) {
+		cols[n] = p;
+		if ((p = strchr(p, ',')))
+			*p++ = 0;
+	}
+	cols[n] = NULL;
+	return cols;
+}
+
+const char *const *kv_metric_columns(const char *file)
+{
+	static char buf[4][1024];
+	static const char *cols[5][MAX_COLS];
+	static const char *sum[MAX_COLS];
+	size_t i;
+
+	if (!strcmp(file, S)) { /* the workload's name, then kv_summary_names[] */
+		sum[0] = "workload";
+		for (i = 0; kv_summary_names[i] && i + 2 < MAX_COLS; i++)
+			sum[i + 1] = kv_summary_names[i];
+		sum[i + 1] = NULL;
+		return sum;
+	}
+	if (!strcmp(file, T))
+		return split(kv_csv_header_tenants, buf[0], sizeof(buf[0]), cols[0]);
+	if (!strcmp(file, R))
+		return split(kv_csv_header_requests, buf[1], sizeof(buf[1]), cols[1]);
+	if (!strcmp(file, TS))
+		return split(kv_csv_header_timeseries, buf[2], sizeof(buf[2]), cols[2]);
+	if (!strcmp(file, TT))
+		return split(kv_csv_header_tenant_timeseries, buf[3], sizeof(buf[3]), cols[3]);
+	return NULL;
+}
+
+const char *kv_metric_axis_label(const char *file, const char *name, char *buf, unsigned len)
+{
+	const struct kv_metric_doc *m = kv_metric_doc(file, name);
+
+	if (!m)
+		snprintf(buf, len, "%s", name);
+	else if (m->unit[0])
+		snprintf(buf, len, "%s (%s)", m->label, m->unit);
+	else
+		snprintf(buf, len, "%s", m->label);
+	return buf;
+}

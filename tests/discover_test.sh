@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Discoverability (issue 17, section 5):
+#  1. kvsim list metrics names every column a run writes (the headers of a
+#     real run's CSVs, and the sweep's metric columns) with a definition;
+#  2. kvsim help CMD prints exactly kvsim CMD --help, for every command;
+#     kvsim help (and --help) includes every command's own help;
+#  3. --set cache.name=chunked over a file whose cache section holds full's
+#     options exits 2 naming the option, the plugin it belongs to, and the
+#     fix (--set cache=chunked), which works;
+#  4. KVSIM_PROGRESS=1 with stderr not a terminal prints no terminal escapes.
+# Usage: discover_test.sh KVSIM SOURCE_DIR
+set -u
+kvsim=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+
+"$kvsim" list metrics > "$tmp/m" && ok || bad "list metrics exit status"
+grep -q "no definition" "$tmp/m" && bad "undocumented columns: $(grep 'no definition' "$tmp/m")" || ok
+"$kvsim" run "$src/workloads/tenants.yaml" -o "$tmp/r" -q --set workload.requests=50 --set outputs.chart=false || bad "run"
+for f in summary.csv tenants.csv requests.csv timeseries.csv tenant_timeseries.csv; do
+  for c in $(head -1 "$tmp/r/$f" | tr ',' ' '); do
+    awk -v f="$f:" -v c="$c" '$0 == f { in_f = 1; next } /^[a-z_]+\.csv:$/ { in_f = 0 } in_f && $1 == c { found = 1 } END { exit !found }' "$tmp/m" ||
+      bad "$f column $c missing from kvsim list metrics"
+  done
+done
+ok
+
+for c in run list sweep sweep-merge plot calibrate validate gpu; do
+  "$kvsim" help "$c" > "$tmp/h1" 2>&1; s1=$?
+  "$kvsim" "$c" --help > "$tmp/h2" 2>&1; s2=$?
+  [ $s1 = 0 ] && [ $s1 = $s2 ] && cmp -s "$tmp/h1" "$tmp/h2" && ok || bad "kvsim help $c differs from kvsim $c --help"
+  "$kvsim" help | grep -q "^usage: kvsim $c" && ok || bad "kvsim help lacks the usage of $c"
+done
+"$kvsim" help nope 2> "$tmp/e"; [ $? = 2 ] && grep -q "expected one of: run" "$tmp/e" && ok || bad "kvsim help nope"
+
+"$kvsim" run "$src/workloads/default.yaml" -o "$tmp/c" -q --set cache.name=chunked 2> "$tmp/e"
+[ $? = 2 ] && grep -q "default.yaml:[0-9]*:[0-9]*: cache.max_len: unknown key 'max_len' for cache 'chunked' (named by --set cache.name=chunked): it is an option of cache 'full'" "$tmp/e" &&
+  grep -q -- "--set cache=chunked" "$tmp/e" && ok || bad "cache.name=chunked: $(cat "$tmp/e")"
+"$kvsim" run "$src/workloads/default.yaml" -o "$tmp/c" -q --set cache=chunked --set workload.requests=20 &&
+  ok || bad "--set cache=chunked"
+
+KVSIM_PROGRESS=1 "$kvsim" run "$src/workloads/tenants.yaml" -o "$tmp/p" --set workload.requests=50 \
+  --set outputs.chart=false > /dev/null 2> "$tmp/pe"
+[ $? = 0 ] && ! grep -q $'\033' "$tmp/pe" && ok || bad "KVSIM_PROGRESS=1 wrote terminal escapes to a file"
+
+echo "discover: $pass passed, $fail failed"
+[ "$fail" = 0 ]
