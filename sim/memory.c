@@ -50,14 +50,32 @@ const char *kv_mem_model_name(enum kv_mem_model m)
 	return names[m];
 }
 
+uint64_t kv_mem_moe_workspace_bytes(const struct kv_model *m, uint64_t tokens, uint32_t tp)
+{
+	uint64_t mt = KV_MIN(tokens, (uint64_t)KV_MEM_MOE_CHUNK_TOKENS);
+	uint64_t k = m->experts_per_token, h = m->hidden;
+	uint64_t n = (m->gated_mlp ? 2ULL : 1ULL) * m->moe_intermediate / KV_MAX(tp, 1U);
+	uint64_t bs = mt <= 32 ? 16 : mt <= 96 ? 32 : mt <= 512 ? 64 : 128;
+	uint64_t padded = mt * k + (uint64_t)m->experts * (bs - 1);
+	uint64_t elems = mt * k * KV_MAX(n / 2, h) + mt * k * KV_MAX(n, h) + mt * h;
+
+	if (!m->experts)
+		return 0;
+	return elems * m->dtype_bytes + 4 * padded + 4 * kv_div_ceil(padded, bs);
+}
+
 uint64_t kv_mem_activation_bytes(const struct kv_model *m, uint64_t max_batch_tokens,
-				 uint32_t max_seqs)
+				 uint32_t max_seqs, uint32_t tp)
 {
 	uint64_t k = m->gated_mlp ? 3 : 2;
-	uint64_t per_token = (uint64_t)m->dtype_bytes * (2ULL * m->hidden + k * m->intermediate);
+	uint64_t mlp = max_batch_tokens * m->dtype_bytes * k * m->intermediate;
 	uint64_t rows = KV_MIN((uint64_t)max_seqs, max_batch_tokens);
 
-	return max_batch_tokens * per_token + rows * m->vocab * 4ULL * 3ULL;
+	if (m->experts)
+		mlp = KV_MAX(m->dense_layers ? mlp : 0,
+			     kv_mem_moe_workspace_bytes(m, max_batch_tokens, tp));
+	return max_batch_tokens * m->dtype_bytes * 2ULL * m->hidden + mlp +
+	       rows * m->vocab * 4ULL * 3ULL;
 }
 
 double kv_mem_sglang_fraction(uint64_t total_bytes, uint32_t tp)
@@ -115,7 +133,7 @@ static int budget_engine(const struct kv_mem_cfg *c, const struct kv_model *m,
 	if (c->model == KV_MEM_VLLM) {
 		b->fraction = c->gpu_memory_utilization;
 		b->activation_bytes = c->activation_bytes != KV_MEM_AUTO ? c->activation_bytes :
-				      kv_mem_activation_bytes(m, max_batch_tokens, max_seqs);
+				      kv_mem_activation_bytes(m, max_batch_tokens, max_seqs, tp);
 		b->cuda_graph_bytes = c->cuda_graph_bytes;
 		kv = (double)b->total_bytes * b->fraction -
 		     (double)(b->weights_bytes + b->activation_bytes + b->non_torch_bytes +

@@ -84,15 +84,34 @@ const char *kv_mem_model_name(enum kv_mem_model m);
 /*
  * Peak activation of vLLM's profiling run (gpu_model_runner.py profile_run:
  * a dummy forward of max_num_batched_tokens tokens, then the sampler on
- * min(max_num_seqs, tokens) rows of logits), per GPU:
- *   T * dtype * (2 * hidden + k * intermediate)  +  S * vocab * 4 * 3
- * with k = 3 (gated MLP: gate_up then act) or 2, T = max_batch_tokens,
- * S = min(max_seqs, T): the MLP's live tensors at its peak, and three fp32
- * copies of the logits (logits, probabilities, log-probabilities).  Not
- * divided by TP: vLLM logged the same 1.26 GiB at TP 1 and 2 (PR 10511).
+ * min(max_num_seqs, tokens) rows of logits), per GPU of a tp group:
+ *   T * dtype * 2 * hidden  +  mlp  +  S * vocab * 4 * 3
+ * with T = max_batch_tokens, S = min(max_seqs, T), three fp32 copies of the
+ * logits (logits, probabilities, log-probabilities) and mlp the MLP's live
+ * tensors at its peak: T * dtype * k * intermediate, k = 3 (gated MLP:
+ * gate_up then act) or 2, for a dense model (not divided by TP: vLLM
+ * logged the same 1.26 GiB at TP 1 and 2, PR 10511); for a MoE model the
+ * larger of the dense layers' term (dense_layers > 0) and the fused_moe
+ * buffers of one MoE layer (kv_mem_moe_workspace_bytes).
  */
 uint64_t kv_mem_activation_bytes(const struct kv_model *m, uint64_t max_batch_tokens,
-				 uint32_t max_seqs);
+				 uint32_t max_seqs, uint32_t tp);
+
+/* VLLM_FUSED_MOE_CHUNK_SIZE's default, tokens per fused_moe call (vllm/envs.py: 16 * 1024). */
+#define KV_MEM_MOE_CHUNK_TOKENS 16384
+
+/*
+ * vLLM's fused_moe buffers for one MoE layer over T tokens on one GPU of a
+ * tp group (vllm/model_executor/layers/fused_moe/fused_moe.py, TritonExperts
+ * workspace_shapes, and moe_align_block_size.py), M = min(T,
+ * KV_MEM_MOE_CHUNK_TOKENS), k = experts_per_token, N = (gated ? 2 : 1) *
+ * moe_intermediate / tp (the w13 rows a rank holds), K = hidden:
+ *   dtype * (M*k*max(N/2, K) + M*k*max(N, K) + M*K)      workspace13, workspace2, output
+ *   + 4 * P + 4 * ceil(P / bs),  P = M*k + experts*(bs - 1)   sorted ids, expert ids
+ * with bs the default BLOCK_SIZE_M (get_default_config: 16 for M <= 32, 32
+ * to 96, 64 to 512, else 128).  0 for a dense model.
+ */
+uint64_t kv_mem_moe_workspace_bytes(const struct kv_model *m, uint64_t tokens, uint32_t tp);
 
 /*
  * SGLang's default mem_fraction_static for a GPU of total_bytes at TP tp

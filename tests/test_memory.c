@@ -93,13 +93,47 @@ END_TEST
 START_TEST(test_activation)
 {
 	struct kv_model l3 = load_model("llama-3-8b");
-	uint64_t a = kv_mem_activation_bytes(&l3, 8192, 256);
+	uint64_t a = kv_mem_activation_bytes(&l3, 8192, 256, 1);
 
 	ck_assert_uint_eq(a, 8192ULL * 2 * (2 * 4096 + 3 * 14336) + 256ULL * 128256 * 12);
 	near("Llama-3-8B activation peak at 8192 tokens (PR 10511)", (double)a, 1.26 * GIB, 0.10);
 	/* fewer batched tokens than max_num_seqs: the sampler sees one row per token */
-	ck_assert_uint_eq(kv_mem_activation_bytes(&l3, 100, 256),
+	ck_assert_uint_eq(kv_mem_activation_bytes(&l3, 100, 256, 1),
 			  100ULL * 2 * (2 * 4096 + 3 * 14336) + 100ULL * 128256 * 12);
+	/* a dense model's term does not depend on TP */
+	ck_assert_uint_eq(kv_mem_activation_bytes(&l3, 8192, 256, 4), a);
+}
+END_TEST
+
+/*
+ * MoE: vLLM's fused_moe buffers stand in for the MLP (memory.h).  Mixtral
+ * at TP 2, 8192 tokens: M = 8192, k = 2, N = 2 * 14336 / 2 = 14336, K =
+ * 4096; workspace13 8192*2*7168 + workspace2 8192*2*14336 + output
+ * 8192*4096 = 385875968 elements = 771751936 bytes; block 128, P = 16384 +
+ * 8*127 = 17400: 69600 + 4*136 = 70144 bytes of ids; 771822080 in all.
+ * Plus 8192*2*2*4096 = 134217728 and the logits 256*32000*12 = 98304000.
+ * Qwen3-30B-A3B at 20000 tokens runs in chunks of M = 16384: N = 1536, K =
+ * 2048: (2 * 16384*8*2048 + 16384*2048) * 2 = 1140850688, P = 131072 +
+ * 128*127 = 147328: 589312 + 4*1151; 1141444604.  DeepSeek-V2-Lite's dense
+ * first layer (8192*2*3*10944 = 537919488) outweighs its MoE buffers
+ * ((8192*6*2048 + 8192*6*2816 + 8192*2048) * 2 + 4*57280 + 4*448 =
+ * 511936000) at TP 1.
+ */
+START_TEST(test_activation_moe)
+{
+	struct kv_model mx = load_model("mixtral-8x7b");
+	struct kv_model qw = load_model("qwen3-30b-a3b");
+	struct kv_model ds = load_model("deepseek-v2-lite");
+
+	ck_assert_uint_eq(kv_mem_moe_workspace_bytes(&mx, 8192, 2), 771822080ULL);
+	ck_assert_uint_eq(kv_mem_activation_bytes(&mx, 8192, 256, 2),
+			  771822080ULL + 134217728ULL + 98304000ULL);
+	ck_assert_uint_eq(kv_mem_moe_workspace_bytes(&qw, 20000, 1), 1141444604ULL);
+	ck_assert_uint_eq(kv_mem_moe_workspace_bytes(&ds, 8192, 1), 511936000ULL);
+	ck_assert_uint_eq(kv_mem_activation_bytes(&ds, 8192, 256, 1),
+			  8192ULL * 2 * 2 * 2048 + 537919488ULL + 256ULL * 102400 * 12);
+	/* a dense model has no fused_moe buffers */
+	ck_assert_uint_eq(kv_mem_moe_workspace_bytes(&(struct kv_model){ .hidden = 64 }, 8192, 1), 0);
 }
 END_TEST
 
@@ -253,6 +287,7 @@ static Suite *memory_suite(void)
 	tcase_add_test(tc, test_profiles_have_cuda_memory);
 	tcase_add_test(tc, test_token_bytes);
 	tcase_add_test(tc, test_activation);
+	tcase_add_test(tc, test_activation_moe);
 	tcase_add_test(tc, test_sglang_fraction);
 	tcase_add_test(tc, test_share_unchanged);
 	tcase_add_test(tc, test_vllm_llama2_7b_a100);
