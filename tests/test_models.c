@@ -263,6 +263,59 @@ START_TEST(test_perf_moe)
 }
 END_TEST
 
+/*
+ * Expert parallelism (cluster.expert_parallel 2, as engine.c passes it to
+ * kv_perf_init_parallel) on Mixtral over two H200s (NVLink, NCCL busbw
+ * 370 GB/s in the profile): the routed experts shard over ep, 32 * 352321536
+ * / 2 bytes a GPU for one expert in every MoE layer; a one-sequence decode
+ * reads the non-expert half and 2 experts' worth, as at TP 2.  Added: per
+ * layer two ring all-reduces of 8192 bytes (comm.h, 2 ranks: LL is
+ * cheapest, 6.6 + 2*0.6 us + 8192 B / (370 GB/s * 1/4 * 2/2)) and per MoE
+ * layer a dispatch and a combine all-to-all of 1 token * top-2 * 4096 * 2 =
+ * 16384 bytes: (8.4 + 1*3.4) us + 1/2 * 16384 B / 370 GB/s.  Over 4 ranks
+ * the experts shard four ways and each all-to-all costs (8.4 + 3*3.4) us +
+ * 3/4 of the bytes.
+ */
+START_TEST(test_perf_moe_ep)
+{
+	struct kv_model m = load_model("mixtral-8x7b");
+	struct kv_device dev = load_device("h200");
+	struct kv_batch_shape b = { .n_seqs = 1, .n_decode = 1, .n_sample = 1,
+				    .attn_pairs = 1000, .kv_read_bytes = 1000ULL * 131072 };
+	struct kv_parallel par = { .tp = 2, .pp = 1, .ep = 2 };
+	struct kv_perf pf;
+	double bw = dev.mem_bw_Bps * dev.eff_bw, lin, attn, ar, a2a, want;
+
+	ck_assert_int_eq(dev.link_type, KV_LINK_NVLINK);
+	ck_assert(dev.link_busbw_Bps == 370e9);
+	kv_perf_init_parallel(&pf, &m, &dev, &par);
+	ck_assert_double_eq_tol(pf.expert_bytes_per_gpu, 32.0 * 352321536.0 / 2, 0.5);
+	ck_assert(pf.ep_moe_layers == 32.0);
+	ck_assert(pf.ep_bytes_per_token == 16384.0);
+	lin = fmax((3211272192.0 + 2 * 32.0 * 352321536.0) / 2 / bw,
+		   (25497706496.0 / 2) / (dev.flops * dev.eff_flops));
+	attn = fmax(1000.0 * 131072 / 2 / bw, 4.0 * 32 * 32 * 128 * 1000 / 2 /
+						       (dev.flops * dev.eff_flops));
+	ar = 64.0 * (7800.0 + 8192.0 / 92.5e9 * 1e9);
+	a2a = 2.0 * 32 * (11800.0 + 0.5 * 16384.0 / 370e9 * 1e9);
+	ck_assert_double_eq_tol(kv_perf_allreduce_ns(&pf, 1.0), ar, 1e-6);
+	ck_assert_double_eq_tol(kv_perf_moe_ep_ns(&pf, 1.0), a2a, 1e-6);
+	want = ceil((double)dev.overhead_ns + 1e9 * (lin + attn) + ar + a2a);
+	ck_assert_msg(fabs((double)kv_perf_iter_ns(&pf, &b) - want) <= 1.0, "got %llu want %.0f",
+		      (unsigned long long)kv_perf_iter_ns(&pf, &b), want);
+	/* ep 4 with tp 2: experts four ways, all-to-alls over 4 ranks, 16 tokens */
+	par.ep = 4;
+	kv_perf_init_parallel(&pf, &m, &dev, &par);
+	ck_assert_double_eq_tol(pf.expert_bytes_per_gpu, 32.0 * 352321536.0 / 4, 0.5);
+	ck_assert_double_eq_tol(kv_perf_moe_ep_ns(&pf, 16.0),
+				64.0 * (18600.0 + 0.75 * 16.0 * 16384.0 / 370e9 * 1e9), 1e-6);
+	/* a dense model under ep pays nothing */
+	m = load_model("llama-3.1-8b");
+	kv_perf_init_parallel(&pf, &m, &dev, &par);
+	ck_assert(kv_perf_moe_ep_ns(&pf, 16.0) == 0.0);
+}
+END_TEST
+
 /* A dense profile's perf constants are what they were: weights read = resident. */
 START_TEST(test_perf_dense_unchanged)
 {
@@ -371,6 +424,7 @@ static Suite *models_suite(void)
 	tcase_add_test(tc, test_window_gemma2);
 	tcase_add_test(tc, test_dtypes);
 	tcase_add_test(tc, test_perf_moe);
+	tcase_add_test(tc, test_perf_moe_ep);
 	tcase_add_test(tc, test_perf_dense_unchanged);
 	tcase_add_test(tc, test_perf_fp8_rate);
 	tcase_add_loop_test(tc, test_bad_keys, 0, (int)(sizeof(bad) / sizeof(bad[0])));

@@ -6,7 +6,8 @@
  * Case i of a run takes its matrix cell from i (cycling over scheduler
  * variant x cache variant x {1, 3} replicas, so every block of cells-many
  * cases covers the matrix) and everything else from a seed derived from
- * (KVSIM_RANDOM_SEED, i): the model, device and tensor parallelism, a pool
+ * (KVSIM_RANDOM_SEED, i): the model, device and layout (tp 1-2, pp 1-3, ep
+ * 2-4 on a MoE model, DeepSeek-V2-Lite: 60% of its cases), a pool
  * from a fraction of one longest request to eight of them, the batching
  * limits, the oversize policy, 1-4 tenants (weights, priorities, sometimes
  * fixed lengths), the options the variant does not fix, and a Mooncake trace
@@ -591,6 +592,9 @@ static void draw_cluster(gsl_rng *g, struct rcase *c, unsigned replicas)
 	/* pipeline stages (drawn last so the draws above keep their stream) */
 	cfg->pp = gsl_rng_uniform(g) < 0.3 ? (uint32_t)uni(g, 2, 3) : 1;
 	appendf(c->desc, sizeof(c->desc), " pp: %u", cfg->pp);
+	/* expert parallelism, MoE models only (drawn after pp for the same reason) */
+	cfg->ep = cfg->model.experts && gsl_rng_uniform(g) < 0.6 ? (uint32_t)uni(g, 2, 4) : 1;
+	appendf(c->desc, sizeof(c->desc), " ep: %u", cfg->ep);
 }
 
 /* The source: the case's trace, its rows' lengths and hash ids, the tenants. */
