@@ -33,7 +33,8 @@
  * reserves max_len tokens (the model's context when 0) at admission as
  * cache_full.c does, kv_bytes = extent(max(max_len, prompt + output) * b_q).
  * beta = b_q; attention reads ctx * b_q bytes and dequantises ctx * data
- * of them (scales and zeros are read, not expanded).  The summary's
+ * of them (scales and zeros are read, not expanded); on sliding-window
+ * layers both stop at the window (kv_model_window_bytes).  The summary's
  * cache_bytes_saved is sum over holdings of kv_tokens * (b - b_q): the fp16
  * bytes of the tokens each held, less what they took quantized.
  *
@@ -57,6 +58,9 @@ struct quant {
 	uint64_t data_bytes; /* packed K/V bytes per token (what is dequantised) */
 	uint64_t saved_per_token; /* b - b_q, 0 when quantizing saves nothing */
 	uint64_t bytes_saved; /* sum over released holdings of kv_tokens * saved_per_token */
+	uint64_t win_tokens; /* the model's sliding window W, tokens (0: none) */
+	uint64_t win_layers; /* layers with the window, Lw (0: none) */
+	uint64_t layers; /* the model's layers, L */
 };
 
 static const char *const layout_names[] = { "chunked", "full", NULL };
@@ -124,6 +128,9 @@ static int quant_init(void *priv, const struct kv_cache_env *env, struct kv_diag
 	qc->saved_per_token = env->token_bytes > qc->token_bytes ?
 				      env->token_bytes - qc->token_bytes : 0;
 	qc->bytes_saved = 0;
+	qc->win_tokens = m->sliding_window;
+	qc->win_layers = kv_model_window_layers(m);
+	qc->layers = m->layers;
 	if (!qc->max_len)
 		qc->max_len = m->max_ctx_tokens;
 	kv_blocks_init(&qc->blocks, env->pool);
@@ -196,12 +203,17 @@ static double quant_bytes_per_token(const void *priv)
 	return (double)qc->token_bytes;
 }
 
-/* Attention reads the packed elements and their scales: ctx * b_q. */
+/*
+ * Attention reads the packed elements and their scales: ctx * b_q, less on
+ * sliding-window layers the tokens older than the window (the replica's
+ * fp16 read of profile.h kv_model_kv_bytes, at b_q).
+ */
 static uint64_t quant_read_bytes(const void *priv, uint64_t ctx_tokens)
 {
 	const struct quant *qc = priv;
 
-	return ctx_tokens * qc->token_bytes;
+	return kv_window_bytes(ctx_tokens, qc->token_bytes, qc->win_tokens, qc->win_layers,
+			       qc->layers);
 }
 
 /*
@@ -215,7 +227,8 @@ static uint64_t quant_dequant_bytes(const void *priv, uint64_t ctx_tokens)
 {
 	const struct quant *qc = priv;
 
-	return ctx_tokens * qc->data_bytes;
+	return kv_window_bytes(ctx_tokens, qc->data_bytes, qc->win_tokens, qc->win_layers,
+			       qc->layers);
 }
 
 /* Every token is kept (hit rate 1); bytes saved against fp16 as in the header. */

@@ -13,7 +13,9 @@
  *   kv_bytes = ceil(min(n, budget) / B) * extent(B * b)  <=  ceil(budget / B) * extent(B * b)
  *
  * with b the fp16 bytes per token; beta = b; attention reads
- * min(ctx, budget) * b bytes.  Once the blocks cover the budget the holding
+ * min(ctx, budget) * b bytes, and on sliding-window layers at most the
+ * window W of them: kv_model_window_bytes(min(ctx, budget)), i.e.
+ * min(ctx, budget, W) tokens there.  Once the blocks cover the budget the holding
  * fits any length, so reserve sets kv_cap_tokens = UINT64_MAX and the engine
  * never calls it again for that request (until release).
  *
@@ -77,6 +79,9 @@ struct sparse {
 	uint64_t recompute_tokens; /* option: prefill tokens per fully missed step, default 0 */
 	struct kv_blocks blocks; /* tables over the pool */
 	uint64_t token_bytes; /* b */
+	uint64_t win_tokens; /* the model's sliding window W, tokens (0: none) */
+	uint64_t win_layers; /* layers with the window, Lw (0: none) */
+	uint64_t layers; /* the model's layers, L */
 	uint64_t heavy; /* heavy hitters kept: budget - recent */
 	double head_h[HEAD_TOKENS + 1]; /* H(i) for i <= 64, exact */
 	double log_head; /* log(64) */
@@ -218,6 +223,9 @@ static int sparse_init(void *priv, const struct kv_cache_env *env, struct kv_dia
 	sp->recomputed_tokens = 0;
 	sp->bytes_saved = 0;
 	sp->token_bytes = env->token_bytes;
+	sp->win_tokens = env->model->sliding_window;
+	sp->win_layers = kv_model_window_layers(env->model);
+	sp->layers = env->model->layers;
 	kv_blocks_init(&sp->blocks, env->pool);
 	return 0;
 }
@@ -300,7 +308,9 @@ static uint64_t sparse_read_bytes(const void *priv, uint64_t ctx_tokens)
 {
 	const struct sparse *sp = priv;
 
-	return KV_MIN(ctx_tokens, sp->budget) * sp->token_bytes;
+	/* a windowed layer keeps at most the window of them */
+	return kv_window_bytes(KV_MIN(ctx_tokens, sp->budget), sp->token_bytes, sp->win_tokens,
+			       sp->win_layers, sp->layers);
 }
 
 /*

@@ -86,6 +86,7 @@ void kv_perf_init_parallel(struct kv_perf *pf, const struct kv_model *m,
 		(kv_model_linear_flops_per_token(m) - kv_model_head_flops(m)) / tp;
 	pf->head_flops_per_sample = kv_model_head_flops(m) / tp;
 	pf->attn_flops_per_pair = kv_model_attn_flops_per_pair(m) / tp;
+	pf->window_frac = (double)kv_model_window_layers(m) / m->layers;
 	pf->bw_Bps = dev->mem_bw_Bps * dev->eff_bw;
 	pf->flops_per_s = gemm_flops(m, dev) * dev->eff_flops;
 	pf->attn_flops_per_s = dev->flops * (dev->eff_attn > 0 ? dev->eff_attn : dev->eff_flops);
@@ -180,11 +181,17 @@ static double linear_ns(const struct kv_perf *pf, uint64_t n_tokens, uint32_t n_
 	return 1e9 * fmax(mem, cmp);
 }
 
+/* Query-context pairs the layers compute: windowed layers skip keys older than the window. */
+static double attn_pairs(const struct kv_perf *pf, const struct kv_batch_shape *b)
+{
+	return (double)b->attn_pairs - pf->window_frac * (double)b->window_skip_pairs;
+}
+
 /* Attention: the KV this GPU's heads read, F_attn per pair plus dequantisation. */
 static double attention_ns(const struct kv_perf *pf, const struct kv_batch_shape *b)
 {
 	double mem = (double)b->kv_read_bytes / pf->tp / pf->bw_Bps;
-	double flops = pf->attn_flops_per_pair * (double)b->attn_pairs +
+	double flops = pf->attn_flops_per_pair * attn_pairs(pf, b) +
 		       pf->dequant_flops_per_byte * (double)b->dequant_bytes / pf->tp;
 
 	return 1e9 * fmax(mem, flops / pf->attn_flops_per_s);
@@ -205,7 +212,7 @@ static double pipeline_ns(const struct kv_perf *pf, const struct kv_batch_shape 
 	double lin_cmp = (pf->lin_flops_per_token * f * (n + half) +
 			  pf->head_flops_on_stage * (double)b->n_sample / m) / pf->flops_per_s;
 	double attn_mem = (double)b->kv_read_bytes / m / pf->tp * f / pf->bw_Bps;
-	double attn_flops = (pf->attn_flops_per_pair * (double)b->attn_pairs +
+	double attn_flops = (pf->attn_flops_per_pair * attn_pairs(pf, b) +
 			     pf->dequant_flops_per_byte * (double)b->dequant_bytes / pf->tp) * f / m;
 	double stage = 1e9 * (fmax(lin_mem, lin_cmp) + fmax(attn_mem, attn_flops / pf->attn_flops_per_s));
 

@@ -9,11 +9,15 @@
  * tensor-parallel group of tp GPUs,
  *
  *   t_lin  = max(M(N)/tp / (B*eff_bw),  F_lin*N/tp / (P*eff_flops))
- *   t_attn = max(KV/tp / (B*eff_bw), (F_attn*pairs + q*D)/tp / (P*eff_flops))
+ *   t_attn = max(KV/tp / (B*eff_bw), (F_attn*pairs_w + q*D)/tp / (P*eff_flops))
  *   t      = overhead + S*per_seq + t_lin + t_attn + t_ar + extra
  *   t_ar   = N * 2L * 2(tp-1)/tp * hidden*dtype / I  +  2L * lat   (tp > 1 only)
  *
- * with M(N) the weight bytes read (all of them for a dense model; for MoE the
+ * with pairs_w = pairs - (Lw/L) * skip the pairs the layers compute when Lw
+ * of the L layers attend only to their last W tokens (sliding window:
+ * skip counts, per windowed layer, the pairs of query tokens at position
+ * i > W with the i - W oldest keys, kv_perf_window_skip_pairs()),
+ * M(N) the weight bytes read (all of them for a dense model; for MoE the
  * non-expert weights plus, per MoE layer, the E * (1 - (1 - k/E)^N) distinct
  * routed experts N tokens touch under uniform top-k routing), KV the KV bytes attention reads over the whole
  * replica (kv_read_bytes; heads are split over the tp GPUs), D the KV bytes
@@ -66,6 +70,7 @@ struct kv_batch_shape {
 	uint64_t attn_pairs; /* query-context token pairs over the batch */
 	uint64_t kv_read_bytes; /* KV bytes attention reads, whole replica (cache model's) */
 	uint64_t dequant_bytes; /* KV bytes that need dequantisation (quantized caches) */
+	uint64_t window_skip_pairs; /* pairs a sliding-window layer skips (keys older than the window), per windowed layer */
 	uint64_t extra_ns; /* added time: swaps, recompute not in the batch, ... */
 };
 
@@ -79,6 +84,7 @@ struct kv_perf {
 	double lin_flops_per_token; /* (F_lin - F_head) / tp: the layers, per batch token */
 	double head_flops_per_sample; /* F_head / tp: the LM head, per sampled sequence */
 	double attn_flops_per_pair; /* F_attn / tp */
+	double window_frac; /* Lw / L: share of layers with a sliding window (pairs_w), 0: none */
 	double bw_Bps; /* B * eff_bw */
 	double flops_per_s; /* P * eff_flops */
 	double attn_flops_per_s; /* P * eff_attn (eff_flops when the profile leaves it 0) */
@@ -170,6 +176,25 @@ void kv_perf_embed_lookup(struct kv_perf *pf);
 
 /* Iteration duration in ns (>= 1) for a batch shape. */
 kv_ns kv_perf_iter_ns(const struct kv_perf *pf, const struct kv_batch_shape *b);
+
+/*
+ * Pairs a layer with a sliding window of w tokens skips in a chunk of c
+ * query tokens after p cached ones: query i (positions p+1 .. p+c) attends
+ * to min(i, w) keys instead of i, so the chunk skips sum of max(0, i - w) =
+ * (a + b) * (b - a + 1) / 2 with a = max(p+1, w+1) - w, b = p + c - w (0
+ * when p + c <= w).  A decode step (c = 1) at context n skips n - w.  w is
+ * the model's sliding_window (UINT64_MAX or 0: none).
+ */
+static inline uint64_t kv_perf_window_skip_pairs(uint64_t p, uint64_t c, uint64_t w)
+{
+	uint64_t a, b;
+
+	if (w == 0 || p + c <= w)
+		return 0;
+	a = (p + 1 > w + 1 ? p + 1 : w + 1) - w;
+	b = p + c - w;
+	return (a + b) * (b - a + 1) / 2;
+}
 
 /* Query-context pairs of a prefill chunk of c tokens after p cached tokens: c*p + c*(c+1)/2. */
 static inline uint64_t kv_perf_prefill_pairs(uint64_t p, uint64_t c)

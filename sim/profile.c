@@ -105,6 +105,12 @@ uint64_t kv_model_kv_bytes(const struct kv_model *m, uint64_t ctx_tokens)
 	       KV_MIN(ctx_tokens, (uint64_t)m->sliding_window) * per_layer * lw;
 }
 
+uint64_t kv_model_window_bytes(const struct kv_model *m, uint64_t ctx_tokens, uint64_t b)
+{
+	return kv_window_bytes(ctx_tokens, b, m->sliding_window, kv_model_window_layers(m),
+			       m->layers);
+}
+
 uint32_t kv_model_moe_layers(const struct kv_model *m)
 {
 	return m->experts ? m->layers - m->dense_layers : 0;

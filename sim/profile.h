@@ -137,6 +137,22 @@ uint32_t kv_model_window_layers(const struct kv_model *m);
  */
 uint64_t kv_model_kv_bytes(const struct kv_model *m, uint64_t ctx_tokens);
 
+/*
+ * The same for any per-token width b (a quantized cache's b_q, the bytes it
+ * dequantises): ctx * b - max(0, ctx - W) * b * Lw / L, the product rounded
+ * down; equals kv_model_kv_bytes() for b = kv_model_kv_bytes_per_token().
+ */
+uint64_t kv_model_window_bytes(const struct kv_model *m, uint64_t ctx_tokens, uint64_t b);
+
+/* kv_model_window_bytes() from precomputed terms (hot paths): window w, lw of layers windowed. */
+static inline uint64_t kv_window_bytes(uint64_t ctx_tokens, uint64_t b, uint64_t w, uint64_t lw,
+				       uint64_t layers)
+{
+	if (!lw || ctx_tokens <= w)
+		return ctx_tokens * b;
+	return ctx_tokens * b - (ctx_tokens - w) * b * lw / layers;
+}
+
 /* ---- mixture of experts ---- */
 
 /* MoE layers: layers - dense_layers, 0 for a dense model. */

@@ -79,6 +79,7 @@ static inline void kv__decodes_end(struct kv_replica *r, const struct kv__decode
 	r->shape.attn_pairs += d->pairs;
 	r->ctx_tokens += d->pairs;
 	r->win_excess += d->win_excess;
+	r->shape.window_skip_pairs += d->win_excess; /* a decode at n skips n - W */
 }
 
 /*

@@ -171,6 +171,51 @@ static void release(struct kv_replica *r, struct kv_req *q)
 	ck_assert_uint_eq(q->kv_cap_tokens, 0);
 }
 
+/*
+ * Sliding-window layers stop reading at the window under the quantized and
+ * sparse caches too.  Gemma-2-9B: 42 layers, 21 windowed, W = 4096, b =
+ * 344064 (E = 172032, 672 vectors of 256).  4 bits, group 64: data 86016,
+ * b_q = 86016 + 672 * 4 * 4 = 96768.  At 8000 tokens: 8000 * 96768 - 3904 *
+ * 96768 * 21/42 = 585252864 read, 8000 * 86016 - 3904 * 43008 = 520224768
+ * dequantised.  Sparse, budget 6000: 6000 * 344064 - 1904 * 172032 =
+ * 1736835072; budget 2000 keeps fewer than the window: 2000 * 344064.
+ */
+START_TEST(window_reads)
+{
+	static const struct {
+		const char *cache;
+		uint64_t ctx, read, dequant;
+	} t[] = {
+		{ "{name: quantized, bits: 4}", 8000, 585252864ULL, 520224768ULL },
+		{ "{name: quantized, bits: 4}", 4096, 4096ULL * 96768, 4096ULL * 86016 },
+		{ "{name: sparse, budget: 6000}", 8000, 1736835072ULL, 0 },
+		{ "{name: sparse, budget: 6000}", 3000, 3000ULL * 344064, 0 },
+		{ "{name: sparse, budget: 2000}", 8000, 2000ULL * 344064, 0 },
+	};
+	size_t i;
+
+	for (i = 0; i < KV_ARRAY_LEN(t); i++) {
+		struct kv_workload w;
+		struct kv_sim s;
+		struct rec r;
+		const struct kv_replica *rep;
+
+		load(&w, text("model: gemma-2-9b\ndevice: a100-80g\nscheduler: fifo\n"
+			      "outputs: {sample_interval: 0}\n", t[i].cache, ONE_REQ));
+		init(&w, &s, &r, 0);
+		rep = &s.rep[0];
+		ck_assert_msg(read_bytes(rep, t[i].ctx) == t[i].read, "%s at %llu: read %llu",
+			      t[i].cache, (unsigned long long)t[i].ctx,
+			      (unsigned long long)read_bytes(rep, t[i].ctx));
+		if (t[i].dequant)
+			ck_assert_uint_eq(rep->cache->dequant_bytes(rep->cache_priv, t[i].ctx),
+					  t[i].dequant);
+		kv_sim_release(&s);
+		kv_workload_release(&w);
+	}
+}
+END_TEST
+
 /* Chunked layout: whole blocks of 16 tokens, each 16 * b_q bytes = whole units. */
 START_TEST(quant_chunked_layout)
 {
@@ -784,6 +829,7 @@ static Suite *cache_suite(void)
 	TCase *tc = tcase_create("core");
 
 	tcase_add_test(tc, bytes_per_token);
+	tcase_add_test(tc, window_reads);
 	tcase_add_test(tc, quant_chunked_layout);
 	tcase_add_test(tc, quant_full_layout);
 	tcase_add_test(tc, capacity_hooks);

@@ -198,6 +198,62 @@ START_TEST(test_window_gemma2)
 END_TEST
 
 /*
+ * Windowed attention compute: a chunk of c queries after p cached tokens
+ * skips, on a layer with window W, sum over i = p+1 .. p+c of max(0, i - W)
+ * pairs: (0, 8000, 4096) -> 1 + ... + 3904 = 7622560; (5000, 10, 4096) ->
+ * 905 + ... + 914 = 9095; a decode at context 4097 skips 1.  Gemma-2-9B
+ * prefilling 8000 tokens on one H100 computes 8000 * 8001 / 2 - 21/42 *
+ * 7622560 = 28192720 pairs at 4 * 16 * 256 * 42 = 688128 FLOPs each, and
+ * reads the windowed KV, kv_model_kv_bytes(8000) = 2080899072 bytes.
+ */
+START_TEST(test_window_flops)
+{
+	struct kv_model m = load_model("gemma-2-9b");
+	struct kv_device dev = load_device("h100-80g");
+	struct kv_batch_shape b = { .n_seqs = 1, .n_sample = 1, .n_prefill_tokens = 8000,
+				    .attn_pairs = 32004000, .window_skip_pairs = 7622560,
+				    .kv_read_bytes = 2080899072ULL };
+	struct kv_perf pf;
+	double bw = dev.mem_bw_Bps * dev.eff_bw, fl = dev.flops * dev.eff_flops, lin, attn, want;
+	kv_ns full;
+
+	ck_assert_uint_eq(kv_perf_window_skip_pairs(0, 8000, 4096), 7622560);
+	ck_assert_uint_eq(kv_perf_window_skip_pairs(5000, 10, 4096), 9095);
+	ck_assert_uint_eq(kv_perf_window_skip_pairs(0, 4096, 4096), 0);
+	ck_assert_uint_eq(kv_perf_window_skip_pairs(4096, 1, 4096), 1);
+	ck_assert_uint_eq(kv_perf_window_skip_pairs(4095, 1, 4096), 0);
+	ck_assert_uint_eq(kv_perf_window_skip_pairs(0, 8000, UINT64_MAX), 0);
+	ck_assert_uint_eq(kv_perf_window_skip_pairs(0, 8000, 0), 0);
+	ck_assert_uint_eq(kv_model_window_bytes(&m, 8000, 344064), 2080899072ULL);
+	ck_assert_uint_eq(kv_model_window_bytes(&m, 8000, 344064), kv_model_kv_bytes(&m, 8000));
+	ck_assert_double_eq_tol(kv_model_attn_flops_per_pair(&m), 688128.0, 1e-9);
+	kv_perf_init(&pf, &m, &dev, 1);
+	ck_assert_double_eq_tol(pf.window_frac, 0.5, 1e-15);
+	lin = fmax((double)kv_model_weight_bytes(&m) / bw,
+		   ((kv_model_linear_flops_per_token(&m) - kv_model_head_flops(&m)) * 8000.0 +
+		    kv_model_head_flops(&m)) / fl);
+	attn = fmax(2080899072.0 / bw, 688128.0 * 28192720.0 /
+					       (dev.flops * (dev.eff_attn > 0 ? dev.eff_attn :
+									 dev.eff_flops)));
+	want = ceil((double)dev.overhead_ns + (double)dev.per_seq_ns + 1e9 * (lin + attn));
+	ck_assert_msg(fabs((double)kv_perf_iter_ns(&pf, &b) - want) <= 1.0, "got %llu want %.0f",
+		      (unsigned long long)kv_perf_iter_ns(&pf, &b), want);
+	/* the same chunk with every layer attending to all of it costs more */
+	b.window_skip_pairs = 0;
+	full = kv_perf_iter_ns(&pf, &b);
+	ck_assert_uint_gt(full, (kv_ns)want + 1);
+	/* a model without a window ignores the count */
+	m = load_model("llama-3.1-8b");
+	kv_perf_init(&pf, &m, &dev, 1);
+	ck_assert(pf.window_frac == 0.0);
+	b.window_skip_pairs = 7622560;
+	full = kv_perf_iter_ns(&pf, &b);
+	b.window_skip_pairs = 0;
+	ck_assert_uint_eq(kv_perf_iter_ns(&pf, &b), full);
+}
+END_TEST
+
+/*
  * Llama-3.1-8B dtypes: embeddings 2 * 128256 * 4096 = 1050673152 params
  * stay 16-bit (2101346304 bytes); the other 6979588096 params take 4 bits
  * (3489794048) or 8 (6979588096).  KV fp8: 2 * 32 * 8 * 128 = 65536.
@@ -422,6 +478,7 @@ static Suite *models_suite(void)
 	tcase_add_test(tc, test_moe_qwen3);
 	tcase_add_test(tc, test_mla_deepseek);
 	tcase_add_test(tc, test_window_gemma2);
+	tcase_add_test(tc, test_window_flops);
 	tcase_add_test(tc, test_dtypes);
 	tcase_add_test(tc, test_perf_moe);
 	tcase_add_test(tc, test_perf_moe_ep);
