@@ -8,7 +8,9 @@
 # figures and the shipped perf coefficients: nothing here is fitted to these numbers); the
 # metric is computed from its requests.csv and summary.csv, and the signed error
 # kvsim / measured - 1 is printed. The targets (dense models at TP 1 to 4, issue 15: TTFT and
-# E2E within 15%, TPOT/ITL within 10%; none at TP 8) are checked on the statistic the source gives (mean or median).
+# E2E within 15%, TPOT/ITL within 10%; MoE rows, setup marked "(MoE)", within 20%; none at
+# TP 8) are checked on the statistic the source gives (mean or median; e2e_max, the last
+# completion, for benchmark_latency's static batches).
 #
 # usage: configs/fidelity/run.sh [-k KVSIM] [-w WORKLOAD]...   (default build/src/kvsim, all)
 # Exits 0 when every row ran (missed targets are findings, not failures), 1 when a run failed
@@ -28,7 +30,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # metrics DIR: print "name value" lines, latencies in ms, throughputs per second.
-# Means and nearest-rank percentiles over completed requests; itl_mean is the token-weighted
+# Means, nearest-rank percentiles and maxima over completed requests; itl_mean is the token-weighted
 # mean gap (total decode time / total gaps), as benchmark_serving's "Mean ITL"; itl_p50 is
 # approximated by the median TPOT (kvsim does not record every gap).
 metrics() {
@@ -41,7 +43,8 @@ metrics() {
       if (NR == 0) exit; printf "%s_mean %.6g\n", n, s / NR
       split("50 90 99", p, " ")
       for (k = 1; k <= 3; k++) { r = int((p[k] * NR + 99) / 100); if (r < 1) r = 1
-        printf "%s_p%s %.6g\n", n, p[k], v[r] } }' "$tmp/v"
+        printf "%s_p%s %.6g\n", n, p[k], v[r] }
+      printf "%s_max %.6g\n", n, v[NR] }' "$tmp/v"
   done
   awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) h[$i] = i; next }
     $h["status"] == "completed" && $h["output_tokens"] > 1 {
@@ -72,6 +75,7 @@ done
 printf '| source | setup | TP | metric | measured | kvsim | error | target |\n'
 printf '|---|---|---|---|---:|---:|---:|---|\n'
 awk -F, -v bad="$bad" '
+  function num(v) { return v >= 10000 ? sprintf("%.0f", v) : sprintf("%.4g", v) }
   FNR == NR { split($0, f, " "); got[f[1] " " f[2]] = f[3]; next }
   FNR == 1 { next }
   !(($1 " ttft_mean") in got) { next }   # workload not selected
@@ -82,14 +86,15 @@ awk -F, -v bad="$bad" '
     lat = ($5 ~ /^(ttft|tpot|itl|e2e)_/)
     unit = lat ? " ms" : ($5 == "req_s" ? " req/s" : " tok/s")
     tol = ($5 ~ /^(tpot|itl)_/) ? 10 : 15
+    if ($3 ~ /\(MoE\)/) tol = 20   # issue 15: MoE models within 20%
     tgt = "-"
-    if ($4 <= 4 && lat && $5 ~ /_(mean|p50)$/) {
+    if ($4 <= 4 && lat && $5 ~ /_(mean|p50|max)$/) {
       tgt = sprintf("%s (%d%%)", (e <= tol && e >= -tol) ? "met" : "missed", tol)
       n++; if (tgt ~ /^met/) met++
     }
-    printf "| %s | %s | %s | %s | %.4g%s | %.4g%s | %+.1f%% | %s |\n", $2, $3, $4, $5, m, unit, k, unit, e, tgt
+    printf "| %s | %s | %s | %s | %s%s | %s%s | %+.1f%% | %s |\n", $2, $3, $4, $5, num(m), unit, num(k), unit, e, tgt
   }
   END {
-    if (n) printf "\nTargets (dense, TP 1 to 4, latency mean or median): %d of %d met.\n", met, n
+    if (n) printf "\nTargets (TP 1 to 4, latency mean or median, or a static batch'"'"'s last completion; MoE rows 20%%): %d of %d met.\n", met, n
     exit bad
   }' "$tmp/metrics" "$here/measured.csv"
