@@ -90,7 +90,8 @@ static void vllm_step(void *priv, struct kv_replica *r, int again)
 	if (v->closed_at && (r->n_running == 0 || kv__engine_ended(r->sim) != v->closed_at))
 		v->closed_at = 0;
 	v->n_snap = KV_MIN(r->n_running, v->snap_cap);
-	memcpy(v->snap, r->running, v->n_snap * sizeof(*v->snap));
+	if (v->n_snap) /* r->running may be NULL before the first admission */
+		memcpy(v->snap, r->running, v->n_snap * sizeof(*v->snap));
 }
 
 static int vllm_formed(void *priv, struct kv_replica *r)
