@@ -141,6 +141,7 @@ static uint64_t chunked_units(const void *priv, const struct kv_req *q, uint32_t
 
 const struct kv_cache_ops kv_cache_chunked = {
 	.name = "chunked",
+	.flags = KV_PLUGIN_F_MACRO_STEPS, /* no per-step hook; a decode inside its blocks calls nothing */
 	.desc = "paged blocks of block_tokens allocated on demand: kv_bytes = ceil(n/B) * extent(B * b), beta = b",
 	.priv_size = sizeof(struct chunked),
 	.options = chunked_options,

@@ -50,7 +50,8 @@ struct kv_option {
 	const char *desc; /* one sentence with the rule or equation */                     \
 	size_t priv_size; /* bytes of private state per replica (0: none) */               \
 	size_t req_size; /* bytes of private state per request in flight (0: none) */      \
-	const struct kv_option *options; /* NULL-name-terminated table, or NULL */
+	const struct kv_option *options; /* NULL-name-terminated table, or NULL */          \
+	uint32_t flags; /* KV_PLUGIN_F_* (0: none) */
 
 struct kv_plugin {
 	KV_PLUGIN_FIELDS
@@ -64,6 +65,15 @@ struct kv_plugin {
 			KV_PLUGIN_FIELDS \
 		};                     \
 	}
+
+/*
+ * Plugin flags.  KV_PLUGIN_F_MACRO_STEPS: the plugin permits exact
+ * macro-stepping (engine.h): between two batch changes its hooks are not
+ * called by a decode step inside every request's holding, or, when called,
+ * do exactly the same thing every step and touch nothing another event reads,
+ * so a run of such steps may be applied at once.  Default off.
+ */
+enum { KV_PLUGIN_F_MACRO_STEPS = 1 };
 
 enum kv_plugin_kind {
 	KV_PLUGIN_SCHED,

@@ -202,6 +202,11 @@ int kv__replica_arrive(struct kv_replica *r, struct kv_req *q);
 /* r's iteration ended at s->now: applies its tokens, ends the finished, forms the next. */
 int kv__replica_iter_done(struct kv_replica *r);
 /*
+ * Applies r's pending macro steps that the per-step engine would have run
+ * before event e (all of them when e is NULL): call before e reads r.
+ */
+void kv__replica_sync(struct kv_replica *r, const struct kv_event *e);
+/*
  * Ends q, assigned to r, for reason e: releases what it holds, records its
  * figures, calls the sink, frees its slot.  Returns 0 or KV_EIO (sink).
  */

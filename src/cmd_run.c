@@ -66,6 +66,8 @@ static void run_usage(FILE *f)
 	      "  -S, --set K=V        override a workload key, e.g. --set cluster.replicas=4\n"
 	      "                       or --set scheduler.name=fifo; repeatable\n"
 	      "  -c, --check-pool     check every pool's integrity after every event (slow)\n"
+	      "  -x, --exact-steps    one event per iteration, no macro steps (same outputs,\n"
+	      "                       slower; also `exact_steps: true` in the workload)\n"
 	      "  -q, --quiet          no progress line and no table\n"
 	      "  -h, --help           this help\n"
 	      "\n"
@@ -80,7 +82,7 @@ struct run_args {
 	const char *out;
 	char *sets[MAX_SETS];
 	size_t n_sets;
-	int has_seed, quiet, check_pool, force;
+	int has_seed, quiet, check_pool, force, exact_steps;
 	uint64_t seed;
 	struct kv_cli_sets set; /* --set, into sets[] */
 };
@@ -95,6 +97,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		{ .name = "set", .short_name = 'S', .kind = KV_CLI_SET, .dst = &a->set, .max = MAX_SETS },
 		{ .name = "check-pool", .short_name = 'c', .kind = KV_CLI_FLAG, .dst = &a->check_pool },
 		{ .name = "force", .short_name = 'f', .kind = KV_CLI_FLAG, .dst = &a->force },
+		{ .name = "exact-steps", .short_name = 'x', .kind = KV_CLI_FLAG, .dst = &a->exact_steps },
 		{ .name = "quiet", .short_name = 'q', .kind = KV_CLI_FLAG, .dst = &a->quiet },
 		{ .name = NULL },
 	};
@@ -257,6 +260,8 @@ int kv_cmd_run(int argc, char **argv)
 	}
 	if (a.check_pool)
 		w.cfg.check_pool = 1;
+	if (a.exact_steps)
+		w.cfg.exact_steps = 1;
 	if (kv_sim_init(&s, &w.cfg, NULL)) {
 		if (!s.diag.file[0])
 			snprintf(s.diag.file, sizeof(s.diag.file), "%s", a.path);

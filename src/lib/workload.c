@@ -537,7 +537,7 @@ static int read_top(struct kv_cfg_doc *doc, struct kv_workload *w, int has_seed,
 	static const char *const keys[] = { "name", "description", "model", "device", "seed",
 					    "cluster", "memory", "batching", "scheduler",
 					    "cache", "engine", "workload", "fairness", "outputs",
-					    "check_pool",
+					    "check_pool", "exact_steps",
 					    NULL };
 	struct kv_sim_config *c = &w->cfg;
 	const struct kv_plugin *sched, *cache, *engine;
@@ -553,6 +553,7 @@ static int read_top(struct kv_cfg_doc *doc, struct kv_workload *w, int has_seed,
 	if (has_seed)
 		c->seed = seed;
 	TRY(kv_cfg_bool(doc->root, "check_pool", 0, &c->check_pool, d));
+	TRY(kv_cfg_bool(doc->root, "exact_steps", 0, &c->exact_steps, d));
 	TRY(read_profiles(doc, c, d));
 	TRY(read_cluster(doc->root, c, d));
 	TRY(read_memory(doc->root, c, d));
