@@ -66,17 +66,24 @@ static int next_arrival(struct kv_sim *s)
 	return 0;
 }
 
-/* Applies every replica's macro steps that end before event e (it reads them all). */
-static void sync_all(struct kv_sim *s, const struct kv_event *e)
+/*
+ * Applies every replica's macro steps that end before event e (it reads them
+ * all); with reqs, also brings their requests' token counters up (a sample's
+ * sink may read them).
+ */
+static void sync_all(struct kv_sim *s, const struct kv_event *e, int reqs)
 {
 	const kv_ns *next = s->macro_next;
 	uint32_t i;
 
 	if (!s->macro)
 		return;
-	for (i = 0; i < s->n_rep; i++)
+	for (i = 0; i < s->n_rep; i++) {
 		if (next[i] <= e->t_ns)
 			kv__replica_sync(&s->rep[i], e);
+		if (reqs)
+			kv__replica_sync_reqs(&s->rep[i]);
+	}
 }
 
 static int on_arrival(struct kv_sim *s, const struct kv_event *ev)
@@ -88,7 +95,7 @@ static int on_arrival(struct kv_sim *s, const struct kv_event *ev)
 
 	if (ok < 0)
 		return ok;
-	sync_all(s, ev); /* the router reads every replica's state */
+	sync_all(s, ev, 0); /* the router reads every replica's state */
 	if (s->arrived == 0)
 		s->first_arrival_ns = s->now;
 	s->arrived++;
@@ -140,7 +147,7 @@ static void sample_service(struct kv_sim *s)
 
 static int on_sample(struct kv_sim *s, const struct kv_event *ev)
 {
-	sync_all(s, ev);
+	sync_all(s, ev, 1);
 	sample_service(s);
 	if (s->sink.sample && s->sink.sample(s->sink.ctx, s, s->now))
 		return KV_EIO;

@@ -588,7 +588,7 @@ static int macro_start(struct kv_replica *r, kv_ns d1_ns)
 		sh.kv_read_bytes = (uint64_t)((double)ctx * r->beta_bytes);
 		t[k] = t[k - 1] + kv_perf_iter_ns(&s->perf, &sh);
 	}
-	r->macro_k = 0;
+	r->macro_k = r->macro_kq = 0;
 	r->macro_K = (uint32_t)K;
 	r->macro_seq = kv_heap_push_at(&s->heap, t[K], t[K - 1], KV_EV_ITER_DONE, r->idx,
 				       r->macro_gen);
@@ -712,6 +712,7 @@ void kv__replica_sync(struct kv_replica *r, const struct kv_event *e)
 		ts->service += svc * n;
 		ts->vservice += vsvc * n;
 		s->events++; /* the per-step engine's ITER_DONE event */
+		s->macro_steps++;
 		k++;
 	}
 	r->macro_k = k;
@@ -724,6 +725,19 @@ void kv__replica_sync(struct kv_replica *r, const struct kv_event *e)
  * tokens up by the steps applied, and checks the last step's duration
  * against the perf model on its shape now.
  */
+void kv__replica_sync_reqs(struct kv_replica *r)
+{
+	uint32_t i, k = r->macro_k - r->macro_kq;
+
+	if (!k)
+		return;
+	for (i = 0; i < r->n_batch; i++) {
+		r->batch[i]->kv_tokens += k;
+		r->batch[i]->generated += k;
+	}
+	r->macro_kq = r->macro_k;
+}
+
 static void macro_end(struct kv_replica *r)
 {
 	struct kv_sim *s = r->sim;
@@ -732,21 +746,17 @@ static void macro_end(struct kv_replica *r)
 	uint32_t i, k;
 
 	kv__replica_sync(r, NULL);
+	kv__replica_sync_reqs(r);
 	k = r->macro_k;
-	for (i = 0; i < r->n_batch; i++) {
-		struct kv_req *q = r->batch[i];
-
-		q->kv_tokens += k;
-		q->generated += k;
-		pairs += q->kv_tokens + 1;
-	}
+	for (i = 0; i < r->n_batch; i++)
+		pairs += r->batch[i]->kv_tokens + 1;
 	sh.attn_pairs = pairs;
 	sh.kv_read_bytes = (uint64_t)((double)pairs * r->beta_bytes);
 	KV_CHECK(kv_perf_iter_ns(&s->perf, &sh) == r->macro_t[k + 1] - r->macro_t[k],
 		 "replica %u: macro step %u of %u lasts %llu ns, predicted %llu", r->idx, k + 1,
 		 r->macro_K, (unsigned long long)kv_perf_iter_ns(&s->perf, &sh),
 		 (unsigned long long)(r->macro_t[k + 1] - r->macro_t[k]));
-	r->macro_K = r->macro_k = 0;
+	r->macro_K = r->macro_k = r->macro_kq = 0;
 	s->macro_next[r->idx] = KV_NS_NEVER;
 }
 

@@ -206,6 +206,8 @@ int kv__replica_iter_done(struct kv_replica *r);
  * before event e (all of them when e is NULL): call before e reads r.
  */
 void kv__replica_sync(struct kv_replica *r, const struct kv_event *e);
+/* Brings the token counters of r's requests up to the macro steps applied (for a sample). */
+void kv__replica_sync_reqs(struct kv_replica *r);
 /*
  * Ends q, assigned to r, for reason e: releases what it holds, records its
  * figures, calls the sink, frees its slot.  Returns 0 or KV_EIO (sink).

@@ -268,6 +268,9 @@ int kv_cmd_run(int argc, char **argv)
 		rc = fail(&s.diag, 2);
 	} else {
 		rc = simulate(&w, &a, &s);
+		if (getenv("KVSIM_MACRO_STATS")) /* for tests/macro_test.sh and bench/ */
+			fprintf(stderr, "kvsim: macro steps: %llu of %llu events\n",
+				(unsigned long long)s.macro_steps, (unsigned long long)s.events);
 	}
 	kv_sim_release(&s);
 	kv_workload_release(&w);
