@@ -86,6 +86,22 @@ static void sync_all(struct kv_sim *s, const struct kv_event *e, int reqs)
 	}
 }
 
+/* Brings up what the router reads of the replicas before arrival event e. */
+static void sync_route(struct kv_sim *s, const struct kv_event *e)
+{
+	uint32_t i, f = s->cfg->router->flags;
+
+	if (!s->macro || (f & KV_PLUGIN_F_ROUTE_BLIND))
+		return;
+	if (!(f & KV_PLUGIN_F_ROUTE_OUTSTANDING)) {
+		sync_all(s, e, 1);
+		return;
+	}
+	for (i = 0; i < s->n_rep; i++)
+		if (s->macro_onext[i] <= e->t_ns)
+			kv__replica_sync_outstanding(&s->rep[i], e);
+}
+
 static int on_arrival(struct kv_sim *s, const struct kv_event *ev)
 {
 	struct kv_arrival *a = &s->pending;
@@ -95,7 +111,7 @@ static int on_arrival(struct kv_sim *s, const struct kv_event *ev)
 
 	if (ok < 0)
 		return ok;
-	sync_all(s, ev, 0); /* the router reads every replica's state */
+	sync_route(s, ev); /* what the router reads of the replicas */
 	if (s->arrived == 0)
 		s->first_arrival_ns = s->now;
 	s->arrived++;
@@ -215,6 +231,7 @@ int kv_sim_run(struct kv_sim *s)
 		KV_CHECK(ev.t_ns >= s->now, "time went back from %llu to %llu ns",
 			 (unsigned long long)s->now, (unsigned long long)ev.t_ns);
 		s->now = ev.t_ns;
+		s->ev = ev;
 		s->events++;
 		rc = dispatch(s, &ev);
 		if (rc)
@@ -316,8 +333,9 @@ int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct 
 	s->macro = macro_allowed(cfg);
 	s->n_rep = cfg->replicas;
 	s->macro_next = kv_xmalloc(s->n_rep * sizeof(*s->macro_next));
+	s->macro_onext = kv_xmalloc(s->n_rep * sizeof(*s->macro_onext));
 	for (i = 0; i < s->n_rep; i++)
-		s->macro_next[i] = KV_NS_NEVER;
+		s->macro_next[i] = s->macro_onext[i] = KV_NS_NEVER;
 	s->rep = kv_xcalloc(s->n_rep, sizeof(*s->rep));
 	for (i = 0; i < s->n_rep; i++) {
 		rc = kv__replica_init(s, &s->rep[i], i);
@@ -335,6 +353,7 @@ void kv_sim_release(struct kv_sim *s)
 		kv__replica_release(&s->rep[i]);
 	free(s->rep);
 	free(s->macro_next);
+	free(s->macro_onext);
 	kv__slots_release(s);
 	if (s->src)
 		kv_source_close(s->src);

@@ -165,6 +165,7 @@ struct kv_replica {
 	uint32_t macro_k; /* steps of the run applied (the one in flight is macro_k + 1) */
 	uint32_t macro_K; /* steps in the run, 0 when none */
 	uint32_t macro_kq; /* of the macro_k steps applied, those its requests' token counters show */
+	uint32_t macro_ko; /* steps outstanding_tokens shows (>= macro_k; a router's view) */
 	uint64_t macro_gen; /* generation: ITER_DONE events with another arg are stale */
 	uint64_t macro_seq; /* heap seq of the run's event (orders its pending steps) */
 	kv_ns *macro_t; /* macro_t[k]: end of step k of the run, [0] its start; KV_MACRO_STEPS + 1 */
@@ -301,7 +302,9 @@ struct kv_sim {
 	int deferred_rc; /* error raised inside a scheduler hook, returned after it */
 	int macro; /* macro-stepping allowed by the run's config (replicas also check their plugins) */
 	kv_ns *macro_next; /* per replica: end of its next pending macro step, KV_NS_NEVER when none */
+	kv_ns *macro_onext; /* per replica: that of the next step its outstanding_tokens does not show */
 	uint64_t macro_steps; /* iterations applied inside macro steps (statistics, in no output) */
+	struct kv_event ev; /* the event being processed */
 };
 
 /*

@@ -71,9 +71,17 @@ struct kv_plugin {
  * macro-stepping (engine.h): between two batch changes its hooks are not
  * called by a decode step inside every request's holding, or, when called,
  * do exactly the same thing every step and touch nothing another event reads,
- * so a run of such steps may be applied at once.  Default off.
+ * so a run of such steps may be applied at once.  Default off.  A router
+ * says what it reads of the replicas (KV_PLUGIN_F_ROUTE_*; default: any
+ * state), so an arrival brings only that up to date.
  */
-enum { KV_PLUGIN_F_MACRO_STEPS = 1 };
+enum {
+	KV_PLUGIN_F_MACRO_STEPS = 1,
+	/* a router that reads of the replicas only outstanding_tokens (or nothing) */
+	KV_PLUGIN_F_ROUTE_OUTSTANDING = 2,
+	/* a router that reads no replica state */
+	KV_PLUGIN_F_ROUTE_BLIND = 4,
+};
 
 enum kv_plugin_kind {
 	KV_PLUGIN_SCHED,

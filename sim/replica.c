@@ -588,11 +588,11 @@ static int macro_start(struct kv_replica *r, kv_ns d1_ns)
 		sh.kv_read_bytes = (uint64_t)((double)ctx * r->beta_bytes);
 		t[k] = t[k - 1] + kv_perf_iter_ns(&s->perf, &sh);
 	}
-	r->macro_k = r->macro_kq = 0;
+	r->macro_k = r->macro_kq = r->macro_ko = 0;
 	r->macro_K = (uint32_t)K;
 	r->macro_seq = kv_heap_push_at(&s->heap, t[K], t[K - 1], KV_EV_ITER_DONE, r->idx,
 				       r->macro_gen);
-	s->macro_next[r->idx] = t[1];
+	s->macro_next[r->idx] = s->macro_onext[r->idx] = t[1];
 	return 1;
 }
 
@@ -692,22 +692,32 @@ void kv__replica_sync(struct kv_replica *r, const struct kv_event *e)
 	double svc = 0.0 * fw->input_weight + 1.0 * fw->output_weight;
 	double vsvc = svc * s->inv_weight[0];
 	uint32_t k = r->macro_k, n = r->n_batch;
+	/* rep_acct_at's terms that no macro step changes: the pool is r's own and untouched */
+	double reserved = (double)(r->pool.size_bytes - r->pool.free_bytes);
+	double frag = kv_pool_ext_frag(&r->pool);
 
 	while (k + 1 < r->macro_K) {
 		kv_ns t = r->macro_t[k + 1];
+		double dt_s;
 
-		if (e) {
+		if (e && t >= e->t_ns) {
 			struct kv_event v = { .t_ns = t, .p_ns = r->macro_t[k], .seq = r->macro_seq };
 
 			if (!kv_event_before(&v, e))
 				break;
 		}
-		rep_acct_at(r, t);
+		/* rep_acct_at(r, t), term for term */
+		if (t != r->acct_t0_ns) {
+			dt_s = (double)(t - r->acct_t0_ns) * 1e-9;
+			r->reserved_Bs += reserved * dt_s;
+			r->used_Bs += (double)r->live_tokens * r->beta_bytes * dt_s;
+			r->extfrag_s += frag * dt_s;
+			r->acct_t0_ns = t;
+		}
 		r->busy_ns += t - r->iter_start_ns;
 		r->iter_start_ns = t;
 		r->iterations++;
 		r->live_tokens += n;
-		r->outstanding_tokens -= n;
 		/* whole numbers (macro_allowed): n additions of svc equal one of n * svc */
 		ts->service += svc * n;
 		ts->vservice += vsvc * n;
@@ -716,7 +726,34 @@ void kv__replica_sync(struct kv_replica *r, const struct kv_event *e)
 		k++;
 	}
 	r->macro_k = k;
+	if (r->macro_ko < k) {
+		r->outstanding_tokens -= (uint64_t)n * (k - r->macro_ko);
+		r->macro_ko = k;
+	}
 	s->macro_next[r->idx] = k + 1 < r->macro_K ? r->macro_t[k + 1] : KV_NS_NEVER;
+	s->macro_onext[r->idx] = r->macro_ko + 1 < r->macro_K ? r->macro_t[r->macro_ko + 1] : KV_NS_NEVER;
+}
+
+/*
+ * The router's view: the outstanding tokens the per-step engine would show
+ * at e, without the rest of the steps' accounting (kv__replica_sync does it
+ * later, in step order).  An integer count, so the split changes nothing.
+ */
+void kv__replica_sync_outstanding(struct kv_replica *r, const struct kv_event *e)
+{
+	uint32_t k = r->macro_ko, n = r->n_batch;
+
+	while (k + 1 < r->macro_K) {
+		struct kv_event v = { .t_ns = r->macro_t[k + 1], .p_ns = r->macro_t[k],
+				      .seq = r->macro_seq };
+
+		if (!kv_event_before(&v, e))
+			break;
+		r->outstanding_tokens -= n;
+		k++;
+	}
+	r->macro_ko = k;
+	r->sim->macro_onext[r->idx] = k + 1 < r->macro_K ? r->macro_t[k + 1] : KV_NS_NEVER;
 }
 
 /*
@@ -756,23 +793,25 @@ static void macro_end(struct kv_replica *r)
 		 "replica %u: macro step %u of %u lasts %llu ns, predicted %llu", r->idx, k + 1,
 		 r->macro_K, (unsigned long long)kv_perf_iter_ns(&s->perf, &sh),
 		 (unsigned long long)(r->macro_t[k + 1] - r->macro_t[k]));
-	r->macro_K = r->macro_k = r->macro_kq = 0;
-	s->macro_next[r->idx] = KV_NS_NEVER;
+	r->macro_K = r->macro_k = r->macro_kq = r->macro_ko = 0;
+	s->macro_next[r->idx] = s->macro_onext[r->idx] = KV_NS_NEVER;
 }
 
 /* Cuts r's macro step at the step in flight (its batch is about to change). */
 static void macro_cut(struct kv_replica *r)
 {
 	struct kv_sim *s = r->sim;
-	uint32_t k = r->macro_k + 1;
+	uint32_t k;
 
+	kv__replica_sync(r, &s->ev); /* the router may have brought up only its view */
+	k = r->macro_k + 1;
 	if (k >= r->macro_K)
 		return;
 	r->macro_K = k;
 	r->macro_gen++; /* the queued event is now stale */
 	r->macro_seq = kv_heap_push_at(&s->heap, r->macro_t[k], r->macro_t[k - 1],
 				       KV_EV_ITER_DONE, r->idx, r->macro_gen);
-	s->macro_next[r->idx] = KV_NS_NEVER;
+	s->macro_next[r->idx] = s->macro_onext[r->idx] = KV_NS_NEVER;
 }
 
 int kv__replica_iter_done(struct kv_replica *r)

@@ -206,6 +206,8 @@ int kv__replica_iter_done(struct kv_replica *r);
  * before event e (all of them when e is NULL): call before e reads r.
  */
 void kv__replica_sync(struct kv_replica *r, const struct kv_event *e);
+/* Brings only r->outstanding_tokens up to the macro steps before e (for a router). */
+void kv__replica_sync_outstanding(struct kv_replica *r, const struct kv_event *e);
 /* Brings the token counters of r's requests up to the macro steps applied (for a sample). */
 void kv__replica_sync_reqs(struct kv_replica *r);
 /*
