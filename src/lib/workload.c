@@ -185,7 +185,7 @@ static int read_cluster(struct kv_cfg_node *root, struct kv_sim_config *c, struc
 
 	TRY(kv_cfg_expect_map(n, d));
 	TRY(kv_cfg_check_keys(n, keys, d));
-	TRY(kv_cfg_u64(n, "replicas", 1, 1, 4096, &u, d));
+	TRY(kv_cfg_u64(n, "replicas", 1, 1, 65536, &u, d));
 	c->replicas = (uint32_t)u;
 	TRY(kv_cfg_u64(n, "tensor_parallel", 1, 1, 64, &u, d));
 	c->tp = (uint32_t)u;
