@@ -30,7 +30,10 @@
  * replica forms a batch of decode steps only (every running request, none
  * waiting), the next steps are the same sequences with one more token of
  * context each, until a request finishes or outgrows its holding.  The
- * replica computes those steps' ends t_1..t_K at once (each from
+ * replica computes those steps' ends t_1..t_K at once (a decode that
+ * outgrows its holding stays inside the run when the cache model promises
+ * its reserve succeeds, grow_units in cache.h: the reserve runs, in order,
+ * when the steps are applied) (each from
  * kv_perf_iter_ns of the step's exact shape, integer ns) and queues one
  * event, at t_K, ordered as the per-step engine's last step would be (heap.h
  * push time t_{K-1}).  Steps 1..K-1 are applied lazily, each exactly as the
@@ -169,9 +172,12 @@ struct kv_replica {
 	uint64_t macro_gen; /* generation: ITER_DONE events with another arg are stale */
 	uint64_t macro_seq; /* heap seq of the run's event (orders its pending steps) */
 	kv_ns *macro_t; /* macro_t[k]: end of step k of the run, [0] its start; KV_MACRO_STEPS + 1 */
+	uint64_t *macro_grow; /* growths planned: step << 32 | batch index << 16 | units, sorted; KV_MACRO_GROWS */
+	uint32_t macro_ng, macro_gi; /* growths planned, applied */
 };
 
 #define KV_MACRO_STEPS 64 /* most steps one macro step covers */
+#define KV_MACRO_GROWS 128 /* most holding growths (cache grow_units) inside one macro step */
 
 enum kv_oversize { KV_OVERSIZE_ERROR, KV_OVERSIZE_REJECT, KV_OVERSIZE_CLIP };
 

@@ -18,10 +18,15 @@
  * change (reserve, release): between two such points the holding is constant,
  * so the integral is exact without a per-iteration update.
  */
+static void req_mem_touch_at(struct kv_req *q, kv_ns now)
+{
+	q->memtime_Bs += (double)q->kv_bytes * (double)(now - q->mem_t0_ns) * 1e-9;
+	q->mem_t0_ns = now;
+}
+
 static void req_mem_touch(const struct kv_sim *s, struct kv_req *q)
 {
-	q->memtime_Bs += (double)q->kv_bytes * (double)(s->now - q->mem_t0_ns) * 1e-9;
-	q->mem_t0_ns = s->now;
+	req_mem_touch_at(q, s->now);
 }
 
 /* Brings r's memory integrals up to `now`; call before reserved or live bytes change. */
@@ -549,6 +554,63 @@ static int form_step(struct kv_replica *r, kv_ns now, kv_ns *ns)
 }
 
 /*
+ * Plans the reserves inside a macro step of at most K steps: after step k,
+ * the batch's request i outgrows its holding when kv_tokens + k reaches its
+ * cap (the per-step engine's kv__replica_schedule then reserves, in batch
+ * order).  Each must be promised by the cache model (grow_units) and all of
+ * them must fit the units free now (nothing else allocates from this pool
+ * meanwhile).  Fills r->macro_grow sorted by (step, index); returns K, cut
+ * to the first step whose growth cannot be promised.
+ */
+static uint64_t macro_plan_grows(struct kv_replica *r, uint64_t K)
+{
+	uint64_t free_units = r->pool.free_bytes / r->pool.unit_bytes, used = 0;
+	uint64_t *g = r->macro_grow;
+	uint32_t i, j, n = r->n_batch, ng = 0;
+
+	for (i = 0; i < n && K > 1; i++) {
+		const struct kv_req *q = r->batch[i];
+		uint64_t cap = q->kv_cap_tokens, next = 0, units;
+
+		while (cap - q->kv_tokens < K) { /* a growth after step cap - kv_tokens */
+			uint64_t step = cap - q->kv_tokens;
+
+			units = r->cache->grow_units(r->cache_priv, q, cap, &next);
+			if (!units || units > 0xffff || i > 0xffff || ng == KV_MACRO_GROWS ||
+			    next <= cap) {
+				K = step; /* that step's formation runs as an event */
+				break;
+			}
+			g[ng++] = step << 32 | (uint64_t)i << 16 | units;
+			cap = next;
+		}
+	}
+	/* insertion sort by (step, index): few entries */
+	for (i = 1; i < ng; i++) {
+		uint64_t v = g[i];
+
+		for (j = i; j > 0 && g[j - 1] > v; j--)
+			g[j] = g[j - 1];
+		g[j] = v;
+	}
+	/* keep those before step K that fit the units free now, a whole step at a time */
+	for (i = 0; i < ng && (g[i] >> 32) < K; i = j) {
+		uint64_t step_units = 0;
+
+		for (j = i; j < ng && g[j] >> 32 == g[i] >> 32; j++)
+			step_units += g[j] & 0xffff;
+		if (used + step_units > free_units) {
+			K = g[i] >> 32;
+			break;
+		}
+		used += step_units;
+	}
+	r->macro_ng = i;
+	r->macro_gi = 0;
+	return K;
+}
+
+/*
  * Tries to start a macro step for the batch just formed (first step d1_ns
  * long): every running request decodes in it and none waits, so the next
  * batches are the same requests one token further, until one finishes (its
@@ -573,8 +635,11 @@ static int macro_start(struct kv_replica *r, kv_ns d1_ns)
 		    q->generated >= q->output_tokens || q->kv_tokens >= q->kv_cap_tokens)
 			return 0;
 		K = KV_MIN(K, q->output_tokens - q->generated); /* step K emits its last token */
-		K = KV_MIN(K, q->kv_cap_tokens - q->kv_tokens); /* step K + 1 would reserve */
+		if (!r->cache->grow_units)
+			K = KV_MIN(K, q->kv_cap_tokens - q->kv_tokens); /* step K + 1 would reserve */
 	}
+	if (r->cache->grow_units)
+		K = macro_plan_grows(r, K);
 	if (K < 2)
 		return 0;
 	/* each later step: the same decodes, one more context token each (kv__decodes_add) */
@@ -674,6 +739,31 @@ static uint32_t step_apply(struct kv_replica *r, kv_ns now)
 }
 
 /*
+ * The reserves planned after step k (at its end t), in batch order, as the
+ * per-step engine's kv__replica_schedule makes them forming step k + 1.
+ */
+static void macro_grow(struct kv_replica *r, uint32_t k, kv_ns t)
+{
+	while (r->macro_gi < r->macro_ng && r->macro_grow[r->macro_gi] >> 32 == k) {
+		struct kv_req *q = r->batch[r->macro_grow[r->macro_gi] >> 16 & 0xffff];
+		uint64_t want = q->kv_tokens + (k - r->macro_kq) + 1, reserved;
+		int rc;
+
+		KV_CHECK(want == q->kv_cap_tokens + 1, "replica %u: request %llu grows to %llu tokens at a cap of %llu",
+			 r->idx, (unsigned long long)q->id, (unsigned long long)want,
+			 (unsigned long long)q->kv_cap_tokens);
+		req_mem_touch_at(q, t);
+		rc = r->cache->reserve(r->cache_priv, q, want);
+		KV_CHECK(rc == 0, "replica %u: a promised reserve of request %llu failed (%d)", r->idx,
+			 (unsigned long long)q->id, rc);
+		reserved = r->pool.size_bytes - r->pool.free_bytes;
+		if (reserved > r->peak_reserved_bytes)
+			r->peak_reserved_bytes = reserved;
+		r->macro_gi++;
+	}
+}
+
+/*
  * Applies r's pending macro steps before event e (all when e is NULL) as
  * the per-step engine's ITER_DONE and the kick after it would, in the same
  * order and the same floating-point operations: memory integrals at each
@@ -724,6 +814,11 @@ void kv__replica_sync(struct kv_replica *r, const struct kv_event *e)
 		s->events++; /* the per-step engine's ITER_DONE event */
 		s->macro_steps++;
 		k++;
+		if (r->macro_gi < r->macro_ng && r->macro_grow[r->macro_gi] >> 32 == k) {
+			macro_grow(r, k, t);
+			reserved = (double)(r->pool.size_bytes - r->pool.free_bytes);
+			frag = kv_pool_ext_frag(&r->pool);
+		}
 	}
 	r->macro_k = k;
 	if (r->macro_ko < k) {
@@ -794,6 +889,7 @@ static void macro_end(struct kv_replica *r)
 		 r->macro_K, (unsigned long long)kv_perf_iter_ns(&s->perf, &sh),
 		 (unsigned long long)(r->macro_t[k + 1] - r->macro_t[k]));
 	r->macro_K = r->macro_k = r->macro_kq = r->macro_ko = 0;
+	r->macro_ng = r->macro_gi = 0;
 	s->macro_next[r->idx] = s->macro_onext[r->idx] = KV_NS_NEVER;
 }
 
@@ -968,6 +1064,7 @@ int kv__replica_init(struct kv_sim *s, struct kv_replica *r, uint32_t idx)
 		      (r->eng->flags & KV_PLUGIN_F_MACRO_STEPS) && r->plain_decode &&
 		      r->offload == KV_OFFLOAD_NONE;
 	r->macro_t = kv_xcalloc(KV_MACRO_STEPS + 1, sizeof(*r->macro_t));
+	r->macro_grow = kv_xcalloc(KV_MACRO_GROWS, sizeof(*r->macro_grow));
 	r->sched = c->sched;
 	r->sched_priv = kv_xcalloc(1, c->sched->priv_size ? c->sched->priv_size : 1);
 	memcpy(r->sched_priv, c->sched_opts, c->sched->priv_size);
@@ -989,6 +1086,7 @@ void kv__replica_release(struct kv_replica *r)
 	free(r->running);
 	free(r->batch);
 	free(r->macro_t);
+	free(r->macro_grow);
 	kv_pool_release(&r->pool);
 }
 
