@@ -70,10 +70,11 @@ doc() {
     echo "a VM shared with other jobs: wall time varies with their load; user CPU seconds are the"
     echo "steadier figure. Rows from \`bench/scaling.csv\` (\`bash bench/scaling.sh run\`)."
     echo
-    echo "| case | requests | replicas | engine | wall s | user s | req / wall s | peak RSS MB | events | in macro steps |"
-    echo "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|"
-    tail -n +2 "$csv" | awk -F, '{ printf "| %s | %d | %d | %s | %.1f | %.1f | %d | %d | %d | %.0f%% |\n", $1, $2, $3, ($4 == "exact" ? "per-step (--exact-steps)" : "macro steps"), $5, $6, $10, $7, $8, ($8 ? 100 * $9 / $8 : 0) }'
-    awk -F, '$1 == "fleet-10m" { printf "\nExtrapolated, not measured unless a fleet-44m row is above: 44M requests on 1,000 replicas at the fleet-10m rate would take %.0f s wall (%.0f s user).\n", $5 * 4.4, $6 * 4.4 }' "$csv"
+    echo "| case | requests | replicas | engine | wall s | user s | req / wall s | req / user s | peak RSS MB | events | in macro steps |"
+    echo "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"
+    tail -n +2 "$csv" | awk -F, '{ printf "| %s | %d | %d | %s | %.1f | %.1f | %.0f | %.0f | %d | %.0f | %.0f%% |\n", $1, $2, $3, ($4 == "exact" ? "per-step (--exact-steps)" : "macro steps"), $5, $6, $10, ($6 > 0 ? $2 / $6 : 0), $7, $8, ($8 ? 100 * $9 / $8 : 0) }'
+    grep -q '^fleet-44m,' "$csv" ||
+      awk -F, '$1 == "fleet-10m" { printf "\nExtrapolated, not measured: 44M requests on 1,000 replicas at the fleet-10m rate would take %.0f s wall (%.0f s user).\n", $5 * 4.4, $6 * 4.4 }' "$csv"
   } > "$tab"
   awk -v tab="$tab" '
     /<!-- scaling:begin -->/ { print; while ((getline l < tab) > 0) print l; skip = 1; next }
