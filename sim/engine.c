@@ -139,6 +139,8 @@ static int on_arrival(struct kv_sim *s, const struct kv_event *ev)
 
 /* --- the loop ------------------------------------------------------------ */
 
+static int macro_allowed(const struct kv_sim_config *c);
+
 /* Spread of virtual service among backlogged tenants, accumulated per sample. */
 static void sample_service(struct kv_sim *s)
 {
@@ -219,7 +221,15 @@ static void final_checks(struct kv_sim *s)
 int kv_sim_run(struct kv_sim *s)
 {
 	struct kv_event ev;
-	int rc = next_arrival(s);
+	uint32_t i;
+	int rc;
+
+	if (!macro_allowed(s->cfg)) { /* an executor or exact_steps set after kv_sim_init */
+		s->macro = 0;
+		for (i = 0; i < s->n_rep; i++)
+			s->rep[i].macro_ok = 0;
+	}
+	rc = next_arrival(s);
 
 	if (rc)
 		return rc;
