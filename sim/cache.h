@@ -61,6 +61,13 @@
  *            and frees on demand (cached prefixes it evicts LRU): what an
  *            engine may count as free when it admits (SGLang's
  *            evictable_size).  NULL means none.
+ *   grow_units (optional) for macro-stepping (engine.h): q's holding fits
+ *            `cap` tokens and a decode needs reserve(cap + 1).  Returns the
+ *            pool units that reserve would allocate when each is a block of
+ *            exactly one unit (so it succeeds exactly when that many units
+ *            are free), storing the tokens the holding then fits in
+ *            *cap_after; returns 0 when it cannot promise that (the engine
+ *            then runs that step's reserve as an event).  Pure.
  *   fini     called once at the end; every request has been released.
  *
  * Hooks must not allocate per call (use the pool and the request's cache[]
@@ -116,6 +123,8 @@ struct kv_cache_ops {
 	uint64_t (*units)(const void *priv, const struct kv_req *q, uint32_t *out,
 			  uint64_t max); /* optional */
 	uint64_t (*evictable_bytes)(const void *priv); /* optional */
+	uint64_t (*grow_units)(const void *priv, const struct kv_req *q, uint64_t cap,
+			       uint64_t *cap_after); /* optional */
 };
 
 /* Finds a cache model by name, or NULL. */

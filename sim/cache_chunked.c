@@ -104,6 +104,23 @@ static int chunked_reserve(void *priv, struct kv_req *q, uint64_t tokens)
 	return 0;
 }
 
+/*
+ * Growing a holding by one token past `cap` appends one block of
+ * block_tokens (kv_blocks_grow); when that block is exactly one pool unit,
+ * the order-0 allocation succeeds exactly when a unit is free.
+ */
+static uint64_t chunked_grow_units(const void *priv, const struct kv_req *q, uint64_t cap,
+				   uint64_t *cap_after)
+{
+	const struct chunked *c = priv;
+
+	(void)q;
+	if (kv_blocks_units(&c->blocks, c->block_tokens * c->token_bytes, 0) != 1)
+		return 0;
+	*cap_after = cap + c->block_tokens;
+	return 1;
+}
+
 static void chunked_release(void *priv, struct kv_req *q)
 {
 	struct chunked *c = priv;
@@ -141,6 +158,8 @@ static uint64_t chunked_units(const void *priv, const struct kv_req *q, uint32_t
 
 const struct kv_cache_ops kv_cache_chunked = {
 	.name = "chunked",
+	.grow_units = chunked_grow_units,
+	.flags = KV_PLUGIN_F_MACRO_STEPS, /* no per-step hook; a decode inside its blocks calls nothing */
 	.desc = "paged blocks of block_tokens allocated on demand: kv_bytes = ceil(n/B) * extent(B * b), beta = b",
 	.priv_size = sizeof(struct chunked),
 	.options = chunked_options,

@@ -121,6 +121,7 @@ static uint64_t full_units(const void *priv, const struct kv_req *q, uint32_t *o
 
 const struct kv_cache_ops kv_cache_full = {
 	.name = "full",
+	.flags = KV_PLUGIN_F_MACRO_STEPS, /* no per-step hook; a decode inside its reservation calls nothing */
 	.desc = "preallocate max_len tokens per request at admission: kv_bytes = extent(max_len * b), beta = b",
 	.priv_size = sizeof(struct full),
 	.options = full_options,

@@ -686,6 +686,7 @@ static double shared_bytes_per_token(const void *priv)
 
 const struct kv_cache_ops kv_cache_shared = {
 	.name = "shared",
+	.flags = KV_PLUGIN_F_MACRO_STEPS, /* no per-step hook; a decode inside its blocks calls nothing */
 	.desc = "prefix blocks of B tokens shared by reference across requests, cached when unused and evicted LRU; the rest in blocks of Bt: kv_bytes = m * extent(B * b) + ceil((n - m*B) / Bt) * extent(Bt * b), beta = b",
 	.priv_size = sizeof(struct shared),
 	.options = shared_options,

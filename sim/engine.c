@@ -66,7 +66,43 @@ static int next_arrival(struct kv_sim *s)
 	return 0;
 }
 
-static int on_arrival(struct kv_sim *s)
+/*
+ * Applies every replica's macro steps that end before event e (it reads them
+ * all); with reqs, also brings their requests' token counters up (a sample's
+ * sink may read them).
+ */
+static void sync_all(struct kv_sim *s, const struct kv_event *e, int reqs)
+{
+	const kv_ns *next = s->macro_next;
+	uint32_t i;
+
+	if (!s->macro)
+		return;
+	for (i = 0; i < s->n_rep; i++) {
+		if (next[i] <= e->t_ns)
+			kv__replica_sync(&s->rep[i], e);
+		if (reqs)
+			kv__replica_sync_reqs(&s->rep[i]);
+	}
+}
+
+/* Brings up what the router reads of the replicas before arrival event e. */
+static void sync_route(struct kv_sim *s, const struct kv_event *e)
+{
+	uint32_t i, f = s->cfg->router->flags;
+
+	if (!s->macro || (f & KV_PLUGIN_F_ROUTE_BLIND))
+		return;
+	if (!(f & KV_PLUGIN_F_ROUTE_OUTSTANDING)) {
+		sync_all(s, e, 1);
+		return;
+	}
+	for (i = 0; i < s->n_rep; i++)
+		if (s->macro_onext[i] <= e->t_ns)
+			kv__replica_sync_outstanding(&s->rep[i], e);
+}
+
+static int on_arrival(struct kv_sim *s, const struct kv_event *ev)
 {
 	struct kv_arrival *a = &s->pending;
 	struct kv_replica *r;
@@ -75,6 +111,7 @@ static int on_arrival(struct kv_sim *s)
 
 	if (ok < 0)
 		return ok;
+	sync_route(s, ev); /* what the router reads of the replicas */
 	if (s->arrived == 0)
 		s->first_arrival_ns = s->now;
 	s->arrived++;
@@ -102,6 +139,8 @@ static int on_arrival(struct kv_sim *s)
 
 /* --- the loop ------------------------------------------------------------ */
 
+static int macro_allowed(const struct kv_sim_config *c);
+
 /* Spread of virtual service among backlogged tenants, accumulated per sample. */
 static void sample_service(struct kv_sim *s)
 {
@@ -124,8 +163,9 @@ static void sample_service(struct kv_sim *s)
 	s->svc_diff_max = KV_MAX(s->svc_diff_max, hi - lo);
 }
 
-static int on_sample(struct kv_sim *s)
+static int on_sample(struct kv_sim *s, const struct kv_event *ev)
 {
+	sync_all(s, ev, 1);
 	sample_service(s);
 	if (s->sink.sample && s->sink.sample(s->sink.ctx, s, s->now))
 		return KV_EIO;
@@ -140,13 +180,13 @@ static int dispatch(struct kv_sim *s, const struct kv_event *ev)
 
 	switch (ev->kind) {
 	case KV_EV_ARRIVAL:
-		rc = on_arrival(s);
+		rc = on_arrival(s, ev);
 		break;
 	case KV_EV_ITER_DONE:
 		rc = kv__replica_iter_done(&s->rep[ev->target]);
 		break;
 	case KV_EV_SAMPLE:
-		rc = on_sample(s);
+		rc = on_sample(s, ev);
 		break;
 	default:
 		kv__check_fail(__FILE__, __LINE__, "event kind", "unknown event %u", ev->kind);
@@ -181,16 +221,27 @@ static void final_checks(struct kv_sim *s)
 int kv_sim_run(struct kv_sim *s)
 {
 	struct kv_event ev;
-	int rc = next_arrival(s);
+	uint32_t i;
+	int rc;
+
+	if (!macro_allowed(s->cfg)) { /* an executor or exact_steps set after kv_sim_init */
+		s->macro = 0;
+		for (i = 0; i < s->n_rep; i++)
+			s->rep[i].macro_ok = 0;
+	}
+	rc = next_arrival(s);
 
 	if (rc)
 		return rc;
 	if (s->cfg->sample_interval_ns)
 		kv_heap_push(&s->heap, 0, KV_EV_SAMPLE, 0, 0);
 	while (kv_heap_pop(&s->heap, &ev)) {
+		if (ev.kind == KV_EV_ITER_DONE && ev.arg != s->rep[ev.target].macro_gen)
+			continue; /* a macro step's end, cut short since */
 		KV_CHECK(ev.t_ns >= s->now, "time went back from %llu to %llu ns",
 			 (unsigned long long)s->now, (unsigned long long)ev.t_ns);
 		s->now = ev.t_ns;
+		s->ev = ev;
 		s->events++;
 		rc = dispatch(s, &ev);
 		if (rc)
@@ -243,6 +294,31 @@ static int pool_size(struct kv_sim *s)
 	return 0;
 }
 
+/* A whole number of service units small enough that sums of it stay exact. */
+static int whole(double w)
+{
+	return w >= 0 && w <= 1e6 && w == floor(w);
+}
+
+/*
+ * Whether the run's config allows macro steps (engine.h): not asked for
+ * exact steps, no executor (it times every batch), a scheduler that permits
+ * them, and one tenant with whole-number service weights (its service, which
+ * steps of every replica add to, then sums exactly in any order).
+ */
+static int macro_allowed(const struct kv_sim_config *c)
+{
+	const struct kv_fairness_cfg *fw = &c->fairness;
+	double inv;
+
+	if (c->exact_steps || c->exec || !(c->sched->flags & KV_PLUGIN_F_MACRO_STEPS) ||
+	    c->source.n_tenants != 1)
+		return 0;
+	inv = c->source.tenants[0].weight > 0 ? 1.0 / c->source.tenants[0].weight : 1.0;
+	return whole(fw->input_weight) && whole(fw->output_weight) &&
+	       whole(fw->input_weight * inv) && whole(fw->output_weight * inv);
+}
+
 int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct kv_sink *sink)
 {
 	uint32_t i;
@@ -277,7 +353,12 @@ int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct 
 	rc = pool_size(s);
 	if (rc)
 		return rc;
+	s->macro = macro_allowed(cfg);
 	s->n_rep = cfg->replicas;
+	s->macro_next = kv_xmalloc(s->n_rep * sizeof(*s->macro_next));
+	s->macro_onext = kv_xmalloc(s->n_rep * sizeof(*s->macro_onext));
+	for (i = 0; i < s->n_rep; i++)
+		s->macro_next[i] = s->macro_onext[i] = KV_NS_NEVER;
 	s->rep = kv_xcalloc(s->n_rep, sizeof(*s->rep));
 	for (i = 0; i < s->n_rep; i++) {
 		rc = kv__replica_init(s, &s->rep[i], i);
@@ -294,6 +375,8 @@ void kv_sim_release(struct kv_sim *s)
 	for (i = 0; i < s->n_rep; i++)
 		kv__replica_release(&s->rep[i]);
 	free(s->rep);
+	free(s->macro_next);
+	free(s->macro_onext);
 	kv__slots_release(s);
 	if (s->src)
 		kv_source_close(s->src);

@@ -25,6 +25,27 @@
  * slots (pointers never move) recycled through a free list, so memory is
  * proportional to requests in flight, not to the trace; nothing is
  * allocated per event or per token once the high-water mark is reached.
+ *
+ * Macro-stepping (exact; off with cfg->exact_steps, `--exact-steps`): when a
+ * replica forms a batch of decode steps only (every running request, none
+ * waiting), the next steps are the same sequences with one more token of
+ * context each, until a request finishes or outgrows its holding.  The
+ * replica computes those steps' ends t_1..t_K at once (a decode that
+ * outgrows its holding stays inside the run when the cache model promises
+ * its reserve succeeds, grow_units in cache.h: the reserve runs, in order,
+ * when the steps are applied) (each from
+ * kv_perf_iter_ns of the step's exact shape, integer ns) and queues one
+ * event, at t_K, ordered as the per-step engine's last step would be (heap.h
+ * push time t_{K-1}).  Steps 1..K-1 are applied lazily, each exactly as the
+ * per-step engine applies it (tokens, memory integrals, service, counters,
+ * the event count): before any event that reads the replica (an arrival,
+ * which routes by replica state; a sample) and before its own event at t_K.
+ * An arrival joining the replica cuts the run at the step in flight.  Only
+ * events that read nothing of the replica pass over its pending steps; what
+ * they write and the replica's steps also write (tenant service) is summed
+ * in whole numbers, so the order does not change a bit.  It runs only where
+ * every plugin permits it (KV_PLUGIN_F_MACRO_STEPS, plugin.h), one tenant,
+ * whole-number service weights, no executor; docs/benchmarks.md measures it.
  */
 #ifndef KV_ENGINE_H
 #define KV_ENGINE_H
@@ -145,7 +166,21 @@ struct kv_replica {
 	uint64_t chunk_cap_tokens; /* largest prefill chunk, 0 = the budget (vLLM long_prefill_token_threshold) */
 	kv_ns frontend_ns; /* per-request front-end cost added to TTFT and E2E, 0 = none */
 	void *cache_opts_own; /* options of an engine-chosen cache model (freed with the replica) */
+	/* macro-stepping (see the header comment) */
+	int macro_ok; /* every plugin of this replica permits macro steps */
+	uint32_t macro_k; /* steps of the run applied (the one in flight is macro_k + 1) */
+	uint32_t macro_K; /* steps in the run, 0 when none */
+	uint32_t macro_kq; /* of the macro_k steps applied, those its requests' token counters show */
+	uint32_t macro_ko; /* steps outstanding_tokens shows (>= macro_k; a router's view) */
+	uint64_t macro_gen; /* generation: ITER_DONE events with another arg are stale */
+	uint64_t macro_seq; /* heap seq of the run's event (orders its pending steps) */
+	kv_ns *macro_t; /* macro_t[k]: end of step k of the run, [0] its start; KV_MACRO_STEPS + 1 */
+	uint64_t *macro_grow; /* growths planned: step << 32 | batch index << 16 | units, sorted; KV_MACRO_GROWS */
+	uint32_t macro_ng, macro_gi; /* growths planned, applied */
 };
+
+#define KV_MACRO_STEPS 64 /* most steps one macro step covers */
+#define KV_MACRO_GROWS 128 /* most holding growths (cache grow_units) inside one macro step */
 
 enum kv_oversize { KV_OVERSIZE_ERROR, KV_OVERSIZE_REJECT, KV_OVERSIZE_CLIP };
 
@@ -224,7 +259,7 @@ struct kv_sim_config {
 	uint64_t seed; /* random seed */
 	const struct kv_executor *exec; /* NULL: the perf model times batches (the simulator) */
 	struct kv_observer observer; /* step and request-state hook (the timeline), fn NULL: none */
-	int exact_steps; /* 1: simulate every iteration as its own event (set with an observer) */
+	int exact_steps; /* 1: one event per iteration, no macro steps; set for any per-iteration consumer (an observer) */
 };
 
 /* Where results go; any callback may be NULL.  Returning nonzero stops the run with KV_EIO. */
@@ -299,6 +334,11 @@ struct kv_sim {
 	uint32_t free_hash_page; /* free list head, KV_NIL */
 	struct kv_diag diag; /* error detail when a run fails */
 	int deferred_rc; /* error raised inside a scheduler hook, returned after it */
+	int macro; /* macro-stepping allowed by the run's config (replicas also check their plugins) */
+	kv_ns *macro_next; /* per replica: end of its next pending macro step, KV_NS_NEVER when none */
+	kv_ns *macro_onext; /* per replica: that of the next step its outstanding_tokens does not show */
+	uint64_t macro_steps; /* iterations applied inside macro steps (statistics, in no output) */
+	struct kv_event ev; /* the event being processed */
 };
 
 /*

@@ -147,6 +147,7 @@ static int vllm_admit(void *priv, struct kv_replica *r, struct kv_req *q, uint64
 
 const struct kv_engine_ops kv_engine_vllm = {
 	.name = "vllm",
+	.flags = KV_PLUGIN_F_MACRO_STEPS, /* no step or formed hook; admit is never asked with nobody waiting */
 	.desc = "vLLM V1: one token budget per step, running requests first; KV allocated per step; on allocation failure preempt the scheduler's victim by recompute and admit nobody that step; prefix cache keeps freed blocks until evicted LRU",
 	.priv_size = sizeof(struct vllm),
 	.options = vllm_options,
@@ -179,6 +180,7 @@ static int vllm_v0_init(void *priv, struct kv_replica *r, struct kv_diag *d)
 
 const struct kv_engine_ops kv_engine_vllm_v0 = {
 	.name = "vllm-v0",
+	.flags = KV_PLUGIN_F_MACRO_STEPS, /* no step, formed or admit hook */
 	.desc = "vLLM V0 (kvsim before engines): admission reserves the whole prefill; the configured cache model as is; no GEMM ramp",
 	.priv_size = sizeof(struct vllm_v0),
 	.options = vllm_v0_options,

@@ -24,7 +24,7 @@
 /* The heap's only comparison: does a fire before b? */
 static inline int ev_before(const struct kv_event *a, const struct kv_event *b)
 {
-	return a->t_ns < b->t_ns || (a->t_ns == b->t_ns && a->seq < b->seq);
+	return kv_event_before(a, b);
 }
 
 void kv_heap_init(struct kv_heap *h, size_t initial_cap)
@@ -33,6 +33,7 @@ void kv_heap_init(struct kv_heap *h, size_t initial_cap)
 	h->ev = kv_xmalloc(h->cap * sizeof(*h->ev));
 	h->n = 0;
 	h->next_seq = 0;
+	h->now_ns = 0;
 }
 
 void kv_heap_release(struct kv_heap *h)
@@ -63,11 +64,31 @@ static inline void sift_up(struct kv_event *ev, size_t i, const struct kv_event 
 	ev[i] = *e;
 }
 
+uint64_t kv_heap_push_at(struct kv_heap *h, kv_ns t_ns, kv_ns p_ns, uint32_t kind,
+			 uint32_t target, uint64_t arg)
+{
+	struct kv_event e = {
+		.t_ns = t_ns,
+		.p_ns = p_ns,
+		.seq = h->next_seq++,
+		.kind = kind,
+		.target = target,
+		.arg = arg,
+	};
+
+	assert(p_ns <= t_ns);
+	if (__builtin_expect(h->n == h->cap, 0))
+		heap_grow(h);
+	sift_up(h->ev, h->n++, &e);
+	return e.seq;
+}
+
 void kv_heap_push(struct kv_heap *h, kv_ns t_ns, uint32_t kind, uint32_t target,
 		  uint64_t arg)
 {
 	struct kv_event e = {
 		.t_ns = t_ns,
+		.p_ns = h->now_ns,
 		.seq = h->next_seq++,
 		.kind = kind,
 		.target = target,
@@ -89,6 +110,7 @@ int kv_heap_pop(struct kv_heap *h, struct kv_event *out)
 	if (!h->n)
 		return 0;
 	*out = ev[0];
+	h->now_ns = out->t_ns;
 	n = --h->n;
 	if (!n)
 		return 1;

@@ -50,7 +50,8 @@ struct kv_option {
 	const char *desc; /* one sentence with the rule or equation */                     \
 	size_t priv_size; /* bytes of private state per replica (0: none) */               \
 	size_t req_size; /* bytes of private state per request in flight (0: none) */      \
-	const struct kv_option *options; /* NULL-name-terminated table, or NULL */
+	const struct kv_option *options; /* NULL-name-terminated table, or NULL */          \
+	uint32_t flags; /* KV_PLUGIN_F_* (0: none) */
 
 struct kv_plugin {
 	KV_PLUGIN_FIELDS
@@ -64,6 +65,23 @@ struct kv_plugin {
 			KV_PLUGIN_FIELDS \
 		};                     \
 	}
+
+/*
+ * Plugin flags.  KV_PLUGIN_F_MACRO_STEPS: the plugin permits exact
+ * macro-stepping (engine.h): between two batch changes its hooks are not
+ * called by a decode step inside every request's holding, or, when called,
+ * do exactly the same thing every step and touch nothing another event reads,
+ * so a run of such steps may be applied at once.  Default off.  A router
+ * says what it reads of the replicas (KV_PLUGIN_F_ROUTE_*; default: any
+ * state), so an arrival brings only that up to date.
+ */
+enum {
+	KV_PLUGIN_F_MACRO_STEPS = 1,
+	/* a router that reads of the replicas only outstanding_tokens (or nothing) */
+	KV_PLUGIN_F_ROUTE_OUTSTANDING = 2,
+	/* a router that reads no replica state */
+	KV_PLUGIN_F_ROUTE_BLIND = 4,
+};
 
 enum kv_plugin_kind {
 	KV_PLUGIN_SCHED,

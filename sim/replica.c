@@ -18,25 +18,34 @@
  * change (reserve, release): between two such points the holding is constant,
  * so the integral is exact without a per-iteration update.
  */
-static void req_mem_touch(const struct kv_sim *s, struct kv_req *q)
+static void req_mem_touch_at(struct kv_req *q, kv_ns now)
 {
-	q->memtime_Bs += (double)q->kv_bytes * (double)(s->now - q->mem_t0_ns) * 1e-9;
-	q->mem_t0_ns = s->now;
+	q->memtime_Bs += (double)q->kv_bytes * (double)(now - q->mem_t0_ns) * 1e-9;
+	q->mem_t0_ns = now;
 }
 
-/* Brings r's memory integrals up to now; call before reserved or live bytes change. */
-static void rep_acct(struct kv_replica *r)
+static void req_mem_touch(const struct kv_sim *s, struct kv_req *q)
 {
-	const struct kv_sim *s = r->sim;
-	double dt_s = (double)(s->now - r->acct_t0_ns) * 1e-9;
+	req_mem_touch_at(q, s->now);
+}
+
+/* Brings r's memory integrals up to `now`; call before reserved or live bytes change. */
+static void rep_acct_at(struct kv_replica *r, kv_ns now)
+{
+	double dt_s = (double)(now - r->acct_t0_ns) * 1e-9;
 	uint64_t reserved = r->pool.size_bytes - r->pool.free_bytes;
 
-	if (s->now == r->acct_t0_ns)
+	if (now == r->acct_t0_ns)
 		return;
 	r->reserved_Bs += (double)reserved * dt_s;
 	r->used_Bs += (double)r->live_tokens * r->beta_bytes * dt_s;
 	r->extfrag_s += kv_pool_ext_frag(&r->pool) * dt_s;
-	r->acct_t0_ns = s->now;
+	r->acct_t0_ns = now;
+}
+
+static void rep_acct(struct kv_replica *r)
+{
+	rep_acct_at(r, r->sim->now);
 }
 
 /* Grows q's holding to `tokens` through the cache model; 0 or KV_ENOMEM. */
@@ -303,15 +312,22 @@ static void batch_add(struct kv_replica *r, struct kv_req *q, uint64_t take)
 		r->shape.n_sample += ctx >= q->prefill_target;
 		r->shape.n_prefill_tokens += take;
 		r->shape.attn_pairs += kv_perf_prefill_pairs(q->kv_tokens, take);
+		/* windowed layers skip the keys before each query's window (perf.h) */
+		r->shape.window_skip_pairs +=
+			kv_perf_window_skip_pairs(q->kv_tokens, take, r->window_tokens);
 	} else {
+		uint64_t skip = ctx > r->window_tokens ? ctx - r->window_tokens : 0;
+
 		r->shape.n_decode++;
 		r->shape.n_sample++;
 		r->shape.attn_pairs += ctx;
+		r->shape.window_skip_pairs += skip;
 		if (r->cache->extra_prefill_tokens) {
 			uint64_t x = r->cache->extra_prefill_tokens(r->cache_priv, q);
 
 			r->shape.n_prefill_tokens += x;
 			r->shape.attn_pairs += x * ctx;
+			r->shape.window_skip_pairs += x * skip;
 		}
 	}
 	if (r->cache->dequant_bytes)
@@ -509,17 +525,17 @@ static void step_begin(struct kv_replica *r, int again)
 	r->decode_cap = r->plain_decode && !(r->step_flags & KV_STEP_NO_DECODE) ? r->max_seqs : 0;
 }
 
-/* Forms and starts the next iteration of an idle replica. */
-static int kick(struct kv_replica *r)
+/*
+ * Forms the iteration starting at `now` (the replica idle): the batch in
+ * r->batch, its duration in *ns; r->n_batch is 0 when nothing runs.
+ */
+static int form_step(struct kv_replica *r, kv_ns now, kv_ns *ns)
 {
 	struct kv_sim *s = r->sim;
 	int again = 0;
-	kv_ns t;
 	int rc;
 
-	if (r->busy)
-		return 0;
-	rep_acct(r);
+	rep_acct_at(r, now);
 	for (;;) {
 		memset(&r->shape, 0, sizeof(r->shape));
 		r->ctx_tokens = 0;
@@ -561,13 +577,134 @@ static int kick(struct kv_replica *r)
 	r->shape.kv_read_bytes += (uint64_t)(((double)r->ctx_tokens -
 					      r->window_frac * (double)r->win_excess) *
 					     r->beta_bytes);
-	rc = iter_ns(r, &t);
-	if (rc)
+	return iter_ns(r, ns);
+}
+
+/*
+ * Plans the reserves inside a macro step of at most K steps: after step k,
+ * the batch's request i outgrows its holding when kv_tokens + k reaches its
+ * cap (the per-step engine's kv__replica_schedule then reserves, in batch
+ * order).  Each must be promised by the cache model (grow_units) and all of
+ * them must fit the units free now (nothing else allocates from this pool
+ * meanwhile).  Fills r->macro_grow sorted by (step, index); returns K, cut
+ * to the first step whose growth cannot be promised.
+ */
+static uint64_t macro_plan_grows(struct kv_replica *r, uint64_t K)
+{
+	uint64_t free_units = r->pool.free_bytes / r->pool.unit_bytes, used = 0;
+	uint64_t *g = r->macro_grow;
+	uint32_t i, j, n = r->n_batch, ng = 0;
+
+	for (i = 0; i < n && K > 1; i++) {
+		const struct kv_req *q = r->batch[i];
+		uint64_t cap = q->kv_cap_tokens, next = 0, units;
+
+		while (cap - q->kv_tokens < K) { /* a growth after step cap - kv_tokens */
+			uint64_t step = cap - q->kv_tokens;
+
+			units = r->cache->grow_units(r->cache_priv, q, cap, &next);
+			if (!units || units > 0xffff || i > 0xffff || ng == KV_MACRO_GROWS ||
+			    next <= cap) {
+				K = step; /* that step's formation runs as an event */
+				break;
+			}
+			g[ng++] = step << 32 | (uint64_t)i << 16 | units;
+			cap = next;
+		}
+	}
+	/* insertion sort by (step, index): few entries */
+	for (i = 1; i < ng; i++) {
+		uint64_t v = g[i];
+
+		for (j = i; j > 0 && g[j - 1] > v; j--)
+			g[j] = g[j - 1];
+		g[j] = v;
+	}
+	/* keep those before step K that fit the units free now, a whole step at a time */
+	for (i = 0; i < ng && (g[i] >> 32) < K; i = j) {
+		uint64_t step_units = 0;
+
+		for (j = i; j < ng && g[j] >> 32 == g[i] >> 32; j++)
+			step_units += g[j] & 0xffff;
+		if (used + step_units > free_units) {
+			K = g[i] >> 32;
+			break;
+		}
+		used += step_units;
+	}
+	r->macro_ng = i;
+	r->macro_gi = 0;
+	return K;
+}
+
+/*
+ * Tries to start a macro step for the batch just formed (first step d1_ns
+ * long): every running request decodes in it and none waits, so the next
+ * batches are the same requests one token further, until one finishes (its
+ * last token) or outgrows its holding (the step whose decode would not fit).
+ * Computes the steps' ends and queues one event at the last; returns 1, or 0
+ * when fewer than two steps qualify (the caller queues the single step).
+ */
+static int macro_start(struct kv_replica *r, kv_ns d1_ns)
+{
+	struct kv_sim *s = r->sim;
+	struct kv_batch_shape sh;
+	uint64_t K = KV_MACRO_STEPS, ctx;
+	uint32_t i, n = r->n_batch, k;
+	kv_ns *t = r->macro_t;
+
+	if (!r->macro_ok || n != r->n_running || r->sched->waiting(r->sched_priv))
+		return 0;
+	for (i = 0; i < n; i++) {
+		const struct kv_req *q = r->batch[i];
+
+		if (q->batch_tokens != 1 || q->kv_tokens < q->prefill_target ||
+		    q->generated >= q->output_tokens || q->kv_tokens >= q->kv_cap_tokens)
+			return 0;
+		K = KV_MIN(K, q->output_tokens - q->generated); /* step K emits its last token */
+		if (!r->cache->grow_units)
+			K = KV_MIN(K, q->kv_cap_tokens - q->kv_tokens); /* step K + 1 would reserve */
+	}
+	if (r->cache->grow_units)
+		K = macro_plan_grows(r, K);
+	if (K < 2)
+		return 0;
+	/* each later step: the same decodes, one more context token each (kv__decodes_add) */
+	sh = r->shape;
+	ctx = r->ctx_tokens;
+	t[0] = s->now;
+	t[1] = s->now + d1_ns;
+	for (k = 2; k <= K; k++) {
+		sh.attn_pairs += n;
+		ctx += n;
+		sh.kv_read_bytes = (uint64_t)((double)ctx * r->beta_bytes);
+		t[k] = t[k - 1] + kv_perf_iter_ns(&s->perf, &sh);
+	}
+	r->macro_k = r->macro_kq = r->macro_ko = 0;
+	r->macro_K = (uint32_t)K;
+	r->macro_seq = kv_heap_push_at(&s->heap, t[K], t[K - 1], KV_EV_ITER_DONE, r->idx,
+				       r->macro_gen);
+	s->macro_next[r->idx] = s->macro_onext[r->idx] = t[1];
+	return 1;
+}
+
+/* Forms and starts the next iteration of an idle replica. */
+static int kick(struct kv_replica *r)
+{
+	struct kv_sim *s = r->sim;
+	kv_ns t = 0;
+	int rc;
+
+	if (r->busy)
+		return 0;
+	rc = form_step(r, s->now, &t);
+	if (rc || !r->n_batch)
 		return rc;
 	r->busy = 1;
 	r->iter_start_ns = s->now;
-	kv_heap_push(&s->heap, s->now + t, KV_EV_ITER_DONE, r->idx, 0);
-	observe(r, KV_OBS_ITER_START, NULL, t);
+	if (!macro_start(r, t))
+		kv_heap_push(&s->heap, s->now + t, KV_EV_ITER_DONE, r->idx, r->macro_gen);
+	observe(r, KV_OBS_ITER_START, NULL, t); /* an observer runs exact steps (engine.h) */
 	return 0;
 }
 
@@ -594,17 +731,20 @@ static inline int apply_tokens(struct kv_req *q, kv_ns now, uint64_t *done_token
 	return q->kv_tokens >= q->prefill_target && q->generated == q->output_tokens;
 }
 
-int kv__replica_iter_done(struct kv_replica *r)
+/*
+ * Applies the tokens of r's iteration ending at `now` (accounting, tokens,
+ * service); returns the requests it finished, marked KV_REQ_FREE.
+ */
+static uint32_t step_apply(struct kv_replica *r, kv_ns now)
 {
 	struct kv_sim *s = r->sim;
 	const struct kv_fairness_cfg *fw = &s->cfg->fairness;
 	uint64_t live = 0, done = 0;
-	uint32_t i, j, finished = 0;
-	int rc = 0;
+	uint32_t i, finished = 0;
 
-	rep_acct(r);
+	rep_acct_at(r, now);
 	r->busy = 0;
-	r->busy_ns += s->now - r->iter_start_ns;
+	r->busy_ns += now - r->iter_start_ns;
 	r->iterations++;
 	observe(r, KV_OBS_ITER_END, NULL, 0);
 	for (i = 0; i < r->n_batch; i++) {
@@ -614,7 +754,7 @@ int kv__replica_iter_done(struct kv_replica *r)
 		double svc;
 
 		live += q->batch_tokens;
-		if (apply_tokens(q, s->now, &done)) {
+		if (apply_tokens(q, now, &done)) {
 			q->state = KV_REQ_FREE; /* mark; removed below */
 			finished++;
 		}
@@ -624,6 +764,190 @@ int kv__replica_iter_done(struct kv_replica *r)
 	}
 	r->live_tokens += live;
 	r->outstanding_tokens -= done;
+	return finished;
+}
+
+/*
+ * The reserves planned after step k (at its end t), in batch order, as the
+ * per-step engine's kv__replica_schedule makes them forming step k + 1.
+ */
+static void macro_grow(struct kv_replica *r, uint32_t k, kv_ns t)
+{
+	while (r->macro_gi < r->macro_ng && r->macro_grow[r->macro_gi] >> 32 == k) {
+		struct kv_req *q = r->batch[r->macro_grow[r->macro_gi] >> 16 & 0xffff];
+		uint64_t want = q->kv_tokens + (k - r->macro_kq) + 1, reserved;
+		int rc;
+
+		KV_CHECK(want == q->kv_cap_tokens + 1, "replica %u: request %llu grows to %llu tokens at a cap of %llu",
+			 r->idx, (unsigned long long)q->id, (unsigned long long)want,
+			 (unsigned long long)q->kv_cap_tokens);
+		req_mem_touch_at(q, t);
+		rc = r->cache->reserve(r->cache_priv, q, want);
+		KV_CHECK(rc == 0, "replica %u: a promised reserve of request %llu failed (%d)", r->idx,
+			 (unsigned long long)q->id, rc);
+		reserved = r->pool.size_bytes - r->pool.free_bytes;
+		if (reserved > r->peak_reserved_bytes)
+			r->peak_reserved_bytes = reserved;
+		r->macro_gi++;
+	}
+}
+
+/*
+ * Applies r's pending macro steps before event e (all when e is NULL) as
+ * the per-step engine's ITER_DONE and the kick after it would, in the same
+ * order and the same floating-point operations: memory integrals at each
+ * step's end, busy time, iterations, live and outstanding tokens, the
+ * tenant's service, the event count.  The batch re-formed after each such
+ * step is the same requests (macro_start's conditions); their own token
+ * counters are brought up at the macro step's end (macro_end), as nothing
+ * else reads them in between.  O(1) per step.
+ */
+void kv__replica_sync(struct kv_replica *r, const struct kv_event *e)
+{
+	struct kv_sim *s = r->sim;
+	struct kv_tenant_stats *ts = &s->tenant[0]; /* macro steps run with one tenant */
+	const struct kv_fairness_cfg *fw = &s->cfg->fairness;
+	/* a decode's service, as step_apply computes it: in = 0, one output token */
+	double svc = 0.0 * fw->input_weight + 1.0 * fw->output_weight;
+	double vsvc = svc * s->inv_weight[0];
+	uint32_t k = r->macro_k, n = r->n_batch;
+	/* rep_acct_at's terms that no macro step changes: the pool is r's own and untouched */
+	double reserved = (double)(r->pool.size_bytes - r->pool.free_bytes);
+	double frag = kv_pool_ext_frag(&r->pool);
+
+	while (k + 1 < r->macro_K) {
+		kv_ns t = r->macro_t[k + 1];
+		double dt_s;
+
+		if (e && t >= e->t_ns) {
+			struct kv_event v = { .t_ns = t, .p_ns = r->macro_t[k], .seq = r->macro_seq };
+
+			if (!kv_event_before(&v, e))
+				break;
+		}
+		/* rep_acct_at(r, t), term for term */
+		if (t != r->acct_t0_ns) {
+			dt_s = (double)(t - r->acct_t0_ns) * 1e-9;
+			r->reserved_Bs += reserved * dt_s;
+			r->used_Bs += (double)r->live_tokens * r->beta_bytes * dt_s;
+			r->extfrag_s += frag * dt_s;
+			r->acct_t0_ns = t;
+		}
+		r->busy_ns += t - r->iter_start_ns;
+		r->iter_start_ns = t;
+		r->iterations++;
+		r->live_tokens += n;
+		/* whole numbers (macro_allowed): n additions of svc equal one of n * svc */
+		ts->service += svc * n;
+		ts->vservice += vsvc * n;
+		s->events++; /* the per-step engine's ITER_DONE event */
+		s->macro_steps++;
+		k++;
+		if (r->macro_gi < r->macro_ng && r->macro_grow[r->macro_gi] >> 32 == k) {
+			macro_grow(r, k, t);
+			reserved = (double)(r->pool.size_bytes - r->pool.free_bytes);
+			frag = kv_pool_ext_frag(&r->pool);
+		}
+	}
+	r->macro_k = k;
+	if (r->macro_ko < k) {
+		r->outstanding_tokens -= (uint64_t)n * (k - r->macro_ko);
+		r->macro_ko = k;
+	}
+	s->macro_next[r->idx] = k + 1 < r->macro_K ? r->macro_t[k + 1] : KV_NS_NEVER;
+	s->macro_onext[r->idx] = r->macro_ko + 1 < r->macro_K ? r->macro_t[r->macro_ko + 1] : KV_NS_NEVER;
+}
+
+/*
+ * The router's view: the outstanding tokens the per-step engine would show
+ * at e, without the rest of the steps' accounting (kv__replica_sync does it
+ * later, in step order).  An integer count, so the split changes nothing.
+ */
+void kv__replica_sync_outstanding(struct kv_replica *r, const struct kv_event *e)
+{
+	uint32_t k = r->macro_ko, n = r->n_batch;
+
+	while (k + 1 < r->macro_K) {
+		struct kv_event v = { .t_ns = r->macro_t[k + 1], .p_ns = r->macro_t[k],
+				      .seq = r->macro_seq };
+
+		if (!kv_event_before(&v, e))
+			break;
+		r->outstanding_tokens -= n;
+		k++;
+	}
+	r->macro_ko = k;
+	r->sim->macro_onext[r->idx] = k + 1 < r->macro_K ? r->macro_t[k + 1] : KV_NS_NEVER;
+}
+
+/*
+ * At the event ending r's macro step (step macro_K, or the step in flight
+ * when an arrival cut it): applies the pending steps, brings every request's
+ * tokens up by the steps applied, and checks the last step's duration
+ * against the perf model on its shape now.
+ */
+void kv__replica_sync_reqs(struct kv_replica *r)
+{
+	uint32_t i, k = r->macro_k - r->macro_kq;
+
+	if (!k)
+		return;
+	for (i = 0; i < r->n_batch; i++) {
+		r->batch[i]->kv_tokens += k;
+		r->batch[i]->generated += k;
+	}
+	r->macro_kq = r->macro_k;
+}
+
+static void macro_end(struct kv_replica *r)
+{
+	struct kv_sim *s = r->sim;
+	struct kv_batch_shape sh = r->shape;
+	uint64_t pairs = 0;
+	uint32_t i, k;
+
+	kv__replica_sync(r, NULL);
+	kv__replica_sync_reqs(r);
+	k = r->macro_k;
+	for (i = 0; i < r->n_batch; i++)
+		pairs += r->batch[i]->kv_tokens + 1;
+	sh.attn_pairs = pairs;
+	sh.kv_read_bytes = (uint64_t)((double)pairs * r->beta_bytes);
+	KV_CHECK(kv_perf_iter_ns(&s->perf, &sh) == r->macro_t[k + 1] - r->macro_t[k],
+		 "replica %u: macro step %u of %u lasts %llu ns, predicted %llu", r->idx, k + 1,
+		 r->macro_K, (unsigned long long)kv_perf_iter_ns(&s->perf, &sh),
+		 (unsigned long long)(r->macro_t[k + 1] - r->macro_t[k]));
+	r->macro_K = r->macro_k = r->macro_kq = r->macro_ko = 0;
+	r->macro_ng = r->macro_gi = 0;
+	s->macro_next[r->idx] = s->macro_onext[r->idx] = KV_NS_NEVER;
+}
+
+/* Cuts r's macro step at the step in flight (its batch is about to change). */
+static void macro_cut(struct kv_replica *r)
+{
+	struct kv_sim *s = r->sim;
+	uint32_t k;
+
+	kv__replica_sync(r, &s->ev); /* the router may have brought up only its view */
+	k = r->macro_k + 1;
+	if (k >= r->macro_K)
+		return;
+	r->macro_K = k;
+	r->macro_gen++; /* the queued event is now stale */
+	r->macro_seq = kv_heap_push_at(&s->heap, r->macro_t[k], r->macro_t[k - 1],
+				       KV_EV_ITER_DONE, r->idx, r->macro_gen);
+	s->macro_next[r->idx] = s->macro_onext[r->idx] = KV_NS_NEVER;
+}
+
+int kv__replica_iter_done(struct kv_replica *r)
+{
+	struct kv_sim *s = r->sim;
+	uint32_t i, j, finished;
+	int rc = 0;
+
+	if (r->macro_K)
+		macro_end(r); /* its earlier steps first */
+	finished = step_apply(r, s->now);
 	if (!finished) {
 		r->n_batch = 0;
 		return kick(r);
@@ -767,6 +1091,12 @@ int kv__replica_init(struct kv_sim *s, struct kv_replica *r, uint32_t idx)
 			  !r->cache->read_bytes;
 	r->max_seqs = c->max_batch_seqs;
 	r->decode_cap = r->plain_decode ? r->max_seqs : 0;
+	r->macro_ok = s->macro && (r->cache->flags & KV_PLUGIN_F_MACRO_STEPS) &&
+		      (r->eng->flags & KV_PLUGIN_F_MACRO_STEPS) && r->plain_decode &&
+		      r->offload == KV_OFFLOAD_NONE &&
+		      r->window_frac == 0.0; /* windowed reads change per step: not in macro_start */
+	r->macro_t = kv_xcalloc(KV_MACRO_STEPS + 1, sizeof(*r->macro_t));
+	r->macro_grow = kv_xcalloc(KV_MACRO_GROWS, sizeof(*r->macro_grow));
 	r->sched = c->sched;
 	r->sched_priv = kv_xcalloc(1, c->sched->priv_size ? c->sched->priv_size : 1);
 	memcpy(r->sched_priv, c->sched_opts, c->sched->priv_size);
@@ -787,6 +1117,8 @@ void kv__replica_release(struct kv_replica *r)
 	free(r->eng_priv);
 	free(r->running);
 	free(r->batch);
+	free(r->macro_t);
+	free(r->macro_grow);
 	kv_pool_release(&r->pool);
 }
 
@@ -795,6 +1127,8 @@ int kv__replica_arrive(struct kv_replica *r, struct kv_req *q)
 	q->state = KV_REQ_WAITING;
 	enqueue(r, q);
 	observe(r, KV_OBS_ARRIVE, q, 0);
+	if (r->macro_K)
+		macro_cut(r); /* the next step may admit q */
 	return kick(r);
 }
 

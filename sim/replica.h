@@ -209,6 +209,15 @@ int kv__replica_arrive(struct kv_replica *r, struct kv_req *q);
 /* r's iteration ended at s->now: applies its tokens, ends the finished, forms the next. */
 int kv__replica_iter_done(struct kv_replica *r);
 /*
+ * Applies r's pending macro steps that the per-step engine would have run
+ * before event e (all of them when e is NULL): call before e reads r.
+ */
+void kv__replica_sync(struct kv_replica *r, const struct kv_event *e);
+/* Brings only r->outstanding_tokens up to the macro steps before e (for a router). */
+void kv__replica_sync_outstanding(struct kv_replica *r, const struct kv_event *e);
+/* Brings the token counters of r's requests up to the macro steps applied (for a sample). */
+void kv__replica_sync_reqs(struct kv_replica *r);
+/*
  * Ends q, assigned to r, for reason e: releases what it holds, records its
  * figures, calls the sink, frees its slot.  Returns 0 or KV_EIO (sink).
  */

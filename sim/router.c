@@ -31,10 +31,12 @@ const struct kv_router_ops kv_router_rr = {
 	.name = "round-robin",
 	.desc = "the n-th arrival goes to replica n mod R",
 	.pick = rr_pick,
+	.flags = KV_PLUGIN_F_ROUTE_BLIND,
 };
 
 const struct kv_router_ops kv_router_lot = {
 	.name = "least-outstanding-tokens",
 	.desc = "join the replica with the fewest unprocessed prompt+output tokens (ties: lowest index)",
 	.pick = lot_pick,
+	.flags = KV_PLUGIN_F_ROUTE_OUTSTANDING, /* reads outstanding_tokens only */
 };

@@ -79,4 +79,5 @@ const struct kv_sched_ops kv_sched_fifo = {
 	.form_batch = fifo_form_batch,
 	.dequeue = fifo_dequeue,
 	.waiting = fifo_waiting,
+	.flags = KV_PLUGIN_F_MACRO_STEPS, /* keep_running + FIFO admission: the same batch while nothing changes */
 };

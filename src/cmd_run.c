@@ -68,6 +68,8 @@ static void run_usage(FILE *f)
 	      "  -S, --set K=V        override a workload key, e.g. --set cluster.replicas=4\n"
 	      "                       or --set scheduler.name=fifo; repeatable\n"
 	      "  -c, --check-pool     check every pool's integrity after every event (slow)\n"
+	      "  -x, --exact-steps    one event per iteration, no macro steps (same outputs,\n"
+	      "                       slower; also `exact_steps: true` in the workload)\n"
 	      "  -q, --quiet          no progress line and no table\n"
 	      "      --progress       a progress line every 5 s on stderr even when it is not a\n"
 	      "                       terminal (CI logs, Slurm; also KVSIM_PROGRESS=1)\n"
@@ -92,7 +94,7 @@ struct run_args {
 	const char *out;
 	char *sets[MAX_SETS];
 	size_t n_sets;
-	int has_seed, quiet, check_pool, force, progress;
+	int has_seed, quiet, check_pool, force, progress, exact_steps;
 	uint64_t seed;
 	const char *trace_out; /* --trace-out FILE, or NULL */
 	struct kv_timeline_opts trace; /* --trace-window, --trace-sample, --trace-max-events */
@@ -114,6 +116,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		{ .name = "set", .short_name = 'S', .kind = KV_CLI_SET, .dst = &a->set, .max = MAX_SETS },
 		{ .name = "check-pool", .short_name = 'c', .kind = KV_CLI_FLAG, .dst = &a->check_pool },
 		{ .name = "force", .short_name = 'f', .kind = KV_CLI_FLAG, .dst = &a->force },
+		{ .name = "exact-steps", .short_name = 'x', .kind = KV_CLI_FLAG, .dst = &a->exact_steps },
 		{ .name = "quiet", .short_name = 'q', .kind = KV_CLI_FLAG, .dst = &a->quiet },
 		{ .name = "progress", .kind = KV_CLI_FLAG, .dst = &a->progress },
 		{ .name = "trace-out", .short_name = 't', .kind = KV_CLI_PATH, .dst = &a->trace_out,
@@ -464,6 +467,8 @@ int kv_cmd_run(int argc, char **argv)
 	}
 	if (a.check_pool)
 		w.cfg.check_pool = 1;
+	if (a.exact_steps)
+		w.cfg.exact_steps = 1;
 	if (a.trace_out || w.timeline)
 		w.cfg.exact_steps = 1; /* the timeline observes every iteration */
 	if (kv_sim_init(&s, &w.cfg, NULL)) {
@@ -472,6 +477,9 @@ int kv_cmd_run(int argc, char **argv)
 		rc = fail(&s.diag, 2);
 	} else {
 		rc = simulate(&w, &a, &s);
+		if (getenv("KVSIM_MACRO_STATS")) /* for tests/macro_test.sh and bench/ */
+			fprintf(stderr, "kvsim: macro steps: %llu of %llu events\n",
+				(unsigned long long)s.macro_steps, (unsigned long long)s.events);
 	}
 	kv_sim_release(&s);
 	kv_workload_release(&w);

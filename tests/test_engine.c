@@ -428,6 +428,73 @@ START_TEST(hist_quantiles)
 }
 END_TEST
 
+/*
+ * Macro steps, counted by hand.  A lone request of prompt P and T outputs
+ * runs one prefill and T - 1 decodes.  After the prefill the batch is one
+ * decode with T - 1 tokens to go: one macro step of T - 1 steps, the first
+ * T - 2 applied lazily and the last its event.  Under `full` (4096 tokens
+ * reserved) no decode outgrows the holding; under `chunked` (16-token blocks
+ * of one 8 MiB unit each) the decodes after kv = 704, 720, 736 reserve a
+ * block inside the macro step.  Both ways give the same times, iterations,
+ * event count, memory integral and peak, to the bit.
+ */
+static void macro_lone(const char *cache, uint64_t P, uint64_t T, uint64_t want_macro,
+		       uint64_t peak)
+{
+	char yaml[512];
+	struct kv_workload w;
+	struct kv_sim s;
+	struct rec r[2];
+	struct kv_sink sink;
+	uint64_t events[2], macro[2], iters[2], pk[2];
+	double memtime[2];
+	int exact;
+
+	snprintf(yaml, sizeof(yaml),
+		 "model: llama-2-7b\ndevice: a100-80g\nscheduler: fifo\ncache: %s\n"
+		 "outputs: {sample_interval: 0}\nworkload:\n  requests: 1\n"
+		 "  arrival: {process: poisson, rate: 1}\n"
+		 "  lengths: {dist: fixed, prompt: %llu, output: %llu}\n",
+		 cache, (unsigned long long)P, (unsigned long long)T);
+	for (exact = 0; exact < 2; exact++) {
+		load(&w, yaml);
+		w.cfg.exact_steps = exact;
+		memset(&r[exact], 0, sizeof(r[exact]));
+		sink = (struct kv_sink){ .ctx = &r[exact], .request = rec_request };
+		sim_start(&w, &s, &sink, 1);
+		sim_finish(&s);
+		events[exact] = s.events;
+		macro[exact] = s.macro_steps;
+		iters[exact] = s.rep[0].iterations;
+		pk[exact] = s.rep[0].peak_reserved_bytes;
+		memtime[exact] = r[exact].last.memtime_Bs;
+		kv_sim_release(&s);
+		kv_workload_release(&w);
+	}
+	ck_assert_uint_eq(macro[0], want_macro);
+	ck_assert_uint_eq(macro[1], 0);
+	ck_assert_uint_eq(iters[0], T);
+	ck_assert_uint_eq(iters[1], T);
+	/* the arrival, then one ITER_DONE per iteration */
+	ck_assert_uint_eq(events[0], 1 + T);
+	ck_assert_uint_eq(events[1], 1 + T);
+	ck_assert_uint_eq(r[0].last.finish_ns, r[1].last.finish_ns);
+	ck_assert_uint_eq(r[0].last.first_token_ns, r[1].last.first_token_ns);
+	ck_assert_uint_eq(pk[0], peak);
+	ck_assert_uint_eq(pk[1], peak);
+	ck_assert_msg(memcmp(&memtime[0], &memtime[1], sizeof(double)) == 0,
+		      "memtime %.17g macro, %.17g exact", memtime[0], memtime[1]);
+}
+
+START_TEST(macro_steps_lone)
+{
+	/* full: 9 decodes, 8 of them inside the macro step; 4096 tokens of 512 KiB reserved */
+	macro_lone("full", 100, 10, 8, 4096ULL * 512 * 1024);
+	/* chunked: 39 decodes, 38 inside, 3 of those reserving; 700 + 39 tokens in 47 blocks */
+	macro_lone("chunked", 700, 40, 38, 47ULL * 8 * KV_MiB);
+}
+END_TEST
+
 static Suite *engine_suite(void)
 {
 	Suite *s = suite_create("engine");
@@ -447,6 +514,7 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, lone_request_chunked);
 	tcase_add_test(tc, reject_alone_running);
 	tcase_add_test(tc, decode_paths_agree);
+	tcase_add_test(tc, macro_steps_lone);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	return s;

@@ -472,14 +472,15 @@ static void draw_tenants(gsl_rng *g, struct rcase *c)
 	struct kv_source_spec *sp = &c->cfg.source;
 	uint32_t i;
 
-	sp->n_tenants = (uint32_t)uni(g, 1, 4);
+	/* every other case one tenant of weight 1: the engine's macro steps run (engine.h) */
+	sp->n_tenants = c->idx % 2 ? (uint32_t)uni(g, 1, 4) : 1;
 	appendf(c->desc, sizeof(c->desc), " tenants[");
 	for (i = 0; i < sp->n_tenants; i++) {
 		struct kv_tenant_spec *t = &sp->tenants[i];
 
 		snprintf(t->name, sizeof(t->name), "t%u", i);
 		t->share = 0.2 + gsl_rng_uniform(g);
-		t->weight = loguni(g, 0.25, 4);
+		t->weight = c->idx % 2 ? loguni(g, 0.25, 4) : 1;
 		t->priority = (int)uni(g, 0, 3) - 1;
 		if (gsl_rng_uniform(g) < 0.08) {
 			static const uint64_t fixed[][2] = { { 1, 1 }, { 1, 0 }, { 0, 1 } };
@@ -967,6 +968,28 @@ static void check_flight(struct seen *w, const struct kv_sim *s)
 	}
 }
 
+/* Folds what a sample sees of the replicas and tenants into the run's digest. */
+static void digest_sample(struct seen *w, const struct kv_sim *s)
+{
+	uint32_t i;
+
+	for (i = 0; i < s->n_rep; i++) {
+		const struct kv_replica *r = &s->rep[i];
+		uint64_t v[9] = { r->live_tokens, r->outstanding_tokens, r->n_running,
+				  r->sched->waiting(r->sched_priv), r->pool.free_bytes, r->iterations,
+				  r->busy_ns, r->n_assigned, s->events };
+		double d[3] = { r->reserved_Bs, r->used_Bs, r->extfrag_s };
+
+		w->digest = fnv(w->digest, v, sizeof(v));
+		w->digest = fnv(w->digest, d, sizeof(d));
+	}
+	for (i = 0; i < s->cfg->source.n_tenants; i++) {
+		double d[2] = { s->tenant[i].service, s->tenant[i].vservice };
+
+		w->digest = fnv(w->digest, d, sizeof(d));
+	}
+}
+
 static int on_sample(void *ctx, const struct kv_sim *s, kv_ns t_ns)
 {
 	struct seen *w = ctx;
@@ -976,6 +999,7 @@ static int on_sample(void *ctx, const struct kv_sim *s, kv_ns t_ns)
 	w->last_ns = t_ns;
 	w->samples++;
 	check_flight(w, s);
+	digest_sample(w, s);
 	return 0;
 }
 
@@ -1052,11 +1076,15 @@ struct outcome {
 	uint64_t by_end[KV_END_N]; /* requests by end */
 	enum kv_end end_of[MAX_REQS]; /* how each request ended */
 	uint64_t events, preemptions, swaps, samples;
+	uint64_t macro_steps; /* iterations the engine applied inside macro steps */
 	uint64_t big_tokens; /* prompt + output of completed requests (an upper bound on iterations) */
 };
 
-/* Runs c once (with the pool check when check_pool); every check above applies. */
-static void run_once(const struct rcase *c, int check_pool, struct outcome *out)
+/*
+ * Runs c once (with the pool check when check_pool, one event per iteration
+ * when exact); every check above applies.
+ */
+static void run_once(const struct rcase *c, int check_pool, int exact, struct outcome *out)
 {
 	static struct seen w; /* large: the oracle's and the sink's state */
 	struct kv_sink sink = { .ctx = &w, .request = on_request, .sample = on_sample };
@@ -1070,6 +1098,7 @@ static void run_once(const struct rcase *c, int check_pool, struct outcome *out)
 	w.s = &s;
 	w.digest = 0xcbf29ce484222325ULL;
 	cfg.check_pool = check_pool;
+	cfg.exact_steps = exact;
 	rc = kv_sim_init(&s, &cfg, &sink);
 	CHECK(rc == 0, "init failed (%d): %s: %s", rc, s.diag.field, s.diag.msg);
 	CHECK(s.n_rep <= 3, "%u replicas", s.n_rep);
@@ -1082,6 +1111,7 @@ static void run_once(const struct rcase *c, int check_pool, struct outcome *out)
 	memcpy(out->by_end, w.by_end, sizeof(out->by_end));
 	memcpy(out->end_of, w.end_of, sizeof(out->end_of));
 	out->events = s.events;
+	out->macro_steps = s.macro_steps;
 	out->preemptions = s.preemptions;
 	out->samples = w.samples;
 	for (i = 0; i < s.n_rep; i++)
@@ -1091,15 +1121,21 @@ static void run_once(const struct rcase *c, int check_pool, struct outcome *out)
 	kv_sim_release(&s);
 }
 
-/* Runs c twice, the second time without the pool check: the same digest. */
+/*
+ * Runs c twice, the second time without the pool check and with one event
+ * per iteration (no macro steps): the same digest of requests, samples,
+ * summary and counters, and the same event count.
+ */
 static void run_case(const struct rcase *c, struct outcome *out)
 {
 	struct outcome again;
 
-	run_once(c, 1, out);
-	run_once(c, 0, &again);
-	CHECK(out->digest == again.digest, "two runs differ: digest %016" PRIx64 " then %016" PRIx64,
-	      out->digest, again.digest);
+	run_once(c, 1, 0, out);
+	run_once(c, 0, 1, &again);
+	CHECK(out->digest == again.digest && out->events == again.events,
+	      "macro and exact steps differ: digest %016" PRIx64 " then %016" PRIx64
+	      ", events %" PRIu64 " then %" PRIu64, out->digest, again.digest, out->events,
+	      again.events);
 }
 
 /* --- the tests ------------------------------------------------------------------ */
@@ -1152,8 +1188,9 @@ START_TEST(random_case)
 	if (getenv("KVSIM_RANDOM_VERBOSE"))
 		printf("  -> completed %" PRIu64 ", rejected_context %" PRIu64 ", rejected_pool %" PRIu64
 		       ", preemptions %" PRIu64 ", swaps %" PRIu64 ", events %" PRIu64 ", samples %" PRIu64
-		       "\n", o.by_end[KV_END_COMPLETED], o.by_end[KV_END_REJECTED_CONTEXT],
-		       o.by_end[KV_END_REJECTED_POOL], o.preemptions, o.swaps, o.events, o.samples);
+		       ", macro steps %" PRIu64 "\n", o.by_end[KV_END_COMPLETED], o.by_end[KV_END_REJECTED_CONTEXT],
+		       o.by_end[KV_END_REJECTED_POOL], o.preemptions, o.swaps, o.events, o.samples,
+		       o.macro_steps);
 	fflush(stdout);
 	case_release(c);
 	cur_desc = "";

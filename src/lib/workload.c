@@ -241,7 +241,7 @@ static int read_cluster(struct kv_cfg_node *root, struct kv_sim_config *c, struc
 
 	TRY(kv_cfg_expect_map(n, d));
 	TRY(kv_cfg_check_keys(n, keys, d));
-	TRY(kv_cfg_u64(n, "replicas", 1, 1, 4096, &u, d));
+	TRY(kv_cfg_u64(n, "replicas", 1, 1, 65536, &u, d));
 	c->replicas = (uint32_t)u;
 	TRY(kv_cfg_u64(n, "tensor_parallel", 1, 1, 64, &u, d));
 	c->tp = (uint32_t)u;
@@ -716,7 +716,7 @@ static int read_top(struct kv_cfg_doc *doc, struct kv_workload *w, int has_seed,
 	static const char *const keys[] = { "name", "description", "model", "device", "seed",
 					    "cluster", "memory", "batching", "scheduler",
 					    "cache", "engine", "workload", "fairness", "outputs",
-					    "check_pool", "slo", "health",
+					    "check_pool", "slo", "health", "exact_steps",
 					    NULL };
 	struct kv_sim_config *c = &w->cfg;
 	const struct kv_plugin *sched, *cache, *engine;
@@ -732,6 +732,7 @@ static int read_top(struct kv_cfg_doc *doc, struct kv_workload *w, int has_seed,
 	if (has_seed)
 		c->seed = seed;
 	TRY(kv_cfg_bool(doc->root, "check_pool", 0, &c->check_pool, d));
+	TRY(kv_cfg_bool(doc->root, "exact_steps", 0, &c->exact_steps, d));
 	TRY(read_profiles(doc, c, d));
 	TRY(read_cluster(doc->root, c, d));
 	TRY(read_memory(doc->root, c, d));

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Macro-stepping is exact: every output file of a run is byte-identical with
+# and without --exact-steps (engine.h, docs/benchmarks.md).  The runs:
+#   - every run workload of workloads/ (shortened), under every engine, every
+#     scheduler, and under fifo every cache model;
+#   - every real trace of ../shared/traces through default.yaml's lengths
+#     (shortened), under every engine and cache model with fifo, and under
+#     every scheduler with the default cache;
+#   - bench/million.yaml (20,000 requests) with full and chunked under
+#     vllm-v0 and vllm, and 64 replicas of Azure conversations (the fleet
+#     benchmark's shape, shortened).
+# Compared: every *.csv the run writes (requests, timeseries, summary with
+# its event count, tenants).  Also checked: macro steps did run (the
+# KVSIM_MACRO_STATS line) in the fifo runs, so the comparison is not vacuous.
+# usage: tests/macro_test.sh KVSIM SOURCE_DIR [-j JOBS]; exits 77 without traces.
+set -euo pipefail
+[ $# -ge 2 ] || { echo "usage: $0 KVSIM SOURCE_DIR [-j JOBS]" >&2; exit 2; }
+kvsim=$(realpath "$1")
+src=$(realpath "$2")
+jobs=2
+[ "${3:-}" = -j ] && jobs=$4
+traces="$src/../shared/traces"
+[ -d "$traces" ] || { echo "no $traces: skipped"; exit 77; }
+engines=(vllm-v0 vllm sglang)
+scheds=(fifo drf wdrf vtc preempt)
+caches=(full chunked quantized sparse shared)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/o" "$tmp/r"
+
+# pair LABEL WORKLOAD [kvsim run options...]: runs both ways, compares every CSV
+pair() {
+  local label=$1 w=$2 o="$tmp/o/$(tr '/ =.' '____' <<<"$1")" f n
+  shift 2
+  for m in macro exact; do
+    local x=()
+    [ $m = exact ] && x=(--exact-steps)
+    KVSIM_MACRO_STATS=1 "$kvsim" run -q "$w" -o "$o.$m" --set outputs.chart=false "$@" "${x[@]}" \
+      2>"$o.$m.err" >/dev/null || { echo "FAIL: $label ($m): $(cat "$o.$m.err")"; return 1; }
+  done
+  n=0
+  for f in "$o.exact"/*.csv; do
+    n=$((n + 1))
+    cmp -s "$f" "$o.macro/$(basename "$f")" ||
+      { echo "FAIL: $label: $(basename "$f") differs with --exact-steps"; diff "$f" "$o.macro/$(basename "$f")" | head -4; return 1; }
+  done
+  [ $n -ge 3 ] || { echo "FAIL: $label: only $n CSV files"; return 1; }
+  sed -n 's/^kvsim: macro steps: \([0-9]*\) of .*/\1/p' "$o.macro.err" > "$tmp/r/$(basename "$o")"
+  rm -rf "$o.macro" "$o.exact"
+}
+
+{
+  for w in "$src"/workloads/*.yaml; do
+    n=$(basename "$w" .yaml)
+    grep -q '^axes:' "$w" && continue # a sweep file: its base workloads run here
+    grep -q 'validate-cuda\|calibrate' <<<"$n" && continue # need a device or a run log
+    short="--set workload.requests=300"
+    for e in "${engines[@]}"; do
+      for sc in "${scheds[@]}"; do echo "pair w/$n/$e/$sc $w $short --set engine=$e --set scheduler.name=$sc"; done
+      for c in "${caches[@]}"; do echo "pair w/$n/$e/fifo/$c $w $short --set engine=$e --set cache=$c --set scheduler.name=fifo"; done
+    done
+  done
+  for t in "$traces"/*.csv "$traces"/*.jsonl; do
+    b=$(basename "$t")
+    for e in "${engines[@]}"; do
+      for c in "${caches[@]}"; do
+        echo "pair t/$b/$e/fifo/$c $src/workloads/default.yaml --set workload.requests=300 --set workload.lengths.trace=$t --set engine=$e --set cache=$c --set scheduler.name=fifo"
+      done
+      for sc in "${scheds[@]:1}"; do
+        echo "pair t/$b/$e/$sc $src/workloads/default.yaml --set workload.requests=300 --set workload.lengths.trace=$t --set engine=$e --set scheduler.name=$sc"
+      done
+    done
+  done
+  for e in vllm-v0 vllm; do
+    for c in full chunked; do
+      echo "pair million/$e/$c $src/bench/million.yaml --set workload.requests=20000 --set engine=$e --set cache=$c"
+    done
+  done
+  echo "pair fleet64 $src/bench/fleet.yaml --set workload.requests=20000 --set cluster.replicas=64 --set workload.arrival.rate=160"
+} > "$tmp/jobs"
+
+export -f pair
+export kvsim tmp
+fail=0
+xargs -P "$jobs" -I{} bash -c '{}' < "$tmp/jobs" || fail=1
+[ $fail -eq 0 ] || { echo "macro: some runs differ or failed" >&2; exit 1; }
+runs=$(ls "$tmp/r" | wc -l)
+used=$(cat "$tmp"/r/* | awk '$1 > 0 { n++ } END { print n + 0 }')
+steps=$(cat "$tmp"/r/* | awk '{ s += $1 } END { print s + 0 }')
+# fifo under vllm-v0 or vllm with full or chunked must take macro steps somewhere
+[ "$used" -ge 10 ] || { echo "macro: only $used of $runs runs took macro steps" >&2; exit 1; }
+echo "macro: $runs runs byte-identical with --exact-steps; $used took macro steps ($steps iterations)"
