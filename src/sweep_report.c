@@ -298,6 +298,69 @@ void kv__sweep_report_target(const struct sweep *sw)
 	free(done);
 }
 
+static int write_file(const char *dir, const char *name, const char *text);
+
+/* --- target.csv (the sweep charts' target lines and chosen points) ------------- */
+
+int kv__sweep_write_target(const struct sweep *sw, const char *dir)
+{
+	const struct point *h = kv__sweep_header_point(sw);
+	size_t ax, k, i, g, f, best, col[KV_MAX_CONDS], n = n_groups(sw);
+	unsigned char *done;
+	struct verdict v;
+	struct sbuf b = { 0 };
+	int rc;
+
+	for (ax = 0; strcmp(sw->axis[ax].key, sw->t_axis); ax++)
+		;
+	for (k = 0; k < sw->n_cond; k++)
+		if ((col[k] = column(h, sw->cond[k].metric)) == SIZE_MAX)
+			return 0; /* reported by kv__sweep_report_target */
+	kv__sweep_sb_puts(&b, "kind,metric,op,limit");
+	for (i = 0; i < sw->n_axes; i++) {
+		kv__sweep_sb_puts(&b, ",");
+		kv__sweep_sb_csv(&b, sw->axis[i].key);
+	}
+	kv__sweep_sb_puts(&b, "\n");
+	for (k = 0; k < sw->n_cond; k++) {
+		kv__sweep_sb_printf(&b, "condition,%s,%s,%.15g", sw->cond[k].metric,
+				    kv_cmp_name(sw->cond[k].op), sw->cond[k].x);
+		for (i = 0; i < sw->n_axes; i++)
+			kv__sweep_sb_puts(&b, ",");
+		kv__sweep_sb_puts(&b, "\n");
+	}
+	done = kv_xcalloc(n ? n : 1, 1);
+	for (g = 0; g < n; g++) {
+		if (done[g] || !group_ran(sw, g))
+			continue;
+		best = SIZE_MAX;
+		for (f = g; f < n; f++) {
+			if (done[f] || !same_others(sw, g, f, sw->axis[ax].dim))
+				continue;
+			done[f] = 1;
+			judge(sw, f, col, &v);
+			if (v.meets && (best == SIZE_MAX ||
+					axis_x(sw, &sw->axis[ax], sw->pt[f * sw->n_seeds].val[ax]) <
+						axis_x(sw, &sw->axis[ax], sw->pt[best * sw->n_seeds].val[ax])))
+				best = f;
+		}
+		if (best == SIZE_MAX)
+			continue;
+		kv__sweep_sb_puts(&b, "chosen,");
+		kv__sweep_sb_csv(&b, sw->t_axis);
+		kv__sweep_sb_puts(&b, ",,");
+		for (i = 0; i < sw->n_axes; i++) {
+			kv__sweep_sb_puts(&b, ",");
+			kv__sweep_sb_csv(&b, sw->axis[i].vals[sw->pt[best * sw->n_seeds].val[i]]);
+		}
+		kv__sweep_sb_puts(&b, "\n");
+	}
+	free(done);
+	rc = write_file(dir, "target.csv", b.s);
+	free(b.s);
+	return rc;
+}
+
 /* --- sweep_stats.csv ----------------------------------------------------------- */
 
 /* The axis values of group g as CSV fields, each followed by a comma. */
