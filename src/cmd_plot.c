@@ -685,7 +685,8 @@ int kv_plot_sweep(const char *dir, const char *title, const char *metric, const 
 	}
 	kv_metric_axis_label("summary.csv", metric, ylabel, sizeof(ylabel));
 	doc = kv_metric_doc("summary.csv", metric);
-	snprintf(full_title, sizeof(full_title), "sweep %s: %s against %s", title,
+	snprintf(full_title, sizeof(full_title), "%s%s: %s against %s",
+		 strncmp(title, "sweep", 5) ? "sweep " : "", title, /* not "sweep sweep-slo" */
 		 doc ? doc->label : metric, c.hdr.field[xcol - 1]);
 	v = (struct sweep_vars){ .title = full_title, .metric = metric, .ylabel = ylabel,
 				 .xname = c.hdr.field[xcol - 1],
