@@ -18,7 +18,8 @@
  * service share against its weight, the share of over-long requests, the
  * cache's evictions).  docs/health.md explains each check.
  *
- * Usage: kv_health_compute() after kv_summary_compute(), then
+ * Usage: kv_mem_trend_add() at every timeseries sample (output.c's sink),
+ * kv_health_compute() after kv_summary_compute(), then
  * kv_health_write_csv() (health.csv) and kv_health_print() (stdout).
  */
 #ifndef KV_HEALTH_H
