@@ -118,17 +118,29 @@ elif [ $images = 1 ]; then
   # the drf run chart of docs/schedulers.md
   "$kvsim" run -q configs/experiments/fairness.yaml -o "$tmp/drf" --set scheduler.name=drf --set outputs.chart=true
   cp "$tmp/drf/run.png" docs/run-fairness-drf.png
+  # the run chart of docs/health.md: workloads/tenants.yaml with SLOs (their lines on the CDFs)
+  "$kvsim" run -q workloads/tenants.yaml -o "$tmp/tenants" --set outputs.chart=true \
+    --set 'slo={ttft: 5s, ttft_p99: 10s, e2e_p99: 60s}'
+  cp "$tmp/tenants/run.png" docs/run-tenants-slo.png
+  echo "figures.sh: docs/run-tenants-slo.png"
   # the sweep charts of docs/sweeps.md: WORKLOAD|METRIC|X|BY|IMAGE
   for s in "sweep-capacity|ttft_p99_s|||sweep-capacity-ttft" \
            "sweep-capacity|throughput_tok_s|||sweep-capacity-throughput" \
            "sweep-sched-rate|ttft_p99_s|||sweep-sched-rate-ttft" \
            "sweep-cache-context|ttft_p99_s|||sweep-cache-context-ttft" \
-           "sweep-200|ttft_p99_s|cache.name|scheduler.name|sweep-200-ttft"; do
+           "sweep-200|ttft_p99_s|cache.name|scheduler.name|sweep-200-ttft" \
+           "sweep-slo|ttft_p99_s|cluster.replicas|workload.arrival.rate|sweep-slo-ttft"; do
     IFS='|' read -r w metric x by img <<< "$s"
     [ -d "$tmp/$w" ] || "$kvsim" sweep "workloads/$w.yaml" -o "$tmp/$w" -q
     "$kvsim" plot "$tmp/$w" --metric "$metric" ${x:+--x "$x"} ${by:+--by "$by"} > /dev/null
     cp "$tmp/$w/sweep-$metric.png" "docs/$img.png"
     echo "figures.sh: docs/$img.png"
   done
+  # the Pareto fronts of docs/sweeps.md (written by the sweep itself)
+  cp "$tmp/sweep-slo/pareto.png" docs/sweep-slo-pareto.png
+  echo "figures.sh: docs/sweep-slo-pareto.png"
+  # the printed health sections of docs/health.md
+  bash docs/health-example.sh "$kvsim"
+
 fi
 exit $status

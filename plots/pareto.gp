@@ -1,15 +1,21 @@
 # pareto.gp -- kvsim sweep --pareto A,B: every combination of axis values
-# (means over seeds) and the Pareto front of the two metrics.  Variables
-# from kvsim: out (the PNG), xm, ym (column names), title, xcol, ycol (their
-# columns in the CSVs), seeds (seeds averaged), logy (1: log y axis).
-set terminal pngcairo size 900,600 noenhanced
+# (means over seeds) and the Pareto fronts of the two metrics, one line per
+# value of the axes outside the front (the load: a front never mixes two).
+# Variables from kvsim: out (the PNG), xm, ym (column names), xl, yl (their
+# labels with units), title, xcol,
+# ycol (their columns in pareto_all.csv), seeds (seeds averaged), logy (1:
+# log y axis), fronts (data file: one block per front, x,y sorted by x, two
+# blank lines apart), nf and the array flab (each front's axis values).
+set terminal pngcairo size 1000,620 noenhanced
 set output out
 set datafile separator ','
-set key outside bottom center horizontal
+# the legend outside the plot: it never covers data
+set key outside right top box title 'Pareto front at'
 set grid
-set title sprintf("%s: Pareto front of %s and %s\n(each point the mean over %d seed%s)", title, xm, ym, seeds, seeds == 1 ? '' : 's')
-set xlabel xm
-set ylabel ym
+set title sprintf("%s: Pareto fronts of %s and %s\n(each point the mean over %d seed%s; grey: every configuration)", title, xm, ym, seeds, seeds == 1 ? '' : 's')
+set xlabel xl
+set ylabel yl
 if (logy) set logscale y; set format y '%g'
-plot 'pareto_all.csv' every ::1 using xcol:ycol with points pt 7 ps 1.2 lc rgb '#999999' title 'configurations', \
-     'pareto.csv' every ::1 using xcol:ycol with linespoints pt 6 ps 1.8 lw 2 lc rgb '#c0392b' title 'Pareto front'
+set offsets graph 0.05, graph 0.05, graph 0.05, graph 0.05
+plot 'pareto_all.csv' every ::1 using xcol:ycol with points pt 7 ps 1.2 lc rgb '#bbbbbb' title 'configurations', \
+     for [j=1:nf] fronts index j-1 using 1:2 with linespoints pt 6 ps 1.8 lw 2 lc j title flab[j]

@@ -45,7 +45,8 @@ do for [i=1:3] {
     set label 10 + i sprintf("%s SLO %g s", sloname(i), slo_req[i]) at slo_req[i], graph 0.02 rotate by 90 offset -0.7,0 tc lt i front
   }
   if (slo_pct[i] > 0) {
-    set label 20 + i sprintf("%s p%g SLO %g s", sloname(i), 100 * slo_q[i], slo_pct[i]) at slo_pct[i], slo_q[i] point pt 12 ps 2 lc i offset 1,-1 tc lt i front
+    # staggered one line per metric so that two limits close on the x axis do not overwrite
+    set label 20 + i sprintf("%s p%g SLO %g s", sloname(i), 100 * slo_q[i], slo_pct[i]) at slo_pct[i], slo_q[i] point pt 12 ps 2 lc i offset 1,-1.2 * i tc lt i front
   }
 }
 if (reqs && completed > 0) {
@@ -68,10 +69,12 @@ set xlabel "simulated time (s)"
 # and the median across replicas; ts columns then: t, and min med max of
 # waiting (2-4), running (5-7), used GiB (8-10), reserved GiB (11-13)
 poolt = sprintf("pool capacity per replica, %.1f GiB", pool_gib)
+# the binning note on a line of its own: long titles of neighbouring panels must not run together
+binline = strlen(binnote) ? "\n".binnote : ""
 if (bands) {
-  set title sprintf("KV memory reserved over %d replicas%s", replicas, binnote)
+  set title sprintf("KV memory reserved over %d replicas%s", replicas, binline)
 } else {
-  set title "KV memory reserved (solid) and holding live tokens (dashed)".binnote
+  set title "KV memory reserved (solid) and holding live tokens (dashed)".binline
 }
 set ylabel "GiB"
 set yrange [0:*]
@@ -91,17 +94,17 @@ do for [panel=0:1] {
   name = panel ? "Running requests (the batch)" : "Waiting requests"
   set ylabel "requests"
   if (bands) {
-    set title sprintf("%s over %d replicas%s", name, replicas, binnote)
+    set title sprintf("%s over %d replicas%s", name, replicas, binline)
     plot ts index 0 using 1:(column(2 + 3 * panel)):(column(4 + 3 * panel)) with filledcurves lc 1 title "min to max", \
          ts index 0 using 1:(column(3 + 3 * panel)) with lines lw 2 lc 1 title "median"
   } else {
-    set title sprintf("%s per replica%s", name, binnote)
+    set title sprintf("%s per replica%s", name, binline)
     plot for [i=0:replicas-1] ts index i using 1:(column(2 + panel)) with lines lc i+1 title sprintf("replica %d", i)
   }
 }
 
 if (multi) {
-  set title "Latency CDF per tenant: TTFT (solid), end-to-end (dashed)"
+  set title "Latency CDF per tenant\nTTFT (solid), end-to-end (dashed)"
   set xlabel "latency (s, log scale)"
   set ylabel "share of the tenant's completed requests"
   set yrange [0:1]
@@ -118,11 +121,11 @@ if (multi) {
   set yrange [0:*]
   set xlabel "simulated time (s)"
 
-  set title "Weighted service per tenant (fairness.input_weight x prefill + output_weight x output tokens)".binnote
+  set title "Weighted service per tenant\n(input_weight x prefill + output_weight x output tokens)".binline
   set ylabel "service (weighted tokens)"
   plot for [i=0:tenants-1] ten index i using 1:3 with lines lw 2 lc i+1 title tname[i+1]
 
-  set title "Waiting requests per tenant".binnote
+  set title "Waiting requests per tenant".binline
   set ylabel "requests"
   plot for [i=0:tenants-1] ten index i using 1:2 with lines lc i+1 title tname[i+1]
 }

@@ -10,7 +10,11 @@
 # for none), note (how points average, "" when each is one run), numeric
 # (1 when x is numeric), logy (1: logarithmic y, for latencies spanning
 # decades; VARS then sets the y tics), spread (1: draw min-max bars), nx and
-# the array xlab (the x values), nby and the array bylab (the by values).
+# the array xlab (the x values), nby and the array bylab (the by values);
+# nlim and the arrays lim, limlab (horizontal lines: target conditions and
+# SLO limits on this metric, dashed, with their legend entries), nmark and
+# marklab (the chosen points, cheapest meeting the target, in the data
+# file's last block: x, y), ylo and yhi (the data's and the limits' range).
 if (svg) {
   set terminal svg size 1100,680 font "sans,11" noenhanced
 } else {
@@ -24,27 +28,39 @@ set grid
 # the legend outside the plot: it never covers data
 set key outside right top title byname box
 if (logy) { set logscale y; set mytics 10 }
+# the limits stay in view: gnuplot autoscales on the data alone
+if (nlim > 0) { if (logy) { set yrange [ylo / 1.5:yhi * 1.5] } else { set yrange [*:yhi + 0.08 * (yhi - (ylo < 0 ? ylo : 0))] } }
 ng = nby > 0 ? nby : 1
+LIMITS = "for [i=1:nlim] lim[i] with lines dt 2 lw 2 lc rgb '#c0392b' title limlab[i]"
+MARKS = "for [k=1:(nmark > 0)] file index ng using 1:2 with points pt 6 ps 3.5 lw 2.5 lc rgb 'black' title marklab"
+set samples 2
 lt(j) = nby > 0 ? bylab[j] : yname
 if (!numeric) {
   set xrange [0.5:nx + 0.5]
   set xtics ()
   set for [i=1:nx] xtics add (xlab[i] i)
   unset logscale y
-  set yrange [0:*]
+  if (nlim > 0) { set yrange [0:yhi * 1.08] } else { set yrange [0:*] }
   bw = 0.8 / ng
   set boxwidth bw absolute
   set style fill solid 0.75 border -1
   if (spread) {
     plot for [j=1:ng] file index j-1 using ($1 - 0.4 + bw * (j - 0.5)):2 with boxes title lt(j), \
-         for [j=1:ng] file index j-1 using ($1 - 0.4 + bw * (j - 0.5)):2:3:4 with yerrorbars lc "black" pt -1 notitle
+         for [j=1:ng] file index j-1 using ($1 - 0.4 + bw * (j - 0.5)):2:3:4 with yerrorbars lc "black" pt -1 notitle, \
+         @LIMITS, @MARKS
   } else {
-    plot for [j=1:ng] file index j-1 using ($1 - 0.4 + bw * (j - 0.5)):2 with boxes title lt(j)
+    plot for [j=1:ng] file index j-1 using ($1 - 0.4 + bw * (j - 0.5)):2 with boxes title lt(j), \
+         @LIMITS, @MARKS
   }
 } else {
+  # tics at the swept values (up to 12), and room so that points at the ends are not cut
+  if (nx <= 12) { set xtics (); set for [i=1:nx] xtics add (xlab[i] xlab[i] + 0) }
+  set offsets graph 0.04, graph 0.04, 0, 0
   if (spread) {
-    plot for [j=1:ng] file index j-1 using 1:2:3:4 with yerrorlines lw 2 pt 7 lc j title lt(j)
+    plot for [j=1:ng] file index j-1 using 1:2:3:4 with yerrorlines lw 2 pt 7 lc j title lt(j), \
+         @LIMITS, @MARKS
   } else {
-    plot for [j=1:ng] file index j-1 using 1:2 with linespoints lw 2 pt 7 lc j title lt(j)
+    plot for [j=1:ng] file index j-1 using 1:2 with linespoints lw 2 pt 7 lc j title lt(j), \
+         @LIMITS, @MARKS
   }
 }

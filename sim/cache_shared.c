@@ -668,6 +668,7 @@ static void shared_stats(const void *priv, struct kv_cache_stats *st)
 	st->lookup_tokens = c->lookup_tokens;
 	st->hit_rate = c->lookup_tokens ? (double)c->hit_tokens / (double)c->lookup_tokens : 0;
 	st->bytes_saved = c->bytes_saved;
+	st->evictions = c->evictions;
 }
 
 static uint64_t shared_evictable_bytes(const void *priv)

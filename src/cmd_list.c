@@ -153,7 +153,8 @@ int kv_cmd_list(int argc, char **argv)
 		     "default, units), and every shipped device and model profile with its\n"
 		     "key figures (from " "the profiles directory: $KVSIM_CONFIG_DIR or configs/).\n"
 		     "`kvsim list metrics`: every column of summary.csv, tenants.csv,\n"
-		     "requests.csv, timeseries.csv and tenant_timeseries.csv with its unit and\n"
+		     "requests.csv, timeseries.csv, tenant_timeseries.csv and health.csv with its\n"
+		     "unit and "
 		     "definition (what `kvsim plot --metric` and a sweep's target take).");
 		return 0;
 	}

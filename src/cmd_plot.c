@@ -10,6 +10,7 @@
 
 #include <libgen.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -231,6 +232,19 @@ struct sweep_data {
 	double *y; /* per ok row: the metric */
 	size_t n, cap; /* ok rows with a value; entries allocated */
 	int numeric; /* every x value is a number */
+	char key[32]; /* the point key of the first ok row (its run: DIR/points/KEY), "" if none */
+};
+
+#define PLOT_MAX_LIMITS 16
+
+/* What a sweep chart draws besides the data: limits (target.csv, SLOs) and chosen points. */
+struct sweep_marks {
+	double lim[PLOT_MAX_LIMITS]; /* horizontal lines, in the metric's unit */
+	char limlab[PLOT_MAX_LIMITS][128]; /* their legend entries */
+	size_t nlim;
+	char **cx, **cby; /* the chosen points' x and by values (cby[i] NULL without a by axis) */
+	size_t nchosen;
+	char chosen_lab[160]; /* their legend entry */
 };
 
 static void sweep_data_release(struct sweep_data *sd)
@@ -275,6 +289,8 @@ static int sweep_read_rows(const char *dir, int xcol, int bycol, int ycol, int s
 		y = strtod(f[ycol - 1], &end);
 		if (strcmp(f[statcol - 1], "ok") || !*f[ycol - 1] || *end)
 			continue;
+		if (!sd->key[0] && c.rec.n > 1)
+			snprintf(sd->key, sizeof(sd->key), "%s", f[1]);
 		if (sd->n == sd->cap) {
 			sd->cap = sd->cap ? 2 * sd->cap : 64;
 			sd->xi = kv_xrealloc(sd->xi, sd->cap * sizeof(*sd->xi));
@@ -359,6 +375,83 @@ static struct cell *aggregate(const struct sweep_data *sd, size_t *groups)
 	return c;
 }
 
+static void marks_release(struct sweep_marks *m)
+{
+	size_t i;
+
+	for (i = 0; i < m->nchosen; i++) {
+		free(m->cx[i]);
+		free(m->cby[i]);
+	}
+	free(m->cx);
+	free(m->cby);
+	memset(m, 0, sizeof(*m));
+}
+
+/* Adds a horizontal line at v labelled fmt... (ignored beyond PLOT_MAX_LIMITS). */
+static void add_limit(struct sweep_marks *m, double v, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void add_limit(struct sweep_marks *m, double v, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (m->nlim == PLOT_MAX_LIMITS || !isfinite(v))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(m->limlab[m->nlim], sizeof(m->limlab[m->nlim]), fmt, ap);
+	va_end(ap);
+	m->lim[m->nlim++] = v;
+}
+
+/*
+ * The marks of the chart of metric against column xname (by byname, "" for
+ * none): from DIR/target.csv (written by a sweep with a target) the
+ * conditions on metric and the chosen points; from the first ok point's
+ * manifest (DIR/points/KEY/manifest.txt, its slo_lines) the percentile SLO
+ * on metric.  Missing files: no marks.
+ */
+static void read_marks(const char *dir, const char *metric, const char *xname, const char *byname,
+		       const char *key, struct sweep_marks *m)
+{
+	char path[PT_PATH], slo[KV_CHART_MAX_SLO_LINE], *tok, *save, chosen_axis[100] = "";
+	struct csv_in c;
+	long xi = -1, bi = -1;
+
+	memset(m, 0, sizeof(*m));
+	if (!csv_open(&c, dir, "target.csv") && csv_next(&c) == 1) {
+		xi = kv_csv_rec_find(&c.rec, xname);
+		bi = byname[0] ? kv_csv_rec_find(&c.rec, byname) : -1;
+		while (csv_next(&c) == 1 && c.rec.n >= 4) {
+			char **f = c.rec.field;
+
+			if (!strcmp(f[0], "condition") && !strcmp(f[1], metric)) {
+				add_limit(m, strtod(f[3], NULL), "target: %s %s %s", f[1], f[2], f[3]);
+			} else if (!strcmp(f[0], "chosen") && xi >= 0 && (size_t)xi < c.rec.n) {
+				m->cx = kv_xrealloc(m->cx, (m->nchosen + 1) * sizeof(*m->cx));
+				m->cby = kv_xrealloc(m->cby, (m->nchosen + 1) * sizeof(*m->cby));
+				m->cx[m->nchosen] = kv_xstrdup(f[xi]);
+				m->cby[m->nchosen++] = bi >= 0 && (size_t)bi < c.rec.n ? kv_xstrdup(f[bi]) : NULL;
+				snprintf(chosen_axis, sizeof(chosen_axis), "%s", f[1]);
+			}
+		}
+	}
+	csv_close(&c);
+	if (m->nchosen)
+		snprintf(m->chosen_lab, sizeof(m->chosen_lab), "cheapest %s meeting the target",
+			 chosen_axis);
+	if (!key[0])
+		return;
+	snprintf(path, sizeof(path), "%s/points/%s", dir, key);
+	manifest_value(path, "slo_lines", slo, sizeof(slo));
+	for (tok = strtok_r(slo, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+		char *eq = strchr(tok, '=');
+
+		if (eq && (size_t)(eq - tok) == strlen(metric) && !strncmp(tok, metric, strlen(metric)))
+			add_limit(m, strtod(eq + 1, NULL), "SLO: %s <= %s s", metric, eq + 1);
+	}
+}
+
 static const struct sweep_data *sort_sd; /* qsort's context: x values compared as numbers */
 
 static int cmp_x(const void *a, const void *b)
@@ -377,14 +470,26 @@ static int cmp_x(const void *a, const void *b)
  * were undefined broke every line into lone points when x was not the
  * sweep's fastest axis.  Returns 0 or -1 when either could not be written.
  */
+/* Index of s in set, or SIZE_MAX. */
+static size_t strset_find(const struct strset *set, const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < set->n; i++)
+		if (!strcmp(set->v[i], s))
+			return i;
+	return SIZE_MAX;
+}
+
 static int write_gp_inputs(const char *vars_path, const char *data_path,
-			   const struct sweep_vars *v, const struct sweep_data *sd)
+			   const struct sweep_vars *v, const struct sweep_data *sd,
+			   const struct sweep_marks *m)
 {
 	FILE *f = fopen(data_path, "w"), *g;
 	size_t groups, i, j, *order = kv_xcalloc(sd->x.n ? sd->x.n : 1, sizeof(*order));
 	struct cell *c = aggregate(sd, &groups);
 	double lo = INFINITY, hi = -INFINITY;
-	size_t nmin = SIZE_MAX, nmax = 0;
+	size_t nmin = SIZE_MAX, nmax = 0, nmark = 0;
 	int bad;
 
 	for (i = 0; i < sd->x.n; i++)
@@ -417,6 +522,25 @@ static int write_gp_inputs(const char *vars_path, const char *data_path,
 			fputs("NaN NaN NaN NaN 0\n", f); /* a by value with no ok point: an empty line */
 		fputs("\n\n", f);
 	}
+	for (i = 0; i < m->nchosen; i++) { /* the chosen points: the last block, x and the mean */
+		size_t xi = strset_find(&sd->x, m->cx[i]);
+		size_t bi = m->cby[i] ? strset_find(&sd->by, m->cby[i]) : 0;
+		const struct cell *k;
+
+		if (xi == SIZE_MAX || bi == SIZE_MAX || bi >= groups || !(k = &c[bi * sd->x.n + xi])->n)
+			continue;
+		if (sd->numeric)
+			fprintf(f, "%s", sd->x.v[xi]);
+		else
+			fprintf(f, "%.17g", (double)(xi + 1) - 0.4 + 0.8 / (double)groups * ((double)bi + 0.5));
+		fprintf(f, " %.17g\n", k->sum / (double)k->n);
+		nmark++;
+	}
+	if (!nmark)
+		fputs("NaN NaN\n", f);
+	for (i = 0; i < m->nlim; i++)
+		if (m->lim[i] > 0 || !v->logy)
+			lo = KV_MIN(lo, m->lim[i]), hi = KV_MAX(hi, m->lim[i]);
 	free(order);
 	free(c);
 	bad = ferror(f) | fclose(f);
@@ -446,6 +570,17 @@ static int write_gp_inputs(const char *vars_path, const char *data_path,
 	putc('\n', g);
 	gp_array(g, "xlab", &sd->x);
 	gp_array(g, "bylab", &sd->by);
+	fprintf(g, "nlim = %zu\narray lim[%zu]\narray limlab[%zu]\n", m->nlim,
+		m->nlim ? m->nlim : 1, m->nlim ? m->nlim : 1);
+	for (i = 0; i < m->nlim; i++) {
+		fprintf(g, "lim[%zu] = %.17g\nlimlab[%zu] = ", i + 1, m->lim[i], i + 1);
+		gp_str(g, m->limlab[i]);
+		putc('\n', g);
+	}
+	fprintf(g, "nmark = %zu\nmarklab = ", nmark);
+	gp_str(g, m->chosen_lab);
+	/* the y range holds the limits: gnuplot autoscales on the data only */
+	fprintf(g, "\nylo = %.17g\nyhi = %.17g\n", lo, hi);
 	if (v->logy && lo > 0 && sd->numeric) { /* bars keep a linear axis from 0 */
 		kv_gp_log_tics(g, "y", lo, hi);
 		putc('\n', g);
@@ -462,7 +597,7 @@ static int write_gp_inputs(const char *vars_path, const char *data_path,
  * numbers and, in a variables file, the labels as gnuplot strings.
  */
 static int render_sweep(const char *dir, struct sweep_vars *v, const struct sweep_data *sd,
-			int quiet)
+			const struct sweep_marks *m, int quiet)
 {
 	char *script = kv_xasprintf("%s/plots/sweep.gp", KV_SOURCE_DIR);
 	char *data_rel = kv_xasprintf(".sweep-%s.dat.tmp", v->metric);
@@ -476,7 +611,7 @@ static int render_sweep(const char *dir, struct sweep_vars *v, const struct swee
 	for (v->svg = 0; v->svg <= 1 && !st; v->svg++) {
 		char *name = kv_xasprintf("sweep-%s.%s", v->metric, v->svg ? "svg" : "png");
 
-		if (write_gp_inputs(vars, data, v, sd)) {
+		if (write_gp_inputs(vars, data, v, sd, m)) {
 			fprintf(stderr, "kvsim: %s: cannot write gnuplot's inputs: %s; no chart written\n",
 				dir, strerror(errno));
 			st = KV_EIO;
@@ -512,6 +647,7 @@ int kv_plot_sweep(const char *dir, const char *title, const char *metric, const 
 	struct sweep_csv c;
 	struct sweep_data sd;
 	struct sweep_vars v = { 0 };
+	struct sweep_marks marks;
 	const struct kv_metric_doc *doc;
 	int xcol, ycol, bycol = 0, rc;
 	size_t i;
@@ -549,13 +685,16 @@ int kv_plot_sweep(const char *dir, const char *title, const char *metric, const 
 	}
 	kv_metric_axis_label("summary.csv", metric, ylabel, sizeof(ylabel));
 	doc = kv_metric_doc("summary.csv", metric);
-	snprintf(full_title, sizeof(full_title), "sweep %s: %s against %s", title,
+	snprintf(full_title, sizeof(full_title), "%s%s: %s against %s",
+		 strncmp(title, "sweep", 5) ? "sweep " : "", title, /* not "sweep sweep-slo" */
 		 doc ? doc->label : metric, c.hdr.field[xcol - 1]);
 	v = (struct sweep_vars){ .title = full_title, .metric = metric, .ylabel = ylabel,
 				 .xname = c.hdr.field[xcol - 1],
 				 .byname = bycol ? c.hdr.field[bycol - 1] : "",
 				 .logy = doc && !strcmp(doc->unit, "s") };
-	rc = render_sweep(dir, &v, &sd, quiet);
+	read_marks(dir, metric, v.xname, v.byname, sd.key, &marks);
+	rc = render_sweep(dir, &v, &sd, &marks, quiet);
+	marks_release(&marks);
 	sweep_data_release(&sd);
 	kv_csv_rec_release(&c.hdr);
 	return rc;

@@ -179,6 +179,8 @@ static int sweep_finish(struct runner *r)
 		       sw->name, r->total, r->ran, r->done - r->ran, r->failed, r->out);
 	if (sw->has_target)
 		kv__sweep_report_target(sw);
+	if (sw->has_target && kv__sweep_write_target(sw, r->out))
+		return 1;
 	if (kv__sweep_write_stats(sw, r->out))
 		return 1;
 	if (sw->pareto[0][0] && kv__sweep_pareto(sw, r->out, r->a->quiet))

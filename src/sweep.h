@@ -141,6 +141,13 @@ const char *kv__sweep_field(const struct point *p, const struct point *h, size_t
 /* sweep_report.c */
 void kv__sweep_report_target(const struct sweep *sw);
 int kv__sweep_write_stats(const struct sweep *sw, const char *dir);
+/*
+ * target.csv (kind,metric,op,limit,AXIS...): a `condition` row per target
+ * condition and a `chosen` row (its axis values) per combination of the
+ * other axes' values whose cheapest passing value exists; what the sweep
+ * charts draw.  0, or -1 when it could not be written.
+ */
+int kv__sweep_write_target(const struct sweep *sw, const char *dir);
 int kv__sweep_pareto(const struct sweep *sw, const char *dir, int quiet);
 int kv__sweep_set_pareto(struct sweep *sw, const char *text, char *err, size_t errlen);
 

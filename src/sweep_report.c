@@ -8,12 +8,15 @@
  * values: n_seeds consecutive points, since seeds vary fastest.
  */
 #include "sweep.h"
+#include "lib/metric_doc.h"
 #include "lib/output.h"
 #include "lib/workload.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Column of name in header point h, or SIZE_MAX. */
 static size_t column(const struct point *h, const char *name)
@@ -295,6 +298,69 @@ void kv__sweep_report_target(const struct sweep *sw)
 	free(done);
 }
 
+static int write_file(const char *dir, const char *name, const char *text);
+
+/* --- target.csv (the sweep charts' target lines and chosen points) ------------- */
+
+int kv__sweep_write_target(const struct sweep *sw, const char *dir)
+{
+	const struct point *h = kv__sweep_header_point(sw);
+	size_t ax, k, i, g, f, best, col[KV_MAX_CONDS], n = n_groups(sw);
+	unsigned char *done;
+	struct verdict v;
+	struct sbuf b = { 0 };
+	int rc;
+
+	for (ax = 0; strcmp(sw->axis[ax].key, sw->t_axis); ax++)
+		;
+	for (k = 0; k < sw->n_cond; k++)
+		if ((col[k] = column(h, sw->cond[k].metric)) == SIZE_MAX)
+			return 0; /* reported by kv__sweep_report_target */
+	kv__sweep_sb_puts(&b, "kind,metric,op,limit");
+	for (i = 0; i < sw->n_axes; i++) {
+		kv__sweep_sb_puts(&b, ",");
+		kv__sweep_sb_csv(&b, sw->axis[i].key);
+	}
+	kv__sweep_sb_puts(&b, "\n");
+	for (k = 0; k < sw->n_cond; k++) {
+		kv__sweep_sb_printf(&b, "condition,%s,%s,%.15g", sw->cond[k].metric,
+				    kv_cmp_name(sw->cond[k].op), sw->cond[k].x);
+		for (i = 0; i < sw->n_axes; i++)
+			kv__sweep_sb_puts(&b, ",");
+		kv__sweep_sb_puts(&b, "\n");
+	}
+	done = kv_xcalloc(n ? n : 1, 1);
+	for (g = 0; g < n; g++) {
+		if (done[g] || !group_ran(sw, g))
+			continue;
+		best = SIZE_MAX;
+		for (f = g; f < n; f++) {
+			if (done[f] || !same_others(sw, g, f, sw->axis[ax].dim))
+				continue;
+			done[f] = 1;
+			judge(sw, f, col, &v);
+			if (v.meets && (best == SIZE_MAX ||
+					axis_x(sw, &sw->axis[ax], sw->pt[f * sw->n_seeds].val[ax]) <
+						axis_x(sw, &sw->axis[ax], sw->pt[best * sw->n_seeds].val[ax])))
+				best = f;
+		}
+		if (best == SIZE_MAX)
+			continue;
+		kv__sweep_sb_puts(&b, "chosen,");
+		kv__sweep_sb_csv(&b, sw->t_axis);
+		kv__sweep_sb_puts(&b, ",,");
+		for (i = 0; i < sw->n_axes; i++) {
+			kv__sweep_sb_puts(&b, ",");
+			kv__sweep_sb_csv(&b, sw->axis[i].vals[sw->pt[best * sw->n_seeds].val[i]]);
+		}
+		kv__sweep_sb_puts(&b, "\n");
+	}
+	free(done);
+	rc = write_file(dir, "target.csv", b.s);
+	free(b.s);
+	return rc;
+}
+
 /* --- sweep_stats.csv ----------------------------------------------------------- */
 
 /* The axis values of group g as CSV fields, each followed by a comma. */
@@ -434,30 +500,99 @@ int kv__sweep_set_pareto(struct sweep *sw, const char *text, char *err, size_t e
 }
 
 /*
- * Renders pareto.png from pareto_all.csv and pareto.csv with plots/pareto.gp;
+ * The dimensions a Pareto front runs over (in[dim] = 1): the target axis's
+ * with a target; otherwise every dimension without a workload.* axis.
+ * Groups that differ on another dimension (the load) are on different fronts.
+ */
+static void front_dims(const struct sweep *sw, unsigned char *in)
+{
+	size_t i;
+
+	for (i = 0; i < sw->n_axes; i++)
+		in[sw->axis[i].dim] = !sw->has_target;
+	for (i = 0; i < sw->n_axes; i++) {
+		if (sw->has_target && !strcmp(sw->axis[i].key, sw->t_axis))
+			in[sw->axis[i].dim] = 1; /* with the axes zipped with it */
+		if (!sw->has_target && !strncmp(sw->axis[i].key, "workload.", 9))
+			in[sw->axis[i].dim] = 0;
+	}
+}
+
+/* 1 when groups g and f have the same values on every axis outside the front's dimensions. */
+static int same_front(const struct sweep *sw, size_t g, size_t f, const unsigned char *in)
+{
+	const size_t *a = sw->pt[g * sw->n_seeds].val, *b = sw->pt[f * sw->n_seeds].val;
+	size_t i;
+
+	for (i = 0; i < sw->n_axes; i++)
+		if (!in[sw->axis[i].dim] && a[i] != b[i])
+			return 0;
+	return 1;
+}
+
+/* "k = v, k = v" of group g's axes outside the front's dimensions ("all" when none). */
+static void put_front_name(struct sbuf *b, const struct sweep *sw, size_t g, const unsigned char *in)
+{
+	const size_t *val = sw->pt[g * sw->n_seeds].val;
+	size_t i, n = 0;
+
+	for (i = 0; i < sw->n_axes; i++)
+		if (!in[sw->axis[i].dim])
+			kv__sweep_sb_printf(b, "%s%s = %s", n++ ? ", " : "", sw->axis[i].key,
+					    sw->axis[i].vals[val[i]]);
+	if (!n)
+		kv__sweep_sb_puts(b, "all");
+}
+
+/*
+ * Renders pareto.png with plots/pareto.gp: every combination from
+ * pareto_all.csv, and one line per front from a data file of blocks (x,y
+ * sorted by x, two blank lines apart) whose titles pass as a gnuplot array;
  * a logarithmic y axis when b spans over two decades (all positive).
  */
 static void pareto_chart(const struct sweep *sw, const char *dir, const double *b, size_t n,
-			 int quiet)
+			 const char *blocks, const char *const *labels, size_t n_fronts, int quiet)
 {
 	double lo = INFINITY, hi = -INFINITY;
 	size_t i;
 	char *script = kv_xasprintf("%s/plots/pareto.gp", KV_SOURCE_DIR);
 	char *qa = kv_gp_quote(sw->pareto[0]), *qb = kv_gp_quote(sw->pareto[1]);
-	char *qt = kv_gp_quote(sw->name);
-	char *defs;
+	char *qt = kv_gp_quote(sw->name), *qd = kv_gp_quote(".pareto-fronts.dat.tmp"), la[300], lb[300];
+	char *qla = kv_gp_quote(kv_metric_axis_label("summary.csv", sw->pareto[0], la, sizeof(la)));
+	char *qlb = kv_gp_quote(kv_metric_axis_label("summary.csv", sw->pareto[1], lb, sizeof(lb)));
+	char *path = kv_xasprintf("%s/.pareto-fronts.dat.tmp", dir);
+	struct sbuf defs = { 0 };
+	FILE *f = fopen(path, "w");
 
+	if (!f || fputs(blocks, f) < 0 || fclose(f)) {
+		fprintf(stderr, "kvsim: %s: cannot write gnuplot's data: %s; no Pareto chart\n", path,
+			strerror(errno));
+		goto out;
+	}
 	for (i = 0; i < n; i++)
 		if (!isnan(b[i])) {
 			lo = KV_MIN(lo, b[i]);
 			hi = KV_MAX(hi, b[i]);
 		}
-	defs = kv_xasprintf("xm=%s; ym=%s; title=%s; xcol=%zu; ycol=%zu; seeds=%zu; logy=%d", qa, qb,
-			    qt, sw->n_axes + 1, sw->n_axes + 2, sw->n_seeds, lo > 0 && hi > 100 * lo);
+	kv__sweep_sb_printf(&defs, "xm=%s; ym=%s; title=%s; xcol=%zu; ycol=%zu; seeds=%zu; logy=%d; "
+			    "xl=%s; yl=%s; fronts=%s; nf=%zu; array flab[%zu]", qa, qb, qt, sw->n_axes + 1,
+			    sw->n_axes + 2, sw->n_seeds, lo > 0 && hi > 100 * lo, qla, qlb, qd, n_fronts,
+			    n_fronts ? n_fronts : 1);
+	for (i = 0; i < n_fronts; i++) {
+		char *q = kv_gp_quote(labels[i]);
 
-	if (!kv_gnuplot(dir, script, defs, "pareto.png") && !quiet)
+		kv__sweep_sb_printf(&defs, "; flab[%zu]=%s", i + 1, q);
+		free(q);
+	}
+	if (!kv_gnuplot(dir, script, defs.s, "pareto.png") && !quiet)
 		printf("pareto: chart %s/pareto.png\n", dir);
-	free(defs);
+out:
+	unlink(path);
+	free(defs.s);
+	free(path);
+	free(qla);
+	free(qlb);
+	free(qd);
 	free(qt);
 	free(qb);
 	free(qa);
@@ -465,62 +600,108 @@ static void pareto_chart(const struct sweep *sw, const char *dir, const double *
 }
 
 /*
- * pareto.csv: the groups on the Pareto front of the two metrics (means over
- * seeds), sorted by the first; pareto_all.csv: every group with on_front.
+ * pareto.csv: per front (one per combination of the axes outside the
+ * front's dimensions, front_dims), the groups no other group of the same
+ * front beats on the two metrics (means over seeds), sorted by the first,
+ * with a `front` column naming the combination; pareto_all.csv: every
+ * group with on_front and front.
  */
 int kv__sweep_pareto(const struct sweep *sw, const char *dir, int quiet)
 {
 	const struct point *h = kv__sweep_header_point(sw);
-	size_t ca = column(h, sw->pareto[0]), cb = column(h, sw->pareto[1]), g, i, n = n_groups(sw), m;
+	size_t ca = column(h, sw->pareto[0]), cb = column(h, sw->pareto[1]), g, f, i, n = n_groups(sw);
 	double *a = kv_xcalloc(n, sizeof(*a)), *b = kv_xcalloc(n, sizeof(*b));
-	unsigned char *front = kv_xcalloc(n, 1);
-	size_t *order = kv_xcalloc(n, sizeof(*order));
-	struct sbuf all = { 0 }, fr = { 0 };
+	double *sa = kv_xcalloc(n, sizeof(*sa)), *sb = kv_xcalloc(n, sizeof(*sb));
+	unsigned char *front = kv_xcalloc(n, 1), *sf = kv_xcalloc(n, 1), *done = kv_xcalloc(n, 1);
+	unsigned char in[SWEEP_MAX_AXES] = { 0 };
+	size_t *order = kv_xcalloc(n, sizeof(*order)), *member = kv_xcalloc(n, sizeof(*member));
+	size_t *front_of = kv_xcalloc(n, sizeof(*front_of)), n_fronts = 0, m = 0;
+	char **labels = kv_xcalloc(n, sizeof(*labels));
+	struct sbuf all = { 0 }, fr = { 0 }, blocks = { 0 };
 	struct kv_ci ci;
 	int rc;
 
 	if (ca == SIZE_MAX || cb == SIZE_MAX) {
 		printf("pareto: no result: '%s' is not a summary.csv column of a finished point\n",
 		       ca == SIZE_MAX ? sw->pareto[0] : sw->pareto[1]);
-		free(a), free(b), free(front), free(order);
+		free(a), free(b), free(sa), free(sb), free(front), free(sf), free(done);
+		free(order), free(member), free(front_of), free(labels);
 		return 0;
 	}
+	front_dims(sw, in);
 	for (g = 0; g < n; g++) {
 		a[g] = group_ci(sw, g, ca, &ci) ? NAN : ci.mean;
 		b[g] = group_ci(sw, g, cb, &ci) ? NAN : ci.mean;
 	}
-	m = kv_pareto(a, b, n, kv_metric_higher_better(sw->pareto[0]),
-		      kv_metric_higher_better(sw->pareto[1]), front);
-	for (g = 0, i = 0; g < n; g++) /* insertion sort of the front by a, then b */
-		if (front[g]) {
-			size_t j = i++;
-
-			while (j && (a[order[j - 1]] > a[g] || (a[order[j - 1]] == a[g] && b[order[j - 1]] > b[g]))) {
-				order[j] = order[j - 1];
-				j--;
-			}
-			order[j] = g;
-		}
 	put_axis_header(&all, sw);
 	kv__sweep_sb_printf(&all, "%s,%s", sw->pareto[0], sw->pareto[1]);
 	kv__sweep_sb_puts(&fr, all.s);
-	kv__sweep_sb_puts(&all, ",on_front\n");
-	kv__sweep_sb_puts(&fr, "\n");
+	kv__sweep_sb_puts(&all, ",on_front,front\n");
+	kv__sweep_sb_puts(&fr, ",front\n");
+	for (g = 0; g < n; g++) {
+		size_t k = 0, nf;
+		struct sbuf name = { 0 };
+
+		if (done[g])
+			continue;
+		for (f = g; f < n; f++)
+			if (!done[f] && same_front(sw, g, f, in)) {
+				done[f] = 1;
+				member[k] = f;
+				sa[k] = a[f];
+				sb[k++] = b[f];
+			}
+		nf = kv_pareto(sa, sb, k, kv_metric_higher_better(sw->pareto[0]),
+			       kv_metric_higher_better(sw->pareto[1]), sf);
+		put_front_name(&name, sw, g, in);
+		labels[n_fronts] = name.s;
+		for (i = 0; i < k; i++) {
+			front[member[i]] = sf[i];
+			front_of[member[i]] = n_fronts;
+		}
+		if (nf) {
+			size_t j0 = m, j;
+
+			for (i = 0; i < k; i++) /* insertion sort of this front by a, then b */
+				if (sf[i]) {
+					size_t x = member[i];
+
+					for (j = m++; j > j0 && (a[order[j - 1]] > a[x] ||
+								 (a[order[j - 1]] == a[x] &&
+								  b[order[j - 1]] > b[x])); j--)
+						order[j] = order[j - 1];
+					order[j] = x;
+				}
+			for (j = j0; j < m; j++) {
+				put_axes(&fr, sw, order[j]);
+				kv__sweep_sb_printf(&fr, "%.6g,%.6g,", a[order[j]], b[order[j]]);
+				kv__sweep_sb_csv(&fr, labels[n_fronts]);
+				kv__sweep_sb_puts(&fr, "\n");
+				kv__sweep_sb_printf(&blocks, "%.17g,%.17g\n", a[order[j]], b[order[j]]);
+			}
+		} else {
+			kv__sweep_sb_puts(&blocks, "NaN,NaN\n");
+		}
+		kv__sweep_sb_puts(&blocks, "\n\n");
+		n_fronts++;
+	}
 	for (g = 0; g < n; g++)
 		if (!isnan(a[g]) && !isnan(b[g])) {
 			put_axes(&all, sw, g);
-			kv__sweep_sb_printf(&all, "%.6g,%.6g,%d\n", a[g], b[g], front[g]);
+			kv__sweep_sb_printf(&all, "%.6g,%.6g,%d,", a[g], b[g], front[g]);
+			kv__sweep_sb_csv(&all, labels[front_of[g]]);
+			kv__sweep_sb_puts(&all, "\n");
 		}
-	for (i = 0; i < m; i++) {
-		put_axes(&fr, sw, order[i]);
-		kv__sweep_sb_printf(&fr, "%.6g,%.6g\n", a[order[i]], b[order[i]]);
-	}
 	rc = write_file(dir, "pareto.csv", fr.s) || write_file(dir, "pareto_all.csv", all.s) ? -1 : 0;
 	if (!rc && !quiet)
-		printf("pareto: %zu of %zu configurations on the %s / %s front; %s/pareto.csv\n", m, n,
-		       sw->pareto[0], sw->pareto[1], dir);
+		printf("pareto: %zu of %zu configurations on the %s / %s front%s (%zu front%s: one per "
+		       "value of the axes outside the front's); %s/pareto.csv\n", m, n, sw->pareto[0],
+		       sw->pareto[1], n_fronts == 1 ? "" : "s", n_fronts, n_fronts == 1 ? "" : "s", dir);
 	if (!rc && m)
-		pareto_chart(sw, dir, b, n, quiet);
-	free(all.s), free(fr.s), free(a), free(b), free(front), free(order);
+		pareto_chart(sw, dir, b, n, blocks.s, (const char *const *)labels, n_fronts, quiet);
+	for (i = 0; i < n_fronts; i++)
+		free(labels[i]);
+	free(all.s), free(fr.s), free(blocks.s), free(a), free(b), free(sa), free(sb), free(front);
+	free(sf), free(done), free(order), free(member), free(front_of), free(labels);
 	return rc;
 }

@@ -20,14 +20,21 @@ bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
 
 "$kvsim" list metrics > "$tmp/m" && ok || bad "list metrics exit status"
 grep -q "no definition" "$tmp/m" && bad "undocumented columns: $(grep 'no definition' "$tmp/m")" || ok
-"$kvsim" run "$src/workloads/tenants.yaml" -o "$tmp/r" -q --set workload.requests=50 --set outputs.chart=false || bad "run"
-for f in summary.csv tenants.csv requests.csv timeseries.csv tenant_timeseries.csv; do
+"$kvsim" run "$src/workloads/tenants.yaml" -o "$tmp/r" -q --set workload.requests=50 --set outputs.chart=false \
+  --set 'slo={ttft: 5s, ttft_p99: 10s}' || bad "run"
+for f in summary.csv tenants.csv requests.csv timeseries.csv tenant_timeseries.csv health.csv; do
   for c in $(head -1 "$tmp/r/$f" | tr ',' ' '); do
     awk -v f="$f:" -v c="$c" '$0 == f { in_f = 1; next } /^[a-z_]+\.csv:$/ { in_f = 0 } in_f && $1 == c { found = 1 } END { exit !found }' "$tmp/m" ||
       bad "$f column $c missing from kvsim list metrics"
   done
 done
 ok
+# the SLO columns carry a unit (not "-") and a definition saying when they are written
+for c in slo_attainment goodput_req_s goodput_tok_s slo_met gpus; do
+  awk -v c="$c" '$0 == "summary.csv:" { in_s = 1; next } /^[a-z_]+\.csv:$/ { in_s = 0 }
+    in_s && $1 == c && $2 != "-" && /only with slo:/ { found = 1 } END { exit !found }' "$tmp/m" && ok ||
+    bad "summary.csv $c: no unit or no 'only with slo:' in kvsim list metrics"
+done
 
 for c in run list sweep sweep-merge plot calibrate validate gpu; do
   "$kvsim" help "$c" > "$tmp/h1" 2>&1; s1=$?

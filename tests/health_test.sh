@@ -31,8 +31,8 @@ pre=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "preemptions") c = 
 [ "$pre" -gt 0 ] && expect small mem_util warn "with $pre preemptions" || bad "small pool: no preemptions ($pre)"
 expect small cache_hit_rate n/a "cache chunked keeps no prefix cache"
 expect small fairness n/a "one tenant"
-grep -q "^health: 1 of 5 checks warn" "$tmp/small.out" && grep -q "^  warn mem_util" "$tmp/small.out" && ok || bad "printed section: $(cat "$tmp/small.out")"
-[ "$(head -1 "$tmp/small/health.csv")" = "check,target,value,status,cause" ] && [ "$(wc -l <"$tmp/small/health.csv")" -eq 6 ] && ok || bad "health.csv shape"
+grep -q "^health: 1 of 6 checks warn" "$tmp/small.out" && grep -q "^  warn mem_util" "$tmp/small.out" && ok || bad "printed section: $(cat "$tmp/small.out")"
+[ "$(head -1 "$tmp/small/health.csv")" = "check,target,value,status,cause" ] && [ "$(wc -l <"$tmp/small/health.csv")" -eq 7 ] && ok || bad "health.csv shape"
 grep -qx "file health.csv" "$tmp/small/manifest.txt" && ok || bad "manifest lacks health.csv"
 # the threshold is configurable: a band up to 0.95 passes the same run
 run small95 --set memory.kv_tokens=6000 --set health.mem_util_max=0.95
@@ -74,6 +74,35 @@ run nocap --set memory.max_block=0 --set workload.arrival.rate=4
 expect nocap max_block_bytes warn "memory.max_block 0, no cap"
 expect idle max_block_bytes pass ""
 [ "$(row idle max_block_bytes | cut -d, -f3)" = 8388608 ] && ok || bad "default largest block: $(row idle max_block_bytes)"
+
+# Fifo with a tenant served less than it brought (long prompts weigh less than outputs under
+# fairness.output_weight 2): the fairness warning suggests drf or vtc.
+run drf --set 'workload.tenants=[{name: a, share: 19, lengths: {dist: fixed, prompt: 16, output: 200}}, {name: b, share: 1, lengths: {dist: fixed, prompt: 1000, output: 8}}]' --set workload.arrival.rate=4
+expect drf fairness warn "tenant b's service share 0.11 vs weight 0.50 under fifo (it brought 0.20 of the tokens"
+expect drf fairness warn "; try drf or vtc"
+
+# A prefix cache under pressure (8000 tokens, each request's blocks cached): the misses are
+# put on evictions, with their count (cache_evictions of summary.csv).
+run evict --set 'cache={name: shared, system_prompt_tokens: 512, prefix_block_tokens: 64, request_blocks: true}' --set memory.kv_tokens=8000 --set workload.arrival.rate=12
+ev=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "cache_evictions") c = i } NR == 2 { print $c }' "$tmp/evict/summary.csv")
+[ "${ev:-0}" -gt 0 ] && expect evict cache_hit_rate warn "cached entries were evicted: the pool cannot keep the shared prefixes" || bad "evict: no evictions ($ev)"
+[ "${ev:-0}" -gt 0 ] && expect evict cache_hit_rate warn "and $ev cached entries were evicted"
+
+# Memory that keeps growing at flat load: each finished request's prompt blocks stay cached
+# (request_blocks) at 4 req/s; reserved bytes climb while arrivals and the batch stay flat.
+run grow --set 'cache={name: shared, request_blocks: true}' --set workload.arrival.rate=4
+expect grow mem_growth warn "at flat load (4.44 vs 4.00 req/s arriving, 7 vs 7 running, 0 vs 0 waiting)"
+expect grow mem_growth warn "cache shared keeps finished requests' blocks until the pool fills (0 evictions so far)"
+g=$(row grow mem_growth | cut -d, -f3)
+awk -v g="$g" 'BEGIN { exit !(g > 0.25 && g < 0.30) }' && ok || bad "grow: growth $g, expected 0.28 of the pool"
+run grow5 --set 'cache={name: shared, request_blocks: true}' --set workload.arrival.rate=4 --set health.mem_growth_max=0.5
+expect grow5 mem_growth pass ""
+# the same cache at 20 req/s grows too, but with the batch (102 to 183 running): no warning
+run growload --set 'cache={name: shared, request_blocks: true}'
+expect growload mem_growth pass ""
+expect idle mem_growth pass ""
+run nosample --set outputs.sample_interval=0
+expect nosample mem_growth n/a "no timeseries samples"
 
 # Bad health: keys exit 2 naming the key.
 "$kvsim" run "$base" -o "$tmp/x" --set health.hit_rate=1 2>"$tmp/x.err"; st=$?

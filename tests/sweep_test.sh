@@ -177,11 +177,48 @@ calc=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) { if ($i == "ttft_p99_s") a 
 awk -v g="$got" -v c="$calc" 'BEGIN { split(g, x, " "); split(c, y, " "); exit !(x[1] > 0 && (x[1] - y[1])^2 < (1e-5 * y[1])^2 && (x[2] - y[2])^2 < (1e-5 * y[2])^2) }' \
   && ok || bad "sweep_stats.csv ttft_p99_s at 2 replicas '$got', recomputed '$calc'"
 # pareto.csv: gpus = replicas (tp 1); lower is better on both, so the front is every point
-# whose p99 TTFT beats every cheaper one, sorted by gpus
-[ "$(head -1 "$tmp/slo/pareto.csv")" = "cluster.replicas,gpus,ttft_p99_s" ] && ok || bad "pareto.csv header"
+# whose p99 TTFT beats every cheaper one, sorted by gpus; no axis outside the front: one front, "all"
+[ "$(head -1 "$tmp/slo/pareto.csv")" = "cluster.replicas,gpus,ttft_p99_s,front" ] && ok || bad "pareto.csv header"
 awk -F, 'NR > 1 { if ($1 != $2 || (NR > 2 && !($3 < prev))) bad = 1; prev = $3 } END { exit bad || NR < 2 }' "$tmp/slo/pareto.csv" \
   && ok || bad "pareto.csv: $(cat "$tmp/slo/pareto.csv")"
-grep -q "^pareto: [0-9] of 3 configurations on the gpus / ttft_p99_s front" "$tmp/slo.out" && ok || bad "pareto line"
+grep -q "^pareto: [0-9] of 3 configurations on the gpus / ttft_p99_s front (1 front:" "$tmp/slo.out" && ok || bad "pareto line"
+awk -F, 'NR > 1 && $4 != "all" { bad = 1 } END { exit bad }' "$tmp/slo/pareto.csv" && ok || bad "pareto.csv: one front named all"
+# target.csv (of the last run, --target-mean): the conditions, and the replica count the capacity
+# line names as the chosen point
+want=$(expect_best mean)
+[ "$(cat "$tmp/slo/target.csv")" = "kind,metric,op,limit,cluster.replicas
+condition,ttft_p99_s,<=,0.13,
+condition,slo_attainment,>=,0.95,
+chosen,cluster.replicas,,,$want" ] && ok || bad "target.csv: $(cat "$tmp/slo/target.csv")"
+# the sweep chart of a target metric draws the condition and circles the chosen point
+if command -v gnuplot > /dev/null; then
+  "$kvsim" plot "$tmp/slo" --metric ttft_p99_s > /dev/null && grep -q "target: ttft_p99_s &lt;= 0.13" "$tmp/slo/sweep-ttft_p99_s.svg" &&
+    grep -q "cheapest cluster.replicas meeting the target" "$tmp/slo/sweep-ttft_p99_s.svg" && ok || bad "sweep chart: target line and chosen point"
+  "$kvsim" plot "$tmp/slo" --metric throughput_tok_s > /dev/null && ! grep -q "target:" "$tmp/slo/sweep-throughput_tok_s.svg" &&
+    ok || bad "sweep chart: a target line on a metric without a condition"
+fi
+# A Pareto front per load: replicas x rate; each rate has its own front, named in the front column,
+# and no front mixes two rates. A percentile SLO in the base is drawn on its metric's chart.
+cat > "$tmp/pf.yaml" <<Y
+base: $data/base.yaml
+axes: {cluster.replicas: [1, 2], workload.arrival.rate: [20, 70]}
+set: {slo: {ttft: 0.5s, ttft_p99: 0.2s}, outputs: {requests: false}}
+pareto: [gpus, ttft_p99_s]
+Y
+"$kvsim" sweep "$tmp/pf.yaml" -o "$tmp/pf" -j 2 >"$tmp/pf.out" && ok || bad "pareto per load: $(cat "$tmp/pf.out")"
+grep -q "configurations on the gpus / ttft_p99_s fronts (2 fronts: one per value" "$tmp/pf.out" && ok || bad "pareto fronts line: $(cat "$tmp/pf.out")"
+[ "$(head -1 "$tmp/pf/pareto_all.csv")" = "cluster.replicas,workload.arrival.rate,gpus,ttft_p99_s,on_front,front" ] && ok || bad "pareto_all.csv header"
+awk -F, 'NR > 1 { if ($6 != "workload.arrival.rate = " $2) bad = 1; n[$6]++ } END { exit bad || length(n) != 2 || n["workload.arrival.rate = 20"] != 2 }' "$tmp/pf/pareto_all.csv" \
+  && ok || bad "pareto_all.csv fronts: $(cat "$tmp/pf/pareto_all.csv")"
+# at each rate, 2 replicas beat 1 on p99 TTFT only if faster: the front holds 2 GPUs always (it is never worse
+# at the same load here) and 1 GPU (the cheapest): both rows on each front, sorted by gpus
+awk -F, 'NR > 1 { f[$5]++; if (prev_f == $5 && !($3 > prev_g)) bad = 1; prev_f = $5; prev_g = $3 } END { exit bad }' "$tmp/pf/pareto.csv" \
+  && ok || bad "pareto.csv sorted by gpus within a front: $(cat "$tmp/pf/pareto.csv")"
+if command -v gnuplot > /dev/null; then
+  [ -s "$tmp/pf/pareto.png" ] && ok || bad "pareto.png"
+  "$kvsim" plot "$tmp/pf" --metric ttft_p99_s > /dev/null && grep -q "SLO: ttft_p99_s &lt;= 0.2 s" "$tmp/pf/sweep-ttft_p99_s.svg" &&
+    ok || bad "sweep chart: the base's percentile SLO"
+fi
 "$kvsim" sweep -q "$data/grid.yaml" -o "$tmp/g1" -j 2 --pareto gpus,ttft_p99_s >"$tmp/gp.out"
 grep -q "pareto: no result: 'gpus' is not a summary.csv column" "$tmp/gp.out" && ok || bad "pareto without slo: $(cat "$tmp/gp.out")"
 "$kvsim" sweep "$data/grid.yaml" -o "$tmp/g1" --pareto gpus 2>"$tmp/p.err"; st=$?

@@ -6,6 +6,7 @@
 #include "metrics.h"
 #include "simtest.h"
 #include "workload.h"
+#include "health.h"
 #include "testutil.h"
 
 #include <check.h>
@@ -395,6 +396,7 @@ START_TEST(slo_workload_keys)
 	ck_assert_double_eq_tol(w.slo.pct[0].q, 0.999, 1e-12);
 	ck_assert_double_eq(w.health.fairness_min, 0.5);
 	ck_assert_double_eq(w.health.hit_rate_min, 0.85);
+	ck_assert_double_eq(w.health.mem_growth_max, 0.10);
 	kv_workload_release(&w);
 	for (i = 0; i < KV_ARRAY_LEN(bad); i++) {
 		snprintf(text, sizeof(text), "%s%s", TWO_TENANTS, bad[i][0]);
@@ -404,6 +406,32 @@ START_TEST(slo_workload_keys)
 			      "%s: message '%s' lacks '%s'", bad[i][0], d.msg, bad[i][1]);
 		ck_assert_msg(d.line > 0, "%s: no line in the message", bad[i][0]);
 		kv_workload_release(&w);
+	}
+}
+END_TEST
+
+/*
+ * The growth check's samples stay bounded: offered 3 x KV_TREND_CAP samples
+ * (values = their index), it keeps every 4th after two halvings, in order,
+ * the first and the spacing exact.
+ */
+START_TEST(mem_trend_bounded)
+{
+	static struct kv_mem_trend m;
+	size_t i, n = 3 * KV_TREND_CAP;
+
+	memset(&m, 0, sizeof(m));
+	for (i = 0; i < n; i++)
+		kv_mem_trend_add(&m, (double)i, 10.0 * (double)i, 1, 2, 3, (double)i, 5);
+	/* 512 kept at stride 1; halved to 256 (0,2,..,510) at 512, stride 2 up to 1022 (512 kept);
+	 * halved to 256 (0,4,..,1020) at 1024, stride 4: 1024..1532 adds 128 */
+	ck_assert_uint_eq(m.stride, 4);
+	ck_assert_uint_eq(m.n, KV_TREND_CAP / 2 + KV_TREND_CAP / 4);
+	for (i = 0; i < m.n; i++) {
+		ck_assert_double_eq(m.t[i], 4.0 * (double)i);
+		ck_assert_double_eq(m.reserved[i], 40.0 * (double)i);
+		ck_assert_double_eq(m.arrived[i], 4.0 * (double)i);
+		ck_assert_double_eq(m.cached[i], 5);
 	}
 }
 END_TEST
@@ -422,6 +450,7 @@ int main(void)
 	tcase_add_test(tc, slo_meets_limits);
 	tcase_add_test(tc, slo_attainment_goodput);
 	tcase_add_test(tc, slo_workload_keys);
+	tcase_add_test(tc, mem_trend_bounded);
 	suite_add_tcase(su, tc);
 	return kv_test_run_suite(su);
 }

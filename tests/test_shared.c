@@ -95,6 +95,7 @@ static struct kv_cache_stats stats(const struct kv_sim *s)
 		t.hit_tokens += st.hit_tokens;
 		t.lookup_tokens += st.lookup_tokens;
 		t.bytes_saved += st.bytes_saved;
+		t.evictions += st.evictions;
 	}
 	t.hit_rate = t.lookup_tokens ? (double)t.hit_tokens / (double)t.lookup_tokens : 0;
 	return t;
@@ -292,6 +293,10 @@ START_TEST(eviction_under_pressure)
 		      (unsigned long long)small.hit_tokens, (unsigned long long)big.hit_tokens);
 	/* With ample memory every group after its first request hits 1024 tokens. */
 	ck_assert_uint_ge(big.hit_tokens, (300 - 40) * 1024 * 9 / 10);
+	/* the statistics report the evictions (summary.csv cache_evictions, the health report) */
+	ck_assert_uint_eq(big.evictions, 0);
+	ck_assert_msg(small.evictions > 0, "no eviction reported in a %llu-byte pool",
+		      (unsigned long long)pool_bytes);
 }
 END_TEST
 

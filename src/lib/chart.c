@@ -53,7 +53,7 @@ void kv_gp_log_tics(FILE *g, const char *axis, double lo, double hi)
 	if (!(lo > 0) || !(hi >= lo) || !isfinite(hi))
 		return;
 	decades = log10(hi / lo);
-	nm = decades <= 2 ? 3 : decades <= 3 ? 2 : 1; /* 1-2-5, 1-2, 1: labels that do not collide */
+	nm = decades <= 2 ? 3 : decades <= 4 ? 2 : 1; /* 1-2-5, 1-2, 1: labels that do not collide */
 	fprintf(g, "set %stics (", axis);
 	for (e = pow(10, floor(log10(lo))); e <= hi * 10; e *= 10)
 		for (k = 0; k < nm; k++)

@@ -6,6 +6,41 @@
 #include <stdarg.h>
 #include <string.h>
 
+const char kv_csv_header_health[] = "check,target,value,status,cause\n";
+
+void kv_mem_trend_add(struct kv_mem_trend *m, double t_s, double reserved, double used,
+		      double running, double waiting, double arrived, double cached)
+{
+	size_t i;
+
+	if (!m->stride)
+		m->stride = 1;
+	if (m->seen++ % m->stride)
+		return;
+	if (m->n == KV_TREND_CAP) { /* keep every other sample, take every other from now on */
+		for (i = 0; 2 * i < KV_TREND_CAP; i++) {
+			m->t[i] = m->t[2 * i];
+			m->reserved[i] = m->reserved[2 * i];
+			m->used[i] = m->used[2 * i];
+			m->running[i] = m->running[2 * i];
+			m->waiting[i] = m->waiting[2 * i];
+			m->arrived[i] = m->arrived[2 * i];
+			m->cached[i] = m->cached[2 * i];
+		}
+		m->n = KV_TREND_CAP / 2;
+		m->stride *= 2;
+		if ((m->seen - 1) % m->stride)
+			return;
+	}
+	m->t[m->n] = t_s;
+	m->reserved[m->n] = reserved;
+	m->used[m->n] = used;
+	m->running[m->n] = running;
+	m->waiting[m->n] = waiting;
+	m->cached[m->n] = cached;
+	m->arrived[m->n++] = arrived;
+}
+
 const char *kv_health_status_name(enum kv_health_status st)
 {
 	return st == KV_HEALTH_PASS ? "pass" : st == KV_HEALTH_WARN ? "warn" : "n/a";
@@ -237,9 +272,122 @@ static void check_tail(struct kv_health *h, const struct kv_sim *s, const struct
 		      kv_summary_get(sum, "preemptions"), s->cfg->sched->name);
 }
 
+/* Means of the samples [a, b) of m: reserved, used, running, waiting; and the arrival rate, req/s. */
+struct half {
+	double reserved, used, running, waiting, cached, rate;
+};
+
+static void half_means(const struct kv_mem_trend *m, size_t a, size_t b, struct half *x)
+{
+	size_t i;
+
+	memset(x, 0, sizeof(*x));
+	for (i = a; i < b; i++) {
+		x->reserved += m->reserved[i];
+		x->used += m->used[i];
+		x->running += m->running[i];
+		x->waiting += m->waiting[i];
+		x->cached += m->cached[i];
+	}
+	x->cached /= (double)(b - a);
+	x->reserved /= (double)(b - a);
+	x->used /= (double)(b - a);
+	x->running /= (double)(b - a);
+	x->waiting /= (double)(b - a);
+	x->rate = m->t[b - 1] > m->t[a] ? (m->arrived[b - 1] - m->arrived[a]) / (m->t[b - 1] - m->t[a]) : 0;
+}
+
+/* 1 when a and b differ by at most 20% of the larger (and by at most 1 for small counts). */
+static int similar(double a, double b)
+{
+	return fabs(a - b) <= KV_MAX(0.2 * KV_MAX(a, b), 1.0);
+}
+
+/*
+ * Memory that keeps growing: over the arrival window (until the last
+ * arrival) less its first quarter (the pool filling from empty), the mean
+ * reserved bytes of the second half against the first, when the load is
+ * flat (arrival rate, running and waiting requests within 20%); the slope
+ * of reserved bytes over the window by least squares.  The cause: live
+ * tokens (requests lengthening) or reserved bytes without live tokens
+ * (retained cache entries, waste), with the cache's evictions.
+ */
+static void check_growth(struct kv_health *h, const struct kv_sim *s, const struct kv_workload *w,
+			 const struct kv_mem_trend *m)
+{
+	struct kv_health_check *c = check(h, "mem_growth", "<= %.2f of the pool at flat load",
+					  w->health.mem_growth_max);
+	double pool = (double)s->pool_bytes * s->n_rep, st = 0, sr = 0, stt = 0, str = 0, slope;
+	struct kv_cache_stats cs, tot = { 0 };
+	struct half a, b;
+	size_t end, start, mid, i, k;
+	int n;
+
+	if (!m || m->n < 2 || !(pool > 0)) {
+		cause(c, "no timeseries samples");
+		return;
+	}
+	for (end = m->n; end > 1 && m->arrived[end - 2] == m->arrived[m->n - 1]; end--)
+		;
+	start = end / 4;
+	if (end - start < 8) {
+		cause(c, "%zu samples in the arrival window after its first quarter: too few to judge a "
+		      "trend (outputs.sample_interval smaller or a longer run)", end - start);
+		return;
+	}
+	mid = start + (end - start) / 2;
+	half_means(m, start, mid, &a);
+	half_means(m, mid, end, &b);
+	for (i = start; i < end; i++) {
+		st += m->t[i];
+		sr += m->reserved[i];
+	}
+	k = end - start;
+	for (i = start; i < end; i++) {
+		stt += (m->t[i] - st / (double)k) * (m->t[i] - st / (double)k);
+		str += (m->t[i] - st / (double)k) * (m->reserved[i] - sr / (double)k);
+	}
+	slope = stt > 0 ? str / stt : 0;
+	c->value = (b.reserved - a.reserved) / pool;
+	c->status = KV_HEALTH_PASS;
+	if (c->value <= w->health.mem_growth_max || slope <= 0)
+		return;
+	if (!similar(a.rate, b.rate) || !similar(a.running, b.running) || !similar(a.waiting, b.waiting))
+		return; /* the memory follows the load */
+	c->status = KV_HEALTH_WARN;
+	for (i = 0; i < s->n_rep; i++) {
+		memset(&cs, 0, sizeof(cs));
+		if (s->rep[i].cache->stats)
+			s->rep[i].cache->stats(s->rep[i].cache_priv, &cs);
+		tot.evictions += cs.evictions;
+	}
+	n = snprintf(c->cause, sizeof(c->cause), "reserved KV rose %.2f of the pool (%.0f to %.0f MiB, "
+		     "%.3g MiB/s) at flat load (%.2f vs %.2f req/s arriving, %.0f vs %.0f running, "
+		     "%.0f vs %.0f waiting); ", c->value, a.reserved / KV_MiB, b.reserved / KV_MiB,
+		     slope / KV_MiB, a.rate, b.rate, a.running, b.running, a.waiting, b.waiting);
+	n = n < 0 || (size_t)n >= sizeof(c->cause) ? sizeof(c->cause) - 1 : (size_t)n;
+	if (b.used - a.used >= 0.5 * (b.reserved - a.reserved))
+		snprintf(c->cause + n, sizeof(c->cause) - n, "live KV rose with it (%.1f to %.1f MiB a "
+			 "running request): the batch's requests grow longer; check the length "
+			 "distribution", a.running > 0 ? a.used / a.running / KV_MiB : 0,
+			 b.running > 0 ? b.used / b.running / KV_MiB : 0);
+	else if (b.cached - a.cached >= 0.5 * (b.reserved - a.reserved))
+		snprintf(c->cause + n, sizeof(c->cause) - n, "live KV %.0f to %.0f MiB, cached entries "
+			 "no request uses %.0f to %.0f MiB: cache %s keeps finished requests' blocks "
+			 "until the pool fills (%llu evictions so far), by design; if unintended, "
+			 "reclaim periodically or share a smaller pool", a.used / KV_MiB,
+			 b.used / KV_MiB, a.cached / KV_MiB, b.cached / KV_MiB, s->rep[0].cache->name,
+			 (unsigned long long)tot.evictions);
+	else
+		snprintf(c->cause + n, sizeof(c->cause) - n, "live KV %.0f to %.0f MiB: bytes held by "
+			 "no running request accumulate under cache %s; the seed's remedies: reference "
+			 "counting, pool integrity checks (--check-pool), periodic reclamation",
+			 a.used / KV_MiB, b.used / KV_MiB, s->rep[0].cache->name);
+}
+
 void kv_health_compute(const struct kv_sim *s, const struct kv_workload *w,
 		       const struct kv_summary *sum, const struct kv_done_log *log,
-		       struct kv_health *h)
+		       const struct kv_mem_trend *trend, struct kv_health *h)
 {
 	h->n = 0;
 	check_hit_rate(h, s, w, sum, log);
@@ -247,11 +395,12 @@ void kv_health_compute(const struct kv_sim *s, const struct kv_workload *w,
 	check_fairness(h, s, w, sum);
 	check_block(h, s, w, sum);
 	check_tail(h, s, w, sum, log);
+	check_growth(h, s, w, trend);
 }
 
 int kv_health_write_csv(const struct kv_health *h, FILE *f)
 {
-	int neg = fputs("check,target,value,status,cause\n", f) < 0;
+	int neg = fputs(kv_csv_header_health, f) < 0;
 	size_t i;
 
 	for (i = 0; i < h->n; i++) {

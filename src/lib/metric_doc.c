@@ -16,6 +16,7 @@
 #define R "requests.csv"
 #define TS "timeseries.csv"
 #define TT "tenant_timeseries.csv"
+#define H "health.csv"
 
 static const struct kv_metric_doc docs[] = {
 	{ S, "workload", "", "workload", "the workload's name" },
@@ -62,11 +63,11 @@ static const struct kv_metric_doc docs[] = {
 	{ S, "kv_capacity_tokens", "tokens", "KV capacity", "KV tokens one replica's pool holds (only off memory.model share)" },
 	{ S, "kv_capacity_blocks", "", "KV capacity in blocks", "16-token KV blocks one replica's pool holds (only off memory.model share)" },
 	/* the SLO columns (only with a workload's slo:; issue 17 section 1) */
-	{ S, "slo_attainment", "", "SLO attainment", "requests that completed meeting every per-request SLO / requests arrived" },
-	{ S, "goodput_req_s", "req/s", "goodput", "requests meeting every per-request SLO / makespan (DistServe's goodput)" },
-	{ S, "goodput_tok_s", "tokens/s", "goodput in tokens", "prompt+output tokens of requests meeting every per-request SLO / makespan" },
-	{ S, "slo_met", "", "percentile SLOs met", "1 when every percentile SLO (e.g. ttft p99 <= 1 s) holds over the run, else 0" },
-	{ S, "gpus", "", "GPUs", "GPUs the configuration occupies: replicas x tensor parallel x pipeline stages" },
+	{ S, "slo_attainment", "share", "SLO attainment", "requests that completed meeting every per-request SLO / requests arrived (only with slo:)" },
+	{ S, "goodput_req_s", "req/s", "goodput", "requests meeting every per-request SLO / makespan (DistServe's goodput; only with slo:)" },
+	{ S, "goodput_tok_s", "tokens/s", "goodput in tokens", "prompt+output tokens of requests meeting every per-request SLO / makespan (only with slo:)" },
+	{ S, "slo_met", "0 or 1", "percentile SLOs met", "1 when every percentile SLO (e.g. ttft p99 <= 1 s) holds over the run, 0 when one fails, empty when none is set (only with slo:)" },
+	{ S, "gpus", "GPUs", "GPUs used", "GPUs the configuration occupies: replicas x tensor parallel x pipeline stages (only with slo:)" },
 
 	{ T, "tenant", "", "tenant", "the tenant's name" },
 	{ T, "weight", "", "weight", "fairness weight (workload.tenants[].weight)" },
@@ -84,7 +85,7 @@ static const struct kv_metric_doc docs[] = {
 	{ T, "ttft_p99_s", "s", "TTFT p99", "the tenant's p99 time to first token" },
 	{ T, "e2e_p50_s", "s", "end-to-end latency p50", "the tenant's median end-to-end latency" },
 	{ T, "e2e_p99_s", "s", "end-to-end latency p99", "the tenant's p99 end-to-end latency" },
-	{ T, "slo_attainment", "", "SLO attainment", "the tenant's requests meeting its per-request SLOs / its requests arrived (only with slo:)" },
+	{ T, "slo_attainment", "share", "SLO attainment", "the tenant's requests meeting its per-request SLOs / its requests arrived (only with slo:)" },
 	{ T, "goodput_req_s", "req/s", "goodput", "the tenant's requests meeting its SLOs / makespan (only with slo:)" },
 	{ T, "goodput_tok_s", "tokens/s", "goodput in tokens", "their prompt+output tokens / makespan (only with slo:)" },
 
@@ -120,9 +121,16 @@ static const struct kv_metric_doc docs[] = {
 	{ TT, "waiting", "requests", "waiting requests", "the tenant's requests queued now, all replicas" },
 	{ TT, "service", "weighted tokens", "service", "weighted tokens served so far (as in tenants.csv)" },
 	{ TT, "virtual_service", "weighted tokens / weight", "virtual service", "service / weight, lifted on becoming backlogged (VTC's counter)" },
+
+	/* the health report (src/lib/health.c, docs/health.md) */
+	{ H, "check", "", "check", "cache_hit_rate, mem_util, fairness, max_block_bytes, e2e_tail_ratio or mem_growth (docs/health.md)" },
+	{ H, "target", "", "target", "the threshold as text, from health: (e.g. \">= 0.85\", \"0.60..0.80\")" },
+	{ H, "value", "per check", "measured value", "hit rate, reserved share of the pool, Jain's index, bytes, p99/p50, or growth as a share of the pool; empty when n/a" },
+	{ H, "status", "", "status", "pass, warn, or n/a when the check does not apply (no hit rate, one tenant, no samples)" },
+	{ H, "cause", "", "cause", "warn: the likely cause with this run's numbers; n/a: why; pass: empty" },
 };
 
-const char *const kv_metric_files[] = { S, T, R, TS, TT, NULL };
+const char *const kv_metric_files[] = { S, T, R, TS, TT, H, NULL };
 
 const struct kv_metric_doc *kv_metric_doc(const char *file, const char *name)
 {
@@ -155,7 +163,7 @@ static const char *const *split(const char *header, char *buf, size_t len, const
 
 const char *const *kv_metric_columns(const char *file)
 {
-	static char buf[4][1024];
+	static char buf[5][1024];
 	static const char *cols[5][MAX_COLS];
 	static const char *sum[MAX_COLS];
 	size_t i;
@@ -167,8 +175,15 @@ const char *const *kv_metric_columns(const char *file)
 		sum[i + 1] = NULL;
 		return sum;
 	}
-	if (!strcmp(file, T))
-		return split(kv_csv_header_tenants, buf[0], sizeof(buf[0]), cols[0]);
+	if (!strcmp(file, T)) { /* the header, then the SLO columns written with slo: */
+		char hdr[1024];
+
+		snprintf(hdr, sizeof(hdr), "%.*s,slo_attainment,goodput_req_s,goodput_tok_s",
+			 (int)strcspn(kv_csv_header_tenants, "\n"), kv_csv_header_tenants);
+		return split(hdr, buf[0], sizeof(buf[0]), cols[0]);
+	}
+	if (!strcmp(file, H))
+		return split(kv_csv_header_health, buf[4], sizeof(buf[4]), cols[4]);
 	if (!strcmp(file, R))
 		return split(kv_csv_header_requests, buf[1], sizeof(buf[1]), cols[1]);
 	if (!strcmp(file, TS))

@@ -12,7 +12,7 @@
 #define KV_METRIC_DOC_H
 
 struct kv_metric_doc {
-	const char *file; /* summary.csv, tenants.csv, requests.csv, timeseries.csv, tenant_timeseries.csv */
+	const char *file; /* summary.csv, tenants.csv, requests.csv, timeseries.csv, tenant_timeseries.csv, health.csv */
 	const char *name; /* column name */
 	const char *unit; /* unit ("" for a count or a ratio) */
 	const char *label; /* a chart's axis label, without the unit */

@@ -225,6 +225,7 @@ static int write_request(void *ctx, const struct kv_sim *s, const struct kv_req 
 static int write_sample(void *ctx, const struct kv_sim *s, kv_ns t)
 {
 	struct kv_out *o = ctx;
+	double sum_res = 0, sum_used = 0, sum_run = 0, sum_wait = 0, arrived = 0, cached = 0;
 	uint32_t i;
 
 	for (i = 0; i < s->n_rep; i++) {
@@ -233,9 +234,17 @@ static int write_sample(void *ctx, const struct kv_sim *s, kv_ns t)
 
 		uint64_t used = (uint64_t)((double)r->live_tokens * r->beta_bytes);
 		uint64_t reserved = r->pool.size_bytes - r->pool.free_bytes;
+		uint64_t waiting = r->sched->waiting(r->sched_priv);
+
+		sum_res += (double)reserved;
+		sum_used += (double)used;
+		sum_run += r->n_running;
+		sum_wait += (double)waiting;
+		if (r->cache->evictable_bytes)
+			cached += (double)r->cache->evictable_bytes(r->cache_priv);
 
 		p += sprintf(p, ",%u,%llu,%u,%llu,%llu,%llu,%llu,%.4f,%llu\n", i,
-			     (unsigned long long)r->sched->waiting(r->sched_priv), r->n_running,
+			     (unsigned long long)waiting, r->n_running,
 			     (unsigned long long)used, (unsigned long long)reserved,
 			     (unsigned long long)(reserved > used ? reserved - used : 0),
 			     (unsigned long long)kv_pool_largest_free(&r->pool),
@@ -244,6 +253,10 @@ static int write_sample(void *ctx, const struct kv_sim *s, kv_ns t)
 		if (fwrite(line, 1, (size_t)(p - line), o->ts) != (size_t)(p - line))
 			out_failed(o, F_TS);
 	}
+	for (i = 0; i < s->cfg->source.n_tenants; i++)
+		arrived += (double)s->tenant[i].arrived;
+	kv_mem_trend_add(&o->trend, (double)t / KV_NS_PER_S, sum_res, sum_used, sum_run, sum_wait,
+			 arrived, cached);
 	for (i = 0; i < s->cfg->source.n_tenants; i++) {
 		const struct kv_tenant_stats *ts = &s->tenant[i];
 		char line[256], *p = put_sec(line, t);
@@ -468,7 +481,7 @@ static int write_health_csv(struct kv_out *o, const struct kv_sim *s, const stru
 
 	if (!f)
 		return KV_EIO;
-	kv_health_compute(s, o->w, sum, &o->done, &o->health);
+	kv_health_compute(s, o->w, sum, &o->done, &o->trend, &o->health);
 	neg = kv_health_write_csv(&o->health, f);
 	if (neg)
 		printf_failed(o, F_HEALTH);

@@ -31,6 +31,7 @@ struct kv_out {
 	int chart_failed; /* the chart was asked for, gnuplot is there, and it failed */
 	struct kv_done_log done; /* completed requests' lengths and latencies, for the summary */
 	struct kv_health health; /* the health report, filled by kv_out_commit (health.csv) */
+	struct kv_mem_trend trend; /* samples summed over replicas, for the health report's growth check */
 };
 
 /* The header lines of requests.csv, timeseries.csv, tenant_timeseries.csv and tenants.csv. */

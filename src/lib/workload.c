@@ -570,7 +570,7 @@ static int check_samples(struct kv_cfg_doc *doc, struct kv_workload *w,
 static int read_fairness(struct kv_cfg_node *root, struct kv_fairness_cfg *f, struct kv_diag *d)
 {
 	static const char *const keys[] = { "input_weight", "output_weight", "short_tokens",
-					    "long_tokens", NULL };
+					    "long_tokens", "mem_growth_max", NULL };
 	struct kv_cfg_node *n = kv_cfg_get(root, "fairness");
 
 	TRY(kv_cfg_expect_map(n, d));
@@ -680,7 +680,7 @@ static int read_health(struct kv_cfg_node *root, struct kv_health_cfg *h, struct
 {
 	static const char *const keys[] = { "hit_rate_min", "mem_util_min", "mem_util_max",
 					    "fairness_min", "max_block", "tail_ratio_max",
-					    "long_tokens", NULL };
+					    "long_tokens", "mem_growth_max", NULL };
 	struct kv_cfg_node *n = kv_cfg_get(root, "health");
 
 	TRY(kv_cfg_expect_map(n, d));
@@ -695,6 +695,7 @@ static int read_health(struct kv_cfg_node *root, struct kv_health_cfg *h, struct
 	TRY(kv_cfg_dbl(n, "fairness_min", 0.7, 0, 1, &h->fairness_min, d));
 	TRY(kv_cfg_bytes(n, "max_block", 8 * KV_MiB, 1, 1ULL << 50, &h->max_block_bytes, d));
 	TRY(kv_cfg_dbl(n, "tail_ratio_max", 5, 1, 1e9, &h->tail_ratio_max, d));
+	TRY(kv_cfg_dbl(n, "mem_growth_max", 0.10, 0, 1, &h->mem_growth_max, d));
 	return kv_cfg_u64(n, "long_tokens", 8192, 1, 1ULL << 40, &h->long_tokens, d);
 }
 

@@ -26,6 +26,7 @@ struct kv_health_cfg {
 	uint64_t max_block_bytes; /* largest contiguous KV block at most this, bytes, default 8 MiB */
 	double tail_ratio_max; /* E2E p99 / p50 at most this, default 5 */
 	uint64_t long_tokens; /* prompt+output above this is "over-long" (tail cause), default 8192 */
+	double mem_growth_max; /* reserved KV growth at flat load at most this share of the pool, default 0.10 */
 };
 
 struct kv_workload {
