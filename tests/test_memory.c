@@ -21,25 +21,7 @@
 
 #define GIB ((double)KV_GiB)
 
-static struct kv_model load_model(const char *name)
-{
-	struct kv_diag d = { 0 };
-	struct kv_model m;
-	int err = kv_profile_load_model(name, &m, &d);
-
-	ck_assert_msg(!err, "model %s: %s: %s: %s", name, kv_strerror(err), d.field, d.msg);
-	return m;
-}
-
-static struct kv_device load_device(const char *name)
-{
-	struct kv_diag d = { 0 };
-	struct kv_device dev;
-	int err = kv_profile_load_device(name, &dev, &d);
-
-	ck_assert_msg(!err, "device %s: %s: %s: %s", name, kv_strerror(err), d.field, d.msg);
-	return dev;
-}
+#include "test_profiles.h"
 
 /* Runs kv_mem_budget, which must succeed. */
 static struct kv_mem_budget budget(const struct kv_mem_cfg *c, const struct kv_model *m,

@@ -26,27 +26,7 @@
 			ck_assert_msg(cond, __VA_ARGS__);                     \
 	} while (0)
 
-static struct kv_model load_model(const char *name)
-{
-	struct kv_diag d = { 0 };
-	struct kv_model m;
-	int err = kv_profile_load_model(name, &m, &d);
-
-	ck_assert_msg(!err, "model %s: %s: %s:%lu: %s: %s", name, kv_strerror(err), d.file,
-		      d.line, d.field, d.msg);
-	return m;
-}
-
-static struct kv_device load_device(const char *name)
-{
-	struct kv_diag d = { 0 };
-	struct kv_device dev;
-	int err = kv_profile_load_device(name, &dev, &d);
-
-	ck_assert_msg(!err, "device %s: %s: %s:%lu: %s: %s", name, kv_strerror(err), d.file,
-		      d.line, d.field, d.msg);
-	return dev;
-}
+#include "test_profiles.h"
 
 /* A batch of n sequences each decoding one token against ctx tokens of context. */
 static struct kv_batch_shape decode_batch(const struct kv_model *m, uint32_t n, uint64_t ctx)
