@@ -111,6 +111,11 @@ uint64_t kv_blocks_free(struct kv_blocks *b, uint64_t *t)
 	return cut(b, t, 0);
 }
 
+uint64_t kv_blocks_keep(struct kv_blocks *b, uint64_t *t, uint64_t keep)
+{
+	return cut(b, t, keep);
+}
+
 /*
  * Appends n blocks of order k to *t, taken from the pool a page-load at a
  * time and written straight into the table.  On KV_ENOMEM the blocks this

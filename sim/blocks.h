@@ -83,6 +83,9 @@ int kv_blocks_grow(struct kv_blocks *b, uint64_t *t, uint64_t *cap_tokens, uint6
  */
 void kv_blocks_truncate(struct kv_blocks *b, uint64_t *t, uint64_t saved);
 
+/* Frees the blocks of *t past its first `keep` (table order); returns their bytes. */
+uint64_t kv_blocks_keep(struct kv_blocks *b, uint64_t *t, uint64_t keep);
+
 /* Drops one reference to every block of *t and empties it; returns the bytes of the table. */
 uint64_t kv_blocks_free(struct kv_blocks *b, uint64_t *t);
 

@@ -150,6 +150,7 @@ struct kv_replica {
 	uint64_t window_tokens; /* model's sliding window, tokens; UINT64_MAX: none */
 	double window_frac; /* share of layers with the window (profile.h), 0: none */
 	uint64_t win_excess; /* batch: context tokens past the window, skipped by windowed layers */
+	uint64_t live_win_excess; /* sum over its requests of max(0, kv_tokens - window), tokens */
 	enum kv_offload offload; /* the cache model's offload mode (cached at init) */
 	int plain_decode; /* the cache model has no per-step hooks: decode steps take the fast path */
 	uint32_t max_seqs; /* sequence cap of a batch (cfg->max_batch_seqs) */
@@ -417,6 +418,25 @@ static inline int kv_hash_iter_next(struct kv_hash_iter *it, uint64_t *h)
 	if (j == KV_HASHES_PER_PAGE - 1)
 		it->page = (uint32_t)it->pages[it->page].next;
 	return 1;
+}
+
+/*
+ * Bytes r's live tokens need (the "used" memory of the summary and the
+ * timeseries): live_tokens * beta, less the tokens windowed layers no
+ * longer keep, (beta * window_frac) each (profile.h kv_model_kv_bytes).
+ */
+static inline double kv_replica_live_bytes(const struct kv_replica *r)
+{
+	if (!r->live_win_excess)
+		return (double)r->live_tokens * r->beta_bytes;
+	return ((double)r->live_tokens - r->window_frac * (double)r->live_win_excess) *
+	       r->beta_bytes;
+}
+
+/* Tokens past the window w of a request holding kv tokens: max(0, kv - w). */
+static inline uint64_t kv_win_excess(uint64_t kv, uint64_t w)
+{
+	return kv > w ? kv - w : 0;
 }
 
 #endif /* KV_ENGINE_H */

@@ -38,7 +38,7 @@ static void rep_acct_at(struct kv_replica *r, kv_ns now)
 	if (now == r->acct_t0_ns)
 		return;
 	r->reserved_Bs += (double)reserved * dt_s;
-	r->used_Bs += (double)r->live_tokens * r->beta_bytes * dt_s;
+	r->used_Bs += kv_replica_live_bytes(r) * dt_s;
 	r->extfrag_s += kv_pool_ext_frag(&r->pool) * dt_s;
 	r->acct_t0_ns = now;
 }
@@ -72,6 +72,7 @@ static void req_release(struct kv_replica *r, struct kv_req *q)
 		 "request %llu holds %llu bytes after release", (unsigned long long)q->id,
 		 (unsigned long long)q->kv_bytes);
 	r->live_tokens -= q->kv_tokens;
+	r->live_win_excess -= kv_win_excess(q->kv_tokens, r->window_tokens);
 }
 
 /* --- the running set ---------------------------------------------------- */
@@ -247,6 +248,7 @@ static void swap_out(struct kv_replica *r, struct kv_req *q)
 static void swap_in(struct kv_replica *r, struct kv_req *q)
 {
 	r->live_tokens += q->kv_tokens;
+	r->live_win_excess += kv_win_excess(q->kv_tokens, r->window_tokens);
 	r->swap_in_bytes += q->swapped_bytes;
 	r->copy_ns += copy_time_ns(r, q->swapped_bytes);
 	q->swapped_bytes = 0;
@@ -273,6 +275,7 @@ static void take_prefix(struct kv_replica *r, struct kv_req *q)
 		 (unsigned long long)q->prefill_target);
 	q->kv_tokens = h;
 	r->live_tokens += h;
+	r->live_win_excess += kv_win_excess(h, r->window_tokens);
 	r->outstanding_tokens -= h;
 }
 
@@ -751,6 +754,7 @@ static uint32_t step_apply(struct kv_replica *r, kv_ns now)
 		struct kv_req *q = r->batch[i];
 		struct kv_tenant_stats *t = &s->tenant[q->tenant];
 		uint64_t gen = q->generated, in = q->kv_tokens < q->prefill_target ? q->batch_tokens : 0;
+		uint64_t ex = kv_win_excess(q->kv_tokens, r->window_tokens);
 		double svc;
 
 		live += q->batch_tokens;
@@ -758,6 +762,7 @@ static uint32_t step_apply(struct kv_replica *r, kv_ns now)
 			q->state = KV_REQ_FREE; /* mark; removed below */
 			finished++;
 		}
+		r->live_win_excess += kv_win_excess(q->kv_tokens, r->window_tokens) - ex;
 		svc = (double)in * fw->input_weight + (double)(q->generated - gen) * fw->output_weight;
 		t->service += svc;
 		t->vservice += svc * s->inv_weight[q->tenant];

@@ -232,7 +232,7 @@ static int write_sample(void *ctx, const struct kv_sim *s, kv_ns t)
 		const struct kv_replica *r = &s->rep[i];
 		char line[256], *p = put_sec(line, t);
 
-		uint64_t used = (uint64_t)((double)r->live_tokens * r->beta_bytes);
+		uint64_t used = (uint64_t)kv_replica_live_bytes(r);
 		uint64_t reserved = r->pool.size_bytes - r->pool.free_bytes;
 		uint64_t waiting = r->sched->waiting(r->sched_priv);
 

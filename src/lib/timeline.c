@@ -167,7 +167,7 @@ static void on_iter_start(struct kv_timeline *t, const struct kv_replica *r, kv_
 		dur / 1000, (unsigned)(dur % 1000), r->n_batch, prefill, decode, (double)dur * 1e-6);
 	head(t, 'C', "KV memory (GiB)", s->now, r->idx, 0);
 	fprintf(t->f, ",\"args\":{\"used\":%.6f,\"reserved\":%.6f}}",
-		(double)r->live_tokens * r->beta_bytes / 1073741824.0,
+		kv_replica_live_bytes(r) / 1073741824.0,
 		(double)(r->pool.size_bytes - r->pool.free_bytes) / 1073741824.0);
 	head(t, 'C', "waiting requests", s->now, r->idx, 0);
 	fprintf(t->f, ",\"args\":{\"waiting\":%" PRIu64 "}}", r->sched->waiting(r->sched_priv));
