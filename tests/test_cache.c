@@ -216,6 +216,85 @@ START_TEST(window_reads)
 }
 END_TEST
 
+/*
+ * Chunked cache on a sliding-window model holds, on the windowed layers,
+ * only the blocks the next token's window touches (vLLM V1's
+ * SlidingWindowManager).  Gemma-2-9B: 42 layers, 21 windowed (every other),
+ * W = 4096, 8192 bytes per layer per token, so a 16-token block of either
+ * group is G = 16 * 8192 * 21 = 2752512 bytes = 21 units of 128 KiB (the
+ * auto unit: 16 tokens x 8192 x gcd(21, 21) = 2^17 * 21).
+ *   reserve(1000) from nothing: 63 + 63 blocks = 126 G (as one 42-layer
+ *     chain of 63 blocks), cap 1008;
+ *   reserve(8000) from nothing (a prompt admitted whole): 500 + 500 blocks;
+ *   after the prefill (8000 computed), reserve(8001): skipped 8001 - 4096 =
+ *     3905 tokens, blocks 0..243 freed: 501 + (501 - 244) = 758 G, cap
+ *     min(8016, 245 * 16 + 4095) = 8015;
+ *   8015 computed, reserve(8016): block 244 leaves the window: 501 + 256;
+ *   8016 computed, reserve(8017): a new block in both groups: 502 + 257.
+ * Each holding covers the exact bytes the context needs
+ * (kv_model_kv_bytes), and a run under pressure keeps used <= reserved.
+ */
+START_TEST(window_held)
+{
+	const uint64_t G = 2752512;
+	struct kv_workload w;
+	struct kv_sim s;
+	struct rec r;
+	struct kv_replica *rep;
+	struct kv_req q = fake_req(1000, 10), p = fake_req(8000, 100);
+
+	load(&w, text("model: gemma-2-9b\ndevice: h200\nscheduler: fifo\n"
+		      "outputs: {sample_interval: 0}\n", "chunked", ONE_REQ));
+	init(&w, &s, &r, 0);
+	rep = &s.rep[0];
+	ck_assert_uint_eq(rep->pool.unit_bytes, 128 * 1024);
+	ck_assert_int_eq(reserve(rep, &q, 1000), 0);
+	ck_assert_uint_eq(q.kv_bytes, 126 * G);
+	ck_assert_uint_eq(q.kv_cap_tokens, 1008);
+	ck_assert_uint_ge(q.kv_bytes, kv_model_kv_bytes(&w.cfg.model, 1000));
+	ck_assert_int_eq(reserve(rep, &p, 8000), 0);
+	ck_assert_uint_eq(p.kv_bytes, 1000 * G);
+	ck_assert_uint_eq(p.kv_cap_tokens, 8000);
+	p.kv_tokens = 8000;
+	ck_assert_int_eq(reserve(rep, &p, 8001), 0);
+	ck_assert_uint_eq(p.kv_bytes, 758 * G);
+	ck_assert_uint_eq(p.kv_cap_tokens, 8015);
+	ck_assert_uint_ge(p.kv_bytes, kv_model_kv_bytes(&w.cfg.model, 8001));
+	ck_assert_uint_lt(p.kv_bytes, 8001 * 344064ULL); /* less than the whole context */
+	p.kv_tokens = 8015;
+	ck_assert_int_eq(reserve(rep, &p, 8016), 0);
+	ck_assert_uint_eq(p.kv_bytes, 757 * G);
+	ck_assert_uint_eq(p.kv_cap_tokens, 8016);
+	p.kv_tokens = 8016;
+	ck_assert_int_eq(reserve(rep, &p, 8017), 0);
+	ck_assert_uint_eq(p.kv_bytes, 759 * G);
+	ck_assert_uint_eq(p.kv_cap_tokens, 8031);
+	ck_assert_uint_eq(rep->pool.size_bytes - rep->pool.free_bytes, q.kv_bytes + p.kv_bytes);
+	ck_assert_int_eq(kv_pool_check(&rep->pool, NULL, 0), 0);
+	release(rep, &q);
+	release(rep, &p);
+	ck_assert_uint_eq(rep->pool.free_bytes, rep->pool.size_bytes);
+	kv_sim_release(&s);
+	kv_workload_release(&w);
+
+	/* under pressure: preemptions, the pool checked after every event */
+	load(&w, text("model: gemma-2-9b\ndevice: l40s\nscheduler: fifo\n"
+		      "outputs: {sample_interval: 0}\n", "chunked",
+		      "workload:\n  requests: 40\n  arrival: {process: poisson, rate: 100}\n"
+		      "  lengths: {dist: uniform, prompt_min: 3000, prompt_max: 7000, output_min: 200, output_max: 1190}\n"));
+	run(&w, &s, &r, 1);
+	ck_assert_uint_eq(r.ended[KV_END_COMPLETED], 40);
+	ck_assert_uint_gt(s.preemptions, 0);
+	ck_assert_uint_eq(s.rep[0].pool.free_bytes, s.rep[0].pool.size_bytes);
+	ck_assert_uint_eq(s.rep[0].live_win_excess, 0);
+	ck_assert_msg(s.rep[0].used_Bs > 0.5 * s.rep[0].reserved_Bs &&
+		      s.rep[0].used_Bs <= s.rep[0].reserved_Bs,
+		      "used %g, reserved %g byte-seconds", s.rep[0].used_Bs, s.rep[0].reserved_Bs);
+	kv_sim_release(&s);
+	kv_workload_release(&w);
+}
+END_TEST
+
 /* Chunked layout: whole blocks of 16 tokens, each 16 * b_q bytes = whole units. */
 START_TEST(quant_chunked_layout)
 {
@@ -830,6 +909,7 @@ static Suite *cache_suite(void)
 
 	tcase_add_test(tc, bytes_per_token);
 	tcase_add_test(tc, window_reads);
+	tcase_add_test(tc, window_held);
 	tcase_add_test(tc, quant_chunked_layout);
 	tcase_add_test(tc, quant_full_layout);
 	tcase_add_test(tc, capacity_hooks);
