@@ -18,6 +18,17 @@
  * tokens; Kwon et al., SOSP'23, Fig. 2).  Nothing grows after admission, so
  * `full` never preempts.
  *
+ * Sliding window (a model with sliding_window W on Lw of its L layers):
+ * a windowed layer's static buffer is a ring of min(R, W) tokens, as
+ * Hugging Face transformers' StaticSlidingWindowLayer allocates
+ * min(sliding_window, max_cache_len) slots (src/transformers/cache_utils.py),
+ * so the reservation is
+ *
+ *   R * b * (L - Lw) / L + min(R, W) * b * Lw / L   (= kv_model_kv_bytes(R))
+ *
+ * rounded to units as above.  The ring holds the W tokens a decode attends
+ * to (the new one included).
+ *
  * Per-request words: cache[0] the block chain.
  */
 #include "blocks.h"
@@ -34,6 +45,9 @@ struct full {
 	int round; /* option: exact or pow2 */
 	struct kv_blocks blocks; /* chains over the pool */
 	uint64_t token_bytes; /* b */
+	uint64_t win_tokens; /* the model's sliding window W, tokens; 0: none */
+	uint64_t win_layers; /* layers with the window, Lw */
+	uint64_t layers; /* the model's layers, L */
 };
 
 static const char *const reserve_names[] = { "max_len", "request", NULL };
@@ -65,6 +79,11 @@ static int full_init(void *priv, const struct kv_cache_env *env, struct kv_diag 
 		f->max_len = env->model->max_ctx_tokens;
 	kv_blocks_init(&f->blocks, env->pool);
 	f->token_bytes = env->token_bytes;
+	if (env->model->sliding_window && f->token_bytes % env->model->layers == 0) {
+		f->win_tokens = env->model->sliding_window;
+		f->win_layers = kv_model_window_layers(env->model);
+		f->layers = env->model->layers;
+	}
 	return 0;
 }
 
@@ -85,7 +104,11 @@ static int full_reserve(void *priv, struct kv_req *q, uint64_t tokens)
 	want = f->reserve == RESERVE_REQUEST ? q->prompt_tokens + q->output_tokens : f->max_len;
 	want = KV_MAX(want, q->prompt_tokens + q->output_tokens);
 	want = KV_MAX(want, tokens);
-	if (kv_blocks_append(&f->blocks, &chain, want * f->token_bytes, f->round == ROUND_POW2,
+	/* b divides by L here: the windowed layers' share is exact */
+	if (kv_blocks_append(&f->blocks, &chain,
+			     kv_window_bytes(want, f->token_bytes, f->win_tokens, f->win_layers,
+					     f->layers ? f->layers : 1),
+			     f->round == ROUND_POW2,
 			     &held))
 		return KV_ENOMEM;
 	q->cache[0] = chain;
@@ -116,6 +139,8 @@ static uint64_t full_units(const void *priv, const struct kv_req *q, uint32_t *o
 {
 	const struct full *f = priv;
 
+	if (f->win_tokens)
+		return UINT64_MAX; /* windowed layers are rings: no page table in token order */
 	return q->kv_bytes ? kv_blocks_list_units(&f->blocks, q->cache[0], out, max) : 0;
 }
 

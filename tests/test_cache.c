@@ -233,6 +233,8 @@ END_TEST
  *   8016 computed, reserve(8017): a new block in both groups: 502 + 257.
  * Each holding covers the exact bytes the context needs
  * (kv_model_kv_bytes), and a run under pressure keeps used <= reserved.
+ * Full preallocation: 8192 tokens on the full layers and a ring of 4096 on
+ * the windowed ones, (8192 + 4096) * 172032 bytes.
  */
 START_TEST(window_held)
 {
@@ -274,6 +276,20 @@ START_TEST(window_held)
 	release(rep, &q);
 	release(rep, &p);
 	ck_assert_uint_eq(rep->pool.free_bytes, rep->pool.size_bytes);
+	kv_sim_release(&s);
+	kv_workload_release(&w);
+
+	/* full: the context of 8192 tokens on 21 layers, a ring of 4096 on the other 21 */
+	load(&w, text("model: gemma-2-9b\ndevice: h200\nscheduler: fifo\n"
+		      "outputs: {sample_interval: 0}\n", "full", ONE_REQ));
+	init(&w, &s, &r, 0);
+	rep = &s.rep[0];
+	q = fake_req(1000, 10);
+	ck_assert_int_eq(reserve(rep, &q, 1000), 0);
+	ck_assert_uint_eq(q.kv_bytes, (8192 + 4096) * 172032ULL);
+	ck_assert_uint_eq(q.kv_bytes, kv_model_kv_bytes(&w.cfg.model, 8192));
+	ck_assert_uint_eq(q.kv_cap_tokens, 8192);
+	release(rep, &q);
 	kv_sim_release(&s);
 	kv_workload_release(&w);
 
