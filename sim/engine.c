@@ -89,7 +89,7 @@ static void sync_all(struct kv_sim *s, const struct kv_event *e, int reqs)
 /* Brings up what the router reads of the replicas before arrival event e. */
 static void sync_route(struct kv_sim *s, const struct kv_event *e)
 {
-	uint32_t i, f = s->cfg->router->flags;
+	uint32_t i, n, f = s->cfg->router->flags;
 
 	if (!s->macro || (f & KV_PLUGIN_F_ROUTE_BLIND))
 		return;
@@ -97,9 +97,10 @@ static void sync_route(struct kv_sim *s, const struct kv_event *e)
 		sync_all(s, e, 1);
 		return;
 	}
-	for (i = 0; i < s->n_rep; i++)
-		if (s->macro_onext[i] <= e->t_ns)
-			kv__replica_sync_outstanding(&s->rep[i], e);
+	/* the replicas with a step due, found in O(log replicas) each */
+	n = kv_mintree_at_most(&s->onext_tree, e->t_ns, s->due);
+	for (i = 0; i < n; i++)
+		kv__replica_sync_outstanding(&s->rep[s->due[i]], e);
 }
 
 static int on_arrival(struct kv_sim *s, const struct kv_event *ev)
@@ -133,6 +134,7 @@ static int on_arrival(struct kv_sim *s, const struct kv_event *ev)
 	r = &s->rep[q->replica];
 	r->n_assigned++;
 	r->outstanding_tokens += q->prompt_tokens + q->output_tokens;
+	kv__out_changed(r);
 	ok = ok ? kv__replica_arrive(r, q) : kv__replica_end(r, q, KV_END_REJECTED_CONTEXT);
 	return ok ? ok : next_arrival(s);
 }
@@ -356,9 +358,12 @@ int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct 
 	s->macro = macro_allowed(cfg);
 	s->n_rep = cfg->replicas;
 	s->macro_next = kv_xmalloc(s->n_rep * sizeof(*s->macro_next));
-	s->macro_onext = kv_xmalloc(s->n_rep * sizeof(*s->macro_onext));
 	for (i = 0; i < s->n_rep; i++)
-		s->macro_next[i] = s->macro_onext[i] = KV_NS_NEVER;
+		s->macro_next[i] = KV_NS_NEVER;
+	kv_mintree_init(&s->onext_tree, s->n_rep, KV_NS_NEVER);
+	s->macro_onext = s->onext_tree.key;
+	kv_mintree_init(&s->out_tree, s->n_rep, 0);
+	s->due = kv_xmalloc(s->n_rep * sizeof(*s->due));
 	s->rep = kv_xcalloc(s->n_rep, sizeof(*s->rep));
 	for (i = 0; i < s->n_rep; i++) {
 		rc = kv__replica_init(s, &s->rep[i], i);
@@ -376,7 +381,10 @@ void kv_sim_release(struct kv_sim *s)
 		kv__replica_release(&s->rep[i]);
 	free(s->rep);
 	free(s->macro_next);
-	free(s->macro_onext);
+	kv_mintree_release(&s->onext_tree);
+	kv_mintree_release(&s->out_tree);
+	free(s->due);
+	s->macro_onext = NULL;
 	kv__slots_release(s);
 	if (s->src)
 		kv_source_close(s->src);

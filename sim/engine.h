@@ -54,6 +54,7 @@
 #include "heap.h"
 #include "memory.h"
 #include "metrics.h"
+#include "mintree.h"
 #include "perf.h"
 #include "scheduler.h"
 #include "serving.h"
@@ -336,10 +337,19 @@ struct kv_sim {
 	int deferred_rc; /* error raised inside a scheduler hook, returned after it */
 	int macro; /* macro-stepping allowed by the run's config (replicas also check their plugins) */
 	kv_ns *macro_next; /* per replica: end of its next pending macro step, KV_NS_NEVER when none */
-	kv_ns *macro_onext; /* per replica: that of the next step its outstanding_tokens does not show */
+	kv_ns *macro_onext; /* per replica: that of the next step its outstanding_tokens does not show (onext_tree's keys) */
+	struct kv_mintree onext_tree; /* over macro_onext, ns: which replicas an arrival brings up */
+	struct kv_mintree out_tree; /* over the replicas' outstanding_tokens: the least-loaded, tokens */
+	uint32_t *due; /* n_rep scratch indices: the replicas an arrival brings up */
 	uint64_t macro_steps; /* iterations applied inside macro steps (statistics, in no output) */
 	struct kv_event ev; /* the event being processed */
 };
+
+/* Tells the router's tree that r->outstanding_tokens changed (after every write to it). */
+static inline void kv__out_changed(struct kv_replica *r)
+{
+	kv_mintree_set(&r->sim->out_tree, r->idx, r->outstanding_tokens);
+}
 
 /*
  * Builds the cluster: profiles, pools, plugin instances, the source.

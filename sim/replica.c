@@ -174,6 +174,7 @@ int kv__replica_end(struct kv_replica *r, struct kv_req *q, enum kv_end e)
 		req_release(r, q);
 	}
 	r->outstanding_tokens -= prefill_left(q) + (q->output_tokens - q->generated);
+	kv__out_changed(r);
 	r->n_assigned--;
 	s->ended[e]++;
 	if (e == KV_END_COMPLETED) {
@@ -259,6 +260,7 @@ static void recompute(struct kv_replica *r, struct kv_req *q)
 	q->prefill_target = q->prompt_tokens + q->generated;
 	q->kv_tokens = 0;
 	r->outstanding_tokens += q->prefill_target;
+	kv__out_changed(r);
 }
 
 /* Asks the cache model for q's cached prefix; the engine skips its prefill. */
@@ -274,12 +276,14 @@ static void take_prefix(struct kv_replica *r, struct kv_req *q)
 	q->kv_tokens = h;
 	r->live_tokens += h;
 	r->outstanding_tokens -= h;
+	kv__out_changed(r);
 }
 
 /* Undoes take_prefix for a request that could not be admitted after all. */
 static void drop_prefix(struct kv_replica *r, struct kv_req *q)
 {
 	r->outstanding_tokens += q->kv_tokens;
+	kv__out_changed(r);
 	req_release(r, q);
 	q->kv_tokens = 0;
 }
@@ -684,7 +688,8 @@ static int macro_start(struct kv_replica *r, kv_ns d1_ns)
 	r->macro_K = (uint32_t)K;
 	r->macro_seq = kv_heap_push_at(&s->heap, t[K], t[K - 1], KV_EV_ITER_DONE, r->idx,
 				       r->macro_gen);
-	s->macro_next[r->idx] = s->macro_onext[r->idx] = t[1];
+	s->macro_next[r->idx] = t[1];
+	kv_mintree_set(&s->onext_tree, r->idx, t[1]);
 	return 1;
 }
 
@@ -764,6 +769,7 @@ static uint32_t step_apply(struct kv_replica *r, kv_ns now)
 	}
 	r->live_tokens += live;
 	r->outstanding_tokens -= done;
+	kv__out_changed(r);
 	return finished;
 }
 
@@ -852,10 +858,12 @@ void kv__replica_sync(struct kv_replica *r, const struct kv_event *e)
 	r->macro_k = k;
 	if (r->macro_ko < k) {
 		r->outstanding_tokens -= (uint64_t)n * (k - r->macro_ko);
+		kv__out_changed(r);
 		r->macro_ko = k;
 	}
 	s->macro_next[r->idx] = k + 1 < r->macro_K ? r->macro_t[k + 1] : KV_NS_NEVER;
-	s->macro_onext[r->idx] = r->macro_ko + 1 < r->macro_K ? r->macro_t[r->macro_ko + 1] : KV_NS_NEVER;
+	kv_mintree_set(&s->onext_tree, r->idx,
+		       r->macro_ko + 1 < r->macro_K ? r->macro_t[r->macro_ko + 1] : KV_NS_NEVER);
 }
 
 /*
@@ -877,7 +885,8 @@ void kv__replica_sync_outstanding(struct kv_replica *r, const struct kv_event *e
 		k++;
 	}
 	r->macro_ko = k;
-	r->sim->macro_onext[r->idx] = k + 1 < r->macro_K ? r->macro_t[k + 1] : KV_NS_NEVER;
+	kv__out_changed(r);
+	kv_mintree_set(&r->sim->onext_tree, r->idx, k + 1 < r->macro_K ? r->macro_t[k + 1] : KV_NS_NEVER);
 }
 
 /*
@@ -919,7 +928,8 @@ static void macro_end(struct kv_replica *r)
 		 (unsigned long long)(r->macro_t[k + 1] - r->macro_t[k]));
 	r->macro_K = r->macro_k = r->macro_kq = r->macro_ko = 0;
 	r->macro_ng = r->macro_gi = 0;
-	s->macro_next[r->idx] = s->macro_onext[r->idx] = KV_NS_NEVER;
+	s->macro_next[r->idx] = KV_NS_NEVER;
+	kv_mintree_set(&s->onext_tree, r->idx, KV_NS_NEVER);
 }
 
 /* Cuts r's macro step at the step in flight (its batch is about to change). */
@@ -936,7 +946,8 @@ static void macro_cut(struct kv_replica *r)
 	r->macro_gen++; /* the queued event is now stale */
 	r->macro_seq = kv_heap_push_at(&s->heap, r->macro_t[k], r->macro_t[k - 1],
 				       KV_EV_ITER_DONE, r->idx, r->macro_gen);
-	s->macro_next[r->idx] = s->macro_onext[r->idx] = KV_NS_NEVER;
+	s->macro_next[r->idx] = KV_NS_NEVER;
+	kv_mintree_set(&s->onext_tree, r->idx, KV_NS_NEVER);
 }
 
 int kv__replica_iter_done(struct kv_replica *r)
