@@ -86,6 +86,8 @@ static void sync_all(struct kv_sim *s, const struct kv_event *e, int reqs)
 	}
 }
 
+extern const struct kv_router_ops kv_router_lot; /* router.c */
+
 /* Brings up what the router reads of the replicas before arrival event e. */
 static void sync_route(struct kv_sim *s, const struct kv_event *e)
 {
@@ -97,10 +99,23 @@ static void sync_route(struct kv_sim *s, const struct kv_event *e)
 		sync_all(s, e, 1);
 		return;
 	}
-	/* the replicas with a step due, found in O(log replicas) each */
-	n = kv_mintree_at_most(&s->onext_tree, e->t_ns, s->due);
-	for (i = 0; i < n; i++)
-		kv__replica_sync_outstanding(&s->rep[s->due[i]], e);
+	if (s->cfg->router == &kv_router_lot) {
+		/*
+		 * It reads the least view only: a replica whose lower bound
+		 * exceeds the least view now cannot hold the least count at e
+		 * (ties included), so only those at or under it are brought up.
+		 */
+		uint64_t bound = s->out_tree.key[kv_mintree_min(&s->out_tree)];
+
+		n = kv_mintree_at_most(&s->low_tree, bound, s->due);
+		for (i = 0; i < n; i++)
+			if (s->macro_onext[s->due[i]] <= e->t_ns)
+				kv__replica_sync_outstanding(&s->rep[s->due[i]], e);
+		return;
+	}
+	for (i = 0; i < s->n_rep; i++)
+		if (s->macro_onext[i] <= e->t_ns)
+			kv__replica_sync_outstanding(&s->rep[i], e);
 }
 
 static int on_arrival(struct kv_sim *s, const struct kv_event *ev)
@@ -358,11 +373,11 @@ int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct 
 	s->macro = macro_allowed(cfg);
 	s->n_rep = cfg->replicas;
 	s->macro_next = kv_xmalloc(s->n_rep * sizeof(*s->macro_next));
+	s->macro_onext = kv_xmalloc(s->n_rep * sizeof(*s->macro_onext));
 	for (i = 0; i < s->n_rep; i++)
-		s->macro_next[i] = KV_NS_NEVER;
-	kv_mintree_init(&s->onext_tree, s->n_rep, KV_NS_NEVER);
-	s->macro_onext = s->onext_tree.key;
+		s->macro_next[i] = s->macro_onext[i] = KV_NS_NEVER;
 	kv_mintree_init(&s->out_tree, s->n_rep, 0);
+	kv_mintree_init(&s->low_tree, s->n_rep, 0);
 	s->due = kv_xmalloc(s->n_rep * sizeof(*s->due));
 	s->rep = kv_xcalloc(s->n_rep, sizeof(*s->rep));
 	for (i = 0; i < s->n_rep; i++) {
@@ -381,10 +396,10 @@ void kv_sim_release(struct kv_sim *s)
 		kv__replica_release(&s->rep[i]);
 	free(s->rep);
 	free(s->macro_next);
-	kv_mintree_release(&s->onext_tree);
+	free(s->macro_onext);
 	kv_mintree_release(&s->out_tree);
+	kv_mintree_release(&s->low_tree);
 	free(s->due);
-	s->macro_onext = NULL;
 	kv__slots_release(s);
 	if (s->src)
 		kv_source_close(s->src);

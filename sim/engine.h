@@ -337,18 +337,35 @@ struct kv_sim {
 	int deferred_rc; /* error raised inside a scheduler hook, returned after it */
 	int macro; /* macro-stepping allowed by the run's config (replicas also check their plugins) */
 	kv_ns *macro_next; /* per replica: end of its next pending macro step, KV_NS_NEVER when none */
-	kv_ns *macro_onext; /* per replica: that of the next step its outstanding_tokens does not show (onext_tree's keys) */
-	struct kv_mintree onext_tree; /* over macro_onext, ns: which replicas an arrival brings up */
-	struct kv_mintree out_tree; /* over the replicas' outstanding_tokens: the least-loaded, tokens */
+	kv_ns *macro_onext; /* per replica: that of the next step its outstanding_tokens does not show */
+	struct kv_mintree out_tree; /* over the replicas' outstanding_tokens (views), tokens */
+	struct kv_mintree low_tree; /* over kv__out_low(): lower bounds of those views until the next change, tokens */
 	uint32_t *due; /* n_rep scratch indices: the replicas an arrival brings up */
 	uint64_t macro_steps; /* iterations applied inside macro steps (statistics, in no output) */
 	struct kv_event ev; /* the event being processed */
 };
 
-/* Tells the router's tree that r->outstanding_tokens changed (after every write to it). */
+/*
+ * A lower bound of r->outstanding_tokens as any view of it can show before
+ * the next call of kv__out_changed: the pending macro steps' decode tokens
+ * (n_batch per step, macro_K - macro_ko steps) all taken.
+ */
+static inline uint64_t kv__out_low(const struct kv_replica *r)
+{
+	uint64_t d = r->macro_K > r->macro_ko ? (uint64_t)r->n_batch * (r->macro_K - r->macro_ko) : 0;
+
+	return r->outstanding_tokens > d ? r->outstanding_tokens - d : 0;
+}
+
+/*
+ * Updates the router's trees after a write to r->outstanding_tokens,
+ * macro_K, macro_ko or n_batch (every one of them: low_tree must stay a
+ * lower bound).
+ */
 static inline void kv__out_changed(struct kv_replica *r)
 {
 	kv_mintree_set(&r->sim->out_tree, r->idx, r->outstanding_tokens);
+	kv_mintree_set(&r->sim->low_tree, r->idx, kv__out_low(r));
 }
 
 /*

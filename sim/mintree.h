@@ -44,18 +44,35 @@ static inline uint32_t kv__mintree_win(const struct kv_mintree *t, uint32_t c)
 	return c >= t->size ? c - t->size : t->win[c];
 }
 
-/* Sets key[i] = v and replays the matches on i's path to the root. */
+/*
+ * Sets key[i] = v and replays the matches on i's path to the root, only as
+ * far as they change: a smaller key climbs while it beats the winners it
+ * meets, a larger one is replayed only at the nodes i was winning.
+ */
 static inline void kv_mintree_set(struct kv_mintree *t, uint32_t i, uint64_t v)
 {
-	uint32_t p;
+	uint64_t *key = t->key, old = key[i];
+	uint32_t p = (i + t->size) >> 1;
 
-	if (t->key[i] == v)
+	if (old == v)
 		return;
-	t->key[i] = v;
-	for (p = (i + t->size) >> 1; p; p >>= 1) {
+	key[i] = v;
+	if (v < old) {
+		for (; p; p >>= 1) {
+			uint32_t w = t->win[p];
+
+			if (w != i) {
+				if (key[w] < v || (key[w] == v && w < i))
+					break;
+				t->win[p] = i;
+			}
+		}
+		return;
+	}
+	for (; p && t->win[p] == i; p >>= 1) {
 		uint32_t a = kv__mintree_win(t, 2 * p), b = kv__mintree_win(t, 2 * p + 1);
 
-		t->win[p] = t->key[b] < t->key[a] ? b : a;
+		t->win[p] = key[b] < key[a] ? b : a;
 	}
 }
 

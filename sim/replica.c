@@ -309,6 +309,7 @@ static void batch_add(struct kv_replica *r, struct kv_req *q, uint64_t take)
 	}
 	q->batch_tokens = (uint32_t)take;
 	r->batch[r->n_batch++] = q;
+	kv__out_changed(r); /* n_batch: the tokens' lower bound */
 	r->budget_tokens -= KV_MIN(take, r->budget_tokens);
 	r->shape.n_seqs++;
 	if (prefill) {
@@ -545,6 +546,7 @@ static int form_step(struct kv_replica *r, kv_ns now, kv_ns *ns)
 		r->ctx_tokens = 0;
 		r->win_excess = 0;
 		r->n_batch = 0;
+		kv__out_changed(r); /* n_batch: the tokens' lower bound */
 		r->budget_tokens = s->cfg->max_batch_tokens;
 		r->last_nomem = NULL;
 		if (r->n_running == 0 && r->sched->waiting(r->sched_priv) == 0)
@@ -688,8 +690,8 @@ static int macro_start(struct kv_replica *r, kv_ns d1_ns)
 	r->macro_K = (uint32_t)K;
 	r->macro_seq = kv_heap_push_at(&s->heap, t[K], t[K - 1], KV_EV_ITER_DONE, r->idx,
 				       r->macro_gen);
-	s->macro_next[r->idx] = t[1];
-	kv_mintree_set(&s->onext_tree, r->idx, t[1]);
+	s->macro_next[r->idx] = s->macro_onext[r->idx] = t[1];
+	kv__out_changed(r); /* macro_K: the tokens' lower bound */
 	return 1;
 }
 
@@ -862,8 +864,7 @@ void kv__replica_sync(struct kv_replica *r, const struct kv_event *e)
 		r->macro_ko = k;
 	}
 	s->macro_next[r->idx] = k + 1 < r->macro_K ? r->macro_t[k + 1] : KV_NS_NEVER;
-	kv_mintree_set(&s->onext_tree, r->idx,
-		       r->macro_ko + 1 < r->macro_K ? r->macro_t[r->macro_ko + 1] : KV_NS_NEVER);
+	s->macro_onext[r->idx] = r->macro_ko + 1 < r->macro_K ? r->macro_t[r->macro_ko + 1] : KV_NS_NEVER;
 }
 
 /*
@@ -886,7 +887,7 @@ void kv__replica_sync_outstanding(struct kv_replica *r, const struct kv_event *e
 	}
 	r->macro_ko = k;
 	kv__out_changed(r);
-	kv_mintree_set(&r->sim->onext_tree, r->idx, k + 1 < r->macro_K ? r->macro_t[k + 1] : KV_NS_NEVER);
+	r->sim->macro_onext[r->idx] = k + 1 < r->macro_K ? r->macro_t[k + 1] : KV_NS_NEVER;
 }
 
 /*
@@ -928,8 +929,8 @@ static void macro_end(struct kv_replica *r)
 		 (unsigned long long)(r->macro_t[k + 1] - r->macro_t[k]));
 	r->macro_K = r->macro_k = r->macro_kq = r->macro_ko = 0;
 	r->macro_ng = r->macro_gi = 0;
-	s->macro_next[r->idx] = KV_NS_NEVER;
-	kv_mintree_set(&s->onext_tree, r->idx, KV_NS_NEVER);
+	s->macro_next[r->idx] = s->macro_onext[r->idx] = KV_NS_NEVER;
+	kv__out_changed(r); /* macro_K: the tokens' lower bound */
 }
 
 /* Cuts r's macro step at the step in flight (its batch is about to change). */
@@ -946,8 +947,8 @@ static void macro_cut(struct kv_replica *r)
 	r->macro_gen++; /* the queued event is now stale */
 	r->macro_seq = kv_heap_push_at(&s->heap, r->macro_t[k], r->macro_t[k - 1],
 				       KV_EV_ITER_DONE, r->idx, r->macro_gen);
-	s->macro_next[r->idx] = KV_NS_NEVER;
-	kv_mintree_set(&s->onext_tree, r->idx, KV_NS_NEVER);
+	s->macro_next[r->idx] = s->macro_onext[r->idx] = KV_NS_NEVER;
+	kv__out_changed(r); /* macro_K: the tokens' lower bound */
 }
 
 int kv__replica_iter_done(struct kv_replica *r)
@@ -961,6 +962,7 @@ int kv__replica_iter_done(struct kv_replica *r)
 	finished = step_apply(r, s->now);
 	if (!finished) {
 		r->n_batch = 0;
+		kv__out_changed(r); /* n_batch: the tokens' lower bound */
 		return kick(r);
 	}
 	/* Compact the running set, keeping admission order, then end the finished. */
@@ -980,6 +982,7 @@ int kv__replica_iter_done(struct kv_replica *r)
 			rc = kv__replica_end(r, q, KV_END_COMPLETED);
 	}
 	r->n_batch = 0;
+	kv__out_changed(r); /* n_batch: the tokens' lower bound */
 	return rc ? rc : kick(r);
 }
 
