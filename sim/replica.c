@@ -655,6 +655,7 @@ static int macro_start(struct kv_replica *r, kv_ns d1_ns)
 {
 	struct kv_sim *s = r->sim;
 	struct kv_batch_shape sh;
+	struct kv_perf_run run;
 	uint64_t K = KV_MACRO_STEPS, ctx;
 	uint32_t i, n = r->n_batch, k;
 	kv_ns *t = r->macro_t;
@@ -678,13 +679,14 @@ static int macro_start(struct kv_replica *r, kv_ns d1_ns)
 	/* each later step: the same decodes, one more context token each (kv__decodes_add) */
 	sh = r->shape;
 	ctx = r->ctx_tokens;
+	kv_perf_iter_prep(&s->perf, &sh, &run); /* the terms no step changes */
 	t[0] = s->now;
 	t[1] = s->now + d1_ns;
 	for (k = 2; k <= K; k++) {
 		sh.attn_pairs += n;
 		ctx += n;
 		sh.kv_read_bytes = (uint64_t)((double)ctx * r->beta_bytes);
-		t[k] = t[k - 1] + kv_perf_iter_ns(&s->perf, &sh);
+		t[k] = t[k - 1] + kv_perf_iter_run_ns(&s->perf, &run, &sh);
 	}
 	r->macro_k = r->macro_kq = r->macro_ko = 0;
 	r->macro_K = (uint32_t)K;
