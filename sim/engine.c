@@ -99,7 +99,7 @@ static void sync_route(struct kv_sim *s, const struct kv_event *e)
 		sync_all(s, e, 1);
 		return;
 	}
-	if (s->cfg->router == &kv_router_lot) {
+	if (s->out_tree.key && s->cfg->router == &kv_router_lot) { /* on a large cluster */
 		/*
 		 * It reads the least view only: a replica whose lower bound
 		 * exceeds the least view now cannot hold the least count at e
@@ -376,9 +376,11 @@ int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct 
 	s->macro_onext = kv_xmalloc(s->n_rep * sizeof(*s->macro_onext));
 	for (i = 0; i < s->n_rep; i++)
 		s->macro_next[i] = s->macro_onext[i] = KV_NS_NEVER;
-	kv_mintree_init(&s->out_tree, s->n_rep, 0);
-	kv_mintree_init(&s->low_tree, s->n_rep, 0);
-	s->due = kv_xmalloc(s->n_rep * sizeof(*s->due));
+	if (cfg->router == &kv_router_lot && s->n_rep >= KV_ROUTE_TREE_MIN_REPLICAS) {
+		kv_mintree_init(&s->out_tree, s->n_rep, 0);
+		kv_mintree_init(&s->low_tree, s->n_rep, 0);
+		s->due = kv_xmalloc(s->n_rep * sizeof(*s->due));
+	}
 	s->rep = kv_xcalloc(s->n_rep, sizeof(*s->rep));
 	for (i = 0; i < s->n_rep; i++) {
 		rc = kv__replica_init(s, &s->rep[i], i);

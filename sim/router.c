@@ -6,8 +6,9 @@
  *                             tokens assigned and not yet processed (ties:
  *                             lowest index); a join-the-shortest-queue policy
  *                             measured in work rather than requests.
- *                             Read off the root of the engine's tournament
- *                             tree (mintree.h), kept as the counts change.
+ *                             From 64 replicas, read off the root of the
+ *                             engine's tournament tree (mintree.h), kept as
+ *                             the counts change; below, a scan.
  */
 #include "engine.h"
 
@@ -19,10 +20,16 @@ static uint32_t rr_pick(struct kv_sim *s, const struct kv_req *q, uint64_t *stat
 
 static uint32_t lot_pick(struct kv_sim *s, const struct kv_req *q, uint64_t *state)
 {
+	uint32_t i, best = 0;
+
 	(void)q;
 	(void)state;
-	/* the engine's tournament tree over outstanding_tokens: O(1), same ties as a scan */
-	return kv_mintree_min(&s->out_tree);
+	if (s->out_tree.key) /* the engine's tournament tree: O(1), the scan's ties */
+		return kv_mintree_min(&s->out_tree);
+	for (i = 1; i < s->n_rep; i++)
+		if (s->rep[i].outstanding_tokens < s->rep[best].outstanding_tokens)
+			best = i;
+	return best;
 }
 
 const struct kv_router_ops kv_router_rr = {
