@@ -86,15 +86,31 @@ static void sync_all(struct kv_sim *s, const struct kv_event *e, int reqs)
 	}
 }
 
+extern const struct kv_router_ops kv_router_lot; /* router.c */
+
 /* Brings up what the router reads of the replicas before arrival event e. */
 static void sync_route(struct kv_sim *s, const struct kv_event *e)
 {
-	uint32_t i, f = s->cfg->router->flags;
+	uint32_t i, n, f = s->cfg->router->flags;
 
 	if (!s->macro || (f & KV_PLUGIN_F_ROUTE_BLIND))
 		return;
 	if (!(f & KV_PLUGIN_F_ROUTE_OUTSTANDING)) {
 		sync_all(s, e, 1);
+		return;
+	}
+	if (s->out_tree.key && s->cfg->router == &kv_router_lot) { /* on a large cluster */
+		/*
+		 * It reads the least view only: a replica whose lower bound
+		 * exceeds the least view now cannot hold the least count at e
+		 * (ties included), so only those at or under it are brought up.
+		 */
+		uint64_t bound = s->out_tree.key[kv_mintree_min(&s->out_tree)];
+
+		n = kv_mintree_at_most(&s->low_tree, bound, s->due);
+		for (i = 0; i < n; i++)
+			if (s->macro_onext[s->due[i]] <= e->t_ns)
+				kv__replica_sync_outstanding(&s->rep[s->due[i]], e);
 		return;
 	}
 	for (i = 0; i < s->n_rep; i++)
@@ -133,6 +149,7 @@ static int on_arrival(struct kv_sim *s, const struct kv_event *ev)
 	r = &s->rep[q->replica];
 	r->n_assigned++;
 	r->outstanding_tokens += q->prompt_tokens + q->output_tokens;
+	kv__out_changed(r);
 	ok = ok ? kv__replica_arrive(r, q) : kv__replica_end(r, q, KV_END_REJECTED_CONTEXT);
 	return ok ? ok : next_arrival(s);
 }
@@ -359,6 +376,11 @@ int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct 
 	s->macro_onext = kv_xmalloc(s->n_rep * sizeof(*s->macro_onext));
 	for (i = 0; i < s->n_rep; i++)
 		s->macro_next[i] = s->macro_onext[i] = KV_NS_NEVER;
+	if (cfg->router == &kv_router_lot && s->n_rep >= KV_ROUTE_TREE_MIN_REPLICAS) {
+		kv_mintree_init(&s->out_tree, s->n_rep, 0);
+		kv_mintree_init(&s->low_tree, s->n_rep, 0);
+		s->due = kv_xmalloc(s->n_rep * sizeof(*s->due));
+	}
 	s->rep = kv_xcalloc(s->n_rep, sizeof(*s->rep));
 	for (i = 0; i < s->n_rep; i++) {
 		rc = kv__replica_init(s, &s->rep[i], i);
@@ -377,6 +399,9 @@ void kv_sim_release(struct kv_sim *s)
 	free(s->rep);
 	free(s->macro_next);
 	free(s->macro_onext);
+	kv_mintree_release(&s->out_tree);
+	kv_mintree_release(&s->low_tree);
+	free(s->due);
 	kv__slots_release(s);
 	if (s->src)
 		kv_source_close(s->src);

@@ -54,6 +54,7 @@
 #include "heap.h"
 #include "memory.h"
 #include "metrics.h"
+#include "mintree.h"
 #include "perf.h"
 #include "scheduler.h"
 #include "serving.h"
@@ -338,9 +339,46 @@ struct kv_sim {
 	int macro; /* macro-stepping allowed by the run's config (replicas also check their plugins) */
 	kv_ns *macro_next; /* per replica: end of its next pending macro step, KV_NS_NEVER when none */
 	kv_ns *macro_onext; /* per replica: that of the next step its outstanding_tokens does not show */
+	struct kv_mintree out_tree; /* over the replicas' outstanding_tokens (views), tokens; key NULL: not kept */
+	struct kv_mintree low_tree; /* over kv__out_low(): lower bounds of those views until the next change, tokens */
+	uint32_t *due; /* n_rep scratch indices: the replicas an arrival brings up */
 	uint64_t macro_steps; /* iterations applied inside macro steps (statistics, in no output) */
 	struct kv_event ev; /* the event being processed */
 };
+
+/*
+ * Replicas from which the engine keeps out_tree and low_tree for the
+ * least-outstanding-tokens router; below, it scans (cheaper at 16: measured
+ * in docs/benchmarks.md).
+ */
+#define KV_ROUTE_TREE_MIN_REPLICAS 64
+
+/*
+ * A lower bound of r->outstanding_tokens as any view of it can show before
+ * the next call of kv__out_changed: the pending macro steps' decode tokens
+ * (n_batch per step, macro_K - macro_ko steps) all taken.
+ */
+static inline uint64_t kv__out_low(const struct kv_replica *r)
+{
+	uint64_t d = r->macro_K > r->macro_ko ? (uint64_t)r->n_batch * (r->macro_K - r->macro_ko) : 0;
+
+	return r->outstanding_tokens > d ? r->outstanding_tokens - d : 0;
+}
+
+/*
+ * Updates the router's trees after a write to r->outstanding_tokens,
+ * macro_K, macro_ko or n_batch (every one of them: low_tree must stay a
+ * lower bound).
+ */
+static inline void kv__out_changed(struct kv_replica *r)
+{
+	struct kv_sim *s = r->sim;
+
+	if (!s->out_tree.key)
+		return; /* a small cluster: the router scans */
+	kv_mintree_set(&s->out_tree, r->idx, r->outstanding_tokens);
+	kv_mintree_set(&s->low_tree, r->idx, kv__out_low(r));
+}
 
 /*
  * Builds the cluster: profiles, pools, plugin instances, the source.

@@ -239,3 +239,31 @@ kv_ns kv_perf_iter_ns(const struct kv_perf *pf, const struct kv_batch_shape *b)
 	t = ceil(t);
 	return t < 1.0 ? 1 : (kv_ns)t;
 }
+
+void kv_perf_iter_prep(const struct kv_perf *pf, const struct kv_batch_shape *b,
+		       struct kv_perf_run *run)
+{
+	uint64_t n_tokens = b->n_decode + b->n_prefill_tokens;
+
+	run->head_ns = pf->overhead_ns + pf->per_seq_ns * b->n_seqs;
+	run->lin_ns = linear_ns(pf, n_tokens, b->n_sample, b->n_prefill_tokens > 0);
+	run->ar_ns = pf->tp > 1 ? kv_perf_allreduce_ns(pf, (double)n_tokens) : 0.0;
+	run->moe_ns = kv_perf_moe_ep_ns(pf, (double)n_tokens);
+}
+
+kv_ns kv_perf_iter_run_ns(const struct kv_perf *pf, const struct kv_perf_run *run,
+			  const struct kv_batch_shape *b)
+{
+	double t = run->head_ns;
+
+	if (pf->pp > 1)
+		return kv_perf_iter_ns(pf, b); /* a pipeline cycle mixes every term */
+	/* kv_perf_iter_ns's operations, term for term */
+	t += run->lin_ns + attention_ns(pf, b);
+	if (pf->tp > 1)
+		t += run->ar_ns;
+	t += run->moe_ns;
+	t += (double)b->extra_ns;
+	t = ceil(t);
+	return t < 1.0 ? 1 : (kv_ns)t;
+}

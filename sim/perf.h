@@ -178,6 +178,23 @@ void kv_perf_embed_lookup(struct kv_perf *pf);
 kv_ns kv_perf_iter_ns(const struct kv_perf *pf, const struct kv_batch_shape *b);
 
 /*
+ * The terms of kv_perf_iter_ns that do not read a shape's attn_pairs or
+ * kv_read_bytes, computed once for a run of decode steps whose shapes
+ * differ only in those two (a macro step): kv_perf_iter_run_ns then equals
+ * kv_perf_iter_ns bit for bit (the same operations in the same order).
+ */
+struct kv_perf_run {
+	double head_ns; /* overhead + per-sequence cost, ns */
+	double lin_ns; /* the linear layers' roofline term, ns */
+	double ar_ns; /* tensor-parallel all-reduce, ns (added only when tp > 1) */
+	double moe_ns; /* expert-parallel all-to-all, ns */
+};
+void kv_perf_iter_prep(const struct kv_perf *pf, const struct kv_batch_shape *b,
+		       struct kv_perf_run *run);
+kv_ns kv_perf_iter_run_ns(const struct kv_perf *pf, const struct kv_perf_run *run,
+			  const struct kv_batch_shape *b);
+
+/*
  * Pairs a layer with a sliding window of w tokens skips in a chunk of c
  * query tokens after p cached ones: query i (positions p+1 .. p+c) attends
  * to min(i, w) keys instead of i, so the chunk skips sum of max(0, i - w) =

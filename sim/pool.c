@@ -281,32 +281,49 @@ unsigned kv_pool_free(struct kv_pool *p, uint32_t off)
 	return 0;
 }
 
+/* A unit record as one 64-bit word (the bytes of the struct, whatever their order). */
+static inline uint64_t unit_word(struct kv_pool_unit u)
+{
+	uint64_t w;
+
+	memcpy(&w, &u, sizeof(w));
+	return w;
+}
+
 uint64_t kv_pool_free_n(struct kv_pool *p, const uint32_t *off, uint32_t n)
 {
 	unsigned top = p->max_order;
 	uint64_t bytes = 0, pushed = 0, h = p->n_free_blocks[top];
+	/* the common case: an allocated max-order block with one reference; pos masked out */
+	uint64_t mask = ~unit_word((struct kv_pool_unit){ .pos = UINT32_MAX });
+	uint64_t want = unit_word((struct kv_pool_unit){ .refs = 1, .order = (uint8_t)top });
+	uint64_t freed = unit_word((struct kv_pool_unit){ .order = (uint8_t)top, .is_free = 1 });
 	uint32_t i;
 
+	_Static_assert(sizeof(struct kv_pool_unit) == sizeof(uint64_t), "one word per unit");
 	for (i = 0; i < n; i++) {
 		uint32_t o = off[i];
-		unsigned k;
+		uint64_t w;
 
-		check_allocated(p, o, "kv_pool_free_n");
-		k = p->u[o].order;
-		bytes += p->unit_bytes << k;
-		if (k != top || p->u[o].refs != 1) {
-			p->n_free_blocks[top] = h; /* the general case sees a consistent stack */
-			kv_pool_free(p, o);
-			h = p->n_free_blocks[top];
-			continue;
+		if (__builtin_expect(o < p->n_units, 1)) {
+			memcpy(&w, &p->u[o], sizeof(w));
+			if (__builtin_expect((w & mask) == want, 1)) {
+				/* a max-order block has no buddy to merge with: one store */
+				w = freed | unit_word((struct kv_pool_unit){ .pos = (uint32_t)h });
+				memcpy(&p->u[o], &w, sizeof(w));
+				p->stack[top][h++] = o;
+				pushed++;
+				continue;
+			}
 		}
-		/* the common case: a max-order block has no buddy to merge with */
-		p->u[o].refs = 0;
-		p->u[o].is_free = 1;
-		p->u[o].pos = (uint32_t)h;
-		p->stack[top][h++] = o;
-		pushed++;
+		/* the general case (checked there), on a consistent stack */
+		check_allocated(p, o, "kv_pool_free_n");
+		bytes += p->unit_bytes << p->u[o].order;
+		p->n_free_blocks[top] = h;
+		kv_pool_free(p, o);
+		h = p->n_free_blocks[top];
 	}
+	bytes += pushed * (p->unit_bytes << top);
 	p->n_free_blocks[top] = h;
 	if (h)
 		p->free_mask |= 1ULL << top;

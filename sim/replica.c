@@ -196,6 +196,7 @@ int kv__replica_end(struct kv_replica *r, struct kv_req *q, enum kv_end e)
 		req_release(r, q);
 	}
 	r->outstanding_tokens -= prefill_left(q) + (q->output_tokens - q->generated);
+	kv__out_changed(r);
 	r->n_assigned--;
 	s->ended[e]++;
 	if (e == KV_END_COMPLETED) {
@@ -282,6 +283,7 @@ static void recompute(struct kv_replica *r, struct kv_req *q)
 	q->prefill_target = q->prompt_tokens + q->generated;
 	q->kv_tokens = 0;
 	r->outstanding_tokens += q->prefill_target;
+	kv__out_changed(r);
 }
 
 /* Asks the cache model for q's cached prefix; the engine skips its prefill. */
@@ -298,12 +300,14 @@ static void take_prefix(struct kv_replica *r, struct kv_req *q)
 	r->live_tokens += h;
 	r->live_win_excess += kv_win_excess(h, r->window_tokens);
 	r->outstanding_tokens -= h;
+	kv__out_changed(r);
 }
 
 /* Undoes take_prefix for a request that could not be admitted after all. */
 static void drop_prefix(struct kv_replica *r, struct kv_req *q)
 {
 	r->outstanding_tokens += q->kv_tokens;
+	kv__out_changed(r);
 	req_release(r, q);
 	q->kv_tokens = 0;
 }
@@ -329,6 +333,7 @@ static void batch_add(struct kv_replica *r, struct kv_req *q, uint64_t take)
 	}
 	q->batch_tokens = (uint32_t)take;
 	r->batch[r->n_batch++] = q;
+	kv__out_changed(r); /* n_batch: the tokens' lower bound */
 	r->budget_tokens -= KV_MIN(take, r->budget_tokens);
 	r->shape.n_seqs++;
 	if (prefill) {
@@ -565,6 +570,7 @@ static int form_step(struct kv_replica *r, kv_ns now, kv_ns *ns)
 		r->ctx_tokens = 0;
 		r->win_excess = 0;
 		r->n_batch = 0;
+		kv__out_changed(r); /* n_batch: the tokens' lower bound */
 		r->budget_tokens = s->cfg->max_batch_tokens;
 		r->last_nomem = NULL;
 		if (r->n_running == 0 && r->sched->waiting(r->sched_priv) == 0)
@@ -673,6 +679,7 @@ static int macro_start(struct kv_replica *r, kv_ns d1_ns)
 {
 	struct kv_sim *s = r->sim;
 	struct kv_batch_shape sh;
+	struct kv_perf_run run;
 	uint64_t K = KV_MACRO_STEPS, ctx;
 	uint32_t i, n = r->n_batch, k;
 	kv_ns *t = r->macro_t;
@@ -696,19 +703,21 @@ static int macro_start(struct kv_replica *r, kv_ns d1_ns)
 	/* each later step: the same decodes, one more context token each (kv__decodes_add) */
 	sh = r->shape;
 	ctx = r->ctx_tokens;
+	kv_perf_iter_prep(&s->perf, &sh, &run); /* the terms no step changes */
 	t[0] = s->now;
 	t[1] = s->now + d1_ns;
 	for (k = 2; k <= K; k++) {
 		sh.attn_pairs += n;
 		ctx += n;
 		sh.kv_read_bytes = (uint64_t)((double)ctx * r->beta_bytes);
-		t[k] = t[k - 1] + kv_perf_iter_ns(&s->perf, &sh);
+		t[k] = t[k - 1] + kv_perf_iter_run_ns(&s->perf, &run, &sh);
 	}
 	r->macro_k = r->macro_kq = r->macro_ko = 0;
 	r->macro_K = (uint32_t)K;
 	r->macro_seq = kv_heap_push_at(&s->heap, t[K], t[K - 1], KV_EV_ITER_DONE, r->idx,
 				       r->macro_gen);
 	s->macro_next[r->idx] = s->macro_onext[r->idx] = t[1];
+	kv__out_changed(r); /* macro_K: the tokens' lower bound */
 	return 1;
 }
 
@@ -790,6 +799,7 @@ static uint32_t step_apply(struct kv_replica *r, kv_ns now)
 	}
 	r->live_tokens += live;
 	r->outstanding_tokens -= done;
+	kv__out_changed(r);
 	return finished;
 }
 
@@ -878,6 +888,7 @@ void kv__replica_sync(struct kv_replica *r, const struct kv_event *e)
 	r->macro_k = k;
 	if (r->macro_ko < k) {
 		r->outstanding_tokens -= (uint64_t)n * (k - r->macro_ko);
+		kv__out_changed(r);
 		r->macro_ko = k;
 	}
 	s->macro_next[r->idx] = k + 1 < r->macro_K ? r->macro_t[k + 1] : KV_NS_NEVER;
@@ -903,6 +914,7 @@ void kv__replica_sync_outstanding(struct kv_replica *r, const struct kv_event *e
 		k++;
 	}
 	r->macro_ko = k;
+	kv__out_changed(r);
 	r->sim->macro_onext[r->idx] = k + 1 < r->macro_K ? r->macro_t[k + 1] : KV_NS_NEVER;
 }
 
@@ -946,6 +958,7 @@ static void macro_end(struct kv_replica *r)
 	r->macro_K = r->macro_k = r->macro_kq = r->macro_ko = 0;
 	r->macro_ng = r->macro_gi = 0;
 	s->macro_next[r->idx] = s->macro_onext[r->idx] = KV_NS_NEVER;
+	kv__out_changed(r); /* macro_K: the tokens' lower bound */
 }
 
 /* Cuts r's macro step at the step in flight (its batch is about to change). */
@@ -963,6 +976,7 @@ static void macro_cut(struct kv_replica *r)
 	r->macro_seq = kv_heap_push_at(&s->heap, r->macro_t[k], r->macro_t[k - 1],
 				       KV_EV_ITER_DONE, r->idx, r->macro_gen);
 	s->macro_next[r->idx] = s->macro_onext[r->idx] = KV_NS_NEVER;
+	kv__out_changed(r); /* macro_K: the tokens' lower bound */
 }
 
 int kv__replica_iter_done(struct kv_replica *r)
@@ -976,6 +990,7 @@ int kv__replica_iter_done(struct kv_replica *r)
 	finished = step_apply(r, s->now);
 	if (!finished) {
 		r->n_batch = 0;
+		kv__out_changed(r); /* n_batch: the tokens' lower bound */
 		return kick(r);
 	}
 	/* Compact the running set, keeping admission order, then end the finished. */
@@ -995,6 +1010,7 @@ int kv__replica_iter_done(struct kv_replica *r)
 			rc = kv__replica_end(r, q, KV_END_COMPLETED);
 	}
 	r->n_batch = 0;
+	kv__out_changed(r); /* n_batch: the tokens' lower bound */
 	return rc ? rc : kick(r);
 }
 

@@ -416,6 +416,47 @@ START_TEST(test_tensor_parallel)
 }
 END_TEST
 
+/*
+ * kv_perf_iter_run_ns (a macro step's precomputed terms) equals
+ * kv_perf_iter_ns bit for bit over runs of decode steps: dense and MoE
+ * models, tp 1 and 2, expert parallelism, extra time, many batch sizes.
+ */
+START_TEST(test_iter_run_exact)
+{
+	static const char *models[] = { "llama-2-7b", "mixtral-8x7b" };
+	struct kv_device dev = load_device("a100-80g");
+	uint32_t mi, tp, n, k, ep;
+
+	for (mi = 0; mi < 2; mi++) {
+		struct kv_model m = load_model(models[mi]);
+
+		for (tp = 1; tp <= 2; tp++)
+			for (ep = 1; ep <= 2; ep++)
+				for (n = 1; n <= 257; n += 32) {
+					struct kv_batch_shape b = decode_batch(&m, n, 100 + 37 * n);
+					struct kv_perf_run run;
+					struct kv_perf pf;
+
+					kv_perf_init(&pf, &m, &dev, tp);
+					if (ep > 1)
+						kv_perf_set_moe_ep(&pf, 32, 16384.0, 8);
+					b.extra_ns = n % 3 ? 0 : 12345;
+					kv_perf_iter_prep(&pf, &b, &run);
+					for (k = 0; k < 200; k++) {
+						b.attn_pairs += n;
+						b.kv_read_bytes = (uint64_t)((double)(b.attn_pairs) * 524288.0 / tp);
+						EXPECT(kv_perf_iter_run_ns(&pf, &run, &b) ==
+							       kv_perf_iter_ns(&pf, &b),
+						       "%s tp %u ep %u n %u step %u: %llu vs %llu",
+						       models[mi], tp, ep, n, k,
+						       (unsigned long long)kv_perf_iter_run_ns(&pf, &run, &b),
+						       (unsigned long long)kv_perf_iter_ns(&pf, &b));
+					}
+				}
+	}
+}
+END_TEST
+
 START_TEST(test_extra_and_dequant)
 {
 	struct kv_model m = load_model("llama-2-7b");
@@ -712,6 +753,7 @@ static Suite *perf_suite(void)
 	tcase_add_test(roof, test_prefill_formula);
 	tcase_add_test(roof, test_tensor_parallel);
 	tcase_add_test(roof, test_extra_and_dequant);
+	tcase_add_test(roof, test_iter_run_exact);
 	tcase_add_loop_test(pub, test_published_decode, 0, (int)KV_ARRAY_LEN(lmdeploy));
 	tcase_add_loop_test(pub, test_published_gpt_fast, 0, 4);
 	tcase_add_loop_test(pub, test_published_trt, 0, 3);
