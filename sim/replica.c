@@ -5,6 +5,7 @@
  * engine.h for the token and time model.
  */
 #include "replica.h"
+#include "serving_impl.h"
 
 #include <assert.h>
 #include <math.h>
@@ -167,6 +168,8 @@ int kv__replica_end(struct kv_replica *r, struct kv_req *q, enum kv_end e)
 	int rc = 0;
 
 	q->finish_ns = s->now;
+	if (r->restarted == q)
+		r->restarted = NULL; /* its slot may be reused */
 	if (q->swapped_bytes) { /* ends on host: its copy is dropped */
 		r->swap_dropped_bytes += q->swapped_bytes;
 		q->swapped_bytes = 0;
@@ -386,8 +389,10 @@ int kv__replica_schedule(struct kv_replica *r, struct kv_req *q)
 	if (!rc)
 		rc = req_reserve(r, q, want);
 	if (rc) {
-		if (rc == KV_ENOMEM)
+		if (rc == KV_ENOMEM) {
 			r->last_nomem = q;
+			r->last_nomem_tokens = want;
+		}
 		if (q->state == KV_REQ_WAITING && !q->swapped_bytes && (q->kv_bytes || q->kv_tokens))
 			drop_prefix(r, q); /* not admitted: give the cached prefix back */
 		return rc;
@@ -464,6 +469,30 @@ void kv_replica_reject(struct kv_replica *r, struct kv_req *q)
 		s->deferred_rc = rc;
 }
 
+/*
+ * Whether running q, alone and refused memory, is worth restarting by
+ * recompute rather than rejected.  Alone, q and the free space make up the
+ * whole pool, but the free space may be in holes the requests that ended
+ * left between q's blocks (the chunked model with small prefill chunks), too
+ * small for q's next block although an empty pool fits it.  Releasing q
+ * empties the pool, so q is restarted unless it surely cannot fit (its
+ * tokens at beta bytes each exceed the pool) or it already failed after
+ * such a restart with no request ended since (a second restart could repeat
+ * the first forever: restarts of one request are bounded by the ends).
+ * Under vllm-v0 (no admit hook: kvsim's original rules) and with a prefix
+ * cache (q would take its own cached blocks back) q is rejected as before.
+ */
+static int restart_alone(const struct kv_replica *r, const struct kv_req *q)
+{
+	uint64_t want = r->last_nomem == q ? r->last_nomem_tokens : q->kv_tokens + 1;
+
+	if (!r->eng->admit || r->cache->prefix_hit)
+		return 0; /* vllm-v0 keeps its rule (the golden digests); a cached prefix would come back */
+	if (r->restarted == q && r->restarted_ended == kv__engine_ended(r->sim))
+		return 0; /* failed again with no request ended since: no progress to hope for */
+	return (double)want * r->beta_bytes <= (double)r->pool.size_bytes;
+}
+
 uint32_t kv_replica_make_room(struct kv_replica *r, struct kv_req *q, kv_pick_victim_fn pick,
 			      void *priv)
 {
@@ -477,8 +506,16 @@ uint32_t kv_replica_make_room(struct kv_replica *r, struct kv_req *q, kv_pick_vi
 
 		assert(v && v->state == KV_REQ_RUNNING && !v->batch_tokens);
 		if (v == q) {
-			if (r->n_running == 1) {
-				kv_replica_reject(r, q); /* cannot grow even alone */
+			if (r->n_running == 1 && !restart_alone(r, q)) {
+				kv_replica_reject(r, q); /* cannot grow even in an empty pool */
+			} else if (r->n_running == 1) {
+				/* alone: restart it in an empty pool, free of other requests' holes */
+				kv_replica_preempt_as(r, q, KV_PREEMPT_RECOMPUTE);
+				r->step_preempted++;
+				r->restarted = q;
+				r->restarted_ended = kv__engine_ended(r->sim);
+				if (r->last_nomem == q)
+					r->last_nomem = NULL; /* it waits: form_step must not reject it */
 			} else {
 				kv_replica_preempt_as(r, q, how);
 				r->step_preempted++;
