@@ -472,25 +472,41 @@ void kv_replica_reject(struct kv_replica *r, struct kv_req *q)
 /*
  * Whether running q, alone and refused memory, is worth restarting by
  * recompute rather than rejected.  Alone, q and the free space make up the
- * whole pool, but the free space may be in holes the requests that ended
- * left between q's blocks (the chunked model with small prefill chunks), too
- * small for q's next block although an empty pool fits it.  Releasing q
- * empties the pool, so q is restarted unless it surely cannot fit (its
- * tokens at beta bytes each exceed the pool) or it already failed after
- * such a restart with no request ended since (a second restart could repeat
- * the first forever: restarts of one request are bounded by the ends).
- * Under vllm-v0 (no admit hook: kvsim's original rules) and with a prefix
- * cache (q would take its own cached blocks back) q is rejected as before.
+ * whole pool, but the free space may lie in holes that requests which ended
+ * left between q's blocks (the chunked model with small prefill chunks: a
+ * block is several buddy blocks), too small for q's next block although an
+ * empty pool holds it.  So q's holding is given back and the tokens it asked
+ * for are tried on the emptied pool (a scratch copy of q, released at once):
+ * q restarts when they fit, and is rejected when they do not (it cannot fit
+ * even an empty pool), or when it failed again after such a restart with no
+ * request ended since (a second restart could repeat the first forever:
+ * restarts of one request are bounded by the ends).  Under vllm-v0 (no admit
+ * hook: kvsim's original rules, the golden digests) q is rejected as before,
+ * and with a model whose release counts statistics or keeps a cached prefix
+ * (the trial would show in them; q would take its own blocks back).
+ * Releases q's holding either way (q keeps its tokens until it leaves).
  */
-static int restart_alone(const struct kv_replica *r, const struct kv_req *q)
+static int restart_alone(struct kv_replica *r, struct kv_req *q)
 {
+	const struct kv_cache_ops *c = r->cache;
 	uint64_t want = r->last_nomem == q ? r->last_nomem_tokens : q->kv_tokens + 1;
+	struct kv_req t;
+	int rc;
 
-	if (!r->eng->admit || r->cache->prefix_hit)
-		return 0; /* vllm-v0 keeps its rule (the golden digests); a cached prefix would come back */
+	if (!r->eng->admit || c->prefix_hit || c->extra_prefill_tokens || c->dequant_bytes)
+		return 0;
 	if (r->restarted == q && r->restarted_ended == kv__engine_ended(r->sim))
 		return 0; /* failed again with no request ended since: no progress to hope for */
-	return (double)want * r->beta_bytes <= (double)r->pool.size_bytes;
+	if ((double)want * r->beta_bytes > (double)r->pool.size_bytes)
+		return 0;
+	req_release(r, q);
+	r->live_tokens += q->kv_tokens; /* still q's until it is preempted or rejected */
+	t = *q; /* holds nothing now: its cache words are the model's empty ones */
+	t.kv_tokens = 0;
+	rc = c->reserve(r->cache_priv, &t, want);
+	if (!rc)
+		c->release(r->cache_priv, &t);
+	return rc == 0;
 }
 
 uint32_t kv_replica_make_room(struct kv_replica *r, struct kv_req *q, kv_pick_victim_fn pick,
