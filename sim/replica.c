@@ -484,7 +484,8 @@ void kv_replica_reject(struct kv_replica *r, struct kv_req *q)
  * hook: kvsim's original rules, the golden digests) q is rejected as before,
  * and with a model whose release counts statistics or keeps a cached prefix
  * (the trial would show in them; q would take its own blocks back).
- * Releases q's holding either way (q keeps its tokens until it leaves).
+ * Past the guards, q's holding is given back either way (q keeps its tokens
+ * until it is preempted or rejected, which release nothing more).
  */
 static int restart_alone(struct kv_replica *r, struct kv_req *q)
 {
