@@ -159,6 +159,9 @@ struct kv_replica {
 	uint64_t swap_out_bytes, swap_in_bytes, swap_dropped_bytes; /* offload traffic */
 	uint64_t swaps; /* swap-outs */
 	struct kv_req *last_nomem; /* last request refused memory while forming the batch */
+	uint64_t last_nomem_tokens; /* the tokens last_nomem asked its holding to fit */
+	const struct kv_req *restarted; /* last request make_room restarted alone, NULL once it ended */
+	uint64_t restarted_ended; /* kv__engine_ended() when it was restarted */
 	/* serving-engine semantics (serving.h) */
 	const struct kv_engine_ops *eng; /* engine plugin (cfg->engine, vllm-v0 when NULL) */
 	void *eng_priv; /* its private state, options filled */

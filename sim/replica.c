@@ -5,6 +5,7 @@
  * engine.h for the token and time model.
  */
 #include "replica.h"
+#include "serving_impl.h"
 
 #include <assert.h>
 #include <math.h>
@@ -189,6 +190,8 @@ int kv__replica_end(struct kv_replica *r, struct kv_req *q, enum kv_end e)
 	int rc = 0;
 
 	q->finish_ns = s->now;
+	if (r->restarted == q)
+		r->restarted = NULL; /* its slot may be reused */
 	if (q->swapped_bytes) { /* ends on host: its copy is dropped */
 		r->swap_dropped_bytes += q->swapped_bytes;
 		q->swapped_bytes = 0;
@@ -415,8 +418,10 @@ int kv__replica_schedule(struct kv_replica *r, struct kv_req *q)
 	if (!rc)
 		rc = req_reserve(r, q, want);
 	if (rc) {
-		if (rc == KV_ENOMEM)
+		if (rc == KV_ENOMEM) {
 			r->last_nomem = q;
+			r->last_nomem_tokens = want;
+		}
 		if (q->state == KV_REQ_WAITING && !q->swapped_bytes && (q->kv_bytes || q->kv_tokens))
 			drop_prefix(r, q); /* not admitted: give the cached prefix back */
 		return rc;
@@ -493,6 +498,47 @@ void kv_replica_reject(struct kv_replica *r, struct kv_req *q)
 		s->deferred_rc = rc;
 }
 
+/*
+ * Whether running q, alone and refused memory, is worth restarting by
+ * recompute rather than rejected.  Alone, q and the free space make up the
+ * whole pool, but the free space may lie in holes that requests which ended
+ * left between q's blocks (the chunked model with small prefill chunks: a
+ * block is several buddy blocks), too small for q's next block although an
+ * empty pool holds it.  So q's holding is given back and the tokens it asked
+ * for are tried on the emptied pool (a scratch copy of q, released at once):
+ * q restarts when they fit, and is rejected when they do not (it cannot fit
+ * even an empty pool), or when it failed again after such a restart with no
+ * request ended since (a second restart could repeat the first forever:
+ * restarts of one request are bounded by the ends).  Under vllm-v0 (no admit
+ * hook: kvsim's original rules, the golden digests) q is rejected as before,
+ * and with a model whose release counts statistics or keeps a cached prefix
+ * (the trial would show in them; q would take its own blocks back).
+ * Past the guards, q's holding is given back either way (q keeps its tokens
+ * until it is preempted or rejected, which release nothing more).
+ */
+static int restart_alone(struct kv_replica *r, struct kv_req *q)
+{
+	const struct kv_cache_ops *c = r->cache;
+	uint64_t want = r->last_nomem == q ? r->last_nomem_tokens : q->kv_tokens + 1;
+	struct kv_req t;
+	int rc;
+
+	if (!r->eng->admit || c->prefix_hit || c->extra_prefill_tokens || c->dequant_bytes)
+		return 0;
+	if (r->restarted == q && r->restarted_ended == kv__engine_ended(r->sim))
+		return 0; /* failed again with no request ended since: no progress to hope for */
+	if ((double)want * r->beta_bytes > (double)r->pool.size_bytes)
+		return 0;
+	req_release(r, q);
+	r->live_tokens += q->kv_tokens; /* still q's until it is preempted or rejected */
+	t = *q; /* holds nothing now: its cache words are the model's empty ones */
+	t.kv_tokens = 0;
+	rc = c->reserve(r->cache_priv, &t, want);
+	if (!rc)
+		c->release(r->cache_priv, &t);
+	return rc == 0;
+}
+
 uint32_t kv_replica_make_room(struct kv_replica *r, struct kv_req *q, kv_pick_victim_fn pick,
 			      void *priv)
 {
@@ -506,8 +552,16 @@ uint32_t kv_replica_make_room(struct kv_replica *r, struct kv_req *q, kv_pick_vi
 
 		assert(v && v->state == KV_REQ_RUNNING && !v->batch_tokens);
 		if (v == q) {
-			if (r->n_running == 1) {
-				kv_replica_reject(r, q); /* cannot grow even alone */
+			if (r->n_running == 1 && !restart_alone(r, q)) {
+				kv_replica_reject(r, q); /* cannot grow even in an empty pool */
+			} else if (r->n_running == 1) {
+				/* alone: restart it in an empty pool, free of other requests' holes */
+				kv_replica_preempt_as(r, q, KV_PREEMPT_RECOMPUTE);
+				r->step_preempted++;
+				r->restarted = q;
+				r->restarted_ended = kv__engine_ended(r->sim);
+				if (r->last_nomem == q)
+					r->last_nomem = NULL; /* it waits: form_step must not reject it */
 			} else {
 				kv_replica_preempt_as(r, q, how);
 				r->step_preempted++;

@@ -316,6 +316,91 @@ START_TEST(aging_bounds_wait)
 }
 END_TEST
 
+/*
+ * Aging to the nanosecond.  Every step lasts exactly D = 1 ms (an executor
+ * times the batches) and holds one request (max_seqs 1).  Arrivals (vidur
+ * trace): H1 (high) at 0, L (low) at 1 ns, H2 H3 H4 (high) at 2, 3, 4 ns;
+ * each H has a 1-token prompt and 3 outputs (3 steps), L 1 output (1 step).
+ * H1 runs steps 1-3 (0 to 3D): the running H ranks 3 * 1 + 2 = 5 above any
+ * waiting request (3e + 1 <= 4).  A seat frees at the start of a step only
+ * when an H has finished: at 3D, 6D, 9D.  Waiting, L ranks 1 until its wait
+ * W = now - 1 ns reaches A, then 3 * 1 + 1 = 4, the rank of the waiting H,
+ * and L goes first (longest wait).  So with A = 6D - 1 ns = 5999999 ns, at
+ * 3D W = 2999999 < A (H2 runs steps 4-6), at 6D W = A exactly: L is promoted
+ * and runs step 7 (6D to 7D), its first token at 7 ms; then H3 runs steps
+ * 8-10 (finished at 10D), H4 steps 11-13 (13D).  With A one nanosecond
+ * longer, at 6D W = A - 1: H3 runs steps 7-9, L step 10 (token at 10D), H4
+ * steps 11-13.  Without aging L waits for every H: step 13, token at 13D.
+ */
+#define AGE_D 1000000 /* ns per step */
+
+static int fixed_step(void *ctx, struct kv_replica *r, kv_ns model_ns, kv_ns *ns)
+{
+	(void)ctx;
+	(void)r;
+	(void)model_ns;
+	*ns = AGE_D;
+	return 0;
+}
+
+static void aging_exact_run(const char *aging, struct rec *r)
+{
+	static const uint32_t order[5] = { 1, 0, 1, 1, 1 }; /* H1, L, H2, H3, H4 */
+	struct kv_executor x = { NULL, fixed_step };
+	struct kv_workload w;
+	struct kv_sim s;
+	char yaml[2048];
+	const char *trace = temp_file("arrived_at,num_prefill_tokens,num_decode_tokens\n"
+				      "0,1,1\n0.000000001,1,1\n0.000000002,1,1\n"
+				      "0.000000003,1,1\n0.000000004,1,1\n", 1);
+
+	snprintf(yaml, sizeof(yaml),
+		 "model: llama-2-7b\ndevice: a100-80g\ncache: chunked\n"
+		 "scheduler: {name: preempt, aging: %s}\nbatching: {max_seqs: 1}\n"
+		 "workload:\n  requests: 5\n  arrival: {process: trace, trace: %s, format: vidur}\n"
+		 "  tenants:\n"
+		 "    - {name: low, priority: 0, lengths: {dist: fixed, prompt: 1, output: 1}}\n"
+		 "    - {name: high, priority: 1, lengths: {dist: fixed, prompt: 1, output: 3}}\n"
+		 "outputs: {sample_interval: 0}\n",
+		 aging, trace);
+	load(&w, yaml);
+	w.cfg.seed = seed_for(&w.cfg.source, order, 5);
+	w.cfg.exec = &x;
+	run(&w, r, &s, 1);
+	unlink(trace);
+	ck_assert_uint_eq(r->completed, 5);
+	ck_assert_uint_eq(r->tenant[1], 0);
+	ck_assert_uint_eq(r->arrival[1], 1);
+	ck_assert_uint_eq(s.preemptions, 0);
+	kv_sim_release(&s);
+	kv_workload_release(&w);
+}
+
+START_TEST(aging_promotes_at_exact_ns)
+{
+	struct rec *r = rec_new();
+
+	aging_exact_run("5999999ns", r); /* W reaches A at 6D exactly */
+	ck_assert_uint_eq(r->finish[0], 3 * AGE_D);
+	ck_assert_uint_eq(r->finish[2], 6 * AGE_D);
+	ck_assert_uint_eq(r->first[1], 7 * AGE_D);
+	ck_assert_uint_eq(r->finish[1], 7 * AGE_D);
+	ck_assert_uint_eq(r->finish[3], 10 * AGE_D);
+	ck_assert_uint_eq(r->finish[4], 13 * AGE_D);
+
+	aging_exact_run("6000000ns", r); /* one ns short at 6D: promoted at 9D */
+	ck_assert_uint_eq(r->finish[2], 6 * AGE_D);
+	ck_assert_uint_eq(r->finish[3], 9 * AGE_D);
+	ck_assert_uint_eq(r->first[1], 10 * AGE_D);
+	ck_assert_uint_eq(r->finish[4], 13 * AGE_D);
+
+	aging_exact_run("0", r); /* off: L runs last */
+	ck_assert_uint_eq(r->finish[4], 12 * AGE_D);
+	ck_assert_uint_eq(r->first[1], 13 * AGE_D);
+	free(r);
+}
+END_TEST
+
 /* --- one tenant ---------------------------------------------------------------------- */
 
 #define ONE_TENANT(sched)                                                              \
@@ -544,6 +629,7 @@ static Suite *preempt_suite(void)
 
 	tcase_add_test(tc, urgent_request_evicts);
 	tcase_add_test(tc, aging_bounds_wait);
+	tcase_add_test(tc, aging_promotes_at_exact_ns);
 	tcase_add_test(tc, one_tenant_is_fifo);
 	tcase_add_test(tc, mlfq_demotes_long);
 	tcase_add_test(tc, mlfq_skip_join);

@@ -333,16 +333,6 @@ static void *opts_draw(gsl_rng *g, const struct variant *v, int random)
 	return priv;
 }
 
-/* Sets option `name` of v (if it has one) back to its default. */
-static void opts_reset(void *priv, const struct variant *v, const char *name)
-{
-	const struct kv_option *o;
-
-	for (o = v->options; priv && o && o->name; o++)
-		if (!strcmp(o->name, name))
-			opt_set(priv, o, o->def);
-}
-
 static void opts_describe(char *buf, size_t cap, const struct variant *v, void *priv)
 {
 	const struct kv_option *o;
@@ -633,16 +623,6 @@ static unsigned draw_options(gsl_rng *g, struct rcase *c, struct kv_sim *s)
 		c->cfg.cache_opts = opts_draw(g, c->cv, t + 1 < TRIES);
 		/* the engine's options too: budgets, thresholds, ratios, prefix cache */
 		c->cfg.engine_opts = opts_draw(g, &c->ev, t + 1 < TRIES);
-		/*
-		 * Known bug, left out until fixed in replica.c: with small prefill
-		 * chunks the chunked model's blocks and warm-up extents fragment
-		 * the pool, and a request left alone that cannot get a contiguous
-		 * block is rejected as larger than the pool although it fits an
-		 * empty one (kv_replica_make_room rejects instead of restarting it
-		 * by recompute).  KVSIM_RANDOM_SEED=1 case 2079 of 3000 found it.
-		 */
-		if (!strcmp(c->cv->name, "chunked"))
-			opts_reset(c->cfg.engine_opts, &c->ev, "long_prefill_token_threshold");
 		rc = kv_sim_init(s, &c->cfg, NULL);
 		if (!rc)
 			return t;
