@@ -292,7 +292,8 @@ static inline uint64_t unit_word(struct kv_pool_unit u)
 
 uint64_t kv_pool_free_n(struct kv_pool *p, const uint32_t *off, uint32_t n)
 {
-	unsigned top = p->max_order;
+	/* max_order <= KV_POOL_MAX_ORDER always; the bound also tells the compiler (-Warray-bounds) */
+	unsigned top = KV_MIN(p->max_order, (unsigned)KV_POOL_MAX_ORDER);
 	uint64_t bytes = 0, pushed = 0, h = p->n_free_blocks[top];
 	/* the common case: an allocated max-order block with one reference; pos masked out */
 	uint64_t mask = ~unit_word((struct kv_pool_unit){ .pos = UINT32_MAX });
