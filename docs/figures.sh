@@ -62,12 +62,14 @@ PY
 # 1 ../shared/traces, 2 traces and minutes (rewritten and checked only with --images)
 tables=(
   "metrics|docs/metrics.md|0|KVSIM list metrics"
+  "fidelity|docs/fidelity.md|0|bash configs/fidelity/run.sh -k KVSIM"
   "fairness|docs/schedulers.md|1|bash configs/experiments/fairness.sh KVSIM"
   "preempt-attribution|docs/schedulers.md|1|bash configs/experiments/preempt-attribution.sh KVSIM"
   "sweep-200|docs/sweeps.md|2|sweep_means workloads/sweep-200.yaml ttft_p99_s scheduler.name cache.name"
 )
 
-# replace DOC NAME FILE: the block between NAME's markers becomes FILE in a code block
+# replace DOC NAME FILE: the block between NAME's markers becomes FILE in a code block, or
+# FILE as it is when it is a Markdown table (its first line begins with "|")
 replace() {
   python3 - "$@" <<'PY'
 import re, sys
@@ -77,7 +79,10 @@ begin, end = "<!-- figures.sh %s -->" % name, "<!-- /figures.sh %s -->" % name
 if text.count(begin) != 1 or text.count(end) != 1:
     sys.exit("%s: expected one pair of markers for %s" % (doc, name))
 a, b = text.index(begin) + len(begin), text.index(end)
-text = text[:a] + "\n```\n" + body.rstrip("\n") + "\n```\n" + text[b:]
+if body.startswith("|"):
+    text = text[:a] + "\n" + body.rstrip("\n") + "\n" + text[b:]
+else:
+    text = text[:a] + "\n```\n" + body.rstrip("\n") + "\n```\n" + text[b:]
 open(doc, "w").write(text)
 PY
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # kvsim's predictions against published measurements of real serving engines, as the
-# Markdown table of docs/fidelity.md (which is this script's output, pasted).
+# Markdown table of docs/fidelity.md (docs/figures.sh writes it there and checks it).
 #
 # measured.csv holds one row per published figure: the workload that reproduces its setup
 # (configs/fidelity/WORKLOAD.yaml, whose header cites the source), the metric, the value and
