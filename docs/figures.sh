@@ -63,6 +63,10 @@ PY
 tables=(
   "metrics|docs/metrics.md|0|KVSIM list metrics"
   "fidelity|docs/fidelity.md|0|bash configs/fidelity/run.sh -k KVSIM"
+  "chunking-overhead|docs/engines.md|0|bash configs/engines/chunking-overhead.sh KVSIM"
+  "models|docs/models.md|0|bash configs/models/table.sh KVSIM"
+  "devices|docs/perf-model.md|0|bash configs/devices/table.sh KVSIM"
+  "kv-capacity|docs/memory.md|0|bash configs/memory/kv-capacity.sh KVSIM"
   "fairness|docs/schedulers.md|1|bash configs/experiments/fairness.sh KVSIM"
   "preempt-attribution|docs/schedulers.md|1|bash configs/experiments/preempt-attribution.sh KVSIM"
   "sweep-200|docs/sweeps.md|2|sweep_means workloads/sweep-200.yaml ttft_p99_s scheduler.name cache.name"

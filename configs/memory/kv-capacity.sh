@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The KV capacity kvsim's memory models estimate against the capacity real
-# engines logged, as the Markdown table of docs/memory.md (which is this
-# script's output, pasted).  Each row runs `kvsim run` on a one-request
+# engines logged, as the Markdown table of docs/memory.md (docs/figures.sh
+# writes it there and checks it).  Each row runs `kvsim run` on a one-request
 # workload and reads kv_capacity_tokens from its summary.csv, so the table
 # follows the code.  Exits 1 when a checked row (check = yes) is off by more
 # than its tolerance.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The model table of docs/models.md (this script's output, pasted): every
+# The model table of docs/models.md (docs/figures.sh writes and checks it): every
 # profile under configs/models as `kvsim list models` derives it (resident
 # and active parameters, weight bytes M at the profile's dtype, KV per token,
 # attention kind).  Nothing is typed in: rerun after changing a profile.
