@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The cost of chunked prefill against the token budget, kvsim against Sarathi-Serve's
 # measurement, as the Markdown table of docs/engines.md ("Token budget and chunked prefill"),
-# which is this script's output, pasted.
+# which docs/figures.sh writes there and checks.
 #
 # The measurement: Agrawal et al., "Taming Throughput-Latency Tradeoff in LLM Inference with
 # Sarathi-Serve", OSDI'24 (arXiv:2403.02310), Figure 9a, "overhead of chunking": Yi-34B-200K at
