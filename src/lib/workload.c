@@ -611,10 +611,12 @@ static int read_slo_key(struct kv_cfg_node *m, struct kv_cfg_node *c, struct kv_
 		if (!pct)
 			return kv_cfg_error(c, d, "'%s': a tenant's SLOs are per-request limits (ttft, "
 					    "tpot, itl, e2e); percentile SLOs go in slo: itself", c->key);
-		q = *at == 'p' ? strtod(at + 1, &end) : -1;
+		if (*at != 'p') /* "ttft_" or "ttft_x": *at may be the terminator */
+			break;
+		q = strtod(at + 1, &end);
 		for (p = at + 1; *p && (isdigit((unsigned char)*p) || *p == '.'); p++)
 			;
-		if (*at != 'p' || end != p || *p || !(q > 0 && q < 100))
+		if (end != p || *p || !(q > 0 && q < 100))
 			break;
 		if (pct->n_pct == KV_SLO_MAX_PCT)
 			return kv_cfg_error(c, d, "more than %d percentile SLOs", KV_SLO_MAX_PCT);
