@@ -311,29 +311,41 @@ static int pool_size(struct kv_sim *s)
 	return 0;
 }
 
-/* A whole number of service units small enough that sums of it stay exact. */
-static int whole(double w)
+/*
+ * A service weight whose sums stay exact in any order: a whole multiple of
+ * 1/256 up to 10^6 (whole numbers, halves, quarters, ...).  Sums of such
+ * multiples are doubles without rounding while below 2^45 (3.5e13 weighted
+ * tokens), whatever the order of the additions.
+ */
+static int dyadic(double w)
 {
-	return w >= 0 && w <= 1e6 && w == floor(w);
+	return w >= 0 && w <= 1e6 && w * 256 == floor(w * 256);
 }
 
 /*
  * Whether the run's config allows macro steps (engine.h): not asked for
  * exact steps, no executor (it times every batch), a scheduler that permits
- * them, and one tenant with whole-number service weights (its service, which
- * steps of every replica add to, then sums exactly in any order).
+ * them, and service weights whose sums are exact in any order (dyadic()):
+ * the fairness weights, and for each tenant 1 / its weight and their
+ * products, so that its service and virtual service, which steps of every
+ * replica add to, come out the same when macro steps add theirs later.
  */
 static int macro_allowed(const struct kv_sim_config *c)
 {
 	const struct kv_fairness_cfg *fw = &c->fairness;
-	double inv;
+	uint32_t i;
 
 	if (c->exact_steps || c->exec || !(c->sched->flags & KV_PLUGIN_F_MACRO_STEPS) ||
-	    c->source.n_tenants != 1)
+	    !dyadic(fw->input_weight) || !dyadic(fw->output_weight))
 		return 0;
-	inv = c->source.tenants[0].weight > 0 ? 1.0 / c->source.tenants[0].weight : 1.0;
-	return whole(fw->input_weight) && whole(fw->output_weight) &&
-	       whole(fw->input_weight * inv) && whole(fw->output_weight * inv);
+	for (i = 0; i < KV_MAX(c->source.n_tenants, 1); i++) {
+		double w = c->source.n_tenants ? c->source.tenants[i].weight : 1;
+		double inv = w > 0 ? 1.0 / w : 1.0; /* kv_sim_init's inv_weight */
+
+		if (!dyadic(inv) || !dyadic(fw->input_weight * inv) || !dyadic(fw->output_weight * inv))
+			return 0;
+	}
+	return 1;
 }
 
 int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct kv_sink *sink)

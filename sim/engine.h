@@ -182,6 +182,9 @@ struct kv_replica {
 	kv_ns *macro_t; /* macro_t[k]: end of step k of the run, [0] its start; KV_MACRO_STEPS + 1 */
 	uint64_t *macro_grow; /* growths planned: step << 32 | batch index << 16 | units, sorted; KV_MACRO_GROWS */
 	uint32_t macro_ng, macro_gi; /* growths planned, applied */
+	uint32_t macro_nt; /* distinct tenants in the run's batch */
+	uint32_t *macro_tn; /* those tenants, macro_nt of them; n_tenants entries */
+	uint32_t *macro_tc; /* by tenant: its requests in the run's batch (0 for others); n_tenants entries */
 };
 
 #define KV_MACRO_STEPS 64 /* most steps one macro step covers */

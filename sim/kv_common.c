@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -320,4 +322,43 @@ const char *kv_show(const char *s, size_t n, char *buf, size_t len)
 	}
 	buf[o] = '\0';
 	return buf;
+}
+
+/* v = odd * 2^*e for finite v > 0: returns the odd integer (up to 2^53). */
+static uint64_t odd_part(double v, int *e)
+{
+	int x;
+	uint64_t m = (uint64_t)ldexp(frexp(v, &x), 53); /* v = m * 2^(x - 53), exact */
+
+	*e = x - 53;
+	while (!(m & 1)) {
+		m >>= 1;
+		++*e;
+	}
+	return m;
+}
+
+int kv_sum_exact(double c, double x, uint64_t m)
+{
+	const double lim = 9007199254740992.0; /* 2^53 */
+	int ec = INT_MAX, ex, e;
+	uint64_t a, b;
+	double sa, sb;
+
+	if (!(c >= 0 && x >= 0 && isfinite(c) && isfinite(x)))
+		return 0;
+	if (x == 0 || m == 0)
+		return 1;
+	odd_part(x, &ex);
+	if (c > 0)
+		odd_part(c, &ec);
+	e = ec < ex ? ec : ex; /* c and x are whole multiples of 2^e */
+	sa = ldexp(c, -e); /* exact: a power-of-two scaling of whole multiples */
+	sb = ldexp(x, -e);
+	if (!(sa < lim && sb < lim))
+		return 0;
+	a = (uint64_t)sa;
+	b = (uint64_t)sb;
+	/* every partial sum is a whole multiple of 2^e; below 2^(53 + e) it is a double */
+	return m <= ((uint64_t)1 << 53) / b && a + m * b < ((uint64_t)1 << 53);
 }

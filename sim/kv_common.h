@@ -180,6 +180,16 @@ __attribute__((noreturn)) void kv__check_fail(const char *file, int line, const 
 			      const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
+/*
+ * Whether c + j * x is a double computed without rounding for every
+ * j = 0..m (c, x >= 0 finite): then m additions of x to c, one at a time,
+ * give exactly c + x * m, and so do any such additions in any order.  True
+ * when c and x are whole multiples of a power of two 2^e (e may be
+ * negative) and c + m x < 2^(53 + e).  For macro steps (engine.h), which
+ * apply many steps' counter updates at once.
+ */
+int kv_sum_exact(double c, double x, uint64_t m);
+
 /* Integer ceil(a / b) for b > 0. */
 static inline uint64_t kv_div_ceil(uint64_t a, uint64_t b)
 {

@@ -113,6 +113,24 @@ static void running_remove(struct kv_replica *r, struct kv_req *q)
 }
 
 /*
+ * Applies every replica's macro steps that end before the event being
+ * handled (engine.h): their tenants' virtual service, which a lift below
+ * compares, as the per-step engine has it now.  Only when another tenant
+ * waits (else nothing is compared).
+ */
+static void sync_service(struct kv_sim *s, const struct kv_tenant_stats *t)
+{
+	uint32_t i;
+	int other = 0;
+
+	for (i = 0; i < s->cfg->source.n_tenants && !other; i++)
+		other = s->tenant[i].waiting && &s->tenant[i] != t;
+	for (i = 0; other && i < s->n_rep; i++)
+		if (s->macro_next[i] <= s->ev.t_ns)
+			kv__replica_sync(&s->rep[i], &s->ev);
+}
+
+/*
  * A request of q's tenant joins a queue.  A tenant becoming backlogged has
  * its virtual service lifted to the least among the backlogged (VTC's rule),
  * so the service-difference metric measures only time both were waiting.
@@ -126,6 +144,8 @@ static void tenant_queued(struct kv_sim *s, const struct kv_req *q)
 
 	if (t->waiting++)
 		return;
+	if (s->macro && s->cfg->source.n_tenants > 1)
+		sync_service(s, t);
 	for (i = 0; i < s->cfg->source.n_tenants; i++) {
 		if (!s->tenant[i].waiting || &s->tenant[i] == t)
 			continue;
@@ -722,12 +742,41 @@ static uint64_t macro_plan_grows(struct kv_replica *r, uint64_t K)
 }
 
 /*
+ * Whether the batch just formed, with requests waiting, is full: the
+ * sequence cap or the token budget spent, so that every later formation
+ * refuses every waiting request with KV_ERANGE before looking at it
+ * (kv__replica_schedule), with no side effect (scheduler.h).
+ */
+static int batch_full(const struct kv_replica *r)
+{
+	return r->n_batch >= r->sim->cfg->max_batch_seqs || r->budget_tokens == 0;
+}
+
+/* Counts the batch's requests per tenant into macro_tn / macro_tc. */
+static void macro_count_tenants(struct kv_replica *r)
+{
+	uint32_t i;
+
+	for (i = 0; i < r->macro_nt; i++)
+		r->macro_tc[r->macro_tn[i]] = 0;
+	r->macro_nt = 0;
+	for (i = 0; i < r->n_batch; i++) {
+		uint32_t t = r->batch[i]->tenant;
+
+		if (!r->macro_tc[t]++)
+			r->macro_tn[r->macro_nt++] = t;
+	}
+}
+
+/*
  * Tries to start a macro step for the batch just formed (first step d1_ns
- * long): every running request decodes in it and none waits, so the next
- * batches are the same requests one token further, until one finishes (its
- * last token) or outgrows its holding (the step whose decode would not fit).
- * Computes the steps' ends and queues one event at the last; returns 1, or 0
- * when fewer than two steps qualify (the caller queues the single step).
+ * long): every running request decodes in it and none can be admitted
+ * (none waits, or the batch is full), so the next batches are the same
+ * requests one token further, until one finishes (its last token) or
+ * outgrows its holding (the step whose decode would not fit), or the
+ * scheduler's next decision (its macro_steps hook).  Computes the steps'
+ * ends and queues one event at the last; returns 1, or 0 when fewer than
+ * two steps qualify (the caller queues the single step).
  */
 static int macro_start(struct kv_replica *r, kv_ns d1_ns)
 {
@@ -738,13 +787,15 @@ static int macro_start(struct kv_replica *r, kv_ns d1_ns)
 	uint32_t i, n = r->n_batch, k;
 	kv_ns *t = r->macro_t;
 
-	if (!r->macro_ok || n != r->n_running || r->sched->waiting(r->sched_priv))
+	if (!r->macro_ok || n != r->n_running ||
+	    (r->sched->waiting(r->sched_priv) && !batch_full(r)))
 		return 0;
 	for (i = 0; i < n; i++) {
 		const struct kv_req *q = r->batch[i];
 
 		if (q->batch_tokens != 1 || q->kv_tokens < q->prefill_target ||
-		    q->generated >= q->output_tokens || q->kv_tokens >= q->kv_cap_tokens)
+		    q->generated >= q->output_tokens || q->kv_tokens >= q->kv_cap_tokens ||
+		    (!r->sched->macro_steps && r->running[i] != q)) /* not in running order */
 			return 0;
 		K = KV_MIN(K, q->output_tokens - q->generated); /* step K emits its last token */
 		if (!r->cache->grow_units)
@@ -766,6 +817,13 @@ static int macro_start(struct kv_replica *r, kv_ns d1_ns)
 		sh.kv_read_bytes = (uint64_t)((double)ctx * r->beta_bytes);
 		t[k] = t[k - 1] + kv_perf_iter_run_ns(&s->perf, &run, &sh);
 	}
+	if (r->sched->macro_steps) /* the policy's next decision */
+		K = KV_MIN(K, r->sched->macro_steps(r->sched_priv, r, t, (uint32_t)K));
+	if (K < 2)
+		return 0;
+	while (r->macro_ng && r->macro_grow[r->macro_ng - 1] >> 32 >= K)
+		r->macro_ng--; /* growths planned past the run, now cut shorter */
+	macro_count_tenants(r);
 	r->macro_k = r->macro_kq = r->macro_ko = 0;
 	r->macro_K = (uint32_t)K;
 	r->macro_seq = kv_heap_push_at(&s->heap, t[K], t[K - 1], KV_EV_ITER_DONE, r->idx,
@@ -895,12 +953,7 @@ static void macro_grow(struct kv_replica *r, uint32_t k, kv_ns t)
 void kv__replica_sync(struct kv_replica *r, const struct kv_event *e)
 {
 	struct kv_sim *s = r->sim;
-	struct kv_tenant_stats *ts = &s->tenant[0]; /* macro steps run with one tenant */
-	const struct kv_fairness_cfg *fw = &s->cfg->fairness;
-	/* a decode's service, as step_apply computes it: in = 0, one output token */
-	double svc = 0.0 * fw->input_weight + 1.0 * fw->output_weight;
-	double vsvc = svc * s->inv_weight[0];
-	uint32_t k = r->macro_k, n = r->n_batch;
+	uint32_t k = r->macro_k, k0 = k, i;
 	/* rep_acct_at's terms that no macro step changes: the pool is r's own and untouched */
 	double reserved = (double)(r->pool.size_bytes - r->pool.free_bytes);
 	double frag = kv_pool_ext_frag(&r->pool);
@@ -926,10 +979,7 @@ void kv__replica_sync(struct kv_replica *r, const struct kv_event *e)
 		r->busy_ns += t - r->iter_start_ns;
 		r->iter_start_ns = t;
 		r->iterations++;
-		r->live_tokens += n;
-		/* whole numbers (macro_allowed): n additions of svc equal one of n * svc */
-		ts->service += svc * n;
-		ts->vservice += vsvc * n;
+		r->live_tokens += r->n_batch;
 		s->events++; /* the per-step engine's ITER_DONE event */
 		s->macro_steps++;
 		k++;
@@ -939,9 +989,31 @@ void kv__replica_sync(struct kv_replica *r, const struct kv_event *e)
 			frag = kv_pool_ext_frag(&r->pool);
 		}
 	}
+	if (k > k0) {
+		const struct kv_fairness_cfg *fw = &s->cfg->fairness;
+		/* a decode's service, as step_apply computes it: in = 0, one output token */
+		double svc = 0.0 * fw->input_weight + 1.0 * fw->output_weight;
+
+		/*
+		 * Each tenant's service and virtual service, k - k0 steps of
+		 * its requests at once: dyadic weights (macro_allowed), so the
+		 * one sum equals the per-step engine's additions, in any order
+		 * with other replicas' (below 2^45 weighted tokens).
+		 */
+		for (i = 0; i < r->macro_nt; i++) {
+			uint32_t tn = r->macro_tn[i];
+			double m = (double)r->macro_tc[tn] * (double)(k - k0);
+
+			s->tenant[tn].service += svc * m;
+			s->tenant[tn].vservice += svc * s->inv_weight[tn] * m;
+		}
+		/* the formations at the ends of steps k0 + 1 .. k (of steps k0 + 2 .. k + 1) */
+		if (r->sched->macro_apply)
+			r->sched->macro_apply(r->sched_priv, r, &r->macro_t[k0 + 1], k - k0);
+	}
 	r->macro_k = k;
 	if (r->macro_ko < k) {
-		r->outstanding_tokens -= (uint64_t)n * (k - r->macro_ko);
+		r->outstanding_tokens -= (uint64_t)r->n_batch * (k - r->macro_ko);
 		kv__out_changed(r);
 		r->macro_ko = k;
 	}
@@ -1193,6 +1265,8 @@ int kv__replica_init(struct kv_sim *s, struct kv_replica *r, uint32_t idx)
 		      r->window_frac == 0.0; /* windowed reads change per step: not in macro_start */
 	r->macro_t = kv_xcalloc(KV_MACRO_STEPS + 1, sizeof(*r->macro_t));
 	r->macro_grow = kv_xcalloc(KV_MACRO_GROWS, sizeof(*r->macro_grow));
+	r->macro_tn = kv_xcalloc(KV_MAX(c->source.n_tenants, 1), sizeof(*r->macro_tn));
+	r->macro_tc = kv_xcalloc(KV_MAX(c->source.n_tenants, 1), sizeof(*r->macro_tc));
 	r->sched = c->sched;
 	r->sched_priv = kv_xcalloc(1, c->sched->priv_size ? c->sched->priv_size : 1);
 	memcpy(r->sched_priv, c->sched_opts, c->sched->priv_size);
@@ -1215,16 +1289,18 @@ void kv__replica_release(struct kv_replica *r)
 	free(r->batch);
 	free(r->macro_t);
 	free(r->macro_grow);
+	free(r->macro_tn);
+	free(r->macro_tc);
 	kv_pool_release(&r->pool);
 }
 
 int kv__replica_arrive(struct kv_replica *r, struct kv_req *q)
 {
 	q->state = KV_REQ_WAITING;
+	if (r->macro_K)
+		macro_cut(r); /* the next step may admit q; the scheduler's state as of now */
 	enqueue(r, q);
 	observe(r, KV_OBS_ARRIVE, q, 0);
-	if (r->macro_K)
-		macro_cut(r); /* the next step may admit q */
 	return kick(r);
 }
 

@@ -277,8 +277,8 @@ static void count_tokens(struct drf *f, const struct kv_replica *r)
 		f->cur_tok[r->batch[i]->tenant] += r->batch[i]->batch_tokens;
 }
 
-/* Closes the round: its compute joins the decayed history. */
-static void commit(struct drf *f, const struct kv_replica *r)
+/* Closes the round formed at now: its compute joins the decayed history. */
+static void commit(struct drf *f, const struct kv_replica *r, kv_ns now)
 {
 	uint32_t i;
 
@@ -290,7 +290,13 @@ static void commit(struct drf *f, const struct kv_replica *r)
 		f->pend_cost[i] = 0;
 	}
 	f->rounds = f->rounds * f->decay + 1;
-	f->last_ns = r->sim->now;
+	f->last_ns = now;
+}
+
+/* The decay of the history for a round formed at now. */
+static double decay_at(const struct drf *f, kv_ns now)
+{
+	return exp(-(double)(now - f->last_ns) / (double)f->window_ns);
 }
 
 /* --- keeping running requests going -------------------------------------- */
@@ -398,13 +404,37 @@ static void drf_form_batch(void *priv, struct kv_replica *r)
 {
 	struct drf *f = priv;
 
-	f->decay = exp(-(double)(r->sim->now - f->last_ns) / (double)f->window_ns);
+	f->decay = decay_at(f, r->sim->now);
 	f->tallied = 0;
 	kv_replica_keep_running(r, pick_victim, f);
 	f->tallied = 0; /* growth since a tally for victims: count again if shares are needed */
 	fill(f, r);
 	if (r->n_batch) /* an empty batch is formed again at the same time */
-		commit(f, r);
+		commit(f, r, r->sim->now);
+}
+
+/*
+ * Macro steps (scheduler.h): with nobody admissible a formation keeps the
+ * running requests (no victim: their growth is planned to fit) and closes
+ * a round of the same tokens per tenant, which the last commit left in
+ * cur_tok (a tally's or count_tokens', equal: every running request is in
+ * the batch, one token each); under charge: cost nothing completes
+ * meanwhile (pend_cost stays 0).  The rounds' decays depend on each step's
+ * time, so the n rounds are closed one by one, as form_batch closes them:
+ * the same exp() and the same products in the same order, O(tenants) per
+ * step and no event.
+ */
+static void drf_macro_apply(void *priv, struct kv_replica *r, const kv_ns *t, uint32_t n)
+{
+	struct drf *f = priv;
+	uint32_t k;
+
+	for (k = 0; k < n; k++) {
+		f->decay = decay_at(f, t[k]);
+		f->tallied = 1; /* cur_tok holds the round's tokens */
+		commit(f, r, t[k]);
+	}
+	f->tallied = 0;
 }
 
 const struct kv_sched_ops kv_sched_drf = {
@@ -418,6 +448,8 @@ const struct kv_sched_ops kv_sched_drf = {
 	.dequeue = drf_dequeue,
 	.on_done = drf_on_done,
 	.waiting = drf_waiting,
+	.macro_apply = drf_macro_apply,
+	.flags = KV_PLUGIN_F_MACRO_STEPS, /* keep_running + rounds closed by drf_macro_apply */
 };
 
 const struct kv_sched_ops kv_sched_wdrf = {
@@ -431,6 +463,8 @@ const struct kv_sched_ops kv_sched_wdrf = {
 	.dequeue = drf_dequeue,
 	.on_done = drf_on_done,
 	.waiting = drf_waiting,
+	.macro_apply = drf_macro_apply,
+	.flags = KV_PLUGIN_F_MACRO_STEPS, /* keep_running + rounds closed by drf_macro_apply */
 };
 
 /* --- accounting figures ---------------------------------------------------- */

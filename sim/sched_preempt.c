@@ -92,6 +92,7 @@
  */
 #include "replica.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stddef.h>
 
@@ -209,8 +210,8 @@ static uint32_t mlfq_join(const struct prio *p, uint64_t prompt)
 	return k;
 }
 
-/* q's base level: its tenant's, or its mlfq queue's after demotions. */
-static uint32_t base_level(const struct prio *p, const struct kv_req *q)
+/* q's base level after `generated` output tokens: its tenant's, or its mlfq queue's after demotions. */
+static uint32_t base_level_at(const struct prio *p, const struct kv_req *q, uint64_t generated)
 {
 	uint64_t used = 0;
 	uint32_t k;
@@ -218,9 +219,15 @@ static uint32_t base_level(const struct prio *p, const struct kv_req *q)
 	if (p->priority == PRIO_TENANT)
 		return p->tenant_level[q->tenant];
 	for (k = mlfq_join(p, q->prompt_tokens);
-	     k + 1 < p->n_levels && q->generated >= used + p->quantum[k]; k++)
+	     k + 1 < p->n_levels && generated >= used + p->quantum[k]; k++)
 		used += p->quantum[k];
 	return p->n_levels - 1 - k;
+}
+
+/* q's base level now. */
+static uint32_t base_level(const struct prio *p, const struct kv_req *q)
+{
+	return base_level_at(p, q, q->generated);
 }
 
 /* A base level raised by one per aging period waited, capped at the top. */
@@ -232,19 +239,33 @@ static uint32_t effective(const struct prio *p, uint32_t base, kv_ns waited_ns)
 	return up >= top - base ? top : base + (uint32_t)up;
 }
 
-/* Running q has made its segment's tokens of progress since its admission. */
+/* Running q, j decode steps on, has made its segment's tokens of progress since its admission. */
+static int past_segment_at(const struct prio *p, const struct kv_replica *r, const struct kv_req *q,
+			   uint64_t j)
+{
+	uint64_t mark = req_of(r->sim, q)->mark_tokens, kv = q->kv_tokens + j;
+
+	return p->segment_tokens && kv > mark && kv - mark >= p->segment_tokens;
+}
+
 static int past_segment(const struct prio *p, const struct kv_replica *r, const struct kv_req *q)
 {
-	uint64_t mark = req_of(r->sim, q)->mark_tokens;
+	return past_segment_at(p, r, q, 0);
+}
 
-	return p->segment_tokens && q->kv_tokens > mark && q->kv_tokens - mark >= p->segment_tokens;
+/* Rank of running q after j more decode steps (its wait is frozen while it runs). */
+static int run_rank_at(const struct prio *p, const struct kv_replica *r, const struct kv_req *q,
+		       uint64_t j)
+{
+	int e = (int)effective(p, base_level_at(p, q, q->generated + j),
+			       req_of(r->sim, q)->waited_ns);
+
+	return 3 * e + (past_segment_at(p, r, q, j) ? 0 : 2);
 }
 
 static int run_rank(const struct prio *p, const struct kv_replica *r, const struct kv_req *q)
 {
-	int e = (int)effective(p, base_level(p, q), req_of(r->sim, q)->waited_ns);
-
-	return 3 * e + (past_segment(p, r, q) ? 0 : 2);
+	return run_rank_at(p, r, q, 0);
 }
 
 /* Rank of waiting q, queued at level l. */
@@ -615,6 +636,96 @@ static void prio_form_batch(void *priv, struct kv_replica *r)
 	yield_displaced(p, r);
 }
 
+/*
+ * First step j in [1, K) after which running q's rank differs from its rank
+ * at j = 1 (K when none).  A rank never rises while running (demotions and
+ * the segment's end only lower it), so equal ranks at 1 and K - 1 mean
+ * equal throughout; else a bisection.
+ */
+static uint32_t rank_change(const struct prio *p, const struct kv_replica *r,
+			    const struct kv_req *q, int rank1, uint32_t K)
+{
+	uint32_t lo = 1, hi = K - 1; /* rank at lo is rank1; find the first j with another */
+
+	if (K < 3 || run_rank_at(p, r, q, hi) == rank1)
+		return K;
+	while (hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (run_rank_at(p, r, q, mid) == rank1)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return hi;
+}
+
+/*
+ * Earliest time at which a waiting request's rank reaches `rank` by aging
+ * (KV_NS_NEVER when none will): for each level's head (the longest wait
+ * there, so its highest rank), its wait W reaches (e - l) * A, e the least
+ * effective level with 3e + 1 >= rank.
+ */
+static kv_ns aging_reaches(const struct prio *p, const struct kv_replica *r, int rank)
+{
+	uint32_t e = rank <= 1 ? 0 : (uint32_t)(rank - 1 + 2) / 3, l;
+	kv_ns when = KV_NS_NEVER;
+
+	for (l = 0; l < p->n_levels; l++) {
+		const struct kv_req *h = kv_reqq_head(r->sim, &p->wait[l]);
+		kv_ns at;
+
+		if (!h)
+			continue;
+		if (l >= e)
+			return 0; /* already there */
+		if (!p->aging_ns || e > p->n_levels - 1)
+			continue; /* never ages, or not that high */
+		at = key(r->sim, h) + (kv_ns)(e - l) * p->aging_ns;
+		when = KV_MIN(when, at);
+	}
+	return when;
+}
+
+/*
+ * Macro steps (scheduler.h).  The formation at t[j] (j >= 1) schedules the
+ * running requests by descending rank, admission order within a rank, as
+ * ranked j steps on; it admits nobody while every waiting request ranks
+ * below every running one (admit_above asks only above a running rank,
+ * and the last call, with the batch full, is refused before any eviction)
+ * and evicts nobody (no growth fails, nobody is admitted for
+ * yield_displaced).  So the run lasts while the ranks at j = 1 hold (a
+ * demotion or a segment's end changes the order: the bound) and the batch
+ * is in that order, and until the first t[j] at which a waiting request's
+ * aging reaches the lowest running rank (its promotion is the next
+ * decision).  Nothing of the private state changes: no macro_apply.
+ */
+static uint32_t prio_macro_steps(void *priv, struct kv_replica *r, const kv_ns *t, uint32_t K)
+{
+	struct prio *p = priv;
+	int prev = INT_MAX, low = INT_MAX;
+	uint32_t i, j;
+	kv_ns promote;
+
+	for (i = 0; i < r->n_batch; i++) {
+		const struct kv_req *q = r->batch[i];
+		int rk = p->n_levels == 1 && !p->segment_tokens ? 2 : run_rank_at(p, r, q, 1);
+
+		if (rk > prev || (rk == prev && q->run_idx < r->batch[i - 1]->run_idx))
+			return 0; /* not the order the next formation makes */
+		prev = low = rk;
+		if (p->n_levels > 1 || p->segment_tokens)
+			K = KV_MIN(K, rank_change(p, r, q, rk, K));
+	}
+	if (!p->n_waiting)
+		return K;
+	promote = aging_reaches(p, r, low);
+	for (j = 1; j < K; j++)
+		if (t[j] >= promote)
+			return j; /* formations at t[1..j-1] only */
+	return K;
+}
+
 static uint64_t prio_waiting(const void *priv)
 {
 	const struct prio *p = priv;
@@ -633,4 +744,6 @@ const struct kv_sched_ops kv_sched_preempt = {
 	.form_batch = prio_form_batch,
 	.dequeue = prio_dequeue,
 	.waiting = prio_waiting,
+	.macro_steps = prio_macro_steps,
+	.flags = KV_PLUGIN_F_MACRO_STEPS, /* ranks held: see prio_macro_steps */
 };

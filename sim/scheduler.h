@@ -28,6 +28,34 @@
  *   waiting     number of requests queued (for metrics and routing).
  *   fini        once at the end.
  *
+ * Macro steps (engine.h).  A scheduler with KV_PLUGIN_F_MACRO_STEPS
+ * (plugin.h) says: when form_batch has scheduled every running request for
+ * one decode token, in running (admission) order, and admitted nobody
+ * because nobody waits or because the batch is full (sequence cap or token
+ * budget spent: kv_replica_schedule() refuses with KV_ERANGE before looking
+ * at the request), then form_batch called again with the same requests one
+ * token further (their holdings grown as planned) forms the same batch,
+ * preempts nobody and changes nothing of its state that another hook reads.
+ * The two optional hooks below widen or qualify that:
+ *   macro_steps (optional) the batch just formed at t[0] qualifies as
+ *               above, except perhaps for its order; the engine would call
+ *               form_batch again at t[1], ..., t[K - 1] (each step's end).
+ *               Return the K' <= K such that the calls at t[1..K'-1] form the
+ *               same batch in the same order and admit and preempt nobody
+ *               (e.g. K' is bounded by the step at which a waiting
+ *               request's priority would overtake a running one).  The
+ *               engine runs no macro step when K' < 2.  May record in its
+ *               private state what macro_apply needs (the batch's counts).
+ *               NULL: K' = K when the batch is in running order, else 1.
+ *   macro_apply (optional) the calls of form_batch at t[0..n-1] (n >= 1, in
+ *               a run macro_steps allowed, in order, each forming the same
+ *               batch) happened: update the private state exactly as those
+ *               n calls would, bit for bit (same floating-point operations
+ *               in the same order, or sums proved exact: kv_sum_exact).
+ *               The engine calls it lazily, before any hook of this
+ *               replica runs and before a sample reads the state, with
+ *               simulated time not at t[].  NULL: the calls change nothing.
+ *
  * Hooks must not allocate per call, must not touch other replicas, and must
  * not change simulated time.
  */
@@ -48,6 +76,8 @@ struct kv_sched_ops {
 	void (*dequeue)(void *priv, struct kv_replica *r, struct kv_req *q);
 	void (*on_done)(void *priv, struct kv_replica *r, struct kv_req *q); /* optional */
 	uint64_t (*waiting)(const void *priv);
+	uint32_t (*macro_steps)(void *priv, struct kv_replica *r, const kv_ns *t, uint32_t K); /* optional */
+	void (*macro_apply)(void *priv, struct kv_replica *r, const kv_ns *t, uint32_t n); /* optional */
 };
 
 /* The scheduler with that name (kv_plugin_find), or NULL. */
