@@ -462,7 +462,12 @@ static void draw_tenants(gsl_rng *g, struct rcase *c)
 	struct kv_source_spec *sp = &c->cfg.source;
 	uint32_t i;
 
-	/* every other case one tenant of weight 1: the engine's macro steps run (engine.h) */
+	/*
+	 * Even cases one tenant of weight 1; cases 1 mod 4 tenants of weights
+	 * 1/4 .. 4 in powers of two, whose service sums are exact, so the
+	 * engine's macro steps run with several tenants under every scheduler
+	 * (engine.h); cases 3 mod 4 any weights (macro steps off unless dyadic).
+	 */
 	sp->n_tenants = c->idx % 2 ? (uint32_t)uni(g, 1, 4) : 1;
 	appendf(c->desc, sizeof(c->desc), " tenants[");
 	for (i = 0; i < sp->n_tenants; i++) {
@@ -470,7 +475,8 @@ static void draw_tenants(gsl_rng *g, struct rcase *c)
 
 		snprintf(t->name, sizeof(t->name), "t%u", i);
 		t->share = 0.2 + gsl_rng_uniform(g);
-		t->weight = c->idx % 2 ? loguni(g, 0.25, 4) : 1;
+		t->weight = c->idx % 4 == 3 ? loguni(g, 0.25, 4) :
+			    c->idx % 2 ? ldexp(1, (int)uni(g, 0, 4) - 2) : 1;
 		t->priority = (int)uni(g, 0, 3) - 1;
 		if (gsl_rng_uniform(g) < 0.08) {
 			static const uint64_t fixed[][2] = { { 1, 1 }, { 1, 0 }, { 0, 1 } };
