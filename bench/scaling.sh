@@ -13,12 +13,15 @@
 #   fleet-5m, fleet-5m-exact       5M requests, 1,000 replicas, 2,500 req/s (the issue's case)
 #   fleet-1m, fleet-10m, fleet-44m 1M / 10M / 44M requests, 1,000 replicas, 509.3 req/s (a day)
 #   rep-16, rep-10000              1M requests on 16 / 10,000 replicas at 0.5093 req/s per replica
+#   tenants-S, tenants-S-exact     bench/million-tenants.yaml (1M requests, 16 replicas, eight
+#                                  tenants) under scheduler S = drf, vtc or preempt, macro / exact
 # Columns: case, requests, replicas, mode, wall_s, user_s, rss_mb, events, macro_steps, req_per_wall_s.
 # KVSIM=path times that binary instead of build-release/src/kvsim.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 csv=bench/scaling.csv
-all=(million million-exact fleet-5m fleet-5m-exact fleet-1m fleet-10m rep-16 rep-10000)
+all=(million million-exact fleet-5m fleet-5m-exact fleet-1m fleet-10m rep-16 rep-10000
+     tenants-drf tenants-drf-exact tenants-vtc tenants-vtc-exact tenants-preempt tenants-preempt-exact)
 
 args_of() {
   case $1 in
@@ -31,6 +34,8 @@ args_of() {
     fleet-44m) echo "bench/fleet.yaml" ;;
     rep-16) echo "bench/fleet.yaml --set workload.requests=1000000 --set cluster.replicas=16 --set workload.arrival.rate=8.1488" ;;
     rep-10000) echo "bench/fleet.yaml --set workload.requests=1000000 --set cluster.replicas=10000 --set workload.arrival.rate=5093" ;;
+    tenants-drf|tenants-vtc|tenants-preempt) echo "bench/million-tenants.yaml --set scheduler.name=${1#tenants-}" ;;
+    tenants-*-exact) local s=${1#tenants-}; echo "bench/million-tenants.yaml --set scheduler.name=${s%-exact} --exact-steps" ;;
     *) echo "unknown case $1" >&2; return 2 ;;
   esac
 }

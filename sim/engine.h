@@ -27,9 +27,12 @@
  * allocated per event or per token once the high-water mark is reached.
  *
  * Macro-stepping (exact; off with cfg->exact_steps, `--exact-steps`): when a
- * replica forms a batch of decode steps only (every running request, none
- * waiting), the next steps are the same sequences with one more token of
- * context each, until a request finishes or outgrows its holding.  The
+ * replica forms a batch of decode steps only (every running request, and
+ * none waiting or the batch full, so nobody can be admitted), the next steps
+ * are the same sequences with one more token of context each, until a
+ * request finishes or outgrows its holding, or the scheduler's next
+ * decision (its macro_steps hook, scheduler.h: e.g. a waiting request's
+ * aging promotion).  The
  * replica computes those steps' ends t_1..t_K at once (a decode that
  * outgrows its holding stays inside the run when the cache model promises
  * its reserve succeeds, grow_units in cache.h: the reserve runs, in order,
@@ -40,12 +43,18 @@
  * per-step engine applies it (tokens, memory integrals, service, counters,
  * the event count): before any event that reads the replica (an arrival,
  * which routes by replica state; a sample) and before its own event at t_K.
- * An arrival joining the replica cuts the run at the step in flight.  Only
- * events that read nothing of the replica pass over its pending steps; what
- * they write and the replica's steps also write (tenant service) is summed
- * in whole numbers, so the order does not change a bit.  It runs only where
- * every plugin permits it (KV_PLUGIN_F_MACRO_STEPS, plugin.h), one tenant,
- * whole-number service weights, no executor; docs/benchmarks.md measures it.
+ * The scheduler's per-step updates (VTC's counters, DRF's rounds) are
+ * applied with the steps (its macro_apply hook).  An arrival joining the
+ * replica cuts the run at the step in flight.  Only events that read
+ * nothing of the replica pass over its pending steps; what they write and
+ * the replica's steps also write (tenant service) is summed in whole
+ * multiples of 1/256, so the order does not change a bit; a tenant that
+ * starts waiting while another waits has its virtual service lifted to the
+ * others' (a comparison, not a sum), so every replica's pending steps before
+ * that event are applied first.  It runs only where every plugin permits it
+ * (KV_PLUGIN_F_MACRO_STEPS, plugin.h), service weights (fairness and
+ * 1 / tenant weight) that are multiples of 1/256, no executor;
+ * docs/benchmarks.md measures it.
  */
 #ifndef KV_ENGINE_H
 #define KV_ENGINE_H

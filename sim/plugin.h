@@ -71,7 +71,9 @@ struct kv_plugin {
  * macro-stepping (engine.h): between two batch changes its hooks are not
  * called by a decode step inside every request's holding, or, when called,
  * do exactly the same thing every step and touch nothing another event reads,
- * so a run of such steps may be applied at once.  Default off.  A router
+ * so a run of such steps may be applied at once (a scheduler: scheduler.h
+ * says what exactly, and its macro_steps and macro_apply hooks bound the
+ * run and apply its per-step state).  Default off.  A router
  * says what it reads of the replicas (KV_PLUGIN_F_ROUTE_*; default: any
  * state), so an arrival brings only that up to date.
  */

@@ -8,10 +8,16 @@
 #     every scheduler with the default cache;
 #   - bench/million.yaml (20,000 requests) with full and chunked under
 #     vllm-v0 and vllm, and 64 replicas of Azure conversations (the fleet
-#     benchmark's shape, shortened).
+#     benchmark's shape, shortened);
+#   - several tenants: tests/data/macro/tenants.yaml (three tenants of
+#     power-of-two weights and distinct priorities, batches that fill) under
+#     every engine, scheduler and cache model, preempt's variants (mlfq,
+#     segments, aging, swap), and bench/million-tenants.yaml (eight tenants,
+#     20,000 requests) under every scheduler with vllm-v0 and vllm.
 # Compared: every *.csv the run writes (requests, timeseries, summary with
 # its event count, tenants).  Also checked: macro steps did run (the
-# KVSIM_MACRO_STATS line) in the fifo runs, so the comparison is not vacuous.
+# KVSIM_MACRO_STATS line) in the fifo runs, and in every scheduler's
+# multi-tenant runs, so the comparison is not vacuous.
 # usage: tests/macro_test.sh KVSIM SOURCE_DIR [-j JOBS]; exits 77 without traces.
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 KVSIM SOURCE_DIR [-j JOBS]" >&2; exit 2; }
@@ -77,6 +83,20 @@ pair() {
     done
   done
   echo "pair fleet64 $src/bench/fleet.yaml --set workload.requests=20000 --set cluster.replicas=64 --set workload.arrival.rate=160"
+  mt="$src/tests/data/macro/tenants.yaml"
+  for e in "${engines[@]}"; do
+    for sc in "${scheds[@]}"; do
+      for c in "${caches[@]}"; do echo "pair mt/$e/$sc/$c $mt --set engine=$e --set scheduler.name=$sc --set cache=$c"; done
+    done
+  done
+  for v in priority=mlfq segment_tokens=64 aging=2s mode=swap; do
+    echo "pair mt/preempt-$v $mt --set scheduler.name=preempt --set scheduler.$v"
+  done
+  for e in vllm-v0 vllm; do
+    for sc in "${scheds[@]}"; do
+      echo "pair mtm/$e/$sc $src/bench/million-tenants.yaml --set workload.requests=20000 --set engine=$e --set scheduler.name=$sc"
+    done
+  done
 } > "$tmp/jobs"
 
 export -f pair
@@ -89,4 +109,10 @@ used=$(cat "$tmp"/r/* | awk '$1 > 0 { n++ } END { print n + 0 }')
 steps=$(cat "$tmp"/r/* | awk '{ s += $1 } END { print s + 0 }')
 # fifo under vllm-v0 or vllm with full or chunked must take macro steps somewhere
 [ "$used" -ge 10 ] || { echo "macro: only $used of $runs runs took macro steps" >&2; exit 1; }
+# every scheduler takes macro steps with several tenants (vllm-v0, chunked; million-tenants)
+for sc in "${scheds[@]}"; do
+  for l in "mt_vllm-v0_${sc}_chunked" "mtm_vllm-v0_$sc" "mtm_vllm_$sc"; do
+    [ "$(cat "$tmp/r/$l")" -gt 0 ] || { echo "macro: no macro steps in $l" >&2; exit 1; }
+  done
+done
 echo "macro: $runs runs byte-identical with --exact-steps; $used took macro steps ($steps iterations)"
