@@ -9,9 +9,14 @@
 #include "testutil.h"
 
 #include <check.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* Accounting figures of a drf/wdrf replica (sim/sched_drf.c). */
+double kv_drf_share(const struct kv_replica *r, uint32_t tenant, double *mem, double *cmp);
+uint64_t kv_drf_tokens(const struct kv_replica *r, uint32_t tenant);
 
 /* A sink recording the requests it saw. */
 struct rec {
@@ -495,6 +500,120 @@ START_TEST(macro_steps_lone)
 }
 END_TEST
 
+/*
+ * kv_sum_exact, by hand: whole multiples of a power of two below 2^53 of
+ * it are exact, anything that needs a 54th bit is not; and where it says
+ * exact, the additions one by one give the one product.
+ */
+START_TEST(sum_exact)
+{
+	const double two53 = 9007199254740992.0;
+	static const double cs[] = { 0, 0.5, 3, 1024.25, 1e9 };
+	static const double xs[] = { 0, 0.25, 1, 2, 0.375, 6.5 };
+	size_t i, j;
+
+	ck_assert(kv_sum_exact(0, 2, 1000000));
+	ck_assert(kv_sum_exact(3.0 / 1024, 1.0 / 1024, (1ULL << 43) - 4));
+	ck_assert(kv_sum_exact(two53 - 2, 1, 1));
+	ck_assert(!kv_sum_exact(two53 - 2, 1, 2)); /* 2^53 is a double, but the bound is strict */
+	ck_assert(!kv_sum_exact(1, 0.1, 1)); /* 1.1 rounds */
+	ck_assert(!kv_sum_exact(0, 0.1, 3)); /* 0.1 has 53 significant bits: 3 x needs more */
+	ck_assert(kv_sum_exact(0, 0.1, 1)); /* 0 + 0.1 is 0.1 */
+	ck_assert(!kv_sum_exact(0, 2.0 / 3, 2));
+	ck_assert(!kv_sum_exact(-1, 1, 1));
+	ck_assert(!kv_sum_exact(0, -1, 1));
+	ck_assert(!kv_sum_exact(1.0 / 0.0, 1, 1));
+	ck_assert(kv_sum_exact(1e300, 0, 5)); /* adding zero */
+	for (i = 0; i < KV_ARRAY_LEN(cs); i++) {
+		for (j = 0; j < KV_ARRAY_LEN(xs); j++) {
+			double c = cs[i], x = xs[j], one = c;
+			uint64_t k, m = 10000;
+
+			ck_assert_msg(kv_sum_exact(c, x, m), "c %g x %g m %llu", c, x,
+				      (unsigned long long)m);
+			for (k = 0; k < m; k++)
+				one += x;
+			ck_assert_msg(one == c + x * (double)m, "c %g x %g: %.17g one by one, %.17g at once",
+				      c, x, one, c + x * (double)m);
+		}
+	}
+}
+END_TEST
+
+/*
+ * Macro steps under the fair and priority schedulers with several tenants
+ * (weights 1, 2 and 1/2, distinct priorities), on one replica whose
+ * sequence cap (6) fills, so that requests wait while batches repeat: VTC
+ * with an output weight of 0.1 (counters that are not exact sums: added one
+ * by one), drf, wdrf, preempt with mlfq levels and aging.  Each runs with
+ * and without macro steps: macro steps ran, and every request's finish,
+ * the event count, every tenant's service and virtual service, and under
+ * drf/wdrf every tenant's share and tokens are the same to the bit.
+ */
+START_TEST(macro_tenants)
+{
+	static const char *const scheds[] = {
+		"{name: vtc, output_weight: 0.1}", "drf", "{name: wdrf, window: 2s}",
+		"{name: preempt, priority: mlfq, aging: 3s, segment_tokens: 48}", "{name: preempt, aging: 2s}",
+	};
+	static struct rec r[2];
+	char yaml[1024];
+	size_t i;
+
+	for (i = 0; i < KV_ARRAY_LEN(scheds); i++) {
+		double svc[2][3], vsvc[2][3], share[2][3];
+		uint64_t events[2], macro[2], tok[2][3];
+		int exact, drf = !strncmp(scheds[i], "drf", 3) || strstr(scheds[i], "wdrf");
+		uint32_t t;
+
+		snprintf(yaml, sizeof(yaml),
+			 "model: llama-2-7b\ndevice: a100-80g\nscheduler: %s\ncache: chunked\n"
+			 "batching: {max_tokens: 512, max_seqs: 6}\n"
+			 "outputs: {sample_interval: 0.5s}\nworkload:\n  requests: 60\n"
+			 "  arrival: {process: poisson, rate: 8}\n"
+			 "  lengths: {dist: uniform, prompt_min: 20, prompt_max: 400, output_min: 1, output_max: 200}\n"
+			 "  tenants:\n"
+			 "    - {name: a, share: 2, weight: 1, priority: 0}\n"
+			 "    - {name: b, share: 1, weight: 2, priority: 2}\n"
+			 "    - {name: c, share: 1, weight: 0.5, priority: 1}\n",
+			 scheds[i]);
+		for (exact = 0; exact < 2; exact++) {
+			struct kv_workload w;
+			struct kv_sim s;
+
+			load(&w, yaml);
+			w.cfg.exact_steps = exact;
+			run(&w, &r[exact], &s);
+			events[exact] = s.events;
+			macro[exact] = s.macro_steps;
+			for (t = 0; t < 3; t++) {
+				svc[exact][t] = s.tenant[t].service;
+				vsvc[exact][t] = s.tenant[t].vservice;
+				share[exact][t] = drf ? kv_drf_share(&s.rep[0], t, NULL, NULL) : 0;
+				tok[exact][t] = drf ? kv_drf_tokens(&s.rep[0], t) : 0;
+			}
+			kv_sim_release(&s);
+			kv_workload_release(&w);
+		}
+		ck_assert_msg(macro[0] > 0 && macro[1] == 0, "%s: %llu / %llu macro steps", scheds[i],
+			      (unsigned long long)macro[0], (unsigned long long)macro[1]);
+		ck_assert_msg(events[0] == events[1], "%s: %llu events, %llu exact", scheds[i],
+			      (unsigned long long)events[0], (unsigned long long)events[1]);
+		ck_assert_uint_eq(r[0].n, 60);
+		ck_assert_msg(memcmp(r[0].finish, r[1].finish, sizeof(r[0].finish)) == 0,
+			      "%s: finish times differ", scheds[i]);
+		ck_assert_msg(memcmp(svc[0], svc[1], sizeof(svc[0])) == 0 &&
+				      memcmp(vsvc[0], vsvc[1], sizeof(vsvc[0])) == 0,
+			      "%s: service %.17g %.17g %.17g vs %.17g %.17g %.17g", scheds[i], svc[0][0],
+			      svc[0][1], svc[0][2], svc[1][0], svc[1][1], svc[1][2]);
+		ck_assert_msg(memcmp(share[0], share[1], sizeof(share[0])) == 0 &&
+				      memcmp(tok[0], tok[1], sizeof(tok[0])) == 0,
+			      "%s: shares %.17g %.17g %.17g vs %.17g %.17g %.17g", scheds[i], share[0][0],
+			      share[0][1], share[0][2], share[1][0], share[1][1], share[1][2]);
+	}
+}
+END_TEST
+
 static Suite *engine_suite(void)
 {
 	Suite *s = suite_create("engine");
@@ -515,6 +634,8 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, reject_alone_running);
 	tcase_add_test(tc, decode_paths_agree);
 	tcase_add_test(tc, macro_steps_lone);
+	tcase_add_test(tc, sum_exact);
+	tcase_add_test(tc, macro_tenants);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	return s;
