@@ -760,6 +760,11 @@ static void macro_count_tenants(struct kv_replica *r)
 	for (i = 0; i < r->macro_nt; i++)
 		r->macro_tc[r->macro_tn[i]] = 0;
 	r->macro_nt = 0;
+	if (r->sim->cfg->source.n_tenants <= 1) { /* no need to read the requests' cold half */
+		r->macro_tn[r->macro_nt++] = 0;
+		r->macro_tc[0] = r->n_batch;
+		return;
+	}
 	for (i = 0; i < r->n_batch; i++) {
 		uint32_t t = r->batch[i]->tenant;
 
