@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -324,41 +325,48 @@ const char *kv_show(const char *s, size_t n, char *buf, size_t len)
 	return buf;
 }
 
-/* v = odd * 2^*e for finite v > 0: returns the odd integer (up to 2^53). */
-static uint64_t odd_part(double v, int *e)
+/*
+ * A normal double v > 0 as odd * 2^*e (odd < 2^53), from its bits; 0 for a
+ * subnormal (not needed here: treated as not exact).
+ */
+static int odd_part(double v, uint64_t *odd, int *e)
 {
-	int x;
-	uint64_t m = (uint64_t)ldexp(frexp(v, &x), 53); /* v = m * 2^(x - 53), exact */
+	uint64_t b, m;
+	int x, z;
 
-	*e = x - 53;
-	while (!(m & 1)) {
-		m >>= 1;
-		++*e;
-	}
-	return m;
+	memcpy(&b, &v, sizeof(b));
+	x = (int)(b >> 52 & 0x7ff);
+	if (x == 0)
+		return 0;
+	m = (b & ((UINT64_C(1) << 52) - 1)) | UINT64_C(1) << 52; /* v = m * 2^(x - 1075) */
+	z = __builtin_ctzll(m);
+	*odd = m >> z;
+	*e = x - 1075 + z;
+	return 1;
+}
+
+/* odd * 2^s as an integer below 2^53, or 0 when it is not. */
+static uint64_t widen(uint64_t odd, int s)
+{
+	return s < 53 && 64 - __builtin_clzll(odd) + s <= 53 ? odd << s : 0;
 }
 
 int kv_sum_exact(double c, double x, uint64_t m)
 {
-	const double lim = 9007199254740992.0; /* 2^53 */
+	const uint64_t lim = UINT64_C(1) << 53;
+	uint64_t a = 0, b, oa = 0, ob;
 	int ec = INT_MAX, ex, e;
-	uint64_t a, b;
-	double sa, sb;
 
 	if (!(c >= 0 && x >= 0 && isfinite(c) && isfinite(x)))
 		return 0;
 	if (x == 0 || m == 0)
 		return 1;
-	odd_part(x, &ex);
-	if (c > 0)
-		odd_part(c, &ec);
-	e = ec < ex ? ec : ex; /* c and x are whole multiples of 2^e */
-	sa = ldexp(c, -e); /* exact: a power-of-two scaling of whole multiples */
-	sb = ldexp(x, -e);
-	if (!(sa < lim && sb < lim))
+	if (!odd_part(x, &ob, &ex) || (c > 0 && !odd_part(c, &oa, &ec)))
 		return 0;
-	a = (uint64_t)sa;
-	b = (uint64_t)sb;
+	e = ec < ex ? ec : ex; /* c and x are whole multiples of 2^e */
+	b = widen(ob, ex - e); /* x / 2^e */
+	if (c > 0 && !(a = widen(oa, ec - e))) /* c / 2^e */
+		return 0;
 	/* every partial sum is a whole multiple of 2^e; below 2^(53 + e) it is a double */
-	return m <= ((uint64_t)1 << 53) / b && a + m * b < ((uint64_t)1 << 53);
+	return b && m <= (lim - 1 - a) / b;
 }
