@@ -81,8 +81,8 @@
  * lookup): hit_tokens = m*B, lookup_tokens = prompt tokens, bytes_saved =
  * m * extent(B * b); hit_rate = hit_tokens / lookup_tokens.
  */
-#include "blocks.h"
 #include "engine.h"
+#include "winblocks.h"
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -95,6 +95,10 @@
 #define SEED_HASHED 0x6d6f6f6e63616b65ULL /* chain start for hash-id keys */
 #define SEED_SYSTEM 0x73797374656d2d70ULL /* chain start for system-prompt keys */
 #define SEED_OWN 0x6f776e2d626c6f63ULL /* a request's own prompt blocks (request_blocks) */
+#define SEED_WIN 0x77696e646f776564ULL /* a block's windowed-group entry: its key mixed with this */
+#define LO_MASK 0x7fffffffULL /* cache[1] >> 32: the first windowed entry still held */
+
+enum { G_FULL, G_WIN }; /* entry groups: every layer (or the full-attention ones), the windowed ones */
 
 struct shared {
 	uint64_t prefix_block_tokens; /* option: tokens per shared prefix block, default 512 */
@@ -107,16 +111,22 @@ struct shared {
 	uint64_t token_bytes; /* b, bytes */
 	uint64_t chunk_bytes; /* Bt * b, bytes of one own block */
 	uint64_t chunk_units; /* pool units one own block takes */
-	uint64_t entry_units; /* pool units one entry's extent takes */
-	uint64_t entry_bytes; /* entry_units * unit_bytes */
-	uint32_t ext_blocks; /* buddy blocks in one entry's extent */
+	uint64_t entry_units[2]; /* pool units one entry's extent takes, by group */
+	uint64_t entry_bytes[2]; /* entry_units * unit_bytes, by group */
+	uint32_t ext_blocks[2]; /* buddy blocks in one entry's extent, by group */
+	uint32_t ext_max; /* the larger: offsets kept per entry */
+	/* A windowed model (win.win_tokens nonzero): own blocks in two groups, entries of either group. */
+	struct kv_winblocks win; /* the layer groups of the own blocks (win_tokens 0: one group) */
+	int has_full; /* some layers attend to the whole context (a G_FULL entry per block) */
+	uint64_t win_need; /* prefix blocks a hit needs on the windowed group: ceil((W - 1) / B) */
 	uint32_t max_blocks; /* prefix blocks in the longest prompt (the model's context) */
-	/* Entries, flat arrays of cap (offsets: cap * ext_blocks). */
+	/* Entries, flat arrays of cap (offsets: cap * ext_max). */
 	uint32_t cap; /* entries the pool can hold at most */
 	uint32_t n; /* live entries */
 	uint32_t free_entry; /* free list through next[], NIL */
 	uint64_t *key; /* chained key */
-	uint32_t *off; /* buddy block offsets, ext_blocks per entry */
+	uint32_t *off; /* buddy block offsets, ext_max per entry */
+	unsigned char *grp; /* its group, G_FULL or G_WIN */
 	uint32_t *refs; /* requests using it */
 	uint32_t *prev, *next; /* LRU links (toward head / tail), NIL at the ends */
 	uint32_t lru_head, lru_tail; /* least / most recently used, NIL when empty */
@@ -125,6 +135,8 @@ struct shared {
 	uint32_t *slot; /* entry index, NIL when empty */
 	uint32_t mask; /* slots - 1 */
 	uint32_t *scratch; /* max_blocks entries: a request's entries during release */
+	uint32_t *wscratch; /* with a window: a request's G_WIN entries during release, NIL when none */
+	uint64_t *keybuf; /* with a window: a request's block keys during a lookup */
 	/* Statistics. */
 	uint64_t hit_tokens, lookup_tokens, bytes_saved; /* summed over admissions */
 	uint64_t evictions; /* entries evicted to make room */
@@ -294,7 +306,7 @@ static void lru_unlink(struct shared *c, uint32_t e)
 		c->prev[c->next[e]] = c->prev[e];
 	else
 		c->lru_tail = c->prev[e];
-	c->lru_bytes -= c->entry_bytes;
+	c->lru_bytes -= c->entry_bytes[c->grp[e]];
 }
 
 /* Appends e as the most recently used. */
@@ -307,25 +319,25 @@ static void lru_push(struct shared *c, uint32_t e)
 	else
 		c->lru_head = e;
 	c->lru_tail = e;
-	c->lru_bytes += c->entry_bytes;
+	c->lru_bytes += c->entry_bytes[c->grp[e]];
 }
 
 /* --- entries ----------------------------------------------------------- */
 
 static inline uint32_t *entry_off(const struct shared *c, uint32_t e)
 {
-	return &c->off[(size_t)e * c->ext_blocks];
+	return &c->off[(size_t)e * c->ext_max];
 }
 
 /*
- * Allocates an extent of entry_units as buddy blocks, largest first (as
+ * Allocates an extent of entry_units[g] as buddy blocks, largest first (as
  * kv_blocks_append does), into off[].  Returns 0, or KV_ENOMEM with nothing
  * taken.
  */
-static int extent_alloc(struct shared *c, uint32_t *off)
+static int extent_alloc(struct shared *c, uint32_t *off, int g)
 {
 	struct kv_pool *p = c->pool;
-	uint64_t left = c->entry_units;
+	uint64_t left = c->entry_units[g];
 	unsigned k = p->max_order;
 	uint32_t nb = 0;
 
@@ -340,19 +352,20 @@ static int extent_alloc(struct shared *c, uint32_t *off)
 		nb++;
 		left -= 1ULL << k;
 	}
-	KV_CHECK(nb == c->ext_blocks, "extent of %u blocks, expected %u", nb, c->ext_blocks);
+	KV_CHECK(nb == c->ext_blocks[g], "extent of %u blocks, expected %u", nb, c->ext_blocks[g]);
 	return 0;
 }
 
-/* A new cached entry for key, count 0, most recently used; NIL when memory is short. */
-static uint32_t entry_new(struct shared *c, uint64_t key)
+/* A new cached entry of group g for key, count 0, most recently used; NIL when memory is short. */
+static uint32_t entry_new(struct shared *c, uint64_t key, int g)
 {
 	uint32_t e = c->free_entry;
 
-	if (e == NIL || extent_alloc(c, entry_off(c, e)))
+	if (e == NIL || extent_alloc(c, entry_off(c, e), g))
 		return NIL; /* a free entry exists whenever the pool has room (cap bound) */
 	c->free_entry = c->next[e];
 	c->key[e] = key;
+	c->grp[e] = (unsigned char)g;
 	c->refs[e] = 0;
 	c->n++;
 	index_insert(c, e);
@@ -370,7 +383,7 @@ static void entry_ref(struct shared *c, uint32_t e)
 	if (c->refs[e] == 0)
 		lru_unlink(c, e);
 	c->refs[e]++;
-	for (k = 0; k < c->ext_blocks; k++) {
+	for (k = 0; k < c->ext_blocks[c->grp[e]]; k++) {
 		unsigned r = kv_pool_ref(c->pool, off[k]);
 
 		KV_CHECK(r == c->refs[e] + 1, "entry %u block %u has %u references, %u sharers", e,
@@ -386,7 +399,7 @@ static void entry_unref(struct shared *c, uint32_t e)
 
 	KV_CHECK(c->refs[e] > 0, "entry %u released with no sharer", e);
 	c->refs[e]--;
-	for (k = 0; k < c->ext_blocks; k++) {
+	for (k = 0; k < c->ext_blocks[c->grp[e]]; k++) {
 		unsigned r = kv_pool_free(c->pool, off[k]);
 
 		KV_CHECK(r == c->refs[e] + 1, "entry %u block %u has %u references, %u sharers", e,
@@ -404,7 +417,7 @@ static void entry_drop(struct shared *c, uint32_t e)
 
 	KV_CHECK(c->refs[e] == 0, "dropping entry %u with %u sharers", e, c->refs[e]);
 	lru_unlink(c, e);
-	for (k = 0; k < c->ext_blocks; k++) {
+	for (k = 0; k < c->ext_blocks[c->grp[e]]; k++) {
 		unsigned r = kv_pool_free(c->pool, off[k]);
 
 		KV_CHECK(r == 0, "cached entry %u block %u still has %u references", e, off[k], r);
@@ -460,24 +473,66 @@ static void arrays_init(struct shared *c)
 	uint64_t slots = 16;
 	uint32_t e;
 
-	c->cap = (uint32_t)(c->pool->n_units / c->entry_units);
+	c->cap = (uint32_t)(c->pool->n_units / KV_MIN(c->entry_units[G_FULL], c->entry_units[G_WIN]));
 	while (slots * 7 < (uint64_t)c->cap * 10 + 7) /* load below 0.7 even at cap */
 		slots *= 2;
 	c->mask = (uint32_t)(slots - 1);
 	c->slot = kv_xmalloc(slots * sizeof(*c->slot));
 	memset(c->slot, 0xff, slots * sizeof(*c->slot)); /* every slot NIL */
 	c->key = kv_xcalloc(c->cap + 1, sizeof(*c->key));
-	c->off = kv_xcalloc(((size_t)c->cap + 1) * c->ext_blocks, sizeof(*c->off));
+	c->off = kv_xcalloc(((size_t)c->cap + 1) * c->ext_max, sizeof(*c->off));
+	c->grp = kv_xcalloc(c->cap + 1, sizeof(*c->grp));
 	c->refs = kv_xcalloc(c->cap + 1, sizeof(*c->refs));
 	c->prev = kv_xcalloc(c->cap + 1, sizeof(*c->prev));
 	c->next = kv_xcalloc(c->cap + 1, sizeof(*c->next));
 	c->scratch = kv_xcalloc(c->max_blocks + 1, sizeof(*c->scratch));
+	if (c->win.win_tokens) {
+		c->wscratch = kv_xcalloc(c->max_blocks + 1, sizeof(*c->wscratch));
+		c->keybuf = kv_xcalloc(c->max_blocks + 1, sizeof(*c->keybuf));
+	}
 	c->free_entry = NIL;
 	for (e = c->cap; e-- > 0;) {
 		c->next[e] = c->free_entry;
 		c->free_entry = e;
 	}
 	c->lru_head = c->lru_tail = NIL;
+}
+
+/*
+ * Entry sizes by group.  Without a window (or when b does not split by
+ * layer) one group, G_FULL, of extent(B * b); with one, G_FULL entries of
+ * the full-attention layers (none when every layer is windowed) and G_WIN
+ * entries of the windowed ones, as the own blocks (winblocks.h).  An absent
+ * group copies the other's sizes, so the bounds below hold either way.
+ */
+static void groups_init(struct shared *c, const struct kv_model *m)
+{
+	uint64_t bytes[2] = { c->prefix_block_tokens * c->token_bytes, 0 }, W;
+	int g;
+
+	c->has_full = 1;
+	if (kv_winblocks_init(&c->win, &c->blocks, m, c->token_bytes, c->block_tokens)) {
+		uint64_t per_block = c->prefix_block_tokens / c->block_tokens;
+
+		W = c->win.win_tokens;
+		bytes[G_FULL] = per_block * c->win.full_bytes;
+		bytes[G_WIN] = per_block * c->win.win_bytes;
+		c->has_full = bytes[G_FULL] != 0;
+		c->win_need = kv_div_ceil(W - 1, c->prefix_block_tokens);
+	}
+	for (g = 0; g < 2; g++) {
+		c->entry_units[g] = bytes[g] ? kv_blocks_units(&c->blocks, bytes[g], 0) : 0;
+		c->entry_bytes[g] = c->entry_units[g] * c->pool->unit_bytes;
+		c->ext_blocks[g] = extent_blocks(c->pool, c->entry_units[g]);
+	}
+	for (g = 0; g < 2; g++) {
+		if (!c->entry_units[g]) {
+			c->entry_units[g] = c->entry_units[!g];
+			c->entry_bytes[g] = c->entry_bytes[!g];
+			c->ext_blocks[g] = c->ext_blocks[!g];
+		}
+	}
+	c->ext_max = KV_MAX(c->ext_blocks[G_FULL], c->ext_blocks[G_WIN]);
 }
 
 static int shared_init(void *priv, const struct kv_cache_env *env, struct kv_diag *d)
@@ -493,9 +548,7 @@ static int shared_init(void *priv, const struct kv_cache_env *env, struct kv_dia
 	c->token_bytes = env->token_bytes;
 	c->chunk_bytes = c->block_tokens * c->token_bytes;
 	c->chunk_units = kv_blocks_units(&c->blocks, c->chunk_bytes, 0);
-	c->entry_units = kv_blocks_units(&c->blocks, c->prefix_block_tokens * c->token_bytes, 0);
-	c->entry_bytes = c->entry_units * env->pool->unit_bytes;
-	c->ext_blocks = extent_blocks(env->pool, c->entry_units);
+	groups_init(c, env->model);
 	c->max_blocks = (uint32_t)(env->model->max_ctx_tokens / c->prefix_block_tokens);
 	arrays_init(c);
 	return 0;
@@ -513,6 +566,81 @@ static void shared_fini(void *priv)
 	free(c->prev);
 	free(c->next);
 	free(c->scratch);
+	free(c->grp);
+	free(c->wscratch);
+	free(c->keybuf);
+}
+
+/* A block's windowed-group key. */
+static inline uint64_t win_key(uint64_t key)
+{
+	return mix(key ^ SEED_WIN);
+}
+
+/* The cached entry for key that can take one more sharer, or NIL. */
+static uint32_t usable(const struct shared *c, uint64_t key)
+{
+	uint32_t e = index_find(c, key);
+
+	return e != NIL && c->refs[e] < SHARERS_MAX ? e : NIL;
+}
+
+/*
+ * The longest hit of a windowed model, as vLLM V1's hybrid manager finds it
+ * (vllm/v1/core/kv_cache_coordinator.py HybridKVCacheCoordinator.
+ * find_longest_cache_hit): the full group's hit first, mf blocks from block
+ * 0 (FullAttentionManager.find_longest_cache_hit); then, within it, the
+ * windowed group's (SlidingWindowManager.find_longest_cache_hit): scanning
+ * from block mf - 1 down, the first run of win_need = ceil((W - 1) / B)
+ * cached blocks ending at block h - 1 gives h (the blocks before the run may
+ * be gone: the window skips them); with no such run, the run starting at
+ * block 0.  Returns h; keybuf[] holds the keys of blocks 0..h-1.
+ */
+static uint64_t window_hit(struct shared *c, struct kv_req *q, uint64_t limit)
+{
+	uint64_t mf = 0, run = 0, i, key;
+	struct keys k;
+
+	keys_init(&k, c, q);
+	while (mf < limit && keys_next(&k, &key)) {
+		if (c->has_full && usable(c, key) == NIL)
+			break;
+		c->keybuf[mf++] = key;
+	}
+	if (c->win_need == 0)
+		return mf;
+	for (i = mf; i-- > 0;) {
+		if (usable(c, win_key(c->keybuf[i])) == NIL) {
+			run = 0;
+		} else if (++run >= c->win_need) {
+			return i + run;
+		}
+	}
+	return run; /* blocks 0..run-1: shorter than the window's run */
+}
+
+/*
+ * prefix_hit with a window: h blocks hit; references on their G_FULL
+ * entries and on the G_WIN entries of the last min(h, win_need), the ones
+ * the next token's window touches (the first reserve would drop the others:
+ * vLLM fills them with its null block).
+ */
+static uint64_t prefix_hit_window(struct shared *c, struct kv_req *q, uint64_t limit)
+{
+	uint64_t h = window_hit(c, q, limit), lo = h - KV_MIN(h, c->win_need), i;
+
+	for (i = 0; i < h; i++) {
+		if (c->has_full)
+			entry_ref(c, index_find(c, c->keybuf[i]));
+		if (i >= lo)
+			entry_ref(c, index_find(c, win_key(c->keybuf[i])));
+	}
+	q->cache[0] = q->cache[2] = KV_BLOCKS_EMPTY;
+	q->cache[1] = h | lo << 32 | PENDING;
+	q->cache[3] = 0;
+	q->kv_bytes = (c->has_full ? h : 0) * c->entry_bytes[G_FULL] + (h - lo) * c->entry_bytes[G_WIN];
+	q->kv_cap_tokens = h * c->prefix_block_tokens;
+	return q->kv_cap_tokens;
 }
 
 static uint64_t shared_prefix_hit(void *priv, struct kv_req *q)
@@ -522,6 +650,8 @@ static uint64_t shared_prefix_hit(void *priv, struct kv_req *q)
 	uint64_t m = 0, key;
 	struct keys k;
 
+	if (c->win.win_tokens)
+		return prefix_hit_window(c, q, limit);
 	keys_init(&k, c, q);
 	while (m < limit && keys_next(&k, &key)) {
 		uint32_t e = index_find(c, key);
@@ -534,7 +664,7 @@ static uint64_t shared_prefix_hit(void *priv, struct kv_req *q)
 	q->cache[0] = KV_BLOCKS_EMPTY;
 	q->cache[1] = m | PENDING;
 	q->cache[2] = 0;
-	q->kv_bytes = m * c->entry_bytes;
+	q->kv_bytes = m * c->entry_bytes[G_FULL];
 	q->kv_cap_tokens = m * c->prefix_block_tokens;
 	return q->kv_cap_tokens;
 }
@@ -555,8 +685,76 @@ static void count_lookup(struct shared *c, struct kv_req *q)
 
 	c->hit_tokens += m * c->prefix_block_tokens;
 	c->lookup_tokens += q->prompt_tokens;
-	c->bytes_saved += m * c->entry_bytes;
+	if (c->win.win_tokens) /* held at the hit: m G_FULL entries, the last min(m, win_need) G_WIN ones */
+		c->bytes_saved += (c->has_full ? m : 0) * c->entry_bytes[G_FULL] +
+				  KV_MIN(m, c->win_need) * c->entry_bytes[G_WIN];
+	else
+		c->bytes_saved += m * c->entry_bytes[G_FULL];
 	q->cache[1] &= ~PENDING;
+}
+
+/* Drops q's references on the G_WIN entries of blocks lo..hi-1 (the window has passed them). */
+static void unref_window(struct shared *c, const struct kv_req *q, uint64_t lo, uint64_t hi)
+{
+	uint64_t i = 0, key;
+	struct keys k;
+
+	keys_init(&k, c, q);
+	while (i < hi && keys_next(&k, &key)) {
+		if (i++ >= lo) {
+			uint32_t e = index_find(c, win_key(key));
+
+			KV_CHECK(e != NIL, "request %llu lost windowed block %llu",
+				 (unsigned long long)q->id, (unsigned long long)(i - 1));
+			entry_unref(c, e);
+		}
+	}
+	KV_CHECK(i == hi, "request %llu has %llu of %llu blocks", (unsigned long long)q->id,
+		 (unsigned long long)i, (unsigned long long)hi);
+}
+
+/*
+ * reserve with a window: q's own blocks start after its m hit blocks (base
+ * = m * B) and slide as winblocks.h says; the G_WIN entries it holds,
+ * blocks lo..m-1, are dropped as the window leaves them (they stay cached
+ * with count 0, evictable, as vLLM's freed blocks keep their hash), and
+ * kv_cap_tokens stops at the step that leaves the next one.  Growth evicts
+ * cached entries while the pool refuses it, all or nothing.
+ */
+static int reserve_window(struct shared *c, struct kv_req *q, uint64_t tokens)
+{
+	const struct kv_winblocks *w = &c->win;
+	uint64_t m = (uint32_t)q->cache[1], lo = q->cache[1] >> 32 & LO_MASK, own = q->cache[3];
+	uint64_t full = own ? q->cache[0] : KV_BLOCKS_EMPTY, win = own ? q->cache[2] : KV_BLOCKS_EMPTY;
+	uint64_t PB = c->prefix_block_tokens, base = m * PB, got = 0, freed = 0, cap, nf, nw, lo2;
+	uint64_t need, unit = c->pool->unit_bytes;
+
+	if (tokens <= q->kv_cap_tokens)
+		return 0; /* the engine does not call below the capacity */
+	nw = kv_winblocks_slide(w, base, q->kv_tokens, tokens, &cap);
+	nf = w->full_bytes ? kv_div_ceil(tokens - base, c->block_tokens) : 0;
+	lo2 = KV_MAX(lo, KV_MIN(m, kv_win_excess(q->kv_tokens + 1, w->win_tokens) / PB));
+	if (lo2 < m) /* the next held entry leaves the window first */
+		cap = KV_MAX(KV_MIN(cap, (lo2 + 1) * PB + w->win_tokens - 1), tokens);
+	need = (nf - kv_winblocks_full_n(w, full)) * kv_blocks_units(&c->blocks, w->full_bytes, 0);
+	if (nw > kv_winblocks_win_n(w, win))
+		need += (nw - kv_winblocks_win_n(w, win)) * kv_blocks_units(&c->blocks, w->win_bytes, 0);
+	if (need * unit > c->pool->free_bytes + c->lru_bytes)
+		return KV_ENOMEM;
+	while (kv_winblocks_set(w, &full, &win, nf, nw, &got, &freed))
+		if (evict_one(c))
+			return KV_ENOMEM;
+	if (lo2 > lo)
+		unref_window(c, q, lo, lo2);
+	q->cache[0] = full;
+	q->cache[2] = win;
+	q->cache[1] = m | lo2 << 32 | (q->cache[1] & PENDING);
+	q->cache[3] = own + got - freed;
+	q->kv_bytes = q->kv_bytes + got - freed - (lo2 - lo) * c->entry_bytes[G_WIN];
+	q->kv_cap_tokens = cap;
+	if (q->cache[1] & PENDING)
+		count_lookup(c, q);
+	return 0;
 }
 
 /*
@@ -570,6 +768,8 @@ static int shared_reserve(void *priv, struct kv_req *q, uint64_t tokens)
 	uint64_t own = q->cache[2], t = own ? q->cache[0] : KV_BLOCKS_EMPTY, saved = t;
 	uint64_t cap = q->kv_cap_tokens, held = 0, need;
 
+	if (c->win.win_tokens)
+		return reserve_window(c, q, tokens);
 	if (tokens <= cap)
 		return 0; /* the engine does not call below the capacity */
 	need = kv_div_ceil(tokens - cap, c->block_tokens) * c->chunk_units * c->pool->unit_bytes;
@@ -594,9 +794,17 @@ static int shared_reserve(void *priv, struct kv_req *q, uint64_t tokens)
 /*
  * Re-walks q's keys: the m matched entries (present: q holds them), then the
  * blocks q computed itself, donated as new entries while memory allows.
- * Fills scratch[] with one entry per block walked; returns their number.
+ * Fills scratch[] with one G_FULL entry per block walked (NIL when every
+ * layer is windowed); returns their number.  With a window also wscratch[]
+ * with its G_WIN entry: the held ones, lo <= i < m, and the donated ones,
+ * i >= m; NIL below lo, where q holds nothing of the windowed group.  A
+ * block q computed is donated whole, both groups, though its windowed part
+ * may have left q's window long ago: vLLM keeps such a freed block's hash
+ * until the block is reused, so it is cached until evicted; here its bytes
+ * come back at release, when room allows (the first block that does not
+ * fit ends the donation, as without a window).
  */
-static uint32_t collect(struct shared *c, const struct kv_req *q, uint64_t m)
+static uint32_t collect(struct shared *c, const struct kv_req *q, uint64_t m, uint64_t lo)
 {
 	uint64_t done = KV_MIN(q->kv_tokens, q->prompt_tokens) / c->prefix_block_tokens;
 	uint64_t key, end = KV_MAX(m, done);
@@ -605,43 +813,71 @@ static uint32_t collect(struct shared *c, const struct kv_req *q, uint64_t m)
 
 	keys_init(&k, c, q);
 	while (n < end && keys_next(&k, &key)) {
-		uint32_t e = index_find(c, key);
+		uint32_t e = NIL, we = NIL;
 
-		KV_CHECK(n >= m || e != NIL, "request %llu lost shared block %u",
-			 (unsigned long long)q->id, n);
 		KV_CHECK(n <= c->max_blocks, "request %llu has over %u prefix blocks",
 			 (unsigned long long)q->id, c->max_blocks);
-		if (e == NIL && (e = entry_new(c, key)) == NIL)
-			break; /* no room: later blocks could not match without this one */
-		c->scratch[n++] = e;
+		if (c->has_full) {
+			e = index_find(c, key);
+			KV_CHECK(n >= m || e != NIL, "request %llu lost shared block %u",
+				 (unsigned long long)q->id, n);
+			if (e == NIL && (e = entry_new(c, key, G_FULL)) == NIL)
+				break; /* no room: later blocks could not match without this one */
+		}
+		if (c->win.win_tokens && n >= lo) {
+			we = index_find(c, win_key(key));
+			KV_CHECK(n >= m || we != NIL, "request %llu lost windowed block %u",
+				 (unsigned long long)q->id, n);
+			if (we == NIL)
+				we = entry_new(c, win_key(key), G_WIN);
+		}
+		c->scratch[n] = e;
+		if (c->win.win_tokens)
+			c->wscratch[n] = we;
+		n++;
+		if (c->win.win_tokens && n > lo && we == NIL)
+			break; /* its G_FULL entry is in; the donation ends here */
 	}
 	KV_CHECK(n >= m, "request %llu matched %llu blocks, found %u",
 		 (unsigned long long)q->id, (unsigned long long)m, n);
 	return n;
 }
 
+/* Drops q's sharing of e (held: block i < m) or touches e (a block q donated or found cached). */
+static void release_entry(struct shared *c, uint32_t e, int held)
+{
+	if (e == NIL)
+		return;
+	if (held) {
+		entry_unref(c, e);
+	} else if (c->refs[e] == 0) {
+		lru_unlink(c, e); /* touch: most recently used */
+		lru_push(c, e);
+	}
+}
+
 static void shared_release(void *priv, struct kv_req *q)
 {
 	struct shared *c = priv;
-	uint64_t m = (uint32_t)q->cache[1];
+	uint64_t m = (uint32_t)q->cache[1], lo = q->cache[1] >> 32 & LO_MASK;
 	uint32_t n, i;
 
-	if (q->cache[2])
-		kv_blocks_free(&c->blocks, &q->cache[0]); /* first: donations reuse the room */
-	n = collect(c, q, m);
+	/* first: donations reuse the room */
+	if (!c->win.win_tokens && q->cache[2]) {
+		kv_blocks_free(&c->blocks, &q->cache[0]);
+	} else if (c->win.win_tokens && q->cache[3]) {
+		kv_blocks_free(&c->blocks, &q->cache[0]);
+		kv_blocks_free(&c->blocks, &q->cache[2]);
+	}
+	n = collect(c, q, m, lo);
 	/* Deepest first, so a prefix's head ends up the most recently used. */
 	for (i = n; i-- > 0;) {
-		uint32_t e = c->scratch[i];
-
-		if (i < m) {
-			entry_unref(c, e);
-		} else if (c->refs[e] == 0) {
-			lru_unlink(c, e); /* touch: most recently used */
-			lru_push(c, e);
-		}
+		if (c->win.win_tokens)
+			release_entry(c, c->wscratch[i], i < m);
+		release_entry(c, c->scratch[i], i < m);
 	}
 	q->cache[0] = KV_BLOCKS_EMPTY;
-	q->cache[1] = q->cache[2] = 0;
+	q->cache[1] = q->cache[2] = q->cache[3] = 0;
 	q->kv_bytes = 0;
 	q->kv_cap_tokens = 0;
 }
