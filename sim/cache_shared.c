@@ -72,14 +72,42 @@
  * one owner -- a request's table or an index entry -- and an entry's blocks
  * carry exactly 1 + count references (KV_CHECK on every reference change).
  *
+ * Sliding window (a model with sliding_window W on Lw of its L layers, b a
+ * multiple of L): the layers form two groups, as in vLLM V1's hybrid
+ * KV-cache manager (vllm/v1/core/kv_cache_coordinator.py,
+ * single_type_kv_cache_manager.py).  A request's own blocks are
+ * winblocks.h's two tables, from token mB on: the windowed one frees the
+ * blocks wholly before the next token's window (SlidingWindowManager.
+ * remove_skipped_blocks).  Every prefix block has an entry per group, keyed
+ * apart: G_FULL of extent(B * b * (L - Lw) / L) (none when Lw = L) and
+ * G_WIN of extent(B * b * Lw / L).  What a hit means when windowed blocks
+ * are gone follows vLLM's find_longest_cache_hit: the full group's longest
+ * run from block 0 bounds it; within it, the windowed group needs only the
+ * ceil((W - 1) / B) blocks before the hit's end, the ones the next token
+ * attends to; earlier ones may have been evicted (see window_hit).  A
+ * request references its m G_FULL entries and the G_WIN entries of blocks
+ * lo..m-1, lo = m - min(m, ceil((W - 1) / B)), and drops each G_WIN one
+ * once the window has left it (it stays cached, evictable).  So with c
+ * tokens computed
+ *
+ *   kv_bytes = m * extent(B * b * (L - Lw) / L) + (m - lo) * extent(B * b * Lw / L)
+ *            + own blocks (winblocks.h, from token mB),
+ *   lo = max(m - min(m, ceil((W - 1) / B)), min(m, floor(max(0, c + 1 - W) / B))).
+ *
+ * Release donates both groups' entries of every block the request computed
+ * (see collect).
+ *
  * Per-request words: cache[0] the own block table (valid when cache[2] is
  * nonzero), cache[1] matched blocks m (low 32 bits) and PENDING (bit 63:
  * the lookup is not yet counted in the statistics), cache[2] own bytes.
- * All zero when the request holds nothing.
+ * With a window: cache[0] and cache[2] the own full and windowed tables
+ * (valid when cache[3] is nonzero), cache[1] also lo (bits 32-62), cache[3]
+ * own bytes.  All zero when the request holds nothing.
  *
  * Statistics (summed over admissions: the first successful reserve after a
  * lookup): hit_tokens = m*B, lookup_tokens = prompt tokens, bytes_saved =
- * m * extent(B * b); hit_rate = hit_tokens / lookup_tokens.
+ * m * extent(B * b) (with a window the entries referenced at the hit);
+ * hit_rate = hit_tokens / lookup_tokens.
  */
 #include "engine.h"
 #include "winblocks.h"
