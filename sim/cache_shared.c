@@ -747,7 +747,9 @@ static void unref_window(struct shared *c, const struct kv_req *q, uint64_t lo, 
  * blocks lo..m-1, are dropped as the window leaves them (they stay cached
  * with count 0, evictable, as vLLM's freed blocks keep their hash), and
  * kv_cap_tokens stops at the step that leaves the next one.  Growth evicts
- * cached entries while the pool refuses it, all or nothing.
+ * cached entries LRU until the free bytes cover it, then one more while
+ * the pool refuses it (all or nothing; retrying after every single
+ * eviction, rejected, costs a whole growth per evicted entry).
  */
 static int reserve_window(struct shared *c, struct kv_req *q, uint64_t tokens)
 {
@@ -769,6 +771,9 @@ static int reserve_window(struct shared *c, struct kv_req *q, uint64_t tokens)
 		need += (nw - kv_winblocks_win_n(w, win)) * kv_blocks_units(&c->blocks, w->win_bytes, 0);
 	if (need * unit > c->pool->free_bytes + c->lru_bytes)
 		return KV_ENOMEM;
+	/* evict the bytes short first, then one more per failed try (buddy fragmentation) */
+	while (c->pool->free_bytes < need * unit && !evict_one(c))
+		;
 	while (kv_winblocks_set(w, &full, &win, nf, nw, &got, &freed))
 		if (evict_one(c))
 			return KV_ENOMEM;
@@ -783,6 +788,116 @@ static int reserve_window(struct shared *c, struct kv_req *q, uint64_t tokens)
 	if (q->cache[1] & PENDING)
 		count_lookup(c, q);
 	return 0;
+}
+
+/* Drops q's sharing of e (held: block i < m) or touches e (a block q donated or found cached). */
+static void release_entry(struct shared *c, uint32_t e, int held)
+{
+	if (e == NIL)
+		return;
+	if (held) {
+		entry_unref(c, e);
+	} else if (c->refs[e] == 0) {
+		lru_unlink(c, e); /* touch: most recently used */
+		lru_push(c, e);
+	}
+}
+
+/*
+ * Release with a window, step 1: the G_FULL entries of q's blocks 0..n-1
+ * (keys in keybuf[]) into scratch[]: the m it holds, then the ones it
+ * computed, found or donated; the first that does not fit ends it (later
+ * blocks could not match without it).  Returns the blocks covered, f >= m.
+ * With every layer windowed all of them, scratch[] NIL.
+ */
+static uint64_t donate_full(struct shared *c, const struct kv_req *q, uint64_t m, uint64_t n)
+{
+	uint64_t i;
+
+	for (i = 0; i < n; i++) {
+		uint32_t e = NIL;
+
+		if (c->has_full) {
+			e = index_find(c, c->keybuf[i]);
+			KV_CHECK(i >= m || e != NIL, "request %llu lost shared block %llu",
+				 (unsigned long long)q->id, (unsigned long long)i);
+			if (e == NIL && (e = entry_new(c, c->keybuf[i], G_FULL)) == NIL)
+				break;
+		}
+		c->scratch[i] = e;
+	}
+	return i;
+}
+
+/*
+ * Step 2: the G_WIN entries of blocks f-1 down to 0 into wscratch[]: the
+ * ones q holds (lo <= i < m), and for the blocks it computed (i >= m) the
+ * cached ones or, while room lasts, new ones; NIL below lo.  Tail first: a
+ * hit at block f needs only the last ceil((W - 1) / B), so under pressure
+ * those are kept.  The windowed part of a block q computed may have left
+ * its window long ago: vLLM keeps such a freed block's hash until the
+ * block is reused (cached until evicted); here its bytes come back at
+ * release when room allows.
+ */
+static void donate_win(struct shared *c, const struct kv_req *q, uint64_t m, uint64_t lo,
+		       uint64_t f)
+{
+	uint64_t i;
+	int room = 1;
+
+	for (i = f; i-- > 0;) {
+		uint64_t wk = win_key(c->keybuf[i]);
+		uint32_t e = i >= lo ? index_find(c, wk) : NIL;
+
+		KV_CHECK(i >= m || i < lo || e != NIL, "request %llu lost windowed block %llu",
+			 (unsigned long long)q->id, (unsigned long long)i);
+		if (e == NIL && i >= m && room && (e = entry_new(c, wk, G_WIN)) == NIL)
+			room = 0;
+		c->wscratch[i] = e;
+	}
+}
+
+/*
+ * release with a window: frees the own blocks, donates (donate_full, then
+ * donate_win), drops the references.  LRU order as vLLM frees: the
+ * windowed entries of the blocks the window had left first, oldest first
+ * (vLLM freed them as the window passed), then deepest first, so a
+ * prefix's tail is evicted before its head.
+ */
+static void release_window(struct shared *c, struct kv_req *q)
+{
+	uint64_t PB = c->prefix_block_tokens, m = (uint32_t)q->cache[1];
+	uint64_t lo = q->cache[1] >> 32 & LO_MASK, n = 0, f, i, key, gone;
+	uint64_t end = KV_MAX(m, KV_MIN(q->kv_tokens, q->prompt_tokens) / PB);
+	struct keys k;
+
+	if (q->cache[3]) { /* first: donations reuse the room */
+		kv_blocks_free(&c->blocks, &q->cache[0]);
+		kv_blocks_free(&c->blocks, &q->cache[2]);
+	}
+	keys_init(&k, c, q);
+	while (n < end && keys_next(&k, &key)) {
+		KV_CHECK(n < c->max_blocks, "request %llu has over %u prefix blocks",
+			 (unsigned long long)q->id, c->max_blocks);
+		c->keybuf[n++] = key;
+	}
+	KV_CHECK(n >= m, "request %llu matched %llu blocks, found %llu",
+		 (unsigned long long)q->id, (unsigned long long)m, (unsigned long long)n);
+	f = donate_full(c, q, m, n);
+	donate_win(c, q, m, lo, f);
+	gone = KV_MIN(kv_win_excess(q->kv_tokens + 1, c->win.win_tokens) / PB, f);
+	for (i = 0; i < gone; i++) {
+		release_entry(c, c->wscratch[i], i < m);
+		c->wscratch[i] = NIL;
+	}
+	for (i = f; i-- > 0;) {
+		release_entry(c, c->wscratch[i], i < m);
+		release_entry(c, c->scratch[i], i < m);
+	}
+	q->cache[0] = q->cache[2] = KV_BLOCKS_EMPTY;
+	q->cache[1] = q->cache[3] = 0;
+	q->kv_bytes = 0;
+	q->kv_cap_tokens = 0;
 }
 
 /*
@@ -822,17 +937,9 @@ static int shared_reserve(void *priv, struct kv_req *q, uint64_t tokens)
 /*
  * Re-walks q's keys: the m matched entries (present: q holds them), then the
  * blocks q computed itself, donated as new entries while memory allows.
- * Fills scratch[] with one G_FULL entry per block walked (NIL when every
- * layer is windowed); returns their number.  With a window also wscratch[]
- * with its G_WIN entry: the held ones, lo <= i < m, and the donated ones,
- * i >= m; NIL below lo, where q holds nothing of the windowed group.  A
- * block q computed is donated whole, both groups, though its windowed part
- * may have left q's window long ago: vLLM keeps such a freed block's hash
- * until the block is reused, so it is cached until evicted; here its bytes
- * come back at release, when room allows (the first block that does not
- * fit ends the donation, as without a window).
+ * Fills scratch[] with one entry per block walked; returns their number.
  */
-static uint32_t collect(struct shared *c, const struct kv_req *q, uint64_t m, uint64_t lo)
+static uint32_t collect(struct shared *c, const struct kv_req *q, uint64_t m)
 {
 	uint64_t done = KV_MIN(q->kv_tokens, q->prompt_tokens) / c->prefix_block_tokens;
 	uint64_t key, end = KV_MAX(m, done);
@@ -841,71 +948,39 @@ static uint32_t collect(struct shared *c, const struct kv_req *q, uint64_t m, ui
 
 	keys_init(&k, c, q);
 	while (n < end && keys_next(&k, &key)) {
-		uint32_t e = NIL, we = NIL;
+		uint32_t e = index_find(c, key);
 
+		KV_CHECK(n >= m || e != NIL, "request %llu lost shared block %u",
+			 (unsigned long long)q->id, n);
 		KV_CHECK(n <= c->max_blocks, "request %llu has over %u prefix blocks",
 			 (unsigned long long)q->id, c->max_blocks);
-		if (c->has_full) {
-			e = index_find(c, key);
-			KV_CHECK(n >= m || e != NIL, "request %llu lost shared block %u",
-				 (unsigned long long)q->id, n);
-			if (e == NIL && (e = entry_new(c, key, G_FULL)) == NIL)
-				break; /* no room: later blocks could not match without this one */
-		}
-		if (c->win.win_tokens && n >= lo) {
-			we = index_find(c, win_key(key));
-			KV_CHECK(n >= m || we != NIL, "request %llu lost windowed block %u",
-				 (unsigned long long)q->id, n);
-			if (we == NIL)
-				we = entry_new(c, win_key(key), G_WIN);
-		}
-		c->scratch[n] = e;
-		if (c->win.win_tokens)
-			c->wscratch[n] = we;
-		n++;
-		if (c->win.win_tokens && n > lo && we == NIL)
-			break; /* its G_FULL entry is in; the donation ends here */
+		if (e == NIL && (e = entry_new(c, key, G_FULL)) == NIL)
+			break; /* no room: later blocks could not match without this one */
+		c->scratch[n++] = e;
 	}
 	KV_CHECK(n >= m, "request %llu matched %llu blocks, found %u",
 		 (unsigned long long)q->id, (unsigned long long)m, n);
 	return n;
 }
 
-/* Drops q's sharing of e (held: block i < m) or touches e (a block q donated or found cached). */
-static void release_entry(struct shared *c, uint32_t e, int held)
-{
-	if (e == NIL)
-		return;
-	if (held) {
-		entry_unref(c, e);
-	} else if (c->refs[e] == 0) {
-		lru_unlink(c, e); /* touch: most recently used */
-		lru_push(c, e);
-	}
-}
-
 static void shared_release(void *priv, struct kv_req *q)
 {
 	struct shared *c = priv;
-	uint64_t m = (uint32_t)q->cache[1], lo = q->cache[1] >> 32 & LO_MASK;
+	uint64_t m = (uint32_t)q->cache[1];
 	uint32_t n, i;
 
-	/* first: donations reuse the room */
-	if (!c->win.win_tokens && q->cache[2]) {
-		kv_blocks_free(&c->blocks, &q->cache[0]);
-	} else if (c->win.win_tokens && q->cache[3]) {
-		kv_blocks_free(&c->blocks, &q->cache[0]);
-		kv_blocks_free(&c->blocks, &q->cache[2]);
+	if (c->win.win_tokens) {
+		release_window(c, q);
+		return;
 	}
-	n = collect(c, q, m, lo);
+	if (q->cache[2])
+		kv_blocks_free(&c->blocks, &q->cache[0]); /* first: donations reuse the room */
+	n = collect(c, q, m);
 	/* Deepest first, so a prefix's head ends up the most recently used. */
-	for (i = n; i-- > 0;) {
-		if (c->win.win_tokens)
-			release_entry(c, c->wscratch[i], i < m);
+	for (i = n; i-- > 0;)
 		release_entry(c, c->scratch[i], i < m);
-	}
 	q->cache[0] = KV_BLOCKS_EMPTY;
-	q->cache[1] = q->cache[2] = q->cache[3] = 0;
+	q->cache[1] = q->cache[2] = 0;
 	q->kv_bytes = 0;
 	q->kv_cap_tokens = 0;
 }

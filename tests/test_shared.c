@@ -498,7 +498,9 @@ static uint64_t pool_used(const struct kv_replica *rep)
  *     windowed blocks 0..180 freed: 438 + 257 = 695 G, cap min(7008, 182 *
  *     16 + 4095) = 7007.
  *   A releases with 7001 tokens: its 12 keyed blocks go to the index whole,
- *     12 F + 12 W entries = 24 E = 768 G, all evictable.
+ *     12 F + 12 W entries = 24 E = 768 G, all evictable; W0..W4, which its
+ *     window had left (2906 skipped at the next token), least recently
+ *     used, as vLLM freed them first.
  *   B (prompt 7000) hits all 12 blocks: 12 F entries and W4..W11 (the last
  *     8): 20 E = 640 G; W0..W3 stay evictable (4 E).  reserve(7000) at 6144
  *     computed: own blocks from 6144, ceil(856 / 16) = 54 per group, 108
@@ -508,7 +510,7 @@ static uint64_t pool_used(const struct kv_replica *rep)
  *     W5 leaves at reserve(7680)).
  *   D (prompt 100, nothing to share) takes 2 * 645 = 1290 G of own blocks;
  *     the pool has 2048 - 768 - 108 = 1172 G free, so 4 evictions (LRU:
- *     W3, W2, W1, W0) make room.
+ *     W0, W1, W2, W3; W4 went back last) make room.
  *   C (prompt 7000) still hits all 12 blocks: the full group has F0..F11
  *     and the windowed group W4..W11, its last 8; W0..W3 are gone but the
  *     window would skip them (vLLM's SlidingWindowManager fills them with
