@@ -632,6 +632,55 @@ START_TEST(window_pressure)
 }
 END_TEST
 
+/*
+ * With a window as long as any context (8191 tokens, requests of at most
+ * 8000), nothing ever leaves it: splitting the layers into two groups must
+ * change nothing but the entry count.  Engine vllm's prefix cache under
+ * overload (preemptions, resumed requests hitting their own blocks): the
+ * same completions, preemptions, hits and TTFTs as Gemma-2-9B without its
+ * window, and exactly twice the evictions (a block is two entries).
+ */
+START_TEST(window_never_leaves)
+{
+	static const uint32_t window[] = { 0, 8191 };
+	struct kv_cache_stats st[2];
+	struct rec r[2];
+	kv_ns end[2];
+	uint64_t preempt[2];
+	size_t i;
+
+	for (i = 0; i < 2; i++) {
+		struct kv_workload w;
+		struct kv_sim s;
+
+		load(&w, "model: gemma-2-9b\ndevice: l40s\nengine: {name: vllm, prefix_caching: true}\n"
+			 "outputs: {sample_interval: 0}\nworkload:\n  requests: 300\n"
+			 "  arrival: {process: poisson, rate: 20}\n"
+			 "  lengths: {dist: uniform, prompt_min: 2000, prompt_max: 7000, output_min: 100, output_max: 1000}\n");
+		w.cfg.model.sliding_window = window[i];
+		memset(&r[i], 0, sizeof(r[i]));
+		run(&w, &r[i], &s, 0);
+		st[i] = stats(&s);
+		end[i] = s.now;
+		preempt[i] = s.preemptions;
+		kv_sim_release(&s);
+		kv_workload_release(&w);
+	}
+	ck_assert_uint_eq(r[1].ended[KV_END_COMPLETED], 300);
+	ck_assert_uint_gt(preempt[0], 0);
+	ck_assert_uint_gt(st[0].hit_tokens, 0);
+	ck_assert_msg(preempt[1] == preempt[0] && end[1] == end[0] &&
+			      st[1].hit_tokens == st[0].hit_tokens &&
+			      st[1].lookup_tokens == st[0].lookup_tokens &&
+			      r[1].ttft_sum_s == r[0].ttft_sum_s,
+		      "window 8191: %llu preemptions, end %llu ns, %llu hit tokens; without: %llu, %llu, %llu",
+		      (unsigned long long)preempt[1], (unsigned long long)end[1],
+		      (unsigned long long)st[1].hit_tokens, (unsigned long long)preempt[0],
+		      (unsigned long long)end[0], (unsigned long long)st[0].hit_tokens);
+	ck_assert_uint_eq(st[1].evictions, 2 * st[0].evictions);
+}
+END_TEST
+
 static Suite *shared_suite(void)
 {
 	Suite *s = suite_create("shared");
@@ -647,6 +696,7 @@ static Suite *shared_suite(void)
 	tcase_add_test(tc, bad_options);
 	tcase_add_test(tc, window_prefix);
 	tcase_add_test(tc, window_pressure);
+	tcase_add_test(tc, window_never_leaves);
 	tcase_set_timeout(tc, 600);
 	suite_add_tcase(s, tc);
 	return s;
