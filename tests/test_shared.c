@@ -588,6 +588,76 @@ START_TEST(window_prefix)
 END_TEST
 
 /*
+ * The hit rule's other cases, with the window cut to W = 1025 so that a hit
+ * needs the windowed entries of its last ceil(1024 / 512) = 2 blocks
+ * (Gemma-2-9B otherwise as in window_prefix: E = 32 G per group entry, a
+ * pool of 2048 G = 64 E, a 6144-token system prompt of 12 blocks).
+ *   A (prompt 7000) computes everything and releases at 7001 tokens: F0..F11
+ *     and W0..W11 cached (24 E); W0..W10, which its window had left
+ *     (floor((7002 - 1025) / 512) = 11), least recently used, then W11,
+ *     F11, F10, ..., F0.
+ *   C (prompt 6000, 11 keyed blocks) hits 11: F0..F10 and W9, W10.
+ *   D (nothing to share) takes 2 * 795 = 1590 G; 64 - 24 = 40 E = 1280 G is
+ *     free, so the LRU loses 10 entries, W0..W8 and W11 (9 would leave
+ *     1568 G).
+ *   B (prompt 7000): the full group runs to block 11 (F11 is still there),
+ *     but W11 is gone: scanning back, W10 and W9 are the first run of 2, so
+ *     the hit is 11 blocks, 5632 tokens (F0..F10, W9, W10: 13 E).
+ *   Q (prompt 3000, 5 keyed blocks): F0..F4 are there, but a hit at 5 or
+ *     fewer blocks needs W0 (the window reaches back to block 0) and it is
+ *     gone: no hit.
+ */
+START_TEST(window_hit_rule)
+{
+	const uint64_t G = 2752512, E = 32 * G;
+	struct kv_workload w;
+	struct kv_sim s;
+	struct kv_replica *rep;
+	struct kv_cache_stats st;
+	struct kv_req a = fake_req(0, 7000, 100), b = fake_req(1, 7000, 100);
+	struct kv_req c = fake_req(3, 6000, 100), d = fake_req(2, 100, 100);
+	struct kv_req q = fake_req(4, 3000, 100);
+
+	load(&w, "model: gemma-2-9b\ndevice: h200\nscheduler: fifo\nmemory: {kv_tokens: 16384}\n"
+		 "cache: {name: shared, prefix_block_tokens: 512, block_tokens: 16, system_prompt_tokens: 6144}\n"
+		 "outputs: {sample_interval: 0}\nworkload: {requests: 1, arrival: {rate: 1}}\n");
+	w.cfg.model.sliding_window = 1025;
+	sim_start(&w, &s, NULL, 0);
+	rep = &s.rep[0];
+	ck_assert_uint_eq(rep->pool.size_bytes, 64 * E);
+	ck_assert_uint_eq(rep->cache->prefix_hit(rep->cache_priv, &a), 0);
+	grow(rep, &a, 0, 7000);
+	grow(rep, &a, 7000, 7001);
+	a.kv_tokens = 7001;
+	rep->cache->release(rep->cache_priv, &a);
+	ck_assert_uint_eq(pool_used(rep), 24 * E);
+
+	ck_assert_uint_eq(rep->cache->prefix_hit(rep->cache_priv, &c), 11 * 512);
+	ck_assert_uint_eq(c.kv_bytes, 13 * E);
+	grow(rep, &d, 0, 795 * 16);
+	ck_assert_uint_eq(d.kv_bytes, 1590 * G);
+	rep->cache->stats(rep->cache_priv, &st);
+	ck_assert_uint_eq(st.evictions, 10);
+	ck_assert_uint_eq(rep->cache->evictable_bytes(rep->cache_priv), E); /* F11 */
+
+	ck_assert_uint_eq(rep->cache->prefix_hit(rep->cache_priv, &b), 11 * 512);
+	ck_assert_uint_eq(b.kv_bytes, 13 * E);
+	ck_assert_uint_eq(rep->cache->prefix_hit(rep->cache_priv, &q), 0);
+	ck_assert_uint_eq(q.kv_bytes, 0);
+	rep->cache->release(rep->cache_priv, &q);
+	rep->cache->release(rep->cache_priv, &b);
+	rep->cache->release(rep->cache_priv, &c);
+	rep->cache->release(rep->cache_priv, &d);
+	ck_assert_uint_eq(pool_used(rep), 14 * E); /* F0..F11, W9, W10 */
+	ck_assert_int_eq(kv_pool_check(&rep->pool, NULL, 0), 0);
+	rep->cache->flush(rep->cache_priv);
+	ck_assert_uint_eq(rep->pool.free_bytes, rep->pool.size_bytes);
+	kv_sim_release(&s);
+	kv_workload_release(&w);
+}
+END_TEST
+
+/*
  * Under pressure on the windowed model (Gemma-2-9B on an L40S, engine vllm,
  * 16-token prefix blocks, request_blocks on, the pool checked after every
  * event), with a 2048-token system prompt every request shares and
@@ -695,6 +765,7 @@ static Suite *shared_suite(void)
 	tcase_add_test(tc, mooncake_eight_gpus);
 	tcase_add_test(tc, bad_options);
 	tcase_add_test(tc, window_prefix);
+	tcase_add_test(tc, window_hit_rule);
 	tcase_add_test(tc, window_pressure);
 	tcase_add_test(tc, window_never_leaves);
 	tcase_set_timeout(tc, 600);
