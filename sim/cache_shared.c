@@ -95,7 +95,7 @@
  *   lo = max(m - min(m, ceil((W - 1) / B)), min(m, floor(max(0, c + 1 - W) / B))).
  *
  * Release donates both groups' entries of every block the request computed
- * (see collect).
+ * (see release_window).
  *
  * Per-request words: cache[0] the own block table (valid when cache[2] is
  * nonzero), cache[1] matched blocks m (low 32 bits) and PENDING (bit 63:
@@ -633,6 +633,8 @@ static uint64_t window_hit(struct shared *c, struct kv_req *q, uint64_t limit)
 	while (mf < limit && keys_next(&k, &key)) {
 		if (c->has_full && usable(c, key) == NIL)
 			break;
+		KV_CHECK(mf <= c->max_blocks, "request %llu has over %u prefix blocks",
+			 (unsigned long long)q->id, c->max_blocks);
 		c->keybuf[mf++] = key;
 	}
 	if (c->win_need == 0)
@@ -877,7 +879,7 @@ static void release_window(struct shared *c, struct kv_req *q)
 	}
 	keys_init(&k, c, q);
 	while (n < end && keys_next(&k, &key)) {
-		KV_CHECK(n < c->max_blocks, "request %llu has over %u prefix blocks",
+		KV_CHECK(n <= c->max_blocks, "request %llu has over %u prefix blocks",
 			 (unsigned long long)q->id, c->max_blocks);
 		c->keybuf[n++] = key;
 	}
