@@ -47,14 +47,14 @@
  * so a call that both grows and frees needs the growth free first, where
  * vLLM frees first: conservative, and it happens only in a prefill chunk
  * (in decode a block is added at n = 1 mod B, freed at n = W mod B).
+ * The two groups are winblocks.h's, shared with the quantized, sparse and
+ * shared caches.
  *
  * Per-request words: cache[0] the block table (of the full-attention group
- * with a window); with a window cache[1] the windowed group's table,
- * cache[2] the tokens the full group's blocks fit, cache[3] the windowed
- * blocks held.
+ * with a window); with a window cache[1] the windowed group's table.
  */
-#include "blocks.h"
 #include "engine.h"
+#include "winblocks.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -67,9 +67,7 @@ struct chunked {
 	struct kv_blocks blocks; /* chains over the pool */
 	uint64_t token_bytes; /* b */
 	uint64_t max_ctx; /* the model's context */
-	uint64_t win_tokens; /* the model's sliding window W, tokens; 0: one group, whole context */
-	uint64_t full_block_bytes; /* with a window: a full-attention group block, B * b * (L - Lw) / L bytes */
-	uint64_t win_block_bytes; /* with a window: a windowed group block, B * b * Lw / L bytes */
+	struct kv_winblocks win; /* the two layer groups of a windowed model (win_tokens 0: one group) */
 };
 
 static const struct kv_option chunked_options[] = {
@@ -91,7 +89,6 @@ static const struct kv_option chunked_options[] = {
 static int chunked_init(void *priv, const struct kv_cache_env *env, struct kv_diag *d)
 {
 	struct chunked *c = priv;
-	const struct kv_model *m = env->model;
 
 	if (c->block_tokens > env->model->max_ctx_tokens)
 		return kv_diag_set(d, KV_EINVAL, "", 0, 0, "cache.block_tokens",
@@ -101,14 +98,8 @@ static int chunked_init(void *priv, const struct kv_cache_env *env, struct kv_di
 	kv_blocks_init(&c->blocks, env->pool);
 	c->token_bytes = env->token_bytes;
 	c->max_ctx = env->model->max_ctx_tokens;
-	if (m->sliding_window && c->warmup_share == 0 && c->token_bytes % m->layers == 0) {
-		uint64_t layer_block = c->block_tokens * (c->token_bytes / m->layers);
-		uint64_t lw = kv_model_window_layers(m);
-
-		c->win_tokens = m->sliding_window;
-		c->full_block_bytes = layer_block * (m->layers - lw);
-		c->win_block_bytes = layer_block * lw;
-	}
+	if (c->warmup_share == 0)
+		kv_winblocks_init(&c->win, &c->blocks, env->model, c->token_bytes, c->block_tokens);
 	return 0;
 }
 
@@ -119,47 +110,6 @@ static void chunked_fini(void *priv)
 	kv_blocks_release(&c->blocks);
 }
 
-/*
- * The two groups of a windowed model (see the header): grows the full
- * group to `tokens`, brings the windowed group to the blocks from the first
- * one the next token's window touches; all or nothing.
- */
-static int chunked_reserve_window(struct chunked *c, struct kv_req *q, uint64_t tokens)
-{
-	int holds = q->kv_bytes != 0;
-	uint64_t full = holds ? q->cache[0] : KV_BLOCKS_EMPTY, saved = full;
-	uint64_t win = holds ? q->cache[1] : KV_BLOCKS_EMPTY;
-	uint64_t full_cap = holds ? q->cache[2] : 0, win_n = holds ? q->cache[3] : 0;
-	uint64_t B = c->block_tokens, got = 0, freed = 0, first, want, win_cap, cap;
-
-	/* skipped: max(0, c - W + 1) for c = kv_tokens computed; floor(skipped / B) blocks freed */
-	first = kv_win_excess(q->kv_tokens + 1, c->win_tokens) / B;
-	want = kv_div_ceil(tokens, B) - first;
-	if (c->full_block_bytes && kv_blocks_grow(&c->blocks, &full, &full_cap, tokens, B,
-						  c->full_block_bytes, &got))
-		return KV_ENOMEM;
-	if (want > win_n) {
-		win_cap = win_n * B;
-		if (kv_blocks_grow(&c->blocks, &win, &win_cap, want * B, B, c->win_block_bytes,
-				   &got)) {
-			kv_blocks_truncate(&c->blocks, &full, saved);
-			return KV_ENOMEM;
-		}
-	} else if (want < win_n) {
-		/* every block is the same extent: the same number of table entries */
-		freed = kv_blocks_keep(&c->blocks, &win, kv_blocks_count(win) / win_n * want);
-	}
-	q->cache[0] = full;
-	q->cache[1] = win;
-	q->cache[2] = full_cap;
-	q->cache[3] = want;
-	q->kv_bytes = q->kv_bytes + got - freed;
-	/* next change: a token past the last block, or a decode whose window leaves block `first` */
-	cap = KV_MIN(kv_div_ceil(tokens, B) * B, (first + 1) * B + c->win_tokens - 1);
-	q->kv_cap_tokens = KV_MAX(cap, tokens);
-	return 0;
-}
-
 /* Grows q's chain to hold `tokens`; all or nothing. */
 static int chunked_reserve(void *priv, struct kv_req *q, uint64_t tokens)
 {
@@ -167,8 +117,8 @@ static int chunked_reserve(void *priv, struct kv_req *q, uint64_t tokens)
 	uint64_t chain = q->kv_bytes ? q->cache[0] : KV_BLOCKS_EMPTY;
 	uint64_t cap = q->kv_cap_tokens, held = 0, saved = chain;
 
-	if (c->win_tokens)
-		return chunked_reserve_window(c, q, tokens);
+	if (c->win.win_tokens)
+		return kv_winblocks_reserve(&c->win, q, tokens);
 	if (!q->kv_bytes && c->warmup_share > 0) {
 		cap = (uint64_t)ceil(c->warmup_share * (double)(q->prompt_tokens + q->output_tokens));
 		if (cap && kv_blocks_append(&c->blocks, &chain, cap * c->token_bytes, 0, &held))
@@ -196,7 +146,7 @@ static uint64_t chunked_grow_units(const void *priv, const struct kv_req *q, uin
 	const struct chunked *c = priv;
 
 	(void)q;
-	if (c->win_tokens)
+	if (c->win.win_tokens)
 		return 0; /* two groups: not one unit a step (and macro steps are off with a window) */
 	if (kv_blocks_units(&c->blocks, c->block_tokens * c->token_bytes, 0) != 1)
 		return 0;
@@ -208,11 +158,10 @@ static void chunked_release(void *priv, struct kv_req *q)
 {
 	struct chunked *c = priv;
 
-	if (q->kv_bytes) {
+	if (c->win.win_tokens)
+		kv_winblocks_release(&c->win, q);
+	else if (q->kv_bytes)
 		kv_blocks_free(&c->blocks, &q->cache[0]);
-		if (c->win_tokens)
-			kv_blocks_free(&c->blocks, &q->cache[1]);
-	}
 	q->kv_bytes = 0;
 	q->kv_cap_tokens = 0;
 	q->cache[0] = KV_BLOCKS_EMPTY;
@@ -239,7 +188,7 @@ static uint64_t chunked_units(const void *priv, const struct kv_req *q, uint32_t
 {
 	const struct chunked *c = priv;
 
-	if (c->win_tokens)
+	if (c->win.win_tokens)
 		return UINT64_MAX; /* two groups, the windowed one with freed blocks: no single page table */
 	return q->kv_bytes ? kv_blocks_list_units(&c->blocks, q->cache[0], out, max) : 0;
 }

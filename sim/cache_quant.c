@@ -34,14 +34,26 @@
  * cache_full.c does, kv_bytes = extent(max(max_len, prompt + output) * b_q).
  * beta = b_q; attention reads ctx * b_q bytes and dequantises ctx * data
  * of them (scales and zeros are read, not expanded); on sliding-window
- * layers both stop at the window (kv_model_window_bytes).  The summary's
+ * layers both stop at the window (kv_model_window_bytes).
+ *
+ * Sliding window (sliding_window W on Lw of L layers; b_q is a multiple of
+ * L, as E and the scale count are): windowed layers hold only the window,
+ * as under cache_chunked.c and cache_full.c.  The chunked layout keeps the
+ * two layer groups in tables of their own (winblocks.h, vLLM V1's
+ * SlidingWindowManager): blocks of B * b_q * (L - Lw) / L bytes for the
+ * whole context, blocks of B * b_q * Lw / L freed once wholly before the
+ * next token's window.  The full layout reserves R = max(max_len, prompt +
+ * output) tokens on the full layers and a ring of min(R, W) on the windowed
+ * ones: kv_window_bytes(R, b_q) (transformers' StaticSlidingWindowLayer, as
+ * cache_full.c).  The summary's
  * cache_bytes_saved is sum over holdings of kv_tokens * (b - b_q): the fp16
  * bytes of the tokens each held, less what they took quantized.
  *
- * Per-request words: cache[0] the block table.
+ * Per-request words: cache[0] the block table (the full group's with a
+ * window); with a window, chunked layout, cache[1] the windowed group's.
  */
-#include "blocks.h"
 #include "engine.h"
+#include "winblocks.h"
 
 #include <stddef.h>
 
@@ -61,6 +73,8 @@ struct quant {
 	uint64_t win_tokens; /* the model's sliding window W, tokens (0: none) */
 	uint64_t win_layers; /* layers with the window, Lw (0: none) */
 	uint64_t layers; /* the model's layers, L */
+	struct kv_winblocks win; /* chunked layout: the two layer groups of a windowed model (win_tokens 0: one group) */
+	int ring; /* full layout: windowed layers reserve a ring of min(R, W) tokens (b_q a multiple of L) */
 };
 
 static const char *const layout_names[] = { "chunked", "full", NULL };
@@ -134,6 +148,9 @@ static int quant_init(void *priv, const struct kv_cache_env *env, struct kv_diag
 	if (!qc->max_len)
 		qc->max_len = m->max_ctx_tokens;
 	kv_blocks_init(&qc->blocks, env->pool);
+	if (qc->layout == LAYOUT_CHUNKED)
+		kv_winblocks_init(&qc->win, &qc->blocks, m, qc->token_bytes, qc->block_tokens);
+	qc->ring = qc->win_layers && qc->token_bytes % m->layers == 0;
 	return 0;
 }
 
@@ -153,7 +170,12 @@ static int reserve_full(struct quant *qc, struct kv_req *q, uint64_t tokens)
 		return KV_ENOMEM; /* beyond its reservation: cannot grow */
 	want = KV_MAX(qc->max_len, q->prompt_tokens + q->output_tokens);
 	want = KV_MAX(want, tokens);
-	if (kv_blocks_append(&qc->blocks, &table, want * qc->token_bytes, 0, &held))
+	/* windowed layers: a ring of min(want, W) tokens, as cache_full.c (b_q divides by L) */
+	if (kv_blocks_append(&qc->blocks, &table,
+			     qc->ring ? kv_window_bytes(want, qc->token_bytes, qc->win_tokens,
+							qc->win_layers, qc->layers) :
+					want * qc->token_bytes,
+			     0, &held))
 		return KV_ENOMEM;
 	q->cache[0] = table;
 	q->kv_cap_tokens = want;
@@ -167,6 +189,8 @@ static int reserve_chunked(struct quant *qc, struct kv_req *q, uint64_t tokens)
 	uint64_t table = q->kv_bytes ? q->cache[0] : KV_BLOCKS_EMPTY;
 	uint64_t cap = q->kv_cap_tokens, held = 0;
 
+	if (qc->win.win_tokens)
+		return kv_winblocks_reserve(&qc->win, q, tokens);
 	if (kv_blocks_grow(&qc->blocks, &table, &cap, tokens, qc->block_tokens,
 			   qc->block_tokens * qc->token_bytes, &held))
 		return KV_ENOMEM;
@@ -189,7 +213,9 @@ static void quant_release(void *priv, struct kv_req *q)
 	struct quant *qc = priv;
 
 	qc->bytes_saved += q->kv_tokens * qc->saved_per_token;
-	if (q->kv_bytes)
+	if (qc->win.win_tokens)
+		kv_winblocks_release(&qc->win, q);
+	else if (q->kv_bytes)
 		kv_blocks_free(&qc->blocks, &q->cache[0]);
 	q->kv_bytes = 0;
 	q->kv_cap_tokens = 0;

@@ -72,17 +72,45 @@
  * one owner -- a request's table or an index entry -- and an entry's blocks
  * carry exactly 1 + count references (KV_CHECK on every reference change).
  *
+ * Sliding window (a model with sliding_window W on Lw of its L layers, b a
+ * multiple of L): the layers form two groups, as in vLLM V1's hybrid
+ * KV-cache manager (vllm/v1/core/kv_cache_coordinator.py,
+ * single_type_kv_cache_manager.py).  A request's own blocks are
+ * winblocks.h's two tables, from token mB on: the windowed one frees the
+ * blocks wholly before the next token's window (SlidingWindowManager.
+ * remove_skipped_blocks).  Every prefix block has an entry per group, keyed
+ * apart: G_FULL of extent(B * b * (L - Lw) / L) (none when Lw = L) and
+ * G_WIN of extent(B * b * Lw / L).  What a hit means when windowed blocks
+ * are gone follows vLLM's find_longest_cache_hit: the full group's longest
+ * run from block 0 bounds it; within it, the windowed group needs only the
+ * ceil((W - 1) / B) blocks before the hit's end, the ones the next token
+ * attends to; earlier ones may have been evicted (see window_hit).  A
+ * request references its m G_FULL entries and the G_WIN entries of blocks
+ * lo..m-1, lo = m - min(m, ceil((W - 1) / B)), and drops each G_WIN one
+ * once the window has left it (it stays cached, evictable).  So with c
+ * tokens computed
+ *
+ *   kv_bytes = m * extent(B * b * (L - Lw) / L) + (m - lo) * extent(B * b * Lw / L)
+ *            + own blocks (winblocks.h, from token mB),
+ *   lo = max(m - min(m, ceil((W - 1) / B)), min(m, floor(max(0, c + 1 - W) / B))).
+ *
+ * Release donates both groups' entries of every block the request computed
+ * (see release_window).
+ *
  * Per-request words: cache[0] the own block table (valid when cache[2] is
  * nonzero), cache[1] matched blocks m (low 32 bits) and PENDING (bit 63:
  * the lookup is not yet counted in the statistics), cache[2] own bytes.
- * All zero when the request holds nothing.
+ * With a window: cache[0] and cache[2] the own full and windowed tables
+ * (valid when cache[3] is nonzero), cache[1] also lo (bits 32-62), cache[3]
+ * own bytes.  All zero when the request holds nothing.
  *
  * Statistics (summed over admissions: the first successful reserve after a
  * lookup): hit_tokens = m*B, lookup_tokens = prompt tokens, bytes_saved =
- * m * extent(B * b); hit_rate = hit_tokens / lookup_tokens.
+ * m * extent(B * b) (with a window the entries referenced at the hit);
+ * hit_rate = hit_tokens / lookup_tokens.
  */
-#include "blocks.h"
 #include "engine.h"
+#include "winblocks.h"
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -95,6 +123,10 @@
 #define SEED_HASHED 0x6d6f6f6e63616b65ULL /* chain start for hash-id keys */
 #define SEED_SYSTEM 0x73797374656d2d70ULL /* chain start for system-prompt keys */
 #define SEED_OWN 0x6f776e2d626c6f63ULL /* a request's own prompt blocks (request_blocks) */
+#define SEED_WIN 0x77696e646f776564ULL /* a block's windowed-group entry: its key mixed with this */
+#define LO_MASK 0x7fffffffULL /* cache[1] >> 32: the first windowed entry still held */
+
+enum { G_FULL, G_WIN }; /* entry groups: every layer (or the full-attention ones), the windowed ones */
 
 struct shared {
 	uint64_t prefix_block_tokens; /* option: tokens per shared prefix block, default 512 */
@@ -107,16 +139,22 @@ struct shared {
 	uint64_t token_bytes; /* b, bytes */
 	uint64_t chunk_bytes; /* Bt * b, bytes of one own block */
 	uint64_t chunk_units; /* pool units one own block takes */
-	uint64_t entry_units; /* pool units one entry's extent takes */
-	uint64_t entry_bytes; /* entry_units * unit_bytes */
-	uint32_t ext_blocks; /* buddy blocks in one entry's extent */
+	uint64_t entry_units[2]; /* pool units one entry's extent takes, by group */
+	uint64_t entry_bytes[2]; /* entry_units * unit_bytes, by group */
+	uint32_t ext_blocks[2]; /* buddy blocks in one entry's extent, by group */
+	uint32_t ext_max; /* the larger: offsets kept per entry */
+	/* A windowed model (win.win_tokens nonzero): own blocks in two groups, entries of either group. */
+	struct kv_winblocks win; /* the layer groups of the own blocks (win_tokens 0: one group) */
+	int has_full; /* some layers attend to the whole context (a G_FULL entry per block) */
+	uint64_t win_need; /* prefix blocks a hit needs on the windowed group: ceil((W - 1) / B) */
 	uint32_t max_blocks; /* prefix blocks in the longest prompt (the model's context) */
-	/* Entries, flat arrays of cap (offsets: cap * ext_blocks). */
+	/* Entries, flat arrays of cap (offsets: cap * ext_max). */
 	uint32_t cap; /* entries the pool can hold at most */
 	uint32_t n; /* live entries */
 	uint32_t free_entry; /* free list through next[], NIL */
 	uint64_t *key; /* chained key */
-	uint32_t *off; /* buddy block offsets, ext_blocks per entry */
+	uint32_t *off; /* buddy block offsets, ext_max per entry */
+	unsigned char *grp; /* its group, G_FULL or G_WIN */
 	uint32_t *refs; /* requests using it */
 	uint32_t *prev, *next; /* LRU links (toward head / tail), NIL at the ends */
 	uint32_t lru_head, lru_tail; /* least / most recently used, NIL when empty */
@@ -125,6 +163,8 @@ struct shared {
 	uint32_t *slot; /* entry index, NIL when empty */
 	uint32_t mask; /* slots - 1 */
 	uint32_t *scratch; /* max_blocks entries: a request's entries during release */
+	uint32_t *wscratch; /* with a window: a request's G_WIN entries during release, NIL when none */
+	uint64_t *keybuf; /* with a window: a request's block keys during a lookup */
 	/* Statistics. */
 	uint64_t hit_tokens, lookup_tokens, bytes_saved; /* summed over admissions */
 	uint64_t evictions; /* entries evicted to make room */
@@ -294,7 +334,7 @@ static void lru_unlink(struct shared *c, uint32_t e)
 		c->prev[c->next[e]] = c->prev[e];
 	else
 		c->lru_tail = c->prev[e];
-	c->lru_bytes -= c->entry_bytes;
+	c->lru_bytes -= c->entry_bytes[c->grp[e]];
 }
 
 /* Appends e as the most recently used. */
@@ -307,25 +347,25 @@ static void lru_push(struct shared *c, uint32_t e)
 	else
 		c->lru_head = e;
 	c->lru_tail = e;
-	c->lru_bytes += c->entry_bytes;
+	c->lru_bytes += c->entry_bytes[c->grp[e]];
 }
 
 /* --- entries ----------------------------------------------------------- */
 
 static inline uint32_t *entry_off(const struct shared *c, uint32_t e)
 {
-	return &c->off[(size_t)e * c->ext_blocks];
+	return &c->off[(size_t)e * c->ext_max];
 }
 
 /*
- * Allocates an extent of entry_units as buddy blocks, largest first (as
+ * Allocates an extent of entry_units[g] as buddy blocks, largest first (as
  * kv_blocks_append does), into off[].  Returns 0, or KV_ENOMEM with nothing
  * taken.
  */
-static int extent_alloc(struct shared *c, uint32_t *off)
+static int extent_alloc(struct shared *c, uint32_t *off, int g)
 {
 	struct kv_pool *p = c->pool;
-	uint64_t left = c->entry_units;
+	uint64_t left = c->entry_units[g];
 	unsigned k = p->max_order;
 	uint32_t nb = 0;
 
@@ -340,19 +380,20 @@ static int extent_alloc(struct shared *c, uint32_t *off)
 		nb++;
 		left -= 1ULL << k;
 	}
-	KV_CHECK(nb == c->ext_blocks, "extent of %u blocks, expected %u", nb, c->ext_blocks);
+	KV_CHECK(nb == c->ext_blocks[g], "extent of %u blocks, expected %u", nb, c->ext_blocks[g]);
 	return 0;
 }
 
-/* A new cached entry for key, count 0, most recently used; NIL when memory is short. */
-static uint32_t entry_new(struct shared *c, uint64_t key)
+/* A new cached entry of group g for key, count 0, most recently used; NIL when memory is short. */
+static uint32_t entry_new(struct shared *c, uint64_t key, int g)
 {
 	uint32_t e = c->free_entry;
 
-	if (e == NIL || extent_alloc(c, entry_off(c, e)))
+	if (e == NIL || extent_alloc(c, entry_off(c, e), g))
 		return NIL; /* a free entry exists whenever the pool has room (cap bound) */
 	c->free_entry = c->next[e];
 	c->key[e] = key;
+	c->grp[e] = (unsigned char)g;
 	c->refs[e] = 0;
 	c->n++;
 	index_insert(c, e);
@@ -370,7 +411,7 @@ static void entry_ref(struct shared *c, uint32_t e)
 	if (c->refs[e] == 0)
 		lru_unlink(c, e);
 	c->refs[e]++;
-	for (k = 0; k < c->ext_blocks; k++) {
+	for (k = 0; k < c->ext_blocks[c->grp[e]]; k++) {
 		unsigned r = kv_pool_ref(c->pool, off[k]);
 
 		KV_CHECK(r == c->refs[e] + 1, "entry %u block %u has %u references, %u sharers", e,
@@ -386,7 +427,7 @@ static void entry_unref(struct shared *c, uint32_t e)
 
 	KV_CHECK(c->refs[e] > 0, "entry %u released with no sharer", e);
 	c->refs[e]--;
-	for (k = 0; k < c->ext_blocks; k++) {
+	for (k = 0; k < c->ext_blocks[c->grp[e]]; k++) {
 		unsigned r = kv_pool_free(c->pool, off[k]);
 
 		KV_CHECK(r == c->refs[e] + 1, "entry %u block %u has %u references, %u sharers", e,
@@ -404,7 +445,7 @@ static void entry_drop(struct shared *c, uint32_t e)
 
 	KV_CHECK(c->refs[e] == 0, "dropping entry %u with %u sharers", e, c->refs[e]);
 	lru_unlink(c, e);
-	for (k = 0; k < c->ext_blocks; k++) {
+	for (k = 0; k < c->ext_blocks[c->grp[e]]; k++) {
 		unsigned r = kv_pool_free(c->pool, off[k]);
 
 		KV_CHECK(r == 0, "cached entry %u block %u still has %u references", e, off[k], r);
@@ -460,24 +501,66 @@ static void arrays_init(struct shared *c)
 	uint64_t slots = 16;
 	uint32_t e;
 
-	c->cap = (uint32_t)(c->pool->n_units / c->entry_units);
+	c->cap = (uint32_t)(c->pool->n_units / KV_MIN(c->entry_units[G_FULL], c->entry_units[G_WIN]));
 	while (slots * 7 < (uint64_t)c->cap * 10 + 7) /* load below 0.7 even at cap */
 		slots *= 2;
 	c->mask = (uint32_t)(slots - 1);
 	c->slot = kv_xmalloc(slots * sizeof(*c->slot));
 	memset(c->slot, 0xff, slots * sizeof(*c->slot)); /* every slot NIL */
 	c->key = kv_xcalloc(c->cap + 1, sizeof(*c->key));
-	c->off = kv_xcalloc(((size_t)c->cap + 1) * c->ext_blocks, sizeof(*c->off));
+	c->off = kv_xcalloc(((size_t)c->cap + 1) * c->ext_max, sizeof(*c->off));
+	c->grp = kv_xcalloc(c->cap + 1, sizeof(*c->grp));
 	c->refs = kv_xcalloc(c->cap + 1, sizeof(*c->refs));
 	c->prev = kv_xcalloc(c->cap + 1, sizeof(*c->prev));
 	c->next = kv_xcalloc(c->cap + 1, sizeof(*c->next));
 	c->scratch = kv_xcalloc(c->max_blocks + 1, sizeof(*c->scratch));
+	if (c->win.win_tokens) {
+		c->wscratch = kv_xcalloc(c->max_blocks + 1, sizeof(*c->wscratch));
+		c->keybuf = kv_xcalloc(c->max_blocks + 1, sizeof(*c->keybuf));
+	}
 	c->free_entry = NIL;
 	for (e = c->cap; e-- > 0;) {
 		c->next[e] = c->free_entry;
 		c->free_entry = e;
 	}
 	c->lru_head = c->lru_tail = NIL;
+}
+
+/*
+ * Entry sizes by group.  Without a window (or when b does not split by
+ * layer) one group, G_FULL, of extent(B * b); with one, G_FULL entries of
+ * the full-attention layers (none when every layer is windowed) and G_WIN
+ * entries of the windowed ones, as the own blocks (winblocks.h).  An absent
+ * group copies the other's sizes, so the bounds below hold either way.
+ */
+static void groups_init(struct shared *c, const struct kv_model *m)
+{
+	uint64_t bytes[2] = { c->prefix_block_tokens * c->token_bytes, 0 }, W;
+	int g;
+
+	c->has_full = 1;
+	if (kv_winblocks_init(&c->win, &c->blocks, m, c->token_bytes, c->block_tokens)) {
+		uint64_t per_block = c->prefix_block_tokens / c->block_tokens;
+
+		W = c->win.win_tokens;
+		bytes[G_FULL] = per_block * c->win.full_bytes;
+		bytes[G_WIN] = per_block * c->win.win_bytes;
+		c->has_full = bytes[G_FULL] != 0;
+		c->win_need = kv_div_ceil(W - 1, c->prefix_block_tokens);
+	}
+	for (g = 0; g < 2; g++) {
+		c->entry_units[g] = bytes[g] ? kv_blocks_units(&c->blocks, bytes[g], 0) : 0;
+		c->entry_bytes[g] = c->entry_units[g] * c->pool->unit_bytes;
+		c->ext_blocks[g] = extent_blocks(c->pool, c->entry_units[g]);
+	}
+	for (g = 0; g < 2; g++) {
+		if (!c->entry_units[g]) {
+			c->entry_units[g] = c->entry_units[!g];
+			c->entry_bytes[g] = c->entry_bytes[!g];
+			c->ext_blocks[g] = c->ext_blocks[!g];
+		}
+	}
+	c->ext_max = KV_MAX(c->ext_blocks[G_FULL], c->ext_blocks[G_WIN]);
 }
 
 static int shared_init(void *priv, const struct kv_cache_env *env, struct kv_diag *d)
@@ -493,9 +576,7 @@ static int shared_init(void *priv, const struct kv_cache_env *env, struct kv_dia
 	c->token_bytes = env->token_bytes;
 	c->chunk_bytes = c->block_tokens * c->token_bytes;
 	c->chunk_units = kv_blocks_units(&c->blocks, c->chunk_bytes, 0);
-	c->entry_units = kv_blocks_units(&c->blocks, c->prefix_block_tokens * c->token_bytes, 0);
-	c->entry_bytes = c->entry_units * env->pool->unit_bytes;
-	c->ext_blocks = extent_blocks(env->pool, c->entry_units);
+	groups_init(c, env->model);
 	c->max_blocks = (uint32_t)(env->model->max_ctx_tokens / c->prefix_block_tokens);
 	arrays_init(c);
 	return 0;
@@ -513,6 +594,83 @@ static void shared_fini(void *priv)
 	free(c->prev);
 	free(c->next);
 	free(c->scratch);
+	free(c->grp);
+	free(c->wscratch);
+	free(c->keybuf);
+}
+
+/* A block's windowed-group key. */
+static inline uint64_t win_key(uint64_t key)
+{
+	return mix(key ^ SEED_WIN);
+}
+
+/* The cached entry for key that can take one more sharer, or NIL. */
+static uint32_t usable(const struct shared *c, uint64_t key)
+{
+	uint32_t e = index_find(c, key);
+
+	return e != NIL && c->refs[e] < SHARERS_MAX ? e : NIL;
+}
+
+/*
+ * The longest hit of a windowed model, as vLLM V1's hybrid manager finds it
+ * (vllm/v1/core/kv_cache_coordinator.py HybridKVCacheCoordinator.
+ * find_longest_cache_hit): the full group's hit first, mf blocks from block
+ * 0 (FullAttentionManager.find_longest_cache_hit); then, within it, the
+ * windowed group's (SlidingWindowManager.find_longest_cache_hit): scanning
+ * from block mf - 1 down, the first run of win_need = ceil((W - 1) / B)
+ * cached blocks ending at block h - 1 gives h (the blocks before the run may
+ * be gone: the window skips them); with no such run, the run starting at
+ * block 0.  Returns h; keybuf[] holds the keys of blocks 0..h-1.
+ */
+static uint64_t window_hit(struct shared *c, struct kv_req *q, uint64_t limit)
+{
+	uint64_t mf = 0, run = 0, i, key;
+	struct keys k;
+
+	keys_init(&k, c, q);
+	while (mf < limit && keys_next(&k, &key)) {
+		if (c->has_full && usable(c, key) == NIL)
+			break;
+		KV_CHECK(mf <= c->max_blocks, "request %llu has over %u prefix blocks",
+			 (unsigned long long)q->id, c->max_blocks);
+		c->keybuf[mf++] = key;
+	}
+	if (c->win_need == 0)
+		return mf;
+	for (i = mf; i-- > 0;) {
+		if (usable(c, win_key(c->keybuf[i])) == NIL) {
+			run = 0;
+		} else if (++run >= c->win_need) {
+			return i + run;
+		}
+	}
+	return run; /* blocks 0..run-1: shorter than the window's run */
+}
+
+/*
+ * prefix_hit with a window: h blocks hit; references on their G_FULL
+ * entries and on the G_WIN entries of the last min(h, win_need), the ones
+ * the next token's window touches (the first reserve would drop the others:
+ * vLLM fills them with its null block).
+ */
+static uint64_t prefix_hit_window(struct shared *c, struct kv_req *q, uint64_t limit)
+{
+	uint64_t h = window_hit(c, q, limit), lo = h - KV_MIN(h, c->win_need), i;
+
+	for (i = 0; i < h; i++) {
+		if (c->has_full)
+			entry_ref(c, index_find(c, c->keybuf[i]));
+		if (i >= lo)
+			entry_ref(c, index_find(c, win_key(c->keybuf[i])));
+	}
+	q->cache[0] = q->cache[2] = KV_BLOCKS_EMPTY;
+	q->cache[1] = h | lo << 32 | PENDING;
+	q->cache[3] = 0;
+	q->kv_bytes = (c->has_full ? h : 0) * c->entry_bytes[G_FULL] + (h - lo) * c->entry_bytes[G_WIN];
+	q->kv_cap_tokens = h * c->prefix_block_tokens;
+	return q->kv_cap_tokens;
 }
 
 static uint64_t shared_prefix_hit(void *priv, struct kv_req *q)
@@ -522,6 +680,8 @@ static uint64_t shared_prefix_hit(void *priv, struct kv_req *q)
 	uint64_t m = 0, key;
 	struct keys k;
 
+	if (c->win.win_tokens)
+		return prefix_hit_window(c, q, limit);
 	keys_init(&k, c, q);
 	while (m < limit && keys_next(&k, &key)) {
 		uint32_t e = index_find(c, key);
@@ -534,7 +694,7 @@ static uint64_t shared_prefix_hit(void *priv, struct kv_req *q)
 	q->cache[0] = KV_BLOCKS_EMPTY;
 	q->cache[1] = m | PENDING;
 	q->cache[2] = 0;
-	q->kv_bytes = m * c->entry_bytes;
+	q->kv_bytes = m * c->entry_bytes[G_FULL];
 	q->kv_cap_tokens = m * c->prefix_block_tokens;
 	return q->kv_cap_tokens;
 }
@@ -555,8 +715,191 @@ static void count_lookup(struct shared *c, struct kv_req *q)
 
 	c->hit_tokens += m * c->prefix_block_tokens;
 	c->lookup_tokens += q->prompt_tokens;
-	c->bytes_saved += m * c->entry_bytes;
+	if (c->win.win_tokens) /* held at the hit: m G_FULL entries, the last min(m, win_need) G_WIN ones */
+		c->bytes_saved += (c->has_full ? m : 0) * c->entry_bytes[G_FULL] +
+				  KV_MIN(m, c->win_need) * c->entry_bytes[G_WIN];
+	else
+		c->bytes_saved += m * c->entry_bytes[G_FULL];
 	q->cache[1] &= ~PENDING;
+}
+
+/* Drops q's references on the G_WIN entries of blocks lo..hi-1 (the window has passed them). */
+static void unref_window(struct shared *c, const struct kv_req *q, uint64_t lo, uint64_t hi)
+{
+	uint64_t i = 0, key;
+	struct keys k;
+
+	keys_init(&k, c, q);
+	while (i < hi && keys_next(&k, &key)) {
+		if (i++ >= lo) {
+			uint32_t e = index_find(c, win_key(key));
+
+			KV_CHECK(e != NIL, "request %llu lost windowed block %llu",
+				 (unsigned long long)q->id, (unsigned long long)(i - 1));
+			entry_unref(c, e);
+		}
+	}
+	KV_CHECK(i == hi, "request %llu has %llu of %llu blocks", (unsigned long long)q->id,
+		 (unsigned long long)i, (unsigned long long)hi);
+}
+
+/*
+ * reserve with a window: q's own blocks start after its m hit blocks (base
+ * = m * B) and slide as winblocks.h says; the G_WIN entries it holds,
+ * blocks lo..m-1, are dropped as the window leaves them (they stay cached
+ * with count 0, evictable, as vLLM's freed blocks keep their hash), and
+ * kv_cap_tokens stops at the step that leaves the next one.  Growth evicts
+ * cached entries LRU until the free bytes cover it, then one more while
+ * the pool refuses it (all or nothing; retrying after every single
+ * eviction, rejected, costs a whole growth per evicted entry).
+ */
+static int reserve_window(struct shared *c, struct kv_req *q, uint64_t tokens)
+{
+	const struct kv_winblocks *w = &c->win;
+	uint64_t m = (uint32_t)q->cache[1], lo = q->cache[1] >> 32 & LO_MASK, own = q->cache[3];
+	uint64_t full = own ? q->cache[0] : KV_BLOCKS_EMPTY, win = own ? q->cache[2] : KV_BLOCKS_EMPTY;
+	uint64_t PB = c->prefix_block_tokens, base = m * PB, got = 0, freed = 0, cap, nf, nw, lo2;
+	uint64_t need, unit = c->pool->unit_bytes;
+
+	if (tokens <= q->kv_cap_tokens)
+		return 0; /* the engine does not call below the capacity */
+	nw = kv_winblocks_slide(w, base, q->kv_tokens, tokens, &cap);
+	nf = w->full_bytes ? kv_div_ceil(tokens - base, c->block_tokens) : 0;
+	lo2 = KV_MAX(lo, KV_MIN(m, kv_win_excess(q->kv_tokens + 1, w->win_tokens) / PB));
+	if (lo2 < m) /* the next held entry leaves the window first */
+		cap = KV_MAX(KV_MIN(cap, (lo2 + 1) * PB + w->win_tokens - 1), tokens);
+	need = (nf - kv_winblocks_full_n(w, full)) * kv_blocks_units(&c->blocks, w->full_bytes, 0);
+	if (nw > kv_winblocks_win_n(w, win))
+		need += (nw - kv_winblocks_win_n(w, win)) * kv_blocks_units(&c->blocks, w->win_bytes, 0);
+	if (need * unit > c->pool->free_bytes + c->lru_bytes)
+		return KV_ENOMEM;
+	/* evict the bytes short first, then one more per failed try (buddy fragmentation) */
+	while (c->pool->free_bytes < need * unit && !evict_one(c))
+		;
+	while (kv_winblocks_set(w, &full, &win, nf, nw, &got, &freed))
+		if (evict_one(c))
+			return KV_ENOMEM;
+	if (lo2 > lo)
+		unref_window(c, q, lo, lo2);
+	q->cache[0] = full;
+	q->cache[2] = win;
+	q->cache[1] = m | lo2 << 32 | (q->cache[1] & PENDING);
+	q->cache[3] = own + got - freed;
+	q->kv_bytes = q->kv_bytes + got - freed - (lo2 - lo) * c->entry_bytes[G_WIN];
+	q->kv_cap_tokens = cap;
+	if (q->cache[1] & PENDING)
+		count_lookup(c, q);
+	return 0;
+}
+
+/* Drops q's sharing of e (held: block i < m) or touches e (a block q donated or found cached). */
+static void release_entry(struct shared *c, uint32_t e, int held)
+{
+	if (e == NIL)
+		return;
+	if (held) {
+		entry_unref(c, e);
+	} else if (c->refs[e] == 0) {
+		lru_unlink(c, e); /* touch: most recently used */
+		lru_push(c, e);
+	}
+}
+
+/*
+ * Release with a window, step 1: the G_FULL entries of q's blocks 0..n-1
+ * (keys in keybuf[]) into scratch[]: the m it holds, then the ones it
+ * computed, found or donated; the first that does not fit ends it (later
+ * blocks could not match without it).  Returns the blocks covered, f >= m.
+ * With every layer windowed all of them, scratch[] NIL.
+ */
+static uint64_t donate_full(struct shared *c, const struct kv_req *q, uint64_t m, uint64_t n)
+{
+	uint64_t i;
+
+	for (i = 0; i < n; i++) {
+		uint32_t e = NIL;
+
+		if (c->has_full) {
+			e = index_find(c, c->keybuf[i]);
+			KV_CHECK(i >= m || e != NIL, "request %llu lost shared block %llu",
+				 (unsigned long long)q->id, (unsigned long long)i);
+			if (e == NIL && (e = entry_new(c, c->keybuf[i], G_FULL)) == NIL)
+				break;
+		}
+		c->scratch[i] = e;
+	}
+	return i;
+}
+
+/*
+ * Step 2: the G_WIN entries of blocks f-1 down to 0 into wscratch[]: the
+ * ones q holds (lo <= i < m), and for the blocks it computed (i >= m) the
+ * cached ones or, while room lasts, new ones; NIL below lo.  Tail first: a
+ * hit at block f needs only the last ceil((W - 1) / B), so under pressure
+ * those are kept.  The windowed part of a block q computed may have left
+ * its window long ago: vLLM keeps such a freed block's hash until the
+ * block is reused (cached until evicted); here its bytes come back at
+ * release when room allows.
+ */
+static void donate_win(struct shared *c, const struct kv_req *q, uint64_t m, uint64_t lo,
+		       uint64_t f)
+{
+	uint64_t i;
+	int room = 1;
+
+	for (i = f; i-- > 0;) {
+		uint64_t wk = win_key(c->keybuf[i]);
+		uint32_t e = i >= lo ? index_find(c, wk) : NIL;
+
+		KV_CHECK(i >= m || i < lo || e != NIL, "request %llu lost windowed block %llu",
+			 (unsigned long long)q->id, (unsigned long long)i);
+		if (e == NIL && i >= m && room && (e = entry_new(c, wk, G_WIN)) == NIL)
+			room = 0;
+		c->wscratch[i] = e;
+	}
+}
+
+/*
+ * release with a window: frees the own blocks, donates (donate_full, then
+ * donate_win), drops the references.  LRU order as vLLM frees: the
+ * windowed entries of the blocks the window had left first, oldest first
+ * (vLLM freed them as the window passed), then deepest first, so a
+ * prefix's tail is evicted before its head.
+ */
+static void release_window(struct shared *c, struct kv_req *q)
+{
+	uint64_t PB = c->prefix_block_tokens, m = (uint32_t)q->cache[1];
+	uint64_t lo = q->cache[1] >> 32 & LO_MASK, n = 0, f, i, key, gone;
+	uint64_t end = KV_MAX(m, KV_MIN(q->kv_tokens, q->prompt_tokens) / PB);
+	struct keys k;
+
+	if (q->cache[3]) { /* first: donations reuse the room */
+		kv_blocks_free(&c->blocks, &q->cache[0]);
+		kv_blocks_free(&c->blocks, &q->cache[2]);
+	}
+	keys_init(&k, c, q);
+	while (n < end && keys_next(&k, &key)) {
+		KV_CHECK(n <= c->max_blocks, "request %llu has over %u prefix blocks",
+			 (unsigned long long)q->id, c->max_blocks);
+		c->keybuf[n++] = key;
+	}
+	KV_CHECK(n >= m, "request %llu matched %llu blocks, found %llu",
+		 (unsigned long long)q->id, (unsigned long long)m, (unsigned long long)n);
+	f = donate_full(c, q, m, n);
+	donate_win(c, q, m, lo, f);
+	gone = KV_MIN(kv_win_excess(q->kv_tokens + 1, c->win.win_tokens) / PB, f);
+	for (i = 0; i < gone; i++) {
+		release_entry(c, c->wscratch[i], i < m);
+		c->wscratch[i] = NIL;
+	}
+	for (i = f; i-- > 0;) {
+		release_entry(c, c->wscratch[i], i < m);
+		release_entry(c, c->scratch[i], i < m);
+	}
+	q->cache[0] = q->cache[2] = KV_BLOCKS_EMPTY;
+	q->cache[1] = q->cache[3] = 0;
+	q->kv_bytes = 0;
+	q->kv_cap_tokens = 0;
 }
 
 /*
@@ -570,6 +913,8 @@ static int shared_reserve(void *priv, struct kv_req *q, uint64_t tokens)
 	uint64_t own = q->cache[2], t = own ? q->cache[0] : KV_BLOCKS_EMPTY, saved = t;
 	uint64_t cap = q->kv_cap_tokens, held = 0, need;
 
+	if (c->win.win_tokens)
+		return reserve_window(c, q, tokens);
 	if (tokens <= cap)
 		return 0; /* the engine does not call below the capacity */
 	need = kv_div_ceil(tokens - cap, c->block_tokens) * c->chunk_units * c->pool->unit_bytes;
@@ -611,7 +956,7 @@ static uint32_t collect(struct shared *c, const struct kv_req *q, uint64_t m)
 			 (unsigned long long)q->id, n);
 		KV_CHECK(n <= c->max_blocks, "request %llu has over %u prefix blocks",
 			 (unsigned long long)q->id, c->max_blocks);
-		if (e == NIL && (e = entry_new(c, key)) == NIL)
+		if (e == NIL && (e = entry_new(c, key, G_FULL)) == NIL)
 			break; /* no room: later blocks could not match without this one */
 		c->scratch[n++] = e;
 	}
@@ -626,20 +971,16 @@ static void shared_release(void *priv, struct kv_req *q)
 	uint64_t m = (uint32_t)q->cache[1];
 	uint32_t n, i;
 
+	if (c->win.win_tokens) {
+		release_window(c, q);
+		return;
+	}
 	if (q->cache[2])
 		kv_blocks_free(&c->blocks, &q->cache[0]); /* first: donations reuse the room */
 	n = collect(c, q, m);
 	/* Deepest first, so a prefix's head ends up the most recently used. */
-	for (i = n; i-- > 0;) {
-		uint32_t e = c->scratch[i];
-
-		if (i < m) {
-			entry_unref(c, e);
-		} else if (c->refs[e] == 0) {
-			lru_unlink(c, e); /* touch: most recently used */
-			lru_push(c, e);
-		}
-	}
+	for (i = n; i-- > 0;)
+		release_entry(c, c->scratch[i], i < m);
 	q->cache[0] = KV_BLOCKS_EMPTY;
 	q->cache[1] = q->cache[2] = 0;
 	q->kv_bytes = 0;

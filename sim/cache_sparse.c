@@ -54,12 +54,26 @@
  * sum over holdings of (kv_tokens - min(kv_tokens, budget)) * b, the bytes
  * of the tokens each holding dropped.
  *
- * Per-request words: cache[0] the block table; cache[1] the last context
- * whose decode step was counted (kept across releases, so a holding that
- * comes back is not counted twice).
+ * Sliding window (sliding_window W on Lw of L layers, b a multiple of L):
+ * a windowed layer keeps at most the window of the kept tokens, so the
+ * layers form two groups with tables of their own (winblocks.h): the full
+ * group ceil(min(n, budget) / B) blocks of B * b * (L - Lw) / L bytes, the
+ * windowed group ceil(min(n, budget, W) / B) blocks of B * b * Lw / L:
+ *
+ *   kv_bytes = ceil(min(n, budget) / B) * extent(B * b * (L - Lw) / L)
+ *            + ceil(min(n, budget, W) / B) * extent(B * b * Lw / L),
+ *
+ * the bytes it reads (kv_model_window_bytes(min(n, budget))) rounded up to
+ * whole blocks.  A budget holding is compacted (evicted tokens' slots are
+ * reused), so no block is ever freed before release.
+ *
+ * Per-request words: cache[0] the block table (the full group's with a
+ * window); cache[1] the last context whose decode step was counted (kept
+ * across releases, so a holding that comes back is not counted twice);
+ * with a window cache[2] the windowed group's table.
  */
-#include "blocks.h"
 #include "engine.h"
+#include "winblocks.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -82,6 +96,7 @@ struct sparse {
 	uint64_t win_tokens; /* the model's sliding window W, tokens (0: none) */
 	uint64_t win_layers; /* layers with the window, Lw (0: none) */
 	uint64_t layers; /* the model's layers, L */
+	struct kv_winblocks win; /* the two layer groups of a windowed model (win_tokens 0: one group) */
 	uint64_t heavy; /* heavy hitters kept: budget - recent */
 	double head_h[HEAD_TOKENS + 1]; /* H(i) for i <= 64, exact */
 	double log_head; /* log(64) */
@@ -227,6 +242,7 @@ static int sparse_init(void *priv, const struct kv_cache_env *env, struct kv_dia
 	sp->win_layers = kv_model_window_layers(env->model);
 	sp->layers = env->model->layers;
 	kv_blocks_init(&sp->blocks, env->pool);
+	kv_winblocks_init(&sp->win, &sp->blocks, env->model, sp->token_bytes, sp->block_tokens);
 	return 0;
 }
 
@@ -244,6 +260,34 @@ static void sparse_fini(void *priv)
  * nothing.  At the budget kv_cap_tokens becomes UINT64_MAX: the holding
  * fits any length from then on.
  */
+/*
+ * With a window (see the header): the full group grows to ceil(min(n,
+ * budget) / B) blocks, the windowed one to ceil(min(n, budget, W) / B); the
+ * holding fits any length once the group that grows longest is at its
+ * bound (the budget, or min(budget, W) when every layer is windowed).
+ */
+static int sparse_reserve_window(struct sparse *sp, struct kv_req *q, uint64_t tokens)
+{
+	const struct kv_winblocks *w = &sp->win;
+	uint64_t full = q->kv_bytes ? q->cache[0] : KV_BLOCKS_EMPTY;
+	uint64_t win = q->kv_bytes ? q->cache[2] : KV_BLOCKS_EMPTY;
+	uint64_t B = sp->block_tokens, kept = KV_MIN(tokens, sp->budget), got = 0, freed = 0;
+	uint64_t nf = kv_div_ceil(kept, B), nw = kv_div_ceil(KV_MIN(kept, w->win_tokens), B);
+	uint64_t bound = w->full_bytes ? sp->budget : KV_MIN(sp->budget, w->win_tokens);
+	uint64_t cap = (w->full_bytes ? nf : nw) * B;
+
+	if (q->kv_cap_tokens == UINT64_MAX)
+		return 0; /* already at the bound */
+	if (kv_winblocks_set(w, &full, &win, nf, nw, &got, &freed))
+		return KV_ENOMEM;
+	KV_CHECK(freed == 0, "sparse window freed %llu bytes", (unsigned long long)freed);
+	q->cache[0] = full;
+	q->cache[2] = win;
+	q->kv_cap_tokens = cap >= bound ? UINT64_MAX : cap;
+	q->kv_bytes += got;
+	return 0;
+}
+
 static int sparse_reserve(void *priv, struct kv_req *q, uint64_t tokens)
 {
 	struct sparse *sp = priv;
@@ -251,6 +295,8 @@ static int sparse_reserve(void *priv, struct kv_req *q, uint64_t tokens)
 	uint64_t cap = q->kv_cap_tokens, held = 0;
 	uint64_t want = KV_MIN(tokens, sp->budget);
 
+	if (sp->win.win_tokens)
+		return sparse_reserve_window(sp, q, tokens);
 	if (cap == UINT64_MAX)
 		return 0; /* already at the budget */
 	if (kv_blocks_grow(&sp->blocks, &table, &cap, want, sp->block_tokens,
@@ -289,8 +335,11 @@ static void sparse_release(void *priv, struct kv_req *q)
 
 	count_steps(sp, q);
 	sp->bytes_saved += (q->kv_tokens - KV_MIN(q->kv_tokens, sp->budget)) * sp->token_bytes;
-	if (q->kv_bytes)
+	if (q->kv_bytes) {
 		kv_blocks_free(&sp->blocks, &q->cache[0]);
+		if (sp->win.win_tokens)
+			kv_blocks_free(&sp->blocks, &q->cache[2]);
+	}
 	q->kv_bytes = 0;
 	q->kv_cap_tokens = 0;
 	q->cache[0] = KV_BLOCKS_EMPTY;

@@ -238,7 +238,8 @@ END_TEST
  */
 START_TEST(window_held)
 {
-	static const char *const pressure[] = { "chunked", "{name: chunked, offload: true}" };
+	static const char *const pressure[] = { "chunked", "{name: chunked, offload: true}",
+						"{name: quantized, bits: 8}" };
 	const uint64_t G = 2752512;
 	size_t k;
 	struct kv_workload w;
@@ -314,6 +315,79 @@ START_TEST(window_held)
 			      s.rep[0].used_Bs <= s.rep[0].reserved_Bs,
 			      "%s: used %g, reserved %g byte-seconds", pressure[k], s.rep[0].used_Bs,
 			      s.rep[0].reserved_Bs);
+		kv_sim_release(&s);
+		kv_workload_release(&w);
+	}
+}
+END_TEST
+
+/*
+ * The quantized and sparse caches hold only the window on windowed layers
+ * too (winblocks.h).  Gemma-2-9B, 42 layers, 21 windowed, W = 4096.
+ * quantized, 4 bits: b_q = 96768, 2304 per layer, so a 16-token block of
+ * either group is Q = 16 * 2304 * 21 = 774144 bytes; the auto unit is its
+ * lowest set bit, 4096, so Q = 189 units exactly.
+ *   reserve(8000) from nothing: 500 + 500 = 1000 Q;
+ *   8000 computed, reserve(8001): 3905 skipped, 244 windowed blocks freed:
+ *     501 + 257 = 758 Q, cap 8015 (as chunked, window_held).
+ * Full layout: R = 8192 (the context) on the full layers, a ring of 4096 on
+ * the windowed ones: 8192 * 96768 - 4096 * 48384 = 594542592 bytes (145152
+ * units), where the whole context was 8192 * 96768 = 792723456.
+ * sparse, budget 6000 (G = 2752512, 21 units of 128 KiB, as chunked):
+ *   reserve(1000): 63 + 63 blocks = 126 G, cap 1008;
+ *   1000 computed, reserve(5000): ceil(5000 / 16) = 313 full blocks, the
+ *     windowed group stops at ceil(4096 / 16) = 256: 569 G, cap 5008;
+ *   reserve(8000) from nothing: 375 + 256 = 631 G = 1736835072, exactly
+ *     what it reads (window_reads), cap UINT64_MAX (at the budget).
+ * budget 2000, below the window: 125 + 125 = 250 G.
+ */
+START_TEST(window_held_quant_sparse)
+{
+	const uint64_t Q = 774144, G = 2752512;
+	static const struct {
+		const char *cache;
+		uint64_t unit, prompt; /* the pool unit; the request's prompt */
+		uint64_t step[2][4]; /* computed, reserve(tokens), held bytes, cap; tokens 0: none */
+	} t[] = {
+		{ "{name: quantized, bits: 4}", 4096, 8000,
+		  { { 0, 8000, 1000 * Q, 8000 }, { 8000, 8001, 758 * Q, 8015 } } },
+		{ "{name: quantized, bits: 4, layout: full}", 4096, 1000,
+		  { { 0, 1000, 594542592, 8192 } } },
+		{ "{name: sparse, budget: 6000}", 128 * 1024, 1000,
+		  { { 0, 1000, 126 * G, 1008 }, { 1000, 5000, 569 * G, 5008 } } },
+		{ "{name: sparse, budget: 6000}", 128 * 1024, 8000,
+		  { { 0, 8000, 631 * G, UINT64_MAX } } },
+		{ "{name: sparse, budget: 2000}", 128 * 1024, 8000,
+		  { { 0, 8000, 250 * G, UINT64_MAX } } },
+	};
+	size_t i, k;
+
+	for (i = 0; i < KV_ARRAY_LEN(t); i++) {
+		struct kv_workload w;
+		struct kv_sim s;
+		struct rec r;
+		struct kv_replica *rep;
+		struct kv_req q = fake_req(t[i].prompt, 100);
+
+		load(&w, text("model: gemma-2-9b\ndevice: h200\nscheduler: fifo\n"
+			      "outputs: {sample_interval: 0}\n", t[i].cache, ONE_REQ));
+		init(&w, &s, &r, 0);
+		rep = &s.rep[0];
+		ck_assert_uint_eq(rep->pool.unit_bytes, t[i].unit);
+		for (k = 0; k < 2 && t[i].step[k][1]; k++) {
+			q.kv_tokens = t[i].step[k][0];
+			ck_assert_int_eq(reserve(rep, &q, t[i].step[k][1]), 0);
+			ck_assert_msg(q.kv_bytes == t[i].step[k][2] &&
+					      q.kv_cap_tokens == t[i].step[k][3],
+				      "%s, reserve(%llu): %llu bytes, cap %llu", t[i].cache,
+				      (unsigned long long)t[i].step[k][1],
+				      (unsigned long long)q.kv_bytes,
+				      (unsigned long long)q.kv_cap_tokens);
+			ck_assert_uint_ge(q.kv_bytes, read_bytes(rep, t[i].step[k][1]));
+			ck_assert_uint_eq(rep->pool.size_bytes - rep->pool.free_bytes, q.kv_bytes);
+		}
+		release(rep, &q);
+		ck_assert_uint_eq(rep->pool.free_bytes, rep->pool.size_bytes);
 		kv_sim_release(&s);
 		kv_workload_release(&w);
 	}
@@ -935,6 +1009,7 @@ static Suite *cache_suite(void)
 	tcase_add_test(tc, bytes_per_token);
 	tcase_add_test(tc, window_reads);
 	tcase_add_test(tc, window_held);
+	tcase_add_test(tc, window_held_quant_sparse);
 	tcase_add_test(tc, quant_chunked_layout);
 	tcase_add_test(tc, quant_full_layout);
 	tcase_add_test(tc, capacity_hooks);

@@ -65,7 +65,7 @@
 #define TRIES 8 /* option draws before falling back to the defaults */
 
 static const char *const models[] = { "tiny", "tinyllama-1.1b", "llama-2-7b", "opt-13b",
-				      "deepseek-v2-lite" };
+				      "deepseek-v2-lite", "gemma-2-9b" };
 static const char *const devices[] = { "a100-40g", "a100-80g", "h100-80g", "h100-pcie", "mi300x" };
 
 /* One point of a registry's axis: a plugin, with one enum/bool option forced (or none). */

@@ -460,6 +460,297 @@ START_TEST(bad_options)
 }
 END_TEST
 
+/* A request as the engine hands it to the hooks: zeroed, with its id and lengths. */
+static struct kv_req fake_req(uint64_t id, uint64_t prompt, uint64_t output)
+{
+	struct kv_req q;
+
+	memset(&q, 0, sizeof(q));
+	q.id = id;
+	q.prompt_tokens = q.prefill_target = prompt;
+	q.output_tokens = output;
+	return q;
+}
+
+/* Reserves through the hook, q having computed `computed` tokens; asserts success. */
+static void grow(struct kv_replica *rep, struct kv_req *q, uint64_t computed, uint64_t tokens)
+{
+	q->kv_tokens = computed;
+	ck_assert_int_eq(rep->cache->reserve(rep->cache_priv, q, tokens), 0);
+}
+
+static uint64_t pool_used(const struct kv_replica *rep)
+{
+	return rep->pool.size_bytes - rep->pool.free_bytes;
+}
+
+/*
+ * Prefix sharing on a sliding-window model, as vLLM V1's hybrid manager
+ * does it.  Gemma-2-9B: 42 layers, 21 windowed, W = 4096, 8192 bytes per
+ * layer per token; prefix blocks of 512 tokens, own blocks of 16, a
+ * 6144-token system prompt (12 prefix blocks).  Each group's own block is
+ * G = 16 * 8192 * 21 = 2752512 bytes (21 units of 128 KiB), each group's
+ * prefix entry E = 32 G; a hit needs the windowed entries of its last
+ * ceil(4095 / 512) = 8 blocks.  The pool holds 16384 tokens: 16384 * 344064
+ * bytes = 2048 G.
+ *   A (prompt 7000) misses; reserve(7000) from nothing: 438 + 438 blocks =
+ *     876 G; 7000 computed, reserve(7001): 7001 - 4096 = 2905 skipped, own
+ *     windowed blocks 0..180 freed: 438 + 257 = 695 G, cap min(7008, 182 *
+ *     16 + 4095) = 7007.
+ *   A releases with 7001 tokens: its 12 keyed blocks go to the index whole,
+ *     12 F + 12 W entries = 24 E = 768 G, all evictable; W0..W4, which its
+ *     window had left (2906 skipped at the next token), least recently
+ *     used, as vLLM freed them first.
+ *   B (prompt 7000) hits all 12 blocks: 12 F entries and W4..W11 (the last
+ *     8): 20 E = 640 G; W0..W3 stay evictable (4 E).  reserve(7000) at 6144
+ *     computed: own blocks from 6144, ceil(856 / 16) = 54 per group, 108
+ *     G: 748 G; cap 7000 (W4 leaves at 4 * 512 + 4096 + 512 = 7168 > 7000).
+ *     7000 computed, reserve(7001): 2905 skipped, floor(2905 / 512) = 5: W4
+ *     is dropped (evictable, 5 E): 716 G, cap 7008 (the next own block;
+ *     W5 leaves at reserve(7680)).
+ *   D (prompt 100, nothing to share) takes 2 * 645 = 1290 G of own blocks;
+ *     the pool has 2048 - 768 - 108 = 1172 G free, so 4 evictions (LRU:
+ *     W0, W1, W2, W3; W4 went back last) make room.
+ *   C (prompt 7000) still hits all 12 blocks: the full group has F0..F11
+ *     and the windowed group W4..W11, its last 8; W0..W3 are gone but the
+ *     window would skip them (vLLM's SlidingWindowManager fills them with
+ *     its null block).
+ */
+START_TEST(window_prefix)
+{
+	const uint64_t G = 2752512, E = 32 * G;
+	struct kv_workload w;
+	struct kv_sim s;
+	struct kv_replica *rep;
+	struct kv_cache_stats st;
+	struct kv_req a = fake_req(0, 7000, 100), b = fake_req(1, 7000, 100);
+	struct kv_req c = fake_req(3, 7000, 100), d = fake_req(2, 100, 100);
+
+	load(&w, "model: gemma-2-9b\ndevice: h200\nscheduler: fifo\nmemory: {kv_tokens: 16384}\n"
+		 "cache: {name: shared, prefix_block_tokens: 512, block_tokens: 16, system_prompt_tokens: 6144}\n"
+		 "outputs: {sample_interval: 0}\nworkload: {requests: 1, arrival: {rate: 1}}\n");
+	sim_start(&w, &s, NULL, 0);
+	rep = &s.rep[0];
+	ck_assert_uint_eq(rep->pool.unit_bytes, 128 * 1024);
+	ck_assert_uint_eq(rep->pool.size_bytes, 2048 * G);
+	ck_assert_uint_eq(rep->cache->prefix_hit(rep->cache_priv, &a), 0);
+	grow(rep, &a, 0, 7000);
+	ck_assert_uint_eq(a.kv_bytes, 876 * G);
+	ck_assert_uint_eq(a.kv_cap_tokens, 7000);
+	grow(rep, &a, 7000, 7001);
+	ck_assert_uint_eq(a.kv_bytes, 695 * G);
+	ck_assert_uint_eq(a.kv_cap_tokens, 7007);
+	ck_assert_uint_ge(a.kv_bytes, kv_model_kv_bytes(&w.cfg.model, 7001));
+	ck_assert_uint_eq(pool_used(rep), a.kv_bytes);
+	a.kv_tokens = 7001;
+	rep->cache->release(rep->cache_priv, &a);
+	ck_assert_uint_eq(pool_used(rep), 24 * E);
+	ck_assert_uint_eq(rep->cache->evictable_bytes(rep->cache_priv), 24 * E);
+
+	ck_assert_uint_eq(rep->cache->prefix_hit(rep->cache_priv, &b), 6144);
+	ck_assert_uint_eq(b.kv_bytes, 20 * E);
+	ck_assert_uint_eq(rep->cache->evictable_bytes(rep->cache_priv), 4 * E);
+	grow(rep, &b, 6144, 7000);
+	ck_assert_uint_eq(b.kv_bytes, 20 * E + 108 * G);
+	ck_assert_uint_eq(b.kv_cap_tokens, 7000);
+	grow(rep, &b, 7000, 7001);
+	ck_assert_uint_eq(b.kv_bytes, 19 * E + 108 * G);
+	ck_assert_uint_eq(b.kv_cap_tokens, 7008);
+	ck_assert_uint_eq(rep->cache->evictable_bytes(rep->cache_priv), 5 * E);
+	ck_assert_uint_eq(pool_used(rep), 24 * E + 108 * G);
+
+	grow(rep, &d, 0, 645 * 16);
+	ck_assert_uint_eq(d.kv_bytes, 1290 * G);
+	rep->cache->stats(rep->cache_priv, &st);
+	ck_assert_uint_eq(st.evictions, 4);
+	ck_assert_uint_eq(rep->cache->evictable_bytes(rep->cache_priv), E); /* W4 */
+	rep->cache->release(rep->cache_priv, &d);
+
+	ck_assert_uint_eq(rep->cache->prefix_hit(rep->cache_priv, &c), 6144);
+	ck_assert_uint_eq(c.kv_bytes, 20 * E);
+	ck_assert_uint_eq(rep->cache->evictable_bytes(rep->cache_priv), 0);
+	rep->cache->release(rep->cache_priv, &c);
+	b.kv_tokens = 7001;
+	rep->cache->release(rep->cache_priv, &b);
+	/* cached: F0..F11, W4..W11 and B's own donation of nothing new (its 12 blocks hit) */
+	ck_assert_uint_eq(pool_used(rep), 20 * E);
+	ck_assert_uint_eq(rep->cache->evictable_bytes(rep->cache_priv), 20 * E);
+	ck_assert_int_eq(kv_pool_check(&rep->pool, NULL, 0), 0);
+	rep->cache->stats(rep->cache_priv, &st);
+	/* two hits counted at their first reserve (B); C released before any */
+	ck_assert_uint_eq(st.hit_tokens, 6144);
+	ck_assert_uint_eq(st.bytes_saved, 20 * E);
+	rep->cache->flush(rep->cache_priv);
+	ck_assert_uint_eq(rep->pool.free_bytes, rep->pool.size_bytes);
+	kv_sim_release(&s);
+	kv_workload_release(&w);
+}
+END_TEST
+
+/*
+ * The hit rule's other cases, with the window cut to W = 1025 so that a hit
+ * needs the windowed entries of its last ceil(1024 / 512) = 2 blocks
+ * (Gemma-2-9B otherwise as in window_prefix: E = 32 G per group entry, a
+ * pool of 2048 G = 64 E, a 6144-token system prompt of 12 blocks).
+ *   A (prompt 7000) computes everything and releases at 7001 tokens: F0..F11
+ *     and W0..W11 cached (24 E); W0..W10, which its window had left
+ *     (floor((7002 - 1025) / 512) = 11), least recently used, then W11,
+ *     F11, F10, ..., F0.
+ *   C (prompt 6000, 11 keyed blocks) hits 11: F0..F10 and W9, W10.
+ *   D (nothing to share) takes 2 * 795 = 1590 G; 64 - 24 = 40 E = 1280 G is
+ *     free, so the LRU loses 10 entries, W0..W8 and W11 (9 would leave
+ *     1568 G).
+ *   B (prompt 7000): the full group runs to block 11 (F11 is still there),
+ *     but W11 is gone: scanning back, W10 and W9 are the first run of 2, so
+ *     the hit is 11 blocks, 5632 tokens (F0..F10, W9, W10: 13 E).
+ *   Q (prompt 3000, 5 keyed blocks): F0..F4 are there, but a hit at 5 or
+ *     fewer blocks needs W0 (the window reaches back to block 0) and it is
+ *     gone: no hit.
+ */
+START_TEST(window_hit_rule)
+{
+	const uint64_t G = 2752512, E = 32 * G;
+	struct kv_workload w;
+	struct kv_sim s;
+	struct kv_replica *rep;
+	struct kv_cache_stats st;
+	struct kv_req a = fake_req(0, 7000, 100), b = fake_req(1, 7000, 100);
+	struct kv_req c = fake_req(3, 6000, 100), d = fake_req(2, 100, 100);
+	struct kv_req q = fake_req(4, 3000, 100);
+
+	load(&w, "model: gemma-2-9b\ndevice: h200\nscheduler: fifo\nmemory: {kv_tokens: 16384}\n"
+		 "cache: {name: shared, prefix_block_tokens: 512, block_tokens: 16, system_prompt_tokens: 6144}\n"
+		 "outputs: {sample_interval: 0}\nworkload: {requests: 1, arrival: {rate: 1}}\n");
+	w.cfg.model.sliding_window = 1025;
+	sim_start(&w, &s, NULL, 0);
+	rep = &s.rep[0];
+	ck_assert_uint_eq(rep->pool.size_bytes, 64 * E);
+	ck_assert_uint_eq(rep->cache->prefix_hit(rep->cache_priv, &a), 0);
+	grow(rep, &a, 0, 7000);
+	grow(rep, &a, 7000, 7001);
+	a.kv_tokens = 7001;
+	rep->cache->release(rep->cache_priv, &a);
+	ck_assert_uint_eq(pool_used(rep), 24 * E);
+
+	ck_assert_uint_eq(rep->cache->prefix_hit(rep->cache_priv, &c), 11 * 512);
+	ck_assert_uint_eq(c.kv_bytes, 13 * E);
+	grow(rep, &d, 0, 795 * 16);
+	ck_assert_uint_eq(d.kv_bytes, 1590 * G);
+	rep->cache->stats(rep->cache_priv, &st);
+	ck_assert_uint_eq(st.evictions, 10);
+	ck_assert_uint_eq(rep->cache->evictable_bytes(rep->cache_priv), E); /* F11 */
+
+	ck_assert_uint_eq(rep->cache->prefix_hit(rep->cache_priv, &b), 11 * 512);
+	ck_assert_uint_eq(b.kv_bytes, 13 * E);
+	ck_assert_uint_eq(rep->cache->prefix_hit(rep->cache_priv, &q), 0);
+	ck_assert_uint_eq(q.kv_bytes, 0);
+	rep->cache->release(rep->cache_priv, &q);
+	rep->cache->release(rep->cache_priv, &b);
+	rep->cache->release(rep->cache_priv, &c);
+	rep->cache->release(rep->cache_priv, &d);
+	ck_assert_uint_eq(pool_used(rep), 14 * E); /* F0..F11, W9, W10 */
+	ck_assert_int_eq(kv_pool_check(&rep->pool, NULL, 0), 0);
+	rep->cache->flush(rep->cache_priv);
+	ck_assert_uint_eq(rep->pool.free_bytes, rep->pool.size_bytes);
+	kv_sim_release(&s);
+	kv_workload_release(&w);
+}
+END_TEST
+
+/*
+ * Under pressure on the windowed model (Gemma-2-9B on an L40S, engine vllm,
+ * 16-token prefix blocks, request_blocks on, the pool checked after every
+ * event), with a 2048-token system prompt every request shares and
+ * without: every request completes, preemptions happen, hits are found, the
+ * pool is whole after the flush, and without sharing (a shared block counts
+ * once per sharer in "used") the reserved byte-seconds cover the used ones.
+ */
+START_TEST(window_pressure)
+{
+	static const uint64_t sys[] = { 2048, 0 };
+	char yaml[1024];
+	size_t i;
+
+	for (i = 0; i < KV_ARRAY_LEN(sys); i++) {
+		struct kv_workload w;
+		struct kv_sim s;
+		struct rec r = { 0 };
+		struct kv_cache_stats st;
+
+		snprintf(yaml, sizeof(yaml),
+			 "model: gemma-2-9b\ndevice: l40s\nengine: {name: vllm, prefix_caching: true}\n"
+			 "cache: {name: shared, prefix_block_tokens: 16, request_blocks: true, system_prompt_tokens: %llu}\n"
+			 "outputs: {sample_interval: 0}\nworkload:\n  requests: 40\n"
+			 "  arrival: {process: poisson, rate: 100}\n"
+			 "  lengths: {dist: uniform, prompt_min: 3000, prompt_max: 7000, output_min: 200, output_max: 1190}\n",
+			 (unsigned long long)sys[i]);
+		load(&w, yaml);
+		run(&w, &r, &s, 1);
+		st = stats(&s);
+		ck_assert_uint_eq(r.ended[KV_END_COMPLETED], 40);
+		ck_assert_uint_gt(s.preemptions, 0);
+		ck_assert_uint_gt(st.hit_tokens, sys[i] ? 39 * sys[i] / 2 : 0);
+		ck_assert_uint_eq(s.rep[0].pool.free_bytes, s.rep[0].pool.size_bytes);
+		ck_assert_uint_eq(s.rep[0].live_win_excess, 0);
+		if (!sys[i])
+			ck_assert_msg(s.rep[0].used_Bs <= s.rep[0].reserved_Bs,
+				      "used %g, reserved %g byte-seconds", s.rep[0].used_Bs,
+				      s.rep[0].reserved_Bs);
+		kv_sim_release(&s);
+		kv_workload_release(&w);
+	}
+}
+END_TEST
+
+/*
+ * With a window as long as any context (8191 tokens, requests of at most
+ * 8000), nothing ever leaves it: splitting the layers into two groups must
+ * change nothing but the entry count.  Engine vllm's prefix cache under
+ * overload (preemptions, resumed requests hitting their own blocks): the
+ * same completions, preemptions, hits and TTFTs as Gemma-2-9B without its
+ * window, and exactly twice the evictions (a block is two entries).
+ */
+START_TEST(window_never_leaves)
+{
+	static const uint32_t window[] = { 0, 8191 };
+	struct kv_cache_stats st[2];
+	struct rec r[2];
+	kv_ns end[2];
+	uint64_t preempt[2];
+	size_t i;
+
+	for (i = 0; i < 2; i++) {
+		struct kv_workload w;
+		struct kv_sim s;
+
+		load(&w, "model: gemma-2-9b\ndevice: l40s\nengine: {name: vllm, prefix_caching: true}\n"
+			 "outputs: {sample_interval: 0}\nworkload:\n  requests: 300\n"
+			 "  arrival: {process: poisson, rate: 20}\n"
+			 "  lengths: {dist: uniform, prompt_min: 2000, prompt_max: 7000, output_min: 100, output_max: 1000}\n");
+		w.cfg.model.sliding_window = window[i];
+		memset(&r[i], 0, sizeof(r[i]));
+		run(&w, &r[i], &s, 0);
+		st[i] = stats(&s);
+		end[i] = s.now;
+		preempt[i] = s.preemptions;
+		kv_sim_release(&s);
+		kv_workload_release(&w);
+	}
+	ck_assert_uint_eq(r[1].ended[KV_END_COMPLETED], 300);
+	ck_assert_uint_gt(preempt[0], 0);
+	ck_assert_uint_gt(st[0].hit_tokens, 0);
+	ck_assert_msg(preempt[1] == preempt[0] && end[1] == end[0] &&
+			      st[1].hit_tokens == st[0].hit_tokens &&
+			      st[1].lookup_tokens == st[0].lookup_tokens &&
+			      r[1].ttft_sum_s == r[0].ttft_sum_s,
+		      "window 8191: %llu preemptions, end %llu ns, %llu hit tokens; without: %llu, %llu, %llu",
+		      (unsigned long long)preempt[1], (unsigned long long)end[1],
+		      (unsigned long long)st[1].hit_tokens, (unsigned long long)preempt[0],
+		      (unsigned long long)end[0], (unsigned long long)st[0].hit_tokens);
+	ck_assert_uint_eq(st[1].evictions, 2 * st[0].evictions);
+}
+END_TEST
+
 static Suite *shared_suite(void)
 {
 	Suite *s = suite_create("shared");
@@ -473,6 +764,10 @@ static Suite *shared_suite(void)
 	tcase_add_test(tc, mooncake_one_gpu);
 	tcase_add_test(tc, mooncake_eight_gpus);
 	tcase_add_test(tc, bad_options);
+	tcase_add_test(tc, window_prefix);
+	tcase_add_test(tc, window_hit_rule);
+	tcase_add_test(tc, window_pressure);
+	tcase_add_test(tc, window_never_leaves);
 	tcase_set_timeout(tc, 600);
 	suite_add_tcase(s, tc);
 	return s;
