@@ -36,6 +36,7 @@ static void perf_link(const struct kv_device *dev, struct kv_link *l)
 {
 	l->type = dev->link_type;
 	l->fixed_ns = 0.0;
+	l->overhead_ns = (double)dev->collective_overhead_ns;
 	if (dev->link_type != KV_LINK_DATASHEET) {
 		l->busbw_Bps = dev->link_busbw_Bps;
 		return;
@@ -95,7 +96,9 @@ void kv_perf_init_parallel(struct kv_perf *pf, const struct kv_model *m,
 	pf->per_seq_ns = (double)dev->per_seq_ns;
 	pf->allreduce_ns_per_token = allreduce_ns_per_token(m, dev, tp);
 	pf->allreduce_ns_fixed =
-		tp > 1 ? 2.0 * m->layers * (double)dev->allreduce_latency_ns : 0.0;
+		tp > 1 ? 2.0 * m->layers *
+				 (double)(dev->allreduce_latency_ns + dev->collective_overhead_ns)
+		       : 0.0;
 	perf_link(dev, &pf->link);
 	pf->nccl = dev->link_type != KV_LINK_DATASHEET;
 	kv_comm_allreduce_init(&pf->ar, &pf->link, tp);

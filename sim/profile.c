@@ -373,6 +373,7 @@ void kv_device_set_defaults(struct kv_device *dev)
 	dev->overhead_ns = KV_DEV_DEFAULT_OVERHEAD_NS;
 	dev->per_seq_ns = KV_DEV_DEFAULT_PER_SEQ_NS;
 	dev->allreduce_latency_ns = KV_DEV_DEFAULT_ALLREDUCE_LATENCY_NS;
+	dev->collective_overhead_ns = KV_DEV_DEFAULT_COLLECTIVE_OVERHEAD_NS;
 	dev->dequant_flops_per_byte = KV_DEV_DEFAULT_DEQUANT_FLOPS_PER_BYTE;
 	dev->alpha = KV_DEV_DEFAULT_ALPHA;
 }
