@@ -261,6 +261,8 @@ static const struct bad_case {
 	{ "model-bad-kv-heads.yaml", 1, KV_EINVAL, 6, "kv_heads" },
 	{ "model-bad-params.yaml", 1, KV_EINVAL, 11, "params" },
 	{ "model-missing-field.yaml", 1, KV_EINVAL, 0, "head_dim" },
+	{ "model-wrap-params.yaml", 1, KV_EINVAL, 13, "params" },
+	{ "model-context-bytes.yaml", 1, KV_EINVAL, 11, "max_context" },
 };
 
 START_TEST(test_bad_profiles)
