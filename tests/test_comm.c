@@ -441,6 +441,27 @@ START_TEST(test_nccl_vs_vllm_pynccl_h100)
 }
 END_TEST
 
+/*
+ * The figures docs/perf-model.md ("Per-collective overhead") uses for vLLM PR
+ * 2192's Llama-2-70B decode (64 tokens x 8192 x 2 B = 1 MiB at tp 4): the
+ * A100 datasheet link, 5 us + 1 MiB x 6/4 / 300 GB/s = 10.243 us, and NCCL's
+ * model at the sm80 cap of 235 GB/s, ring LL128 (14 + 6 x 1.9) us + 1 MiB /
+ * (235e9 x 0.92 x 4/6) = 32.675 us.
+ */
+START_TEST(test_a100_link_at_pr2192_size)
+{
+	struct kv_link ds = { .type = KV_LINK_DATASHEET, .busbw_Bps = 300e9, .fixed_ns = 5000 };
+	struct kv_link nv = { .type = KV_LINK_NVLINK, .busbw_Bps = 235e9 };
+	struct kv_comm_allreduce ar;
+
+	kv_comm_allreduce_init(&ar, &ds, 4);
+	CK_NEAR(kv_comm_allreduce_ns(&ar, 1048576), 5000.0 + 1048576 * 1.5 / 300e9 * 1e9);
+	kv_comm_allreduce_init(&ar, &nv, 4);
+	CK_NEAR(kv_comm_allreduce_ns(&ar, 1048576), 25400.0 + 1048576 / (235e9 * 0.92 * 4 / 6) * 1e9);
+	CK_NEAR(round(kv_comm_allreduce_ns(&ar, 1048576) / 100), 327.0);
+}
+END_TEST
+
 static Suite *comm_suite(void)
 {
 	Suite *s = suite_create("comm");
@@ -455,6 +476,7 @@ static Suite *comm_suite(void)
 	tcase_add_test(tc, test_collective_overhead);
 	tcase_add_test(tc, test_collective_overhead_per_iteration);
 	tcase_add_test(tc, test_nccl_vs_vllm_pynccl_h100);
+	tcase_add_test(tc, test_a100_link_at_pr2192_size);
 	tcase_add_test(tc, test_tp_allreduce_per_iteration);
 	tcase_add_test(tc, test_pipeline_cycle);
 	tcase_add_test(tc, test_stage_model);
