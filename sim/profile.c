@@ -296,6 +296,29 @@ static long double arch_params_ld(const struct kv_model *m)
 	       (long double)m->vocab * h * (m->tie_embeddings ? 1 : 2) + h;
 }
 
+/*
+ * A token must multiply by some weights: params has to exceed the routed
+ * experts it skips plus the embedding table it looks up, or the linear FLOPs
+ * (kv_model_linear_flops_per_token) come out negative.  Within
+ * KV_MODEL_PARAMS_TOL that happens only when routed experts are nearly all
+ * of the model and top-k / experts is under the tolerance (crafted against
+ * the profile fuzz target's FLOP invariant: 128 experts, top-1, params 2.5%
+ * under the architecture).
+ */
+static int model_check_active(const struct kv_model *m, struct kv_diag *d, const char *file)
+{
+	uint64_t skip = skipped_params(m);
+	uint64_t lookup = m->tie_embeddings ? 0 : (uint64_t)m->vocab * m->hidden;
+
+	if (m->params > skip + lookup)
+		return 0;
+	return kv_diag_set(d, KV_EINVAL, file, 0, 0, "params",
+			   "%llu is not more than the %llu routed-expert parameters a token skips "
+			   "plus the %llu of the embedding table: expected the model's exact count",
+			   (unsigned long long)m->params, (unsigned long long)skip,
+			   (unsigned long long)lookup);
+}
+
 /* The exact count must agree with the architecture within KV_MODEL_PARAMS_TOL. */
 static int model_check_params(const struct kv_model *m, struct kv_diag *d, const char *file)
 {
@@ -310,14 +333,14 @@ static int model_check_params(const struct kv_model *m, struct kv_diag *d, const
 				   "2^53 (9.0e15)", exact);
 	arch = kv_model_arch_params(m);
 	rel = fabs((double)m->params - (double)arch) / (double)arch;
-	if (rel <= KV_MODEL_PARAMS_TOL)
-		return 0;
-	return kv_diag_set(d, KV_EINVAL, file, 0, 0, "params",
-			   "%llu is %.1f%% away from the %llu the architecture implies "
-			   "(layers, hidden, heads, kv_heads, head_dim, intermediate, vocab); "
-			   "expected within %.0f%%",
-			   (unsigned long long)m->params, 100.0 * rel,
-			   (unsigned long long)arch, 100.0 * KV_MODEL_PARAMS_TOL);
+	if (rel > KV_MODEL_PARAMS_TOL)
+		return kv_diag_set(d, KV_EINVAL, file, 0, 0, "params",
+				   "%llu is %.1f%% away from the %llu the architecture implies "
+				   "(layers, hidden, heads, kv_heads, head_dim, intermediate, vocab); "
+				   "expected within %.0f%%",
+				   (unsigned long long)m->params, 100.0 * rel,
+				   (unsigned long long)arch, 100.0 * KV_MODEL_PARAMS_TOL);
+	return model_check_active(m, d, file);
 }
 
 /* MoE keys come together: top-k within the experts, an expert width, dense layers below layers. */

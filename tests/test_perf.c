@@ -263,6 +263,7 @@ static const struct bad_case {
 	{ "model-missing-field.yaml", 1, KV_EINVAL, 0, "head_dim" },
 	{ "model-wrap-params.yaml", 1, KV_EINVAL, 13, "params" },
 	{ "model-context-bytes.yaml", 1, KV_EINVAL, 11, "max_context" },
+	{ "model-no-active.yaml", 1, KV_EINVAL, 12, "params" },
 };
 
 START_TEST(test_bad_profiles)
