@@ -13,9 +13,14 @@
  * again in long double, agrees with the integer one (no uint64_t wrap), and
  * so do the KV bytes per token; KV bytes, weight bytes and FLOPs are
  * positive and finite; the expected distinct experts stay within [0, E]; a
- * device's rates and coefficients are finite and in range.
+ * device's rates and coefficients are finite and in range.  Then the perf
+ * model (sim/perf.c) runs the profile against a stock partner (a model on
+ * configs/devices/a100-80g.yaml, a device under configs/models/llama-2-7b.yaml)
+ * at TP 1, 2 and 8: a decode step and a prefill step must take at least 1 ns
+ * (UBSan catches a duration too large for kv_ns).
  */
 #include "fuzz.h"
+#include "perf.h"
 #include "profile_load.h"
 
 #include <math.h>
@@ -52,6 +57,53 @@ static long double arch_params_ld(const struct kv_model *m)
 	       emb + h;
 }
 
+/* The stock partners, loaded once. */
+static const struct kv_model *stock_model(void)
+{
+	static struct kv_model m;
+	static int loaded;
+	struct kv_diag d = { 0 };
+
+	if (!loaded && kv_profile_load_model(KV_SOURCE_DIR "/configs/models/llama-2-7b.yaml", &m, &d))
+		fuzz_fail("stock model: %s", d.msg);
+	loaded = 1;
+	return &m;
+}
+
+static const struct kv_device *stock_device(void)
+{
+	static struct kv_device v;
+	static int loaded;
+	struct kv_diag d = { 0 };
+
+	if (!loaded && kv_profile_load_device(KV_SOURCE_DIR "/configs/devices/a100-80g.yaml", &v, &d))
+		fuzz_fail("stock device: %s", d.msg);
+	loaded = 1;
+	return &v;
+}
+
+/* A decode step of 8 sequences at a 1000-token context and a 512-token prefill, at TP 1, 2, 8. */
+static void check_perf(const struct kv_model *m, const struct kv_device *v)
+{
+	uint64_t ctx = KV_MIN((uint64_t)m->max_ctx_tokens, 1000);
+	struct kv_batch_shape dec = { 0 }, pre = { 0 };
+	struct kv_perf pf;
+	uint32_t tp;
+
+	dec.n_seqs = dec.n_decode = dec.n_sample = 8;
+	dec.attn_pairs = 8 * ctx;
+	dec.kv_read_bytes = 8 * kv_model_kv_bytes(m, ctx);
+	pre.n_seqs = pre.n_sample = 1;
+	pre.n_prefill_tokens = 512;
+	pre.attn_pairs = 512 * 513 / 2;
+	pre.kv_read_bytes = kv_model_kv_bytes(m, 512);
+	for (tp = 1; tp <= 8; tp *= tp == 1 ? 2 : 4) {
+		kv_perf_init(&pf, m, v, tp);
+		if (kv_perf_iter_ns(&pf, &dec) < 1 || kv_perf_iter_ns(&pf, &pre) < 1)
+			fuzz_fail("perf: a step under 1 ns at tp %u", tp);
+	}
+}
+
 static void check_model(const struct kv_model *m)
 {
 	long double want = arch_params_ld(m);
@@ -83,6 +135,7 @@ static void check_model(const struct kv_model *m)
 			fuzz_fail("model: %g distinct experts for %g tokens of %u", dist, n,
 				  m->experts);
 	}
+	check_perf(m, stock_device());
 }
 
 static void check_device(const struct kv_device *v)
@@ -99,6 +152,7 @@ static void check_device(const struct kv_device *v)
 	if (v->link_type != KV_LINK_DATASHEET && !(v->link_busbw_Bps > 0))
 		fuzz_fail("device: interconnect %s without a bus bandwidth",
 			  kv_link_name(v->link_type));
+	check_perf(stock_model(), v);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
