@@ -234,6 +234,26 @@ START_TEST(test_collective_overhead_key)
 }
 END_TEST
 
+/* Absurd rates cap an iteration at 2^62 ns instead of an undefined conversion of inf. */
+START_TEST(test_iteration_time_capped)
+{
+	static const char text[] = "name: slow\nmemory: 80GB\nmem_bandwidth: 1e-300\n"
+				   "fp16_tflops: 312\nhost_link_bandwidth: 32\nsource: test\n";
+	struct kv_model m = load_model("llama-2-7b");
+	struct kv_device dev;
+	struct kv_diag d = { 0 };
+	struct kv_batch_shape b = { 0 };
+	struct kv_perf pf;
+
+	ck_assert_int_eq(kv_profile_load_device_mem("slow.yaml", text, strlen(text), &dev, &d), 0);
+	kv_perf_init(&pf, &m, &dev, 1);
+	b.n_seqs = b.n_decode = b.n_sample = 1;
+	b.attn_pairs = 100;
+	b.kv_read_bytes = 100 * kv_model_kv_bytes_per_token(&m);
+	ck_assert(kv_perf_iter_ns(&pf, &b) == (kv_ns)1 << 62);
+}
+END_TEST
+
 START_TEST(test_unknown_name)
 {
 	struct kv_diag d = { 0 };
@@ -776,6 +796,7 @@ static Suite *perf_suite(void)
 	tcase_add_test(roof, test_batch1_decode_formula);
 	tcase_add_test(roof, test_monotone_batch);
 	tcase_add_test(roof, test_monotone_context);
+	tcase_add_test(roof, test_iteration_time_capped);
 	tcase_add_test(roof, test_prefill_pairs);
 	tcase_add_test(roof, test_prefill_formula);
 	tcase_add_test(roof, test_tensor_parallel);
