@@ -122,7 +122,7 @@ int kv_comm_allreduce_cost(const struct kv_link *l, uint32_t n, int algo, int pr
 		/* kvsim's first model: one ring at the datasheet rate plus a fixed latency */
 		if (algo != KV_COMM_RING || proto != KV_COMM_SIMPLE)
 			return -1;
-		c->fixed_ns = l->fixed_ns;
+		c->fixed_ns = l->fixed_ns + l->overhead_ns;
 		c->ns_per_byte = steps / n / l->busbw_Bps * 1e9;
 		return 0;
 	}
@@ -132,7 +132,7 @@ int kv_comm_allreduce_cost(const struct kv_link *l, uint32_t n, int algo, int pr
 		bw = l->busbw_Bps * t->ring_f[proto] * n / steps;
 	else
 		bw = fmin(l->busbw_Bps * t->tree_scale, t->tree_cap_Bps) * t->tree_f[proto] / 2.0;
-	c->fixed_ns = (t->base_us[algo][proto] + steps * t->hw_us[algo][proto]) * 1e3;
+	c->fixed_ns = (t->base_us[algo][proto] + steps * t->hw_us[algo][proto]) * 1e3 + l->overhead_ns;
 	c->ns_per_byte = 1e9 / bw;
 	return 0;
 }
@@ -163,15 +163,15 @@ double kv_comm_allreduce_ns(const struct kv_comm_allreduce *ar, double bytes)
 	return best;
 }
 
-/* Latency of a Simple-protocol ring pass of `steps` steps, ns. */
+/* Latency of a Simple-protocol ring pass of `steps` steps with the link's per-call overhead, ns. */
 static double simple_lat_ns(const struct kv_link *l, double steps)
 {
 	const struct comm_tune *t = tune_of(l->type);
 
 	if (l->type == KV_LINK_DATASHEET)
-		return l->fixed_ns;
+		return l->fixed_ns + l->overhead_ns;
 	return (t->base_us[KV_COMM_RING][KV_COMM_SIMPLE] +
-		steps * t->hw_us[KV_COMM_RING][KV_COMM_SIMPLE]) * 1e3;
+		steps * t->hw_us[KV_COMM_RING][KV_COMM_SIMPLE]) * 1e3 + l->overhead_ns;
 }
 
 double kv_comm_alltoall_ns(const struct kv_link *l, double bytes_per_rank, uint32_t n)

@@ -28,6 +28,13 @@
  * type: one ring all-reduce at the datasheet interconnect bandwidth plus a
  * fixed latency (perf.h).
  *
+ * Every collective over two or more ranks (all-reduce, all-to-all, send/recv)
+ * also pays the link's overhead_ns, a fixed cost outside NCCL's model (the
+ * engine's host work and launch per call; a device profile's
+ * perf.collective_overhead).  Its default is 0: the published graph-captured
+ * NCCL latencies of an engine (vLLM's pynccl on H100) match NCCL's model
+ * without one (docs/perf-model.md, "Per-collective overhead").
+ *
  * Everything here is pure; kv_comm_allreduce_init() precomputes the
  * candidates once per run so the per-iteration cost is a handful of
  * multiply-adds with no allocation.
@@ -51,6 +58,7 @@ struct kv_link {
 	enum kv_link_type type; /* link kind, KV_LINK_DATASHEET by default */
 	double busbw_Bps; /* bus bandwidth reached by nccl-tests (ring, Simple), bytes/s */
 	double fixed_ns; /* KV_LINK_DATASHEET only: fixed cost of one all-reduce, ns */
+	double overhead_ns; /* host/launch cost added to every collective over >= 2 ranks, ns; 0 default */
 };
 
 /* NCCL protocols and algorithms the model chooses among. */

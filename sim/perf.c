@@ -14,6 +14,14 @@
 #include <string.h>
 
 /*
+ * Longest iteration returned, ns (2^62, 146 years): not a prediction but a
+ * bound that keeps the double-to-kv_ns conversion defined when a profile's
+ * rates are absurd (a bandwidth of 1e-300 GB/s gives an infinite time; NaN
+ * gives the bound too).  Found with the profile fuzz target.
+ */
+#define PERF_MAX_NS 4611686018427387904.0
+
+/*
  * Ring all-reduce of one token's activations (hidden * dtype bytes) sends
  * 2(tp-1)/tp of the buffer over each GPU's link; a layer does two (after
  * attention and after the MLP).  Returns ns per batch token.
@@ -36,6 +44,7 @@ static void perf_link(const struct kv_device *dev, struct kv_link *l)
 {
 	l->type = dev->link_type;
 	l->fixed_ns = 0.0;
+	l->overhead_ns = (double)dev->collective_overhead_ns;
 	if (dev->link_type != KV_LINK_DATASHEET) {
 		l->busbw_Bps = dev->link_busbw_Bps;
 		return;
@@ -95,7 +104,9 @@ void kv_perf_init_parallel(struct kv_perf *pf, const struct kv_model *m,
 	pf->per_seq_ns = (double)dev->per_seq_ns;
 	pf->allreduce_ns_per_token = allreduce_ns_per_token(m, dev, tp);
 	pf->allreduce_ns_fixed =
-		tp > 1 ? 2.0 * m->layers * (double)dev->allreduce_latency_ns : 0.0;
+		tp > 1 ? 2.0 * m->layers *
+				 (double)(dev->allreduce_latency_ns + dev->collective_overhead_ns)
+		       : 0.0;
 	perf_link(dev, &pf->link);
 	pf->nccl = dev->link_type != KV_LINK_DATASHEET;
 	kv_comm_allreduce_init(&pf->ar, &pf->link, tp);
@@ -237,7 +248,7 @@ kv_ns kv_perf_iter_ns(const struct kv_perf *pf, const struct kv_batch_shape *b)
 	}
 	t += (double)b->extra_ns;
 	t = ceil(t);
-	return t < 1.0 ? 1 : (kv_ns)t;
+	return t < 1.0 ? 1 : t < PERF_MAX_NS ? (kv_ns)t : (kv_ns)PERF_MAX_NS;
 }
 
 void kv_perf_iter_prep(const struct kv_perf *pf, const struct kv_batch_shape *b,
@@ -265,5 +276,5 @@ kv_ns kv_perf_iter_run_ns(const struct kv_perf *pf, const struct kv_perf_run *ru
 	t += run->moe_ns;
 	t += (double)b->extra_ns;
 	t = ceil(t);
-	return t < 1.0 ? 1 : (kv_ns)t;
+	return t < 1.0 ? 1 : t < PERF_MAX_NS ? (kv_ns)t : (kv_ns)PERF_MAX_NS;
 }

@@ -261,20 +261,86 @@ static int model_check_positive(const struct kv_model *m, struct kv_diag *d,
 	return 0;
 }
 
+/*
+ * Bounds that keep every derived count exact in 64 bits: the architecture's
+ * parameter count at most 2^53 (9.0e15; the largest published models are
+ * under 1e13), and max_context x KV bytes per token x layers at most 2^62
+ * (the windowed-KV product of kv_window_bytes()).  Without them a profile
+ * with absurd sizes could wrap kv_model_arch_params() onto its own `params`
+ * and pass (the profile fuzz target found one).
+ */
+#define ARCH_PARAMS_MAX 9007199254740992.0L /* 2^53 */
+#define KV_CONTEXT_BYTES_MAX 4611686018427387904.0L /* 2^62 */
+
+/* kv_model_arch_params() in long double: no wrap, to bound the integer one. */
+static long double arch_params_ld(const struct kv_model *m)
+{
+	long double h = m->hidden, hd = m->head_dim, nh = m->heads, r = m->qk_rope_head_dim;
+	long double f = m->gated_mlp ? 3.0L : 2.0L, attn, q;
+	long double moe = m->experts ? (long double)m->layers - m->dense_layers : 0.0L;
+
+	if (!m->kv_lora_rank) {
+		attn = h * hd * (2 * nh + 2.0L * m->kv_heads) +
+		       (m->qkv_bias ? hd * (nh + 2.0L * m->kv_heads) : 0) + (m->qk_norm ? 2 * hd : 0);
+	} else {
+		q = m->q_lora_rank ? h * m->q_lora_rank + m->q_lora_rank +
+					     (long double)m->q_lora_rank * nh * (hd + r)
+				   : h * nh * (hd + r);
+		attn = q + h * ((long double)m->kv_lora_rank + r) + m->kv_lora_rank +
+		       (long double)m->kv_lora_rank * nh * (hd + m->v_head_dim) +
+		       nh * m->v_head_dim * h;
+	}
+	return m->layers * (attn + 2 * h) + ((long double)m->layers - moe) * f * h * m->intermediate +
+	       moe * (h * m->experts + ((long double)m->experts + m->shared_experts) * f * h *
+						m->moe_intermediate) +
+	       (long double)m->vocab * h * (m->tie_embeddings ? 1 : 2) + h;
+}
+
+/*
+ * A token must multiply by some weights: params has to exceed the routed
+ * experts it skips plus the embedding table it looks up, or the linear FLOPs
+ * (kv_model_linear_flops_per_token) come out negative.  Within
+ * KV_MODEL_PARAMS_TOL that happens only when routed experts are nearly all
+ * of the model and top-k / experts is under the tolerance (crafted against
+ * the profile fuzz target's FLOP invariant: 128 experts, top-1, params 2.5%
+ * under the architecture).
+ */
+static int model_check_active(const struct kv_model *m, struct kv_diag *d, const char *file)
+{
+	uint64_t skip = skipped_params(m);
+	uint64_t lookup = m->tie_embeddings ? 0 : (uint64_t)m->vocab * m->hidden;
+
+	if (m->params > skip + lookup)
+		return 0;
+	return kv_diag_set(d, KV_EINVAL, file, 0, 0, "params",
+			   "%llu is not more than the %llu routed-expert parameters a token skips "
+			   "plus the %llu of the embedding table: expected the model's exact count",
+			   (unsigned long long)m->params, (unsigned long long)skip,
+			   (unsigned long long)lookup);
+}
+
 /* The exact count must agree with the architecture within KV_MODEL_PARAMS_TOL. */
 static int model_check_params(const struct kv_model *m, struct kv_diag *d, const char *file)
 {
-	uint64_t arch = kv_model_arch_params(m);
-	double rel = fabs((double)m->params - (double)arch) / (double)arch;
+	long double exact = arch_params_ld(m);
+	uint64_t arch;
+	double rel;
 
-	if (rel <= KV_MODEL_PARAMS_TOL)
-		return 0;
-	return kv_diag_set(d, KV_EINVAL, file, 0, 0, "params",
-			   "%llu is %.1f%% away from the %llu the architecture implies "
-			   "(layers, hidden, heads, kv_heads, head_dim, intermediate, vocab); "
-			   "expected within %.0f%%",
-			   (unsigned long long)m->params, 100.0 * rel,
-			   (unsigned long long)arch, 100.0 * KV_MODEL_PARAMS_TOL);
+	if (exact > ARCH_PARAMS_MAX)
+		return kv_diag_set(d, KV_EINVAL, file, 0, 0, "params",
+				   "the architecture (layers, hidden, heads, kv_heads, head_dim, "
+				   "intermediate, vocab) implies %.3Lg parameters: expected at most "
+				   "2^53 (9.0e15)", exact);
+	arch = kv_model_arch_params(m);
+	rel = fabs((double)m->params - (double)arch) / (double)arch;
+	if (rel > KV_MODEL_PARAMS_TOL)
+		return kv_diag_set(d, KV_EINVAL, file, 0, 0, "params",
+				   "%llu is %.1f%% away from the %llu the architecture implies "
+				   "(layers, hidden, heads, kv_heads, head_dim, intermediate, vocab); "
+				   "expected within %.0f%%",
+				   (unsigned long long)m->params, 100.0 * rel,
+				   (unsigned long long)arch, 100.0 * KV_MODEL_PARAMS_TOL);
+	return model_check_active(m, d, file);
 }
 
 /* MoE keys come together: top-k within the experts, an expert width, dense layers below layers. */
@@ -348,6 +414,20 @@ static int model_check_dtypes(const struct kv_model *m, struct kv_diag *d, const
 	return 0;
 }
 
+/* A full context's KV, times the layers (kv_window_bytes()), must stay within 2^62 bytes. */
+static int model_check_context_bytes(const struct kv_model *m, struct kv_diag *d,
+				     const char *file)
+{
+	long double b = (long double)kv_model_kv_bytes_per_token(m) * m->max_ctx_tokens * m->layers;
+
+	if (b <= KV_CONTEXT_BYTES_MAX)
+		return 0;
+	return kv_diag_set(d, KV_EINVAL, file, 0, 0, "max_context",
+			   "%u tokens of %llu KV bytes each, times %u layers, is %.3Lg: expected "
+			   "at most 2^62 (4.6e18)", m->max_ctx_tokens,
+			   (unsigned long long)kv_model_kv_bytes_per_token(m), m->layers, b);
+}
+
 int kv_model_validate(const struct kv_model *m, struct kv_diag *d, const char *file)
 {
 	int err = model_check_positive(m, d, file);
@@ -361,9 +441,10 @@ int kv_model_validate(const struct kv_model *m, struct kv_diag *d, const char *f
 		return kv_diag_set(d, KV_EINVAL, file, 0, 0, "dtype_bytes",
 				   "%u is not 1, 2 or 4", m->dtype_bytes);
 	if ((err = model_check_moe(m, d, file)) || (err = model_check_mla(m, d, file)) ||
-	    (err = model_check_window(m, d, file)) || (err = model_check_dtypes(m, d, file)))
+	    (err = model_check_window(m, d, file)) || (err = model_check_dtypes(m, d, file)) ||
+	    (err = model_check_params(m, d, file)))
 		return err;
-	return model_check_params(m, d, file);
+	return model_check_context_bytes(m, d, file);
 }
 
 void kv_device_set_defaults(struct kv_device *dev)
@@ -373,6 +454,7 @@ void kv_device_set_defaults(struct kv_device *dev)
 	dev->overhead_ns = KV_DEV_DEFAULT_OVERHEAD_NS;
 	dev->per_seq_ns = KV_DEV_DEFAULT_PER_SEQ_NS;
 	dev->allreduce_latency_ns = KV_DEV_DEFAULT_ALLREDUCE_LATENCY_NS;
+	dev->collective_overhead_ns = KV_DEV_DEFAULT_COLLECTIVE_OVERHEAD_NS;
 	dev->dequant_flops_per_byte = KV_DEV_DEFAULT_DEQUANT_FLOPS_PER_BYTE;
 	dev->alpha = KV_DEV_DEFAULT_ALPHA;
 }

@@ -264,6 +264,7 @@ struct kv_device {
 	kv_ns per_seq_ns; /* cost per sequence in the batch, default 0 */
 	double eff_attn; /* achieved share of flops in attention; 0 (default): eff_flops */
 	kv_ns allreduce_latency_ns; /* fixed cost of one all-reduce (TP only), default 5 us */
+	kv_ns collective_overhead_ns; /* host/launch cost added to every collective over > 1 rank, default 0 */
 	double dequant_flops_per_byte; /* dequantisation work per KV byte read, default 2 */
 	/* Cost-model coefficient. */
 	double alpha; /* base-memory factor: resident bytes per weight byte, default 1.1 */
@@ -278,6 +279,7 @@ struct kv_device {
 #define KV_DEV_DEFAULT_OVERHEAD_NS (1600 * KV_NS_PER_US)
 #define KV_DEV_DEFAULT_PER_SEQ_NS 0
 #define KV_DEV_DEFAULT_ALLREDUCE_LATENCY_NS (5 * KV_NS_PER_US)
+#define KV_DEV_DEFAULT_COLLECTIVE_OVERHEAD_NS 0 /* docs/perf-model.md, "Per-collective overhead" */
 #define KV_DEV_DEFAULT_DEQUANT_FLOPS_PER_BYTE 2.0
 #define KV_DEV_DEFAULT_ALPHA 1.1
 

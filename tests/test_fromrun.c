@@ -1,10 +1,14 @@
 /* test_fromrun.c -- the recorded-run readers (src/fromrun.h) and the JSON reader (src/json.h). */
 #include "fromrun.h"
 #include "json.h"
+#include "profile_load.h"
 
 #include <check.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int load(struct kv_run *r, const char *text, struct kv_diag *d)
 {
@@ -147,6 +151,29 @@ START_TEST(test_json_tree)
 }
 END_TEST
 
+/* A written profile reads back with the base profile's collective_overhead (and without one: 0). */
+START_TEST(test_profile_collective_overhead_round_trip)
+{
+	char dir[] = "/tmp/kvsim-fromrun-XXXXXX", path[64];
+	struct kv_device dev, back;
+	struct kv_diag d = { 0 };
+	int k;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/dev.yaml", dir);
+	ck_assert_int_eq(kv_profile_load_device("a100-80g", &dev, &d), 0);
+	for (k = 0; k < 2; k++) {
+		dev.collective_overhead_ns = k ? 25 * KV_NS_PER_US : 0;
+		ck_assert_int_eq(kv_run_write_profile(path, &dev, "test", &d), 0);
+		ck_assert_msg(kv_profile_load_device(path, &back, &d) == 0, "%s", d.msg);
+		ck_assert(back.collective_overhead_ns == dev.collective_overhead_ns);
+		ck_assert(back.allreduce_latency_ns == dev.allreduce_latency_ns);
+	}
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("fromrun");
@@ -159,6 +186,7 @@ int main(void)
 	tcase_add_test(tc, test_csv_and_jsonl);
 	tcase_add_test(tc, test_malformed);
 	tcase_add_test(tc, test_json_tree);
+	tcase_add_test(tc, test_profile_collective_overhead_round_trip);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

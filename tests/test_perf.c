@@ -205,9 +205,52 @@ START_TEST(test_device_fields)
 	ck_assert(a.host_link_Bps == 32e9 && a.interconnect_Bps == 300e9);
 	ck_assert(a.overhead_ns == 1600 * KV_NS_PER_US && a.per_seq_ns == 0);
 	ck_assert(a.allreduce_latency_ns == 5 * KV_NS_PER_US);
+	ck_assert(a.collective_overhead_ns == 0 && h.collective_overhead_ns == 0);
 	ck_assert(a.eff_bw == 0.83 && a.eff_flops == 0.73 && a.alpha == 1.1);
 	ck_assert(h.mem_bytes == 141000000000ULL && h.mem_bw_Bps == 4800e9);
 	ck_assert(h.host_link_Bps == 64e9 && h.interconnect_Bps == 450e9);
+}
+END_TEST
+
+/* perf.collective_overhead: a duration >= 0 (default 0), read from a profile held in memory. */
+START_TEST(test_collective_overhead_key)
+{
+	static const char head[] = "name: x\nmemory: 80GB\nmem_bandwidth: 2039GB/s\n"
+				   "fp16_tflops: 312\nhost_link_bandwidth: 32\nsource: test\n";
+	char text[512];
+	struct kv_device dev;
+	struct kv_diag d = { 0 };
+
+	snprintf(text, sizeof(text), "%sperf:\n  collective_overhead: 20us\n", head);
+	ck_assert_int_eq(kv_profile_load_device_mem("x.yaml", text, strlen(text), &dev, &d), 0);
+	ck_assert(dev.collective_overhead_ns == 20 * KV_NS_PER_US);
+	ck_assert_int_eq(kv_profile_load_device_mem("x.yaml", head, strlen(head), &dev, &d), 0);
+	ck_assert(dev.collective_overhead_ns == 0);
+	snprintf(text, sizeof(text), "%sperf:\n  collective_overhead: -1us\n", head);
+	ck_assert_int_ne(kv_profile_load_device_mem("x.yaml", text, strlen(text), &dev, &d), 0);
+	ck_assert_msg(strstr(d.msg, "collective_overhead") || strstr(d.field, "collective_overhead"),
+		      "msg: %s", d.msg);
+	ck_assert_uint_eq(d.line, 8);
+}
+END_TEST
+
+/* Absurd rates cap an iteration at 2^62 ns instead of an undefined conversion of inf. */
+START_TEST(test_iteration_time_capped)
+{
+	static const char text[] = "name: slow\nmemory: 80GB\nmem_bandwidth: 1e-300\n"
+				   "fp16_tflops: 312\nhost_link_bandwidth: 32\nsource: test\n";
+	struct kv_model m = load_model("llama-2-7b");
+	struct kv_device dev;
+	struct kv_diag d = { 0 };
+	struct kv_batch_shape b = { 0 };
+	struct kv_perf pf;
+
+	ck_assert_int_eq(kv_profile_load_device_mem("slow.yaml", text, strlen(text), &dev, &d), 0);
+	kv_perf_init(&pf, &m, &dev, 1);
+	b.n_seqs = b.n_decode = b.n_sample = 1;
+	b.attn_pairs = 100;
+	b.kv_read_bytes = 100 * kv_model_kv_bytes_per_token(&m);
+	ck_assert(kv_perf_iter_ns(&pf, &b) == (kv_ns)1 << 62);
 }
 END_TEST
 
@@ -238,6 +281,9 @@ static const struct bad_case {
 	{ "model-bad-kv-heads.yaml", 1, KV_EINVAL, 6, "kv_heads" },
 	{ "model-bad-params.yaml", 1, KV_EINVAL, 11, "params" },
 	{ "model-missing-field.yaml", 1, KV_EINVAL, 0, "head_dim" },
+	{ "model-wrap-params.yaml", 1, KV_EINVAL, 13, "params" },
+	{ "model-context-bytes.yaml", 1, KV_EINVAL, 11, "max_context" },
+	{ "model-no-active.yaml", 1, KV_EINVAL, 12, "params" },
 };
 
 START_TEST(test_bad_profiles)
@@ -745,10 +791,12 @@ static Suite *perf_suite(void)
 	tcase_add_test(prof, test_shipped_profiles_load);
 	tcase_add_test(prof, test_device_fields);
 	tcase_add_test(prof, test_unknown_name);
+	tcase_add_test(prof, test_collective_overhead_key);
 	tcase_add_loop_test(prof, test_bad_profiles, 0, (int)KV_ARRAY_LEN(bad_cases));
 	tcase_add_test(roof, test_batch1_decode_formula);
 	tcase_add_test(roof, test_monotone_batch);
 	tcase_add_test(roof, test_monotone_context);
+	tcase_add_test(roof, test_iteration_time_capped);
 	tcase_add_test(roof, test_prefill_pairs);
 	tcase_add_test(roof, test_prefill_formula);
 	tcase_add_test(roof, test_tensor_parallel);

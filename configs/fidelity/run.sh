@@ -12,18 +12,22 @@
 # TP 8) are checked on the statistic the source gives (mean or median; e2e_max, the last
 # completion, for benchmark_latency's static batches).
 #
-# usage: configs/fidelity/run.sh [-k KVSIM] [-w WORKLOAD]...   (default build/src/kvsim, all)
+# usage: configs/fidelity/run.sh [-k KVSIM] [-w WORKLOAD]... [-s KEY=VALUE]...
+#   (default build/src/kvsim, every workload; -s passes --set KEY=VALUE to every run, for
+#   what-if runs such as -s device=configs/fidelity/a100-80g-nccl.yaml: docs/fidelity.md)
 # Exits 0 when every row ran (missed targets are findings, not failures), 1 when a run failed
 # or a metric is missing, 2 on bad usage.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 kvsim=$here/../../build/src/kvsim
 only=()
-while getopts k:w: opt; do
+sets=()
+while getopts k:w:s: opt; do
   case $opt in
     k) kvsim=$OPTARG ;;
     w) only+=("$OPTARG") ;;
-    *) echo "usage: $0 [-k KVSIM] [-w WORKLOAD]..." >&2; exit 2 ;;
+    s) sets+=(--set "$OPTARG") ;;
+    *) echo "usage: $0 [-k KVSIM] [-w WORKLOAD]... [-s KEY=VALUE]..." >&2; exit 2 ;;
   esac
 done
 tmp=$(mktemp -d)
@@ -63,7 +67,7 @@ want() { # WORKLOAD: is it selected?
 bad=0
 for w in $(awk -F, 'NR > 1 { print $1 }' "$here/measured.csv" | awk '!seen[$0]++'); do
   want "$w" || continue
-  if ! "$kvsim" run -q "$here/$w.yaml" -o "$tmp/$w" --set outputs.chart=false > /dev/null; then
+  if ! "$kvsim" run -q "$here/$w.yaml" -o "$tmp/$w" --set outputs.chart=false ${sets[@]+"${sets[@]}"} > /dev/null; then
     echo "fidelity: kvsim run $w.yaml failed" >&2; bad=1; continue
   fi
   metrics "$tmp/$w" > "$tmp/m.part"

@@ -382,11 +382,15 @@ int kv_run_write_profile(const char *path, const struct kv_device *dev, const ch
 		"mem_bandwidth: %.9gGB/s\nfp16_tflops: %.9g\nhost_link_bandwidth: %.9gGB/s\n"
 		"interconnect_bandwidth: %.9gGB/s\n"
 		"perf:\n  eff_bw: %.17g\n  eff_flops: %.17g\n  eff_attn: %.17g\n  overhead: %lluns\n"
-		"  per_seq: %lluns\n  allreduce_latency: %lluns\n  dequant_flops_per_byte: %.9g\n"
-		"cost:\n  alpha: %.9g\nsource: kvsim calibrate --from-run (see the comment above)\n",
+		"  per_seq: %lluns\n  allreduce_latency: %lluns\n  dequant_flops_per_byte: %.9g\n",
 		dev->mem_bw_Bps / 1e9, dev->flops / 1e12, dev->host_link_Bps / 1e9,
 		dev->interconnect_Bps / 1e9, dev->eff_bw, dev->eff_flops, dev->eff_attn,
 		(unsigned long long)dev->overhead_ns, (unsigned long long)dev->per_seq_ns,
-		(unsigned long long)dev->allreduce_latency_ns, dev->dequant_flops_per_byte, dev->alpha);
+		(unsigned long long)dev->allreduce_latency_ns, dev->dequant_flops_per_byte);
+	if (dev->collective_overhead_ns) /* the base profile's, round-tripped */
+		fprintf(a.f, "  collective_overhead: %lluns\n",
+			(unsigned long long)dev->collective_overhead_ns);
+	fprintf(a.f, "cost:\n  alpha: %.9g\nsource: kvsim calibrate --from-run (see the comment above)\n",
+		dev->alpha);
 	return kv_atomic_commit(&a, d);
 }

@@ -52,7 +52,7 @@ static const char *const device_required[] = {
 
 static const char *const perf_keys[] = {
 	"eff_bw", "eff_flops", "eff_attn", "overhead", "per_seq", "allreduce_latency",
-	"dequant_flops_per_byte", NULL,
+	"collective_overhead", "dequant_flops_per_byte", NULL,
 };
 
 static const char *const cost_keys[] = { "alpha", NULL };
@@ -483,6 +483,20 @@ int kv_profile_load_model(const char *name_or_path, struct kv_model *m, struct k
 	return err;
 }
 
+int kv_profile_load_model_mem(const char *name, const char *text, size_t len, struct kv_model *m,
+			      struct kv_diag *d)
+{
+	struct kv_cfg_doc doc;
+	int err = kv_cfg_load_mem(&doc, name, text, len, d);
+
+	if (err)
+		return err;
+	memset(m, 0, sizeof(*m));
+	err = read_model(&doc, m, d);
+	kv_cfg_free(&doc);
+	return err;
+}
+
 /* ---- devices ---- */
 
 /*
@@ -568,7 +582,9 @@ static int read_perf(struct kv_cfg_node *p, struct kv_device *dev, struct kv_dia
 	    (err = kv_cfg_ns(p, "overhead", dev->overhead_ns, 0, max_ns, &dev->overhead_ns, d)) ||
 	    (err = kv_cfg_ns(p, "per_seq", dev->per_seq_ns, 0, max_ns, &dev->per_seq_ns, d)) ||
 	    (err = kv_cfg_ns(p, "allreduce_latency", dev->allreduce_latency_ns, 0, max_ns,
-			     &dev->allreduce_latency_ns, d)))
+			     &dev->allreduce_latency_ns, d)) ||
+	    (err = kv_cfg_ns(p, "collective_overhead", dev->collective_overhead_ns, 0, max_ns,
+			     &dev->collective_overhead_ns, d)))
 		return err;
 	return kv_cfg_dbl(p, "dequant_flops_per_byte", dev->dequant_flops_per_byte, 0, 1e6,
 			  &dev->dequant_flops_per_byte, d);
@@ -611,6 +627,20 @@ int kv_profile_load_device(const char *name_or_path, struct kv_device *dev,
 	if (err)
 		return err;
 	err = kv_cfg_load(&doc, path, d);
+	if (err)
+		return err;
+	memset(dev, 0, sizeof(*dev));
+	err = read_device(&doc, dev, d);
+	kv_cfg_free(&doc);
+	return err;
+}
+
+int kv_profile_load_device_mem(const char *name, const char *text, size_t len,
+			       struct kv_device *dev, struct kv_diag *d)
+{
+	struct kv_cfg_doc doc;
+	int err = kv_cfg_load_mem(&doc, name, text, len, d);
+
 	if (err)
 		return err;
 	memset(dev, 0, sizeof(*dev));

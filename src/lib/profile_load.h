@@ -23,7 +23,8 @@
  * host_link_bandwidth (GB/s, one direction), source, all required;
  * interconnect_bandwidth (GB/s, one direction; default 0: none), a `perf:`
  * mapping with eff_bw, eff_flops, overhead (duration), per_seq (duration),
- * allreduce_latency (duration), dequant_flops_per_byte, and `cost:` with
+ * allreduce_latency (duration), collective_overhead (duration added to every
+ * collective over more than one rank), dequant_flops_per_byte, and `cost:` with
  * alpha, each defaulting to profile.h's KV_DEV_DEFAULT_*.  Unknown keys are
  * errors.  An error in a file names its line, column and key.
  */
@@ -45,6 +46,16 @@ int kv_profile_load_model(const char *name_or_path, struct kv_model *m, struct k
 /* Loads a device by name or path and validates it; returns as kv_profile_load_model. */
 int kv_profile_load_device(const char *name_or_path, struct kv_device *dev,
 			   struct kv_diag *d);
+
+/*
+ * The same from the len bytes at text (not NUL-terminated), reported as file
+ * `name`: a profile held in memory (the fuzz target, tests).  Same returns,
+ * less KV_ENOENT.
+ */
+int kv_profile_load_model_mem(const char *name, const char *text, size_t len, struct kv_model *m,
+			      struct kv_diag *d);
+int kv_profile_load_device_mem(const char *name, const char *text, size_t len,
+			       struct kv_device *dev, struct kv_diag *d);
 
 /*
  * Calls fn(name, path, arg) for each profile of a kind ("models" or

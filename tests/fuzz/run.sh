@@ -23,7 +23,7 @@ jobs=${KVSIM_FUZZ_JOBS:-2}
 build=${KVSIM_FUZZ_BUILD:-build-fuzz}
 out=${KVSIM_FUZZ_OUT:-$build/fuzz-out}
 traces=${KVSIM_TRACES:-../shared/traces}
-all=(workload sweep csv fromrun trace_azure trace_vidur trace_lengths trace_mooncake)
+all=(workload sweep csv fromrun profile trace_azure trace_vidur trace_lengths trace_mooncake)
 targets=("${@:-${all[@]}}")
 # -rss_limit_mb also caps single allocations (libFuzzer's malloc limit
 # defaults to it).  -timeout: every input but one kind takes milliseconds; a
@@ -95,6 +95,10 @@ seed() {
 		done ;;
 	sweep)
 		for f in workloads/sweep-*.yaml tests/data/sweep/*.yaml; do
+			cp "$f" "$dir/repo-$((n++))-${f##*/}"
+		done ;;
+	profile)
+		for f in configs/models/*.yaml configs/devices/*.yaml tests/data/profiles/*.yaml; do
 			cp "$f" "$dir/repo-$((n++))-${f##*/}"
 		done ;;
 	fromrun)
