@@ -234,10 +234,16 @@ START_TEST(test_collective_overhead_key)
 }
 END_TEST
 
-/* Absurd rates cap an iteration at 2^62 ns instead of an undefined conversion of inf. */
+/*
+ * The loader refuses an absurd rate with its line (outside 1..1e6 GB/s); one
+ * set past the loader caps an iteration at 2^62 ns instead of an undefined
+ * conversion of inf.
+ */
 START_TEST(test_iteration_time_capped)
 {
-	static const char text[] = "name: slow\nmemory: 80GB\nmem_bandwidth: 1e-300\n"
+	static const char slow[] = "name: slow\nmemory: 80GB\nmem_bandwidth: 1e-300\n"
+				   "fp16_tflops: 312\nhost_link_bandwidth: 32\nsource: test\n";
+	static const char text[] = "name: slow\nmemory: 80GB\nmem_bandwidth: 2000GB/s\n"
 				   "fp16_tflops: 312\nhost_link_bandwidth: 32\nsource: test\n";
 	struct kv_model m = load_model("llama-2-7b");
 	struct kv_device dev;
@@ -245,7 +251,12 @@ START_TEST(test_iteration_time_capped)
 	struct kv_batch_shape b = { 0 };
 	struct kv_perf pf;
 
+	ck_assert_int_ne(kv_profile_load_device_mem("slow.yaml", slow, strlen(slow), &dev, &d), 0);
+	ck_assert_msg(strstr(d.msg, "outside 1..1e+06 GB/s"), "msg: %s", d.msg);
+	ck_assert_uint_eq(d.line, 3);
+	memset(&d, 0, sizeof(d));
 	ck_assert_int_eq(kv_profile_load_device_mem("slow.yaml", text, strlen(text), &dev, &d), 0);
+	dev.mem_bw_Bps = 1e-300;
 	kv_perf_init(&pf, &m, &dev, 1);
 	b.n_seqs = b.n_decode = b.n_sample = 1;
 	b.attn_pairs = 100;
