@@ -7,14 +7,15 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <stdint.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define MANIFEST "manifest.txt"
@@ -143,22 +144,69 @@ int kv_mkdirs(const char *path)
 	return rc;
 }
 
-static int rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+/*
+ * Removes the tree `name` under directory fd `at` without allocating (no
+ * nftw or opendir, which malloc): the entries are read with getdents64 into
+ * a buffer on the stack, so cleaning up after a run still works when memory
+ * has run out -- the moment it is most needed.  Each pass unlinks what it
+ * read and rereads from the start until the directory is empty; depth is
+ * bounded (our staging trees are one level deep).  Returns 0 or -1 (errno).
+ */
+static int rm_at(int at, const char *name, int depth)
 {
-	(void)st;
-	(void)ftw;
-	return type == FTW_DP ? rmdir(path) : unlink(path);
+	struct dirent64_raw {
+		uint64_t ino;
+		int64_t off;
+		unsigned short reclen;
+		unsigned char type;
+		char name[];
+	};
+	char buf[4096] __attribute__((aligned(8)));
+	int fd, err = 0, any;
+	long n, i;
+
+	if (!unlinkat(at, name, 0) || errno == ENOENT)
+		return 0;
+	if ((errno != EISDIR && errno != EPERM) || depth > 16)
+		return -1;
+	fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	do {
+		any = 0;
+		if (lseek(fd, 0, SEEK_SET) < 0) {
+			err = errno;
+			break;
+		}
+		while ((n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
+			for (i = 0; i < n;) {
+				struct dirent64_raw *e = (struct dirent64_raw *)(buf + i);
+
+				i += e->reclen;
+				if (!strcmp(e->name, ".") || !strcmp(e->name, ".."))
+					continue;
+				if (rm_at(fd, e->name, depth + 1)) {
+					err = errno;
+					break;
+				}
+				any = 1;
+			}
+			if (err)
+				break;
+		}
+		if (n < 0 && !err)
+			err = errno;
+	} while (any && !err);
+	close(fd);
+	if (!err && unlinkat(at, name, AT_REMOVEDIR))
+		err = errno;
+	errno = err;
+	return err ? -1 : 0;
 }
 
 int kv_rmtree(const char *path)
 {
-	struct stat st;
-
-	if (lstat(path, &st))
-		return errno == ENOENT ? 0 : -1;
-	if (!S_ISDIR(st.st_mode))
-		return unlink(path);
-	return nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	return rm_at(AT_FDCWD, path, 0);
 }
 
 /* --- the lock ------------------------------------------------------------------ */
