@@ -85,9 +85,14 @@ static uint64_t cut(struct kv_blocks *b, uint64_t *t, uint64_t keep)
 
 		if (count - keep < fill)
 			stop = fill - (uint32_t)(count - keep);
-		/* fetch the page's pool records together: freeing them one by one misses once each */
-		for (i = stop; i < fill; i++)
-			__builtin_prefetch(&pool->u[pg->off[i]], 1);
+		/*
+		 * Fetch the page's pool records together: freeing them one by
+		 * one misses once each.  Not for a lazy run (pool.h), which
+		 * reads none.
+		 */
+		if (pool->n_low || pool->n_shared)
+			for (i = stop; i < fill; i++)
+				__builtin_prefetch(&pool->u[pg->off[i]], 1);
 		bytes += kv_pool_free_n(pool, &pg->off[stop], fill - stop);
 		count -= fill - stop;
 		if (stop == 0) {

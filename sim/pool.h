@@ -25,6 +25,14 @@
  *
  * All metadata lives in flat arrays sized at init: alloc/free allocate
  * nothing and run in O(max_order).  Offsets are in units of unit_bytes.
+ *
+ * Runs of max-order blocks freed by kv_pool_free_n while every allocated
+ * block is a max-order block with one reference (n_low == n_shared == 0)
+ * go onto their stack with their records unwritten (`lazy`, the top of that
+ * stack); kv_pool_alloc_n hands them out again as they are.  Every other
+ * operation, kv_pool_check included, first writes those records, checking
+ * each was an allocated max-order block with one reference: a double free
+ * in such a run is caught there, at the latest by the end-of-run check.
  */
 #ifndef KV_POOL_H
 #define KV_POOL_H
@@ -54,6 +62,9 @@ struct kv_pool {
 	uint64_t alloc_fail; /* allocations refused */
 	uint64_t alloc_fail_frag; /* refused although free_bytes >= the request */
 	uint64_t n_allocs, n_frees; /* blocks allocated, blocks freed (at refcount 0) */
+	uint64_t lazy; /* blocks atop the max-order stack freed with their records unwritten */
+	uint64_t n_shared; /* allocated blocks with more than one reference */
+	uint64_t n_low; /* allocated blocks below max_order */
 };
 
 /*
