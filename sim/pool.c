@@ -146,6 +146,10 @@ static __attribute__((noinline)) void settle(struct kv_pool *p)
 	unsigned top = KV_MIN(p->max_order, (unsigned)KV_POOL_MAX_ORDER);
 	uint64_t h = p->n_free_blocks[top], i;
 
+	if (p->parked)
+		p->unpark(p->unpark_ctx);
+	KV_CHECK(p->parked == 0, "pool: %llu parked blocks left unwritten",
+		 (unsigned long long)p->parked);
 	for (i = h - p->lazy; i < h; i++) {
 		uint32_t o = p->stack[top][i];
 
@@ -286,6 +290,8 @@ int kv_pool_alloc_n(struct kv_pool *p, unsigned order, uint32_t n, uint32_t *off
 			p->alloc_fail_frag++;
 		return KV_ENOMEM;
 	}
+	if (p->parked)
+		settle(p);
 	if (order > p->max_order || p->n_free_blocks[order] < n) {
 		for (i = 0; i < n; i++) {
 			if (kv_pool_alloc(p, order, &off[i])) {
@@ -379,6 +385,10 @@ uint64_t kv_pool_free_n(struct kv_pool *p, const uint32_t *off, uint32_t n)
 	uint32_t i;
 
 	_Static_assert(sizeof(struct kv_pool_unit) == sizeof(uint64_t), "one word per unit");
+	if (p->parked) {
+		settle(p); /* a lazy run goes on top of written entries only */
+		h = p->n_free_blocks[top];
+	}
 	if (p->n_low == 0 && p->n_shared == 0 && n <= (p->n_units >> top) - h) {
 		/* every allocated block is max-order with one reference: a lazy run (header) */
 		uint32_t outside = 0;
@@ -430,6 +440,39 @@ uint64_t kv_pool_free_n(struct kv_pool *p, const uint32_t *off, uint32_t n)
 	p->free_bytes += pushed * (p->unit_bytes << top);
 	p->n_frees += pushed;
 	return bytes;
+}
+
+int kv_pool_park(struct kv_pool *p, uint64_t n)
+{
+	unsigned top = KV_MIN(p->max_order, (unsigned)KV_POOL_MAX_ORDER);
+	uint64_t h = p->n_free_blocks[top], bytes = n * (p->unit_bytes << top);
+
+	if (p->n_low || p->n_shared || !p->unpark || n > (p->n_units >> top) - h)
+		return KV_EINVAL;
+	p->n_free_blocks[top] = h + n;
+	if (n)
+		p->free_mask |= 1ULL << top;
+	p->free_bytes += bytes;
+	p->n_frees += n;
+	p->lazy += n;
+	p->parked += n;
+	return 0;
+}
+
+void kv_pool_unpark_take(struct kv_pool *p, uint64_t n)
+{
+	unsigned top = KV_MIN(p->max_order, (unsigned)KV_POOL_MAX_ORDER);
+	uint64_t h = p->n_free_blocks[top] - n;
+
+	KV_CHECK(n <= p->parked, "kv_pool_unpark_take: %llu blocks, %llu parked",
+		 (unsigned long long)n, (unsigned long long)p->parked);
+	p->n_free_blocks[top] = h;
+	if (h == 0)
+		p->free_mask &= ~(1ULL << top);
+	p->free_bytes -= n * (p->unit_bytes << top);
+	p->n_allocs += n;
+	p->lazy -= n;
+	p->parked -= n;
 }
 
 uint64_t kv_pool_largest_free(const struct kv_pool *p)
