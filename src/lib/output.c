@@ -64,22 +64,29 @@ static inline void put_8(char *p, uint32_t v)
 /* Writes v in decimal at p; returns the end.  Two digits per step, from the right. */
 static char *put_u64(char *p, uint64_t v)
 {
-	char tmp[24];
-	int n = 24;
+	static const uint64_t pow10[19] = {
+		1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL, 10000000ULL,
+		100000000ULL, 1000000000ULL, 10000000000ULL, 100000000000ULL,
+		1000000000000ULL, 10000000000000ULL, 100000000000000ULL,
+		1000000000000000ULL, 10000000000000000ULL, 100000000000000000ULL,
+		1000000000000000000ULL
+	};
+	int n = 1; /* digits: most values written are small */
+	char *e;
 
+	while (n < 20 && v >= pow10[n - 1] * 10)
+		n++;
+	e = p + n;
 	while (v >= 100) {
-		n -= 2;
-		put_2(tmp + n, (uint32_t)(v % 100));
+		e -= 2;
+		put_2(e, (uint32_t)(v % 100));
 		v /= 100;
 	}
-	if (v >= 10) {
-		n -= 2;
-		put_2(tmp + n, (uint32_t)v);
-	} else {
-		tmp[--n] = (char)('0' + v);
-	}
-	memcpy(p, tmp + n, (size_t)(24 - n));
-	return p + 24 - n;
+	if (v >= 10)
+		put_2(e - 2, (uint32_t)v);
+	else
+		e[-1] = (char)('0' + v);
+	return p + n;
 }
 
 /* Copies a NUL-terminated string (bounded by its source: tenant names are < 32 bytes). */
