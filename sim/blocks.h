@@ -31,7 +31,8 @@
  * offsets the pool's stack would have handed out, in the same order.  Any
  * other use of the pool first has the parked tables write their offsets
  * onto its stack, in the order kv_blocks_free would have pushed them.
- * Freeing and reserving a request's holding are then O(1).
+ * Freeing and reserving a request's holding are then O(1).  The list of
+ * parked tables grows by doubling to its high-water mark, as the arena does.
  */
 #ifndef KV_BLOCKS_H
 #define KV_BLOCKS_H
