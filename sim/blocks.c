@@ -2,6 +2,7 @@
 #include "blocks.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #define NIL UINT32_MAX
 
@@ -27,10 +28,24 @@ void kv_blocks_init(struct kv_blocks *b, struct kv_pool *pool)
 	b->pages = NULL;
 	b->n_pages = 0;
 	b->free_page = NIL;
+	b->park = 0;
+	b->n_parked = b->cap_parked = 0;
+	b->parked = NULL;
 }
+
+static void unpark_all(void *ctx);
 
 void kv_blocks_release(struct kv_blocks *b)
 {
+	if (b->pool && b->pool->unpark_ctx == b) {
+		if (b->pool->parked)
+			unpark_all(b);
+		b->pool->unpark = NULL;
+		b->pool->unpark_ctx = NULL;
+	}
+	free(b->parked);
+	b->parked = NULL;
+	b->n_parked = b->cap_parked = 0;
 	free(b->pages);
 	b->pages = NULL;
 	b->n_pages = 0;
@@ -85,9 +100,14 @@ static uint64_t cut(struct kv_blocks *b, uint64_t *t, uint64_t keep)
 
 		if (count - keep < fill)
 			stop = fill - (uint32_t)(count - keep);
-		/* fetch the page's pool records together: freeing them one by one misses once each */
-		for (i = stop; i < fill; i++)
-			__builtin_prefetch(&pool->u[pg->off[i]], 1);
+		/*
+		 * Fetch the page's pool records together: freeing them one by
+		 * one misses once each.  Not for a lazy run (pool.h), which
+		 * reads none.
+		 */
+		if (pool->n_low || pool->n_shared)
+			for (i = stop; i < fill; i++)
+				__builtin_prefetch(&pool->u[pg->off[i]], 1);
 		bytes += kv_pool_free_n(pool, &pg->off[stop], fill - stop);
 		count -= fill - stop;
 		if (stop == 0) {
@@ -106,8 +126,67 @@ void kv_blocks_truncate(struct kv_blocks *b, uint64_t *t, uint64_t saved)
 	cut(b, t, kv_blocks_count(saved));
 }
 
+/*
+ * The pool's unpark hook: writes every parked table's offsets onto the
+ * max-order stack where kv_pool_park counted them, oldest table first and
+ * each in cut()'s order (its last page first, a page's offsets in order),
+ * and returns their pages.
+ */
+static void unpark_all(void *ctx)
+{
+	struct kv_blocks *b = ctx;
+	struct kv_pool *p = b->pool;
+	unsigned top = KV_MIN(p->max_order, (unsigned)KV_POOL_MAX_ORDER);
+	uint32_t *st = p->stack[top] + (p->n_free_blocks[top] - p->parked), j;
+
+	for (j = 0; j < b->n_parked; j++) {
+		uint64_t count = kv_blocks_count(b->parked[j]);
+		uint32_t page = t_last(b->parked[j]);
+
+		while (count) {
+			struct kv_blocks_page *pg = &b->pages[page];
+			uint32_t fill = last_fill(count), prev = pg->prev;
+
+			memcpy(st, pg->off, fill * sizeof(*st));
+			st += fill;
+			count -= fill;
+			page_put(b, page);
+			page = prev;
+		}
+	}
+	b->n_parked = 0;
+	p->parked = 0;
+}
+
+/* Parks table *t (blocks.h); returns its bytes, or UINT64_MAX when the pool refuses. */
+static uint64_t park(struct kv_blocks *b, uint64_t *t)
+{
+	struct kv_pool *p = b->pool;
+	uint64_t count = kv_blocks_count(*t);
+
+	if (!p->unpark) {
+		p->unpark = unpark_all;
+		p->unpark_ctx = b;
+	}
+	if (p->unpark_ctx != b || kv_pool_park(p, count))
+		return UINT64_MAX;
+	if (b->n_parked == b->cap_parked) {
+		b->cap_parked = b->cap_parked ? 2 * b->cap_parked : 16;
+		b->parked = kv_xrealloc(b->parked, b->cap_parked * sizeof(*b->parked));
+	}
+	b->parked[b->n_parked++] = *t;
+	*t = KV_BLOCKS_EMPTY;
+	return count * (p->unit_bytes << p->max_order);
+}
+
 uint64_t kv_blocks_free(struct kv_blocks *b, uint64_t *t)
 {
+	if (b->park && *t != KV_BLOCKS_EMPTY) {
+		uint64_t bytes = park(b, t);
+
+		if (bytes != UINT64_MAX)
+			return bytes;
+	}
 	return cut(b, t, 0);
 }
 
@@ -124,6 +203,18 @@ uint64_t kv_blocks_keep(struct kv_blocks *b, uint64_t *t, uint64_t keep)
 static int push_run(struct kv_blocks *b, uint64_t *t, unsigned k, uint64_t n)
 {
 	uint64_t count = kv_blocks_count(*t), saved = count;
+
+	if (k == b->pool->max_order && n <= UINT32_MAX) {
+		/* the last table parked, whole, into an empty table (blocks.h: parking) */
+		if (count == 0 && b->n_parked && kv_blocks_count(b->parked[b->n_parked - 1]) == n) {
+			*t = b->parked[--b->n_parked];
+			kv_pool_unpark_take(b->pool, n);
+			return 0;
+		}
+		/* refused: what taking it a page at a time and giving it back would count */
+		if (b->pool->n_free_blocks[k] < n)
+			return kv_pool_alloc_n(b->pool, k, (uint32_t)n, NULL);
+	}
 
 	while (n) {
 		uint32_t last = count ? t_last(*t) : NIL, fill = last_fill(count), take;

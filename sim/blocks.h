@@ -22,6 +22,17 @@
  * independently (a linked chain through the pool would make every block a
  * dependent cache miss).  A block is in at most one table (prefix sharing
  * keeps its own index of shared blocks).
+ *
+ * Parking (opt-in, `park`; `full` sets it: every request takes the same
+ * number of max-order blocks).  While the pool runs lazy runs (pool.h), a
+ * table freed whole keeps its pages: the pool counts its blocks free
+ * (kv_pool_park) and a later append of the same number of max-order
+ * blocks to an empty table takes the last parked table back whole, the
+ * offsets the pool's stack would have handed out, in the same order.  Any
+ * other use of the pool first has the parked tables write their offsets
+ * onto its stack, in the order kv_blocks_free would have pushed them.
+ * Freeing and reserving a request's holding are then O(1).  The list of
+ * parked tables grows by doubling to its high-water mark, as the arena does.
  */
 #ifndef KV_BLOCKS_H
 #define KV_BLOCKS_H
@@ -42,6 +53,9 @@ struct kv_blocks {
 	struct kv_blocks_page *pages; /* the page arena */
 	uint32_t n_pages; /* pages in the arena */
 	uint32_t free_page; /* head of the free-page list (through prev), UINT32_MAX */
+	int park; /* set by the owner: freed tables are parked (below); default 0 */
+	uint32_t n_parked, cap_parked; /* parked tables, room in parked[] */
+	uint64_t *parked; /* tables freed whole but kept, oldest first (pool.h: parked) */
 };
 
 void kv_blocks_init(struct kv_blocks *b, struct kv_pool *pool);

@@ -78,6 +78,7 @@ static int full_init(void *priv, const struct kv_cache_env *env, struct kv_diag 
 	if (!f->max_len)
 		f->max_len = env->model->max_ctx_tokens;
 	kv_blocks_init(&f->blocks, env->pool);
+	f->blocks.park = 1; /* requests of one extent take freed tables back whole (blocks.h) */
 	f->token_bytes = env->token_bytes;
 	if (env->model->sliding_window && f->token_bytes % env->model->layers == 0) {
 		f->win_tokens = env->model->sliding_window;

@@ -188,6 +188,8 @@ struct kv_perf_run {
 	double lin_ns; /* the linear layers' roofline term, ns */
 	double ar_ns; /* tensor-parallel all-reduce, ns (added only when tp > 1) */
 	double moe_ns; /* expert-parallel all-to-all, ns */
+	double skip_pairs; /* window_frac * window_skip_pairs: pairs the windowed layers skip */
+	double dequant_flops; /* dequantisation FLOPs per GPU, as attention_ns computes them */
 };
 void kv_perf_iter_prep(const struct kv_perf *pf, const struct kv_batch_shape *b,
 		       struct kv_perf_run *run);

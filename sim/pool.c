@@ -40,6 +40,24 @@
  * index in its order's stack).  One record, not five arrays: an alloc or free touches one cache
  * line per block instead of five, which made tables of 8 MiB blocks
  * (175 per ShareGPT request with 16-token blocks) affordable.
+ *
+ * Lazy runs.  A preallocating cache frees and takes a request's hundreds of
+ * max-order blocks at once, and a record per block is a cache miss each
+ * way.  While every allocated block is a max-order block with one reference
+ * (the counters n_low and n_shared are 0; at max_order 0, every block of a
+ * pool no cache shares), kv_pool_free_n pushes a run's offsets onto the
+ * max-order stack and leaves their records as they are: "allocated, one
+ * reference", `lazy` entries at the top of the stack.  kv_pool_alloc_n pops
+ * them as the eager path would (same offsets, same order) and, since their
+ * records already say "allocated, one reference", writes none; only pos,
+ * which nothing reads in an allocated block, keeps an older value.  Any
+ * other operation first settles them (settle: checks each record as
+ * kv_pool_free would, then writes it free), so the stacks and records are
+ * what the eager path leaves; a double free inside a lazy run is caught
+ * there, later than the eager path would catch it (at the latest by the
+ * end-of-run kv_pool_check).  Rejected: checking each record on the lazy
+ * free (the miss the laziness avoids) and a separate pending list outside
+ * the stack (a pop would have to merge two sources to keep LIFO order).
  */
 #include "pool.h"
 
@@ -105,6 +123,44 @@ static inline uint32_t list_pop(struct kv_pool *p, unsigned k)
 		p->free_mask &= ~(1ULL << k);
 	p->free_bytes -= p->unit_bytes << k;
 	return off;
+}
+
+/* Aborts unless off is the head of an allocated block; `what` names the caller. */
+static inline void check_allocated(const struct kv_pool *p, uint32_t off, const char *what)
+{
+	KV_CHECK(off < p->n_units, "%s: offset %u outside the pool (%u units)", what, off,
+		 p->n_units);
+	KV_CHECK(p->u[off].order != NOT_HEAD && !p->u[off].is_free && p->u[off].refs,
+		 "%s: offset %u is not an allocated block (order %u, is_free %u, refs %u)",
+		 what, off, p->u[off].order, p->u[off].is_free, p->u[off].refs);
+}
+
+/*
+ * Writes the records of the lazily freed blocks atop the max-order stack
+ * (header: lazy runs), bottom up, checking each as kv_pool_free would: an
+ * allocated max-order block with one reference (a block freed twice is free
+ * by its second copy).
+ */
+static __attribute__((noinline)) void settle(struct kv_pool *p)
+{
+	unsigned top = KV_MIN(p->max_order, (unsigned)KV_POOL_MAX_ORDER);
+	uint64_t h = p->n_free_blocks[top], i;
+
+	if (p->parked)
+		p->unpark(p->unpark_ctx);
+	KV_CHECK(p->parked == 0, "pool: %llu parked blocks left unwritten",
+		 (unsigned long long)p->parked);
+	for (i = h - p->lazy; i < h; i++) {
+		uint32_t o = p->stack[top][i];
+
+		check_allocated(p, o, "kv_pool_free_n");
+		KV_CHECK(p->u[o].order == top && p->u[o].refs == 1,
+			 "kv_pool_free_n: block %u (order %u, %u references) freed as a lone "
+			 "max-order block", o, p->u[o].order, p->u[o].refs);
+		p->u[o] = (struct kv_pool_unit){ .pos = (uint32_t)i, .order = (uint8_t)top,
+						 .is_free = 1 };
+	}
+	p->lazy = 0;
 }
 
 /*
@@ -194,6 +250,8 @@ int kv_pool_alloc(struct kv_pool *p, unsigned order, uint32_t *off)
 
 	if (__builtin_expect(order > p->max_order, 0))
 		return KV_ETOOBIG;
+	if (p->lazy)
+		settle(p);
 	avail = p->free_mask >> order;
 	if (__builtin_expect(!avail, 0))
 		return pool_refuse(p, order);
@@ -206,15 +264,34 @@ int kv_pool_alloc(struct kv_pool *p, unsigned order, uint32_t *off)
 	p->u[o].order = (uint8_t)order;
 	p->u[o].refs = 1;
 	p->n_allocs++;
+	p->n_low += order < p->max_order;
 	*off = o;
 	return 0;
 }
 
 int kv_pool_alloc_n(struct kv_pool *p, unsigned order, uint32_t n, uint32_t *off)
 {
-	uint64_t top;
+	uint64_t top, lazy;
 	uint32_t i;
 
+	if (order == p->max_order && p->n_free_blocks[order] < n) {
+		/*
+		 * What n calls of kv_pool_alloc do here without touching a
+		 * record: take the a free blocks, be refused the next (no
+		 * larger block to split), give the a back in the stack order
+		 * they had.
+		 */
+		uint64_t a = p->n_free_blocks[order], b = kv_pool_block_bytes(p, order);
+
+		p->n_allocs += a;
+		p->n_frees += a;
+		p->alloc_fail++;
+		if (p->free_bytes - a * b >= b)
+			p->alloc_fail_frag++;
+		return KV_ENOMEM;
+	}
+	if (p->parked)
+		settle(p);
 	if (order > p->max_order || p->n_free_blocks[order] < n) {
 		for (i = 0; i < n; i++) {
 			if (kv_pool_alloc(p, order, &off[i])) {
@@ -225,15 +302,23 @@ int kv_pool_alloc_n(struct kv_pool *p, unsigned order, uint32_t n, uint32_t *off
 		}
 		return 0;
 	}
-	/* the common case: n blocks straight off the top of the order's stack */
+	/*
+	 * The common case: n blocks straight off the top of the order's stack;
+	 * the last `lazy` of them lazily freed, their records already those of
+	 * allocated blocks (header: lazy runs).
+	 */
 	top = p->n_free_blocks[order] - n;
-	for (i = 0; i < n; i++) {
+	lazy = order == p->max_order ? KV_MIN(p->lazy, (uint64_t)n) : 0;
+	for (i = 0; i < n - lazy; i++) {
 		uint32_t o = p->stack[order][top + i];
 
 		off[i] = o;
 		p->u[o].is_free = 0;
 		p->u[o].refs = 1;
 	}
+	memcpy(off + i, &p->stack[order][top + i], lazy * sizeof(*off));
+	p->lazy -= lazy;
+	p->n_low += order < p->max_order ? n : 0;
 	p->n_free_blocks[order] = top;
 	if (top == 0)
 		p->free_mask &= ~(1ULL << order);
@@ -242,21 +327,14 @@ int kv_pool_alloc_n(struct kv_pool *p, unsigned order, uint32_t n, uint32_t *off
 	return 0;
 }
 
-/* Aborts unless off is the head of an allocated block; `what` names the caller. */
-static inline void check_allocated(const struct kv_pool *p, uint32_t off, const char *what)
-{
-	KV_CHECK(off < p->n_units, "%s: offset %u outside the pool (%u units)", what, off,
-		 p->n_units);
-	KV_CHECK(p->u[off].order != NOT_HEAD && !p->u[off].is_free && p->u[off].refs,
-		 "%s: offset %u is not an allocated block (order %u, is_free %u, refs %u)",
-		 what, off, p->u[off].order, p->u[off].is_free, p->u[off].refs);
-}
-
 unsigned kv_pool_ref(struct kv_pool *p, uint32_t off)
 {
+	if (p->lazy)
+		settle(p);
 	check_allocated(p, off, "kv_pool_ref");
 	KV_CHECK(p->u[off].refs < REFS_MAX, "kv_pool_ref: offset %u already has %u references",
 		 off, p->u[off].refs);
+	p->n_shared += p->u[off].refs == 1;
 	return ++p->u[off].refs;
 }
 
@@ -264,10 +342,15 @@ unsigned kv_pool_free(struct kv_pool *p, uint32_t off)
 {
 	unsigned k;
 
+	if (p->lazy)
+		settle(p);
 	check_allocated(p, off, "kv_pool_free");
-	if (--p->u[off].refs)
+	if (--p->u[off].refs) {
+		p->n_shared -= p->u[off].refs == 1;
 		return p->u[off].refs;
+	}
 	p->n_frees++;
+	p->n_low -= p->u[off].order < p->max_order;
 	for (k = p->u[off].order; k < p->max_order; k++) {
 		uint32_t buddy = off ^ (1u << k);
 
@@ -302,6 +385,32 @@ uint64_t kv_pool_free_n(struct kv_pool *p, const uint32_t *off, uint32_t n)
 	uint32_t i;
 
 	_Static_assert(sizeof(struct kv_pool_unit) == sizeof(uint64_t), "one word per unit");
+	if (p->parked) {
+		settle(p); /* a lazy run goes on top of written entries only */
+		h = p->n_free_blocks[top];
+	}
+	if (p->n_low == 0 && p->n_shared == 0 && n <= (p->n_units >> top) - h) {
+		/* every allocated block is max-order with one reference: a lazy run (header) */
+		uint32_t outside = 0;
+
+		for (i = 0; i < n; i++) {
+			outside |= off[i] >= p->n_units;
+			p->stack[top][h + i] = off[i];
+		}
+		if (__builtin_expect(!outside, 1)) {
+			bytes = (uint64_t)n * (p->unit_bytes << top);
+			p->n_free_blocks[top] = h + n;
+			if (n)
+				p->free_mask |= 1ULL << top;
+			p->free_bytes += bytes;
+			p->n_frees += n;
+			p->lazy += n;
+			return bytes;
+		}
+	}
+	if (p->lazy)
+		settle(p);
+	h = p->n_free_blocks[top];
 	for (i = 0; i < n; i++) {
 		uint32_t o = off[i];
 		uint64_t w;
@@ -331,6 +440,39 @@ uint64_t kv_pool_free_n(struct kv_pool *p, const uint32_t *off, uint32_t n)
 	p->free_bytes += pushed * (p->unit_bytes << top);
 	p->n_frees += pushed;
 	return bytes;
+}
+
+int kv_pool_park(struct kv_pool *p, uint64_t n)
+{
+	unsigned top = KV_MIN(p->max_order, (unsigned)KV_POOL_MAX_ORDER);
+	uint64_t h = p->n_free_blocks[top], bytes = n * (p->unit_bytes << top);
+
+	if (p->n_low || p->n_shared || !p->unpark || n > (p->n_units >> top) - h)
+		return KV_EINVAL;
+	p->n_free_blocks[top] = h + n;
+	if (n)
+		p->free_mask |= 1ULL << top;
+	p->free_bytes += bytes;
+	p->n_frees += n;
+	p->lazy += n;
+	p->parked += n;
+	return 0;
+}
+
+void kv_pool_unpark_take(struct kv_pool *p, uint64_t n)
+{
+	unsigned top = KV_MIN(p->max_order, (unsigned)KV_POOL_MAX_ORDER);
+	uint64_t h = p->n_free_blocks[top] - n;
+
+	KV_CHECK(n <= p->parked, "kv_pool_unpark_take: %llu blocks, %llu parked",
+		 (unsigned long long)n, (unsigned long long)p->parked);
+	p->n_free_blocks[top] = h;
+	if (h == 0)
+		p->free_mask &= ~(1ULL << top);
+	p->free_bytes -= n * (p->unit_bytes << top);
+	p->n_allocs += n;
+	p->lazy -= n;
+	p->parked -= n;
 }
 
 uint64_t kv_pool_largest_free(const struct kv_pool *p)
@@ -429,11 +571,14 @@ static int check_list(const struct kv_pool *p, unsigned k, uint64_t want, char *
 int kv_pool_check(const struct kv_pool *p, char *msg, size_t msglen)
 {
 	uint64_t n_free[KV_POOL_MAX_ORDER + 1] = { 0 };
-	uint64_t free_bytes = 0;
+	uint64_t free_bytes = 0, n_low = 0, n_shared = 0;
 	uint32_t off;
 	unsigned k;
 	int err;
 
+	/* lazy runs are a representation (header), so the check is still logically const */
+	if (p->lazy)
+		settle((struct kv_pool *)p);
 	for (off = 0; off < p->n_units; off += 1u << p->u[off].order) {
 		err = check_block(p, off, msg, msglen);
 		if (err)
@@ -441,8 +586,16 @@ int kv_pool_check(const struct kv_pool *p, char *msg, size_t msglen)
 		if (p->u[off].is_free) {
 			n_free[p->u[off].order]++;
 			free_bytes += kv_pool_block_bytes(p, p->u[off].order);
+		} else {
+			n_low += p->u[off].order < p->max_order;
+			n_shared += p->u[off].refs > 1;
 		}
 	}
+	if (n_low != p->n_low || n_shared != p->n_shared)
+		return check_fail(msg, msglen, "%llu allocated blocks below max_order and %llu "
+				  "shared, counted %llu and %llu", (unsigned long long)n_low,
+				  (unsigned long long)n_shared, (unsigned long long)p->n_low,
+				  (unsigned long long)p->n_shared);
 	for (k = 0; k <= KV_POOL_MAX_ORDER; k++) {
 		if (k > p->max_order && p->n_free_blocks[k])
 			return check_fail(msg, msglen, "free list %u above max_order %u not empty",

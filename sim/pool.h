@@ -25,6 +25,18 @@
  *
  * All metadata lives in flat arrays sized at init: alloc/free allocate
  * nothing and run in O(max_order).  Offsets are in units of unit_bytes.
+ *
+ * Runs of max-order blocks freed by kv_pool_free_n while every allocated
+ * block is a max-order block with one reference (n_low == n_shared == 0)
+ * go onto their stack with their records unwritten (`lazy`, the top of that
+ * stack); kv_pool_alloc_n hands them out again as they are.  Every other
+ * operation, kv_pool_check included, first writes those records, checking
+ * each was an allocated max-order block with one reference: a double free
+ * in such a run is caught there, at the latest by the end-of-run check.
+ * A run may also be *parked* (kv_pool_park): counted free and lazy, its
+ * stack entries left in the block table that held it (blocks.h), which
+ * either takes it back whole (kv_pool_unpark_take) or writes the entries
+ * when the pool calls `unpark` (before anything reads that stack).
  */
 #ifndef KV_POOL_H
 #define KV_POOL_H
@@ -54,6 +66,12 @@ struct kv_pool {
 	uint64_t alloc_fail; /* allocations refused */
 	uint64_t alloc_fail_frag; /* refused although free_bytes >= the request */
 	uint64_t n_allocs, n_frees; /* blocks allocated, blocks freed (at refcount 0) */
+	uint64_t lazy; /* blocks atop the max-order stack freed with their records unwritten */
+	uint64_t parked; /* of those, the top ones whose stack entries are unwritten too */
+	void (*unpark)(void *ctx); /* writes the parked entries (blocks.h) and zeroes parked */
+	void *unpark_ctx; /* its argument: the block tables holding them; NULL: none */
+	uint64_t n_shared; /* allocated blocks with more than one reference */
+	uint64_t n_low; /* allocated blocks below max_order */
 };
 
 /*
@@ -92,6 +110,22 @@ int kv_pool_alloc(struct kv_pool *p, unsigned order, uint32_t *off);
  * to merge with, go back to their stack in one pass.
  */
 uint64_t kv_pool_free_n(struct kv_pool *p, const uint32_t *off, uint32_t n);
+
+/*
+ * Counts n max-order blocks free without writing their stack entries or
+ * records (pool.h: parked), on top of the max-order stack.  Returns 0, or
+ * KV_EINVAL (nothing done) unless lazy runs are on (n_low == n_shared ==
+ * 0), p->unpark is set and the stack has room.  The caller must write the
+ * entries in kv_pool_free_n's order when p->unpark is called.
+ */
+int kv_pool_park(struct kv_pool *p, uint64_t n);
+
+/*
+ * Allocates the n parked blocks on top of the max-order stack (the last
+ * run parked, whole) back to the caller that parked them: what
+ * kv_pool_alloc_n of n max-order blocks would take.  n <= parked (KV_CHECK).
+ */
+void kv_pool_unpark_take(struct kv_pool *p, uint64_t n);
 
 /*
  * Allocates n blocks of the given order into off[0..n): all or nothing

@@ -891,6 +891,9 @@ static uint32_t step_apply(struct kv_replica *r, kv_ns now)
 	const struct kv_fairness_cfg *fw = &s->cfg->fairness;
 	uint64_t live = 0, done = 0;
 	uint32_t i, finished = 0;
+	/* the current tenant's service sums, in registers while its requests follow each other */
+	struct kv_tenant_stats *t = NULL;
+	double sv = 0.0, vsv = 0.0;
 
 	rep_acct_at(r, now);
 	r->busy = 0;
@@ -899,11 +902,19 @@ static uint32_t step_apply(struct kv_replica *r, kv_ns now)
 	observe(r, KV_OBS_ITER_END, NULL, 0);
 	for (i = 0; i < r->n_batch; i++) {
 		struct kv_req *q = r->batch[i];
-		struct kv_tenant_stats *t = &s->tenant[q->tenant];
 		uint64_t gen = q->generated, in = q->kv_tokens < q->prefill_target ? q->batch_tokens : 0;
 		uint64_t ex = kv_win_excess(q->kv_tokens, r->window_tokens);
 		double svc;
 
+		if (t != &s->tenant[q->tenant]) {
+			if (t) {
+				t->service = sv;
+				t->vservice = vsv;
+			}
+			t = &s->tenant[q->tenant];
+			sv = t->service;
+			vsv = t->vservice;
+		}
 		live += q->batch_tokens;
 		if (apply_tokens(q, now, &done)) {
 			q->state = KV_REQ_FREE; /* mark; removed below */
@@ -911,8 +922,12 @@ static uint32_t step_apply(struct kv_replica *r, kv_ns now)
 		}
 		r->live_win_excess += kv_win_excess(q->kv_tokens, r->window_tokens) - ex;
 		svc = (double)in * fw->input_weight + (double)(q->generated - gen) * fw->output_weight;
-		t->service += svc;
-		t->vservice += svc * s->inv_weight[q->tenant];
+		sv += svc; /* the same additions, in the same order, as through t */
+		vsv += svc * s->inv_weight[q->tenant];
+	}
+	if (t) {
+		t->service = sv;
+		t->vservice = vsv;
 	}
 	r->live_tokens += live;
 	r->outstanding_tokens -= done;
@@ -945,12 +960,25 @@ static void macro_grow(struct kv_replica *r, uint32_t k, kv_ns t)
 	}
 }
 
+/* Stores kv__replica_sync's register copies of r's and the tenant's sums. */
+static inline void sync_store(struct kv_replica *r, double res_Bs, double used_Bs, double frag_s,
+			      kv_ns t0, kv_ns busy, kv_ns start, uint64_t live)
+{
+	r->reserved_Bs = res_Bs;
+	r->used_Bs = used_Bs;
+	r->extfrag_s = frag_s;
+	r->acct_t0_ns = t0;
+	r->busy_ns = busy;
+	r->iter_start_ns = start;
+	r->live_tokens = live;
+}
+
 /*
  * Applies r's pending macro steps before event e (all when e is NULL) as
  * the per-step engine's ITER_DONE and the kick after it would, in the same
  * order and the same floating-point operations: memory integrals at each
  * step's end, busy time, iterations, live and outstanding tokens, the
- * tenant's service, the event count.  The batch re-formed after each such
+ * tenants' service, the event count.  The batch re-formed after each such
  * step is the same requests (macro_start's conditions); their own token
  * counters are brought up at the macro step's end (macro_end), as nothing
  * else reads them in between.  O(1) per step.
@@ -958,15 +986,23 @@ static void macro_grow(struct kv_replica *r, uint32_t k, kv_ns t)
 void kv__replica_sync(struct kv_replica *r, const struct kv_event *e)
 {
 	struct kv_sim *s = r->sim;
-	uint32_t k = r->macro_k, k0 = k, i;
+	uint32_t k = r->macro_k, k0 = k, n = r->n_batch, i;
 	/* rep_acct_at's terms that no macro step changes: the pool is r's own and untouched */
 	double reserved = (double)(r->pool.size_bytes - r->pool.free_bytes);
 	double frag = kv_pool_ext_frag(&r->pool);
+	/* the sums the steps add to, in registers (same operations, same order) */
+	double res_Bs = r->reserved_Bs, used_Bs = r->used_Bs, frag_s = r->extfrag_s;
+	kv_ns t0 = r->acct_t0_ns, busy = r->busy_ns, start = r->iter_start_ns;
+	uint64_t live = r->live_tokens;
 
-	while (k + 1 < r->macro_K) {
-		kv_ns t = r->macro_t[k + 1];
+	for (;;) {
+		kv_ns t;
 		double dt_s;
+		int grow;
 
+		if (k + 1 >= r->macro_K)
+			break;
+		t = r->macro_t[k + 1];
 		if (e && t >= e->t_ns) {
 			struct kv_event v = { .t_ns = t, .p_ns = r->macro_t[k], .seq = r->macro_seq };
 
@@ -974,26 +1010,30 @@ void kv__replica_sync(struct kv_replica *r, const struct kv_event *e)
 				break;
 		}
 		/* rep_acct_at(r, t), term for term */
-		if (t != r->acct_t0_ns) {
-			dt_s = (double)(t - r->acct_t0_ns) * 1e-9;
-			r->reserved_Bs += reserved * dt_s;
-			r->used_Bs += (double)r->live_tokens * r->beta_bytes * dt_s;
-			r->extfrag_s += frag * dt_s;
-			r->acct_t0_ns = t;
+		if (t != t0) {
+			dt_s = (double)(t - t0) * 1e-9;
+			res_Bs += reserved * dt_s;
+			used_Bs += (double)live * r->beta_bytes * dt_s;
+			frag_s += frag * dt_s;
+			t0 = t;
 		}
-		r->busy_ns += t - r->iter_start_ns;
-		r->iter_start_ns = t;
-		r->iterations++;
-		r->live_tokens += r->n_batch;
-		s->events++; /* the per-step engine's ITER_DONE event */
-		s->macro_steps++;
+		busy += t - start;
+		start = t;
+		live += n;
 		k++;
-		if (r->macro_gi < r->macro_ng && r->macro_grow[r->macro_gi] >> 32 == k) {
+		grow = r->macro_gi < r->macro_ng && r->macro_grow[r->macro_gi] >> 32 == k;
+		if (grow) {
+			sync_store(r, res_Bs, used_Bs, frag_s, t0, busy, start, live);
 			macro_grow(r, k, t);
 			reserved = (double)(r->pool.size_bytes - r->pool.free_bytes);
 			frag = kv_pool_ext_frag(&r->pool);
 		}
 	}
+	sync_store(r, res_Bs, used_Bs, frag_s, t0, busy, start, live);
+	/* per step: the per-step engine's iteration and its ITER_DONE event */
+	r->iterations += k - k0;
+	s->events += k - k0;
+	s->macro_steps += k - k0;
 	if (k > k0) {
 		const struct kv_fairness_cfg *fw = &s->cfg->fairness;
 		/* a decode's service, as step_apply computes it: in = 0, one output token */

@@ -197,6 +197,113 @@ START_TEST(test_bulk)
 }
 END_TEST
 
+/*
+ * Lazy runs (pool.h): a pool at max_order 0 whose runs are freed lazily
+ * hands out the same offsets, in the same order, as one settled after every
+ * operation (kv_pool_check settles), and ends in the same stacks, records
+ * (pos of allocated blocks aside) and counters.
+ */
+START_TEST(test_lazy_runs_match_eager)
+{
+	struct kv_pool lazy, eager;
+	uint32_t tab_l[40][24], tab_e[40][24], len[40] = { 0 }, i, k, step;
+	uint64_t rng = 0x9e3779b97f4a7c15ULL, fail = 0, lazy_steps = 0, bl, be;
+
+	/* 100 units of UNIT, max block UNIT: max_order 0, every block max-order */
+	ck_assert_int_eq(kv_pool_init(&lazy, 100 * UNIT, UNIT, UNIT), 0);
+	ck_assert_int_eq(kv_pool_init(&eager, 100 * UNIT, UNIT, UNIT), 0);
+	ck_assert_uint_eq(lazy.max_order, 0);
+	for (step = 0; step < 20000; step++) {
+		i = (uint32_t)(rng_next(&rng) % 40);
+		if (len[i]) {
+			bl = kv_pool_free_n(&lazy, tab_l[i], len[i]);
+			be = kv_pool_free_n(&eager, tab_e[i], len[i]);
+			EXPECT(bl == be && bl == len[i] * UNIT, "step %u: free_n of %u gave %llu and %llu",
+			       step, len[i], (unsigned long long)bl, (unsigned long long)be);
+			len[i] = 0;
+		} else {
+			uint32_t n = 1 + (uint32_t)(rng_next(&rng) % 24);
+			int rl = kv_pool_alloc_n(&lazy, 0, n, tab_l[i]);
+			int re = kv_pool_alloc_n(&eager, 0, n, tab_e[i]);
+
+			EXPECT(rl == re, "step %u: alloc_n of %u: %d and %d", step, n, rl, re);
+			fail += rl != 0;
+			if (!rl)
+				len[i] = n;
+			for (k = 0; !rl && k < n; k++)
+				EXPECT(tab_l[i][k] == tab_e[i][k], "step %u: block %u of %u: %u, eagerly %u",
+				       step, k, n, tab_l[i][k], tab_e[i][k]);
+		}
+		lazy_steps += lazy.lazy > 0;
+		pool_ok(&eager, "eager");
+		EXPECT(lazy.free_bytes == eager.free_bytes && lazy.alloc_fail == eager.alloc_fail &&
+		       lazy.alloc_fail_frag == eager.alloc_fail_frag &&
+		       lazy.n_allocs == eager.n_allocs && lazy.n_frees == eager.n_frees,
+		       "step %u: counters differ", step);
+	}
+	ck_assert_msg(fail > 100 && lazy_steps > 10000, "the walk met %llu refusals, %llu steps "
+		      "with lazy blocks", (unsigned long long)fail, (unsigned long long)lazy_steps);
+	pool_ok(&lazy, "lazy, settled");
+	ck_assert_uint_eq(lazy.lazy, 0);
+	ck_assert_mem_eq(lazy.stack[0], eager.stack[0], 100 * sizeof(uint32_t));
+	for (k = 0; k < 100; k++) {
+		struct kv_pool_unit a = lazy.u[k], b = eager.u[k];
+
+		if (!a.is_free)
+			a.pos = b.pos = 0; /* meaningless in an allocated block */
+		EXPECT(!memcmp(&a, &b, sizeof(a)), "unit %u: records differ", k);
+	}
+	kv_pool_release(&lazy);
+	kv_pool_release(&eager);
+}
+END_TEST
+
+/* A shared block or a block below max_order turns lazy runs off; settled first. */
+START_TEST(test_lazy_runs_off)
+{
+	struct kv_pool p;
+	uint32_t off[8], lo;
+
+	ck_assert_int_eq(kv_pool_init(&p, 64 * UNIT, UNIT, 4 * UNIT), 0);
+	ck_assert_int_eq(kv_pool_alloc_n(&p, 2, 8, off), 0);
+	kv_pool_free_n(&p, off, 4);
+	ck_assert_uint_eq(p.lazy, 4);
+	lo = alloc_ok(&p, 0); /* settles, then splits a max-order block */
+	ck_assert_uint_eq(p.lazy, 0);
+	ck_assert_uint_eq(p.n_low, 1);
+	pool_ok(&p, "after a split");
+	kv_pool_free_n(&p, off + 4, 2); /* eager: a block below max_order is allocated */
+	ck_assert_uint_eq(p.lazy, 0);
+	kv_pool_free(&p, lo);
+	ck_assert_uint_eq(p.n_low, 0);
+	ck_assert_uint_eq(kv_pool_ref(&p, off[6]), 2);
+	ck_assert_uint_eq(p.n_shared, 1);
+	kv_pool_free_n(&p, off + 6, 2); /* eager: off[6] keeps one reference */
+	ck_assert_uint_eq(p.lazy, 0);
+	ck_assert_uint_eq(p.n_shared, 0);
+	pool_ok(&p, "after a shared free");
+	kv_pool_free_n(&p, off + 6, 1);
+	ck_assert_uint_eq(p.lazy, 1);
+	ck_assert_uint_eq(p.free_bytes, p.size_bytes);
+	pool_ok(&p, "all free");
+	kv_pool_release(&p);
+}
+END_TEST
+
+/* A block freed twice in lazy runs is caught when they settle. */
+START_TEST(test_lazy_double_free_aborts)
+{
+	struct kv_pool p;
+	uint32_t off[4];
+
+	ck_assert_int_eq(kv_pool_init(&p, 64 * UNIT, UNIT, UNIT), 0);
+	ck_assert_int_eq(kv_pool_alloc_n(&p, 0, 4, off), 0);
+	kv_pool_free_n(&p, off, 4);
+	kv_pool_free_n(&p, off + 1, 1);
+	pool_ok(&p, "settling a double free");
+}
+END_TEST
+
 /* With a cap, free bytes outside max-order blocks are the fragmented share. */
 START_TEST(test_ext_frag_capped)
 {
@@ -645,6 +752,8 @@ static Suite *pool_suite(void)
 	tcase_add_test(tc, test_fragmentation);
 	tcase_add_test(tc, test_ext_frag_capped);
 	tcase_add_test(tc, test_bulk);
+	tcase_add_test(tc, test_lazy_runs_match_eager);
+	tcase_add_test(tc, test_lazy_runs_off);
 	tcase_add_test(tc, test_non_pow2_cover);
 	tcase_add_test(tc, test_max_block);
 	tcase_add_test(tc, test_refcounts);
@@ -659,6 +768,7 @@ static Suite *pool_suite(void)
 	tcase_add_test_raise_signal(abort_tc, test_double_free_aborts, SIGABRT);
 	tcase_add_test_raise_signal(abort_tc, test_free_out_of_range_aborts, SIGABRT);
 	tcase_add_test_raise_signal(abort_tc, test_ref_free_block_aborts, SIGABRT);
+	tcase_add_test_raise_signal(abort_tc, test_lazy_double_free_aborts, SIGABRT);
 	suite_add_tcase(s, abort_tc);
 	return s;
 }
