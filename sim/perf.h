@@ -77,7 +77,8 @@ struct kv_batch_shape {
 /* Precomputed per (model, device, tp) constants. */
 struct kv_perf {
 	double weight_bytes_per_gpu; /* M / tp, less the routed experts (MoE), bytes read every step */
-	double embed_bytes_per_gpu; /* input-embedding table / tp still in weight_bytes_per_gpu; 0 once looked up */
+	double embed_bytes_per_gpu; /* input-embedding table / tp charged in weight_bytes_per_gpu; 0 when looked up */
+	double embed_table_bytes_per_gpu; /* the untied input-embedding table / tp, bytes; 0: tied */
 	double expert_bytes_per_gpu; /* one routed expert in every MoE layer / (ep > 1 ? ep : tp), bytes; 0: dense */
 	double moe_experts; /* E, routed experts per MoE layer; 0: dense */
 	double moe_miss; /* 1 - k/E: the chance one token skips a given expert */
@@ -158,12 +159,15 @@ double kv_perf_allreduce_ns(const struct kv_perf *pf, double n_tokens);
 void kv_perf_stage_model(const struct kv_model *m, uint32_t pp, struct kv_model *out);
 
 /*
- * Stops charging the input-embedding table as a weight read each step (it
- * is a gather of one row per token, not a GEMM; the LM head stays).  The
- * vllm and sglang engines call it under their option embed_lookup (default
- * off: the shipped eff_bw was fitted with the table charged); vllm-v0 never
- * does, its golden outputs pin the old charge.
+ * Whether the untied input-embedding table is charged as a weight read each
+ * step (lookup 0, the legacy model) or not (lookup 1: it is a gather of one
+ * row per token, not a GEMM; the LM head stays).  Idempotent either way.
+ * kv_perf_init leaves it at KV_PERF_EMBED_LOOKUP_DEFAULT; the engines'
+ * option embed_lookup sets it (docs/perf-model.md "The input embedding").
  */
+#define KV_PERF_EMBED_LOOKUP_DEFAULT 0
+void kv_perf_set_embed_lookup(struct kv_perf *pf, int lookup);
+/* kv_perf_set_embed_lookup(pf, 1). */
 void kv_perf_embed_lookup(struct kv_perf *pf);
 
 /*
