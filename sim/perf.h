@@ -160,12 +160,14 @@ void kv_perf_stage_model(const struct kv_model *m, uint32_t pp, struct kv_model 
 
 /*
  * Whether the untied input-embedding table is charged as a weight read each
- * step (lookup 0, the legacy model) or not (lookup 1: it is a gather of one
- * row per token, not a GEMM; the LM head stays).  Idempotent either way.
+ * step (lookup 0, the legacy model) or not (lookup 1, the default: it is a
+ * gather of one row per token, not a GEMM; the LM head stays).  Idempotent.
+ * The A100 coefficients were refitted with the lookup (docs/perf-model.md
+ * "Coefficients"); embed_lookup: false is the legacy opt-out.
  * kv_perf_init leaves it at KV_PERF_EMBED_LOOKUP_DEFAULT; the engines'
  * option embed_lookup sets it (docs/perf-model.md "The input embedding").
  */
-#define KV_PERF_EMBED_LOOKUP_DEFAULT 0
+#define KV_PERF_EMBED_LOOKUP_DEFAULT 1
 void kv_perf_set_embed_lookup(struct kv_perf *pf, int lookup);
 /* kv_perf_set_embed_lookup(pf, 1). */
 void kv_perf_embed_lookup(struct kv_perf *pf);
