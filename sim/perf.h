@@ -17,7 +17,8 @@
  * of the L layers attend only to their last W tokens (sliding window:
  * skip counts, per windowed layer, the pairs of query tokens at position
  * i > W with the i - W oldest keys, kv_perf_window_skip_pairs()),
- * M(N) the weight bytes read (all of them for a dense model; for MoE the
+ * M(N) the weight bytes read (all but the untied input-embedding table,
+ * which is looked up (kv_perf_set_embed_lookup), for a dense model; for MoE the
  * non-expert weights plus, per MoE layer, the E * (1 - (1 - k/E)^N) distinct
  * routed experts N tokens touch under uniform top-k routing), KV the KV bytes attention reads over the whole
  * replica (kv_read_bytes; heads are split over the tp GPUs), D the KV bytes
