@@ -161,11 +161,12 @@ const struct kv_engine_ops kv_engine_vllm = {
 };
 
 struct vllm_v0 {
-	struct kv__engine_base base; /* only the front end's cost is used */
+	struct kv__engine_base base; /* only the front end's cost and embed_lookup are used */
 };
 
 static const struct kv_option vllm_v0_options[] = {
 	KV__ENGINE_FRONTEND_OPTION(struct vllm_v0),
+	KV__ENGINE_EMBED_OPTION(struct vllm_v0),
 	{ .name = NULL },
 };
 
@@ -178,6 +179,14 @@ static int vllm_v0_init(void *priv, struct kv_replica *r, struct kv_diag *d)
 	return 0;
 }
 
+/* The embedding model only: V0 has no GEMM ramp. */
+static void vllm_v0_perf(const void *priv, struct kv_perf *pf)
+{
+	const struct vllm_v0 *v = priv;
+
+	kv_perf_set_embed_lookup(pf, v->base.embed_lookup);
+}
+
 const struct kv_engine_ops kv_engine_vllm_v0 = {
 	.name = "vllm-v0",
 	.flags = KV_PLUGIN_F_MACRO_STEPS, /* no step, formed or admit hook */
@@ -185,4 +194,5 @@ const struct kv_engine_ops kv_engine_vllm_v0 = {
 	.priv_size = sizeof(struct vllm_v0),
 	.options = vllm_v0_options,
 	.init = vllm_v0_init,
+	.perf = vllm_v0_perf,
 };

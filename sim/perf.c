@@ -59,10 +59,17 @@ static double gemm_flops(const struct kv_model *m, const struct kv_device *dev)
 	return m->weight_dtype == KV_DTYPE_FP8 && dev->flops_fp8 > 0 ? dev->flops_fp8 : dev->flops;
 }
 
+void kv_perf_set_embed_lookup(struct kv_perf *pf, int lookup)
+{
+	double charged = lookup ? 0.0 : pf->embed_table_bytes_per_gpu;
+
+	pf->weight_bytes_per_gpu += charged - pf->embed_bytes_per_gpu;
+	pf->embed_bytes_per_gpu = charged;
+}
+
 void kv_perf_embed_lookup(struct kv_perf *pf)
 {
-	pf->weight_bytes_per_gpu -= pf->embed_bytes_per_gpu;
-	pf->embed_bytes_per_gpu = 0.0;
+	kv_perf_set_embed_lookup(pf, 1);
 }
 
 void kv_perf_init(struct kv_perf *pf, const struct kv_model *m, const struct kv_device *dev,
@@ -83,8 +90,10 @@ void kv_perf_init_parallel(struct kv_perf *pf, const struct kv_model *m,
 	pf->tp = tp;
 	pf->gemm_half_tokens = 0.0; /* an engine sets it (serving.h perf hook) */
 	pf->weight_bytes_per_gpu = kv_model_weight_read_bytes(m, 0.0, 0) / tp;
-	pf->embed_bytes_per_gpu =
+	pf->embed_table_bytes_per_gpu =
 		m->tie_embeddings ? 0.0 : (double)m->vocab * m->hidden * m->dtype_bytes / tp;
+	pf->embed_bytes_per_gpu = pf->embed_table_bytes_per_gpu;
+	kv_perf_set_embed_lookup(pf, KV_PERF_EMBED_LOOKUP_DEFAULT);
 	pf->moe_experts = m->experts;
 	pf->moe_miss = m->experts ? 1.0 - (double)m->experts_per_token / m->experts : 1.0;
 	/* routed experts are sharded over the ep GPUs under expert parallelism, else over tp */

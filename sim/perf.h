@@ -17,7 +17,8 @@
  * of the L layers attend only to their last W tokens (sliding window:
  * skip counts, per windowed layer, the pairs of query tokens at position
  * i > W with the i - W oldest keys, kv_perf_window_skip_pairs()),
- * M(N) the weight bytes read (all of them for a dense model; for MoE the
+ * M(N) the weight bytes read (all but the untied input-embedding table,
+ * which is looked up (kv_perf_set_embed_lookup), for a dense model; for MoE the
  * non-expert weights plus, per MoE layer, the E * (1 - (1 - k/E)^N) distinct
  * routed experts N tokens touch under uniform top-k routing), KV the KV bytes attention reads over the whole
  * replica (kv_read_bytes; heads are split over the tp GPUs), D the KV bytes
@@ -77,7 +78,8 @@ struct kv_batch_shape {
 /* Precomputed per (model, device, tp) constants. */
 struct kv_perf {
 	double weight_bytes_per_gpu; /* M / tp, less the routed experts (MoE), bytes read every step */
-	double embed_bytes_per_gpu; /* input-embedding table / tp still in weight_bytes_per_gpu; 0 once looked up */
+	double embed_bytes_per_gpu; /* input-embedding table / tp charged in weight_bytes_per_gpu; 0 when looked up */
+	double embed_table_bytes_per_gpu; /* the untied input-embedding table / tp, bytes; 0: tied */
 	double expert_bytes_per_gpu; /* one routed expert in every MoE layer / (ep > 1 ? ep : tp), bytes; 0: dense */
 	double moe_experts; /* E, routed experts per MoE layer; 0: dense */
 	double moe_miss; /* 1 - k/E: the chance one token skips a given expert */
@@ -158,12 +160,17 @@ double kv_perf_allreduce_ns(const struct kv_perf *pf, double n_tokens);
 void kv_perf_stage_model(const struct kv_model *m, uint32_t pp, struct kv_model *out);
 
 /*
- * Stops charging the input-embedding table as a weight read each step (it
- * is a gather of one row per token, not a GEMM; the LM head stays).  The
- * vllm and sglang engines call it under their option embed_lookup (default
- * off: the shipped eff_bw was fitted with the table charged); vllm-v0 never
- * does, its golden outputs pin the old charge.
+ * Whether the untied input-embedding table is charged as a weight read each
+ * step (lookup 0, the legacy model) or not (lookup 1, the default: it is a
+ * gather of one row per token, not a GEMM; the LM head stays).  Idempotent.
+ * The A100 coefficients were refitted with the lookup (docs/perf-model.md
+ * "Coefficients"); embed_lookup: false is the legacy opt-out.
+ * kv_perf_init leaves it at KV_PERF_EMBED_LOOKUP_DEFAULT; the engines'
+ * option embed_lookup sets it (docs/perf-model.md "The input embedding").
  */
+#define KV_PERF_EMBED_LOOKUP_DEFAULT 1
+void kv_perf_set_embed_lookup(struct kv_perf *pf, int lookup);
+/* kv_perf_set_embed_lookup(pf, 1). */
 void kv_perf_embed_lookup(struct kv_perf *pf);
 
 /*

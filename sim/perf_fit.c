@@ -16,7 +16,11 @@ void kv_fit_terms(const struct kv_model *m, const struct kv_batch_shape *b,
 	double lay = kv_model_linear_flops_per_token(m) - head;
 
 	x->S = b->n_seqs;
-	x->M = (double)kv_model_weight_bytes(m);
+	/* the weights a step reads: the untied input embedding is looked up (perf.h) */
+	x->M = (double)kv_model_weight_bytes(m) -
+	       (KV_PERF_EMBED_LOOKUP_DEFAULT && !m->tie_embeddings
+			? (double)m->vocab * m->hidden * m->dtype_bytes
+			: 0.0);
 	x->lin_flops = lay * (double)(b->n_decode + b->n_prefill_tokens) + head * b->n_sample;
 	x->KV = (double)b->kv_read_bytes;
 	x->attn_flops = kv_model_attn_flops_per_pair(m) * (double)b->attn_pairs;

@@ -259,11 +259,11 @@ struct kv_device {
 	char family[16]; /* architecture family ("ampere", ...), "" when not named */
 	/* Perf-model coefficients (calibrated; datasheet profiles ship defaults). */
 	double eff_bw; /* achieved share of mem_bw_Bps, default 0.83 */
-	double eff_flops; /* achieved share of flops, default 0.73 */
-	kv_ns overhead_ns; /* fixed cost per iteration, default 1.6 ms */
+	double eff_flops; /* achieved share of flops, default 0.71 (the A100 fit) */
+	kv_ns overhead_ns; /* fixed cost per iteration, default 1.2 ms */
 	kv_ns per_seq_ns; /* cost per sequence in the batch, default 0 */
 	double eff_attn; /* achieved share of flops in attention; 0 (default): eff_flops */
-	kv_ns allreduce_latency_ns; /* fixed cost of one all-reduce (TP only), default 5 us */
+	kv_ns allreduce_latency_ns; /* fixed cost of one all-reduce (TP only), default 13 us */
 	kv_ns collective_overhead_ns; /* host/launch cost added to every collective over > 1 rank, default 0 */
 	double dequant_flops_per_byte; /* dequantisation work per KV byte read, default 2 */
 	/* Cost-model coefficient. */
@@ -275,10 +275,10 @@ struct kv_device {
  * omits them: the A100-80GB fit of docs/perf-model.md.
  */
 #define KV_DEV_DEFAULT_EFF_BW 0.83
-#define KV_DEV_DEFAULT_EFF_FLOPS 0.73
-#define KV_DEV_DEFAULT_OVERHEAD_NS (1600 * KV_NS_PER_US)
+#define KV_DEV_DEFAULT_EFF_FLOPS 0.71
+#define KV_DEV_DEFAULT_OVERHEAD_NS (1200 * KV_NS_PER_US)
 #define KV_DEV_DEFAULT_PER_SEQ_NS 0
-#define KV_DEV_DEFAULT_ALLREDUCE_LATENCY_NS (5 * KV_NS_PER_US)
+#define KV_DEV_DEFAULT_ALLREDUCE_LATENCY_NS (13 * KV_NS_PER_US)
 #define KV_DEV_DEFAULT_COLLECTIVE_OVERHEAD_NS 0 /* docs/perf-model.md, "Per-collective overhead" */
 #define KV_DEV_DEFAULT_DEQUANT_FLOPS_PER_BYTE 2.0
 #define KV_DEV_DEFAULT_ALPHA 1.1

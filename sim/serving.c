@@ -33,8 +33,7 @@ void kv__engine_base_init(const struct kv__engine_base *b, struct kv_replica *r)
 void kv__engine_base_perf(const struct kv__engine_base *b, struct kv_perf *pf)
 {
 	pf->gemm_half_tokens = b->gemm_half_tokens;
-	if (b->embed_lookup)
-		kv_perf_embed_lookup(pf);
+	kv_perf_set_embed_lookup(pf, b->embed_lookup);
 }
 
 /* Whether c runs `full` with every option at its default. */

@@ -19,7 +19,7 @@ struct kv__engine_base {
 	int prefix_caching; /* prefix_caching: run the engine's prefix cache (serving.c), default on */
 	uint64_t block_tokens; /* block_size: KV block tokens of the prefix cache, default 16 */
 	double gemm_half_tokens; /* gemm_half_tokens: GEMM ramp n_half of perf.h, tokens */
-	int embed_lookup; /* embed_lookup: input embedding gathered, not read each step (perf.h); default off */
+	int embed_lookup; /* embed_lookup: input embedding gathered, not read each step (perf.h); default on */
 };
 
 /* Option-table entries of the base, for an engine whose private struct is T. */
@@ -38,9 +38,12 @@ struct kv__engine_base {
 	{ .name = "gemm_half_tokens", .type = KV_OPT_DBL,                                    \
 	  .offset = offsetof(T, base.gemm_half_tokens), .def = gemm_def, .min = 0, .max = 1e6, \
 	  .units = "tokens", .help = "GEMM ramp: batches with prefill compute as if n_half more tokens ran (assumed, not fitted)" }, \
+	KV__ENGINE_EMBED_OPTION(T)
+/* The embedding option alone (vllm-v0 takes it without the rest of the base). */
+#define KV__ENGINE_EMBED_OPTION(T)                                                           \
 	{ .name = "embed_lookup", .type = KV_OPT_BOOL,                                       \
-	  .offset = offsetof(T, base.embed_lookup), .def = 0, .min = 0, .max = 1,            \
-	  .units = "", .help = "do not charge the untied input-embedding table as a weight read each step (it is a gather); off: the shipped eff_bw was fitted with it charged" }
+	  .offset = offsetof(T, base.embed_lookup), .def = 1, .min = 0, .max = 1,            \
+	  .units = "", .help = "do not charge the untied input-embedding table as a weight read each step (it is a gather; default); false: the legacy charge" }
 
 void kv__engine_base_init(const struct kv__engine_base *b, struct kv_replica *r);
 void kv__engine_base_perf(const struct kv__engine_base *b, struct kv_perf *pf);

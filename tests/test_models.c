@@ -279,9 +279,10 @@ START_TEST(test_perf_moe)
 	double bw = dev.mem_bw_Bps * dev.eff_bw, lin, attn, ar, want;
 
 	kv_perf_init(&pf, &m, &dev, 2);
-	ck_assert_double_eq_tol(pf.weight_bytes_per_gpu, 3211272192.0 / 2, 0.5);
+	/* the input embedding (32000 * 4096 * 2 = 262144000 bytes) is looked up, not read */
+	ck_assert_double_eq_tol(pf.weight_bytes_per_gpu, (3211272192.0 - 262144000.0) / 2, 0.5);
 	ck_assert_double_eq_tol(pf.expert_bytes_per_gpu, 32.0 * 352321536.0 / 2, 0.5);
-	lin = fmax((3211272192.0 + 2 * 32.0 * 352321536.0) / 2 / bw,
+	lin = fmax((3211272192.0 - 262144000.0 + 2 * 32.0 * 352321536.0) / 2 / bw,
 		   ((25497706496.0 - 2.0 * 32000 * 4096) / 2 + 2.0 * 32000 * 4096 / 2) /
 			   (dev.flops * dev.eff_flops));
 	attn = fmax(1000.0 * 131072 / 2 / bw, 4.0 * 32 * 32 * 128 * 1000 / 2 /
@@ -293,7 +294,11 @@ START_TEST(test_perf_moe)
 	/* a bigger batch touches more experts: never faster, and bounded by all of them */
 	b.n_decode = b.n_seqs = b.n_sample = 64;
 	ck_assert_uint_gt(kv_perf_iter_ns(&pf, &b), want);
-	/* the embedding lookup takes 262144000 / 2 bytes off every step's reads */
+	/* the legacy charge (embed_lookup: false) puts 262144000 / 2 bytes back; idempotent */
+	kv_perf_set_embed_lookup(&pf, 0);
+	kv_perf_set_embed_lookup(&pf, 0);
+	ck_assert_double_eq_tol(pf.weight_bytes_per_gpu, 3211272192.0 / 2, 0.5);
+	kv_perf_embed_lookup(&pf);
 	kv_perf_embed_lookup(&pf);
 	ck_assert_double_eq_tol(pf.weight_bytes_per_gpu, (3211272192.0 - 262144000.0) / 2, 0.5);
 }
@@ -328,7 +333,7 @@ START_TEST(test_perf_moe_ep)
 	ck_assert_double_eq_tol(pf.expert_bytes_per_gpu, 32.0 * 352321536.0 / 2, 0.5);
 	ck_assert(pf.ep_moe_layers == 32.0);
 	ck_assert(pf.ep_bytes_per_token == 16384.0);
-	lin = fmax((3211272192.0 + 2 * 32.0 * 352321536.0) / 2 / bw,
+	lin = fmax((3211272192.0 - 262144000.0 + 2 * 32.0 * 352321536.0) / 2 / bw,
 		   (25497706496.0 / 2) / (dev.flops * dev.eff_flops));
 	attn = fmax(1000.0 * 131072 / 2 / bw, 4.0 * 32 * 32 * 128 * 1000 / 2 /
 						       (dev.flops * dev.eff_flops));
@@ -352,7 +357,10 @@ START_TEST(test_perf_moe_ep)
 }
 END_TEST
 
-/* A dense profile's perf constants are what they were: weights read = resident. */
+/*
+ * A dense profile's weights read: resident less the looked-up input embedding
+ * (32000 * 4096 * 2 bytes), exactly resident under the legacy charge.
+ */
 START_TEST(test_perf_dense_unchanged)
 {
 	struct kv_model m = load_model("llama-2-7b");
@@ -360,6 +368,9 @@ START_TEST(test_perf_dense_unchanged)
 	struct kv_perf pf;
 
 	kv_perf_init(&pf, &m, &dev, 1);
+	ck_assert(pf.weight_bytes_per_gpu == (double)kv_model_weight_bytes(&m) - 262144000.0);
+	ck_assert(pf.weight_bytes_per_gpu == kv_model_weight_read_bytes(&m, 77, 1));
+	kv_perf_set_embed_lookup(&pf, 0);
 	ck_assert(pf.weight_bytes_per_gpu == (double)kv_model_weight_bytes(&m));
 	ck_assert(pf.expert_bytes_per_gpu == 0.0 && pf.moe_experts == 0.0);
 	ck_assert(kv_model_weight_read_bytes(&m, 77, 0) == (double)kv_model_weight_bytes(&m));
@@ -382,11 +393,14 @@ START_TEST(test_perf_fp8_rate)
 	kv_perf_init(&pf, &m, &dev, 1);
 	ck_assert(pf.flops_per_s == dev.flops_fp8 * dev.eff_flops);
 	ck_assert(pf.attn_flops_per_s == dev.flops * dev.eff_flops);
-	ck_assert_double_eq_tol(pf.weight_bytes_per_gpu, 6979588096.0 + 2101346304.0, 0.5);
+	/* the 8-bit layers, both 16-bit tables, less the looked-up input one */
+	ck_assert_double_eq_tol(pf.weight_bytes_per_gpu, 6979588096.0 + 2101346304.0 - 1050673152.0,
+				0.5);
 	m.weight_dtype = KV_DTYPE_INT4;
 	kv_perf_init(&pf, &m, &dev, 1);
 	ck_assert(pf.flops_per_s == dev.flops * dev.eff_flops);
-	ck_assert_double_eq_tol(pf.weight_bytes_per_gpu, 3489794048.0 + 2101346304.0, 0.5);
+	ck_assert_double_eq_tol(pf.weight_bytes_per_gpu, 3489794048.0 + 2101346304.0 - 1050673152.0,
+				0.5);
 }
 END_TEST
 
