@@ -128,6 +128,8 @@ struct kv_req {
 
 struct kv_sim;
 
+#define KV_MACRO_REFUSED 4 /* most memory refusals of waiting requests one formation repeats in a macro step */
+
 struct kv_replica {
 	struct kv_sim *sim; /* owner */
 	uint32_t idx; /* index in the cluster */
@@ -194,6 +196,9 @@ struct kv_replica {
 	uint32_t macro_nt; /* distinct tenants in the run's batch */
 	uint32_t *macro_tn; /* those tenants, macro_nt of them; n_tenants entries */
 	uint32_t *macro_tc; /* by tenant: its requests in the run's batch (0 for others); n_tenants entries */
+	struct kv_req *ref_q[KV_MACRO_REFUSED]; /* waiting requests refused memory forming the batch, in call order */
+	uint32_t n_ref; /* those refusals (may exceed KV_MACRO_REFUSED: then no macro step) */
+	uint32_t macro_nref; /* refusals each formation of the run repeats (ref_q[0..macro_nref)) */
 };
 
 #define KV_MACRO_STEPS 64 /* most steps one macro step covers */

@@ -441,6 +441,11 @@ int kv__replica_schedule(struct kv_replica *r, struct kv_req *q)
 		if (rc == KV_ENOMEM) {
 			r->last_nomem = q;
 			r->last_nomem_tokens = want;
+			if (q->state == KV_REQ_WAITING) { /* a macro step repeats it (macro_refuse) */
+				if (r->n_ref < KV_MACRO_REFUSED)
+					r->ref_q[r->n_ref] = q;
+				r->n_ref++;
+			}
 		}
 		if (q->state == KV_REQ_WAITING && !q->swapped_bytes && (q->kv_bytes || q->kv_tokens))
 			drop_prefix(r, q); /* not admitted: give the cached prefix back */
@@ -647,6 +652,7 @@ static int form_step(struct kv_replica *r, kv_ns now, kv_ns *ns)
 		kv__out_changed(r); /* n_batch: the tokens' lower bound */
 		r->budget_tokens = s->cfg->max_batch_tokens;
 		r->last_nomem = NULL;
+		r->n_ref = 0;
 		if (r->n_running == 0 && r->sched->waiting(r->sched_priv) == 0)
 			return 0;
 		step_begin(r, again);
@@ -752,6 +758,50 @@ static int batch_full(const struct kv_replica *r)
 	return r->n_batch >= r->sim->cfg->max_batch_seqs || r->budget_tokens == 0;
 }
 
+/*
+ * Whether the waiting requests refused in the batch just formed (not full)
+ * are refused again, the same way, at every later formation of the run, so
+ * that the run may go on with them waiting.  The scheduler promises to try
+ * the same ones in the same order (KV_PLUGIN_F_MACRO_REFUSED); a refusal for
+ * the budget left or by the engine's admit rule (vLLM V1 after a preemption
+ * that closed admission) has no side effect and repeats (the batch, the
+ * budget left and the engine's state are the run's); a refusal for memory
+ * touches only the pool (no prefix cache: prefix_hit and evictable_bytes
+ * would take references, evict and reorder LRU lists) and repeats because
+ * the run only allocates: the free units at a later formation are a subset
+ * of those now, and a buddy allocation of aligned blocks that fails on a set
+ * of free units fails on every subset.  Those memory refusals are made
+ * again at each formation (macro_refuse), in the per-step engine's order,
+ * so the pool's counters (alloc_fail, alloc_fail_frag) and its free stacks
+ * are the per-step engine's.  Not in a step that preempted (vLLM V1 admits
+ * nobody then, but would in the next).
+ */
+static int macro_refused_ok(const struct kv_replica *r)
+{
+	return (r->sched->flags & KV_PLUGIN_F_MACRO_REFUSED) && r->step_preempted == 0 &&
+	       r->n_ref <= KV_MACRO_REFUSED && !r->cache->prefix_hit && !r->cache->evictable_bytes;
+}
+
+/*
+ * The memory refusals of the formation at the end of a run's step (after
+ * its planned growths), made again as macro_start recorded them: each must
+ * fail again (macro_refused_ok says why it does).
+ */
+static void macro_refuse(struct kv_replica *r)
+{
+	uint32_t i;
+
+	for (i = 0; i < r->macro_nref; i++) {
+		struct kv_req *q = r->ref_q[i];
+		int rc = kv__replica_schedule(r, q);
+
+		KV_CHECK(rc == KV_ENOMEM,
+			 "replica %u: waiting request %llu, refused memory when the macro step began, now gets %d",
+			 r->idx, (unsigned long long)q->id, rc);
+	}
+	r->n_ref = r->macro_nref; /* the record stays the run's */
+}
+
 /* Counts the batch's requests per tenant into macro_tn / macro_tc. */
 static void macro_count_tenants(struct kv_replica *r)
 {
@@ -793,7 +843,8 @@ static int macro_start(struct kv_replica *r, kv_ns d1_ns)
 	kv_ns *t = r->macro_t;
 
 	if (!r->macro_ok || n != r->n_running ||
-	    (r->sched->waiting(r->sched_priv) && !batch_full(r)))
+	    (r->sched->waiting(r->sched_priv) && !batch_full(r) && !macro_refused_ok(r)) ||
+	    r->n_ref > KV_MACRO_REFUSED)
 		return 0;
 	for (i = 0; i < n; i++) {
 		const struct kv_req *q = r->batch[i];
@@ -829,6 +880,7 @@ static int macro_start(struct kv_replica *r, kv_ns d1_ns)
 	while (r->macro_ng && r->macro_grow[r->macro_ng - 1] >> 32 >= K)
 		r->macro_ng--; /* growths planned past the run, now cut shorter */
 	macro_count_tenants(r);
+	r->macro_nref = r->n_ref; /* every formation of the run repeats them */
 	r->macro_k = r->macro_kq = r->macro_ko = 0;
 	r->macro_K = (uint32_t)K;
 	r->macro_seq = kv_heap_push_at(&s->heap, t[K], t[K - 1], KV_EV_ITER_DONE, r->idx,
@@ -993,6 +1045,8 @@ void kv__replica_sync(struct kv_replica *r, const struct kv_event *e)
 			reserved = (double)(r->pool.size_bytes - r->pool.free_bytes);
 			frag = kv_pool_ext_frag(&r->pool);
 		}
+		if (r->macro_nref)
+			macro_refuse(r); /* the formation's refused waiters, after its growths */
 	}
 	if (k > k0) {
 		const struct kv_fairness_cfg *fw = &s->cfg->fairness;
