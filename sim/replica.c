@@ -875,6 +875,8 @@ static int macro_start(struct kv_replica *r, kv_ns d1_ns)
 	}
 	if (r->sched->macro_steps) /* the policy's next decision */
 		K = KV_MIN(K, r->sched->macro_steps(r->sched_priv, r, t, (uint32_t)K));
+	if (K >= 2 && r->eng->macro_steps) /* the engine's (SGLang: a prefill batch to try) */
+		K = KV_MIN(K, r->eng->macro_steps(r->eng_priv, r, (uint32_t)K));
 	if (K < 2)
 		return 0;
 	while (r->macro_ng && r->macro_grow[r->macro_ng - 1] >> 32 >= K)
@@ -1069,6 +1071,8 @@ void kv__replica_sync(struct kv_replica *r, const struct kv_event *e)
 		/* the formations at the ends of steps k0 + 1 .. k (of steps k0 + 2 .. k + 1) */
 		if (r->sched->macro_apply)
 			r->sched->macro_apply(r->sched_priv, r, &r->macro_t[k0 + 1], k - k0);
+		if (r->eng->macro_apply)
+			r->eng->macro_apply(r->eng_priv, r, k - k0);
 	}
 	r->macro_k = k;
 	if (r->macro_ko < k) {
