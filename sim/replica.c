@@ -802,6 +802,37 @@ static void macro_refuse(struct kv_replica *r)
 	r->n_ref = r->macro_nref; /* the record stays the run's */
 }
 
+/*
+ * The KV bytes a run's step reads and dequantises, as batch_add and
+ * form_step count them: each request's context is its kv_tokens + d (d = 1
+ * for the step being formed, ctx their sum).  A cache model's read_bytes and
+ * dequant_bytes hooks are pure functions of the context, summed in integers
+ * over the batch as batch_add sums them; without them the read is ctx * beta
+ * (no window: macro_ok).
+ */
+static void macro_bytes(const struct kv_replica *r, struct kv_batch_shape *sh, uint64_t d,
+			uint64_t ctx)
+{
+	const struct kv_cache_ops *c = r->cache;
+	uint64_t rb = 0, db = 0;
+	uint32_t i;
+
+	if (!c->read_bytes && !c->dequant_bytes) {
+		sh->kv_read_bytes = (uint64_t)((double)ctx * r->beta_bytes);
+		return;
+	}
+	for (i = 0; i < r->n_batch; i++) {
+		uint64_t x = r->batch[i]->kv_tokens + d;
+
+		if (c->read_bytes)
+			rb += c->read_bytes(r->cache_priv, x);
+		if (c->dequant_bytes)
+			db += c->dequant_bytes(r->cache_priv, x);
+	}
+	sh->kv_read_bytes = c->read_bytes ? rb : (uint64_t)((double)ctx * r->beta_bytes);
+	sh->dequant_bytes = db;
+}
+
 /* Counts the batch's requests per tenant into macro_tn / macro_tc. */
 static void macro_count_tenants(struct kv_replica *r)
 {
@@ -870,7 +901,7 @@ static int macro_start(struct kv_replica *r, kv_ns d1_ns)
 	for (k = 2; k <= K; k++) {
 		sh.attn_pairs += n;
 		ctx += n;
-		sh.kv_read_bytes = (uint64_t)((double)ctx * r->beta_bytes);
+		macro_bytes(r, &sh, k, ctx);
 		t[k] = t[k - 1] + kv_perf_iter_run_ns(&s->perf, &run, &sh);
 	}
 	if (r->sched->macro_steps) /* the policy's next decision */
@@ -1139,7 +1170,7 @@ static void macro_end(struct kv_replica *r)
 	for (i = 0; i < r->n_batch; i++)
 		pairs += r->batch[i]->kv_tokens + 1;
 	sh.attn_pairs = pairs;
-	sh.kv_read_bytes = (uint64_t)((double)pairs * r->beta_bytes);
+	macro_bytes(r, &sh, 1, pairs);
 	/* step 1's own duration came from iter_ns (with any host-link copies a swap queued) */
 	KV_CHECK(k == 0 || kv_perf_iter_ns(&s->perf, &sh) == r->macro_t[k + 1] - r->macro_t[k],
 		 "replica %u: macro step %u of %u lasts %llu ns, predicted %llu", r->idx, k + 1,
@@ -1324,7 +1355,8 @@ int kv__replica_init(struct kv_sim *s, struct kv_replica *r, uint32_t idx)
 	r->max_seqs = c->max_batch_seqs;
 	r->decode_cap = r->plain_decode ? r->max_seqs : 0;
 	r->macro_ok = s->macro && (r->cache->flags & KV_PLUGIN_F_MACRO_STEPS) &&
-		      (r->eng->flags & KV_PLUGIN_F_MACRO_STEPS) && r->plain_decode &&
+		      (r->eng->flags & KV_PLUGIN_F_MACRO_STEPS) &&
+		      !r->cache->extra_prefill_tokens && /* read and dequantised bytes: macro_bytes */
 		      r->offload == KV_OFFLOAD_NONE &&
 		      r->window_frac == 0.0; /* windowed reads change per step: not in macro_start */
 	r->macro_t = kv_xcalloc(KV_MACRO_STEPS + 1, sizeof(*r->macro_t));
