@@ -1356,7 +1356,9 @@ int kv__replica_init(struct kv_sim *s, struct kv_replica *r, uint32_t idx)
 	r->decode_cap = r->plain_decode ? r->max_seqs : 0;
 	r->macro_ok = s->macro && (r->cache->flags & KV_PLUGIN_F_MACRO_STEPS) &&
 		      (r->eng->flags & KV_PLUGIN_F_MACRO_STEPS) &&
-		      !r->cache->extra_prefill_tokens && /* read and dequantised bytes: macro_bytes */
+		      /* read and dequantised bytes: macro_bytes; recomputed tokens: none */
+		      (!r->cache->extra_prefill_tokens ||
+		       (r->cache->no_extra && r->cache->no_extra(r->cache_priv))) &&
 		      r->offload == KV_OFFLOAD_NONE &&
 		      r->window_frac == 0.0; /* windowed reads change per step: not in macro_start */
 	r->macro_t = kv_xcalloc(KV_MACRO_STEPS + 1, sizeof(*r->macro_t));
