@@ -199,6 +199,7 @@ struct kv_replica {
 	struct kv_req *ref_q[KV_MACRO_REFUSED]; /* waiting requests refused memory forming the batch, in call order */
 	uint32_t n_ref; /* those refusals (may exceed KV_MACRO_REFUSED: then no macro step) */
 	uint32_t macro_nref; /* refusals each formation of the run repeats (ref_q[0..macro_nref)) */
+	uint32_t *macro_wx; /* macro_wx[k]: requests of the run's batch past the window at step k (each adds one to live_win_excess); KV_MACRO_STEPS + 1 */
 };
 
 #define KV_MACRO_STEPS 64 /* most steps one macro step covers */

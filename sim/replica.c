@@ -778,8 +778,15 @@ static int batch_full(const struct kv_replica *r)
  */
 static int macro_refused_ok(const struct kv_replica *r)
 {
-	return (r->sched->flags & KV_PLUGIN_F_MACRO_REFUSED) && r->step_preempted == 0 &&
-	       r->n_ref <= KV_MACRO_REFUSED && !r->cache->prefix_hit && !r->cache->evictable_bytes;
+	uint32_t i;
+
+	if (!(r->sched->flags & KV_PLUGIN_F_MACRO_REFUSED) || r->step_preempted ||
+	    r->n_ref > KV_MACRO_REFUSED || r->cache->prefix_hit || r->cache->evictable_bytes)
+		return 0;
+	for (i = 0; i < r->n_ref; i++)
+		if (r->ref_q[i]->state != KV_REQ_WAITING || r->ref_q[i]->batch_tokens)
+			return 0; /* refused, then admitted after all */
+	return 1;
 }
 
 /*
@@ -803,22 +810,48 @@ static void macro_refuse(struct kv_replica *r)
 }
 
 /*
+ * The window terms of a run's step whose requests' contexts are their
+ * kv_tokens + d: the tokens past the window W over the batch (the pairs a
+ * windowed layer skips, kv__decodes_add), and in *past the requests with
+ * any (each adds one to the live excess when the step ends: step_apply).
+ * 0 without a window.
+ */
+static uint64_t macro_skip(const struct kv_replica *r, uint64_t d, uint32_t *past)
+{
+	uint64_t w = r->window_tokens, skip = 0;
+	uint32_t i, m = 0;
+
+	for (i = 0; w != UINT64_MAX && i < r->n_batch; i++) {
+		uint64_t x = r->batch[i]->kv_tokens + d;
+
+		if (x > w) {
+			skip += x - w;
+			m++;
+		}
+	}
+	*past = m;
+	return skip;
+}
+
+/*
  * The KV bytes a run's step reads and dequantises, as batch_add and
  * form_step count them: each request's context is its kv_tokens + d (d = 1
- * for the step being formed, ctx their sum).  A cache model's read_bytes and
- * dequant_bytes hooks are pure functions of the context, summed in integers
- * over the batch as batch_add sums them; without them the read is ctx * beta
- * (no window: macro_ok).
+ * for the step being formed, ctx their sum, skip their tokens past the
+ * window).  A cache model's read_bytes and dequant_bytes hooks are pure
+ * functions of the context, summed in integers over the batch as batch_add
+ * sums them; without them the read is form_step's (ctx - f * skip) * beta.
  */
 static void macro_bytes(const struct kv_replica *r, struct kv_batch_shape *sh, uint64_t d,
-			uint64_t ctx)
+			uint64_t ctx, uint64_t skip)
 {
 	const struct kv_cache_ops *c = r->cache;
 	uint64_t rb = 0, db = 0;
+	uint64_t plain = (uint64_t)(((double)ctx - r->window_frac * (double)skip) * r->beta_bytes);
 	uint32_t i;
 
+	sh->window_skip_pairs = skip;
 	if (!c->read_bytes && !c->dequant_bytes) {
-		sh->kv_read_bytes = (uint64_t)((double)ctx * r->beta_bytes);
+		sh->kv_read_bytes = plain;
 		return;
 	}
 	for (i = 0; i < r->n_batch; i++) {
@@ -829,7 +862,8 @@ static void macro_bytes(const struct kv_replica *r, struct kv_batch_shape *sh, u
 		if (c->dequant_bytes)
 			db += c->dequant_bytes(r->cache_priv, x);
 	}
-	sh->kv_read_bytes = c->read_bytes ? rb : (uint64_t)((double)ctx * r->beta_bytes);
+	/* with read_bytes, form_step adds its plain term of nothing: 0 */
+	sh->kv_read_bytes = c->read_bytes ? rb : plain;
 	sh->dequant_bytes = db;
 }
 
@@ -869,13 +903,14 @@ static int macro_start(struct kv_replica *r, kv_ns d1_ns)
 	struct kv_sim *s = r->sim;
 	struct kv_batch_shape sh;
 	struct kv_perf_run run;
-	uint64_t K = KV_MACRO_STEPS, ctx;
+	uint64_t K = KV_MACRO_STEPS, ctx, skip;
 	uint32_t i, n = r->n_batch, k;
+	int refused;
 	kv_ns *t = r->macro_t;
 
-	if (!r->macro_ok || n != r->n_running ||
-	    (r->sched->waiting(r->sched_priv) && !batch_full(r) && !macro_refused_ok(r)) ||
-	    r->n_ref > KV_MACRO_REFUSED)
+	/* with requests waiting and the batch not full, they were refused: repeat it */
+	refused = r->sched->waiting(r->sched_priv) && !batch_full(r);
+	if (!r->macro_ok || n != r->n_running || (refused && !macro_refused_ok(r)))
 		return 0;
 	for (i = 0; i < n; i++) {
 		const struct kv_req *q = r->batch[i];
@@ -898,10 +933,14 @@ static int macro_start(struct kv_replica *r, kv_ns d1_ns)
 	kv_perf_iter_prep(&s->perf, &sh, &run); /* the terms no step changes */
 	t[0] = s->now;
 	t[1] = s->now + d1_ns;
+	skip = macro_skip(r, 1, &r->macro_wx[1]);
+	KV_CHECK(skip == sh.window_skip_pairs, "replica %u: %llu pairs past the window, the batch has %llu",
+		 r->idx, (unsigned long long)skip, (unsigned long long)sh.window_skip_pairs);
 	for (k = 2; k <= K; k++) {
 		sh.attn_pairs += n;
 		ctx += n;
-		macro_bytes(r, &sh, k, ctx);
+		skip = macro_skip(r, k, &r->macro_wx[k]);
+		macro_bytes(r, &sh, k, ctx, skip);
 		t[k] = t[k - 1] + kv_perf_iter_run_ns(&s->perf, &run, &sh);
 	}
 	if (r->sched->macro_steps) /* the policy's next decision */
@@ -913,7 +952,8 @@ static int macro_start(struct kv_replica *r, kv_ns d1_ns)
 	while (r->macro_ng && r->macro_grow[r->macro_ng - 1] >> 32 >= K)
 		r->macro_ng--; /* growths planned past the run, now cut shorter */
 	macro_count_tenants(r);
-	r->macro_nref = r->n_ref; /* every formation of the run repeats them */
+	/* every formation of the run repeats them (a full batch refuses with KV_ERANGE, no side effect) */
+	r->macro_nref = refused ? r->n_ref : 0;
 	r->macro_k = r->macro_kq = r->macro_ko = 0;
 	r->macro_K = (uint32_t)K;
 	r->macro_seq = kv_heap_push_at(&s->heap, t[K], t[K - 1], KV_EV_ITER_DONE, r->idx,
@@ -1062,7 +1102,7 @@ void kv__replica_sync(struct kv_replica *r, const struct kv_event *e)
 		if (t != r->acct_t0_ns) {
 			dt_s = (double)(t - r->acct_t0_ns) * 1e-9;
 			r->reserved_Bs += reserved * dt_s;
-			r->used_Bs += (double)r->live_tokens * r->beta_bytes * dt_s;
+			r->used_Bs += kv_replica_live_bytes(r) * dt_s;
 			r->extfrag_s += frag * dt_s;
 			r->acct_t0_ns = t;
 		}
@@ -1070,6 +1110,7 @@ void kv__replica_sync(struct kv_replica *r, const struct kv_event *e)
 		r->iter_start_ns = t;
 		r->iterations++;
 		r->live_tokens += r->n_batch;
+		r->live_win_excess += r->macro_wx[k + 1]; /* step_apply's, request by request */
 		s->events++; /* the per-step engine's ITER_DONE event */
 		s->macro_steps++;
 		k++;
@@ -1162,7 +1203,7 @@ static void macro_end(struct kv_replica *r)
 	struct kv_sim *s = r->sim;
 	struct kv_batch_shape sh = r->shape;
 	uint64_t pairs = 0;
-	uint32_t i, k;
+	uint32_t i, k, past;
 
 	kv__replica_sync(r, NULL);
 	kv__replica_sync_reqs(r);
@@ -1170,7 +1211,7 @@ static void macro_end(struct kv_replica *r)
 	for (i = 0; i < r->n_batch; i++)
 		pairs += r->batch[i]->kv_tokens + 1;
 	sh.attn_pairs = pairs;
-	macro_bytes(r, &sh, 1, pairs);
+	macro_bytes(r, &sh, 1, pairs, macro_skip(r, 1, &past));
 	/* step 1's own duration came from iter_ns (with any host-link copies a swap queued) */
 	KV_CHECK(k == 0 || kv_perf_iter_ns(&s->perf, &sh) == r->macro_t[k + 1] - r->macro_t[k],
 		 "replica %u: macro step %u of %u lasts %llu ns, predicted %llu", r->idx, k + 1,
@@ -1359,9 +1400,9 @@ int kv__replica_init(struct kv_sim *s, struct kv_replica *r, uint32_t idx)
 		      /* read and dequantised bytes: macro_bytes; recomputed tokens: none */
 		      (!r->cache->extra_prefill_tokens ||
 		       (r->cache->no_extra && r->cache->no_extra(r->cache_priv))) &&
-		      r->offload == KV_OFFLOAD_NONE &&
-		      r->window_frac == 0.0; /* windowed reads change per step: not in macro_start */
+		      r->offload == KV_OFFLOAD_NONE; /* a window: macro_skip per step */
 	r->macro_t = kv_xcalloc(KV_MACRO_STEPS + 1, sizeof(*r->macro_t));
+	r->macro_wx = kv_xcalloc(KV_MACRO_STEPS + 1, sizeof(*r->macro_wx));
 	r->macro_grow = kv_xcalloc(KV_MACRO_GROWS, sizeof(*r->macro_grow));
 	r->macro_tn = kv_xcalloc(KV_MAX(c->source.n_tenants, 1), sizeof(*r->macro_tn));
 	r->macro_tc = kv_xcalloc(KV_MAX(c->source.n_tenants, 1), sizeof(*r->macro_tc));
@@ -1386,6 +1427,7 @@ void kv__replica_release(struct kv_replica *r)
 	free(r->running);
 	free(r->batch);
 	free(r->macro_t);
+	free(r->macro_wx);
 	free(r->macro_grow);
 	free(r->macro_tn);
 	free(r->macro_tc);
