@@ -28,7 +28,10 @@
  *
  * Macro-stepping (exact; off with cfg->exact_steps, `--exact-steps`): when a
  * replica forms a batch of decode steps only (every running request, and
- * none waiting or the batch full, so nobody can be admitted), the next steps
+ * none waiting or the batch full, so nobody can be admitted, or the waiting
+ * requests the scheduler tried refused, which a KV_PLUGIN_F_MACRO_REFUSED
+ * scheduler repeats: their memory refusals are made again at every step's
+ * formation, replica.c macro_refuse), the next steps
  * are the same sequences with one more token of context each, until a
  * request finishes or outgrows its holding, or the scheduler's next
  * decision (its macro_steps hook, scheduler.h: e.g. a waiting request's
@@ -43,8 +46,11 @@
  * per-step engine applies it (tokens, memory integrals, service, counters,
  * the event count): before any event that reads the replica (an arrival,
  * which routes by replica state; a sample) and before its own event at t_K.
- * The scheduler's per-step updates (VTC's counters, DRF's rounds) are
- * applied with the steps (its macro_apply hook).  An arrival joining the
+ * The scheduler's per-step updates (VTC's counters, DRF's rounds) and the
+ * engine's (SGLang's token ratio) are applied with the steps (their
+ * macro_apply hooks); a step's read and dequantised bytes come from the
+ * cache model's pure hooks, and with a sliding window its skipped pairs and
+ * live excess are counted per step.  An arrival joining the
  * replica cuts the run at the step in flight.  Only events that read
  * nothing of the replica pass over its pending steps; what they write and
  * the replica's steps also write (tenant service) is summed in whole

@@ -16,13 +16,15 @@
 #     20,000 requests) under every scheduler with vllm-v0 and vllm;
 #   - memory-bound and saturated: bench/million.yaml at 80 req/s (5,000
 #     requests), where waiting requests are refused memory at most steps,
-#     under vllm-v0, vllm (no prefix cache) and sglang with full and chunked.
+#     under vllm-v0, vllm (no prefix cache) and sglang with full and chunked;
+#   - a windowed model: Gemma-2-9B with its window cut to 200 tokens (so
+#     contexts pass it), under every engine and cache model.
 # Compared: every *.csv the run writes (requests, timeseries, summary with
 # its event count, tenants).  Also checked: macro steps did run (the
 # KVSIM_MACRO_STATS line) in the fifo runs, and in every scheduler's
 # multi-tenant runs, so the comparison is not vacuous; with memory-refused
-# waiters (fifo, full, vllm-v0 and vllm) most events are macro steps; sglang
-# takes them.
+# waiters (fifo, full, vllm-v0 and vllm) most events are macro steps; sglang,
+# quantized, sparse and the windowed model take them.
 # usage: tests/macro_test.sh KVSIM SOURCE_DIR [-j JOBS]; exits 77 without traces.
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 KVSIM SOURCE_DIR [-j JOBS]" >&2; exit 2; }
@@ -38,6 +40,9 @@ caches=(full chunked quantized sparse shared)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/o" "$tmp/r"
+gw="$tmp/gemma-w200.yaml" # a windowed model whose window short requests pass
+sed 's/^sliding_window: 4096$/sliding_window: 200/' "$src/configs/models/gemma-2-9b.yaml" > "$gw"
+grep -q '^sliding_window: 200$' "$gw" || { echo "macro: no window in $gw" >&2; exit 1; }
 
 # pair LABEL WORKLOAD [kvsim run options...]: runs both ways, compares every CSV
 pair() {
@@ -107,6 +112,11 @@ pair() {
       echo "pair msat/${e%% *}/$c $src/bench/million.yaml --set workload.requests=5000 --set workload.arrival.rate=80 --set engine.name=$e --set cache=$c"
     done
   done
+  for e in "${engines[@]}"; do
+    for c in "${caches[@]}"; do
+      echo "pair win/$e/$c $src/workloads/default.yaml --set workload.requests=300 --set model=$gw --set engine=$e --set cache=$c"
+    done
+  done
 } > "$tmp/jobs"
 
 export -f pair
@@ -132,7 +142,9 @@ for l in msat_vllm-v0_full msat_vllm_full; do
   [ $((2 * st)) -gt "$ev" ] || { echo "macro: $l: only $st macro steps of $ev events" >&2; exit 1; }
 done
 for l in msat_vllm-v0_chunked msat_vllm_chunked msat_sglang_full msat_sglang_chunked w_default_sglang_fifo \
-         t_AzureLLMInferenceTrace_conv_csv_sglang_fifo_full; do
+         t_AzureLLMInferenceTrace_conv_csv_sglang_fifo_full w_default_vllm-v0_fifo_quantized \
+         w_default_vllm-v0_fifo_sparse win_vllm-v0_full win_vllm-v0_chunked win_vllm-v0_quantized \
+         win_vllm-v0_sparse win_sglang_shared; do
   read -r st ev < "$tmp/r/$l"
   [ "$st" -gt 0 ] || { echo "macro: no macro steps in $l" >&2; exit 1; }
 done
