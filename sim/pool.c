@@ -215,6 +215,22 @@ int kv_pool_alloc_n(struct kv_pool *p, unsigned order, uint32_t n, uint32_t *off
 	uint64_t top;
 	uint32_t i;
 
+	if (order == p->max_order && p->n_free_blocks[order] < n) {
+		/*
+		 * The loop below, where no larger block can be split: it takes
+		 * every free block of the order off the stack's top, is refused
+		 * the next and gives them back in reverse (no buddy merges at
+		 * max_order), leaving the stack as it was.  Only its counts stay.
+		 */
+		uint64_t k = p->n_free_blocks[order], blk = kv_pool_block_bytes(p, order);
+
+		p->n_allocs += k;
+		p->n_frees += k;
+		p->alloc_fail++;
+		if (p->free_bytes - k * blk >= blk)
+			p->alloc_fail_frag++;
+		return KV_ENOMEM;
+	}
 	if (order > p->max_order || p->n_free_blocks[order] < n) {
 		for (i = 0; i < n; i++) {
 			if (kv_pool_alloc(p, order, &off[i])) {
