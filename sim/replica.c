@@ -763,11 +763,14 @@ static int batch_full(const struct kv_replica *r)
  * are refused again, the same way, at every later formation of the run, so
  * that the run may go on with them waiting.  The scheduler promises to try
  * the same ones in the same order (KV_PLUGIN_F_MACRO_REFUSED); a refusal for
- * the budget left or by the engine's admit rule (vLLM V1 after a preemption
- * that closed admission) has no side effect and repeats (the batch, the
- * budget left and the engine's state are the run's); a refusal for memory
- * touches only the pool (no prefix cache: prefix_hit and evictable_bytes
- * would take references, evict and reorder LRU lists) and repeats because
+ * the budget left has no side effect and repeats (the batch and the budget
+ * left are the run's), and so does one by the engine's admit rule in a step
+ * that preempted nobody (vLLM V1's progress guard, which a request ending
+ * anywhere reopens, never closes under fifo, whose victims are the newest:
+ * engine_vllm.c; SGLang runs no macro step with requests waiting); a
+ * refusal for memory touches only the pool (no prefix cache: prefix_hit and
+ * evictable_bytes would take references, evict and reorder LRU lists) and
+ * repeats because
  * the run only allocates: the free units at a later formation are a subset
  * of those now, and a buddy allocation of aligned blocks that fails on a set
  * of free units fails on every subset.  Those memory refusals are made
