@@ -16,14 +16,15 @@
 #     20,000 requests) under every scheduler with vllm-v0 and vllm;
 #   - memory-bound and saturated: bench/million.yaml at 80 req/s (5,000
 #     requests), where waiting requests are refused memory at most steps,
-#     under vllm-v0, vllm (no prefix cache) and sglang with full and chunked;
+#     under vllm-v0, vllm (no prefix cache) and sglang with full and chunked,
+#     and under vtc (one tenant);
 #   - a windowed model: Gemma-2-9B with its window cut to 200 tokens (so
 #     contexts pass it), under every engine and cache model.
 # Compared: every *.csv the run writes (requests, timeseries, summary with
 # its event count, tenants).  Also checked: macro steps did run (the
 # KVSIM_MACRO_STATS line) in the fifo runs, and in every scheduler's
 # multi-tenant runs, so the comparison is not vacuous; with memory-refused
-# waiters (fifo, full, vllm-v0 and vllm) most events are macro steps; sglang,
+# waiters (fifo and vtc, full, vllm-v0 and vllm) most events are macro steps; sglang,
 # quantized, sparse and the windowed model take them.
 # usage: tests/macro_test.sh KVSIM SOURCE_DIR [-j JOBS]; exits 77 without traces.
 set -euo pipefail
@@ -112,6 +113,7 @@ pair() {
       echo "pair msat/${e%% *}/$c $src/bench/million.yaml --set workload.requests=5000 --set workload.arrival.rate=80 --set engine.name=$e --set cache=$c"
     done
   done
+  echo "pair msat/vtc $src/bench/million.yaml --set workload.requests=5000 --set workload.arrival.rate=80 --set scheduler.name=vtc"
   for e in "${engines[@]}"; do
     for c in "${caches[@]}"; do
       echo "pair win/$e/$c $src/workloads/default.yaml --set workload.requests=300 --set model=$gw --set engine=$e --set cache=$c"
@@ -137,7 +139,7 @@ for sc in "${scheds[@]}"; do
   done
 done
 # memory-refused waiters: the run goes on (before, about 5% of these events were macro steps)
-for l in msat_vllm-v0_full msat_vllm_full; do
+for l in msat_vllm-v0_full msat_vllm_full msat_vtc; do
   read -r st ev < "$tmp/r/$l"
   [ $((2 * st)) -gt "$ev" ] || { echo "macro: $l: only $st macro steps of $ev events" >&2; exit 1; }
 done
