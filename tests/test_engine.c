@@ -561,6 +561,55 @@ START_TEST(macro_refused)
 END_TEST
 
 /*
+ * SGLang's new-token ratio inside macro steps, by hand: a lone request
+ * (prompt 100, T = 40 outputs) runs one prefill batch (no decay) and T - 1
+ * decode batches, each decaying the ratio by (0.7 - 0.098) / 600 from 0.7;
+ * SGLang's radix cache (the `shared` model, 16-token blocks, no growth
+ * promised) ends a run at each block boundary: the decodes at contexts 101
+ * .. 139 run as three macro steps of 12, 16 and 11 steps (to 112, 128 and
+ * the end), 36 steps applied lazily, whose formations' decays the engine's
+ * macro_apply makes.  Both ways the ratio is the T - 1 subtractions made
+ * one by one, to the bit.
+ */
+START_TEST(macro_sglang)
+{
+	const uint64_t T = 40;
+	const char *yaml = "model: llama-2-7b\ndevice: a100-80g\nscheduler: fifo\nengine: sglang\n"
+			   "outputs: {sample_interval: 0}\nworkload:\n  requests: 1\n"
+			   "  arrival: {process: poisson, rate: 1}\n"
+			   "  lengths: {dist: fixed, prompt: 100, output: 40}\n";
+	struct kv_workload w;
+	struct kv_sim s;
+	double ratio[2], want = 0.7;
+	uint64_t macro[2], events[2], k;
+	int exact;
+
+	for (k = 0; k + 1 < T; k++) {
+		want -= (0.7 - 0.098) / 600.0;
+		want = KV_MAX(want, 0.098);
+	}
+	for (exact = 0; exact < 2; exact++) {
+		load(&w, yaml);
+		w.cfg.exact_steps = exact;
+		sim_start(&w, &s, NULL, 1);
+		sim_finish(&s);
+		ratio[exact] = kv_engine_sglang_ratio(s.rep[0].eng_priv);
+		macro[exact] = s.macro_steps;
+		events[exact] = s.events;
+		kv_sim_release(&s);
+		kv_workload_release(&w);
+	}
+	ck_assert_uint_eq(macro[0], (12 - 1) + (16 - 1) + (11 - 1));
+	ck_assert_uint_eq(macro[1], 0);
+	ck_assert_uint_eq(events[0], 1 + T);
+	ck_assert_uint_eq(events[1], 1 + T);
+	ck_assert_msg(memcmp(&ratio[0], &want, sizeof(double)) == 0 &&
+			      memcmp(&ratio[1], &want, sizeof(double)) == 0,
+		      "ratio %.17g macro, %.17g exact, %.17g by hand", ratio[0], ratio[1], want);
+}
+END_TEST
+
+/*
  * kv_sum_exact, by hand: whole multiples of a power of two below 2^53 of
  * it are exact, anything that needs a 54th bit is not; and where it says
  * exact, the additions one by one give the one product.
@@ -695,6 +744,7 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, decode_paths_agree);
 	tcase_add_test(tc, macro_steps_lone);
 	tcase_add_test(tc, macro_refused);
+	tcase_add_test(tc, macro_sglang);
 	tcase_add_test(tc, sum_exact);
 	tcase_add_test(tc, macro_tenants);
 	tcase_set_timeout(tc, 120);
