@@ -1402,8 +1402,13 @@ int kv__replica_init(struct kv_sim *s, struct kv_replica *r, uint32_t idx)
 		      (r->eng->flags & KV_PLUGIN_F_MACRO_STEPS) &&
 		      /* read and dequantised bytes: macro_bytes; recomputed tokens: none */
 		      (!r->cache->extra_prefill_tokens ||
-		       (r->cache->no_extra && r->cache->no_extra(r->cache_priv))) &&
-		      r->offload == KV_OFFLOAD_NONE; /* a window: macro_skip per step */
+		       (r->cache->no_extra && r->cache->no_extra(r->cache_priv)));
+	/*
+	 * Offloading (swap) changes preemption and adds the host-link copies
+	 * to the iteration they are queued for: the first of a run (iter_ns,
+	 * its duration d1_ns), none later (nobody is preempted or swapped in
+	 * inside a run).  A window: macro_skip per step.
+	 */
 	r->macro_t = kv_xcalloc(KV_MACRO_STEPS + 1, sizeof(*r->macro_t));
 	r->macro_wx = kv_xcalloc(KV_MACRO_STEPS + 1, sizeof(*r->macro_wx));
 	r->macro_grow = kv_xcalloc(KV_MACRO_GROWS, sizeof(*r->macro_grow));

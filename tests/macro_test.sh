@@ -17,7 +17,8 @@
 #   - memory-bound and saturated: bench/million.yaml at 80 req/s (5,000
 #     requests), where waiting requests are refused memory at most steps,
 #     under vllm-v0, vllm (no prefix cache) and sglang with full and chunked,
-#     and under vtc (one tenant);
+#     and under vtc (one tenant); chunked with offload (swap, serial and
+#     overlapped copies), also under tests/data/macro/tenants.yaml with vtc;
 #   - a windowed model: Gemma-2-9B with its window cut to 200 tokens (so
 #     contexts pass it), under every engine and cache model.
 # Compared: every *.csv the run writes (requests, timeseries, summary with
@@ -114,6 +115,10 @@ pair() {
     done
   done
   echo "pair msat/vtc $src/bench/million.yaml --set workload.requests=5000 --set workload.arrival.rate=80 --set scheduler.name=vtc"
+  for ov in false true; do # an offloading cache: preempted requests swap out and back in (\' passes xargs)
+    echo "pair off/$ov $src/bench/million.yaml --set workload.requests=5000 --set workload.arrival.rate=80 --set \\'cache={name: chunked, offload: true, overlap: $ov}\\'"
+    echo "pair off/mt/$ov $src/tests/data/macro/tenants.yaml --set engine=vllm-v0 --set scheduler.name=vtc --set \\'cache={name: chunked, offload: true, overlap: $ov}\\'"
+  done
   for e in "${engines[@]}"; do
     for c in "${caches[@]}"; do
       echo "pair win/$e/$c $src/workloads/default.yaml --set workload.requests=300 --set model=$gw --set engine=$e --set cache=$c"
@@ -146,7 +151,7 @@ done
 for l in msat_vllm-v0_chunked msat_vllm_chunked msat_sglang_full msat_sglang_chunked w_default_sglang_fifo \
          t_AzureLLMInferenceTrace_conv_csv_sglang_fifo_full w_default_vllm-v0_fifo_quantized \
          w_default_vllm-v0_fifo_sparse win_vllm-v0_full win_vllm-v0_chunked win_vllm-v0_quantized \
-         win_vllm-v0_sparse win_sglang_shared; do
+         win_vllm-v0_sparse win_sglang_shared off_false off_true off_mt_false off_mt_true; do
   read -r st ev < "$tmp/r/$l"
   [ "$st" -gt 0 ] || { echo "macro: no macro steps in $l" >&2; exit 1; }
 done
