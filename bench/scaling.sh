@@ -15,13 +15,18 @@
 #   rep-16, rep-10000              1M requests on 16 / 10,000 replicas at 0.5093 req/s per replica
 #   tenants-S, tenants-S-exact     bench/million-tenants.yaml (1M requests, 16 replicas, eight
 #                                  tenants) under scheduler S = drf, vtc or preempt, macro / exact
+#   msat, msat-exact               bench/million.yaml at 80 req/s, 200,000 requests: memory-bound and
+#                                  saturated (full reserves 2 GiB a request; the queue's head is
+#                                  refused memory at most steps), macro / --exact-steps
+#   sglang, sglang-exact           bench/million.yaml under engine sglang, macro / --exact-steps
 # Columns: case, requests, replicas, mode, wall_s, user_s, rss_mb, events, macro_steps, req_per_wall_s.
 # KVSIM=path times that binary instead of build-release/src/kvsim.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 csv=bench/scaling.csv
 all=(million million-exact fleet-5m fleet-5m-exact fleet-1m fleet-10m rep-16 rep-10000
-     tenants-drf tenants-drf-exact tenants-vtc tenants-vtc-exact tenants-preempt tenants-preempt-exact)
+     tenants-drf tenants-drf-exact tenants-vtc tenants-vtc-exact tenants-preempt tenants-preempt-exact
+     msat msat-exact sglang sglang-exact)
 
 args_of() {
   case $1 in
@@ -34,6 +39,10 @@ args_of() {
     fleet-44m) echo "bench/fleet.yaml" ;;
     rep-16) echo "bench/fleet.yaml --set workload.requests=1000000 --set cluster.replicas=16 --set workload.arrival.rate=8.1488" ;;
     rep-10000) echo "bench/fleet.yaml --set workload.requests=1000000 --set cluster.replicas=10000 --set workload.arrival.rate=5093" ;;
+    msat) echo "bench/million.yaml --set workload.requests=200000 --set workload.arrival.rate=80" ;;
+    msat-exact) echo "bench/million.yaml --set workload.requests=200000 --set workload.arrival.rate=80 --exact-steps" ;;
+    sglang) echo "bench/million.yaml --set engine=sglang" ;;
+    sglang-exact) echo "bench/million.yaml --set engine=sglang --exact-steps" ;;
     tenants-drf|tenants-vtc|tenants-preempt) echo "bench/million-tenants.yaml --set scheduler.name=${1#tenants-}" ;;
     tenants-*-exact) local s=${1#tenants-}; echo "bench/million-tenants.yaml --set scheduler.name=${s%-exact} --exact-steps" ;;
     *) echo "unknown case $1" >&2; return 2 ;;

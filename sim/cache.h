@@ -68,6 +68,11 @@
  *            are free), storing the tokens the holding then fits in
  *            *cap_after; returns 0 when it cannot promise that (the engine
  *            then runs that step's reserve as an event).  Pure.
+ *   no_extra (optional) for macro-stepping: whether extra_prefill_tokens
+ *            returns 0 and changes nothing for every decode step of this
+ *            instance (its options make it a no-op), so that a run of decode
+ *            steps may skip the calls.  NULL: only a NULL
+ *            extra_prefill_tokens is.  Pure.
  *   fini     called once at the end; every request has been released.
  *
  * Hooks must not allocate per call (use the pool and the request's cache[]
@@ -125,6 +130,7 @@ struct kv_cache_ops {
 	uint64_t (*evictable_bytes)(const void *priv); /* optional */
 	uint64_t (*grow_units)(const void *priv, const struct kv_req *q, uint64_t cap,
 			       uint64_t *cap_after); /* optional */
+	int (*no_extra)(const void *priv); /* optional */
 };
 
 /* Finds a cache model by name, or NULL. */

@@ -257,6 +257,25 @@ static uint64_t quant_dequant_bytes(const void *priv, uint64_t ctx_tokens)
 			       qc->layers);
 }
 
+/*
+ * Macro steps (cache.h grow_units): the chunked layout without a window
+ * grows by one block of block_tokens; when that block is exactly one pool
+ * unit (the auto unit follows b_q, engine.h), the order-0 allocation
+ * succeeds exactly when a unit is free.  The full layout never grows.
+ */
+static uint64_t quant_grow_units(const void *priv, const struct kv_req *q, uint64_t cap,
+				 uint64_t *cap_after)
+{
+	const struct quant *qc = priv;
+
+	(void)q;
+	if (qc->layout != LAYOUT_CHUNKED || qc->win.win_tokens ||
+	    kv_blocks_units(&qc->blocks, qc->block_tokens * qc->token_bytes, 0) != 1)
+		return 0;
+	*cap_after = cap + qc->block_tokens;
+	return 1;
+}
+
 /* Every token is kept (hit rate 1); bytes saved against fp16 as in the header. */
 static void quant_stats(const void *priv, struct kv_cache_stats *st)
 {
@@ -279,4 +298,7 @@ const struct kv_cache_ops kv_cache_quantized = {
 	.read_bytes = quant_read_bytes,
 	.dequant_bytes = quant_dequant_bytes,
 	.stats = quant_stats,
+	.grow_units = quant_grow_units,
+	/* per-step hooks read_bytes and dequant_bytes are pure functions of the context (macro_start sums them per step) */
+	.flags = KV_PLUGIN_F_MACRO_STEPS,
 };

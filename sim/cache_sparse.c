@@ -387,6 +387,37 @@ static uint64_t sparse_extra_prefill_tokens(void *priv, const struct kv_req *q)
 }
 
 /*
+ * Macro steps (cache.h): without a recompute charge extra_prefill_tokens
+ * returns 0 before touching the credit.
+ */
+static int sparse_no_extra(const void *priv)
+{
+	const struct sparse *sp = priv;
+
+	return sp->recompute_tokens == 0;
+}
+
+/*
+ * Growing a holding below the budget by one token past `cap` appends one
+ * block of block_tokens (want = min(cap + 1, budget) = cap + 1); when that
+ * block is exactly one pool unit the order-0 allocation succeeds exactly
+ * when a unit is free.  The holding then fits cap + B tokens, or any length
+ * once that covers the budget (kv_cap_tokens UINT64_MAX, as reserve sets).
+ */
+static uint64_t sparse_grow_units(const void *priv, const struct kv_req *q, uint64_t cap,
+				  uint64_t *cap_after)
+{
+	const struct sparse *sp = priv;
+
+	(void)q;
+	if (sp->win.win_tokens || cap >= sp->budget ||
+	    kv_blocks_units(&sp->blocks, sp->block_tokens * sp->token_bytes, 0) != 1)
+		return 0;
+	*cap_after = cap + sp->block_tokens >= sp->budget ? UINT64_MAX : cap + sp->block_tokens;
+	return 1;
+}
+
+/*
  * hit_rate: mean share of attention mass kept over the decode steps of the
  * holdings released so far (all of them at the end of a run), 1 when there
  * were none; recompute and bytes saved as in the header.
@@ -413,4 +444,8 @@ const struct kv_cache_ops kv_cache_sparse = {
 	.read_bytes = sparse_read_bytes,
 	.extra_prefill_tokens = sparse_extra_prefill_tokens,
 	.stats = sparse_stats,
+	.no_extra = sparse_no_extra,
+	.grow_units = sparse_grow_units,
+	/* read_bytes is pure in the context; extra_prefill_tokens only without a recompute charge (no_extra) */
+	.flags = KV_PLUGIN_F_MACRO_STEPS,
 };

@@ -28,7 +28,10 @@
  *
  * Macro-stepping (exact; off with cfg->exact_steps, `--exact-steps`): when a
  * replica forms a batch of decode steps only (every running request, and
- * none waiting or the batch full, so nobody can be admitted), the next steps
+ * none waiting or the batch full, so nobody can be admitted, or the waiting
+ * requests the scheduler tried refused, which a KV_PLUGIN_F_MACRO_REFUSED
+ * scheduler repeats: their memory refusals are made again at every step's
+ * formation, replica.c macro_refuse), the next steps
  * are the same sequences with one more token of context each, until a
  * request finishes or outgrows its holding, or the scheduler's next
  * decision (its macro_steps hook, scheduler.h: e.g. a waiting request's
@@ -43,8 +46,11 @@
  * per-step engine applies it (tokens, memory integrals, service, counters,
  * the event count): before any event that reads the replica (an arrival,
  * which routes by replica state; a sample) and before its own event at t_K.
- * The scheduler's per-step updates (VTC's counters, DRF's rounds) are
- * applied with the steps (its macro_apply hook).  An arrival joining the
+ * The scheduler's per-step updates (VTC's counters, DRF's rounds) and the
+ * engine's (SGLang's token ratio) are applied with the steps (their
+ * macro_apply hooks); a step's read and dequantised bytes come from the
+ * cache model's pure hooks, and with a sliding window its skipped pairs and
+ * live excess are counted per step.  An arrival joining the
  * replica cuts the run at the step in flight.  Only events that read
  * nothing of the replica pass over its pending steps; what they write and
  * the replica's steps also write (tenant service) is summed in whole
@@ -128,6 +134,8 @@ struct kv_req {
 
 struct kv_sim;
 
+#define KV_MACRO_REFUSED 4 /* most memory refusals of waiting requests one formation repeats in a macro step */
+
 struct kv_replica {
 	struct kv_sim *sim; /* owner */
 	uint32_t idx; /* index in the cluster */
@@ -194,6 +202,10 @@ struct kv_replica {
 	uint32_t macro_nt; /* distinct tenants in the run's batch */
 	uint32_t *macro_tn; /* those tenants, macro_nt of them; n_tenants entries */
 	uint32_t *macro_tc; /* by tenant: its requests in the run's batch (0 for others); n_tenants entries */
+	struct kv_req *ref_q[KV_MACRO_REFUSED]; /* waiting requests refused memory forming the batch, in call order */
+	uint32_t n_ref; /* those refusals (may exceed KV_MACRO_REFUSED: then no macro step) */
+	uint32_t macro_nref; /* refusals each formation of the run repeats (ref_q[0..macro_nref)) */
+	uint32_t *macro_wx; /* macro_wx[k]: requests of the run's batch past the window at step k (each adds one to live_win_excess); KV_MACRO_STEPS + 1 */
 };
 
 #define KV_MACRO_STEPS 64 /* most steps one macro step covers */

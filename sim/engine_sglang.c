@@ -212,6 +212,38 @@ static int sglang_formed(void *priv, struct kv_replica *r)
 	return 0;
 }
 
+/*
+ * Macro steps (serving.h): a decode batch with nobody waiting (a waiting
+ * request makes every formation try a prefill batch first, whose admission
+ * test reads the decaying ratio and the free memory) and nobody retracted
+ * is formed again the same at every step end: step() sets the decode
+ * step's flags and budget (clearing closed_at when a request ended anywhere,
+ * which only a prefill formation reads: the formation after the run clears
+ * it the same way, the ended count only grows) and formed() decays the
+ * ratio, which macro_apply repeats.
+ */
+static uint32_t sglang_macro_steps(void *priv, struct kv_replica *r, uint32_t K)
+{
+	const struct sglang *g = priv;
+
+	if (g->prefill_step || r->step_preempted || r->sched->waiting(r->sched_priv))
+		return 0;
+	return K;
+}
+
+/* The ratio's decay of n decode formations, as sglang_formed computes it. */
+static void sglang_macro_apply(void *priv, struct kv_replica *r, uint32_t n)
+{
+	struct sglang *g = priv;
+	uint32_t k;
+
+	(void)r;
+	for (k = 0; k < n; k++) {
+		g->ratio -= (g->init_ratio - g->min_ratio) / (double)g->decay_steps;
+		g->ratio = KV_MAX(g->ratio, g->min_ratio);
+	}
+}
+
 double kv_engine_sglang_ratio(const void *priv)
 {
 	return ((const struct sglang *)priv)->ratio;
@@ -224,6 +256,7 @@ uint64_t kv_engine_sglang_retractions(const void *priv)
 
 const struct kv_engine_ops kv_engine_sglang = {
 	.name = "sglang",
+	.flags = KV_PLUGIN_F_MACRO_STEPS, /* decode batches with nobody waiting: macro_steps, macro_apply */
 	.desc = "SGLang: prefill and decode batches apart (unless mixed chunk); admit while prefill + min(max_new, clip) < free + evictable - ratio * running outputs; ratio decays per decode step, raised on retraction; radix cache as block hashes",
 	.priv_size = sizeof(struct sglang),
 	.options = sglang_options,
@@ -233,4 +266,6 @@ const struct kv_engine_ops kv_engine_sglang = {
 	.step = sglang_step,
 	.admit = sglang_admit,
 	.formed = sglang_formed,
+	.macro_steps = sglang_macro_steps,
+	.macro_apply = sglang_macro_apply,
 };

@@ -83,6 +83,13 @@ enum {
 	KV_PLUGIN_F_ROUTE_OUTSTANDING = 2,
 	/* a router that reads no replica state */
 	KV_PLUGIN_F_ROUTE_BLIND = 4,
+	/*
+	 * a scheduler with KV_PLUGIN_F_MACRO_STEPS whose form_batch, when the
+	 * waiting requests it tried were refused (kv_replica_schedule() != 0),
+	 * tries the same ones in the same order at the next formation of the
+	 * same running batch and admits nobody (scheduler.h)
+	 */
+	KV_PLUGIN_F_MACRO_REFUSED = 8,
 };
 
 enum kv_plugin_kind {

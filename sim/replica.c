@@ -441,6 +441,11 @@ int kv__replica_schedule(struct kv_replica *r, struct kv_req *q)
 		if (rc == KV_ENOMEM) {
 			r->last_nomem = q;
 			r->last_nomem_tokens = want;
+			if (q->state == KV_REQ_WAITING) { /* a macro step repeats it (macro_refuse) */
+				if (r->n_ref < KV_MACRO_REFUSED)
+					r->ref_q[r->n_ref] = q;
+				r->n_ref++;
+			}
 		}
 		if (q->state == KV_REQ_WAITING && !q->swapped_bytes && (q->kv_bytes || q->kv_tokens))
 			drop_prefix(r, q); /* not admitted: give the cached prefix back */
@@ -647,6 +652,7 @@ static int form_step(struct kv_replica *r, kv_ns now, kv_ns *ns)
 		kv__out_changed(r); /* n_batch: the tokens' lower bound */
 		r->budget_tokens = s->cfg->max_batch_tokens;
 		r->last_nomem = NULL;
+		r->n_ref = 0;
 		if (r->n_running == 0 && r->sched->waiting(r->sched_priv) == 0)
 			return 0;
 		step_begin(r, again);
@@ -752,6 +758,118 @@ static int batch_full(const struct kv_replica *r)
 	return r->n_batch >= r->sim->cfg->max_batch_seqs || r->budget_tokens == 0;
 }
 
+/*
+ * Whether the waiting requests refused in the batch just formed (not full)
+ * are refused again, the same way, at every later formation of the run, so
+ * that the run may go on with them waiting.  The scheduler promises to try
+ * the same ones in the same order (KV_PLUGIN_F_MACRO_REFUSED); a refusal for
+ * the budget left has no side effect and repeats (the batch and the budget
+ * left are the run's), and so does one by the engine's admit rule in a step
+ * that preempted nobody (vLLM V1's progress guard, which a request ending
+ * anywhere reopens, never closes under fifo, whose victims are the newest:
+ * engine_vllm.c; SGLang runs no macro step with requests waiting); a
+ * refusal for memory touches only the pool (no prefix cache: prefix_hit and
+ * evictable_bytes would take references, evict and reorder LRU lists) and
+ * repeats because
+ * the run only allocates: the free units at a later formation are a subset
+ * of those now, and a buddy allocation of aligned blocks that fails on a set
+ * of free units fails on every subset.  Those memory refusals are made
+ * again at each formation (macro_refuse), in the per-step engine's order,
+ * so the pool's counters (alloc_fail, alloc_fail_frag) and its free stacks
+ * are the per-step engine's.  Not in a step that preempted (vLLM V1 admits
+ * nobody then, but would in the next).
+ */
+static int macro_refused_ok(const struct kv_replica *r)
+{
+	uint32_t i;
+
+	if (!(r->sched->flags & KV_PLUGIN_F_MACRO_REFUSED) || r->step_preempted ||
+	    r->n_ref > KV_MACRO_REFUSED || r->cache->prefix_hit || r->cache->evictable_bytes)
+		return 0;
+	for (i = 0; i < r->n_ref; i++)
+		if (r->ref_q[i]->state != KV_REQ_WAITING || r->ref_q[i]->batch_tokens)
+			return 0; /* refused, then admitted after all */
+	return 1;
+}
+
+/*
+ * The memory refusals of the formation at the end of a run's step (after
+ * its planned growths), made again as macro_start recorded them: each must
+ * fail again (macro_refused_ok says why it does).
+ */
+static void macro_refuse(struct kv_replica *r)
+{
+	uint32_t i;
+
+	for (i = 0; i < r->macro_nref; i++) {
+		struct kv_req *q = r->ref_q[i];
+		int rc = kv__replica_schedule(r, q);
+
+		KV_CHECK(rc == KV_ENOMEM,
+			 "replica %u: waiting request %llu, refused memory when the macro step began, now gets %d",
+			 r->idx, (unsigned long long)q->id, rc);
+	}
+	r->n_ref = r->macro_nref; /* the record stays the run's */
+}
+
+/*
+ * The window terms of a run's step whose requests' contexts are their
+ * kv_tokens + d: the tokens past the window W over the batch (the pairs a
+ * windowed layer skips, kv__decodes_add), and in *past the requests with
+ * any (each adds one to the live excess when the step ends: step_apply).
+ * 0 without a window.
+ */
+static uint64_t macro_skip(const struct kv_replica *r, uint64_t d, uint32_t *past)
+{
+	uint64_t w = r->window_tokens, skip = 0;
+	uint32_t i, m = 0;
+
+	for (i = 0; w != UINT64_MAX && i < r->n_batch; i++) {
+		uint64_t x = r->batch[i]->kv_tokens + d;
+
+		if (x > w) {
+			skip += x - w;
+			m++;
+		}
+	}
+	*past = m;
+	return skip;
+}
+
+/*
+ * The KV bytes a run's step reads and dequantises, as batch_add and
+ * form_step count them: each request's context is its kv_tokens + d (d = 1
+ * for the step being formed, ctx their sum, skip their tokens past the
+ * window).  A cache model's read_bytes and dequant_bytes hooks are pure
+ * functions of the context, summed in integers over the batch as batch_add
+ * sums them; without them the read is form_step's (ctx - f * skip) * beta.
+ */
+static void macro_bytes(const struct kv_replica *r, struct kv_batch_shape *sh, uint64_t d,
+			uint64_t ctx, uint64_t skip)
+{
+	const struct kv_cache_ops *c = r->cache;
+	uint64_t rb = 0, db = 0;
+	uint64_t plain = (uint64_t)(((double)ctx - r->window_frac * (double)skip) * r->beta_bytes);
+	uint32_t i;
+
+	sh->window_skip_pairs = skip;
+	if (!c->read_bytes && !c->dequant_bytes) {
+		sh->kv_read_bytes = plain;
+		return;
+	}
+	for (i = 0; i < r->n_batch; i++) {
+		uint64_t x = r->batch[i]->kv_tokens + d;
+
+		if (c->read_bytes)
+			rb += c->read_bytes(r->cache_priv, x);
+		if (c->dequant_bytes)
+			db += c->dequant_bytes(r->cache_priv, x);
+	}
+	/* with read_bytes, form_step adds its plain term of nothing: 0 */
+	sh->kv_read_bytes = c->read_bytes ? rb : plain;
+	sh->dequant_bytes = db;
+}
+
 /* Counts the batch's requests per tenant into macro_tn / macro_tc. */
 static void macro_count_tenants(struct kv_replica *r)
 {
@@ -788,12 +906,14 @@ static int macro_start(struct kv_replica *r, kv_ns d1_ns)
 	struct kv_sim *s = r->sim;
 	struct kv_batch_shape sh;
 	struct kv_perf_run run;
-	uint64_t K = KV_MACRO_STEPS, ctx;
+	uint64_t K = KV_MACRO_STEPS, ctx, skip;
 	uint32_t i, n = r->n_batch, k;
+	int refused;
 	kv_ns *t = r->macro_t;
 
-	if (!r->macro_ok || n != r->n_running ||
-	    (r->sched->waiting(r->sched_priv) && !batch_full(r)))
+	/* with requests waiting and the batch not full, they were refused: repeat it */
+	refused = r->sched->waiting(r->sched_priv) && !batch_full(r);
+	if (!r->macro_ok || n != r->n_running || (refused && !macro_refused_ok(r)))
 		return 0;
 	for (i = 0; i < n; i++) {
 		const struct kv_req *q = r->batch[i];
@@ -816,19 +936,27 @@ static int macro_start(struct kv_replica *r, kv_ns d1_ns)
 	kv_perf_iter_prep(&s->perf, &sh, &run); /* the terms no step changes */
 	t[0] = s->now;
 	t[1] = s->now + d1_ns;
+	skip = macro_skip(r, 1, &r->macro_wx[1]);
+	KV_CHECK(skip == sh.window_skip_pairs, "replica %u: %llu pairs past the window, the batch has %llu",
+		 r->idx, (unsigned long long)skip, (unsigned long long)sh.window_skip_pairs);
 	for (k = 2; k <= K; k++) {
 		sh.attn_pairs += n;
 		ctx += n;
-		sh.kv_read_bytes = (uint64_t)((double)ctx * r->beta_bytes);
+		skip = macro_skip(r, k, &r->macro_wx[k]);
+		macro_bytes(r, &sh, k, ctx, skip);
 		t[k] = t[k - 1] + kv_perf_iter_run_ns(&s->perf, &run, &sh);
 	}
 	if (r->sched->macro_steps) /* the policy's next decision */
 		K = KV_MIN(K, r->sched->macro_steps(r->sched_priv, r, t, (uint32_t)K));
+	if (K >= 2 && r->eng->macro_steps) /* the engine's (SGLang: a prefill batch to try) */
+		K = KV_MIN(K, r->eng->macro_steps(r->eng_priv, r, (uint32_t)K));
 	if (K < 2)
 		return 0;
 	while (r->macro_ng && r->macro_grow[r->macro_ng - 1] >> 32 >= K)
 		r->macro_ng--; /* growths planned past the run, now cut shorter */
 	macro_count_tenants(r);
+	/* every formation of the run repeats them (a full batch refuses with KV_ERANGE, no side effect) */
+	r->macro_nref = refused ? r->n_ref : 0;
 	r->macro_k = r->macro_kq = r->macro_ko = 0;
 	r->macro_K = (uint32_t)K;
 	r->macro_seq = kv_heap_push_at(&s->heap, t[K], t[K - 1], KV_EV_ITER_DONE, r->idx,
@@ -962,8 +1090,9 @@ static void macro_grow(struct kv_replica *r, uint32_t k, kv_ns t)
 
 /* Stores kv__replica_sync's register copies of r's and the tenant's sums. */
 static inline void sync_store(struct kv_replica *r, double res_Bs, double used_Bs, double frag_s,
-			      kv_ns t0, kv_ns busy, kv_ns start, uint64_t live)
+			      kv_ns t0, kv_ns busy, kv_ns start, uint64_t live, uint64_t wx)
 {
+	r->live_win_excess = wx;
 	r->reserved_Bs = res_Bs;
 	r->used_Bs = used_Bs;
 	r->extfrag_s = frag_s;
@@ -986,14 +1115,14 @@ static inline void sync_store(struct kv_replica *r, double res_Bs, double used_B
 void kv__replica_sync(struct kv_replica *r, const struct kv_event *e)
 {
 	struct kv_sim *s = r->sim;
-	uint32_t k = r->macro_k, k0 = k, n = r->n_batch, i;
+	uint32_t k = r->macro_k, k0 = k, kc = k, n = r->n_batch, i;
 	/* rep_acct_at's terms that no macro step changes: the pool is r's own and untouched */
 	double reserved = (double)(r->pool.size_bytes - r->pool.free_bytes);
 	double frag = kv_pool_ext_frag(&r->pool);
 	/* the sums the steps add to, in registers (same operations, same order) */
 	double res_Bs = r->reserved_Bs, used_Bs = r->used_Bs, frag_s = r->extfrag_s;
 	kv_ns t0 = r->acct_t0_ns, busy = r->busy_ns, start = r->iter_start_ns;
-	uint64_t live = r->live_tokens;
+	uint64_t live = r->live_tokens, wx = r->live_win_excess;
 
 	for (;;) {
 		kv_ns t;
@@ -1013,27 +1142,41 @@ void kv__replica_sync(struct kv_replica *r, const struct kv_event *e)
 		if (t != t0) {
 			dt_s = (double)(t - t0) * 1e-9;
 			res_Bs += reserved * dt_s;
-			used_Bs += (double)live * r->beta_bytes * dt_s;
+			/* kv_replica_live_bytes(r), term for term */
+			used_Bs += (wx ? ((double)live - r->window_frac * (double)wx) * r->beta_bytes
+				       : (double)live * r->beta_bytes) * dt_s;
 			frag_s += frag * dt_s;
 			t0 = t;
 		}
 		busy += t - start;
 		start = t;
 		live += n;
+		wx += r->macro_wx[k + 1]; /* step_apply's, request by request */
 		k++;
 		grow = r->macro_gi < r->macro_ng && r->macro_grow[r->macro_gi] >> 32 == k;
 		if (grow) {
-			sync_store(r, res_Bs, used_Bs, frag_s, t0, busy, start, live);
+			sync_store(r, res_Bs, used_Bs, frag_s, t0, busy, start, live, wx);
 			macro_grow(r, k, t);
 			reserved = (double)(r->pool.size_bytes - r->pool.free_bytes);
 			frag = kv_pool_ext_frag(&r->pool);
 		}
+		if (r->macro_nref) { /* the formation's refused waiters, after its growths */
+			if (!grow)
+				sync_store(r, res_Bs, used_Bs, frag_s, t0, busy, start, live, wx);
+			r->iterations += k - kc; /* the replica as the per-step engine has it */
+			s->events += k - kc;
+			s->macro_steps += k - kc;
+			kc = k;
+			macro_refuse(r);
+			reserved = (double)(r->pool.size_bytes - r->pool.free_bytes);
+			frag = kv_pool_ext_frag(&r->pool);
+		}
 	}
-	sync_store(r, res_Bs, used_Bs, frag_s, t0, busy, start, live);
+	sync_store(r, res_Bs, used_Bs, frag_s, t0, busy, start, live, wx);
 	/* per step: the per-step engine's iteration and its ITER_DONE event */
-	r->iterations += k - k0;
-	s->events += k - k0;
-	s->macro_steps += k - k0;
+	r->iterations += k - kc;
+	s->events += k - kc;
+	s->macro_steps += k - kc;
 	if (k > k0) {
 		const struct kv_fairness_cfg *fw = &s->cfg->fairness;
 		/* a decode's service, as step_apply computes it: in = 0, one output token */
@@ -1055,6 +1198,8 @@ void kv__replica_sync(struct kv_replica *r, const struct kv_event *e)
 		/* the formations at the ends of steps k0 + 1 .. k (of steps k0 + 2 .. k + 1) */
 		if (r->sched->macro_apply)
 			r->sched->macro_apply(r->sched_priv, r, &r->macro_t[k0 + 1], k - k0);
+		if (r->eng->macro_apply)
+			r->eng->macro_apply(r->eng_priv, r, k - k0);
 	}
 	r->macro_k = k;
 	if (r->macro_ko < k) {
@@ -1113,7 +1258,7 @@ static void macro_end(struct kv_replica *r)
 	struct kv_sim *s = r->sim;
 	struct kv_batch_shape sh = r->shape;
 	uint64_t pairs = 0;
-	uint32_t i, k;
+	uint32_t i, k, past;
 
 	kv__replica_sync(r, NULL);
 	kv__replica_sync_reqs(r);
@@ -1121,7 +1266,7 @@ static void macro_end(struct kv_replica *r)
 	for (i = 0; i < r->n_batch; i++)
 		pairs += r->batch[i]->kv_tokens + 1;
 	sh.attn_pairs = pairs;
-	sh.kv_read_bytes = (uint64_t)((double)pairs * r->beta_bytes);
+	macro_bytes(r, &sh, 1, pairs, macro_skip(r, 1, &past));
 	/* step 1's own duration came from iter_ns (with any host-link copies a swap queued) */
 	KV_CHECK(k == 0 || kv_perf_iter_ns(&s->perf, &sh) == r->macro_t[k + 1] - r->macro_t[k],
 		 "replica %u: macro step %u of %u lasts %llu ns, predicted %llu", r->idx, k + 1,
@@ -1306,10 +1451,18 @@ int kv__replica_init(struct kv_sim *s, struct kv_replica *r, uint32_t idx)
 	r->max_seqs = c->max_batch_seqs;
 	r->decode_cap = r->plain_decode ? r->max_seqs : 0;
 	r->macro_ok = s->macro && (r->cache->flags & KV_PLUGIN_F_MACRO_STEPS) &&
-		      (r->eng->flags & KV_PLUGIN_F_MACRO_STEPS) && r->plain_decode &&
-		      r->offload == KV_OFFLOAD_NONE &&
-		      r->window_frac == 0.0; /* windowed reads change per step: not in macro_start */
+		      (r->eng->flags & KV_PLUGIN_F_MACRO_STEPS) &&
+		      /* read and dequantised bytes: macro_bytes; recomputed tokens: none */
+		      (!r->cache->extra_prefill_tokens ||
+		       (r->cache->no_extra && r->cache->no_extra(r->cache_priv)));
+	/*
+	 * Offloading (swap) changes preemption and adds the host-link copies
+	 * to the iteration they are queued for: the first of a run (iter_ns,
+	 * its duration d1_ns), none later (nobody is preempted or swapped in
+	 * inside a run).  A window: macro_skip per step.
+	 */
 	r->macro_t = kv_xcalloc(KV_MACRO_STEPS + 1, sizeof(*r->macro_t));
+	r->macro_wx = kv_xcalloc(KV_MACRO_STEPS + 1, sizeof(*r->macro_wx));
 	r->macro_grow = kv_xcalloc(KV_MACRO_GROWS, sizeof(*r->macro_grow));
 	r->macro_tn = kv_xcalloc(KV_MAX(c->source.n_tenants, 1), sizeof(*r->macro_tn));
 	r->macro_tc = kv_xcalloc(KV_MAX(c->source.n_tenants, 1), sizeof(*r->macro_tc));
@@ -1334,6 +1487,7 @@ void kv__replica_release(struct kv_replica *r)
 	free(r->running);
 	free(r->batch);
 	free(r->macro_t);
+	free(r->macro_wx);
 	free(r->macro_grow);
 	free(r->macro_tn);
 	free(r->macro_tc);

@@ -79,5 +79,6 @@ const struct kv_sched_ops kv_sched_fifo = {
 	.form_batch = fifo_form_batch,
 	.dequeue = fifo_dequeue,
 	.waiting = fifo_waiting,
-	.flags = KV_PLUGIN_F_MACRO_STEPS, /* keep_running + FIFO admission: the same batch while nothing changes */
+	/* keep_running + FIFO admission: the same batch while nothing changes; a refused head blocks the queue */
+	.flags = KV_PLUGIN_F_MACRO_STEPS | KV_PLUGIN_F_MACRO_REFUSED,
 };

@@ -250,14 +250,22 @@ static void vtc_form_batch(void *priv, struct kv_replica *r)
  * the running requests in order (keep_running), charges
  * every running request w_q (a decode) and decides nothing else, so any
  * number of steps qualifies; the batch's decodes per tenant are kept for
- * vtc_macro_apply.
+ * vtc_macro_apply.  With the batch not full and requests waiting, the head
+ * of the lowest backlogged tenant was refused (KV_PLUGIN_F_MACRO_REFUSED):
+ * the next formations try the same head only while one tenant is
+ * backlogged (then lowest() is that tenant whatever the counters; with two,
+ * the charges could reorder them), so with two or more no step qualifies.
  */
 static uint32_t vtc_macro_steps(void *priv, struct kv_replica *r, const kv_ns *t, uint32_t K)
 {
 	struct vtc *v = priv;
-	uint32_t i;
+	uint32_t i, backlogged = 0;
 
 	(void)t;
+	for (i = 0; i < v->n_tenants; i++)
+		backlogged += v->q[i].n != 0;
+	if (backlogged > 1 && r->n_batch < r->sim->cfg->max_batch_seqs && r->budget_tokens)
+		return 0; /* a refused head: another tenant's might be tried next */
 	for (i = 0; i < v->n_tenants; i++)
 		v->macro_n[i] = 0;
 	for (i = 0; i < r->n_batch; i++) {
@@ -316,5 +324,6 @@ const struct kv_sched_ops kv_sched_vtc = {
 	.waiting = vtc_waiting,
 	.macro_steps = vtc_macro_steps,
 	.macro_apply = vtc_macro_apply,
-	.flags = KV_PLUGIN_F_MACRO_STEPS, /* keep_running + charges applied by vtc_macro_apply */
+	/* keep_running + charges applied by vtc_macro_apply; a refused head repeats with one tenant backlogged */
+	.flags = KV_PLUGIN_F_MACRO_STEPS | KV_PLUGIN_F_MACRO_REFUSED,
 };

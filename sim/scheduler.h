@@ -36,6 +36,13 @@
  * at the request), then form_batch called again with the same requests one
  * token further (their holdings grown as planned) forms the same batch,
  * preempts nobody and changes nothing of its state that another hook reads.
+ * With KV_PLUGIN_F_MACRO_REFUSED it says the same when it admitted nobody
+ * because the waiting requests it tried were refused (memory, or the
+ * budget left): called again, it tries the same waiting requests in the same
+ * order and stops (fifo: the head blocks the queue; vtc: while one tenant
+ * is backlogged, its macro_steps hook refusing the run otherwise).  The engine repeats
+ * their memory refusals at every formation of the run (replica.c
+ * macro_refuse), so the pool's refusal counters are the per-step engine's.
  * The two optional hooks below widen or qualify that:
  *   macro_steps (optional) the batch just formed at t[0] qualifies as
  *               above, except perhaps for its order; the engine would call

@@ -33,6 +33,16 @@
  *   formed    the scheduler formed the step's batch: return 1 to drop it
  *             (it must be empty) and form again with step(again = 1); 0 to
  *             run it.  Engines update their step statistics here.
+ *   macro_steps (optional; an engine with KV_PLUGIN_F_MACRO_STEPS) the
+ *             batch just formed at t[0] is a macro step's first (engine.h:
+ *             every running request decodes, in a run of K steps): return
+ *             the K' <= K such that the formations at t[1..K'-1] give the
+ *             same batch (0 or 1: none).  NULL: K.
+ *   macro_apply (optional) the formations at the ends of n steps of such a
+ *             run happened: update the private state exactly as their
+ *             step() and formed() calls would, bit for bit.  Called lazily,
+ *             before any hook of this replica runs.  NULL: they change
+ *             nothing.
  *   fini      once at the end.
  * Hooks must not schedule, admit or preempt anything themselves, and must not
  * allocate per call.
@@ -66,6 +76,8 @@ struct kv_engine_ops {
 	int (*admit)(void *priv, struct kv_replica *r, struct kv_req *q, uint64_t take,
 		     uint64_t *want);
 	int (*formed)(void *priv, struct kv_replica *r);
+	uint32_t (*macro_steps)(void *priv, struct kv_replica *r, uint32_t K); /* optional */
+	void (*macro_apply)(void *priv, struct kv_replica *r, uint32_t n); /* optional */
 };
 
 /* The engine with that name (kv_plugin_find), or NULL. */

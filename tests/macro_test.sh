@@ -13,11 +13,20 @@
 #     power-of-two weights and distinct priorities, batches that fill) under
 #     every engine, scheduler and cache model, preempt's variants (mlfq,
 #     segments, aging, swap), and bench/million-tenants.yaml (eight tenants,
-#     20,000 requests) under every scheduler with vllm-v0 and vllm.
+#     20,000 requests) under every scheduler with vllm-v0 and vllm;
+#   - memory-bound and saturated: bench/million.yaml at 80 req/s (5,000
+#     requests), where waiting requests are refused memory at most steps,
+#     under vllm-v0, vllm (no prefix cache) and sglang with full and chunked,
+#     and under vtc (one tenant); chunked with offload (swap, serial and
+#     overlapped copies), also under tests/data/macro/tenants.yaml with vtc;
+#   - a windowed model: Gemma-2-9B with its window cut to 200 tokens (so
+#     contexts pass it), under every engine and cache model.
 # Compared: every *.csv the run writes (requests, timeseries, summary with
 # its event count, tenants).  Also checked: macro steps did run (the
 # KVSIM_MACRO_STATS line) in the fifo runs, and in every scheduler's
-# multi-tenant runs, so the comparison is not vacuous.
+# multi-tenant runs, so the comparison is not vacuous; with memory-refused
+# waiters (fifo and vtc, full, vllm-v0 and vllm) most events are macro steps; sglang,
+# quantized, sparse and the windowed model take them.
 # usage: tests/macro_test.sh KVSIM SOURCE_DIR [-j JOBS]; exits 77 without traces.
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 KVSIM SOURCE_DIR [-j JOBS]" >&2; exit 2; }
@@ -33,6 +42,9 @@ caches=(full chunked quantized sparse shared)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/o" "$tmp/r"
+gw="$tmp/gemma-w200.yaml" # a windowed model whose window short requests pass
+sed 's/^sliding_window: 4096$/sliding_window: 200/' "$src/configs/models/gemma-2-9b.yaml" > "$gw"
+grep -q '^sliding_window: 200$' "$gw" || { echo "macro: no window in $gw" >&2; exit 1; }
 
 # pair LABEL WORKLOAD [kvsim run options...]: runs both ways, compares every CSV
 pair() {
@@ -51,7 +63,7 @@ pair() {
       { echo "FAIL: $label: $(basename "$f") differs with --exact-steps"; diff "$f" "$o.macro/$(basename "$f")" | head -4; return 1; }
   done
   [ $n -ge 3 ] || { echo "FAIL: $label: only $n CSV files"; return 1; }
-  sed -n 's/^kvsim: macro steps: \([0-9]*\) of .*/\1/p' "$o.macro.err" > "$tmp/r/$(basename "$o")"
+  sed -n 's/^kvsim: macro steps: \([0-9]*\) of \([0-9]*\) .*/\1 \2/p' "$o.macro.err" > "$tmp/r/$(basename "$o")"
   rm -rf "$o.macro" "$o.exact"
 }
 
@@ -97,6 +109,21 @@ pair() {
       echo "pair mtm/$e/$sc $src/bench/million-tenants.yaml --set workload.requests=20000 --set engine=$e --set scheduler.name=$sc"
     done
   done
+  for e in vllm-v0 "vllm --set engine.prefix_caching=false" sglang; do
+    for c in full chunked; do
+      echo "pair msat/${e%% *}/$c $src/bench/million.yaml --set workload.requests=5000 --set workload.arrival.rate=80 --set engine.name=$e --set cache=$c"
+    done
+  done
+  echo "pair msat/vtc $src/bench/million.yaml --set workload.requests=5000 --set workload.arrival.rate=80 --set scheduler.name=vtc"
+  for ov in false true; do # an offloading cache: preempted requests swap out and back in (\' passes xargs)
+    echo "pair off/$ov $src/bench/million.yaml --set workload.requests=5000 --set workload.arrival.rate=80 --set \\'cache={name: chunked, offload: true, overlap: $ov}\\'"
+    echo "pair off/mt/$ov $src/tests/data/macro/tenants.yaml --set engine=vllm-v0 --set scheduler.name=vtc --set \\'cache={name: chunked, offload: true, overlap: $ov}\\'"
+  done
+  for e in "${engines[@]}"; do
+    for c in "${caches[@]}"; do
+      echo "pair win/$e/$c $src/workloads/default.yaml --set workload.requests=300 --set model=$gw --set engine=$e --set cache=$c"
+    done
+  done
 } > "$tmp/jobs"
 
 export -f pair
@@ -112,7 +139,20 @@ steps=$(cat "$tmp"/r/* | awk '{ s += $1 } END { print s + 0 }')
 # every scheduler takes macro steps with several tenants (vllm-v0, chunked; million-tenants)
 for sc in "${scheds[@]}"; do
   for l in "mt_vllm-v0_${sc}_chunked" "mtm_vllm-v0_$sc" "mtm_vllm_$sc"; do
-    [ "$(cat "$tmp/r/$l")" -gt 0 ] || { echo "macro: no macro steps in $l" >&2; exit 1; }
+    read -r st ev < "$tmp/r/$l"
+    [ "$st" -gt 0 ] || { echo "macro: no macro steps in $l" >&2; exit 1; }
   done
+done
+# memory-refused waiters: the run goes on (before, about 5% of these events were macro steps)
+for l in msat_vllm-v0_full msat_vllm_full msat_vtc; do
+  read -r st ev < "$tmp/r/$l"
+  [ $((2 * st)) -gt "$ev" ] || { echo "macro: $l: only $st macro steps of $ev events" >&2; exit 1; }
+done
+for l in msat_vllm-v0_chunked msat_vllm_chunked msat_sglang_full msat_sglang_chunked w_default_sglang_fifo \
+         t_AzureLLMInferenceTrace_conv_csv_sglang_fifo_full w_default_vllm-v0_fifo_quantized \
+         w_default_vllm-v0_fifo_sparse win_vllm-v0_full win_vllm-v0_chunked win_vllm-v0_quantized \
+         win_vllm-v0_sparse win_sglang_shared off_false off_true off_mt_false off_mt_true; do
+  read -r st ev < "$tmp/r/$l"
+  [ "$st" -gt 0 ] || { echo "macro: no macro steps in $l" >&2; exit 1; }
 done
 echo "macro: $runs runs byte-identical with --exact-steps; $used took macro steps ($steps iterations)"

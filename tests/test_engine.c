@@ -501,6 +501,115 @@ START_TEST(macro_steps_lone)
 END_TEST
 
 /*
+ * A waiting request refused memory, counted by hand.  The pool is pinned
+ * to 1500 tokens (93 units of 8 MiB); `full` reserves 1024 tokens (64
+ * units) a request, so one fits.  Two requests (prompt 100, T = 10
+ * outputs) arrive a microsecond apart, the second during the first's
+ * prefill.  Every formation while the first runs refuses the second its
+ * 64 units (29 free): after the prefill and after decodes 1 .. T - 2, so
+ * T - 1 refusals, each one failed allocation (alloc_fail), none with
+ * enough free bytes (alloc_fail_frag 0).  The T - 1 decodes are one macro
+ * step of T - 1 steps (T - 2 applied lazily) whose formations repeat the
+ * refusal (replica.c macro_refuse); then the second runs alone, T - 2 of
+ * its decodes lazily.  Both ways: the same counters, events (2 arrivals
+ * and 2T iterations) and finish times.
+ */
+START_TEST(macro_refused)
+{
+	const uint64_t T = 10;
+	const char *yaml = "model: llama-2-7b\ndevice: a100-80g\nscheduler: fifo\n"
+			   "cache: {name: full, max_len: 1024}\nmemory: {kv_tokens: 1500}\n"
+			   "outputs: {sample_interval: 0}\nworkload:\n  requests: 2\n"
+			   "  arrival: {process: poisson, rate: 1000000}\n"
+			   "  lengths: {dist: fixed, prompt: 100, output: 10}\n";
+	struct kv_workload w;
+	struct kv_sim s;
+	struct rec r[2];
+	struct kv_sink sink;
+	uint64_t events[2], macro[2], fail[2], frag[2], units[2];
+	int exact;
+
+	for (exact = 0; exact < 2; exact++) {
+		load(&w, yaml);
+		w.cfg.exact_steps = exact;
+		memset(&r[exact], 0, sizeof(r[exact]));
+		sink = (struct kv_sink){ .ctx = &r[exact], .request = rec_request };
+		sim_start(&w, &s, &sink, 1);
+		sim_finish(&s);
+		events[exact] = s.events;
+		macro[exact] = s.macro_steps;
+		fail[exact] = s.rep[0].pool.alloc_fail;
+		frag[exact] = s.rep[0].pool.alloc_fail_frag;
+		units[exact] = s.rep[0].pool.n_units;
+		kv_sim_release(&s);
+		kv_workload_release(&w);
+	}
+	ck_assert_uint_eq(units[0], 93);
+	ck_assert_uint_eq(r[0].ended[KV_END_COMPLETED], 2);
+	ck_assert_uint_eq(fail[0], T - 1);
+	ck_assert_uint_eq(fail[1], T - 1);
+	ck_assert_uint_eq(frag[0], 0);
+	ck_assert_uint_eq(frag[1], 0);
+	ck_assert_uint_eq(macro[0], 2 * (T - 2)); /* before refusals were repeated: T - 2 */
+	ck_assert_uint_eq(macro[1], 0);
+	ck_assert_uint_eq(events[0], 2 + 2 * T);
+	ck_assert_uint_eq(events[1], 2 + 2 * T);
+	ck_assert_uint_eq(r[0].finish[0], r[1].finish[0]);
+	ck_assert_uint_eq(r[0].finish[1], r[1].finish[1]);
+	ck_assert_uint_gt(r[0].finish[1], r[0].finish[0]);
+}
+END_TEST
+
+/*
+ * SGLang's new-token ratio inside macro steps, by hand: a lone request
+ * (prompt 100, T = 40 outputs) runs one prefill batch (no decay) and T - 1
+ * decode batches, each decaying the ratio by (0.7 - 0.098) / 600 from 0.7;
+ * SGLang's radix cache (the `shared` model, 16-token blocks, no growth
+ * promised) ends a run at each block boundary: the decodes at contexts 101
+ * .. 139 run as three macro steps of 12, 16 and 11 steps (to 112, 128 and
+ * the end), 36 steps applied lazily, whose formations' decays the engine's
+ * macro_apply makes.  Both ways the ratio is the T - 1 subtractions made
+ * one by one, to the bit.
+ */
+START_TEST(macro_sglang)
+{
+	const uint64_t T = 40;
+	const char *yaml = "model: llama-2-7b\ndevice: a100-80g\nscheduler: fifo\nengine: sglang\n"
+			   "outputs: {sample_interval: 0}\nworkload:\n  requests: 1\n"
+			   "  arrival: {process: poisson, rate: 1}\n"
+			   "  lengths: {dist: fixed, prompt: 100, output: 40}\n";
+	struct kv_workload w;
+	struct kv_sim s;
+	double ratio[2], want = 0.7;
+	uint64_t macro[2], events[2], k;
+	int exact;
+
+	for (k = 0; k + 1 < T; k++) {
+		want -= (0.7 - 0.098) / 600.0;
+		want = KV_MAX(want, 0.098);
+	}
+	for (exact = 0; exact < 2; exact++) {
+		load(&w, yaml);
+		w.cfg.exact_steps = exact;
+		sim_start(&w, &s, NULL, 1);
+		sim_finish(&s);
+		ratio[exact] = kv_engine_sglang_ratio(s.rep[0].eng_priv);
+		macro[exact] = s.macro_steps;
+		events[exact] = s.events;
+		kv_sim_release(&s);
+		kv_workload_release(&w);
+	}
+	ck_assert_uint_eq(macro[0], (12 - 1) + (16 - 1) + (11 - 1));
+	ck_assert_uint_eq(macro[1], 0);
+	ck_assert_uint_eq(events[0], 1 + T);
+	ck_assert_uint_eq(events[1], 1 + T);
+	ck_assert_msg(memcmp(&ratio[0], &want, sizeof(double)) == 0 &&
+			      memcmp(&ratio[1], &want, sizeof(double)) == 0,
+		      "ratio %.17g macro, %.17g exact, %.17g by hand", ratio[0], ratio[1], want);
+}
+END_TEST
+
+/*
  * kv_sum_exact, by hand: whole multiples of a power of two below 2^53 of
  * it are exact, anything that needs a 54th bit is not; and where it says
  * exact, the additions one by one give the one product.
@@ -634,6 +743,8 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, reject_alone_running);
 	tcase_add_test(tc, decode_paths_agree);
 	tcase_add_test(tc, macro_steps_lone);
+	tcase_add_test(tc, macro_refused);
+	tcase_add_test(tc, macro_sglang);
 	tcase_add_test(tc, sum_exact);
 	tcase_add_test(tc, macro_tenants);
 	tcase_set_timeout(tc, 120);

@@ -514,6 +514,13 @@ static const struct kv_model *model_named(const char *name)
 		 * tokens the other models have.
 		 */
 		m[i].max_ctx_tokens = KV_MIN(m[i].max_ctx_tokens, 4096U);
+		/*
+		 * Gemma-2-9B's window (4096) would then never be passed: cut to
+		 * 512 tokens, so that windowed holdings slide and free blocks,
+		 * and macro steps count pairs past the window, in its cases.
+		 */
+		if (m[i].sliding_window)
+			m[i].sliding_window = KV_MIN(m[i].sliding_window, 512U);
 		loaded[i] = 1;
 	}
 	return &m[i];
