@@ -100,13 +100,19 @@ static void sync_route(struct kv_sim *s, const struct kv_event *e)
 		return;
 	}
 	if (s->out_tree.key && s->cfg->router == &kv_router_lot) { /* on a large cluster */
-		/*
-		 * It reads the least view only: a replica whose lower bound
-		 * exceeds the least view now cannot hold the least count at e
-		 * (ties included), so only those at or under it are brought up.
-		 */
-		uint64_t bound = s->out_tree.key[kv_mintree_min(&s->out_tree)];
+		uint64_t bound;
 
+		/* first the replicas whose bound lapsed by e: their view is brought up */
+		n = kv_mintree_at_most(&s->exp_tree, e->t_ns, s->due);
+		for (i = 0; i < n; i++)
+			kv__replica_sync_outstanding(&s->rep[s->due[i]], e);
+		/*
+		 * The router reads the least view only: a replica whose lower
+		 * bound exceeds the least view now cannot hold the least count
+		 * at e (ties included), so only those at or under it are
+		 * brought up.
+		 */
+		bound = s->out_tree.key[kv_mintree_min(&s->out_tree)];
 		n = kv_mintree_at_most(&s->low_tree, bound, s->due);
 		for (i = 0; i < n; i++)
 			if (s->macro_onext[s->due[i]] <= e->t_ns)
@@ -390,7 +396,8 @@ int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct 
 		s->macro_next[i] = s->macro_onext[i] = KV_NS_NEVER;
 	if (cfg->router == &kv_router_lot && s->n_rep >= KV_ROUTE_TREE_MIN_REPLICAS) {
 		kv_mintree_init(&s->out_tree, s->n_rep, 0);
-		kv_mintree_init(&s->low_tree, s->n_rep, 0);
+		kv_mintree_init(&s->low_tree, s->n_rep, UINT64_MAX); /* no replica lags yet */
+		kv_mintree_init(&s->exp_tree, s->n_rep, KV_NS_NEVER);
 		s->due = kv_xmalloc(s->n_rep * sizeof(*s->due));
 	}
 	s->rep = kv_xcalloc(s->n_rep, sizeof(*s->rep));
@@ -413,6 +420,7 @@ void kv_sim_release(struct kv_sim *s)
 	free(s->macro_onext);
 	kv_mintree_release(&s->out_tree);
 	kv_mintree_release(&s->low_tree);
+	kv_mintree_release(&s->exp_tree);
 	free(s->due);
 	kv__slots_release(s);
 	if (s->src)

@@ -10,10 +10,11 @@
  * lower indices, the root holds the lowest index among the minima: exactly
  * what a linear scan `if (key[i] < key[best]) best = i` returns.  The
  * engine keeps one over the replicas' outstanding tokens (the
- * least-outstanding-tokens router's pick) and one over the end of each
- * replica's next step the router does not yet see (which replicas an
- * arrival must bring up), so that an arrival costs O(log replicas) instead
- * of two scans of every replica.  Memory: 12 bytes per leaf, allocated at
+ * least-outstanding-tokens router's pick), one over lower bounds of those
+ * counts and one over when each bound lapses (which replicas an arrival
+ * must bring up: engine.h kv__out_bound), so that an arrival costs
+ * O(log replicas) per replica it touches instead of two scans of every
+ * replica.  Memory: 12 bytes per leaf, allocated at
  * init; updates and queries allocate nothing.
  */
 #ifndef KV_MINTREE_H

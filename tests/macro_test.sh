@@ -95,6 +95,7 @@ pair() {
     done
   done
   echo "pair fleet64 $src/bench/fleet.yaml --set workload.requests=20000 --set cluster.replicas=64 --set workload.arrival.rate=160"
+  echo "pair fleet1000 $src/bench/fleet.yaml --set workload.requests=30000 --set cluster.replicas=1000 --set workload.arrival.rate=2500"
   mt="$src/tests/data/macro/tenants.yaml"
   for e in "${engines[@]}"; do
     for sc in "${scheds[@]}"; do
