@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #define MAX_SETS 64
-#define DEFAULT_MAX_EVALS 200
+#define DEFAULT_MAX_EVALS 1500
 #define MIN_FIT_REQUESTS 8
 
 struct fr_args {
@@ -30,6 +30,7 @@ struct fr_args {
 	double holdout; /* share of the run (the last requests by send time) held out */
 	unsigned max_evals;
 	int quiet, validate;
+	int single; /* --single-start: one descent from the device's coefficients */
 };
 
 static void usage(FILE *f, int validate)
@@ -59,7 +60,7 @@ static void usage(FILE *f, int validate)
 	else
 		fputs("usage: kvsim calibrate --from-run RUN WORKLOAD.yaml [-o PROFILE.yaml]\n"
 		      "                       [--holdout F] [--max-evals N] [--set key.path=value]...\n"
-		      "                       [--quiet]\n"
+		      "                       [--single-start] [--quiet]\n"
 		      "\n"
 		      "Fits the device profile's eff_bw, eff_flops, overhead and per_seq to a\n"
 		      "recorded serving run: RUN is replayed in the simulator with WORKLOAD's\n"
@@ -78,7 +79,9 @@ static void usage(FILE *f, int validate)
 		      "                     plus -fit.csv (coefficients and intervals) and\n"
 		      "                     -holdout.csv (held-out errors, start and fitted)\n"
 		      "  --holdout F        share of the run held out, in [0, 0.9] (default 0.5)\n"
-		      "  --max-evals N      most replays the fit may run (default 200)\n"
+		      "  --max-evals N      most replays the fit may run (default 1000)\n"
+		      "  --single-start     one descent from WORKLOAD's device, no screen of\n"
+		      "                     other starts (faster; may stop in a local minimum)\n"
 		      "  --set k=v          override a workload key, as in `kvsim run`\n"
 		      "  --quiet            no table\n"
 		      "\n"
@@ -110,7 +113,8 @@ static int parse_args(int argc, char **argv, struct fr_args *a, int validate)
 		{ "output", required_argument, NULL, 'o' },   { "profile", required_argument, NULL, 'p' },
 		{ "holdout", required_argument, NULL, 'H' },  { "max-evals", required_argument, NULL, 'm' },
 		{ "set", required_argument, NULL, 'S' },      { "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },           { NULL, 0, NULL, 0 },
+		{ "help", no_argument, NULL, 'h' },           { "single-start", no_argument, NULL, '1' },
+		{ NULL, 0, NULL, 0 },
 	};
 	const char *cmd = validate ? "validate" : "calibrate";
 	char *end;
@@ -165,6 +169,11 @@ static int parse_args(int argc, char **argv, struct fr_args *a, int validate)
 			break;
 		case 'q':
 			a->quiet = 1;
+			break;
+		case '1':
+			if (validate)
+				return bad_opt(a, "--single-start", "", "no --single-start with validate");
+			a->single = 1;
 			break;
 		case 'h':
 			usage(stdout, validate);
@@ -466,7 +475,7 @@ int kv_cmd_calibrate_from_run(int argc, char **argv)
 		return fr_end(&c, 2);
 	}
 	start = c.w.cfg.device;
-	if ((rc = kv_run_fit(&c.rp, &start, n_fit, c.a.max_evals, &fit, &d))) {
+	if ((rc = kv_run_fit(&c.rp, &start, n_fit, c.a.max_evals, !c.a.single, &fit, &d))) {
 		kv_diag_print(&d, stderr);
 		return fr_end(&c, rc == KV_ERANGE ? 1 : 2);
 	}

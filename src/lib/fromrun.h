@@ -154,7 +154,7 @@ extern const char *const kv_run_fit_name[KV_RFIT_N]; /* "eff_bw", ... as in perf
  * code with d filled (a replay that failed; KV_ERANGE when GSL failed).
  */
 int kv_run_fit(struct kv_replay *rp, const struct kv_device *start, size_t n_fit,
-	       unsigned max_evals, struct kv_run_fit *f, struct kv_diag *d);
+	       unsigned max_evals, int multi, struct kv_run_fit *f, struct kv_diag *d);
 
 /*
  * Writes dev as a device profile `kvsim run` reads (--set device=PATH),

@@ -54,7 +54,15 @@
 #define MISS_FACTOR 10.0 /* a request not completed in the replay counts as this many times its measure */
 #define EDGE 1e-3 /* a logistic start is kept this share of its range inside the bounds */
 #define SOFT_START_MIN -1.0 /* a softplus start is at x >= this: v >= 0.31 s */
-#define RESTARTS 3 /* trust-region runs, each from the best point so far */
+#define RESTARTS 3 /* trust-region runs of one descent, each from its best point so far */
+#define N_GRID 63 /* screened starts: 3 eff_bw x 3 eff_flops x 7 overhead (grid_eff, grid_o) */
+#define N_DESCENTS 7 /* descents: from the start, and from the 6 screened starts of lowest cost */
+#define GRID_O_BASE 1e6 /* overhead (ns) the grid scales when the start's is 0 */
+
+/* The screen's grid: logistic x offsets of the effs (x +- 1: 0.83 -> 0.64, 0.93; 0.71 -> 0.47,
+ * 0.87), and factors of the start's overhead (log scale, both sides of the start). */
+static const double grid_eff[3] = { -1, 0, 1 };
+static const double grid_o[7] = { 0.5, M_SQRT1_2, 1, M_SQRT2, 2, 2 * M_SQRT2, 4 };
 
 const char *const kv_run_fit_name[KV_RFIT_N] = { "eff_bw", "eff_flops", "overhead", "per_seq" };
 
@@ -117,7 +125,9 @@ struct fit_ctx {
 	int capped;
 	int err; /* a replay's error code, 0 when none */
 	struct kv_diag *d;
-	double best_cost, best_x[KV_RFIT_N];
+	unsigned stop_at; /* the current descent's share of max_evals ends at this count */
+	double best_cost, best_x[KV_RFIT_N]; /* the best point of the current descent */
+	double top_cost, top_x[KV_RFIT_N]; /* the best point of the whole fit */
 	gsl_vector *last_x, *last_f; /* the last point evaluated and its residuals (for df) */
 	int have_last;
 };
@@ -178,8 +188,8 @@ static int eval(struct fit_ctx *c, const gsl_vector *x, gsl_vector *f)
 	double cost;
 	int k, rc;
 
-	if (c->evals >= c->max_evals) {
-		c->capped = 1;
+	if (c->evals >= c->max_evals || c->evals >= c->stop_at) {
+		c->capped |= c->evals >= c->max_evals;
 		return GSL_EMAXITER;
 	}
 	c->evals++;
@@ -200,6 +210,11 @@ static int eval(struct fit_ctx *c, const gsl_vector *x, gsl_vector *f)
 		c->best_cost = cost;
 		for (k = 0; k < KV_RFIT_N; k++)
 			c->best_x[k] = gsl_vector_get(x, (size_t)k);
+	}
+	if (cost < c->top_cost) {
+		c->top_cost = cost;
+		for (k = 0; k < KV_RFIT_N; k++)
+			c->top_x[k] = gsl_vector_get(x, (size_t)k);
 	}
 	gsl_vector_memcpy(c->last_x, x);
 	gsl_vector_memcpy(c->last_f, f);
@@ -261,17 +276,59 @@ static void intervals(gsl_matrix *J, const double *x, double cost, size_t n, str
 	gsl_matrix_free(cov);
 }
 
+/* One descent from x0: trust-region runs, each from the descent's best point so far. */
+static int descend(struct fit_ctx *c, gsl_multifit_nlinear_fdf *fdf,
+		   gsl_multifit_nlinear_workspace *ws, gsl_vector *x0, unsigned budget,
+		   unsigned *iters, int *info)
+{
+	int k, r, status = GSL_SUCCESS;
+
+	c->stop_at = c->evals + budget;
+	c->best_cost = INFINITY;
+	for (r = 0; r < RESTARTS && !c->err && c->evals < c->stop_at; r++) {
+		double before = c->best_cost;
+
+		if (r)
+			for (k = 0; k < KV_RFIT_N; k++)
+				gsl_vector_set(x0, (size_t)k, c->best_x[k]);
+		status = gsl_multifit_nlinear_init(x0, fdf, ws);
+		if (status == GSL_SUCCESS)
+			status = gsl_multifit_nlinear_driver(100, 1e-7, 1e-10, 1e-10, NULL, NULL, info, ws);
+		*iters += (unsigned)gsl_multifit_nlinear_niter(ws);
+		if (r && !(c->best_cost < 0.99 * before))
+			break; /* a fresh trust region found nothing better */
+	}
+	return status;
+}
+
+/* A screened start: its cost and place in the grid (ties go to the earlier). */
+struct screened {
+	double cost, x[KV_RFIT_N];
+	int idx;
+};
+
+static int by_cost(const void *a, const void *b)
+{
+	const struct screened *p = a, *q = b;
+
+	return p->cost < q->cost ? -1 : p->cost > q->cost ? 1 : p->idx - q->idx;
+}
+
 int kv_run_fit(struct kv_replay *rp, const struct kv_device *start, size_t n_fit,
-	       unsigned max_evals, struct kv_run_fit *f, struct kv_diag *d)
+	       unsigned max_evals, int multi, struct kv_run_fit *f, struct kv_diag *d)
 {
 	const gsl_multifit_nlinear_type *T = gsl_multifit_nlinear_trust;
 	gsl_multifit_nlinear_parameters params = gsl_multifit_nlinear_default_parameters();
 	gsl_multifit_nlinear_fdf fdf;
 	gsl_multifit_nlinear_workspace *ws;
 	struct fit_ctx c = { 0 };
-	gsl_vector *x0;
+	struct screened grid[N_GRID];
+	gsl_vector *x0, *fs;
+	double xs[KV_RFIT_N];
 	size_t n_res;
-	int k, r, info = 0, status = GSL_SUCCESS;
+	int k, g, n_grid = 0, n_desc, desc, info = 0, status = GSL_SUCCESS;
+	int top_status = GSL_SUCCESS, top_info = 0;
+	double top_before;
 
 	assert(n_fit >= 1 && n_fit <= rp->run->n);
 	memset(f, 0, sizeof(*f));
@@ -284,16 +341,20 @@ int kv_run_fit(struct kv_replay *rp, const struct kv_device *start, size_t n_fit
 	c.base = *start;
 	c.n_fit = n_fit;
 	c.max_evals = max_evals;
+	c.stop_at = max_evals;
 	c.d = d;
 	c.best_cost = INFINITY;
+	c.top_cost = INFINITY;
 	c.last_x = gsl_vector_alloc(KV_RFIT_N);
 	c.last_f = gsl_vector_alloc(n_res);
 	x0 = gsl_vector_alloc(KV_RFIT_N);
-	if (!c.last_x || !c.last_f || !x0)
+	fs = gsl_vector_alloc(n_res);
+	if (!c.last_x || !c.last_f || !x0 || !fs)
 		kv_oom(0);
 	for (k = 0; k < KV_RFIT_N; k++) {
 		f->start[k] = get_v(start, k);
-		gsl_vector_set(x0, (size_t)k, to_x(k, f->start[k]));
+		xs[k] = to_x(k, f->start[k]);
+		gsl_vector_set(x0, (size_t)k, xs[k]);
 	}
 	fdf = (gsl_multifit_nlinear_fdf){ .f = fit_f, .df = fit_df, .n = n_res, .p = KV_RFIT_N,
 					   .params = &c };
@@ -301,53 +362,81 @@ int kv_run_fit(struct kv_replay *rp, const struct kv_device *start, size_t n_fit
 	ws = gsl_multifit_nlinear_alloc(T, &params, n_res, KV_RFIT_N);
 	if (!ws)
 		kv_oom(0);
-	for (r = 0; r < RESTARTS && !c.err && !c.capped; r++) {
-		double before = c.best_cost;
+	/* the start's cost; then the screen: one replay at each grid point */
+	if (eval(&c, x0, fs) == GSL_SUCCESS)
+		f->cost0 = c.top_cost;
+	for (g = 0; multi && g < N_GRID && !c.err && !c.capped; g++) {
+		int ib = g % 3, ifl = g / 3 % 3, io = g / 9;
 
-		if (r)
-			for (k = 0; k < KV_RFIT_N; k++)
-				gsl_vector_set(x0, (size_t)k, c.best_x[k]);
-		status = gsl_multifit_nlinear_init(x0, &fdf, ws);
-		if (!r)
-			f->cost0 = c.best_cost;
-		if (status == GSL_SUCCESS)
-			status = gsl_multifit_nlinear_driver(100, 1e-7, 1e-10, 1e-10, NULL, NULL, &info, ws);
-		f->iters += (unsigned)gsl_multifit_nlinear_niter(ws);
-		if (r && !(c.best_cost < 0.99 * before))
-			break; /* a fresh trust region found nothing better */
+		if (ib == 1 && ifl == 1 && grid_o[io] == 1.0)
+			continue; /* the start itself */
+		memcpy(grid[n_grid].x, xs, sizeof(xs));
+		grid[n_grid].x[KV_RFIT_BW] += grid_eff[ib];
+		grid[n_grid].x[KV_RFIT_FLOPS] += grid_eff[ifl];
+		grid[n_grid].x[KV_RFIT_OVERHEAD] =
+			to_x(KV_RFIT_OVERHEAD, grid_o[io] * (f->start[KV_RFIT_OVERHEAD] > 0
+								? f->start[KV_RFIT_OVERHEAD]
+								: GRID_O_BASE));
+		for (k = 0; k < KV_RFIT_N; k++)
+			gsl_vector_set(x0, (size_t)k, grid[n_grid].x[k]);
+		grid[n_grid].cost = INFINITY;
+		if (eval(&c, x0, fs) == GSL_SUCCESS)
+			gsl_blas_ddot(fs, fs, &grid[n_grid].cost);
+		grid[n_grid].idx = g;
+		n_grid++;
 	}
+	qsort(grid, (size_t)n_grid, sizeof(grid[0]), by_cost);
+	/* descents: from the start, then from the best of the screen; the lowest cost is kept */
+	n_desc = 1 + KV_MIN(n_grid, N_DESCENTS - 1);
+	for (desc = 0; desc < n_desc && !c.err && !c.capped; desc++) {
+		unsigned budget = (c.max_evals - c.evals) / (unsigned)(n_desc - desc);
+
+		for (k = 0; k < KV_RFIT_N; k++)
+			gsl_vector_set(x0, (size_t)k, desc ? grid[desc - 1].x[k] : xs[k]);
+		top_before = c.top_cost;
+		status = descend(&c, &fdf, ws, x0, budget, &f->iters, &info);
+		if (c.top_cost < top_before || !desc) {
+			top_status = status;
+			top_info = info;
+		}
+	}
+	c.stop_at = c.max_evals;
 	f->evals = c.evals;
 	f->capped = c.capped;
 	f->n_res = n_res;
 	f->why = c.capped ? "evaluation cap reached" :
-		 status == GSL_SUCCESS ? (info == 1 ? "converged: small step" : "converged: small gradient") :
-		 status == GSL_EMAXITER ? "iteration cap reached" : gsl_strerror(status);
+		 top_status == GSL_SUCCESS ? (top_info == 1 ? "converged: small step" : "converged: small gradient") :
+		 top_status == GSL_EMAXITER ? "descent's share of the evaluations reached" :
+		 gsl_strerror(top_status);
 	if (c.err) {
 		status = c.err;
-	} else if (!isfinite(c.best_cost)) {
+	} else if (!isfinite(c.top_cost)) {
 		status = kv_diag_set(d, KV_ERANGE, rp->run->path, 0, 0, "",
 				     "the least-squares fit failed: %s", gsl_strerror(status));
 	} else {
 		/* no progress, a cap: the best point seen is the answer */
 		status = 0;
-		f->cost = c.best_cost;
+		f->cost = c.top_cost;
 		f->dev = *start;
 		for (k = 0; k < KV_RFIT_N; k++) {
-			f->val[k] = to_v(k, c.best_x[k]);
+			f->val[k] = to_v(k, c.top_x[k]);
 			set_v(&f->dev, k, f->val[k]);
 		}
 		/* the Jacobian at the optimum for the intervals: beyond the cap */
 		for (k = 0; k < KV_RFIT_N; k++)
-			gsl_vector_set(x0, (size_t)k, c.best_x[k]);
+			gsl_vector_set(x0, (size_t)k, c.top_x[k]);
 		c.max_evals = c.evals + KV_RFIT_N + 1;
+		c.stop_at = c.max_evals;
+		c.have_last = 0;
 		if ((status = fit_df(x0, &c, gsl_multifit_nlinear_jac(ws))))
 			status = c.err ? c.err : kv_diag_set(d, KV_ERANGE, rp->run->path, 0, 0, "",
 							      "the Jacobian at the optimum failed");
 		else
-			intervals(gsl_multifit_nlinear_jac(ws), c.best_x, c.best_cost, n_res, f);
+			intervals(gsl_multifit_nlinear_jac(ws), c.top_x, c.top_cost, n_res, f);
 	}
 	gsl_multifit_nlinear_free(ws);
 	gsl_vector_free(x0);
+	gsl_vector_free(fs);
 	gsl_vector_free(c.last_x);
 	gsl_vector_free(c.last_f);
 	return status;
