@@ -53,6 +53,8 @@
 #define WINDOW 10 /* requests (consecutive by send time) whose metrics are summed in one residual */
 #define MISS_FACTOR 10.0 /* a request not completed in the replay counts as this many times its measure */
 #define EDGE 1e-3 /* a logistic start is kept this share of its range inside the bounds */
+#define SQ_SCALE 1e4 /* per_seq = SQ_SCALE x^2 (ns): 0 at x = 0, reached and crossed */
+#define SQ_START_MIN 0.1 /* a per_seq start is at x >= this: v >= 0.1 us */
 #define SOFT_START_MIN -1.0 /* a softplus start is at x >= this: v >= 0.31 s */
 #define RESTARTS 3 /* trust-region runs of one descent, each from its best point so far */
 #define N_GRID 63 /* screened starts: 3 eff_bw x 3 eff_flops x 7 overhead (grid_eff, grid_o) */
@@ -80,6 +82,8 @@ static const double soft_of[KV_RFIT_N] = { 0, 0, 1e6, 1e4 }; /* softplus scale, 
 
 static double to_v(int k, double x)
 {
+	if (k == KV_RFIT_PER_SEQ)
+		return SQ_SCALE * x * x;
 	if (soft_of[k] > 0)
 		return soft_of[k] * (x > 30 ? x : log1p(exp(x)));
 	return lo_of[k] + (hi_of[k] - lo_of[k]) / (1 + exp(-x));
@@ -90,6 +94,8 @@ static double to_x(int k, double v)
 {
 	double u;
 
+	if (k == KV_RFIT_PER_SEQ)
+		return fmax(sqrt(fmax(v, 0) / SQ_SCALE), SQ_START_MIN);
 	if (soft_of[k] > 0) {
 		u = v / soft_of[k];
 		return u > 30 ? u : fmax(log(expm1(fmax(u, 1e-9))), SOFT_START_MIN);
@@ -279,7 +285,7 @@ static void intervals(gsl_matrix *J, const double *x, double cost, size_t n, str
 /* One descent from x0: trust-region runs, each from the descent's best point so far. */
 static int descend(struct fit_ctx *c, gsl_multifit_nlinear_fdf *fdf,
 		   gsl_multifit_nlinear_workspace *ws, gsl_vector *x0, unsigned budget,
-		   unsigned *iters, int *info)
+		   unsigned *iters, int *info, double *cost_init)
 {
 	int k, r, status = GSL_SUCCESS;
 
@@ -292,6 +298,8 @@ static int descend(struct fit_ctx *c, gsl_multifit_nlinear_fdf *fdf,
 			for (k = 0; k < KV_RFIT_N; k++)
 				gsl_vector_set(x0, (size_t)k, c->best_x[k]);
 		status = gsl_multifit_nlinear_init(x0, fdf, ws);
+		if (!r && cost_init)
+			*cost_init = c->top_cost;
 		if (status == GSL_SUCCESS)
 			status = gsl_multifit_nlinear_driver(100, 1e-7, 1e-10, 1e-10, NULL, NULL, info, ws);
 		*iters += (unsigned)gsl_multifit_nlinear_niter(ws);
@@ -363,7 +371,7 @@ int kv_run_fit(struct kv_replay *rp, const struct kv_device *start, size_t n_fit
 	if (!ws)
 		kv_oom(0);
 	/* the start's cost; then the screen: one replay at each grid point */
-	if (eval(&c, x0, fs) == GSL_SUCCESS)
+	if (multi && eval(&c, x0, fs) == GSL_SUCCESS)
 		f->cost0 = c.top_cost;
 	for (g = 0; multi && g < N_GRID && !c.err && !c.capped; g++) {
 		int ib = g % 3, ifl = g / 3 % 3, io = g / 9;
@@ -394,7 +402,7 @@ int kv_run_fit(struct kv_replay *rp, const struct kv_device *start, size_t n_fit
 		for (k = 0; k < KV_RFIT_N; k++)
 			gsl_vector_set(x0, (size_t)k, desc ? grid[desc - 1].x[k] : xs[k]);
 		top_before = c.top_cost;
-		status = descend(&c, &fdf, ws, x0, budget, &f->iters, &info);
+		status = descend(&c, &fdf, ws, x0, budget, &f->iters, &info, multi ? NULL : &f->cost0);
 		if (c.top_cost < top_before || !desc) {
 			top_status = status;
 			top_info = info;
@@ -406,7 +414,7 @@ int kv_run_fit(struct kv_replay *rp, const struct kv_device *start, size_t n_fit
 	f->n_res = n_res;
 	f->why = c.capped ? "evaluation cap reached" :
 		 top_status == GSL_SUCCESS ? (top_info == 1 ? "converged: small step" : "converged: small gradient") :
-		 top_status == GSL_EMAXITER ? "descent's share of the evaluations reached" :
+		 top_status == GSL_EMAXITER ? "iteration cap reached" :
 		 gsl_strerror(top_status);
 	if (c.err) {
 		status = c.err;
