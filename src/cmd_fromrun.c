@@ -21,7 +21,7 @@
 
 #define MAX_SETS 64
 #define DEFAULT_MAX_EVALS 200
-#define DEFAULT_MAX_EVALS_MULTI 1500 /* with --multi-start: 63 screened starts and 7 descents */
+#define DEFAULT_MAX_EVALS_MULTI 4000 /* --multi-start: screens and descents of up to 4 rounds */
 #define MIN_FIT_REQUESTS 8
 
 struct fr_args {

@@ -53,18 +53,20 @@
 #define WINDOW 10 /* requests (consecutive by send time) whose metrics are summed in one residual */
 #define MISS_FACTOR 10.0 /* a request not completed in the replay counts as this many times its measure */
 #define EDGE 1e-3 /* a logistic start is kept this share of its range inside the bounds */
-#define SQ_SCALE 1e4 /* per_seq = SQ_SCALE x^2 (ns): 0 at x = 0, reached and crossed */
-#define SQ_START_MIN 0.1 /* a per_seq start is at x >= this: v >= 0.1 us */
 #define SOFT_START_MIN -1.0 /* a softplus start is at x >= this: v >= 0.31 s */
 #define RESTARTS 3 /* trust-region runs of one descent, each from its best point so far */
-#define N_GRID 63 /* screened starts: 3 eff_bw x 3 eff_flops x 7 overhead (grid_eff, grid_o) */
-#define N_DESCENTS 7 /* descents: from the start, and from the 6 screened starts of lowest cost */
+#define N_GRID 63 /* screened starts of round 0: 3 eff_bw x 3 eff_flops x 7 overhead */
+#define N_DESCENTS 7 /* round 0's descents: from the start, and from its 6 best screened starts */
+#define REFINE_DESCENTS 3 /* a later round's descents: from its 3 best screened starts */
+#define ROUNDS 4 /* rounds of screen and descents, each grid half as wide as the one before */
+#define DESCENT_EVALS 250 /* most replays one descent of a multi-start fit runs */
 #define GRID_O_BASE 1e6 /* overhead (ns) the grid scales when the start's is 0 */
-
-/* The screen's grid: logistic x offsets of the effs (x +- 1: 0.83 -> 0.64, 0.93; 0.71 -> 0.47,
- * 0.87), and factors of the start's overhead (log scale, both sides of the start). */
-static const double grid_eff[3] = { -1, 0, 1 };
-static const double grid_o[7] = { 0.5, M_SQRT1_2, 1, M_SQRT2, 2, 2 * M_SQRT2, 4 };
+/*
+ * Round 0's grid: the effs at logistic x offsets -1, 0, +1 (0.83 -> 0.64,
+ * 0.93; 0.71 -> 0.47, 0.87), the overhead times 2^(i/2), i = -3..3 (0.35x to
+ * 2.8x, log scale, both sides of the start).  Round r: offsets +-2^-r, the
+ * overhead times 2^(+-2^-r).
+ */
 
 const char *const kv_run_fit_name[KV_RFIT_N] = { "eff_bw", "eff_flops", "overhead", "per_seq" };
 
@@ -82,8 +84,6 @@ static const double soft_of[KV_RFIT_N] = { 0, 0, 1e6, 1e4 }; /* softplus scale, 
 
 static double to_v(int k, double x)
 {
-	if (k == KV_RFIT_PER_SEQ)
-		return SQ_SCALE * x * x;
 	if (soft_of[k] > 0)
 		return soft_of[k] * (x > 30 ? x : log1p(exp(x)));
 	return lo_of[k] + (hi_of[k] - lo_of[k]) / (1 + exp(-x));
@@ -94,8 +94,6 @@ static double to_x(int k, double v)
 {
 	double u;
 
-	if (k == KV_RFIT_PER_SEQ)
-		return fmax(sqrt(fmax(v, 0) / SQ_SCALE), SQ_START_MIN);
 	if (soft_of[k] > 0) {
 		u = v / soft_of[k];
 		return u > 30 ? u : fmax(log(expm1(fmax(u, 1e-9))), SOFT_START_MIN);
@@ -334,7 +332,7 @@ int kv_run_fit(struct kv_replay *rp, const struct kv_device *start, size_t n_fit
 	gsl_vector *x0, *fs;
 	double xs[KV_RFIT_N];
 	size_t n_res;
-	int k, g, n_grid = 0, n_desc, desc, info = 0, status = GSL_SUCCESS;
+	int k, g, n_grid, n_desc, desc, round, info = 0, status = GSL_SUCCESS;
 	int top_status = GSL_SUCCESS, top_info = 0;
 	double top_before;
 
@@ -370,43 +368,62 @@ int kv_run_fit(struct kv_replay *rp, const struct kv_device *start, size_t n_fit
 	ws = gsl_multifit_nlinear_alloc(T, &params, n_res, KV_RFIT_N);
 	if (!ws)
 		kv_oom(0);
-	/* the start's cost; then the screen: one replay at each grid point */
+	/*
+	 * Round 0 screens the grid around the start (one replay a point) and
+	 * descends from the start and the best N_DESCENTS - 1 points; each
+	 * further round screens a grid half as wide around the best point so
+	 * far and descends from its best REFINE_DESCENTS, until a round gains
+	 * less than 1% of the cost.  Without multi: one descent from the start.
+	 */
 	if (multi && eval(&c, x0, fs) == GSL_SUCCESS)
 		f->cost0 = c.top_cost;
-	for (g = 0; multi && g < N_GRID && !c.err && !c.capped; g++) {
-		int ib = g % 3, ifl = g / 3 % 3, io = g / 9;
+	for (round = 0; round < (multi ? ROUNDS : 1) && !c.err && !c.capped; round++) {
+		double ctr[KV_RFIT_N], o_ctr, step = ldexp(1.0, -round), round_before = c.top_cost;
+		int n_o = round ? 3 : 7;
 
-		if (ib == 1 && ifl == 1 && grid_o[io] == 1.0)
-			continue; /* the start itself */
-		memcpy(grid[n_grid].x, xs, sizeof(xs));
-		grid[n_grid].x[KV_RFIT_BW] += grid_eff[ib];
-		grid[n_grid].x[KV_RFIT_FLOPS] += grid_eff[ifl];
-		grid[n_grid].x[KV_RFIT_OVERHEAD] =
-			to_x(KV_RFIT_OVERHEAD, grid_o[io] * (f->start[KV_RFIT_OVERHEAD] > 0
-								? f->start[KV_RFIT_OVERHEAD]
-								: GRID_O_BASE));
-		for (k = 0; k < KV_RFIT_N; k++)
-			gsl_vector_set(x0, (size_t)k, grid[n_grid].x[k]);
-		grid[n_grid].cost = INFINITY;
-		if (eval(&c, x0, fs) == GSL_SUCCESS)
-			gsl_blas_ddot(fs, fs, &grid[n_grid].cost);
-		grid[n_grid].idx = g;
-		n_grid++;
-	}
-	qsort(grid, (size_t)n_grid, sizeof(grid[0]), by_cost);
-	/* descents: from the start, then from the best of the screen; the lowest cost is kept */
-	n_desc = 1 + KV_MIN(n_grid, N_DESCENTS - 1);
-	for (desc = 0; desc < n_desc && !c.err && !c.capped; desc++) {
-		unsigned budget = (c.max_evals - c.evals) / (unsigned)(n_desc - desc);
+		memcpy(ctr, round ? c.top_x : xs, sizeof(ctr));
+		o_ctr = to_v(KV_RFIT_OVERHEAD, ctr[KV_RFIT_OVERHEAD]);
+		if (!(o_ctr > 0))
+			o_ctr = GRID_O_BASE;
+		n_grid = 0;
+		for (g = 0; multi && g < 9 * n_o && !c.err && !c.capped; g++) {
+			int ib = g % 3 - 1, ifl = g / 3 % 3 - 1, io = g / 9 - (n_o - 1) / 2;
 
-		for (k = 0; k < KV_RFIT_N; k++)
-			gsl_vector_set(x0, (size_t)k, desc ? grid[desc - 1].x[k] : xs[k]);
-		top_before = c.top_cost;
-		status = descend(&c, &fdf, ws, x0, budget, &f->iters, &info, multi ? NULL : &f->cost0);
-		if (c.top_cost < top_before || !desc) {
-			top_status = status;
-			top_info = info;
+			if (!ib && !ifl && !io)
+				continue; /* the centre itself */
+			memcpy(grid[n_grid].x, ctr, sizeof(ctr));
+			grid[n_grid].x[KV_RFIT_BW] += ib * step;
+			grid[n_grid].x[KV_RFIT_FLOPS] += ifl * step;
+			grid[n_grid].x[KV_RFIT_OVERHEAD] =
+				to_x(KV_RFIT_OVERHEAD, o_ctr * exp2(io * step * (round ? 1 : 0.5)));
+			for (k = 0; k < KV_RFIT_N; k++)
+				gsl_vector_set(x0, (size_t)k, grid[n_grid].x[k]);
+			grid[n_grid].cost = INFINITY;
+			if (eval(&c, x0, fs) == GSL_SUCCESS)
+				gsl_blas_ddot(fs, fs, &grid[n_grid].cost);
+			grid[n_grid].idx = g;
+			n_grid++;
 		}
+		qsort(grid, (size_t)n_grid, sizeof(grid[0]), by_cost);
+		/* round 0 also descends from the start itself */
+		n_desc = round ? KV_MIN(n_grid, REFINE_DESCENTS) : 1 + KV_MIN(n_grid, N_DESCENTS - 1);
+		for (desc = 0; desc < n_desc && !c.err && !c.capped; desc++) {
+			int from = round ? desc : desc - 1;
+
+			for (k = 0; k < KV_RFIT_N; k++)
+				gsl_vector_set(x0, (size_t)k, from >= 0 ? grid[from].x[k] : xs[k]);
+			top_before = c.top_cost;
+			status = descend(&c, &fdf, ws, x0,
+					 multi ? KV_MIN(DESCENT_EVALS, c.max_evals - c.evals)
+					       : c.max_evals - c.evals,
+					 &f->iters, &info, multi ? NULL : &f->cost0);
+			if (c.top_cost < top_before || (!round && !desc)) {
+				top_status = status;
+				top_info = info;
+			}
+		}
+		if (round && !(c.top_cost < 0.99 * round_before))
+			break;
 	}
 	c.stop_at = c.max_evals;
 	f->evals = c.evals;
