@@ -29,6 +29,13 @@
  * decisions that flip.  Every replay counts towards max_evals; past it the
  * residual function refuses and the best point seen is kept.
  *
+ * Multi-start (kv_run_fit's multi): round 0 screens a grid around the start
+ * (one replay a point) and descends from the start and the best few; later
+ * rounds screen a grid half as wide around the best point so far; the
+ * lowest cost seen is kept (docs/calibration.md "Multi-start": on the
+ * self-test's run it reaches a cost below the true coefficients' where one
+ * descent stalls above it).
+ *
  * Confidence: the covariance (J'J)^-1 at the last Jacobian, scaled by the
  * residual variance cost / (n - p), gives each x a standard error; the 95%
  * interval is x +- 1.96 sd mapped back through the logistic (asymmetric in
