@@ -21,6 +21,7 @@
 
 #define MAX_SETS 64
 #define DEFAULT_MAX_EVALS 200
+#define DEFAULT_MAX_EVALS_MULTI 4000 /* --multi-start: screens and descents of up to 4 rounds */
 #define MIN_FIT_REQUESTS 8
 
 struct fr_args {
@@ -30,6 +31,8 @@ struct fr_args {
 	double holdout; /* share of the run (the last requests by send time) held out */
 	unsigned max_evals;
 	int quiet, validate;
+	int multi; /* --multi-start: screen a grid of starts, descend from the best few */
+	int evals_set; /* --max-evals given */
 };
 
 static void usage(FILE *f, int validate)
@@ -59,7 +62,7 @@ static void usage(FILE *f, int validate)
 	else
 		fputs("usage: kvsim calibrate --from-run RUN WORKLOAD.yaml [-o PROFILE.yaml]\n"
 		      "                       [--holdout F] [--max-evals N] [--set key.path=value]...\n"
-		      "                       [--quiet]\n"
+		      "                       [--multi-start] [--quiet]\n"
 		      "\n"
 		      "Fits the device profile's eff_bw, eff_flops, overhead and per_seq to a\n"
 		      "recorded serving run: RUN is replayed in the simulator with WORKLOAD's\n"
@@ -78,7 +81,10 @@ static void usage(FILE *f, int validate)
 		      "                     plus -fit.csv (coefficients and intervals) and\n"
 		      "                     -holdout.csv (held-out errors, start and fitted)\n"
 		      "  --holdout F        share of the run held out, in [0, 0.9] (default 0.5)\n"
-		      "  --max-evals N      most replays the fit may run (default 200)\n"
+		      "  --max-evals N      most replays the fit may run (default 200; 1500\n"
+		      "                     with --multi-start)\n"
+		      "  --multi-start      also screen 62 starts around WORKLOAD's device and\n"
+		      "                     descend from the 6 best; the lowest cost is kept\n"
 		      "  --set k=v          override a workload key, as in `kvsim run`\n"
 		      "  --quiet            no table\n"
 		      "\n"
@@ -110,7 +116,8 @@ static int parse_args(int argc, char **argv, struct fr_args *a, int validate)
 		{ "output", required_argument, NULL, 'o' },   { "profile", required_argument, NULL, 'p' },
 		{ "holdout", required_argument, NULL, 'H' },  { "max-evals", required_argument, NULL, 'm' },
 		{ "set", required_argument, NULL, 'S' },      { "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },           { NULL, 0, NULL, 0 },
+		{ "help", no_argument, NULL, 'h' },           { "multi-start", no_argument, NULL, '1' },
+		{ NULL, 0, NULL, 0 },
 	};
 	const char *cmd = validate ? "validate" : "calibrate";
 	char *end;
@@ -154,6 +161,7 @@ static int parse_args(int argc, char **argv, struct fr_args *a, int validate)
 			if (errno || *end || !*optarg || optarg[0] == '-' || v < 10 || v > 100000)
 				return bad_opt(a, "--max-evals", optarg, "an integer in [10, 100000]");
 			a->max_evals = (unsigned)v;
+			a->evals_set = 1;
 			break;
 		}
 		case 'S':
@@ -165,6 +173,11 @@ static int parse_args(int argc, char **argv, struct fr_args *a, int validate)
 			break;
 		case 'q':
 			a->quiet = 1;
+			break;
+		case '1':
+			if (validate)
+				return bad_opt(a, "--multi-start", "", "no --multi-start with validate");
+			a->multi = 1;
 			break;
 		case 'h':
 			usage(stdout, validate);
@@ -181,6 +194,8 @@ static int parse_args(int argc, char **argv, struct fr_args *a, int validate)
 		usage(stderr, validate);
 		return 2;
 	}
+	if (a->multi && !a->evals_set)
+		a->max_evals = DEFAULT_MAX_EVALS_MULTI;
 	if (!a->settings) {
 		fprintf(stderr, "kvsim: %s: --from-run needs the deployment's settings: a workload "
 				"file (model, device, cluster, batching, scheduler, cache)\n", cmd);
@@ -466,7 +481,7 @@ int kv_cmd_calibrate_from_run(int argc, char **argv)
 		return fr_end(&c, 2);
 	}
 	start = c.w.cfg.device;
-	if ((rc = kv_run_fit(&c.rp, &start, n_fit, c.a.max_evals, &fit, &d))) {
+	if ((rc = kv_run_fit(&c.rp, &start, n_fit, c.a.max_evals, c.a.multi, &fit, &d))) {
 		kv_diag_print(&d, stderr);
 		return fr_end(&c, rc == KV_ERANGE ? 1 : 2);
 	}

@@ -72,6 +72,38 @@ diff <(awk -F, '$1 == "fitted" { print $2, $3, $4, $5 }' "$T/cal-csv/p-holdout.c
 	<(awk -F, 'NR > 1 { print $2, $3, $4, $5 }' "$T/val.csv") ||
 	fail "validate --from-run --holdout 0.5 differs from calibrate's held-out table"
 
+# --multi-start, on today's defaults (the input embedding looked up, the shipped a100-80g as the
+# start): one descent from the start stalls at a cost above the true coefficients' own; the
+# multi-start fit goes below it, and is deterministic.  (Its coefficients are printed, not
+# asserted: docs/calibration.md "Multi-start" says why overhead is not identified within 10%.)
+"$KVSIM" run "$D/gen.yaml" --set engine.embed_lookup=true -o "$T/genl" --quiet
+awk -F, 'NR == 1 { print "arrival_s,prompt_tokens,output_tokens,ttft_ms,e2e_ms"; next }
+	 $4 == "completed" { printf "%s,%s,%s,%.6f,%.6f\n", $5, $8, $9, $10 * 1e3, $12 * 1e3 }' \
+	"$T/genl/requests.csv" > "$T/runl.csv"
+L=(--set engine.embed_lookup=true --quiet)
+"$KVSIM" calibrate --from-run "$T/runl.csv" "$D/settings.yaml" --set device=a100-80g "${L[@]}" -o "$T/l1/p.yaml"
+"$KVSIM" calibrate --from-run "$T/runl.csv" "$D/settings.yaml" --set device=a100-80g "${L[@]}" --multi-start -o "$T/lm/p.yaml"
+"$KVSIM" calibrate --from-run "$T/runl.csv" "$D/settings.yaml" --set device=a100-80g "${L[@]}" --multi-start -o "$T/lm2/p.yaml"
+cmp -s "$T/lm/p-fit.csv" "$T/lm2/p-fit.csv" || fail "--multi-start gave two answers"
+# the true coefficients' cost: the start's cost of a multi-start fit capped at 10 replays
+"$KVSIM" calibrate --from-run "$T/runl.csv" "$D/settings.yaml" --set device="$D/true-device.yaml" "${L[@]}" \
+	--multi-start --max-evals 10 -o "$T/lt/p.yaml"
+field() { awk -F, '$1 == "'"$2"'" { print $2 }' "$1"; }
+cost_true=$(field "$T/lt/p-fit.csv" cost_start)
+cost_one=$(field "$T/l1/p-fit.csv" cost)
+cost_multi=$(field "$T/lm/p-fit.csv" cost)
+echo "lookup embedding, a100-80g start: cost at the truth $cost_true, one start $cost_one, multi-start $cost_multi"
+paste -d, "$T/lm/p-fit.csv" "$T/l1/p-fit.csv" | awk -F, 'NR > 1 && NR < 6 { print "  " $1 ": multi-start " $3 ", one start " $9 " " $6 }'
+awk -v t="$cost_true" -v o="$cost_one" 'BEGIN { exit !(o > 1.1 * t) }' ||
+	fail "one start reached cost $cost_one, not above the truth's $cost_true: no stall to show"
+awk -v t="$cost_true" -v m="$cost_multi" 'BEGIN { exit !(m < t) }' ||
+	fail "--multi-start cost $cost_multi not below the truth's $cost_true"
+set +e
+"$KVSIM" validate --from-run "$T/runl.csv" "$D/settings.yaml" --multi-start 2> "$T/err"
+rc=$?
+set -e
+[ $rc -eq 2 ] || fail "validate --multi-start: exit $rc, expected 2"
+
 # bad runs: exit 2, file:line named
 bad() { # expected message fragment, file content
 	printf '%b' "$2" > "$T/bad.run"

@@ -150,11 +150,13 @@ extern const char *const kv_run_fit_name[KV_RFIT_N]; /* "eff_bw", ... as in perf
 
 /*
  * Fits the coefficients to requests [0, n_fit) of rp's run, starting from
- * device start, with at most max_evals replays.  Returns 0, or a negative
+ * device start, with at most max_evals replays: one descent from the start,
+ * or with multi a deterministic multi-start (screened grids and descents
+ * from their best points; fromrun_fit.c).  Returns 0, or a negative
  * code with d filled (a replay that failed; KV_ERANGE when GSL failed).
  */
 int kv_run_fit(struct kv_replay *rp, const struct kv_device *start, size_t n_fit,
-	       unsigned max_evals, struct kv_run_fit *f, struct kv_diag *d);
+	       unsigned max_evals, int multi, struct kv_run_fit *f, struct kv_diag *d);
 
 /*
  * Writes dev as a device profile `kvsim run` reads (--set device=PATH),

@@ -29,6 +29,13 @@
  * decisions that flip.  Every replay counts towards max_evals; past it the
  * residual function refuses and the best point seen is kept.
  *
+ * Multi-start (kv_run_fit's multi): round 0 screens a grid around the start
+ * (one replay a point) and descends from the start and the best few; later
+ * rounds screen a grid half as wide around the best point so far; the
+ * lowest cost seen is kept (docs/calibration.md "Multi-start": on the
+ * self-test's run it reaches a cost below the true coefficients' where one
+ * descent stalls above it).
+ *
  * Confidence: the covariance (J'J)^-1 at the last Jacobian, scaled by the
  * residual variance cost / (n - p), gives each x a standard error; the 95%
  * interval is x +- 1.96 sd mapped back through the logistic (asymmetric in
@@ -54,7 +61,19 @@
 #define MISS_FACTOR 10.0 /* a request not completed in the replay counts as this many times its measure */
 #define EDGE 1e-3 /* a logistic start is kept this share of its range inside the bounds */
 #define SOFT_START_MIN -1.0 /* a softplus start is at x >= this: v >= 0.31 s */
-#define RESTARTS 3 /* trust-region runs, each from the best point so far */
+#define RESTARTS 3 /* trust-region runs of one descent, each from its best point so far */
+#define N_GRID 63 /* screened starts of round 0: 3 eff_bw x 3 eff_flops x 7 overhead */
+#define N_DESCENTS 7 /* round 0's descents: from the start, and from its 6 best screened starts */
+#define REFINE_DESCENTS 3 /* a later round's descents: from its 3 best screened starts */
+#define ROUNDS 4 /* rounds of screen and descents, each grid half as wide as the one before */
+#define DESCENT_EVALS 250 /* most replays one descent of a multi-start fit runs */
+#define GRID_O_BASE 1e6 /* overhead (ns) the grid scales when the start's is 0 */
+/*
+ * Round 0's grid: the effs at logistic x offsets -1, 0, +1 (0.83 -> 0.64,
+ * 0.93; 0.71 -> 0.47, 0.87), the overhead times 2^(i/2), i = -3..3 (0.35x to
+ * 2.8x, log scale, both sides of the start).  Round r: offsets +-2^-r, the
+ * overhead times 2^(+-2^-r).
+ */
 
 const char *const kv_run_fit_name[KV_RFIT_N] = { "eff_bw", "eff_flops", "overhead", "per_seq" };
 
@@ -117,7 +136,9 @@ struct fit_ctx {
 	int capped;
 	int err; /* a replay's error code, 0 when none */
 	struct kv_diag *d;
-	double best_cost, best_x[KV_RFIT_N];
+	unsigned stop_at; /* the current descent's share of max_evals ends at this count */
+	double best_cost, best_x[KV_RFIT_N]; /* the best point of the current descent */
+	double top_cost, top_x[KV_RFIT_N]; /* the best point of the whole fit */
 	gsl_vector *last_x, *last_f; /* the last point evaluated and its residuals (for df) */
 	int have_last;
 };
@@ -178,8 +199,8 @@ static int eval(struct fit_ctx *c, const gsl_vector *x, gsl_vector *f)
 	double cost;
 	int k, rc;
 
-	if (c->evals >= c->max_evals) {
-		c->capped = 1;
+	if (c->evals >= c->max_evals || c->evals >= c->stop_at) {
+		c->capped |= c->evals >= c->max_evals;
 		return GSL_EMAXITER;
 	}
 	c->evals++;
@@ -200,6 +221,11 @@ static int eval(struct fit_ctx *c, const gsl_vector *x, gsl_vector *f)
 		c->best_cost = cost;
 		for (k = 0; k < KV_RFIT_N; k++)
 			c->best_x[k] = gsl_vector_get(x, (size_t)k);
+	}
+	if (cost < c->top_cost) {
+		c->top_cost = cost;
+		for (k = 0; k < KV_RFIT_N; k++)
+			c->top_x[k] = gsl_vector_get(x, (size_t)k);
 	}
 	gsl_vector_memcpy(c->last_x, x);
 	gsl_vector_memcpy(c->last_f, f);
@@ -261,17 +287,61 @@ static void intervals(gsl_matrix *J, const double *x, double cost, size_t n, str
 	gsl_matrix_free(cov);
 }
 
+/* One descent from x0: trust-region runs, each from the descent's best point so far. */
+static int descend(struct fit_ctx *c, gsl_multifit_nlinear_fdf *fdf,
+		   gsl_multifit_nlinear_workspace *ws, gsl_vector *x0, unsigned budget,
+		   unsigned *iters, int *info, double *cost_init)
+{
+	int k, r, status = GSL_SUCCESS;
+
+	c->stop_at = c->evals + budget;
+	c->best_cost = INFINITY;
+	for (r = 0; r < RESTARTS && !c->err && c->evals < c->stop_at; r++) {
+		double before = c->best_cost;
+
+		if (r)
+			for (k = 0; k < KV_RFIT_N; k++)
+				gsl_vector_set(x0, (size_t)k, c->best_x[k]);
+		status = gsl_multifit_nlinear_init(x0, fdf, ws);
+		if (!r && cost_init)
+			*cost_init = c->top_cost;
+		if (status == GSL_SUCCESS)
+			status = gsl_multifit_nlinear_driver(100, 1e-7, 1e-10, 1e-10, NULL, NULL, info, ws);
+		*iters += (unsigned)gsl_multifit_nlinear_niter(ws);
+		if (r && !(c->best_cost < 0.99 * before))
+			break; /* a fresh trust region found nothing better */
+	}
+	return status;
+}
+
+/* A screened start: its cost and place in the grid (ties go to the earlier). */
+struct screened {
+	double cost, x[KV_RFIT_N];
+	int idx;
+};
+
+static int by_cost(const void *a, const void *b)
+{
+	const struct screened *p = a, *q = b;
+
+	return p->cost < q->cost ? -1 : p->cost > q->cost ? 1 : p->idx - q->idx;
+}
+
 int kv_run_fit(struct kv_replay *rp, const struct kv_device *start, size_t n_fit,
-	       unsigned max_evals, struct kv_run_fit *f, struct kv_diag *d)
+	       unsigned max_evals, int multi, struct kv_run_fit *f, struct kv_diag *d)
 {
 	const gsl_multifit_nlinear_type *T = gsl_multifit_nlinear_trust;
 	gsl_multifit_nlinear_parameters params = gsl_multifit_nlinear_default_parameters();
 	gsl_multifit_nlinear_fdf fdf;
 	gsl_multifit_nlinear_workspace *ws;
 	struct fit_ctx c = { 0 };
-	gsl_vector *x0;
+	struct screened grid[N_GRID];
+	gsl_vector *x0, *fs;
+	double xs[KV_RFIT_N];
 	size_t n_res;
-	int k, r, info = 0, status = GSL_SUCCESS;
+	int k, g, n_grid, n_desc, desc, round, info = 0, status = GSL_SUCCESS;
+	int top_status = GSL_SUCCESS, top_info = 0;
+	double top_before;
 
 	assert(n_fit >= 1 && n_fit <= rp->run->n);
 	memset(f, 0, sizeof(*f));
@@ -284,16 +354,20 @@ int kv_run_fit(struct kv_replay *rp, const struct kv_device *start, size_t n_fit
 	c.base = *start;
 	c.n_fit = n_fit;
 	c.max_evals = max_evals;
+	c.stop_at = max_evals;
 	c.d = d;
 	c.best_cost = INFINITY;
+	c.top_cost = INFINITY;
 	c.last_x = gsl_vector_alloc(KV_RFIT_N);
 	c.last_f = gsl_vector_alloc(n_res);
 	x0 = gsl_vector_alloc(KV_RFIT_N);
-	if (!c.last_x || !c.last_f || !x0)
+	fs = gsl_vector_alloc(n_res);
+	if (!c.last_x || !c.last_f || !x0 || !fs)
 		kv_oom(0);
 	for (k = 0; k < KV_RFIT_N; k++) {
 		f->start[k] = get_v(start, k);
-		gsl_vector_set(x0, (size_t)k, to_x(k, f->start[k]));
+		xs[k] = to_x(k, f->start[k]);
+		gsl_vector_set(x0, (size_t)k, xs[k]);
 	}
 	fdf = (gsl_multifit_nlinear_fdf){ .f = fit_f, .df = fit_df, .n = n_res, .p = KV_RFIT_N,
 					   .params = &c };
@@ -301,53 +375,100 @@ int kv_run_fit(struct kv_replay *rp, const struct kv_device *start, size_t n_fit
 	ws = gsl_multifit_nlinear_alloc(T, &params, n_res, KV_RFIT_N);
 	if (!ws)
 		kv_oom(0);
-	for (r = 0; r < RESTARTS && !c.err && !c.capped; r++) {
-		double before = c.best_cost;
+	/*
+	 * Round 0 screens the grid around the start (one replay a point) and
+	 * descends from the start and the best N_DESCENTS - 1 points; each
+	 * further round screens a grid half as wide around the best point so
+	 * far and descends from its best REFINE_DESCENTS, until a round gains
+	 * less than 1% of the cost.  Without multi: one descent from the start.
+	 */
+	if (multi && eval(&c, x0, fs) == GSL_SUCCESS)
+		f->cost0 = c.top_cost;
+	for (round = 0; round < (multi ? ROUNDS : 1) && !c.err && !c.capped; round++) {
+		double ctr[KV_RFIT_N], o_ctr, step = ldexp(1.0, -round), round_before = c.top_cost;
+		int n_o = round ? 3 : 7;
 
-		if (r)
+		memcpy(ctr, round ? c.top_x : xs, sizeof(ctr));
+		o_ctr = to_v(KV_RFIT_OVERHEAD, ctr[KV_RFIT_OVERHEAD]);
+		if (!(o_ctr > 0))
+			o_ctr = GRID_O_BASE;
+		n_grid = 0;
+		for (g = 0; multi && g < 9 * n_o && !c.err && !c.capped; g++) {
+			int ib = g % 3 - 1, ifl = g / 3 % 3 - 1, io = g / 9 - (n_o - 1) / 2;
+
+			if (!ib && !ifl && !io)
+				continue; /* the centre itself */
+			memcpy(grid[n_grid].x, ctr, sizeof(ctr));
+			grid[n_grid].x[KV_RFIT_BW] += ib * step;
+			grid[n_grid].x[KV_RFIT_FLOPS] += ifl * step;
+			grid[n_grid].x[KV_RFIT_OVERHEAD] =
+				to_x(KV_RFIT_OVERHEAD, o_ctr * exp2(io * step * (round ? 1 : 0.5)));
 			for (k = 0; k < KV_RFIT_N; k++)
-				gsl_vector_set(x0, (size_t)k, c.best_x[k]);
-		status = gsl_multifit_nlinear_init(x0, &fdf, ws);
-		if (!r)
-			f->cost0 = c.best_cost;
-		if (status == GSL_SUCCESS)
-			status = gsl_multifit_nlinear_driver(100, 1e-7, 1e-10, 1e-10, NULL, NULL, &info, ws);
-		f->iters += (unsigned)gsl_multifit_nlinear_niter(ws);
-		if (r && !(c.best_cost < 0.99 * before))
-			break; /* a fresh trust region found nothing better */
+				gsl_vector_set(x0, (size_t)k, grid[n_grid].x[k]);
+			grid[n_grid].cost = INFINITY;
+			if (eval(&c, x0, fs) == GSL_SUCCESS)
+				gsl_blas_ddot(fs, fs, &grid[n_grid].cost);
+			grid[n_grid].idx = g;
+			n_grid++;
+		}
+		qsort(grid, (size_t)n_grid, sizeof(grid[0]), by_cost);
+		/* round 0 also descends from the start itself */
+		n_desc = round ? KV_MIN(n_grid, REFINE_DESCENTS) : 1 + KV_MIN(n_grid, N_DESCENTS - 1);
+		for (desc = 0; desc < n_desc && !c.err && !c.capped; desc++) {
+			int from = round ? desc : desc - 1;
+
+			for (k = 0; k < KV_RFIT_N; k++)
+				gsl_vector_set(x0, (size_t)k, from >= 0 ? grid[from].x[k] : xs[k]);
+			top_before = c.top_cost;
+			status = descend(&c, &fdf, ws, x0,
+					 multi ? KV_MIN(DESCENT_EVALS, c.max_evals - c.evals)
+					       : c.max_evals - c.evals,
+					 &f->iters, &info, multi ? NULL : &f->cost0);
+			if (c.top_cost < top_before || (!round && !desc)) {
+				top_status = status;
+				top_info = info;
+			}
+		}
+		if (round && !(c.top_cost < 0.99 * round_before))
+			break;
 	}
+	c.stop_at = c.max_evals;
 	f->evals = c.evals;
 	f->capped = c.capped;
 	f->n_res = n_res;
 	f->why = c.capped ? "evaluation cap reached" :
-		 status == GSL_SUCCESS ? (info == 1 ? "converged: small step" : "converged: small gradient") :
-		 status == GSL_EMAXITER ? "iteration cap reached" : gsl_strerror(status);
+		 top_status == GSL_SUCCESS ? (top_info == 1 ? "converged: small step" : "converged: small gradient") :
+		 top_status == GSL_EMAXITER ? "iteration cap reached" :
+		 gsl_strerror(top_status);
 	if (c.err) {
 		status = c.err;
-	} else if (!isfinite(c.best_cost)) {
+	} else if (!isfinite(c.top_cost)) {
 		status = kv_diag_set(d, KV_ERANGE, rp->run->path, 0, 0, "",
 				     "the least-squares fit failed: %s", gsl_strerror(status));
 	} else {
 		/* no progress, a cap: the best point seen is the answer */
 		status = 0;
-		f->cost = c.best_cost;
+		f->cost = c.top_cost;
 		f->dev = *start;
 		for (k = 0; k < KV_RFIT_N; k++) {
-			f->val[k] = to_v(k, c.best_x[k]);
+			f->val[k] = to_v(k, c.top_x[k]);
 			set_v(&f->dev, k, f->val[k]);
 		}
 		/* the Jacobian at the optimum for the intervals: beyond the cap */
 		for (k = 0; k < KV_RFIT_N; k++)
-			gsl_vector_set(x0, (size_t)k, c.best_x[k]);
+			gsl_vector_set(x0, (size_t)k, c.top_x[k]);
 		c.max_evals = c.evals + KV_RFIT_N + 1;
+		c.stop_at = c.max_evals;
+		c.have_last = 0;
 		if ((status = fit_df(x0, &c, gsl_multifit_nlinear_jac(ws))))
 			status = c.err ? c.err : kv_diag_set(d, KV_ERANGE, rp->run->path, 0, 0, "",
 							      "the Jacobian at the optimum failed");
 		else
-			intervals(gsl_multifit_nlinear_jac(ws), c.best_x, c.best_cost, n_res, f);
+			intervals(gsl_multifit_nlinear_jac(ws), c.top_x, c.top_cost, n_res, f);
 	}
 	gsl_multifit_nlinear_free(ws);
 	gsl_vector_free(x0);
+	gsl_vector_free(fs);
 	gsl_vector_free(c.last_x);
 	gsl_vector_free(c.last_f);
 	return status;
