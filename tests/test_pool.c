@@ -356,11 +356,13 @@ START_TEST(test_fragmentation)
 END_TEST
 
 /* Asserts the pool is exactly the free blocks (offset, order) listed in want. */
-static void cover_is(const struct kv_pool *p, const uint32_t (*want)[2], size_t n,
+static void cover_is(struct kv_pool *p, const uint32_t (*want)[2], size_t n,
 		     const char *when)
 {
 	uint32_t off = 0;
 	size_t i;
+
+	kv_pool_map(p); /* a pool that allocated nothing has no records yet */
 
 	for (i = 0; i < n; i++) {
 		ck_assert_msg(off == want[i][0] && p->u[off].order == want[i][1] && p->u[off].is_free,
@@ -401,6 +403,110 @@ START_TEST(test_non_pow2_cover)
 		kv_pool_free(&p, offs[4 - i]);
 	cover_is(&p, c22, KV_ARRAY_LEN(c22), "22 units, cap 4, after alloc and free");
 	kv_pool_release(&p);
+}
+END_TEST
+
+/*
+ * The metadata is mapped at the first allocation: before it the counters
+ * describe the cover (13 units: 8 + 4 + 1), kv_pool_check checks them, and
+ * the records it lays then are that cover; emptied again, the pool checks.
+ */
+START_TEST(test_lazy_map)
+{
+	static const uint32_t c13[][2] = { { 0, 3 }, { 8, 2 }, { 12, 0 } };
+	struct kv_pool p;
+	uint32_t a, b;
+	char msg[256];
+
+	ck_assert_int_eq(kv_pool_init(&p, 13 * UNIT, UNIT, 0), 0);
+	ck_assert_msg(p.u == NULL && p.meta == NULL, "mapped at init: u %p", (void *)p.u);
+	ck_assert_uint_eq(p.free_bytes, 13 * UNIT);
+	ck_assert_uint_eq(p.n_free_blocks[3], 1);
+	ck_assert_uint_eq(p.n_free_blocks[2], 1);
+	ck_assert_uint_eq(p.n_free_blocks[0], 1);
+	ck_assert_uint_eq(p.free_mask, 0xd);
+	ck_assert_uint_eq(kv_pool_largest_free(&p), 8 * UNIT);
+	pool_ok(&p, "unmapped");
+	p.n_free_blocks[1]++;
+	ck_assert_int_eq(kv_pool_check(&p, msg, sizeof(msg)), KV_EINVARIANT);
+	p.n_free_blocks[1]--;
+	p.free_bytes -= UNIT;
+	ck_assert_int_eq(kv_pool_check(&p, msg, sizeof(msg)), KV_EINVARIANT);
+	p.free_bytes += UNIT;
+	a = alloc_ok(&p, 0); /* the cover's order-0 block, at 12 */
+	ck_assert_msg(p.u != NULL && p.meta_bytes >= 13 * sizeof(*p.u), "not mapped by alloc");
+	ck_assert_uint_eq(a, 12);
+	b = alloc_ok(&p, 1); /* splits the order-2 block at 8 */
+	ck_assert_uint_eq(b, 8);
+	pool_ok(&p, "two blocks");
+	kv_pool_free(&p, b);
+	kv_pool_free(&p, a);
+	cover_is(&p, c13, KV_ARRAY_LEN(c13), "13 units, emptied");
+	kv_pool_release(&p);
+	ck_assert_int_eq(kv_pool_init(&p, 13 * UNIT, UNIT, 0), 0);
+	ck_assert_int_eq(kv_pool_alloc_n(&p, 0, 1, &a), 0); /* alloc_n maps too */
+	ck_assert_uint_eq(a, 12);
+	pool_ok(&p, "alloc_n");
+	kv_pool_free(&p, a);
+	kv_pool_release(&p);
+}
+END_TEST
+
+/*
+ * The cover's max-order blocks stay implicit until popped (pool.h `fresh`):
+ * a pool whose records are all written at the start (kv_pool_map) and a
+ * lazy one hand out the same offsets through any sequence of allocations
+ * and frees, single and bulk, and both pass the check throughout.
+ */
+START_TEST(test_implicit_cover)
+{
+	struct kv_pool lazy, full;
+	uint32_t held[12], n_held = 0, a[8], b[8], i, j;
+	uint64_t x = 12345;
+	char msg[256];
+
+	ck_assert_int_eq(kv_pool_init(&lazy, 90 * UNIT, UNIT, 4 * UNIT), 0);
+	ck_assert_int_eq(kv_pool_init(&full, 90 * UNIT, UNIT, 4 * UNIT), 0);
+	kv_pool_map(&full);
+	ck_assert_uint_eq(full.fresh, 0);
+	for (i = 0; i < 2000; i++) {
+		unsigned order, k;
+		int ra, rb;
+
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+		order = (unsigned)(x >> 33) % 3;
+		k = 1 + (unsigned)(x >> 40) % 4;
+		if ((x >> 50) % 2 && n_held + k <= KV_ARRAY_LEN(held)) {
+			ra = kv_pool_alloc_n(&lazy, order, k, a);
+			rb = kv_pool_alloc_n(&full, order, k, b);
+			ck_assert_int_eq(ra, rb);
+			for (j = 0; !ra && j < k; j++) {
+				ck_assert_msg(a[j] == b[j], "step %u: block %u at %u lazily, %u mapped",
+					      i, j, a[j], b[j]);
+				held[n_held++] = a[j];
+			}
+		} else if (n_held) {
+			k = KV_MIN(k, n_held);
+			n_held -= k;
+			ck_assert_uint_eq(kv_pool_free_n(&lazy, &held[n_held], k),
+					  kv_pool_free_n(&full, &held[n_held], k));
+		}
+		ck_assert_uint_eq(lazy.free_bytes, full.free_bytes);
+		ck_assert_uint_eq(lazy.free_mask, full.free_mask);
+		pool_ok(&lazy, "lazy");
+		pool_ok(&full, "mapped");
+	}
+	ck_assert_msg(lazy.fresh > 0 && lazy.fresh < 22, "fresh %llu: the test never popped an "
+		      "implicit block or popped them all", (unsigned long long)lazy.fresh);
+	lazy.u[(lazy.fresh - 1) << 2].refs = 1; /* a record inside an implicit block */
+	ck_assert_int_eq(kv_pool_check(&lazy, msg, sizeof(msg)), KV_EINVARIANT);
+	lazy.u[(lazy.fresh - 1) << 2].refs = 0;
+	pool_ok(&lazy, "restored");
+	kv_pool_map(&lazy); /* writes the implicit entries out: the same pool */
+	ck_assert_uint_eq(lazy.fresh, 0);
+	pool_ok(&lazy, "written out");
+	kv_pool_release(&lazy);
+	kv_pool_release(&full);
 }
 END_TEST
 
@@ -559,7 +665,7 @@ START_TEST(test_check_catches)
 			check_catches(&p, "free_bytes off by one unit");
 			break;
 		case 1:
-			p.u[b + 1].order = 0;
+			p.u[b + 1].refs = 1; /* a unit inside b starts a block */
 			check_catches(&p, "a head inside a block");
 			break;
 		case 2:
@@ -755,6 +861,8 @@ static Suite *pool_suite(void)
 	tcase_add_test(tc, test_lazy_runs_match_eager);
 	tcase_add_test(tc, test_lazy_runs_off);
 	tcase_add_test(tc, test_non_pow2_cover);
+	tcase_add_test(tc, test_lazy_map);
+	tcase_add_test(tc, test_implicit_cover);
 	tcase_add_test(tc, test_max_block);
 	tcase_add_test(tc, test_refcounts);
 	tcase_add_test(tc, test_check_catches);
