@@ -226,22 +226,32 @@ static uint64_t pool_cover(struct kv_pool *p, int write, uint64_t *want)
 /*
  * Maps the unit records and the free stacks (zero pages: every unit an
  * interior one, every stack empty) and lays the cover on them, at the
- * first allocation.  Stack k holds (n_units >> k) + 1 entries.
+ * first allocation.  Stack k holds (n_units >> k) + 1 entries.  The map is
+ * released by kv_pool_release (p->meta).
  */
 static __attribute__((noinline)) void pool_map(struct kv_pool *p)
 {
-	size_t page = (size_t)sysconf(_SC_PAGESIZE), bytes = (size_t)p->n_units * sizeof(*p->u);
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), bytes = (size_t)p->n_units * sizeof(*p->u), color;
 	unsigned char *m;
 	unsigned k;
 
 	for (k = 0; k <= p->max_order; k++)
 		bytes += (((size_t)p->n_units >> k) + 1) * sizeof(*p->stack[k]);
+	/*
+	 * Page-aligned records of every replica share cache sets at equal
+	 * offsets: the records start 0..63 lines into the map, by a hash of
+	 * the pool's address (layout only; no output depends on it).  Without
+	 * it bench/million.yaml (16 replicas) ran 2.16 s user against 2.03 s.
+	 */
+	color = (size_t)(((uintptr_t)p >> 4) * 0x9e3779b97f4a7c15ULL >> 58);
+	bytes += page; /* room for the shift */
 	p->meta_bytes = (bytes + page - 1) / page * page;
 	m = mmap(NULL, p->meta_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED)
 		kv_oom(p->meta_bytes);
 	p->meta = m;
-	p->u = (struct kv_pool_unit *)m; /* page-aligned: 64-byte lines hold whole records */
+	m += color * 64;
+	p->u = (struct kv_pool_unit *)m; /* line-aligned: 64-byte lines hold whole records */
 	m += (size_t)p->n_units * sizeof(*p->u);
 	for (k = 0; k <= p->max_order; k++) {
 		p->stack[k] = (uint32_t *)m;
