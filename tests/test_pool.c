@@ -510,6 +510,149 @@ START_TEST(test_implicit_cover)
 }
 END_TEST
 
+/* A table of parked blocks (pool.h: parked) for test_lazy_runs_over_fresh: the offsets it holds. */
+struct park_tab {
+	struct kv_pool *p; /* the pool it parked in */
+	uint32_t off[24]; /* the parked run, in kv_pool_free_n's order */
+	uint32_t n; /* its length; 0 when nothing is parked */
+	uint64_t unparks; /* calls of the unpark hook */
+};
+
+/* The unpark hook: writes the parked run onto the max-order stack where kv_pool_park counted it. */
+static void park_tab_unpark(void *ctx)
+{
+	struct park_tab *t = ctx;
+	struct kv_pool *p = t->p;
+
+	memcpy(p->stack[p->max_order] + (p->n_free_blocks[p->max_order] - p->parked), t->off,
+	       t->n * sizeof(*t->off));
+	p->parked = 0;
+	t->n = 0;
+	t->unparks++;
+}
+
+/*
+ * Both lazinesses on one stack (pool.c): lazy runs and parked runs go on
+ * top of the max-order stack while the untouched cover sits implicit at its
+ * bottom (`fresh`).  A lazily mapped pool with lazy runs, one written out at
+ * the start (kv_pool_map) with lazy runs, and one settled after every step
+ * (kv_pool_check settles) take the same offsets in the same order through
+ * bulk allocations that reach from lazy entries into implicit ones, and end
+ * with the same stacks and records.  Fresh pools each round, so the walk
+ * keeps reaching into the cover.
+ */
+START_TEST(test_lazy_runs_over_fresh)
+{
+	uint64_t rng = 0x243f6a8885a308d3ULL, both = 0, across = 0, takes = 0, unparks = 0;
+	unsigned round;
+
+	for (round = 0; round < 20; round++) {
+		struct kv_pool lz, mp, ea;
+		struct park_tab park = { .p = &lz };
+		uint32_t tab_l[16][24], tab_m[16][24], tab_e[16][24], len[16] = { 0 }, i, k, step;
+		uint64_t fresh0;
+
+		/* 400 units, max block 2 units: 200 max-order blocks, all implicit at first */
+		ck_assert_int_eq(kv_pool_init(&lz, 400 * UNIT, UNIT, 2 * UNIT), 0);
+		ck_assert_int_eq(kv_pool_init(&mp, 400 * UNIT, UNIT, 2 * UNIT), 0);
+		ck_assert_int_eq(kv_pool_init(&ea, 400 * UNIT, UNIT, 2 * UNIT), 0);
+		kv_pool_map(&mp);
+		ck_assert_uint_eq(mp.fresh, 0);
+		lz.unpark = park_tab_unpark;
+		lz.unpark_ctx = &park;
+		for (step = 0; step < 400; step++) {
+			i = (uint32_t)(rng_next(&rng) % 16);
+			if (len[i]) {
+				uint64_t bm = kv_pool_free_n(&mp, tab_m[i], len[i]);
+				uint64_t be = kv_pool_free_n(&ea, tab_e[i], len[i]);
+
+				if (!park.n && !lz.lazy && rng_next(&rng) % 3 == 0) {
+					/* parked: counted free, entries left in the table */
+					memcpy(park.off, tab_l[i], len[i] * sizeof(*park.off));
+					park.n = len[i];
+					ck_assert_int_eq(kv_pool_park(&lz, len[i]), 0);
+				} else {
+					EXPECT(kv_pool_free_n(&lz, tab_l[i], len[i]) == bm,
+					       "round %u step %u: free_n", round, step);
+				}
+				EXPECT(bm == be && bm == len[i] * 2 * UNIT, "round %u step %u: free_n "
+				       "of %u gave %llu and %llu", round, step, len[i],
+				       (unsigned long long)bm, (unsigned long long)be);
+				len[i] = 0;
+			} else {
+				uint32_t n = park.n && rng_next(&rng) % 2
+						     ? park.n
+						     : 1 + (uint32_t)(rng_next(&rng) % 24);
+				int rl, rm = kv_pool_alloc_n(&mp, 1, n, tab_m[i]);
+				int re = kv_pool_alloc_n(&ea, 1, n, tab_e[i]);
+				uint64_t top = lz.n_free_blocks[1] - n;
+
+				if (park.n == n && !rm) {
+					/* the parking table takes its run back whole */
+					memcpy(tab_l[i], park.off, n * sizeof(*park.off));
+					kv_pool_unpark_take(&lz, n);
+					park.n = 0;
+					takes++;
+					rl = 0;
+				} else {
+					across += !rm && lz.lazy && lz.lazy < n && top < lz.fresh;
+					rl = kv_pool_alloc_n(&lz, 1, n, tab_l[i]);
+				}
+				EXPECT(rl == rm && rm == re, "round %u step %u: alloc_n of %u: %d, %d "
+				       "and %d", round, step, n, rl, rm, re);
+				if (!rl)
+					len[i] = n;
+				for (k = 0; !rl && k < n; k++)
+					EXPECT(tab_l[i][k] == tab_m[i][k] && tab_m[i][k] == tab_e[i][k],
+					       "round %u step %u: block %u of %u: %u lazily, %u mapped, "
+					       "%u eagerly", round, step, k, n, tab_l[i][k], tab_m[i][k],
+					       tab_e[i][k]);
+			}
+			both += lz.lazy > lz.parked && lz.fresh > 0;
+			EXPECT(lz.fresh + lz.lazy <= lz.n_free_blocks[1], "round %u step %u: %llu "
+			       "implicit and %llu lazy entries on a stack of %llu", round, step,
+			       (unsigned long long)lz.fresh, (unsigned long long)lz.lazy,
+			       (unsigned long long)lz.n_free_blocks[1]);
+			pool_ok(&ea, "eager");
+			EXPECT(lz.free_bytes == ea.free_bytes && mp.free_bytes == ea.free_bytes &&
+			       lz.n_allocs == ea.n_allocs && lz.n_frees == ea.n_frees &&
+			       lz.alloc_fail == ea.alloc_fail && mp.alloc_fail == ea.alloc_fail,
+			       "round %u step %u: counters differ", round, step);
+		}
+		unparks += park.unparks;
+		fresh0 = lz.fresh;
+		pool_ok(&lz, "lazy, settled");
+		pool_ok(&mp, "mapped, settled");
+		ck_assert_uint_eq(lz.fresh, fresh0); /* settling writes the top, not the cover */
+		ck_assert_uint_eq(lz.fresh, ea.fresh);
+		kv_pool_map(&lz);
+		kv_pool_map(&ea);
+		pool_ok(&lz, "lazy, written out");
+		/* the stacks' live entries (above the height: old entries, not compared) */
+		ck_assert_uint_eq(lz.n_free_blocks[1], mp.n_free_blocks[1]);
+		ck_assert_uint_eq(lz.n_free_blocks[1], ea.n_free_blocks[1]);
+		ck_assert_mem_eq(lz.stack[1], mp.stack[1], lz.n_free_blocks[1] * sizeof(uint32_t));
+		ck_assert_mem_eq(lz.stack[1], ea.stack[1], lz.n_free_blocks[1] * sizeof(uint32_t));
+		for (k = 0; k < 400; k++) {
+			struct kv_pool_unit a = lz.u[k], b = mp.u[k], c = ea.u[k];
+
+			if (!a.is_free)
+				a.pos = b.pos = c.pos = 0; /* meaningless in an allocated block */
+			EXPECT(!memcmp(&a, &b, sizeof(a)) && !memcmp(&a, &c, sizeof(a)),
+			       "round %u: unit %u: records differ", round, k);
+		}
+		kv_pool_release(&lz);
+		kv_pool_release(&mp);
+		kv_pool_release(&ea);
+	}
+	ck_assert_msg(both > 5000 && across > 50 && takes > 10 && unparks > 30,
+		      "the walk had %llu steps with lazy and implicit entries, %llu allocations "
+		      "across both, %llu parked runs taken back, %llu unparked",
+		      (unsigned long long)both, (unsigned long long)across,
+		      (unsigned long long)takes, (unsigned long long)unparks);
+}
+END_TEST
+
 /* The cap on the largest block: order_for, alloc and coalescing respect it. */
 START_TEST(test_max_block)
 {
@@ -863,6 +1006,7 @@ static Suite *pool_suite(void)
 	tcase_add_test(tc, test_non_pow2_cover);
 	tcase_add_test(tc, test_lazy_map);
 	tcase_add_test(tc, test_implicit_cover);
+	tcase_add_test(tc, test_lazy_runs_over_fresh);
 	tcase_add_test(tc, test_max_block);
 	tcase_add_test(tc, test_refcounts);
 	tcase_add_test(tc, test_check_catches);
