@@ -298,11 +298,14 @@ void kv_pool_map(struct kv_pool *p)
 
 	if (!p->u)
 		pool_map(p);
+	if (p->lazy)
+		settle(p); /* lazily freed runs: their records still say allocated */
 	for (i = 0; i < p->fresh; i++) {
 		uint32_t off = (uint32_t)i << k;
 
 		p->stack[k][i] = off;
-		p->u[off] = (struct kv_pool_unit){ .pos = (uint32_t)i, .order = (uint8_t)k, .is_free = 1 };
+		p->u[off] = (struct kv_pool_unit){ .pos = (uint32_t)i, .order = (uint8_t)k,
+						   .is_free = 1 };
 	}
 	p->fresh = 0;
 }

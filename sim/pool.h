@@ -107,11 +107,12 @@ void kv_pool_release(struct kv_pool *p);
 
 /*
  * Maps the metadata if it is not yet (kv_pool_alloc and kv_pool_alloc_n do
- * at the first allocation) and writes the records and stack entries of the
- * free max-order blocks of the cover the pool has not touched yet (left
- * zero otherwise: `fresh`), O(n_units); for callers that walk u or the
- * stacks.  Changes no counter and no future allocation.  Aborts out of
- * memory.
+ * at the first allocation), writes the records of lazily freed runs (as
+ * kv_pool_check does; parked entries via `unpark`) and the records and
+ * stack entries of the free max-order blocks of the cover the pool has not
+ * touched yet (left zero otherwise: `fresh`), O(n_units); for callers that
+ * walk u or the stacks.  Changes no count of blocks or bytes and no future
+ * allocation.  Aborts out of memory.
  */
 void kv_pool_map(struct kv_pool *p);
 

@@ -285,6 +285,12 @@ START_TEST(test_lazy_runs_off)
 	kv_pool_free_n(&p, off + 6, 1);
 	ck_assert_uint_eq(p.lazy, 1);
 	ck_assert_uint_eq(p.free_bytes, p.size_bytes);
+	ck_assert_uint_eq(p.u[off[6]].refs, 1); /* lazily freed: its record unwritten */
+	kv_pool_map(&p); /* for walkers: writes the lazy run's records too */
+	ck_assert_uint_eq(p.lazy, 0);
+	ck_assert_msg(p.u[off[6]].is_free && !p.u[off[6]].refs, "kv_pool_map left block %u "
+		      "allocated (is_free %u, refs %u)", off[6], p.u[off[6]].is_free,
+		      p.u[off[6]].refs);
 	pool_ok(&p, "all free");
 	kv_pool_release(&p);
 }
