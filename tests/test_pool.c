@@ -450,6 +450,17 @@ START_TEST(test_lazy_map)
 	cover_is(&p, c13, KV_ARRAY_LEN(c13), "13 units, emptied");
 	kv_pool_release(&p);
 	ck_assert_int_eq(kv_pool_init(&p, 13 * UNIT, UNIT, 0), 0);
+	/* a refused bulk max-order allocation counts, maps nothing (one block taken, given back) */
+	ck_assert_int_eq(kv_pool_alloc_n(&p, 3, 2, &a), KV_ENOMEM);
+	ck_assert_msg(p.u == NULL, "mapped by a refused alloc_n");
+	ck_assert_uint_eq(p.alloc_fail, 1);
+	ck_assert_uint_eq(p.alloc_fail_frag, 0); /* 5 units free beside it: not 8 */
+	ck_assert_uint_eq(p.n_allocs, 1);
+	ck_assert_uint_eq(p.n_frees, 1);
+	pool_ok(&p, "unmapped, refused");
+	p.n_frees--;
+	ck_assert_int_eq(kv_pool_check(&p, msg, sizeof(msg)), KV_EINVARIANT);
+	p.n_frees++;
 	ck_assert_int_eq(kv_pool_alloc_n(&p, 0, 1, &a), 0); /* alloc_n maps too */
 	ck_assert_uint_eq(a, 12);
 	pool_ok(&p, "alloc_n");
