@@ -23,14 +23,25 @@
  * Freeing or referencing an offset that is not an allocated block, and a
  * count past 65535, are model bugs: KV_CHECK aborts with a message.
  *
- * All metadata lives in flat arrays sized at init: alloc/free allocate
- * nothing and run in O(max_order).  Offsets are in units of unit_bytes.
+ * All metadata lives in flat arrays sized for the whole region: alloc/free
+ * allocate nothing and run in O(max_order).  Offsets are in units of
+ * unit_bytes.  The arrays are mapped at the first allocation, not at init
+ * (a pool never used costs its struct, ~700 bytes), as zero pages: a unit
+ * record of all zeros is a unit inside a block, so the arrays are written,
+ * and made resident by the system, only where blocks are cut and free
+ * stacks grow (a replica holding a few requests' blocks has a few pages
+ * resident, not 16 bytes for every unit of its pool).  The cover's
+ * max-order blocks stay unwritten until popped: the bottom `fresh` entries
+ * of that order's stack are implicit (kv_pool_map writes them out).  Before
+ * the map, the counters describe the free cover and kv_pool_check checks
+ * them alone.
  *
  * Runs of max-order blocks freed by kv_pool_free_n while every allocated
  * block is a max-order block with one reference (n_low == n_shared == 0)
  * go onto their stack with their records unwritten (`lazy`, the top of that
- * stack); kv_pool_alloc_n hands them out again as they are.  Every other
- * operation, kv_pool_check included, first writes those records, checking
+ * stack, above any `fresh` entries at its bottom); kv_pool_alloc_n hands
+ * them out again as they are.  Every other operation, kv_pool_check
+ * included, first writes those records, checking
  * each was an allocated max-order block with one reference: a double free
  * in such a run is caught there, at the latest by the end-of-run check.
  * A run may also be *parked* (kv_pool_park): counted free and lazy, its
@@ -45,11 +56,15 @@
 
 #define KV_POOL_MAX_ORDER 40
 
-/* Metadata of one unit; meaningful at a block's first unit only. */
+/*
+ * Metadata of one unit.  A unit starts a block iff is_free or refs is set
+ * (a free block, or an allocated one); the other fields are meaningful at a
+ * block's first unit only.  All zeros: a unit inside a block.
+ */
 struct kv_pool_unit {
 	uint32_t pos; /* index in its order's free stack (free blocks) */
-	uint16_t refs; /* reference count (allocated blocks) */
-	uint8_t order; /* order of the block starting here, 0xff if not a block head */
+	uint16_t refs; /* reference count (allocated blocks), 0 inside a block */
+	uint8_t order; /* order of the block starting here (block heads only) */
 	uint8_t is_free; /* 1 if a free block starts here */
 };
 
@@ -60,7 +75,10 @@ struct kv_pool {
 	uint32_t max_order; /* largest block is 2^max_order units */
 	uint32_t *stack[KV_POOL_MAX_ORDER + 1]; /* free blocks of each order; n_free_blocks[k] used */
 	uint64_t free_mask; /* bit k set iff free list k is nonempty */
-	struct kv_pool_unit *u; /* n_units records */
+	struct kv_pool_unit *u; /* n_units records; NULL until the first allocation maps them */
+	uint64_t fresh; /* stack[max_order][0..fresh) never written: entry i is the cover's block i << max_order, its record still zero */
+	void *meta; /* the map holding u and the stacks, meta_bytes long; NULL before */
+	size_t meta_bytes; /* its length, bytes (a multiple of the page size) */
 	uint64_t free_bytes; /* bytes in free blocks */
 	uint64_t n_free_blocks[KV_POOL_MAX_ORDER + 1]; /* free blocks per order (stack heights) */
 	uint64_t alloc_fail; /* allocations refused */
@@ -86,6 +104,17 @@ struct kv_pool {
 int kv_pool_init(struct kv_pool *p, uint64_t size_bytes, uint64_t min_block_bytes,
 		 uint64_t max_block_bytes);
 void kv_pool_release(struct kv_pool *p);
+
+/*
+ * Maps the metadata if it is not yet (kv_pool_alloc and kv_pool_alloc_n do
+ * at the first allocation), writes the records of lazily freed runs (as
+ * kv_pool_check does; parked entries via `unpark`) and the records and
+ * stack entries of the free max-order blocks of the cover the pool has not
+ * touched yet (left zero otherwise: `fresh`), O(n_units); for callers that
+ * walk u or the stacks.  Changes no count of blocks or bytes and no future
+ * allocation.  Aborts out of memory.
+ */
+void kv_pool_map(struct kv_pool *p);
 
 /* Order of the smallest block holding `bytes` (0 for 0), or -1 when above max_order. */
 int kv_pool_order_for(const struct kv_pool *p, uint64_t bytes);

@@ -285,6 +285,12 @@ START_TEST(test_lazy_runs_off)
 	kv_pool_free_n(&p, off + 6, 1);
 	ck_assert_uint_eq(p.lazy, 1);
 	ck_assert_uint_eq(p.free_bytes, p.size_bytes);
+	ck_assert_uint_eq(p.u[off[6]].refs, 1); /* lazily freed: its record unwritten */
+	kv_pool_map(&p); /* for walkers: writes the lazy run's records too */
+	ck_assert_uint_eq(p.lazy, 0);
+	ck_assert_msg(p.u[off[6]].is_free && !p.u[off[6]].refs, "kv_pool_map left block %u "
+		      "allocated (is_free %u, refs %u)", off[6], p.u[off[6]].is_free,
+		      p.u[off[6]].refs);
 	pool_ok(&p, "all free");
 	kv_pool_release(&p);
 }
@@ -356,11 +362,13 @@ START_TEST(test_fragmentation)
 END_TEST
 
 /* Asserts the pool is exactly the free blocks (offset, order) listed in want. */
-static void cover_is(const struct kv_pool *p, const uint32_t (*want)[2], size_t n,
+static void cover_is(struct kv_pool *p, const uint32_t (*want)[2], size_t n,
 		     const char *when)
 {
 	uint32_t off = 0;
 	size_t i;
+
+	kv_pool_map(p); /* a pool that allocated nothing has no records yet */
 
 	for (i = 0; i < n; i++) {
 		ck_assert_msg(off == want[i][0] && p->u[off].order == want[i][1] && p->u[off].is_free,
@@ -401,6 +409,264 @@ START_TEST(test_non_pow2_cover)
 		kv_pool_free(&p, offs[4 - i]);
 	cover_is(&p, c22, KV_ARRAY_LEN(c22), "22 units, cap 4, after alloc and free");
 	kv_pool_release(&p);
+}
+END_TEST
+
+/*
+ * The metadata is mapped at the first allocation: before it the counters
+ * describe the cover (13 units: 8 + 4 + 1), kv_pool_check checks them, and
+ * the records it lays then are that cover; emptied again, the pool checks.
+ */
+START_TEST(test_lazy_map)
+{
+	static const uint32_t c13[][2] = { { 0, 3 }, { 8, 2 }, { 12, 0 } };
+	struct kv_pool p;
+	uint32_t a, b;
+	char msg[256];
+
+	ck_assert_int_eq(kv_pool_init(&p, 13 * UNIT, UNIT, 0), 0);
+	ck_assert_msg(p.u == NULL && p.meta == NULL, "mapped at init: u %p", (void *)p.u);
+	ck_assert_uint_eq(p.free_bytes, 13 * UNIT);
+	ck_assert_uint_eq(p.n_free_blocks[3], 1);
+	ck_assert_uint_eq(p.n_free_blocks[2], 1);
+	ck_assert_uint_eq(p.n_free_blocks[0], 1);
+	ck_assert_uint_eq(p.free_mask, 0xd);
+	ck_assert_uint_eq(kv_pool_largest_free(&p), 8 * UNIT);
+	pool_ok(&p, "unmapped");
+	p.n_free_blocks[1]++;
+	ck_assert_int_eq(kv_pool_check(&p, msg, sizeof(msg)), KV_EINVARIANT);
+	p.n_free_blocks[1]--;
+	p.free_bytes -= UNIT;
+	ck_assert_int_eq(kv_pool_check(&p, msg, sizeof(msg)), KV_EINVARIANT);
+	p.free_bytes += UNIT;
+	a = alloc_ok(&p, 0); /* the cover's order-0 block, at 12 */
+	ck_assert_msg(p.u != NULL && p.meta_bytes >= 13 * sizeof(*p.u), "not mapped by alloc");
+	ck_assert_uint_eq(a, 12);
+	b = alloc_ok(&p, 1); /* splits the order-2 block at 8 */
+	ck_assert_uint_eq(b, 8);
+	pool_ok(&p, "two blocks");
+	kv_pool_free(&p, b);
+	kv_pool_free(&p, a);
+	cover_is(&p, c13, KV_ARRAY_LEN(c13), "13 units, emptied");
+	kv_pool_release(&p);
+	ck_assert_int_eq(kv_pool_init(&p, 13 * UNIT, UNIT, 0), 0);
+	/* a refused bulk max-order allocation counts, maps nothing (one block taken, given back) */
+	ck_assert_int_eq(kv_pool_alloc_n(&p, 3, 2, &a), KV_ENOMEM);
+	ck_assert_msg(p.u == NULL, "mapped by a refused alloc_n");
+	ck_assert_uint_eq(p.alloc_fail, 1);
+	ck_assert_uint_eq(p.alloc_fail_frag, 0); /* 5 units free beside it: not 8 */
+	ck_assert_uint_eq(p.n_allocs, 1);
+	ck_assert_uint_eq(p.n_frees, 1);
+	pool_ok(&p, "unmapped, refused");
+	p.n_frees--;
+	ck_assert_int_eq(kv_pool_check(&p, msg, sizeof(msg)), KV_EINVARIANT);
+	p.n_frees++;
+	ck_assert_int_eq(kv_pool_alloc_n(&p, 0, 1, &a), 0); /* alloc_n maps too */
+	ck_assert_uint_eq(a, 12);
+	pool_ok(&p, "alloc_n");
+	kv_pool_free(&p, a);
+	kv_pool_release(&p);
+}
+END_TEST
+
+/*
+ * The cover's max-order blocks stay implicit until popped (pool.h `fresh`):
+ * a pool whose records are all written at the start (kv_pool_map) and a
+ * lazy one hand out the same offsets through any sequence of allocations
+ * and frees, single and bulk, and both pass the check throughout.
+ */
+START_TEST(test_implicit_cover)
+{
+	struct kv_pool lazy, full;
+	uint32_t held[12], n_held = 0, a[8], b[8], i, j;
+	uint64_t x = 12345;
+	char msg[256];
+
+	ck_assert_int_eq(kv_pool_init(&lazy, 90 * UNIT, UNIT, 4 * UNIT), 0);
+	ck_assert_int_eq(kv_pool_init(&full, 90 * UNIT, UNIT, 4 * UNIT), 0);
+	kv_pool_map(&full);
+	ck_assert_uint_eq(full.fresh, 0);
+	for (i = 0; i < 2000; i++) {
+		unsigned order, k;
+		int ra, rb;
+
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+		order = (unsigned)(x >> 33) % 3;
+		k = 1 + (unsigned)(x >> 40) % 4;
+		if ((x >> 50) % 2 && n_held + k <= KV_ARRAY_LEN(held)) {
+			ra = kv_pool_alloc_n(&lazy, order, k, a);
+			rb = kv_pool_alloc_n(&full, order, k, b);
+			ck_assert_int_eq(ra, rb);
+			for (j = 0; !ra && j < k; j++) {
+				ck_assert_msg(a[j] == b[j], "step %u: block %u at %u lazily, %u mapped",
+					      i, j, a[j], b[j]);
+				held[n_held++] = a[j];
+			}
+		} else if (n_held) {
+			k = KV_MIN(k, n_held);
+			n_held -= k;
+			ck_assert_uint_eq(kv_pool_free_n(&lazy, &held[n_held], k),
+					  kv_pool_free_n(&full, &held[n_held], k));
+		}
+		ck_assert_uint_eq(lazy.free_bytes, full.free_bytes);
+		ck_assert_uint_eq(lazy.free_mask, full.free_mask);
+		pool_ok(&lazy, "lazy");
+		pool_ok(&full, "mapped");
+	}
+	ck_assert_msg(lazy.fresh > 0 && lazy.fresh < 22, "fresh %llu: the test never popped an "
+		      "implicit block or popped them all", (unsigned long long)lazy.fresh);
+	lazy.u[(lazy.fresh - 1) << 2].refs = 1; /* a record inside an implicit block */
+	ck_assert_int_eq(kv_pool_check(&lazy, msg, sizeof(msg)), KV_EINVARIANT);
+	lazy.u[(lazy.fresh - 1) << 2].refs = 0;
+	pool_ok(&lazy, "restored");
+	kv_pool_map(&lazy); /* writes the implicit entries out: the same pool */
+	ck_assert_uint_eq(lazy.fresh, 0);
+	pool_ok(&lazy, "written out");
+	kv_pool_release(&lazy);
+	kv_pool_release(&full);
+}
+END_TEST
+
+/* A table of parked blocks (pool.h: parked) for test_lazy_runs_over_fresh: the offsets it holds. */
+struct park_tab {
+	struct kv_pool *p; /* the pool it parked in */
+	uint32_t off[24]; /* the parked run, in kv_pool_free_n's order */
+	uint32_t n; /* its length; 0 when nothing is parked */
+	uint64_t unparks; /* calls of the unpark hook */
+};
+
+/* The unpark hook: writes the parked run onto the max-order stack where kv_pool_park counted it. */
+static void park_tab_unpark(void *ctx)
+{
+	struct park_tab *t = ctx;
+	struct kv_pool *p = t->p;
+
+	memcpy(p->stack[p->max_order] + (p->n_free_blocks[p->max_order] - p->parked), t->off,
+	       t->n * sizeof(*t->off));
+	p->parked = 0;
+	t->n = 0;
+	t->unparks++;
+}
+
+/*
+ * Both lazinesses on one stack (pool.c): lazy runs and parked runs go on
+ * top of the max-order stack while the untouched cover sits implicit at its
+ * bottom (`fresh`).  A lazily mapped pool with lazy runs, one written out at
+ * the start (kv_pool_map) with lazy runs, and one settled after every step
+ * (kv_pool_check settles) take the same offsets in the same order through
+ * bulk allocations that reach from lazy entries into implicit ones, and end
+ * with the same stacks and records.  Fresh pools each round, so the walk
+ * keeps reaching into the cover.
+ */
+START_TEST(test_lazy_runs_over_fresh)
+{
+	uint64_t rng = 0x243f6a8885a308d3ULL, both = 0, across = 0, takes = 0, unparks = 0;
+	unsigned round;
+
+	for (round = 0; round < 20; round++) {
+		struct kv_pool lz, mp, ea;
+		struct park_tab park = { .p = &lz };
+		uint32_t tab_l[16][24], tab_m[16][24], tab_e[16][24], len[16] = { 0 }, i, k, step;
+		uint64_t fresh0;
+
+		/* 400 units, max block 2 units: 200 max-order blocks, all implicit at first */
+		ck_assert_int_eq(kv_pool_init(&lz, 400 * UNIT, UNIT, 2 * UNIT), 0);
+		ck_assert_int_eq(kv_pool_init(&mp, 400 * UNIT, UNIT, 2 * UNIT), 0);
+		ck_assert_int_eq(kv_pool_init(&ea, 400 * UNIT, UNIT, 2 * UNIT), 0);
+		kv_pool_map(&mp);
+		ck_assert_uint_eq(mp.fresh, 0);
+		lz.unpark = park_tab_unpark;
+		lz.unpark_ctx = &park;
+		for (step = 0; step < 400; step++) {
+			i = (uint32_t)(rng_next(&rng) % 16);
+			if (len[i]) {
+				uint64_t bm = kv_pool_free_n(&mp, tab_m[i], len[i]);
+				uint64_t be = kv_pool_free_n(&ea, tab_e[i], len[i]);
+
+				if (!park.n && !lz.lazy && rng_next(&rng) % 3 == 0) {
+					/* parked: counted free, entries left in the table */
+					memcpy(park.off, tab_l[i], len[i] * sizeof(*park.off));
+					park.n = len[i];
+					ck_assert_int_eq(kv_pool_park(&lz, len[i]), 0);
+				} else {
+					EXPECT(kv_pool_free_n(&lz, tab_l[i], len[i]) == bm,
+					       "round %u step %u: free_n", round, step);
+				}
+				EXPECT(bm == be && bm == len[i] * 2 * UNIT, "round %u step %u: free_n "
+				       "of %u gave %llu and %llu", round, step, len[i],
+				       (unsigned long long)bm, (unsigned long long)be);
+				len[i] = 0;
+			} else {
+				uint32_t n = park.n && rng_next(&rng) % 2
+						     ? park.n
+						     : 1 + (uint32_t)(rng_next(&rng) % 24);
+				int rl, rm = kv_pool_alloc_n(&mp, 1, n, tab_m[i]);
+				int re = kv_pool_alloc_n(&ea, 1, n, tab_e[i]);
+				uint64_t top = lz.n_free_blocks[1] - n;
+
+				if (park.n == n && !rm) {
+					/* the parking table takes its run back whole */
+					memcpy(tab_l[i], park.off, n * sizeof(*park.off));
+					kv_pool_unpark_take(&lz, n);
+					park.n = 0;
+					takes++;
+					rl = 0;
+				} else {
+					across += !rm && lz.lazy && lz.lazy < n && top < lz.fresh;
+					rl = kv_pool_alloc_n(&lz, 1, n, tab_l[i]);
+				}
+				EXPECT(rl == rm && rm == re, "round %u step %u: alloc_n of %u: %d, %d "
+				       "and %d", round, step, n, rl, rm, re);
+				if (!rl)
+					len[i] = n;
+				for (k = 0; !rl && k < n; k++)
+					EXPECT(tab_l[i][k] == tab_m[i][k] && tab_m[i][k] == tab_e[i][k],
+					       "round %u step %u: block %u of %u: %u lazily, %u mapped, "
+					       "%u eagerly", round, step, k, n, tab_l[i][k], tab_m[i][k],
+					       tab_e[i][k]);
+			}
+			both += lz.lazy > lz.parked && lz.fresh > 0;
+			EXPECT(lz.fresh + lz.lazy <= lz.n_free_blocks[1], "round %u step %u: %llu "
+			       "implicit and %llu lazy entries on a stack of %llu", round, step,
+			       (unsigned long long)lz.fresh, (unsigned long long)lz.lazy,
+			       (unsigned long long)lz.n_free_blocks[1]);
+			pool_ok(&ea, "eager");
+			EXPECT(lz.free_bytes == ea.free_bytes && mp.free_bytes == ea.free_bytes &&
+			       lz.n_allocs == ea.n_allocs && lz.n_frees == ea.n_frees &&
+			       lz.alloc_fail == ea.alloc_fail && mp.alloc_fail == ea.alloc_fail,
+			       "round %u step %u: counters differ", round, step);
+		}
+		unparks += park.unparks;
+		fresh0 = lz.fresh;
+		pool_ok(&lz, "lazy, settled");
+		pool_ok(&mp, "mapped, settled");
+		ck_assert_uint_eq(lz.fresh, fresh0); /* settling writes the top, not the cover */
+		ck_assert_uint_eq(lz.fresh, ea.fresh);
+		kv_pool_map(&lz);
+		kv_pool_map(&ea);
+		pool_ok(&lz, "lazy, written out");
+		/* the stacks' live entries (above the height: old entries, not compared) */
+		ck_assert_uint_eq(lz.n_free_blocks[1], mp.n_free_blocks[1]);
+		ck_assert_uint_eq(lz.n_free_blocks[1], ea.n_free_blocks[1]);
+		ck_assert_mem_eq(lz.stack[1], mp.stack[1], lz.n_free_blocks[1] * sizeof(uint32_t));
+		ck_assert_mem_eq(lz.stack[1], ea.stack[1], lz.n_free_blocks[1] * sizeof(uint32_t));
+		for (k = 0; k < 400; k++) {
+			struct kv_pool_unit a = lz.u[k], b = mp.u[k], c = ea.u[k];
+
+			if (!a.is_free)
+				a.pos = b.pos = c.pos = 0; /* meaningless in an allocated block */
+			EXPECT(!memcmp(&a, &b, sizeof(a)) && !memcmp(&a, &c, sizeof(a)),
+			       "round %u: unit %u: records differ", round, k);
+		}
+		kv_pool_release(&lz);
+		kv_pool_release(&mp);
+		kv_pool_release(&ea);
+	}
+	ck_assert_msg(both > 5000 && across > 50 && takes > 10 && unparks > 30,
+		      "the walk had %llu steps with lazy and implicit entries, %llu allocations "
+		      "across both, %llu parked runs taken back, %llu unparked",
+		      (unsigned long long)both, (unsigned long long)across,
+		      (unsigned long long)takes, (unsigned long long)unparks);
 }
 END_TEST
 
@@ -559,7 +825,7 @@ START_TEST(test_check_catches)
 			check_catches(&p, "free_bytes off by one unit");
 			break;
 		case 1:
-			p.u[b + 1].order = 0;
+			p.u[b + 1].refs = 1; /* a unit inside b starts a block */
 			check_catches(&p, "a head inside a block");
 			break;
 		case 2:
@@ -755,6 +1021,9 @@ static Suite *pool_suite(void)
 	tcase_add_test(tc, test_lazy_runs_match_eager);
 	tcase_add_test(tc, test_lazy_runs_off);
 	tcase_add_test(tc, test_non_pow2_cover);
+	tcase_add_test(tc, test_lazy_map);
+	tcase_add_test(tc, test_implicit_cover);
+	tcase_add_test(tc, test_lazy_runs_over_fresh);
 	tcase_add_test(tc, test_max_block);
 	tcase_add_test(tc, test_refcounts);
 	tcase_add_test(tc, test_check_catches);

@@ -110,10 +110,11 @@ static uint64_t extent_bytes(const struct kv_sim *s, uint64_t tokens)
 /* Bytes in allocated blocks of replica 0 whose reference count is `refs` (0: any). */
 static uint64_t bytes_with_refs(const struct kv_sim *s, unsigned refs)
 {
-	const struct kv_pool *p = &s->rep[0].pool;
+	struct kv_pool *p = &s->rep[0].pool;
 	uint64_t bytes = 0;
 	uint32_t off;
 
+	kv_pool_map(p); /* the records of blocks never touched are written only now */
 	for (off = 0; off < p->n_units; off += 1u << p->u[off].order)
 		if (!p->u[off].is_free && (!refs || p->u[off].refs == refs))
 			bytes += kv_pool_block_bytes(p, p->u[off].order);
