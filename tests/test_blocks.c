@@ -14,23 +14,6 @@
 #define UNIT 256 /* pool unit bytes */
 #define N_TAB 24 /* tables in the random walk */
 
-/* Same as test_pool.c: assert only on failure (Check's passing asserts are slow). */
-#define EXPECT(cond, ...)                                                     \
-	do {                                                                  \
-		if (!(cond))                                                  \
-			ck_assert_msg(cond, __VA_ARGS__);                     \
-	} while (0)
-
-static uint64_t rng_next(uint64_t *s)
-{
-	uint64_t x = *s;
-
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return *s = x;
-}
-
 /* Asserts kv_pool_check passes. */
 static void pool_ok(const struct kv_pool *p, const char *when, unsigned step)
 {

@@ -240,15 +240,6 @@ START_TEST(test_stream_too_long)
 }
 END_TEST
 
-/* xorshift64 */
-static uint64_t rng_next(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
-
 /* Random records of bytes drawn from the characters that matter, written and read back. */
 START_TEST(test_round_trip_random)
 {

@@ -9,28 +9,6 @@
 
 #include "heap.h"
 
-/*
- * EXPECT() for loops: Check marks every passing assertion with a
- * write to its pipe, which costs microseconds; this asserts only on failure
- * (cond is evaluated again there, so it must have no side effects).
- */
-#define EXPECT(cond, ...)                                                     \
-	do {                                                                  \
-		if (!(cond))                                                  \
-			ck_assert_msg(cond, __VA_ARGS__);                     \
-	} while (0)
-
-/* xorshift64: a seeded, portable generator for test inputs. */
-static uint64_t rng_next(uint64_t *s)
-{
-	uint64_t x = *s;
-
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return *s = x;
-}
-
 /* Pops one event into *e, which must be there (i numbers the pop). */
 static void pop_one(struct kv_heap *h, struct kv_event *e, size_t i)
 {

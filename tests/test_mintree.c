@@ -11,22 +11,6 @@
 
 #include "mintree.h"
 
-#define EXPECT(cond, ...)                                                     \
-	do {                                                                  \
-		if (!(cond))                                                  \
-			ck_assert_msg(cond, __VA_ARGS__);                     \
-	} while (0)
-
-static uint64_t rng_next(uint64_t *s)
-{
-	uint64_t x = *s;
-
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return *s = x;
-}
-
 /* The scan the router did: first index of the smallest key. */
 static uint32_t scan_min(const uint64_t *k, uint32_t n)
 {

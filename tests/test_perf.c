@@ -7,6 +7,8 @@
  * Profiles come from $KVSIM_CONFIG_DIR, else $KVSIM_SOURCE_DIR/configs,
  * else the compiled-in KV_CONFIG_DIR; fixtures from $KVSIM_TEST_DATA.
  */
+#include "testutil.h"
+
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
@@ -18,13 +20,6 @@
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 #include "profile_load.h"
-
-/* Asserts only on failure (Check's passing asserts are slow in loops). */
-#define EXPECT(cond, ...)                                                     \
-	do {                                                                  \
-		if (!(cond))                                                  \
-			ck_assert_msg(cond, __VA_ARGS__);                     \
-	} while (0)
 
 #include "test_profiles.h"
 

@@ -14,29 +14,7 @@
 
 #include "pool.h"
 
-/*
- * ck_assert_msg() for loops: Check marks every passing assertion with a
- * write to its pipe, which costs microseconds; this asserts only on failure
- * (cond is evaluated again there, so it must have no side effects).
- */
-#define EXPECT(cond, ...)                                                     \
-	do {                                                                  \
-		if (!(cond))                                                  \
-			ck_assert_msg(cond, __VA_ARGS__);                     \
-	} while (0)
-
 #define UNIT 256 /* unit (min block) bytes in most tests */
-
-/* xorshift64: a seeded, portable generator for test inputs. */
-static uint64_t rng_next(uint64_t *s)
-{
-	uint64_t x = *s;
-
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return *s = x;
-}
 
 /* Asserts kv_pool_check passes; `when` says where, printed with the failure. */
 static void pool_ok(const struct kv_pool *p, const char *when)

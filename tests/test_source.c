@@ -15,16 +15,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/*
- * ck_assert records every passing check through a pipe (one write each in
- * fork mode): hot loops use EXPECT, which only calls into Check on failure.
- */
-#define EXPECT(cond, ...)                                                     \
-	do {                                                                  \
-		if (!(cond))                                                  \
-			ck_abort_msg(__VA_ARGS__);                            \
-	} while (0)
-
 static struct kv_source_spec spec; /* ~75 KiB: kept off the stack */
 
 

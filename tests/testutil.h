@@ -6,6 +6,7 @@
 #define KV_TESTUTIL_H
 
 #include <check.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -43,6 +44,28 @@ static inline int kv_test_run_suite(Suite *suite)
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
 	return failed ? 1 : 0;
+}
+
+/*
+ * Asserts cond only when it fails: Check's passing asserts each write to its
+ * pipe, which costs microseconds in loops of millions.  cond is evaluated
+ * again in the message, so it must have no side effects.
+ */
+#define EXPECT(cond, ...)                                                     \
+	do {                                                                  \
+		if (!(cond))                                                  \
+			ck_assert_msg(cond, __VA_ARGS__);                     \
+	} while (0)
+
+/* xorshift64: a seeded, portable generator for test inputs. */
+static inline uint64_t rng_next(uint64_t *s)
+{
+	uint64_t x = *s;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return *s = x;
 }
 
 #endif /* KV_TESTUTIL_H */
