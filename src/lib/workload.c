@@ -200,6 +200,24 @@ static void list_profile(const char *name, const char *path, void *arg)
 	snprintf(buf + off, off < 512 ? 512 - off : 0, "%s%s", off ? ", " : "", name);
 }
 
+/*
+ * kv_cfg_resolve_path with a message: a path (after joining the workload's
+ * directory) longer than the buffer is an error at node n (or the file).
+ */
+static int resolve_path(const struct kv_cfg_doc *doc, struct kv_cfg_node *n, const char *rel,
+			char *buf, size_t len, struct kv_diag *d)
+{
+	if (!kv_cfg_resolve_path(doc, n, rel, buf, len))
+		return 0;
+	if (n)
+		return kv_cfg_error(n, d, "path too long: '%.64s...' (%zu bytes): joined to its "
+				    "directory %s it passes %zu bytes", rel, strlen(rel),
+				    doc->dir ? doc->dir : ".", len - 1);
+	return kv_diag_set(d, KV_ERANGE, doc->path, 0, 0, "",
+			   "path too long: '%.64s...' (%zu bytes): expected at most %zu bytes", rel,
+			   strlen(rel), len - 1);
+}
+
 /* Loads the model or device named by key ("model", "device"). */
 static int read_profile(struct kv_cfg_doc *doc, const char *key, const char *def,
 			struct kv_sim_config *c, struct kv_diag *d)
@@ -211,7 +229,7 @@ static int read_profile(struct kv_cfg_doc *doc, const char *key, const char *def
 	TRY(kv_cfg_str(doc->root, key, def, name, sizeof(name), d));
 	is_path = strchr(name, '/') || strstr(name, ".yaml");
 	if (is_path) {
-		TRY(kv_cfg_resolve_path(doc, n, name, path, sizeof(path)));
+		TRY(resolve_path(doc, n, name, path, sizeof(path), d));
 		TRY(check_input_file(n, path, d));
 	} else {
 		snprintf(path, sizeof(path), "%s", name);
@@ -385,7 +403,7 @@ static int read_lengths(struct kv_cfg_doc *doc, struct kv_cfg_node *n, struct kv
 	if (!kv_cfg_get(n, "trace"))
 		return kv_cfg_error(n, d, "dist trace: expected a `trace:` file of lengths");
 	TRY(kv_cfg_str(n, "trace", "", rel, sizeof(rel), d));
-	TRY(kv_cfg_resolve_path(doc, kv_cfg_get(n, "trace"), rel, l->path, sizeof(l->path)));
+	TRY(resolve_path(doc, kv_cfg_get(n, "trace"), rel, l->path, sizeof(l->path), d));
 	return check_input_file(kv_cfg_get(n, "trace"), l->path, d);
 }
 
@@ -414,8 +432,8 @@ static int read_arrival(struct kv_cfg_doc *doc, struct kv_cfg_node *w, struct kv
 	if (!kv_cfg_get(n, "trace"))
 		return kv_cfg_error(n, d, "process trace: expected a `trace:` file with timestamps");
 	TRY(kv_cfg_str(n, "trace", "", rel, sizeof(rel), d));
-	TRY(kv_cfg_resolve_path(doc, kv_cfg_get(n, "trace"), rel, s->trace_path,
-				sizeof(s->trace_path)));
+	TRY(resolve_path(doc, kv_cfg_get(n, "trace"), rel, s->trace_path, sizeof(s->trace_path),
+			 d));
 	return check_input_file(kv_cfg_get(n, "trace"), s->trace_path, d);
 }
 
@@ -523,7 +541,7 @@ static int read_outputs(struct kv_cfg_doc *doc, struct kv_workload *wl, struct k
 	if (!kv_cfg_get(n, "dir"))
 		return 0;
 	TRY(kv_cfg_str(n, "dir", "", rel, sizeof(rel), d));
-	return kv_cfg_resolve_path(doc, kv_cfg_get(n, "dir"), rel, wl->out_dir, sizeof(wl->out_dir));
+	return resolve_path(doc, kv_cfg_get(n, "dir"), rel, wl->out_dir, sizeof(wl->out_dir), d);
 }
 
 #define MAX_SAMPLES ((double)KV_MAX_SAMPLES) /* timeseries rows a run may take (sim/source.h) */
