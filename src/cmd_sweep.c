@@ -17,16 +17,10 @@
  * whose run ended (ok or error); an interrupted point has no row.
  */
 #include "sweep.h"
+#include "sweep_mpi.h"
 #include "opts.h"
 #include "status.h"
 
-#if KV_HAVE_MPI
-#include <mpi.h>
-#endif
-
-#if KV_HAVE_MPI
-#include <mpi.h>
-#endif
 #include "lib/cfg.h"
 #include "lib/csv.h"
 #include "lib/output.h"
@@ -211,8 +205,8 @@ static int cli_report(struct sweep *sw, const struct sweep_args *a, struct kv_di
  * out/NAME.  Refuses a path too long for its points' files and a name that
  * would leave out/.  Returns 0 or 2 with d filled.
  */
-int kv__sweep_out_dir(const struct sweep *sw, const struct sweep_args *a, char *out,
-			 struct kv_diag *d)
+static int out_dir(const struct sweep *sw, const struct sweep_args *a, char *out,
+		   struct kv_diag *d)
 {
 	size_t n;
 
@@ -240,7 +234,7 @@ int kv__sweep_out_dir(const struct sweep *sw, const struct sweep_args *a, char *
  * (points/.KEY.tmp-*): their runs are this sweep's, so holding the lock
  * makes them stale.  Returns the lock's descriptor or -1 with d filled.
  */
-int kv__sweep_lock_sweep_dir(const char *out, struct kv_diag *d)
+static int lock_sweep_dir(const char *out, struct kv_diag *d)
 {
 	char pts[PT_PATH];
 	int fd = kv_path_lock(out, d);
@@ -271,7 +265,7 @@ int kv__sweep_lock_sweep_dir(const char *out, struct kv_diag *d)
  * directory's lock (an MPI rank other than 0 runs under rank 0's).
  * Returns the exit status.
  */
-int kv__sweep_once(struct sweep_args *a, int finish, int lock)
+static int sweep_once(struct sweep_args *a, int finish, int lock)
 {
 	struct sweep sw;
 	struct runner r;
@@ -288,7 +282,7 @@ int kv__sweep_once(struct sweep_args *a, int finish, int lock)
 	memset(&r, 0, sizeof(r));
 	r.sw = &sw;
 	r.a = a;
-	if ((rc = kv__sweep_out_dir(&sw, a, r.out, &d))) {
+	if ((rc = out_dir(&sw, a, r.out, &d))) {
 		kv_diag_print(&d, stderr);
 		kv__sweep_release(&sw);
 		return rc;
@@ -299,7 +293,7 @@ int kv__sweep_once(struct sweep_args *a, int finish, int lock)
 		return 1;
 	}
 	r.lock_fd = -1;
-	if (lock && (r.lock_fd = kv__sweep_lock_sweep_dir(r.out, &d)) < 0) {
+	if (lock && (r.lock_fd = lock_sweep_dir(r.out, &d)) < 0) {
 		kv_diag_print(&d, stderr);
 		kv__sweep_release(&sw);
 		return 1;
@@ -324,6 +318,90 @@ int kv__sweep_once(struct sweep_args *a, int finish, int lock)
 }
 
 
+#if KV_HAVE_MPI
+/* The sweep as an MPI job (sweep_mpi.h): the arguments, and rank 0's lock. */
+struct mpi_sweep {
+	struct sweep_args *a;
+	int lock_fd; /* the sweep directory's lock, held by rank 0 from prepare to release */
+};
+
+static int mpi_whole(void *ctx)
+{
+	struct mpi_sweep *m = ctx;
+
+	return sweep_once(m->a, 1, 1);
+}
+
+/*
+ * Rank 0's lock of the sweep's directory for the whole MPI sweep, kept
+ * until release.  Returns 0 or the exit status.
+ */
+static int mpi_prepare(void *ctx)
+{
+	struct mpi_sweep *m = ctx;
+	char out[KV_PATH_MAX];
+	struct sweep sw;
+	struct kv_diag d;
+	int rc = 2;
+
+	if (!kv__sweep_load(&sw, m->a->path, &d) && !(rc = out_dir(&sw, m->a, out, &d))) {
+		rc = 1;
+		if (kv_mkdirs(out))
+			kv_diag_set(&d, KV_EIO, out, 0, 0, "", "cannot create: %s", strerror(errno));
+		else if ((m->lock_fd = lock_sweep_dir(out, &d)) >= 0)
+			rc = 0;
+	}
+	if (rc)
+		kv_diag_print(&d, stderr);
+	kv__sweep_release(&sw);
+	return rc;
+}
+
+/* A rank's shard of the points, under rank 0's lock, without sweep.csv. */
+static int mpi_part(void *ctx, long part, long n_parts)
+{
+	struct mpi_sweep *m = ctx;
+
+	m->a->shard = part;
+	m->a->n_shards = n_parts;
+	return sweep_once(m->a, 0, 0);
+}
+
+/*
+ * Rank 0 completes the sweep from the points' directories -- every point is
+ * done by then, so it only reads them back -- and writes sweep.csv and the
+ * charts, exactly as a single process would.
+ */
+static int mpi_finish(void *ctx)
+{
+	struct mpi_sweep *m = ctx;
+
+	m->a->shard = m->a->n_shards = 1;
+	return sweep_once(m->a, 1, 0);
+}
+
+static void mpi_release(void *ctx)
+{
+	struct mpi_sweep *m = ctx;
+
+	if (m->lock_fd >= 0)
+		close(m->lock_fd);
+}
+
+/* Under mpirun: rank k runs the points of shard k+1 of R, each with its -j workers. */
+static int sweep_mpi(struct sweep_args *a)
+{
+	struct mpi_sweep m = { .a = a, .lock_fd = -1 };
+	const struct kv_mpi_job job = { .name = "sweep", .sharded = a->n_shards > 1, .ctx = &m,
+					.whole = mpi_whole, .prepare = mpi_prepare,
+					.part = mpi_part, .finish = mpi_finish,
+					.release = mpi_release };
+
+	return kv__sweep_mpi(&job);
+}
+#endif
+
+
 /* 1 when this process was started by mpirun (Open MPI or a PMI launcher). */
 static int under_mpirun(void)
 {
@@ -339,11 +417,11 @@ int kv_cmd_sweep(int argc, char **argv)
 		return rc < 0 ? 0 : rc;
 	if (under_mpirun()) {
 #if KV_HAVE_MPI
-		return kv__sweep_mpi(&a);
+		return sweep_mpi(&a);
 #else
 		fprintf(stderr, "kvsim: sweep: started by mpirun, but this kvsim was built without MPI (install libopenmpi-dev and reconfigure)\n");
 		return 2;
 #endif
 	}
-	return kv__sweep_once(&a, 1, 1);
+	return sweep_once(&a, 1, 1);
 }

@@ -2,12 +2,15 @@
  * sweep.h -- what the parts of `kvsim sweep` share; nothing outside
  * src/cmd_sweep*.c and src/sweep_*.c includes it.
  *
- * sweep_text.c: a growable string and a YAML node back to flow text (for
- * --set); sweep_file.c: the sweep file and the grid of points it expands
- * to; sweep_run.c: the worker pool (forked children, -j of them) and
- * sweep.csv; sweep_report.c: the capacity target, sweep_stats.csv and
- * pareto.csv (arithmetic in lib/target.c); sweep_mpi.c: the points spread over MPI ranks;
- * cmd_sweep.c: the command; cmd_sweep_merge.c: `kvsim sweep-merge`.
+ * The parts, each using only those listed before it: sweep_text.c: a
+ * growable string and a YAML node back to flow text (for --set);
+ * sweep_file.c: the sweep file, the grid of points it expands to and a
+ * point's summary columns; sweep_run.c: the worker pool (forked children,
+ * -j of them) and sweep.csv; sweep_report.c: the capacity target,
+ * sweep_stats.csv and pareto.csv (arithmetic in lib/target.c);
+ * cmd_sweep.c: the command, which runs the points alone or, under mpirun,
+ * as a job of sweep_mpi.h (the MPI layer below the sweep, knowing nothing
+ * of it); cmd_sweep_merge.c: `kvsim sweep-merge`.
  */
 #ifndef KV_SWEEP_H
 #define KV_SWEEP_H
@@ -123,11 +126,14 @@ char *kv__sweep_node_text(struct kv_cfg_node *n);
 
 /* sweep_file.c */
 void kv__sweep_release(struct sweep *sw);
+int kv__sweep_set_pareto(struct sweep *sw, const char *text, char *err, size_t errlen);
 char *kv__sweep_slurp(const char *path, size_t *len);
 int kv__sweep_read(struct sweep *sw, const char *path, struct kv_diag *d);
 int kv__sweep_load(struct sweep *sw, const char *path, struct kv_diag *d);
 size_t kv__sweep_point_sets(const struct sweep *sw, const struct point *p, char **out);
 int kv__sweep_expand(struct sweep *sw, struct kv_diag *d);
+const struct point *kv__sweep_header_point(const struct sweep *sw);
+const char *kv__sweep_field(const struct point *p, const struct point *h, size_t j);
 
 /* sweep_run.c */
 void kv__sweep_on_signal(int sig);
@@ -135,8 +141,6 @@ int kv__sweep_in_shard(const struct sweep_args *a, size_t i);
 void kv__sweep_run_points(struct runner *r);
 int kv__sweep_write_atomic(const char *dir, const char *text);
 int kv__sweep_write_sweep_csv(const struct sweep *sw, const char *dir);
-const struct point *kv__sweep_header_point(const struct sweep *sw);
-const char *kv__sweep_field(const struct point *p, const struct point *h, size_t j);
 
 /* sweep_report.c */
 void kv__sweep_report_target(const struct sweep *sw);
@@ -149,15 +153,5 @@ int kv__sweep_write_stats(const struct sweep *sw, const char *dir);
  */
 int kv__sweep_write_target(const struct sweep *sw, const char *dir);
 int kv__sweep_pareto(const struct sweep *sw, const char *dir, int quiet);
-int kv__sweep_set_pareto(struct sweep *sw, const char *text, char *err, size_t errlen);
-
-/* cmd_sweep.c */
-int kv__sweep_out_dir(const struct sweep *sw, const struct sweep_args *a, char *out,
-			 struct kv_diag *d);
-int kv__sweep_lock_sweep_dir(const char *out, struct kv_diag *d);
-int kv__sweep_once(struct sweep_args *a, int finish, int lock);
-
-/* sweep_mpi.c */
-int kv__sweep_mpi(struct sweep_args *a);
 
 #endif /* KV_SWEEP_H */

@@ -7,13 +7,6 @@
 #include "opts.h"
 #include "status.h"
 
-#if KV_HAVE_MPI
-#include <mpi.h>
-#endif
-
-#if KV_HAVE_MPI
-#include <mpi.h>
-#endif
 #include "lib/cfg.h"
 #include "lib/csv.h"
 #include "lib/output.h"
@@ -357,6 +350,39 @@ static int read_target(struct sweep *sw, struct kv_diag *d)
 	return 0;
 }
 
+/*
+ * The Pareto metrics from text "A,B" into sw->pareto (from `pareto:` or
+ * --pareto): two summary.csv column names.  0, or -1 with a message in err
+ * (sw->pareto[0] then "").
+ */
+int kv__sweep_set_pareto(struct sweep *sw, const char *text, char *err, size_t errlen)
+{
+	const char *comma = strchr(text, ',');
+	size_t i, k, n;
+
+	if (!comma || strchr(comma + 1, ',')) {
+		snprintf(err, errlen, "bad Pareto metrics '%s': expected two columns, A,B", text);
+		return -1;
+	}
+	for (k = 0; k < 2; k++) {
+		const char *s = k ? comma + 1 : text;
+
+		n = k ? strlen(s) : (size_t)(comma - text);
+		if (n >= sizeof(sw->pareto[k]))
+			n = sizeof(sw->pareto[k]) - 1;
+		memcpy(sw->pareto[k], s, n);
+		sw->pareto[k][n] = 0;
+		for (i = 0; kv_summary_names[i] && strcmp(kv_summary_names[i], sw->pareto[k]); i++)
+			;
+		if (!kv_summary_names[i]) {
+			snprintf(err, errlen, "unknown Pareto metric '%s'", sw->pareto[k]);
+			sw->pareto[0][0] = 0;
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* `pareto: [A, B]`: two summary columns. */
 static int read_pareto(struct sweep *sw, struct kv_diag *d)
 {
@@ -605,4 +631,32 @@ int kv__sweep_expand(struct sweep *sw, struct kv_diag *d)
 		point_key(p, h);
 	}
 	return check_unique(sw, d);
+}
+
+/* --- a point's summary columns ------------------------------------------ */
+
+/* The summary column names: those of the first point (in point order) that has them. */
+const struct point *kv__sweep_header_point(const struct sweep *sw)
+{
+	size_t i;
+
+	for (i = 0; i < sw->n_pt; i++)
+		if (sw->pt[i].n_fields)
+			return &sw->pt[i];
+	return NULL;
+}
+
+/* The value of column name in p, or "" (points with another header map by name). */
+const char *kv__sweep_field(const struct point *p, const struct point *h, size_t j)
+{
+	size_t i;
+
+	if (!p->n_fields)
+		return "";
+	if (j < p->n_fields && !strcmp(p->names[j], h->names[j]))
+		return p->fields[j];
+	for (i = 0; i < p->n_fields; i++)
+		if (!strcmp(p->names[i], h->names[j]))
+			return p->fields[i];
+	return "";
 }

@@ -471,34 +471,6 @@ int kv__sweep_write_stats(const struct sweep *sw, const char *dir)
 
 /* --- pareto.csv ------------------------------------------------------------------ */
 
-int kv__sweep_set_pareto(struct sweep *sw, const char *text, char *err, size_t errlen)
-{
-	const char *comma = strchr(text, ',');
-	size_t i, k, n;
-
-	if (!comma || strchr(comma + 1, ',')) {
-		snprintf(err, errlen, "bad Pareto metrics '%s': expected two columns, A,B", text);
-		return -1;
-	}
-	for (k = 0; k < 2; k++) {
-		const char *s = k ? comma + 1 : text;
-
-		n = k ? strlen(s) : (size_t)(comma - text);
-		if (n >= sizeof(sw->pareto[k]))
-			n = sizeof(sw->pareto[k]) - 1;
-		memcpy(sw->pareto[k], s, n);
-		sw->pareto[k][n] = 0;
-		for (i = 0; kv_summary_names[i] && strcmp(kv_summary_names[i], sw->pareto[k]); i++)
-			;
-		if (!kv_summary_names[i]) {
-			snprintf(err, errlen, "unknown Pareto metric '%s'", sw->pareto[k]);
-			sw->pareto[0][0] = 0;
-			return -1;
-		}
-	}
-	return 0;
-}
-
 /*
  * The dimensions a Pareto front runs over (in[dim] = 1): the target axis's
  * with a target; otherwise every dimension without a workload.* axis.

@@ -8,13 +8,6 @@
 #include "opts.h"
 #include "status.h"
 
-#if KV_HAVE_MPI
-#include <mpi.h>
-#endif
-
-#if KV_HAVE_MPI
-#include <mpi.h>
-#endif
 #include "lib/cfg.h"
 #include "lib/csv.h"
 #include "lib/output.h"
@@ -338,32 +331,6 @@ void kv__sweep_run_points(struct runner *r)
 }
 
 /* --- sweep.csv ----------------------------------------------------------- */
-
-/* The summary column names: those of the first point (in point order) that has them. */
-const struct point *kv__sweep_header_point(const struct sweep *sw)
-{
-	size_t i;
-
-	for (i = 0; i < sw->n_pt; i++)
-		if (sw->pt[i].n_fields)
-			return &sw->pt[i];
-	return NULL;
-}
-
-/* The value of column name in p, or "" (points with another header map by name). */
-const char *kv__sweep_field(const struct point *p, const struct point *h, size_t j)
-{
-	size_t i;
-
-	if (!p->n_fields)
-		return "";
-	if (j < p->n_fields && !strcmp(p->names[j], h->names[j]))
-		return p->fields[j];
-	for (i = 0; i < p->n_fields; i++)
-		if (!strcmp(p->names[i], h->names[j]))
-			return p->fields[i];
-	return "";
-}
 
 static void row(struct sbuf *b, const struct sweep *sw, const struct point *p,
 		const struct point *h)

@@ -2,10 +2,11 @@
  * cfg_impl.h -- what the three parts of the config module share; nothing
  * outside src/lib/cfg_*.c includes it.
  *
- * cfg_tree.c: the tree (nodes, messages, the libyaml builder, documents,
- * --set paths); cfg_units.c: exact decimals and units (integers, sizes,
- * durations, doubles); cfg_read.c: the typed readers and structure checks
- * of cfg.h.  The helpers below keep their short names inside the module;
+ * The parts, each using only those listed before it: cfg_tree.c: the node
+ * tree and the messages that locate a node; cfg_yaml.c: the libyaml
+ * builder and the documents (load, free); cfg_set.c: --set paths;
+ * cfg_units.c: exact decimals and units (integers, sizes, durations,
+ * doubles); cfg_read.c: the typed readers and structure checks of cfg.h.  The helpers below keep their short names inside the module;
  * the macros give them internal kv__cfg_ symbols.
  */
 #ifndef KV_CFG_IMPL_H
@@ -21,7 +22,10 @@
 #define node_append kv__cfg_node_append
 #define node_conv kv__cfg_node_conv
 #define node_err kv__cfg_node_err
+#define node_free kv__cfg_node_free
 #define node_new kv__cfg_node_new
+#define node_replace kv__cfg_node_replace
+#define parse_text kv__cfg_parse_text
 #define preorder_next kv__cfg_preorder_next
 #define shown kv__cfg_shown
 #define conv_u64 kv__cfg_conv_u64
@@ -35,6 +39,8 @@ extern const char set_file[];
 struct kv_cfg_node *node_new(enum kv_cfg_type type, const char *file, unsigned long line,
 			     unsigned long col);
 void node_append(struct kv_cfg_node *parent, struct kv_cfg_node *n);
+void node_free(struct kv_cfg_node *top);
+void node_replace(struct kv_cfg_node *old, struct kv_cfg_node *new);
 struct kv_cfg_node *map_find(const struct kv_cfg_node *m, const char *key, size_t klen);
 struct kv_cfg_node *preorder_next(struct kv_cfg_node *n, const struct kv_cfg_node *top);
 int is_null(const struct kv_cfg_node *n);
@@ -43,6 +49,15 @@ const char *describe(const struct kv_cfg_node *n, char *buf, size_t len);
 const char *join(const char *const *names, char *buf, size_t len);
 int node_err(const struct kv_cfg_node *n, struct kv_diag *d, int err, int at_key,
 	     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* cfg_yaml.c */
+/*
+ * Parses len bytes of text into *root (NULL for an empty stream).  Nodes
+ * report `file`; columns on the first line are shifted by col_off.
+ * Returns 0 or KV_EINVAL with d filled (field `field`).
+ */
+int parse_text(const char *file, const char *text, size_t len, unsigned long col_off,
+	       const char *field, struct kv_cfg_node **root, struct kv_diag *d);
 
 /* cfg_units.c: an integer conversion (plain, size, duration) and the reader over it */
 /* A unit suffix and its multiple. */

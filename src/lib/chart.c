@@ -14,7 +14,8 @@
  */
 #include "chart.h"
 #include "csv.h"
-#include "output.h"
+#include "gnuplot.h"
+#include "outdir.h"
 
 #include <errno.h>
 #include <math.h>

@@ -2,7 +2,7 @@
  * outdir.c -- an output directory that holds exactly one run (see outdir.h).
  */
 #include "outdir.h"
-#include "output.h"
+#include "outfault.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -90,6 +90,9 @@ void kv_outdir_release(struct kv_outdir *o);
  */
 int kv_path_lock(const char *path, struct kv_diag *d);
 
+/* mkdir -p; returns 0 or -1 with errno set. */
+int kv_mkdirs(const char *path);
+
 /* Removes path and everything below it (no symlinks followed); 0 or -1 with errno set. */
 int kv_rmtree(const char *path);
 

@@ -1,6 +1,8 @@
 /*
- * output.c -- CSV writers, the printed summary, atomic commit, progress; the
- * figures themselves come from sim/metrics.
+ * output.c -- a run's output directory from open to commit: the streamed
+ * files created in the staging directory, then summary.csv, tenants.csv,
+ * health.csv, the chart and the manifest, and the one commit (or the
+ * abort).  The rows come from out_csv.c, the figures from sim/metrics.
  */
 #include "output.h"
 #include "chart.h"
@@ -8,310 +10,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdint.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-enum { F_REQ, F_TS, F_SUM, F_TEN, F_TSER, F_PNG, F_HEALTH };
 static const char *const file_names[KV_OUT_FILES] = { "requests.csv", "timeseries.csv",
 						      "summary.csv", "tenants.csv",
 						      "tenant_timeseries.csv", "run.png",
 						      "health.csv" };
-
-/* The CSV headers (kvsim list metrics documents every column: metric_doc.h). */
-const char kv_csv_header_requests[] =
-	"id,tenant,replica,status,arrival_s,first_token_s,finish_s,prompt_tokens,"
-	"output_tokens,ttft_s,tpot_s,e2e_s,preemptions,cost_byte_steps,memtime_byte_s\n";
-const char kv_csv_header_timeseries[] =
-	"t_s,replica,waiting,running,kv_used_bytes,kv_reserved_bytes,kv_internal_waste_bytes,"
-	"largest_free_bytes,ext_frag,alloc_fail_frag\n";
-const char kv_csv_header_tenant_timeseries[] = "t_s,tenant,waiting,service,virtual_service\n";
-const char kv_csv_header_tenants[] =
-	"tenant,weight,priority,arrived,completed,rejected,prompt_tokens,output_tokens,"
-	"service,service_share,weight_share,cost_byte_steps,ttft_p50_s,ttft_p99_s,"
-	"e2e_p50_s,e2e_p99_s\n";
-
-/* --- fast formatting (1M rows must not cost seconds) ------------------- */
-
-/* "00" .. "99": two digits per table read */
-static const char digits2[201] =
-	"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-	"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-	"8081828384858687888990919293949596979899";
-
-/* Writes the two digits of v < 100 at p. */
-static inline void put_2(char *p, uint32_t v)
-{
-	memcpy(p, &digits2[2 * v], 2);
-}
-
-/* Writes v < 10^8 as exactly 8 digits (leading zeros) at p: independent halves, pairs. */
-static inline void put_8(char *p, uint32_t v)
-{
-	uint32_t hi = v / 10000, lo = v % 10000;
-
-	put_2(p, hi / 100);
-	put_2(p + 2, hi % 100);
-	put_2(p + 4, lo / 100);
-	put_2(p + 6, lo % 100);
-}
-
-/* Writes v in decimal at p; returns the end.  Two digits per step, from the right. */
-static char *put_u64(char *p, uint64_t v)
-{
-	static const uint64_t pow10[19] = {
-		1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL, 10000000ULL,
-		100000000ULL, 1000000000ULL, 10000000000ULL, 100000000000ULL,
-		1000000000000ULL, 10000000000000ULL, 100000000000000ULL,
-		1000000000000000ULL, 10000000000000000ULL, 100000000000000000ULL,
-		1000000000000000000ULL
-	};
-	int n = 1; /* digits: most values written are small */
-	char *e;
-
-	while (n < 20 && v >= pow10[n - 1] * 10)
-		n++;
-	e = p + n;
-	while (v >= 100) {
-		e -= 2;
-		put_2(e, (uint32_t)(v % 100));
-		v /= 100;
-	}
-	if (v >= 10)
-		put_2(e - 2, (uint32_t)v);
-	else
-		e[-1] = (char)('0' + v);
-	return p + n;
-}
-
-/* Copies a NUL-terminated string (bounded by its source: tenant names are < 32 bytes). */
-static char *put_str(char *p, const char *str)
-{
-	while (*str)
-		*p++ = *str++;
-	return p;
-}
-
-/*
- * Writes str as one CSV field (quoted when it holds a comma or a quote);
- * room for 2 * strlen(str) + 3 bytes at p (tenant names are under 32).
- */
-static char *put_csv(char *p, const char *str)
-{
-	return p + kv_csv_escape(p, 2 * strlen(str) + 3, str);
-}
-
-/* Writes ns as seconds with 9 exact decimals. */
-static char *put_sec(char *p, kv_ns t)
-{
-	uint32_t frac = (uint32_t)(t % KV_NS_PER_S); /* < 10^9: its first digit, then 8 */
-
-	p = put_u64(p, t / KV_NS_PER_S);
-	*p++ = '.';
-	*p++ = (char)('0' + frac / 100000000);
-	put_8(p, frac % 100000000);
-	return p + 8;
-}
-
-/* Writes a non-negative value with 3 exact decimals (rounded to the nearest thousandth). */
-static char *put_milli(char *p, double v)
-{
-	uint64_t m = (uint64_t)llround(v * 1000.0);
-
-	p = put_u64(p, m / 1000);
-	*p++ = '.';
-	*p++ = (char)('0' + m / 100 % 10);
-	*p++ = (char)('0' + m / 10 % 10);
-	*p++ = (char)('0' + m % 10);
-	return p;
-}
-
-/* --- failures ------------------------------------------------------------------ */
-
-/* Records the first failed write: which file (F_*, or -1 for the scratch file) and errno. */
-static void out_failed(struct kv_out *o, int idx)
-{
-	if (o->failed)
-		return;
-	o->failed = 1;
-	o->fail_idx = idx;
-	o->fail_errno = errno ? errno : EIO;
-}
-
-void kv_out_error(const struct kv_out *o, struct kv_diag *d)
-{
-	const char *file = o->fail_idx < 0 ? "the scratch file (tmpfile)" : o->final[o->fail_idx];
-
-	kv_diag_set(d, KV_EIO, file, 0, 0, "", "write failed: %s; no output written",
-		    strerror(o->fail_errno ? o->fail_errno : EIO));
-}
-
-/* --- the fault hook on output files (KVSIM_FAIL_WRITE) -------------------------- */
-
-/* fopencookie write: one write(2) of a stdio buffer, or an injected ENOSPC. */
-static ssize_t cookie_write(void *c, const char *buf, size_t n)
-{
-	int fd = (int)(intptr_t)c;
-	size_t off = 0;
-	ssize_t w;
-
-	if (kv_fault_write())
-		return -1;
-	while (off < n) {
-		w = write(fd, buf + off, n - off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return off ? (ssize_t)off : -1;
-		off += (size_t)w;
-	}
-	return (ssize_t)n;
-}
-
-static int cookie_close(void *c)
-{
-	int fd = (int)(intptr_t)c;
-
-	if (kv_fault_write()) {
-		close(fd);
-		errno = ENOSPC;
-		return -1;
-	}
-	return close(fd);
-}
-
-FILE *kv_out_fdopen(int fd)
-{
-	cookie_io_functions_t io = { .read = NULL, .write = cookie_write, .seek = NULL,
-				     .close = cookie_close };
-
-	if (!kv_fault_write_armed())
-		return fdopen(fd, "w");
-	return fopencookie((void *)(intptr_t)fd, "w", io);
-}
-
-int kv_out_rename(const char *from, const char *to)
-{
-	return kv_fault_write() ? -1 : rename(from, to);
-}
-
-/* --- sinks -------------------------------------------------------------------- */
-
-static int write_request(void *ctx, const struct kv_sim *s, const struct kv_req *q,
-			 enum kv_end e)
-{
-	struct kv_out *o = ctx;
-	char line[512], *p = line;
-	int done = e == KV_END_COMPLETED;
-
-	if (done && o->done.lat && kv_done_log_add(&o->done, q))
-		out_failed(o, -1);
-	if (!o->req)
-		return o->failed;
-	p = put_u64(p, q->id);
-	*p++ = ',';
-	p = put_csv(p, s->cfg->source.tenants[q->tenant].name);
-	*p++ = ',';
-	p = put_u64(p, q->replica);
-	*p++ = ',';
-	p = put_str(p, done ? "completed" : e == KV_END_REJECTED_CONTEXT ? "rejected_context" :
-		    "rejected_pool");
-	*p++ = ',';
-	p = put_sec(p, q->arrival_ns);
-	*p++ = ',';
-	if (done)
-		p = put_sec(p, q->first_token_ns);
-	*p++ = ',';
-	p = put_sec(p, q->finish_ns);
-	*p++ = ',';
-	p = put_u64(p, q->prompt_tokens);
-	*p++ = ',';
-	p = put_u64(p, q->output_tokens);
-	*p++ = ',';
-	if (done) {
-		p = put_sec(p, q->first_token_ns - q->arrival_ns);
-		*p++ = ',';
-		if (q->output_tokens > 1)
-			p = put_sec(p, (q->finish_ns - q->first_token_ns) / (q->output_tokens - 1));
-		*p++ = ',';
-		p = put_sec(p, q->finish_ns - q->arrival_ns);
-	} else {
-		*p++ = ',';
-	}
-	*p++ = ',';
-	p = put_u64(p, q->preemptions);
-	*p++ = ',';
-	p = put_u64(p, (uint64_t)llround(q->cost));
-	*p++ = ',';
-	p = put_milli(p, q->memtime_Bs);
-	*p++ = '\n';
-	/* the stream is this thread's alone: no lock per row */
-	if (fwrite_unlocked(line, 1, (size_t)(p - line), o->req) != (size_t)(p - line))
-		out_failed(o, F_REQ);
-	return o->failed;
-}
-
-static int write_sample(void *ctx, const struct kv_sim *s, kv_ns t)
-{
-	struct kv_out *o = ctx;
-	double sum_res = 0, sum_used = 0, sum_run = 0, sum_wait = 0, arrived = 0, cached = 0;
-	uint32_t i;
-
-	for (i = 0; i < s->n_rep; i++) {
-		const struct kv_replica *r = &s->rep[i];
-		char line[256], *p = put_sec(line, t);
-
-		uint64_t used = (uint64_t)kv_replica_live_bytes(r);
-		uint64_t reserved = r->pool.size_bytes - r->pool.free_bytes;
-		uint64_t waiting = r->sched->waiting(r->sched_priv);
-
-		sum_res += (double)reserved;
-		sum_used += (double)used;
-		sum_run += r->n_running;
-		sum_wait += (double)waiting;
-		if (r->cache->evictable_bytes)
-			cached += (double)r->cache->evictable_bytes(r->cache_priv);
-
-		p += sprintf(p, ",%u,%llu,%u,%llu,%llu,%llu,%llu,%.4f,%llu\n", i,
-			     (unsigned long long)waiting, r->n_running,
-			     (unsigned long long)used, (unsigned long long)reserved,
-			     (unsigned long long)(reserved > used ? reserved - used : 0),
-			     (unsigned long long)kv_pool_largest_free(&r->pool),
-			     kv_pool_ext_frag(&r->pool),
-			     (unsigned long long)r->pool.alloc_fail_frag);
-		if (fwrite(line, 1, (size_t)(p - line), o->ts) != (size_t)(p - line))
-			out_failed(o, F_TS);
-	}
-	for (i = 0; i < s->cfg->source.n_tenants; i++)
-		arrived += (double)s->tenant[i].arrived;
-	kv_mem_trend_add(&o->trend, (double)t / KV_NS_PER_S, sum_res, sum_used, sum_run, sum_wait,
-			 arrived, cached);
-	for (i = 0; i < s->cfg->source.n_tenants; i++) {
-		const struct kv_tenant_stats *ts = &s->tenant[i];
-		char line[256], *p = put_sec(line, t);
-
-		*p++ = ',';
-		p = put_csv(p, s->cfg->source.tenants[i].name);
-		p += sprintf(p, ",%llu,%.0f,%.0f\n", (unsigned long long)ts->waiting, ts->service,
-			     ts->vservice);
-		if (fwrite(line, 1, (size_t)(p - line), o->tser) != (size_t)(p - line))
-			out_failed(o, F_TSER);
-	}
-	return o->failed;
-}
-
-struct kv_sink kv_out_sink(struct kv_out *o)
-{
-	struct kv_sink k = { .ctx = o, .request = write_request, .sample = write_sample,
-			     .progress = kv_progress_cb };
-
-	return k;
-}
 
 /* --- opening and committing ---------------------------------------------------- */
 
@@ -359,7 +66,7 @@ static void out_atexit(void)
 static void put_header(struct kv_out *o, FILE *f, int idx, const char *text)
 {
 	if (fputs(text, f) == EOF)
-		out_failed(o, idx);
+		kv__out_failed(o, idx);
 }
 
 int kv_out_open(struct kv_out *o, const char *dir, const struct kv_workload *w, unsigned flags,
@@ -381,21 +88,21 @@ int kv_out_open(struct kv_out *o, const char *dir, const struct kv_workload *w, 
 	if ((rc = kv_outdir_open(&o->od, dir, flags, d)))
 		return rc;
 	if (w->requests_csv) {
-		if (!(o->req = open_tmp(o, F_REQ, d)))
+		if (!(o->req = open_tmp(o, KV_OUT_REQ, d)))
 			return KV_EIO;
 		setvbuf(o->req, buf_req, _IOFBF, sizeof(buf_req));
-		put_header(o, o->req, F_REQ,
+		put_header(o, o->req, KV_OUT_REQ,
 			   kv_csv_header_requests);
 	}
-	if (!(o->ts = open_tmp(o, F_TS, d)))
+	if (!(o->ts = open_tmp(o, KV_OUT_TS, d)))
 		return KV_EIO;
 	if ((rc = kv_done_log_init(&o->done, w->cfg.model.max_ctx_tokens, &w->slo, d)))
 		return rc;
 	setvbuf(o->ts, buf_ts, _IOFBF, sizeof(buf_ts));
-	if (!(o->tser = open_tmp(o, F_TSER, d)))
+	if (!(o->tser = open_tmp(o, KV_OUT_TSER, d)))
 		return KV_EIO;
-	put_header(o, o->tser, F_TSER, kv_csv_header_tenant_timeseries);
-	put_header(o, o->ts, F_TS,
+	put_header(o, o->tser, KV_OUT_TSER, kv_csv_header_tenant_timeseries);
+	put_header(o, o->ts, KV_OUT_TS,
 		   kv_csv_header_timeseries);
 	return 0;
 }
@@ -413,9 +120,9 @@ static int close_checked(struct kv_out *o, FILE **f, int idx)
 	errno = 0;
 	bad = fflush(*f) != 0 || ferror(*f);
 	if (bad)
-		out_failed(o, idx);
+		kv__out_failed(o, idx);
 	if (fclose(*f) != 0) {
-		out_failed(o, idx);
+		kv__out_failed(o, idx);
 		bad = 1;
 	}
 	*f = NULL;
@@ -432,12 +139,13 @@ static void printf_failed(struct kv_out *o, int idx)
 {
 	if (errno == ENOMEM)
 		kv_oom(0);
-	out_failed(o, idx);
+	kv__out_failed(o, idx);
 }
+
 
 static int write_summary_csv(struct kv_out *o, const struct kv_summary *sum, struct kv_diag *d)
 {
-	FILE *f = open_tmp(o, F_SUM, d);
+	FILE *f = open_tmp(o, KV_OUT_SUM, d);
 	size_t i;
 	int neg;
 
@@ -456,8 +164,8 @@ static int write_summary_csv(struct kv_out *o, const struct kv_summary *sum, str
 	}
 	neg |= fputc('\n', f) == EOF;
 	if (neg)
-		printf_failed(o, F_SUM);
-	if (!close_checked(o, &f, F_SUM) && !neg)
+		printf_failed(o, KV_OUT_SUM);
+	if (!close_checked(o, &f, KV_OUT_SUM) && !neg)
 		return 0;
 	kv_out_error(o, d);
 	return KV_EIO;
@@ -466,15 +174,15 @@ static int write_summary_csv(struct kv_out *o, const struct kv_summary *sum, str
 static int write_tenants_csv(struct kv_out *o, const struct kv_sim *s, struct kv_diag *d)
 {
 	const struct kv_source_spec *src = &s->cfg->source;
-	FILE *f = open_tmp(o, F_TEN, d);
+	FILE *f = open_tmp(o, KV_OUT_TEN, d);
+	size_t hlen = strlen(kv_csv_header_tenants) - 1; /* less its newline */
 	uint32_t i;
 	int neg;
 
 	if (!f)
 		return KV_EIO;
 	/* the header less its newline, then the SLO columns only with slo:, so other runs' files stay as they were */
-	neg = fwrite(kv_csv_header_tenants, 1, sizeof(kv_csv_header_tenants) - 2, f) !=
-	      sizeof(kv_csv_header_tenants) - 2;
+	neg = fwrite(kv_csv_header_tenants, 1, hlen, f) != hlen;
 	if (o->done.slo)
 		neg |= fputs(",slo_attainment,goodput_req_s,goodput_tok_s", f) < 0;
 	neg |= fputc('\n', f) == EOF;
@@ -499,8 +207,8 @@ static int write_tenants_csv(struct kv_out *o, const struct kv_sim *s, struct kv
 		neg |= fputc('\n', f) == EOF;
 	}
 	if (neg)
-		printf_failed(o, F_TEN);
-	if (!close_checked(o, &f, F_TEN) && !neg)
+		printf_failed(o, KV_OUT_TEN);
+	if (!close_checked(o, &f, KV_OUT_TEN) && !neg)
 		return 0;
 	kv_out_error(o, d);
 	return KV_EIO;
@@ -510,7 +218,7 @@ static int write_tenants_csv(struct kv_out *o, const struct kv_sim *s, struct kv
 static int write_health_csv(struct kv_out *o, const struct kv_sim *s, const struct kv_summary *sum,
 			    struct kv_diag *d)
 {
-	FILE *f = open_tmp(o, F_HEALTH, d);
+	FILE *f = open_tmp(o, KV_OUT_HEALTH, d);
 	int neg;
 
 	if (!f)
@@ -518,160 +226,13 @@ static int write_health_csv(struct kv_out *o, const struct kv_sim *s, const stru
 	kv_health_compute(s, o->w, sum, &o->done, &o->trend, &o->health);
 	neg = kv_health_write_csv(&o->health, f);
 	if (neg)
-		printf_failed(o, F_HEALTH);
-	if (!close_checked(o, &f, F_HEALTH) && !neg)
+		printf_failed(o, KV_OUT_HEALTH);
+	if (!close_checked(o, &f, KV_OUT_HEALTH) && !neg)
 		return 0;
 	kv_out_error(o, d);
 	return KV_EIO;
 }
 
-/* 1 when gnuplot is an executable file on PATH. */
-static int have_gnuplot(void)
-{
-	const char *path = getenv("PATH"), *p, *end;
-	int found = 0;
-
-	for (p = path ? path : "/usr/bin:/bin"; !found && *p; p = *end ? end + 1 : end) {
-		char *cand;
-
-		end = strchr(p, ':');
-		if (!end)
-			end = p + strlen(p);
-		cand = kv_xasprintf("%.*s/gnuplot", (int)(end - p), end == p ? "." : p);
-		found = access(cand, X_OK) == 0;
-		free(cand);
-	}
-	return found;
-}
-
-char *kv_gp_quote(const char *s)
-{
-	char *q = kv_xmalloc(2 * strlen(s) + 3), *p = q;
-
-	*p++ = '"';
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			*p++ = '\\';
-		*p++ = *s;
-	}
-	*p++ = '"';
-	*p = 0;
-	return q;
-}
-
-/*
- * 1 when path holds a whole chart: a PNG from its signature to its IEND
- * chunk, or an SVG ending in its closing tag.  gnuplot can exit 0 after a
- * failed write (disk full, file-size limit), so its status alone says
- * nothing about the file.
- */
-static int chart_complete(const char *path, int svg)
-{
-	static const unsigned char sig[8] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n' };
-	static const unsigned char iend[12] = { 0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xae, 0x42, 0x60, 0x82 };
-	unsigned char head[8], tail[64];
-	FILE *f = fopen(path, "rb");
-	long size;
-	size_t n;
-	int ok = 0;
-
-	if (!f)
-		return 0;
-	if (fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) >= 20 && fseek(f, 0, SEEK_SET) == 0 &&
-	    fread(head, 1, sizeof(head), f) == sizeof(head)) {
-		n = (size_t)KV_MIN(size, (long)sizeof(tail));
-		if (fseek(f, size - (long)n, SEEK_SET) == 0 && fread(tail, 1, n, f) == n) {
-			if (!svg) {
-				ok = !memcmp(head, sig, 8) && !memcmp(tail + n - 12, iend, 12);
-			} else {
-				while (n && (tail[n - 1] == '\n' || tail[n - 1] == ' '))
-					n--;
-				ok = n >= 6 && !memcmp(tail + n - 6, "</svg>", 6);
-			}
-		}
-	}
-	fclose(f);
-	return ok;
-}
-
-/* The last non-empty line of the n bytes at buf, in out (len bytes). */
-static void last_line(char *buf, size_t n, char *out, size_t len)
-{
-	char *p;
-
-	while (n && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
-		n--;
-	buf[n] = 0;
-	p = strrchr(buf, '\n');
-	p = p ? p + 1 : buf;
-	n = KV_MIN(strlen(p), len - 1); /* a long line is cut: it is a message, not data */
-	memcpy(out, p, n);
-	out[n] = 0;
-}
-
-int kv_gnuplot(const char *dir, const char *script, const char *defs, const char *name)
-{
-	int svg = strlen(name) > 4 && !strcmp(name + strlen(name) - 4, ".svg");
-	char *tmp_rel = kv_xasprintf(".%s.tmp", name);
-	char *tmp = kv_xasprintf("%s/%s", dir, tmp_rel), *out = kv_xasprintf("%s/%s", dir, name);
-	char *code = kv_xasprintf("%s; out='%s'", defs, tmp_rel);
-	char errbuf[4096], why[512] = "";
-	FILE *err = tmpfile();
-	int st = -1, rc = 0;
-	pid_t pid;
-
-	if (!have_gnuplot()) {
-		fprintf(stderr, "kvsim: gnuplot not found, no chart written (install it with: sudo apt-get install gnuplot-nox)\n");
-		rc = 1;
-		goto out;
-	}
-	fflush(stdout);
-	fflush(stderr);
-	pid = fork();
-	if (pid == 0) {
-		int null = open("/dev/null", O_RDWR);
-
-		if (null >= 0)
-			dup2(null, STDOUT_FILENO), dup2(null, STDIN_FILENO);
-		if (err)
-			dup2(fileno(err), STDERR_FILENO);
-		if (chdir(dir))
-			_exit(126);
-		execlp("gnuplot", "gnuplot", "-e", code, script, (char *)NULL);
-		_exit(127);
-	}
-	if (pid > 0)
-		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-			;
-	if (err && fseek(err, 0, SEEK_SET) == 0) {
-		size_t n = fread(errbuf, 1, sizeof(errbuf) - 1, err);
-
-		last_line(errbuf, n, why, sizeof(why));
-	}
-	if (pid < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		fprintf(stderr, "kvsim: %s: gnuplot failed (%s %d)%s%s; no chart written\n", out,
-			pid < 0 ? "fork" : WIFSIGNALED(st) ? "signal" : "exit status",
-			pid < 0 ? errno : WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st),
-			why[0] ? ": " : "", why);
-	else if (!chart_complete(tmp, svg))
-		fprintf(stderr, "kvsim: %s: gnuplot exited 0 but wrote an incomplete %s (disk full or a file-size limit?)%s%s; no chart written\n",
-			out, svg ? "SVG" : "PNG", why[0] ? ": " : "", why);
-	else if (kv_out_rename(tmp, out))
-		fprintf(stderr, "kvsim: %s: cannot rename into place: %s; no chart written\n", out,
-			strerror(errno));
-	else
-		goto out;
-	unlink(tmp);
-	rc = KV_EIO;
-out:
-	if (err)
-		fclose(err);
-	free(tmp_rel);
-	free(tmp);
-	free(out);
-	free(code);
-	return rc;
-}
 
 /* Tenant names for the chart's legend, spaces as underscores, in buf. */
 static const char *legend_names(const struct kv_sim *s, char *buf, size_t len)
@@ -758,9 +319,9 @@ int kv_out_commit(struct kv_out *o, const struct kv_sim *s, struct kv_summary *s
 	char *hdr;
 	int rc;
 
-	close_checked(o, &o->req, F_REQ);
-	close_checked(o, &o->ts, F_TS);
-	close_checked(o, &o->tser, F_TSER);
+	close_checked(o, &o->req, KV_OUT_REQ);
+	close_checked(o, &o->ts, KV_OUT_TS);
+	close_checked(o, &o->tser, KV_OUT_TSER);
 	if (o->failed) {
 		kv_out_error(o, d);
 		return KV_EIO;
@@ -808,127 +369,4 @@ void kv_out_abort(struct kv_out *o)
 	o->opened = 0;
 	if (open_out == o)
 		open_out = NULL;
-}
-
-/* --- the printed summary ------------------------------------------------------ */
-
-void kv_summary_print(const struct kv_summary *sum, const char *title, FILE *f)
-{
-	size_t i, w = 6;
-
-	for (i = 0; i < sum->n; i++)
-		w = KV_MAX(w, strlen(sum->item[i].name));
-	fprintf(f, "%s\n", title);
-	for (i = 0; i < sum->n; i++) {
-		const struct kv_summary_item *it = &sum->item[i];
-
-		if (isnan(it->value))
-			fprintf(f, "  %-*s %16s  %s\n", (int)w, it->name, "-", "(not applicable)");
-		else if (it->integer)
-			fprintf(f, "  %-*s %16.0f  %s\n", (int)w, it->name, it->value, it->unit);
-		else
-			fprintf(f, "  %-*s %16.6g  %s\n", (int)w, it->name, it->value, it->unit);
-	}
-}
-
-/* --- progress ------------------------------------------------------------------- */
-
-static int progress_on; /* 0 off, 1 a terminal (one line redrawn), 2 a log (a line every 5 s) */
-static double progress_t0, progress_last;
-
-static double wall_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-void kv_progress_init(int quiet, int force)
-{
-	const char *env = getenv("KVSIM_PROGRESS");
-
-	force |= env && !strcmp(env, "1");
-	progress_on = quiet ? 0 : isatty(STDERR_FILENO) ? 1 : force ? 2 : 0;
-	progress_t0 = progress_last = wall_now();
-}
-
-void kv_progress_cb(void *ctx, const struct kv_sim *s)
-{
-	double now;
-
-	(void)ctx;
-	if (!progress_on)
-		return;
-	now = wall_now();
-	if (now - progress_last < (progress_on == 1 ? 0.25 : 5.0) || now - progress_t0 < 1.0)
-		return;
-	progress_last = now;
-	fprintf(stderr, "%skvsim: simulated %.1f s, %llu requests arrived, %llu in flight, %.2f M events/s",
-		progress_on == 1 ? "\r\033[K" : "", (double)s->now * 1e-9,
-		(unsigned long long)s->arrived, (unsigned long long)s->n_live,
-		(double)s->events / (now - progress_t0) / 1e6);
-	if (s->cfg->source.requests && s->arrived) {
-		double frac = (double)s->arrived / (double)s->cfg->source.requests;
-
-		fprintf(stderr, ", %.0f%%, ETA %.0f s", 100.0 * frac,
-			(now - progress_t0) * (1.0 - frac) / frac);
-	}
-	if (progress_on == 2)
-		fputc('\n', stderr);
-}
-
-void kv_progress_done(void)
-{
-	if (progress_on == 1 && wall_now() - progress_t0 >= 1.0)
-		fputs("\r\033[K", stderr);
-}
-
-int kv_atomic_open(struct kv_atomic *a, const char *path, struct kv_diag *d)
-{
-	const char *slash = strrchr(path, '/');
-	int fd = -1, e;
-
-	memset(a, 0, sizeof(*a));
-	if (strlen(path) + 1 > sizeof(a->path))
-		return kv_diag_set(d, KV_EINVAL, path, 0, 0, "",
-				   "path of %zu bytes is too long: expected at most %zu bytes",
-				   strlen(path), sizeof(a->path) - 1);
-	snprintf(a->path, sizeof(a->path), "%s", path);
-	if (slash)
-		snprintf(a->tmp, sizeof(a->tmp), "%.*s/.%s.tmp", (int)(slash - path), path, slash + 1);
-	else
-		snprintf(a->tmp, sizeof(a->tmp), ".%s.tmp", path);
-	if (!kv_fault_write())
-		fd = open(a->tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-	if (fd >= 0 && !(a->f = kv_out_fdopen(fd))) {
-		e = errno;
-		close(fd);
-		unlink(a->tmp);
-		if (e == ENOMEM)
-			kv_oom(0);
-		errno = e;
-	}
-	if (!a->f)
-		return kv_diag_set(d, KV_EIO, a->tmp, 0, 0, "", "cannot create: %s", strerror(errno));
-	return 0;
-}
-
-int kv_atomic_commit(struct kv_atomic *a, struct kv_diag *d)
-{
-	int bad, e;
-
-	errno = 0;
-	bad = fflush(a->f) != 0 || ferror(a->f);
-	e = errno;
-	bad |= fclose(a->f) != 0;
-	a->f = NULL;
-	if (!e)
-		e = errno;
-	if (bad || kv_out_rename(a->tmp, a->path)) {
-		e = bad && e ? e : errno ? errno : EIO;
-		unlink(a->tmp);
-		return kv_diag_set(d, KV_EIO, a->path, 0, 0, "", "write failed: %s", strerror(e));
-	}
-	return 0;
 }

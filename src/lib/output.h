@@ -8,15 +8,35 @@
  * created it, so a failed or interrupted run leaves no half-written output.
  * Rows are streamed as requests end and samples are taken: memory does not
  * grow with the run.
+ *
+ * output.c: opening, the files written at the end, the commit and abort;
+ * out_csv.c: the CSV sinks (rows streamed as the run goes) and the record
+ * of a failed write; summary_print.c: the printed summary.  Below them:
+ * outdir.h (the directory), outfault.h (the write fault hook), atomic.h,
+ * gnuplot.h and progress.h, included here for the commands that use them.
  */
 #ifndef KV_OUTPUT_H
 #define KV_OUTPUT_H
 
+#include "atomic.h"
+#include "gnuplot.h"
 #include "health.h"
 #include "outdir.h"
+#include "outfault.h"
+#include "progress.h"
 #include "workload.h"
 
-#define KV_OUT_FILES 7
+/* The files of a run, indices into kv_out.final[]. */
+enum {
+	KV_OUT_REQ, /* requests.csv */
+	KV_OUT_TS, /* timeseries.csv */
+	KV_OUT_SUM, /* summary.csv */
+	KV_OUT_TEN, /* tenants.csv */
+	KV_OUT_TSER, /* tenant_timeseries.csv */
+	KV_OUT_PNG, /* run.png */
+	KV_OUT_HEALTH, /* health.csv */
+	KV_OUT_FILES
+};
 
 struct kv_out {
 	struct kv_outdir od; /* the output directory: lock, staging, commit */
@@ -76,62 +96,15 @@ void kv_out_abort(struct kv_out *o);
 void kv_out_error(const struct kv_out *o, struct kv_diag *d);
 
 /*
- * The output layer's file operations, through the fault hook
- * (kv_fault_write, KVSIM_FAIL_WRITE): kv_out_fdopen wraps the descriptor of
- * a new output file in a stream whose buffer writes and close can fail with
- * ENOSPC on demand; kv_out_rename renames.  Without KVSIM_FAIL_WRITE they
- * are fdopen(fd, "w") and rename().
+ * Records the first failed write of o: which file (KV_OUT_*, or -1 for the
+ * scratch file) and errno (EIO when errno is 0); later failures are ignored.
  */
-FILE *kv_out_fdopen(int fd);
-int kv_out_rename(const char *from, const char *to);
-
-/*
- * One file written atomically outside a run's directory commit (sweep.csv,
- * calibrate's and validate's outputs): written to DIR/.NAME.tmp and renamed
- * into place by kv_atomic_commit(), both through the fault hook above.
- * open fills d (file: the temporary; "cannot create: REASON") and returns
- * KV_EIO, exiting 3 when the stream could not be allocated; commit closes,
- * renames, and on any failure removes the temporary, leaves an earlier file
- * intact and fills d (file: PATH; "write failed: REASON").
- */
-struct kv_atomic {
-	FILE *f;
-	char path[KV_PATH_MAX], tmp[KV_PATH_MAX + 16];
-};
-int kv_atomic_open(struct kv_atomic *a, const char *path, struct kv_diag *d);
-int kv_atomic_commit(struct kv_atomic *a, struct kv_diag *d);
-
-/* mkdir -p; returns 0 or -1 with errno set. */
-int kv_mkdirs(const char *path);
-
-/*
- * Runs gnuplot on script (an absolute path) in directory dir with the
- * variable definitions defs (gnuplot code, strings quoted by kv_gp_quote)
- * and out='.NAME.tmp', with no shell in between (any character is safe in
- * dir and in the strings).  Checks what gnuplot wrote (a PNG's signature and
- * IEND chunk, an SVG's closing tag), since it can exit 0 after a failed
- * write, and renames it to DIR/NAME.  Returns 0, 1 when gnuplot is not
- * installed (a note on stderr), or KV_EIO (a message on stderr naming the
- * file and gnuplot's last error line; nothing left behind).
- */
-int kv_gnuplot(const char *dir, const char *script, const char *defs, const char *name);
-
-/* s as a gnuplot double-quoted string ('"' and '\\' escaped), a heap string. */
-char *kv_gp_quote(const char *s);
+void kv__out_failed(struct kv_out *o, int idx);
 
 /*
  * The run's setup for chart titles and the manifest's `setup` line: "MODEL
  * on N x DEVICE, scheduler S, cache C, engine E"; a heap string.
  */
 char *kv_run_setup(const struct kv_workload *w);
-
-/*
- * Progress on stderr: one line redrawn when stderr is a terminal; with
- * force (--progress) or KVSIM_PROGRESS=1 and stderr not a terminal (CI
- * logs, Slurm), one line every 5 s.  quiet: none.  Call kv_progress_init first.
- */
-void kv_progress_init(int quiet, int force);
-void kv_progress_cb(void *ctx, const struct kv_sim *s);
-void kv_progress_done(void);
 
 #endif /* KV_OUTPUT_H */
