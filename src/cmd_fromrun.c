@@ -7,7 +7,9 @@
  */
 #include "lib/fromrun.h"
 
+#include "status.h"
 #include "lib/csv.h"
+#include "lib/outdir.h"
 #include "lib/output.h"
 #include "lib/profile_load.h"
 
@@ -221,7 +223,18 @@ struct fr_ctx {
 	struct kv_run run; /* the recorded run (requests, format, path) */
 	struct kv_workload w; /* the engine settings, with --profile's device when given */
 	struct kv_replay rp; /* the run set up for replay under w */
+	int lock; /* calibrate: the profile's lock (outdir.h kv_path_lock), held to the end; -1 none */
 };
+
+/*
+ * Prints d; the exit status: 128 + the signal when SIGINT or SIGTERM
+ * stopped the command (d then says so, in one line), else status.
+ */
+static int failed(const struct kv_diag *d, int status)
+{
+	kv_diag_print(d, stderr);
+	return kv_run_stopped() ? KV_EXIT_SIGNAL(kv_run_stopped()) : status;
+}
 
 static int out_path(const struct fr_args *a, char *path, size_t len);
 
@@ -232,23 +245,32 @@ static int out_path(const struct fr_args *a, char *path, size_t len);
 static int fr_begin(struct fr_ctx *c, int argc, char **argv, int validate, char *path, size_t len)
 {
 	struct kv_diag d = { 0 };
+	const char *lock_path;
 	int status;
 
 	memset(c, 0, sizeof(*c));
+	c->lock = -1;
+	kv_run_catch_signals(); /* SIGINT, SIGTERM: stop, say so, exit 128 + N */
 	if ((status = parse_args(argc, argv, &c->a, validate)))
 		return status;
 	if (path && (status = out_path(&c->a, path, len)))
 		return status;
+	/* one writer of a profile (or errors CSV) at a time, as plain calibrate: held until exit */
+	lock_path = path ? path : c->a.out;
+	if (lock_path && (c->lock = kv_path_lock(lock_path, &d)) < 0)
+		return failed(&d, 1);
 	if (kv_run_load(&c->run, c->a.run, &d) ||
 	    kv_workload_load(&c->w, c->a.settings, c->a.sets, c->a.n_sets, 0, 0, &d) ||
-	    (c->a.profile && kv_calib_device(&c->w.cfg, c->a.profile, &d))) {
-		kv_diag_print(&d, stderr);
-		return 2;
-	}
-	if (kv_replay_init(&c->rp, &c->w, &c->run, &d)) {
-		kv_diag_print(&d, stderr);
-		return 1;
-	}
+	    (c->a.profile && kv_calib_device(&c->w.cfg, c->a.profile, &d)))
+		return failed(&d, 2);
+	if (c->run.n_dropped && !c->a.quiet)
+		fprintf(stderr, "kvsim: %s: %zu completed requests: kept the first %zu by send time, "
+				"dropped %zu (runs are cut at %zu requests; docs/calibration.md)\n",
+			c->run.path, c->run.n + c->run.n_dropped, c->run.n, c->run.n_dropped,
+			KV_RUN_MAX_REQUESTS);
+	c->rp.quiet = c->a.quiet;
+	if (kv_replay_init(&c->rp, &c->w, &c->run, &d))
+		return failed(&d, 1);
 	return 0;
 }
 
@@ -262,6 +284,8 @@ static int fr_end(struct fr_ctx *c, int status)
 	kv_replay_release(&c->rp);
 	kv_run_release(&c->run);
 	kv_workload_release(&c->w);
+	if (c->lock >= 0)
+		close(c->lock);
 	return status;
 }
 
@@ -276,9 +300,7 @@ static int score(struct kv_replay *rp, const struct kv_device *dev, size_t from,
 	if (!rc)
 		kv_run_score(rp->run, &res, from, rp->run->n, sc);
 	kv_run_result_free(&res);
-	if (rc)
-		kv_diag_print(&d, stderr);
-	return rc ? 2 : 0;
+	return rc ? failed(&d, 2) : 0;
 }
 
 /* ---- validate --from-run ---- */
@@ -481,10 +503,8 @@ int kv_cmd_calibrate_from_run(int argc, char **argv)
 		return fr_end(&c, 2);
 	}
 	start = c.w.cfg.device;
-	if ((rc = kv_run_fit(&c.rp, &start, n_fit, c.a.max_evals, c.a.multi, &fit, &d))) {
-		kv_diag_print(&d, stderr);
-		return fr_end(&c, rc == KV_ERANGE ? 1 : 2);
-	}
+	if ((rc = kv_run_fit(&c.rp, &start, n_fit, c.a.max_evals, c.a.multi, &fit, &d)))
+		return fr_end(&c, failed(&d, rc == KV_ERANGE ? 1 : 2));
 	if (n_fit < c.run.n && ((status = score(&c.rp, &start, n_fit, &s0)) ||
 				(status = score(&c.rp, &fit.dev, n_fit, &s1))))
 		return fr_end(&c, status);

@@ -118,5 +118,51 @@ bad "bad.run:3: ttft_s: bad value 'x'" 'arrival_s,prompt_tokens,output_tokens,tt
 bad "bad.run:1: e2e: no e2e or itl column" 'arrival_s,prompt_tokens,output_tokens,ttft_s\n0,10,5,0.1\n'
 bad "bad.run:2:23: found .]. after .,.: expected another element" '{"input_lens": [1, 2],\n "output_lens": [1, 2,],\n "ttfts": [0.1, 0.2]}'
 bad "bad.run:1:39: output_lens: 1 elements: expected 2" '{"input_lens": [1, 2], "output_lens": [1], "ttfts": [0.1, 0.2], "latencies": [1, 1]}'
-bad "bad.run:2:1: ttft: bad value -1" '{"arrival_s": 0, "prompt_tokens": 3, "output_tokens": 2, "ttft_s": 0.1, "e2e_s": 1}\n{"arrival_s": 1, "prompt_tokens": 3, "output_tokens": 2, "ttft_s": -1, "e2e_s": 1}\n'
+bad "bad.run:2:68: ttft_s: bad value -1: expected a time in \[1e-06, 86400\] s" '{"arrival_s": 0, "prompt_tokens": 3, "output_tokens": 2, "ttft_s": 0.1, "e2e_s": 1}\n{"arrival_s": 1, "prompt_tokens": 3, "output_tokens": 2, "ttft_s": -1, "e2e_s": 1}\n'
+# a bad element of a later array is reported where it is (not at input_lens' element), and
+# latencies are bounded: a TTFT of 1e300 s is refused, naming the bound
+bad "bad.run:4:22: latencies: bad value nan" '{"input_lens": [1, 2, 3],\n "output_lens": [1, 1, 1],\n "ttfts": [0.1, 0.1, 0.1],\n "latencies": [1, 1, NaN], "start_times": [0, 1, 2]}'
+bad "bad.run:3:17: ttfts: bad value 1e+300: expected a time in \[1e-06, 86400\] s" '{"input_lens": [1, 2],\n "output_lens": [2, 3],\n "ttfts": [0.1, 1e300],\n "latencies": [1, 1], "start_times": [0, 1]}'
+bad "bad.run:2: e2e_ms: bad value 1e+300: expected a time from the TTFT 100 to 86400000 ms" 'arrival_s,prompt_tokens,output_tokens,ttft_ms,e2e_ms\n0,10,5,100,1e300\n'
+
+# one writer of a profile at a time: calibrate --from-run takes the lock plain calibrate takes
+# (PARENT/.NAME.lock); a second writer is refused at once, exit 1, naming the lock
+mkdir -p "$T/lk"
+set +e
+flock "$T/lk/.p.yaml.lock" "$KVSIM" calibrate --from-run "$T/run.csv" "$D/settings.yaml" \
+	-o "$T/lk/p.yaml" --max-evals 10 --quiet 2> "$T/err"
+rc=$?
+set -e
+[ $rc -eq 1 ] || fail "calibrate --from-run under a held lock: exit $rc, expected 1"
+grep -q "another kvsim is writing it (it holds $T/lk/.p.yaml.lock)" "$T/err" || fail "no lock message: $(cat "$T/err")"
+[ ! -e "$T/lk/p.yaml" ] && [ ! -e "$T/lk/.p.yaml.tmp" ] || fail "a refused writer wrote"
+"$KVSIM" calibrate --from-run "$T/run.csv" "$D/settings.yaml" -o "$T/lk/p.yaml" --max-evals 10 --quiet ||
+	fail "calibrate --from-run after the lock was released"
+
+# SIGTERM, SIGINT: one line, exit 128 + N, nothing left in $TMPDIR; SIGKILL: nothing left either
+# (the replay's trace never has a name there)
+awk 'BEGIN { srand(3); print "arrival_s,prompt_tokens,output_tokens,ttft_ms,e2e_ms"; t = 0;
+	for (i = 0; i < 200000; i++) { t += -log(1 - rand()) / 6; p = int(50 + rand() * 900); o = int(5 + rand() * 300);
+	  printf "%.6f,%d,%d,%.3f,%.3f\n", t, p, o, 30, 30 + o * 12 } }' > "$T/long.csv"
+mkdir "$T/tmp"
+stop() { # signal, expected exit status, expected message ("" for none)
+	TMPDIR=$T/tmp "$KVSIM" validate --from-run "$T/long.csv" "$D/settings.yaml" --quiet 2> "$T/err" &
+	pid=$!
+	for _ in $(seq 200); do # until the replay runs: its trace is open
+		ls -l "/proc/$pid/fd" 2> /dev/null | grep -q "$T/tmp" && break
+		sleep 0.05
+	done
+	kill -"$1" $pid
+	set +e
+	wait $pid
+	rc=$?
+	set -e
+	[ $rc -eq "$2" ] || fail "validate --from-run after SIG$1: exit $rc, expected $2"
+	[ -z "$3" ] || grep -q "$3" "$T/err" || fail "after SIG$1: expected '$3' in: $(cat "$T/err")"
+	[ -z "$3" ] || [ "$(wc -l < "$T/err")" -eq 1 ] || fail "after SIG$1: more than one line: $(cat "$T/err")"
+	[ -z "$(ls -A "$T/tmp")" ] || fail "after SIG$1: left in TMPDIR: $(ls -A "$T/tmp")"
+}
+stop TERM 143 "interrupted by SIGTERM while replaying; no output written"
+stop INT 130 "interrupted by SIGINT while replaying; no output written"
+stop KILL 137 ""
 echo "fromrun: ok"
