@@ -18,6 +18,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -238,6 +239,40 @@ static int failed(const struct kv_diag *d, int status)
 
 static int out_path(const struct fr_args *a, char *path, size_t len);
 
+/* 1 when paths a and b name one existing file. */
+static int same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	return !stat(a, &sa) && !stat(b, &sb) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/*
+ * 2 (printed) when an output (out, and calibrate's -fit.csv and
+ * -holdout.csv beside it) is the run or the settings file, which writing
+ * it would destroy; else 0.
+ */
+static int clobbers_input(const struct fr_args *a, const char *out)
+{
+	char stem[KV_PATH_MAX], side[3][KV_PATH_MAX + 32];
+	const char *in[2] = { a->run, a->settings };
+	int i, k;
+
+	kv_calib_stem(out, stem, sizeof(stem));
+	snprintf(side[0], sizeof(side[0]), "%s", out);
+	snprintf(side[1], sizeof(side[1]), "%s-fit.csv", stem);
+	snprintf(side[2], sizeof(side[2]), "%s-holdout.csv", stem);
+	for (i = 0; i < (a->validate ? 1 : 3); i++)
+		for (k = 0; k < 2; k++)
+			if (same_file(side[i], in[k])) {
+				fprintf(stderr, "kvsim: %s: output %s is the %s file %s: expected "
+						"another path\n", a->validate ? "validate" : "calibrate",
+					side[i], k ? "settings" : "run", in[k]);
+				return 2;
+			}
+	return 0;
+}
+
 /* The prologue both commands share: parses argv (validate: 1 for `validate`), makes the
  * profile path when path is not NULL (calibrate), loads the run and the settings and sets up
  * the replay.  Returns 0 to go on, -1 when --help was printed, or the exit status (printed).
@@ -257,6 +292,8 @@ static int fr_begin(struct fr_ctx *c, int argc, char **argv, int validate, char 
 		return status;
 	/* one writer of a profile (or errors CSV) at a time, as plain calibrate: held until exit */
 	lock_path = path ? path : c->a.out;
+	if (lock_path && (status = clobbers_input(&c->a, lock_path)))
+		return status;
 	if (lock_path && (c->lock = kv_path_lock(lock_path, &d)) < 0)
 		return failed(&d, 1);
 	if (kv_run_load(&c->run, c->a.run, &d) ||

@@ -50,6 +50,9 @@ check_fit() { # CSV of the fit, profile, holdout CSV
 	$1 == "overhead" && (rel($3, 3) > 0.10 || rel($3, 3) < -0.10) { print f ": overhead " $3 " ms not within 10% of 3 ms"; bad = 1 }
 	$1 == "per_seq" && $3 > 10 { print f ": per_seq " $3 " us above 10 us (true 0)"; bad = 1 }
 	END { exit bad }' "$1" || fail "coefficients not recovered from $1"
+	# each interval holds its value (it is taken around the optimum reported, not a later one)
+	awk -F, 'NR > 1 && NR < 6 && !($4 <= $3 && $3 <= $5) { print $1 ": " $3 " outside [" $4 ", " $5 "]"; bad = 1 }
+	END { exit bad }' "$1" || fail "an interval misses its value in $1"
 	awk -F, -v f="$2" '$1 == "fitted" && $3 != "mape" { lim = $3 == "mean" ? 2 : 5 }
 	$1 == "fitted" && $3 != "mape" && ($6 > lim || $6 < -lim) { print f ": held-out " $2 " " $3 " error " $6 "% beyond " lim "%"; bad = 1 }
 	END { exit bad }' "$2" || fail "held-out error too large in $2"
@@ -144,6 +147,12 @@ grep -q "another kvsim is writing it (it holds $T/lk/.p.yaml.lock)" "$T/err" || 
 awk 'BEGIN { srand(3); print "arrival_s,prompt_tokens,output_tokens,ttft_ms,e2e_ms"; t = 0;
 	for (i = 0; i < 200000; i++) { t += -log(1 - rand()) / 6; p = int(50 + rand() * 900); o = int(5 + rand() * 300);
 	  printf "%.6f,%d,%d,%.3f,%.3f\n", t, p, o, 30, 30 + o * 12 } }' > "$T/long.csv"
+# a fit capped at 10 replays whose Jacobian replays (run beyond the cap for the intervals)
+# found a lower cost: the intervals were once taken around that point, not the one reported
+head -5001 "$T/long.csv" > "$T/short.csv"
+"$KVSIM" calibrate --from-run "$T/short.csv" "$D/settings.yaml" --max-evals 10 -o "$T/ci/p.yaml" --quiet
+awk -F, 'NR > 1 && NR < 6 && !($4 <= $3 && $3 <= $5) { print $1 ": " $3 " outside [" $4 ", " $5 "]"; bad = 1 }
+END { exit bad }' "$T/ci/p-fit.csv" || fail "an interval misses its value in $T/ci/p-fit.csv"
 mkdir "$T/tmp"
 stop() { # signal, expected exit status, expected message ("" for none)
 	TMPDIR=$T/tmp "$KVSIM" validate --from-run "$T/long.csv" "$D/settings.yaml" --quiet 2> "$T/err" &

@@ -327,7 +327,7 @@ int main(void)
 	SRunner *sr;
 	int failed;
 
-	tcase_set_timeout(tc, 120); /* the cap test reads 1M rows: seconds under sanitizers */
+	tcase_set_timeout(tc, 120); /* the cap test reads 2 x 200k rows: seconds under sanitizers */
 	tcase_add_test(tc, test_vllm_json);
 	tcase_add_test(tc, test_vllm_json_no_start_times);
 	tcase_add_test(tc, test_csv_and_jsonl);

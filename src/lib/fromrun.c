@@ -63,6 +63,7 @@ struct raw_row {
 	unsigned long line[N_RAW], col[N_RAW]; /* where it is (col 0: the row's line only) */
 	int e2e_sum; /* 1: v[F_E2E] is the TTFT plus the sum of vLLM's itls */
 	int has_e2e; /* 1: the row gives its E2E (even NaN), so itl is not used */
+	unsigned given; /* bit i: v[i] was in the row */
 };
 
 /* A field of csv and jsonl rows: its name, its scale to seconds (1 for counts), its slot. */
@@ -102,6 +103,7 @@ static void raw_init(struct raw_row *x, unsigned long line, const char *const wh
 		x->col[i] = 0;
 	}
 	x->e2e_sum = x->has_e2e = 0;
+	x->given = 0;
 }
 
 /* Field f of x is v in the file's unit, found at line:col. */
@@ -114,6 +116,7 @@ static void raw_set(struct raw_row *x, const struct field *f, double v, unsigned
 	x->line[f->idx] = line;
 	x->col[f->idx] = col;
 	x->has_e2e |= f->idx == F_E2E;
+	x->given |= 1u << f->idx;
 }
 
 static int is_count(double v)
@@ -133,6 +136,9 @@ static const char *time_range(char *buf, size_t len, const char *what, double sc
 static int bad(const struct kv_run *r, const struct raw_row *x, int i, const char *exp,
 	       struct kv_diag *d)
 {
+	if (!(x->given & (1u << i)))
+		return kv_diag_set(d, KV_EINVAL, r->path, x->line[i], x->col[i], x->name[i],
+				   "absent: expected %s", exp);
 	return kv_diag_set(d, KV_EINVAL, r->path, x->line[i], x->col[i], x->name[i],
 			   "bad value %.10g: expected %s", x->v[i] / x->scale[i], exp);
 }
@@ -145,6 +151,10 @@ static int row_e2e(const struct kv_run *r, const struct raw_row *x, double *e2e,
 
 	*e2e = x->v[F_E2E];
 	if (!x->has_e2e) {
+		if (!(x->given & (1u << F_ITL)))
+			return kv_diag_set(d, KV_EINVAL, r->path, x->line[F_E2E], 0, "e2e",
+					   "absent, and so is itl: expected e2e_s or itl_s (or tpot_s; "
+					   "each may end in _ms)");
 		if (!(x->v[F_ITL] >= 0 && x->v[F_ITL] <= KV_RUN_MAX_TIME_S))
 			return bad(r, x, F_ITL,
 				   time_range(exp, sizeof(exp), "an inter-token latency", x->scale[F_ITL], 0),
@@ -592,8 +602,8 @@ static int vllm_row(struct kv_run *r, const struct kv_json_doc *doc, const size_
 		return 0;
 	}
 	raw_init(&x, doc->node[k[1]].line, vllm_what);
-	x.v[F_ARRIVAL] = 0;
-	x.col[F_ARRIVAL] = doc->node[k[1]].col; /* no start_times: at input_lens' element */
+	x.v[F_ARRIVAL] = 0; /* no start_times: all sent at once (vllm_no_start) */
+	x.given = 1u << F_ARRIVAL;
 	for (j = 0; j < 5; j++) {
 		if (!k[j])
 			continue;
