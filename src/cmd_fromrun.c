@@ -224,7 +224,7 @@ struct fr_ctx {
 	struct kv_run run; /* the recorded run (requests, format, path) */
 	struct kv_workload w; /* the engine settings, with --profile's device when given */
 	struct kv_replay rp; /* the run set up for replay under w */
-	int lock; /* calibrate: the profile's lock (outdir.h kv_path_lock), held to the end; -1 none */
+	int lock; /* the profile's (calibrate) or -o's (validate) lock, kv_path_lock; -1: none */
 };
 
 /*
@@ -300,7 +300,7 @@ static int fr_begin(struct fr_ctx *c, int argc, char **argv, int validate, char 
 	    kv_workload_load(&c->w, c->a.settings, c->a.sets, c->a.n_sets, 0, 0, &d) ||
 	    (c->a.profile && kv_calib_device(&c->w.cfg, c->a.profile, &d)))
 		return failed(&d, 2);
-	if (c->run.n_dropped && !c->a.quiet)
+	if (c->run.n_dropped) /* a note even with --quiet: the scores cover part of the run */
 		fprintf(stderr, "kvsim: %s: %zu completed requests: kept the first %zu by send time, "
 				"dropped %zu (runs are cut at %zu requests; docs/calibration.md)\n",
 			c->run.path, c->run.n + c->run.n_dropped, c->run.n, c->run.n_dropped,

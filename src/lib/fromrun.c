@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- signals ---- */
@@ -47,7 +48,8 @@ int kv_run_stopped(void)
 
 static int interrupted(const struct kv_run *r, unsigned long line, struct kv_diag *d)
 {
-	return kv_diag_set(d, KV_EINTR, r->path, line, 0, "", "interrupted by %s while reading; no output written",
+	return kv_diag_set(d, KV_EINTR, r->path, line, 0, "",
+			   "interrupted by %s while reading; no output written",
 			   stop_sig == SIGINT ? "SIGINT" : "SIGTERM");
 }
 
@@ -677,9 +679,16 @@ static int load_vllm(struct kv_run *r, const struct kv_json_doc *doc, struct kv_
 static int read_all(const struct kv_run *r, FILE *f, char **text, size_t *len, struct kv_diag *d)
 {
 	size_t cap = 1 << 16, got;
+	struct stat st;
 
-	*text = kv_xmalloc(cap);
+	*text = NULL;
 	*len = 0;
+	if (fileno(f) >= 0 && !fstat(fileno(f), &st) && (uint64_t)st.st_size > KV_RUN_MAX_BYTES)
+		return kv_diag_set(d, KV_ERANGE, r->path, 0, 0, "",
+				   "a JSON document of %llu bytes: expected vLLM's result of at most "
+				   "1 GiB (a larger run can be written as CSV or JSON lines, which are "
+				   "read as streams)", (unsigned long long)st.st_size);
+	*text = kv_xmalloc(cap);
 	while ((got = fread(*text + *len, 1, cap - *len, f)) > 0) {
 		*len += got;
 		if (*len > KV_RUN_MAX_BYTES)
@@ -975,7 +984,8 @@ int kv_replay_run(struct kv_replay *rp, const struct kv_device *dev, struct kv_r
 	rc = stop_sig ? KV_EINTR : kv_sim_run(&s);
 	kv_progress_done();
 	if (rc == KV_EINTR)
-		kv_diag_set(d, rc, rp->run->path, 0, 0, "", "interrupted by %s while replaying; no output written",
+		kv_diag_set(d, rc, rp->run->path, 0, 0, "",
+			    "interrupted by %s while replaying; no output written",
 			    stop_sig == SIGINT ? "SIGINT" : "SIGTERM");
 	else if (rc && !(*d = s.diag).msg[0])
 		kv_diag_set(d, rc, rp->w->path, 0, 0, "", "the replay failed: %s", kv_strerror(rc));

@@ -73,9 +73,9 @@ struct kv_run {
 };
 
 #define KV_RUN_MAX_BYTES ((size_t)1 << 30) /* largest vLLM JSON read (whole), 1 GiB */
-#define KV_RUN_MAX_VALUES ((size_t)1 << 23) /* most JSON values in a vLLM JSON (~90 MB of tree per 1M values) */
-#define KV_RUN_MAX_REQUESTS ((size_t)200000) /* requests kept: the first by send time (~1 s a replay) */
-#define KV_RUN_MAX_TOKENS 16777216.0 /* largest prompt or output, tokens (2^24; contexts reach 1e7) */
+#define KV_RUN_MAX_VALUES ((size_t)1 << 22) /* most values in a vLLM JSON (88 B of tree each) */
+#define KV_RUN_MAX_REQUESTS ((size_t)200000) /* requests kept: the first by send time */
+#define KV_RUN_MAX_TOKENS 16777216.0 /* largest prompt or output, tokens (2^24) */
 #define KV_RUN_MIN_TIME_S 1e-6 /* shortest TTFT, s: 1 us (a TTFT is at least one forward pass) */
 #define KV_RUN_MAX_TIME_S 86400.0 /* longest TTFT, E2E or inter-token latency, s: one day */
 
