@@ -128,6 +128,16 @@ bad "bad.run:4:22: latencies: bad value nan" '{"input_lens": [1, 2, 3],\n "outpu
 bad "bad.run:3:17: ttfts: bad value 1e+300: expected a time in \[1e-06, 86400\] s" '{"input_lens": [1, 2],\n "output_lens": [2, 3],\n "ttfts": [0.1, 1e300],\n "latencies": [1, 1], "start_times": [0, 1]}'
 bad "bad.run:2: e2e_ms: bad value 1e+300: expected a time from the TTFT 100 to 86400000 ms" 'arrival_s,prompt_tokens,output_tokens,ttft_ms,e2e_ms\n0,10,5,100,1e300\n'
 
+# a request beyond the model's context is named by the run's file and row, not by the
+# replay's unnamed trace (/proc/self/fd/N)
+printf 'arrival_s,prompt_tokens,output_tokens,ttft_s,e2e_s\n0,100,5,0.1,0.5\n1,1000000,5,0.1,0.5\n' > "$T/big.csv"
+set +e
+"$KVSIM" validate --from-run "$T/big.csv" "$D/settings.yaml" 2> "$T/err"
+rc=$?
+set -e
+[ $rc -eq 2 ] || fail "validate --from-run with a request beyond the context: exit $rc, expected 2"
+grep -q "^kvsim: $T/big.csv:3: tokens: request 1 has 1000000 prompt" "$T/err" || fail "expected big.csv:3 in: $(cat "$T/err")"
+
 # one writer of a profile at a time: calibrate --from-run takes the lock plain calibrate takes
 # (PARENT/.NAME.lock); a second writer is refused at once, exit 1, naming the lock
 mkdir -p "$T/lk"

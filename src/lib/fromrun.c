@@ -958,6 +958,20 @@ static int on_request(void *ctx, const struct kv_sim *s, const struct kv_req *q,
 }
 
 /*
+ * A message about a line of the trace (a request beyond the model's
+ * context, say) names the run's file and row instead: the trace is
+ * unnamed, its line i + 2 is request i.
+ */
+static void at_run_row(const struct kv_replay *rp, struct kv_diag *d)
+{
+	if (strcmp(d->file, rp->trace))
+		return;
+	snprintf(d->file, sizeof(d->file), "%.*s", (int)sizeof(d->file) - 1, rp->run->path);
+	d->line = d->line >= 2 && d->line - 2 < rp->run->n ? rp->run->req[d->line - 2].line : 0;
+	d->col = 0;
+}
+
+/*
  * Rejected: kv_calib_run(), which runs the same simulation, takes no stop
  * flag, so a signal could only kill it; here *s.stop ends the replay at
  * its next 16384th event.
@@ -989,6 +1003,8 @@ int kv_replay_run(struct kv_replay *rp, const struct kv_device *dev, struct kv_r
 			    stop_sig == SIGINT ? "SIGINT" : "SIGTERM");
 	else if (rc && !(*d = s.diag).msg[0])
 		kv_diag_set(d, rc, rp->w->path, 0, 0, "", "the replay failed: %s", kv_strerror(rc));
+	else if (rc)
+		at_run_row(rp, d);
 	kv_sim_release(&s);
 	return rc;
 }
