@@ -250,7 +250,8 @@ static int same_file(const char *a, const char *b)
 /*
  * 2 (printed) when an output (out, and calibrate's -fit.csv and
  * -holdout.csv beside it) is the run or the settings file, which writing
- * it would destroy; else 0.
+ * it would destroy, or exists and is not a regular file (a device, a
+ * FIFO: the atomic rename would replace it); else 0.
  */
 static int clobbers_input(const struct fr_args *a, const char *out)
 {
@@ -262,7 +263,15 @@ static int clobbers_input(const struct fr_args *a, const char *out)
 	snprintf(side[0], sizeof(side[0]), "%s", out);
 	snprintf(side[1], sizeof(side[1]), "%s-fit.csv", stem);
 	snprintf(side[2], sizeof(side[2]), "%s-holdout.csv", stem);
-	for (i = 0; i < (a->validate ? 1 : 3); i++)
+	for (i = 0; i < (a->validate ? 1 : 3); i++) {
+		struct stat st;
+
+		if (!stat(side[i], &st) && !S_ISREG(st.st_mode)) {
+			fprintf(stderr, "kvsim: %s: output %s exists and is not a regular file: "
+					"expected a regular file or a new path\n",
+				a->validate ? "validate" : "calibrate", side[i]);
+			return 2;
+		}
 		for (k = 0; k < 2; k++)
 			if (same_file(side[i], in[k])) {
 				fprintf(stderr, "kvsim: %s: output %s is the %s file %s: expected "
@@ -270,6 +279,7 @@ static int clobbers_input(const struct fr_args *a, const char *out)
 					side[i], k ? "settings" : "run", in[k]);
 				return 2;
 			}
+	}
 	return 0;
 }
 

@@ -138,6 +138,15 @@ set -e
 [ $rc -eq 2 ] || fail "validate --from-run with a request beyond the context: exit $rc, expected 2"
 grep -q "^kvsim: $T/big.csv:3: tokens: request 1 has 1000000 prompt" "$T/err" || fail "expected big.csv:3 in: $(cat "$T/err")"
 
+# an output that is a special file (a FIFO here; a device the same) is refused, not replaced
+mkfifo "$T/fifo"
+set +e
+"$KVSIM" validate --from-run "$T/run.csv" "$D/settings.yaml" -o "$T/fifo" --quiet 2> "$T/err"
+rc=$?
+set -e
+[ $rc -eq 2 ] && [ -p "$T/fifo" ] || fail "validate -o FIFO: exit $rc (expected 2), or the FIFO was replaced"
+grep -q "exists and is not a regular file" "$T/err" || fail "no message for -o FIFO: $(cat "$T/err")"
+
 # one writer of a profile at a time: calibrate --from-run takes the lock plain calibrate takes
 # (PARENT/.NAME.lock); a second writer is refused at once, exit 1, naming the lock
 mkdir -p "$T/lk"
