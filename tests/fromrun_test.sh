@@ -182,7 +182,7 @@ stop() { # signal, expected exit status, expected message ("" for none)
 	done
 	kill -"$1" $pid
 	set +e
-	wait $pid
+	{ wait $pid; } 2> /dev/null # no "Killed" notice from the shell
 	rc=$?
 	set -e
 	[ $rc -eq "$2" ] || fail "validate --from-run after SIG$1: exit $rc, expected $2"
