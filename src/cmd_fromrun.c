@@ -7,7 +7,9 @@
  */
 #include "lib/fromrun.h"
 
+#include "status.h"
 #include "lib/csv.h"
+#include "lib/outdir.h"
 #include "lib/output.h"
 #include "lib/profile_load.h"
 
@@ -16,6 +18,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -221,9 +224,64 @@ struct fr_ctx {
 	struct kv_run run; /* the recorded run (requests, format, path) */
 	struct kv_workload w; /* the engine settings, with --profile's device when given */
 	struct kv_replay rp; /* the run set up for replay under w */
+	int lock; /* the profile's (calibrate) or -o's (validate) lock, kv_path_lock; -1: none */
 };
 
+/*
+ * Prints d; the exit status: 128 + the signal when SIGINT or SIGTERM
+ * stopped the command (d then says so, in one line), else status.
+ */
+static int failed(const struct kv_diag *d, int status)
+{
+	kv_diag_print(d, stderr);
+	return kv_run_stopped() ? KV_EXIT_SIGNAL(kv_run_stopped()) : status;
+}
+
 static int out_path(const struct fr_args *a, char *path, size_t len);
+
+/* 1 when paths a and b name one existing file. */
+static int same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	return !stat(a, &sa) && !stat(b, &sb) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/*
+ * 2 (printed) when an output (out, and calibrate's -fit.csv and
+ * -holdout.csv beside it) is the run or the settings file, which writing
+ * it would destroy, or exists and is not a regular file (a device, a
+ * FIFO: the atomic rename would replace it); else 0.
+ */
+static int clobbers_input(const struct fr_args *a, const char *out)
+{
+	char stem[KV_PATH_MAX], side[3][KV_PATH_MAX + 32];
+	const char *in[2] = { a->run, a->settings };
+	int i, k;
+
+	kv_calib_stem(out, stem, sizeof(stem));
+	snprintf(side[0], sizeof(side[0]), "%s", out);
+	snprintf(side[1], sizeof(side[1]), "%s-fit.csv", stem);
+	snprintf(side[2], sizeof(side[2]), "%s-holdout.csv", stem);
+	for (i = 0; i < (a->validate ? 1 : 3); i++) {
+		struct stat st;
+
+		if (!stat(side[i], &st) && !S_ISREG(st.st_mode)) {
+			fprintf(stderr, "kvsim: %s: output %s exists and is not a regular file: "
+					"expected a regular file or a new path\n",
+				a->validate ? "validate" : "calibrate", side[i]);
+			return 2;
+		}
+		for (k = 0; k < 2; k++)
+			if (same_file(side[i], in[k])) {
+				fprintf(stderr, "kvsim: %s: output %s is the %s file %s: expected "
+						"another path\n", a->validate ? "validate" : "calibrate",
+					side[i], k ? "settings" : "run", in[k]);
+				return 2;
+			}
+	}
+	return 0;
+}
 
 /* The prologue both commands share: parses argv (validate: 1 for `validate`), makes the
  * profile path when path is not NULL (calibrate), loads the run and the settings and sets up
@@ -232,23 +290,34 @@ static int out_path(const struct fr_args *a, char *path, size_t len);
 static int fr_begin(struct fr_ctx *c, int argc, char **argv, int validate, char *path, size_t len)
 {
 	struct kv_diag d = { 0 };
+	const char *lock_path;
 	int status;
 
 	memset(c, 0, sizeof(*c));
+	c->lock = -1;
+	kv_run_catch_signals(); /* SIGINT, SIGTERM: stop, say so, exit 128 + N */
 	if ((status = parse_args(argc, argv, &c->a, validate)))
 		return status;
 	if (path && (status = out_path(&c->a, path, len)))
 		return status;
+	/* one writer of a profile (or errors CSV) at a time, as plain calibrate: held until exit */
+	lock_path = path ? path : c->a.out;
+	if (lock_path && (status = clobbers_input(&c->a, lock_path)))
+		return status;
+	if (lock_path && (c->lock = kv_path_lock(lock_path, &d)) < 0)
+		return failed(&d, 1);
 	if (kv_run_load(&c->run, c->a.run, &d) ||
 	    kv_workload_load(&c->w, c->a.settings, c->a.sets, c->a.n_sets, 0, 0, &d) ||
-	    (c->a.profile && kv_calib_device(&c->w.cfg, c->a.profile, &d))) {
-		kv_diag_print(&d, stderr);
-		return 2;
-	}
-	if (kv_replay_init(&c->rp, &c->w, &c->run, &d)) {
-		kv_diag_print(&d, stderr);
-		return 1;
-	}
+	    (c->a.profile && kv_calib_device(&c->w.cfg, c->a.profile, &d)))
+		return failed(&d, 2);
+	if (c->run.n_dropped) /* a note even with --quiet: the scores cover part of the run */
+		fprintf(stderr, "kvsim: %s: %zu completed requests: kept the first %zu by send time, "
+				"dropped %zu (runs are cut at %zu requests; docs/calibration.md)\n",
+			c->run.path, c->run.n + c->run.n_dropped, c->run.n, c->run.n_dropped,
+			KV_RUN_MAX_REQUESTS);
+	c->rp.quiet = c->a.quiet;
+	if (kv_replay_init(&c->rp, &c->w, &c->run, &d))
+		return failed(&d, 1);
 	return 0;
 }
 
@@ -262,6 +331,8 @@ static int fr_end(struct fr_ctx *c, int status)
 	kv_replay_release(&c->rp);
 	kv_run_release(&c->run);
 	kv_workload_release(&c->w);
+	if (c->lock >= 0)
+		close(c->lock);
 	return status;
 }
 
@@ -276,9 +347,7 @@ static int score(struct kv_replay *rp, const struct kv_device *dev, size_t from,
 	if (!rc)
 		kv_run_score(rp->run, &res, from, rp->run->n, sc);
 	kv_run_result_free(&res);
-	if (rc)
-		kv_diag_print(&d, stderr);
-	return rc ? 2 : 0;
+	return rc ? failed(&d, 2) : 0;
 }
 
 /* ---- validate --from-run ---- */
@@ -481,10 +550,8 @@ int kv_cmd_calibrate_from_run(int argc, char **argv)
 		return fr_end(&c, 2);
 	}
 	start = c.w.cfg.device;
-	if ((rc = kv_run_fit(&c.rp, &start, n_fit, c.a.max_evals, c.a.multi, &fit, &d))) {
-		kv_diag_print(&d, stderr);
-		return fr_end(&c, rc == KV_ERANGE ? 1 : 2);
-	}
+	if ((rc = kv_run_fit(&c.rp, &start, n_fit, c.a.max_evals, c.a.multi, &fit, &d)))
+		return fr_end(&c, failed(&d, rc == KV_ERANGE ? 1 : 2));
 	if (n_fit < c.run.n && ((status = score(&c.rp, &start, n_fit, &s0)) ||
 				(status = score(&c.rp, &fit.dev, n_fit, &s1))))
 		return fr_end(&c, status);

@@ -50,6 +50,9 @@ check_fit() { # CSV of the fit, profile, holdout CSV
 	$1 == "overhead" && (rel($3, 3) > 0.10 || rel($3, 3) < -0.10) { print f ": overhead " $3 " ms not within 10% of 3 ms"; bad = 1 }
 	$1 == "per_seq" && $3 > 10 { print f ": per_seq " $3 " us above 10 us (true 0)"; bad = 1 }
 	END { exit bad }' "$1" || fail "coefficients not recovered from $1"
+	# each interval holds its value (it is taken around the optimum reported, not a later one)
+	awk -F, 'NR > 1 && NR < 6 && !($4 <= $3 && $3 <= $5) { print $1 ": " $3 " outside [" $4 ", " $5 "]"; bad = 1 }
+	END { exit bad }' "$1" || fail "an interval misses its value in $1"
 	awk -F, -v f="$2" '$1 == "fitted" && $3 != "mape" { lim = $3 == "mean" ? 2 : 5 }
 	$1 == "fitted" && $3 != "mape" && ($6 > lim || $6 < -lim) { print f ": held-out " $2 " " $3 " error " $6 "% beyond " lim "%"; bad = 1 }
 	END { exit bad }' "$2" || fail "held-out error too large in $2"
@@ -118,5 +121,76 @@ bad "bad.run:3: ttft_s: bad value 'x'" 'arrival_s,prompt_tokens,output_tokens,tt
 bad "bad.run:1: e2e: no e2e or itl column" 'arrival_s,prompt_tokens,output_tokens,ttft_s\n0,10,5,0.1\n'
 bad "bad.run:2:23: found .]. after .,.: expected another element" '{"input_lens": [1, 2],\n "output_lens": [1, 2,],\n "ttfts": [0.1, 0.2]}'
 bad "bad.run:1:39: output_lens: 1 elements: expected 2" '{"input_lens": [1, 2], "output_lens": [1], "ttfts": [0.1, 0.2], "latencies": [1, 1]}'
-bad "bad.run:2:1: ttft: bad value -1" '{"arrival_s": 0, "prompt_tokens": 3, "output_tokens": 2, "ttft_s": 0.1, "e2e_s": 1}\n{"arrival_s": 1, "prompt_tokens": 3, "output_tokens": 2, "ttft_s": -1, "e2e_s": 1}\n'
+bad "bad.run:2:68: ttft_s: bad value -1: expected a time in \[1e-06, 86400\] s" '{"arrival_s": 0, "prompt_tokens": 3, "output_tokens": 2, "ttft_s": 0.1, "e2e_s": 1}\n{"arrival_s": 1, "prompt_tokens": 3, "output_tokens": 2, "ttft_s": -1, "e2e_s": 1}\n'
+# a bad element of a later array is reported where it is (not at input_lens' element), and
+# latencies are bounded: a TTFT of 1e300 s is refused, naming the bound
+bad "bad.run:4:22: latencies: bad value nan" '{"input_lens": [1, 2, 3],\n "output_lens": [1, 1, 1],\n "ttfts": [0.1, 0.1, 0.1],\n "latencies": [1, 1, NaN], "start_times": [0, 1, 2]}'
+bad "bad.run:3:17: ttfts: bad value 1e+300: expected a time in \[1e-06, 86400\] s" '{"input_lens": [1, 2],\n "output_lens": [2, 3],\n "ttfts": [0.1, 1e300],\n "latencies": [1, 1], "start_times": [0, 1]}'
+bad "bad.run:2: e2e_ms: bad value 1e+300: expected a time from the TTFT 100 to 86400000 ms" 'arrival_s,prompt_tokens,output_tokens,ttft_ms,e2e_ms\n0,10,5,100,1e300\n'
+
+# a request beyond the model's context is named by the run's file and row, not by the
+# replay's unnamed trace (/proc/self/fd/N)
+printf 'arrival_s,prompt_tokens,output_tokens,ttft_s,e2e_s\n0,100,5,0.1,0.5\n1,1000000,5,0.1,0.5\n' > "$T/big.csv"
+set +e
+"$KVSIM" validate --from-run "$T/big.csv" "$D/settings.yaml" 2> "$T/err"
+rc=$?
+set -e
+[ $rc -eq 2 ] || fail "validate --from-run with a request beyond the context: exit $rc, expected 2"
+grep -q "^kvsim: $T/big.csv:3: tokens: request 1 has 1000000 prompt" "$T/err" || fail "expected big.csv:3 in: $(cat "$T/err")"
+
+# an output that is a special file (a FIFO here; a device the same) is refused, not replaced
+mkfifo "$T/fifo"
+set +e
+"$KVSIM" validate --from-run "$T/run.csv" "$D/settings.yaml" -o "$T/fifo" --quiet 2> "$T/err"
+rc=$?
+set -e
+[ $rc -eq 2 ] && [ -p "$T/fifo" ] || fail "validate -o FIFO: exit $rc (expected 2), or the FIFO was replaced"
+grep -q "exists and is not a regular file" "$T/err" || fail "no message for -o FIFO: $(cat "$T/err")"
+
+# one writer of a profile at a time: calibrate --from-run takes the lock plain calibrate takes
+# (PARENT/.NAME.lock); a second writer is refused at once, exit 1, naming the lock
+mkdir -p "$T/lk"
+set +e
+flock "$T/lk/.p.yaml.lock" "$KVSIM" calibrate --from-run "$T/run.csv" "$D/settings.yaml" \
+	-o "$T/lk/p.yaml" --max-evals 10 --quiet 2> "$T/err"
+rc=$?
+set -e
+[ $rc -eq 1 ] || fail "calibrate --from-run under a held lock: exit $rc, expected 1"
+grep -q "another kvsim is writing it (it holds $T/lk/.p.yaml.lock)" "$T/err" || fail "no lock message: $(cat "$T/err")"
+[ ! -e "$T/lk/p.yaml" ] && [ ! -e "$T/lk/.p.yaml.tmp" ] || fail "a refused writer wrote"
+"$KVSIM" calibrate --from-run "$T/run.csv" "$D/settings.yaml" -o "$T/lk/p.yaml" --max-evals 10 --quiet ||
+	fail "calibrate --from-run after the lock was released"
+
+# SIGTERM, SIGINT: one line, exit 128 + N, nothing left in $TMPDIR; SIGKILL: nothing left either
+# (the replay's trace never has a name there)
+awk 'BEGIN { srand(3); print "arrival_s,prompt_tokens,output_tokens,ttft_ms,e2e_ms"; t = 0;
+	for (i = 0; i < 200000; i++) { t += -log(1 - rand()) / 6; p = int(50 + rand() * 900); o = int(5 + rand() * 300);
+	  printf "%.6f,%d,%d,%.3f,%.3f\n", t, p, o, 30, 30 + o * 12 } }' > "$T/long.csv"
+# a fit capped at 10 replays whose Jacobian replays (run beyond the cap for the intervals)
+# found a lower cost: the intervals were once taken around that point, not the one reported
+head -5001 "$T/long.csv" > "$T/short.csv"
+"$KVSIM" calibrate --from-run "$T/short.csv" "$D/settings.yaml" --max-evals 10 -o "$T/ci/p.yaml" --quiet
+awk -F, 'NR > 1 && NR < 6 && !($4 <= $3 && $3 <= $5) { print $1 ": " $3 " outside [" $4 ", " $5 "]"; bad = 1 }
+END { exit bad }' "$T/ci/p-fit.csv" || fail "an interval misses its value in $T/ci/p-fit.csv"
+mkdir "$T/tmp"
+stop() { # signal, expected exit status, expected message ("" for none)
+	TMPDIR=$T/tmp "$KVSIM" validate --from-run "$T/long.csv" "$D/settings.yaml" --quiet 2> "$T/err" &
+	pid=$!
+	for _ in $(seq 200); do # until the replay runs: its trace is open
+		ls -l "/proc/$pid/fd" 2> /dev/null | grep -q "$T/tmp" && break
+		sleep 0.05
+	done
+	kill -"$1" $pid
+	set +e
+	{ wait $pid; } 2> /dev/null # no "Killed" notice from the shell
+	rc=$?
+	set -e
+	[ $rc -eq "$2" ] || fail "validate --from-run after SIG$1: exit $rc, expected $2"
+	[ -z "$3" ] || grep -q "$3" "$T/err" || fail "after SIG$1: expected '$3' in: $(cat "$T/err")"
+	[ -z "$3" ] || [ "$(wc -l < "$T/err")" -eq 1 ] || fail "after SIG$1: more than one line: $(cat "$T/err")"
+	[ -z "$(ls -A "$T/tmp")" ] || fail "after SIG$1: left in TMPDIR: $(ls -A "$T/tmp")"
+}
+stop TERM 143 "interrupted by SIGTERM while replaying; no output written"
+stop INT 130 "interrupted by SIGINT while replaying; no output written"
+stop KILL 137 ""
 echo "fromrun: ok"

@@ -4,7 +4,9 @@
 #include "profile_load.h"
 
 #include <check.h>
+#include <dirent.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,7 +97,7 @@ START_TEST(test_malformed)
 		{ "arrival_s,prompt_tokens,output_tokens,ttft_s\n0,1,1,0.1\n", 1, 0, "e2e", "no e2e or itl" },
 		{ "arrival_s,prompt_tokens,ttft_s,e2e_s\n0,1,0.1,1\n", 1, 0, "output_tokens", "no output_tokens" },
 		{ "arrival_s,prompt_tokens,output_tokens,ttft_s,e2e_s\n0,1.5,1,0.1,1\n", 2, 0, "prompt_tokens", "1.5" },
-		{ "arrival_s,prompt_tokens,output_tokens,ttft_s,e2e_s\n0,1,1,0.5,0.1\n", 2, 0, "e2e", ">= the TTFT" },
+		{ "arrival_s,prompt_tokens,output_tokens,ttft_s,e2e_s\n0,1,1,0.5,0.1\n", 2, 0, "e2e_s", "from the TTFT 0.5" },
 		{ "arrival_s,prompt_tokens,output_tokens,ttft_s,e2e_s\n0,1,1,0.5\n", 2, 0, "", "4 fields" },
 		{ "{\"input_lens\": [1], \"output_lens\": [1], \"ttfts\": [0.1], \"latencies\": [0.1],}", 1, 76, "", "trailing comma" },
 		{ "{\"input_lens\": [1], \"input_lens\": [1]}", 1, 21, "", "duplicate key" },
@@ -106,6 +108,36 @@ START_TEST(test_malformed)
 		{ "{\"a\": \"\\ud83\"}", 1, 13, "", "4 hexadecimal" },
 		{ "{\"arrival_s\": 0, \"prompt_tokens\": 3, \"output_tokens\": 2, \"ttft_s\": 0.1, \"e2e_s\": 1} x\n", 1, 85, "", "one JSON object per line" },
 		{ "", 0, 0, "", "an empty file" },
+		/* a bad element of a later array: at that element, not at input_lens' */
+		{ "{\"input_lens\": [1, 2, 3],\n \"output_lens\": [1, 1, 1],\n \"ttfts\": [0.1, 0.1, 0.1],\n"
+		  " \"latencies\": [1, 1, NaN], \"start_times\": [0, 1, 2]}", 4, 22, "latencies", "nan" },
+		{ "{\"input_lens\": [1, 2, 3],\n \"output_lens\": [1, -1, 1],\n \"ttfts\": [0.1, 0.1, 0.1],\n"
+		  " \"latencies\": [1, 1, 1], \"start_times\": [0, 1, 2]}", 2, 21, "output_lens", "-1" },
+		{ "{\"input_lens\": [1, 2, 3],\n \"output_lens\": [1, 1, 1],\n \"ttfts\": [0.1, 0.1, Infinity],\n"
+		  " \"latencies\": [1, 1, 1], \"start_times\": [0, 1, 2]}", 3, 22, "ttfts", "inf" },
+		{ "{\"input_lens\": [1, 2],\n \"output_lens\": [2, 3],\n \"ttfts\": [0.1, 0.1],\n"
+		  " \"itls\": [[0.1], [0.2, -0.5]], \"start_times\": [0, NaN]}", 4, 24, "itls", "-0.5" },
+		{ "{\"input_lens\": [1, 2],\n \"output_lens\": [2, 3],\n \"ttfts\": [0.1, 0.1],\n"
+		  " \"latencies\": [1, 1], \"start_times\": [0, NaN]}", 4, 42, "start_times", "nan: expected a finite send time" },
+		/* physical bounds: times in (1 us, 1 day), tokens up to 2^24, in the file's unit */
+		{ "{\"input_lens\": [1, 2],\n \"output_lens\": [2, 3],\n \"ttfts\": [0.1, 1e300],\n"
+		  " \"latencies\": [1, 1], \"start_times\": [0, 1]}", 3, 17, "ttfts", "1e+300: expected a time in [1e-06, 86400] s" },
+		{ "arrival_s,prompt_tokens,output_tokens,ttft_ms,e2e_ms\n0,1,1,0.0001,1\n", 2, 0, "ttft_ms",
+		  "0.0001: expected a time in [0.001, 86400000] ms" },
+		{ "arrival_s,prompt_tokens,output_tokens,ttft_s,e2e_s\n0,1,1,0.1,86401\n", 2, 0, "e2e_s",
+		  "86401: expected a time from the TTFT 0.1 to 86400 s" },
+		{ "arrival_s,prompt_tokens,output_tokens,ttft_s,e2e_s\n0,16777217,1,0.1,1\n", 2, 0, "prompt_tokens",
+		  "in [1, 16777216]" },
+		{ "arrival_s,prompt_tokens,output_tokens,ttft_s,itl_s\n0,1,100000,0.1,1\n", 2, 0, "itl_s",
+		  "gives an E2E latency of 99999.1 s" },
+		{ "{\"arrival_s\": 0, \"prompt_tokens\": 3, \"output_tokens\": 2, \"ttft_s\": 1e300, \"e2e_s\": 1}\n", 1, 68,
+		  "ttft_s", "1e+300" },
+		{ "{\"input_lens\": [1],\n \"output_lens\": [2],\n \"ttfts\": [0.1],\n \"itls\": [[86400]], \"start_times\": [0]}",
+		  4, 11, "itls", "the TTFT plus the sum of itls" },
+		/* JSON lines: one object per line */
+		{ "{\"arrival_s\": 0, \"prompt_tokens\": 3, \"output_tokens\": 2, \"ttft_s\": 0.1, \"e2e_s\": 1}\n"
+		  "{\"arrival_s\": 1,\n \"prompt_tokens\": 3}\n", 2, 0, "", "does not end on its line" },
+		{ "{\"arrival_s\": 0,\n \"prompt_tokens\": 3}\n", 1, 1, "", "without input_lens" },
 	};
 	size_t i;
 
@@ -151,6 +183,120 @@ START_TEST(test_json_tree)
 }
 END_TEST
 
+/*
+ * Past KV_RUN_MAX_REQUESTS the first requests by send time are kept (ties in
+ * file order), whatever their place in the file: rows written in reverse
+ * send order keep the file's last ones.
+ */
+START_TEST(test_cap_first_by_send_time)
+{
+	size_t n = KV_RUN_MAX_REQUESTS + 1234, i, len = 0, cap = n * 24 + 64;
+	char *text = malloc(cap);
+	struct kv_run r;
+	struct kv_diag d;
+	int rc;
+
+	ck_assert_ptr_nonnull(text);
+	len += (size_t)snprintf(text, cap, "arrival_s,prompt_tokens,output_tokens,ttft_s,e2e_s\n");
+	for (i = 0; i < n; i++) /* row i sent at n - i: the last row first */
+		len += (size_t)snprintf(text + len, cap - len, "%zu,%zu,2,0.1,0.2\n", n - i, i % 1000 + 1);
+	memset(&d, 0, sizeof(d));
+	rc = kv_run_load_mem(&r, "big.csv", text, len, &d);
+	ck_assert_msg(rc == 0, "%s", d.msg);
+	ck_assert_uint_eq(r.n, KV_RUN_MAX_REQUESTS);
+	ck_assert_uint_eq(r.n_dropped, 1234);
+	ck_assert_uint_eq(r.n_rows, n);
+	ck_assert_uint_eq(r.req[0].seq, n - 1); /* sent at 1: the file's last row */
+	ck_assert_uint_eq(r.req[0].prompt_tokens, (n - 1) % 1000 + 1);
+	ck_assert_uint_eq(r.req[r.n - 1].arrival_ns, (KV_RUN_MAX_REQUESTS - 1) * KV_NS_PER_S);
+	kv_run_release(&r);
+	/* all sent at once: the file's first rows */
+	for (i = 0, len = (size_t)snprintf(text, cap, "arrival_s,prompt_tokens,output_tokens,ttft_s,e2e_s\n");
+	     i < n; i++)
+		len += (size_t)snprintf(text + len, cap - len, "5,%zu,2,0.1,0.2\n", i % 1000 + 1);
+	rc = kv_run_load_mem(&r, "big.csv", text, len, &d);
+	ck_assert_msg(rc == 0, "%s", d.msg);
+	ck_assert_uint_eq(r.n, KV_RUN_MAX_REQUESTS);
+	ck_assert_uint_eq(r.req[r.n - 1].seq, KV_RUN_MAX_REQUESTS - 1);
+	for (i = 1; i < r.n; i++)
+		ck_assert_msg(r.req[i].seq == r.req[i - 1].seq + 1, "row %zu: seq %llu after %llu", i,
+			      (unsigned long long)r.req[i].seq, (unsigned long long)r.req[i - 1].seq);
+	kv_run_release(&r);
+	free(text);
+}
+END_TEST
+
+/* The JSON reader's bound on values: KV_ERANGE at the first value past it. */
+START_TEST(test_json_max_nodes)
+{
+	struct kv_json_doc doc = { .max_nodes = 3 };
+	struct kv_diag d;
+	size_t pos = 0;
+	unsigned long line = 1, col = 1;
+
+	ck_assert_int_eq(kv_json_parse(&doc, "[1, 2]", 6, &pos, &line, &col, "t", &d), 0);
+	pos = 0, line = 1, col = 1;
+	ck_assert_int_eq(kv_json_parse(&doc, "[1, 2, 3]", 9, &pos, &line, &col, "t", &d), KV_ERANGE);
+	ck_assert_msg(d.col == 8 && strstr(d.msg, "more than 3 values"), "%lu: %s", d.col, d.msg);
+	kv_json_release(&doc);
+	ck_assert_uint_eq(doc.max_nodes, 3);
+}
+END_TEST
+
+/* The replay's trace has no name in $TMPDIR: nothing a kill could leave behind. */
+START_TEST(test_replay_trace_unnamed)
+{
+	static struct kv_workload w;
+	char dir[] = "/tmp/kvsim-fromrun-XXXXXX", line[128];
+	struct kv_replay rp = { 0 };
+	struct kv_run r;
+	struct kv_diag d;
+	DIR *dh;
+	struct dirent *e;
+	FILE *f;
+	int n = 0;
+
+	ck_assert_int_eq(load(&r, "arrival_s,prompt_tokens,output_tokens,ttft_s,e2e_s\n0.5,7,3,0.1,0.2\n",
+			      &d), 0);
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	setenv("TMPDIR", dir, 1);
+	ck_assert_msg(kv_replay_init(&rp, &w, &r, &d) == 0, "%s", d.msg);
+	ck_assert_msg(!strncmp(rp.trace, "/proc/self/fd/", 14), "trace %s", rp.trace);
+	ck_assert_str_eq(w.cfg.source.trace_path, rp.trace);
+	dh = opendir(dir);
+	while ((e = readdir(dh)))
+		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	closedir(dh);
+	ck_assert_msg(n == 0, "%d names left in %s", n, dir);
+	f = fopen(rp.trace, "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(fgets(line, sizeof(line), f));
+	ck_assert_ptr_nonnull(fgets(line, sizeof(line), f));
+	ck_assert_str_eq(line, "0.000000000,7,3\n");
+	fclose(f);
+	kv_replay_release(&rp);
+	kv_replay_release(&rp); /* twice is safe */
+	ck_assert_int_eq(rmdir(dir), 0);
+	kv_run_release(&r);
+}
+END_TEST
+
+/* After SIGTERM (kv_run_catch_signals) the reader stops: KV_EINTR, the message says so. */
+START_TEST(test_load_interrupted)
+{
+	struct kv_run r;
+	struct kv_diag d;
+
+	kv_run_catch_signals();
+	raise(SIGTERM);
+	ck_assert_int_eq(kv_run_stopped(), SIGTERM);
+	ck_assert_int_eq(load(&r, "arrival_s,prompt_tokens,output_tokens,ttft_s,e2e_s\n0,1,1,0.1,0.2\n"
+				  "1,1,1,0.1,0.2\n", &d), KV_EINTR);
+	ck_assert_msg(strstr(d.msg, "interrupted by SIGTERM") && d.line == 1, "%lu: %s", d.line, d.msg);
+	kv_run_release(&r);
+}
+END_TEST
+
 /* A written profile reads back with the base profile's collective_overhead (and without one: 0). */
 START_TEST(test_profile_collective_overhead_round_trip)
 {
@@ -181,12 +327,17 @@ int main(void)
 	SRunner *sr;
 	int failed;
 
+	tcase_set_timeout(tc, 120); /* the cap test reads 2 x 200k rows: seconds under sanitizers */
 	tcase_add_test(tc, test_vllm_json);
 	tcase_add_test(tc, test_vllm_json_no_start_times);
 	tcase_add_test(tc, test_csv_and_jsonl);
 	tcase_add_test(tc, test_malformed);
 	tcase_add_test(tc, test_json_tree);
 	tcase_add_test(tc, test_profile_collective_overhead_round_trip);
+	tcase_add_test(tc, test_cap_first_by_send_time);
+	tcase_add_test(tc, test_json_max_nodes);
+	tcase_add_test(tc, test_replay_trace_unnamed);
+	tcase_add_test(tc, test_load_interrupted); /* last: the stop flag stays set */
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -10,101 +10,222 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+/* ---- signals ---- */
+
+static volatile sig_atomic_t stop_sig; /* SIGINT or SIGTERM once one came, else 0 */
+
+static void on_signal(int sig)
+{
+	stop_sig = sig;
+}
+
+void kv_run_catch_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sa.sa_flags = SA_RESTART | SA_RESETHAND; /* a second signal kills: nothing is left on disk */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+int kv_run_stopped(void)
+{
+	return stop_sig;
+}
+
+static int interrupted(const struct kv_run *r, unsigned long line, struct kv_diag *d)
+{
+	return kv_diag_set(d, KV_EINTR, r->path, line, 0, "",
+			   "interrupted by %s while reading; no output written",
+			   stop_sig == SIGINT ? "SIGINT" : "SIGTERM");
+}
 
 /* ---- rows, whatever the format ---- */
 
-/* One row's fields before checking: NaN when absent. */
+enum { F_ARRIVAL, F_PROMPT, F_OUTPUT, F_TTFT, F_E2E, F_ITL, N_RAW };
+
+/* One row's fields before checking, each with where it came from. */
 struct raw_row {
-	double arrival_s, prompt, output, ttft_s, e2e_s, itl_s;
-	unsigned long line;
+	double v[N_RAW]; /* seconds or tokens; NaN when absent */
+	double scale[N_RAW]; /* the file's unit in seconds (1e-3 for _ms; 1 for counts) */
+	const char *name[N_RAW]; /* the field's name in the file, for messages */
+	unsigned long line[N_RAW], col[N_RAW]; /* where it is (col 0: the row's line only) */
+	int e2e_sum; /* 1: v[F_E2E] is the TTFT plus the sum of vLLM's itls */
+	int has_e2e; /* 1: the row gives its E2E (even NaN), so itl is not used */
+	unsigned given; /* bit i: v[i] was in the row */
 };
 
-/* A field of csv and jsonl rows: its name and its scale to seconds (1 for counts). */
+/* A field of csv and jsonl rows: its name, its scale to seconds (1 for counts), its slot. */
 struct field {
 	const char *name;
 	double scale;
-	size_t off; /* offset of the double in struct raw_row */
+	int idx;
 };
 
-#define RAW(f) offsetof(struct raw_row, f)
 static const struct field fields[] = {
-	{ "arrival_s", 1, RAW(arrival_s) },     { "arrival_ms", 1e-3, RAW(arrival_s) },
-	{ "prompt_tokens", 1, RAW(prompt) },     { "output_tokens", 1, RAW(output) },
-	{ "ttft_s", 1, RAW(ttft_s) },           { "ttft_ms", 1e-3, RAW(ttft_s) },
-	{ "e2e_s", 1, RAW(e2e_s) },             { "e2e_ms", 1e-3, RAW(e2e_s) },
-	{ "itl_s", 1, RAW(itl_s) },             { "itl_ms", 1e-3, RAW(itl_s) },
-	{ "tpot_s", 1, RAW(itl_s) },            { "tpot_ms", 1e-3, RAW(itl_s) },
+	{ "arrival_s", 1, F_ARRIVAL }, { "arrival_ms", 1e-3, F_ARRIVAL },
+	{ "prompt_tokens", 1, F_PROMPT }, { "output_tokens", 1, F_OUTPUT },
+	{ "ttft_s", 1, F_TTFT },       { "ttft_ms", 1e-3, F_TTFT },
+	{ "e2e_s", 1, F_E2E },         { "e2e_ms", 1e-3, F_E2E },
+	{ "itl_s", 1, F_ITL },         { "itl_ms", 1e-3, F_ITL },
+	{ "tpot_s", 1, F_ITL },        { "tpot_ms", 1e-3, F_ITL },
 };
 #define N_FIELDS KV_ARRAY_LEN(fields)
 #define COLUMNS_EXPECTED                                                                   \
 	"arrival_s (or arrival_ms), prompt_tokens, output_tokens, ttft_s (or ttft_ms) and " \
 	"e2e_s or itl_s (or tpot_s; each time may end in _ms)"
 
-static double *raw_at(struct raw_row *r, const struct field *f)
+static const char *const csv_what[N_RAW] = { "arrival", "prompt_tokens", "output_tokens", "ttft",
+					      "e2e", "itl" };
+static const char *const vllm_what[N_RAW] = { "start_times", "input_lens", "output_lens", "ttfts",
+					       "latencies", "itls" };
+
+static void raw_init(struct raw_row *x, unsigned long line, const char *const what[N_RAW])
 {
-	return (double *)(void *)((char *)r + f->off);
+	int i;
+
+	for (i = 0; i < N_RAW; i++) {
+		x->v[i] = NAN;
+		x->scale[i] = 1;
+		x->name[i] = what[i];
+		x->line[i] = line;
+		x->col[i] = 0;
+	}
+	x->e2e_sum = x->has_e2e = 0;
+	x->given = 0;
 }
 
-static void raw_init(struct raw_row *r, unsigned long line)
+/* Field f of x is v in the file's unit, found at line:col. */
+static void raw_set(struct raw_row *x, const struct field *f, double v, unsigned long line,
+		    unsigned long col)
 {
-	r->arrival_s = r->prompt = r->output = r->ttft_s = r->e2e_s = r->itl_s = NAN;
-	r->line = line;
+	x->v[f->idx] = v * f->scale;
+	x->scale[f->idx] = f->scale;
+	x->name[f->idx] = f->name;
+	x->line[f->idx] = line;
+	x->col[f->idx] = col;
+	x->has_e2e |= f->idx == F_E2E;
+	x->given |= 1u << f->idx;
 }
 
 static int is_count(double v)
 {
-	return isfinite(v) && v >= 1 && v == floor(v) && v <= 9007199254740992.0;
+	return v >= 1 && v <= KV_RUN_MAX_TOKENS && v == floor(v);
 }
 
-/*
- * Checks a row and appends it.  what names the row's fields in messages
- * (a column or an array); col is the row's column for messages (0: none).
- */
-static int add_row(struct kv_run *r, const struct raw_row *x, unsigned long col,
-		   const char *const what[6], struct kv_diag *d)
+/* "a time in [lo, max] s" in the unit of scale (s, or ms for 1e-3), into buf. */
+static const char *time_range(char *buf, size_t len, const char *what, double scale, double lo)
+{
+	snprintf(buf, len, "%s in [%.10g, %.10g] %s", what, lo / scale, KV_RUN_MAX_TIME_S / scale,
+		 scale == 1 ? "s" : "ms");
+	return buf;
+}
+
+/* The error for field i of x: its value as the file has it, and what was expected. */
+static int bad(const struct kv_run *r, const struct raw_row *x, int i, const char *exp,
+	       struct kv_diag *d)
+{
+	if (!(x->given & (1u << i)))
+		return kv_diag_set(d, KV_EINVAL, r->path, x->line[i], x->col[i], x->name[i],
+				   "absent: expected %s", exp);
+	return kv_diag_set(d, KV_EINVAL, r->path, x->line[i], x->col[i], x->name[i],
+			   "bad value %.10g: expected %s", x->v[i] / x->scale[i], exp);
+}
+
+/* x's E2E (from itl when absent) checked: >= the TTFT, <= KV_RUN_MAX_TIME_S. */
+static int row_e2e(const struct kv_run *r, const struct raw_row *x, double *e2e, struct kv_diag *d)
+{
+	char exp[96];
+	int at = F_E2E;
+
+	*e2e = x->v[F_E2E];
+	if (!x->has_e2e) {
+		if (!(x->given & (1u << F_ITL)))
+			return kv_diag_set(d, KV_EINVAL, r->path, x->line[F_E2E], 0, "e2e",
+					   "absent, and so is itl: expected e2e_s or itl_s (or tpot_s; "
+					   "each may end in _ms)");
+		if (!(x->v[F_ITL] >= 0 && x->v[F_ITL] <= KV_RUN_MAX_TIME_S))
+			return bad(r, x, F_ITL,
+				   time_range(exp, sizeof(exp), "an inter-token latency", x->scale[F_ITL], 0),
+				   d);
+		*e2e = x->v[F_TTFT] + x->v[F_ITL] * (x->v[F_OUTPUT] - 1);
+		at = F_ITL;
+	}
+	if (*e2e >= x->v[F_TTFT] && *e2e <= KV_RUN_MAX_TIME_S)
+		return 0;
+	if (at == F_E2E && !x->e2e_sum)
+		return kv_diag_set(d, KV_EINVAL, r->path, x->line[at], x->col[at], x->name[at],
+				   "bad value %.10g: expected a time from the TTFT %.10g to %.10g %s",
+				   *e2e / x->scale[at], x->v[F_TTFT] / x->scale[at],
+				   KV_RUN_MAX_TIME_S / x->scale[at], x->scale[at] == 1 ? "s" : "ms");
+	return kv_diag_set(d, KV_EINVAL, r->path, x->line[at], x->col[at], x->name[at],
+			   "gives an E2E latency of %.10g s (the TTFT plus %s): expected one from the "
+			   "TTFT %.10g s to %.10g s", *e2e,
+			   at == F_ITL ? "the ITL times (output - 1)" : "the sum of itls", x->v[F_TTFT],
+			   KV_RUN_MAX_TIME_S);
+}
+
+/* Keeps the first KV_RUN_MAX_REQUESTS requests by send time (ties: file order). */
+static int cmp_arrival(const void *a, const void *b);
+
+static void trim(struct kv_run *r)
+{
+	if (r->n <= KV_RUN_MAX_REQUESTS)
+		return;
+	qsort(r->req, r->n, sizeof(*r->req), cmp_arrival);
+	r->n_dropped += r->n - KV_RUN_MAX_REQUESTS;
+	r->n = KV_RUN_MAX_REQUESTS;
+}
+
+/* Checks a completed row (the run's row r->n_rows - 1) and appends it. */
+static int add_row(struct kv_run *r, const struct raw_row *x, unsigned long line,
+		   struct kv_diag *d)
 {
 	struct kv_run_req *q;
-	double e2e = x->e2e_s;
+	double e2e;
+	char exp[96];
+	int rc;
 
-#define BAD(i, v, exp)                                                                       \
-	kv_diag_set(d, KV_EINVAL, r->path, x->line, col, what[i], "bad value %.10g: expected %s", \
-		    (v), (exp))
-	if (!isfinite(x->arrival_s))
-		return BAD(0, x->arrival_s, "a finite send time in seconds");
-	if (!is_count(x->prompt))
-		return BAD(1, x->prompt, "an integer of at least 1 token");
-	if (!is_count(x->output))
-		return BAD(2, x->output, "an integer of at least 1 token");
-	if (!isfinite(x->ttft_s) || x->ttft_s <= 0)
-		return BAD(3, x->ttft_s, "a positive finite time");
-	if (isnan(e2e)) {
-		if (!isfinite(x->itl_s) || x->itl_s < 0)
-			return BAD(5, x->itl_s, "a finite time >= 0 (or give the E2E latency)");
-		e2e = x->ttft_s + x->itl_s * (x->output - 1);
-	}
-	if (!isfinite(e2e) || e2e < x->ttft_s)
-		return kv_diag_set(d, KV_EINVAL, r->path, x->line, col, what[4],
-				   "bad value %.10g: expected a finite time >= the TTFT %.10g", e2e,
-				   x->ttft_s);
-#undef BAD
+	if (!isfinite(x->v[F_ARRIVAL]))
+		return bad(r, x, F_ARRIVAL, "a finite send time", d);
+	if (!is_count(x->v[F_PROMPT]))
+		return bad(r, x, F_PROMPT, "an integer count of tokens in [1, 16777216]", d);
+	if (!is_count(x->v[F_OUTPUT]))
+		return bad(r, x, F_OUTPUT, "an integer count of tokens in [1, 16777216]", d);
+	if (!(x->v[F_TTFT] >= KV_RUN_MIN_TIME_S && x->v[F_TTFT] <= KV_RUN_MAX_TIME_S))
+		return bad(r, x, F_TTFT,
+			   time_range(exp, sizeof(exp), "a time", x->scale[F_TTFT], KV_RUN_MIN_TIME_S), d);
+	if ((rc = row_e2e(r, x, &e2e, d)))
+		return rc;
+	if (r->n == 2 * KV_RUN_MAX_REQUESTS)
+		trim(r); /* memory stays under 2 * KV_RUN_MAX_REQUESTS rows */
 	if (r->n == r->cap) {
 		r->cap = r->cap ? 2 * r->cap : 256;
 		r->req = kv_xrealloc(r->req, r->cap * sizeof(*r->req));
 	}
 	q = &r->req[r->n++];
-	/* arrival_ns holds the send time in seconds until kv_run_finish() */
-	memcpy(&q->arrival_ns, &x->arrival_s, sizeof(double));
-	q->prompt_tokens = (uint64_t)x->prompt;
-	q->output_tokens = (uint64_t)x->output;
-	q->ttft_s = x->ttft_s;
+	/* arrival_ns holds the send time in seconds until run_finish() */
+	memcpy(&q->arrival_ns, &x->v[F_ARRIVAL], sizeof(double));
+	q->prompt_tokens = (uint64_t)x->v[F_PROMPT];
+	q->output_tokens = (uint64_t)x->v[F_OUTPUT];
+	q->ttft_s = x->v[F_TTFT];
 	q->e2e_s = e2e;
-	q->tpot_s = q->output_tokens > 1 ? (e2e - x->ttft_s) / (double)(q->output_tokens - 1) : NAN;
-	q->line = x->line;
+	q->tpot_s = q->output_tokens > 1 ? (e2e - q->ttft_s) / (double)(q->output_tokens - 1) : NAN;
+	q->line = line;
+	q->seq = r->n_rows - 1;
 	return 0;
 }
 
@@ -123,10 +244,10 @@ static int cmp_arrival(const void *a, const void *b)
 
 	if (sx != sy)
 		return sx < sy ? -1 : 1;
-	return x->line < y->line ? -1 : x->line > y->line; /* file order: a stable sort */
+	return x->seq < y->seq ? -1 : x->seq > y->seq; /* file order: a stable sort */
 }
 
-/* Sorts by send time, makes times relative to the first and converts them to ns. */
+/* Keeps the first requests, sorts by send time, makes times relative to the first, in ns. */
 static int run_finish(struct kv_run *r, struct kv_diag *d)
 {
 	double t0;
@@ -136,12 +257,15 @@ static int run_finish(struct kv_run *r, struct kv_diag *d)
 		return kv_diag_set(d, KV_EINVAL, r->path, 0, 0, "",
 				   "no request completed in the run (%zu failed): expected at least one",
 				   r->n_failed);
-	qsort(r->req, r->n, sizeof(*r->req), cmp_arrival);
+	if (r->n > KV_RUN_MAX_REQUESTS)
+		trim(r);
+	else
+		qsort(r->req, r->n, sizeof(*r->req), cmp_arrival);
 	t0 = arrival_s_of(&r->req[0]);
 	for (i = 0; i < r->n; i++) {
 		double dt = arrival_s_of(&r->req[i]) - t0;
 
-		if (dt > 1e9) /* 30 years: a time column in another unit */
+		if (!(dt <= 1e9)) /* 30 years: a time column in another unit */
 			return kv_diag_set(d, KV_EINVAL, r->path, r->req[i].line, 0, "arrival",
 					   "a send time %.6g s after the first: expected a run "
 					   "shorter than 1e9 s", dt);
@@ -184,16 +308,13 @@ static int csv_header(struct kv_run *r, const struct kv_csv_rec *h, long *col_of
 					   COLUMNS_EXPECTED);
 	}
 	for (f = 0, k = 0; f < N_FIELDS; f++)
-		k += col_of[f] >= 0 && (fields[f].off == RAW(e2e_s) || fields[f].off == RAW(itl_s));
+		k += col_of[f] >= 0 && (fields[f].idx == F_E2E || fields[f].idx == F_ITL);
 	if (!k)
 		return kv_diag_set(d, KV_EINVAL, r->path, h->line, 0, "e2e",
 				   "no e2e or itl column in the header: expected columns %s",
 				   COLUMNS_EXPECTED);
 	return 0;
 }
-
-static const char *const csv_what[6] = { "arrival", "prompt_tokens", "output_tokens", "ttft",
-					  "e2e", "itl" };
 
 static int csv_row(struct kv_run *r, const struct kv_csv_rec *rec, const long *col_of,
 		   long status, size_t n_cols, struct kv_diag *d)
@@ -204,11 +325,12 @@ static int csv_row(struct kv_run *r, const struct kv_csv_rec *rec, const long *c
 	if (rec->n != n_cols)
 		return kv_diag_set(d, KV_EINVAL, r->path, rec->line, 0, "",
 				   "%zu fields: expected %zu, as in the header", rec->n, n_cols);
+	r->n_rows++;
 	if (status >= 0 && strcmp(rec->field[status], "completed") && strcmp(rec->field[status], "ok")) {
 		r->n_failed++;
 		return 0;
 	}
-	raw_init(&x, rec->line);
+	raw_init(&x, rec->line, csv_what);
 	for (f = 0; f < N_FIELDS; f++) {
 		double v;
 
@@ -216,23 +338,24 @@ static int csv_row(struct kv_run *r, const struct kv_csv_rec *rec, const long *c
 			continue;
 		if (csv_number(rec->field[col_of[f]], &v))
 			return kv_diag_set(d, KV_EINVAL, r->path, rec->line, 0, fields[f].name,
-					   "bad value '%s': expected a number", rec->field[col_of[f]]);
-		*raw_at(&x, &fields[f]) = v * fields[f].scale;
+					   "bad value '%.40s': expected a number", rec->field[col_of[f]]);
+		raw_set(&x, &fields[f], v, rec->line, 0);
 	}
-	return add_row(r, &x, 0, csv_what, d);
+	return add_row(r, &x, rec->line, d);
 }
 
-static int load_csv(struct kv_run *r, const char *text, size_t len, struct kv_diag *d)
+/* CSV from f, one record at a time. */
+static int load_csv(struct kv_run *r, FILE *f, struct kv_diag *d)
 {
 	struct kv_csv_rec rec;
 	long col_of[N_FIELDS], status = -1;
-	size_t pos = 0, n_cols = 0;
+	size_t n_cols = 0;
 	unsigned long line = 1;
 	int rc, first = 1;
 
 	kv_csv_rec_init(&rec);
 	r->format = "csv";
-	while ((rc = kv_csv_rec_parse(&rec, text, len, &pos, &line, r->path, d)) == 1) {
+	while ((rc = kv_csv_rec_read(&rec, f, &line, r->path, d)) == 1) {
 		if (rec.n == 1 && !rec.field[0][0])
 			continue; /* a blank line */
 		if (first) {
@@ -241,6 +364,10 @@ static int load_csv(struct kv_run *r, const char *text, size_t len, struct kv_di
 			n_cols = rec.n;
 			first = 0;
 		} else if ((rc = csv_row(r, &rec, col_of, status, n_cols, d))) {
+			break;
+		}
+		if (stop_sig) {
+			rc = interrupted(r, rec.line, d);
 			break;
 		}
 	}
@@ -277,13 +404,14 @@ static int jsonl_row(struct kv_run *r, const struct kv_json_doc *doc, struct kv_
 	if (o->type != KV_JSON_OBJ)
 		return kv_diag_set(d, KV_EINVAL, r->path, o->line, o->col, "", "a %s: expected an object with %s",
 				   kv_json_type_name(o->type), COLUMNS_EXPECTED);
+	r->n_rows++;
 	if ((k = kv_json_get(doc, 0, "status")) && doc->node[k].type == KV_JSON_STR &&
 	    !(doc->node[k].len == 9 && !memcmp(doc->node[k].str, "completed", 9)) &&
 	    !(doc->node[k].len == 2 && !memcmp(doc->node[k].str, "ok", 2))) {
 		r->n_failed++;
 		return 0;
 	}
-	raw_init(&x, o->line);
+	raw_init(&x, o->line, csv_what);
 	for (f = 0; f < N_FIELDS; f++) {
 		double v;
 
@@ -291,37 +419,99 @@ static int jsonl_row(struct kv_run *r, const struct kv_json_doc *doc, struct kv_
 			continue;
 		if ((rc = json_num(r, doc, k, fields[f].name, &v, d)))
 			return rc;
-		*raw_at(&x, &fields[f]) = v * fields[f].scale;
+		raw_set(&x, &fields[f], v, doc->node[k].line, doc->node[k].col);
 	}
-	return add_row(r, &x, o->col, csv_what, d);
+	return add_row(r, &x, o->line, d);
 }
 
-static int load_jsonl(struct kv_run *r, const char *text, size_t len, struct kv_diag *d)
+/*
+ * The objects of one line of JSON lines (len bytes at text, the '\n' kept),
+ * line its 1-based number.  An object that does not end on its line is an
+ * error: JSON lines hold one object per line.
+ */
+static int jsonl_line(struct kv_run *r, struct kv_json_doc *doc, const char *text, size_t len,
+		      unsigned long line, struct kv_diag *d)
 {
-	struct kv_json_doc doc = { 0 };
 	size_t pos = 0;
-	unsigned long line = 1, col = 1;
-	int rc = 0;
+	unsigned long col = 1, ln = line;
+	int rc;
 
-	r->format = "jsonl";
 	while (pos < len) {
-		if (text[pos] == '\n' || text[pos] == '\r' || text[pos] == ' ' || text[pos] == '\t') {
-			if (text[pos] == '\n')
-				line++, col = 1;
-			else
-				col++;
-			pos++;
+		if (strchr(" \t\r\n", text[pos]) && text[pos]) {
+			pos++, col++;
 			continue;
 		}
-		if ((rc = kv_json_parse(&doc, text, len, &pos, &line, &col, r->path, d)) ||
-		    (rc = jsonl_row(r, &doc, d)))
+		if ((rc = kv_json_parse(doc, text, len, &pos, &ln, &col, r->path, d))) {
+			if (pos >= len || ln > line)
+				return kv_diag_set(d, KV_EINVAL, r->path, line, 0, "",
+						   "an object that does not end on its line: "
+						   "expected one JSON object per line");
+			return rc;
+		}
+		if ((rc = jsonl_row(r, doc, d)))
+			return rc;
+		if (pos < len && text[pos] != '\n')
+			return kv_diag_set(d, KV_EINVAL, r->path, ln, col, "",
+					   "text after the object: expected one JSON object per line");
+	}
+	return 0;
+}
+
+/*
+ * Reads the next line of f, its '\n' kept, into *buf (*len bytes; NULs are
+ * data).  Returns 1, 0 at the end, 2 when the line is longer than
+ * KV_CSV_MAX_RECORD_BYTES (the rest unread), or KV_EIO with d filled.
+ */
+static int read_line(const struct kv_run *r, FILE *f, char **buf, size_t *cap, size_t *len,
+		     unsigned long line, struct kv_diag *d)
+{
+	int ch = 0;
+
+	*len = 0;
+	if (!*cap) {
+		*cap = 4096;
+		*buf = kv_xmalloc(*cap);
+	}
+	while (ch != '\n' && (ch = getc_unlocked(f)) != EOF) {
+		if (*len + 1 >= *cap) {
+			if (*cap >= KV_CSV_MAX_RECORD_BYTES)
+				return 2;
+			*cap = *cap ? 2 * *cap : 4096;
+			*buf = kv_xrealloc(*buf, *cap);
+		}
+		(*buf)[(*len)++] = (char)ch;
+	}
+	(*buf)[*len] = 0;
+	if (ferror(f))
+		return kv_diag_set(d, KV_EIO, r->path, line, 0, "", "cannot read: %s",
+				   strerror(errno ? errno : EIO));
+	return *len > 0;
+}
+
+/* JSON lines from f, one line at a time. */
+static int load_jsonl(struct kv_run *r, FILE *f, struct kv_diag *d)
+{
+	struct kv_json_doc doc = { 0 };
+	char *buf = NULL;
+	size_t cap = 0, len;
+	unsigned long line = 1;
+	int rc;
+
+	r->format = "jsonl";
+	while ((rc = read_line(r, f, &buf, &cap, &len, line, d)) == 1) {
+		if ((rc = jsonl_line(r, &doc, buf, len, line, d)))
 			break;
-		if (pos < len && text[pos] != '\n') {
-			rc = kv_diag_set(d, KV_EINVAL, r->path, line, col, "",
-					 "text after the object: expected one JSON object per line");
+		if (stop_sig) {
+			rc = interrupted(r, line, d);
 			break;
 		}
+		line++;
 	}
+	if (rc == 2)
+		rc = kv_diag_set(d, KV_EINVAL, r->path, line, 0, "",
+				 "a line longer than %zu bytes: expected one JSON object per line",
+				 KV_CSV_MAX_RECORD_BYTES);
+	free(buf);
 	kv_json_release(&doc);
 	return rc;
 }
@@ -348,7 +538,7 @@ static int vllm_array(struct kv_run *r, const struct kv_json_doc *doc, const cha
 	return 0;
 }
 
-/* The sum of the numbers of array a (one request's itls). */
+/* The sum of the numbers of array a (one request's itls), each checked. */
 static int vllm_sum(struct kv_run *r, const struct kv_json_doc *doc, size_t a, double *sum,
 		    struct kv_diag *d)
 {
@@ -364,6 +554,10 @@ static int vllm_sum(struct kv_run *r, const struct kv_json_doc *doc, size_t a, d
 	for (k = kv_json_first(doc, a); k; k = doc->node[k].next) {
 		if ((rc = json_num(r, doc, k, "itls", &v, d)))
 			return rc;
+		if (!(v >= 0 && v <= KV_RUN_MAX_TIME_S))
+			return kv_diag_set(d, KV_EINVAL, r->path, doc->node[k].line, doc->node[k].col,
+					   "itls", "bad value %.10g: expected an inter-token latency "
+					   "in [0, %.10g] s", v, KV_RUN_MAX_TIME_S);
 		*sum += v;
 	}
 	return 0;
@@ -392,13 +586,50 @@ static int vllm_no_start(struct kv_run *r, const struct kv_json_doc *doc, struct
 				  "capped concurrency (max_concurrency)");
 }
 
-static const char *const vllm_what[6] = { "start_times", "input_lens", "output_lens", "ttfts",
-					   "latencies", "itls" };
+/* One request of the parallel arrays: k[j] the element of array j (0: absent), k[6] errors. */
+static int vllm_row(struct kv_run *r, const struct kv_json_doc *doc, const size_t k[7],
+		    struct kv_diag *d)
+{
+	static const struct field vf[5] = { { "", 1, F_ARRIVAL }, { "", 1, F_PROMPT },
+					    { "", 1, F_OUTPUT },  { "", 1, F_TTFT },
+					    { "", 1, F_E2E } };
+	struct raw_row x;
+	double v;
+	size_t j;
+	int rc;
+
+	r->n_rows++;
+	if (vllm_failed(doc, k[6])) {
+		r->n_failed++;
+		return 0;
+	}
+	raw_init(&x, doc->node[k[1]].line, vllm_what);
+	x.v[F_ARRIVAL] = 0; /* no start_times: all sent at once (vllm_no_start) */
+	x.given = 1u << F_ARRIVAL;
+	for (j = 0; j < 5; j++) {
+		if (!k[j])
+			continue;
+		if ((rc = json_num(r, doc, k[j], vllm_what[j], &v, d)))
+			return rc;
+		raw_set(&x, &vf[j], v, doc->node[k[j]].line, doc->node[k[j]].col);
+		x.name[j] = vllm_what[j];
+	}
+	if (!k[4]) { /* E2E = TTFT + sum(itls) */
+		if ((rc = vllm_sum(r, doc, k[5], &v, d)))
+			return rc;
+		x.v[F_E2E] = x.v[F_TTFT] + v;
+		x.name[F_E2E] = "itls";
+		x.line[F_E2E] = doc->node[k[5]].line;
+		x.col[F_E2E] = doc->node[k[5]].col;
+		x.e2e_sum = x.has_e2e = 1;
+	}
+	return add_row(r, &x, doc->node[k[1]].line, d);
+}
 
 static int load_vllm(struct kv_run *r, const struct kv_json_doc *doc, struct kv_diag *d)
 {
 	size_t in = kv_json_get(doc, 0, "input_lens"), n = doc->node[in].n;
-	size_t out, ttft, start, lat, e2els, itls, errs, i, k[7];
+	size_t out, ttft, start, lat, e2els, itls, errs, i, j, k[7];
 	int rc;
 
 	r->format = "vllm-json";
@@ -431,25 +662,10 @@ static int load_vllm(struct kv_run *r, const struct kv_json_doc *doc, struct kv_
 	k[5] = itls ? kv_json_first(doc, itls) : 0;
 	k[6] = errs ? kv_json_first(doc, errs) : 0;
 	for (i = 0; i < n; i++) {
-		struct raw_row x;
-		double *v[5] = { &x.arrival_s, &x.prompt, &x.output, &x.ttft_s, &x.e2e_s };
-		size_t j;
-
-		raw_init(&x, doc->node[k[1]].line);
-		x.arrival_s = 0;
-		if (vllm_failed(doc, k[6])) {
-			r->n_failed++;
-		} else {
-			for (j = 0; j < 5; j++)
-				if (k[j] && (rc = json_num(r, doc, k[j], vllm_what[j], v[j], d)))
-					return rc;
-			if (!k[4] && (rc = vllm_sum(r, doc, k[5], &x.e2e_s, d)))
-				return rc;
-			if (!k[4])
-				x.e2e_s += x.ttft_s;
-			if ((rc = add_row(r, &x, doc->node[k[1]].col, vllm_what, d)))
-				return rc;
-		}
+		if ((rc = vllm_row(r, doc, k, d)))
+			return rc;
+		if (stop_sig)
+			return interrupted(r, doc->node[k[1]].line, d);
 		for (j = 0; j < 7; j++)
 			if (k[j])
 				k[j] = doc->node[k[j]].next;
@@ -459,28 +675,57 @@ static int load_vllm(struct kv_run *r, const struct kv_json_doc *doc, struct kv_
 
 /* ---- loading ---- */
 
-int kv_run_load_mem(struct kv_run *r, const char *name, const char *text, size_t len,
-		    struct kv_diag *d)
+/* The rest of f (at most KV_RUN_MAX_BYTES) into a heap buffer. */
+static int read_all(const struct kv_run *r, FILE *f, char **text, size_t *len, struct kv_diag *d)
 {
-	struct kv_json_doc doc = { 0 };
-	size_t pos = 0;
+	size_t cap = 1 << 16, got;
+	struct stat st;
+
+	*text = NULL;
+	*len = 0;
+	if (fileno(f) >= 0 && !fstat(fileno(f), &st) && (uint64_t)st.st_size > KV_RUN_MAX_BYTES)
+		return kv_diag_set(d, KV_ERANGE, r->path, 0, 0, "",
+				   "a JSON document of %llu bytes: expected vLLM's result of at most "
+				   "1 GiB (a larger run can be written as CSV or JSON lines, which are "
+				   "read as streams)", (unsigned long long)st.st_size);
+	*text = kv_xmalloc(cap);
+	while ((got = fread(*text + *len, 1, cap - *len, f)) > 0) {
+		*len += got;
+		if (*len > KV_RUN_MAX_BYTES)
+			return kv_diag_set(d, KV_ERANGE, r->path, 0, 0, "",
+					   "a JSON document larger than %zu bytes: expected vLLM's result "
+					   "of at most 1 GiB (a larger run can be written as CSV or JSON "
+					   "lines, which are read as streams)", KV_RUN_MAX_BYTES);
+		if (*len == cap) {
+			cap *= 2;
+			*text = kv_xrealloc(*text, cap);
+		}
+	}
+	if (ferror(f))
+		return kv_diag_set(d, KV_EIO, r->path, 0, 0, "", "cannot read: %s",
+				   strerror(errno ? errno : EIO));
+	return 0;
+}
+
+/* vLLM's result: one JSON document, read whole from f (at its start). */
+static int load_document(struct kv_run *r, FILE *f, struct kv_diag *d)
+{
+	struct kv_json_doc doc = { .max_nodes = KV_RUN_MAX_VALUES };
+	char *text = NULL;
+	size_t len, pos = 0;
 	unsigned long line = 1, col = 1;
 	int rc;
 
-	memset(r, 0, sizeof(*r));
-	snprintf(r->path, sizeof(r->path), "%s", name);
-	if (len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3))
-		pos = 3; /* a UTF-8 byte-order mark */
-	while (pos < len && strchr(" \t\r\n", text[pos]) && text[pos]) {
-		if (text[pos] == '\n')
-			line++;
-		pos++;
-	}
-	if (pos >= len || text[pos] != '{') {
-		rc = load_csv(r, text, len, d);
+	if ((rc = read_all(r, f, &text, &len, d))) {
+		/* too large or unreadable */
 	} else if ((rc = kv_json_parse(&doc, text, len, &pos, &line, &col, r->path, d))) {
-		/* a bad first object */
-	} else if (kv_json_get(&doc, 0, "input_lens")) {
+		/* malformed */
+	} else if (!kv_json_get(&doc, 0, "input_lens")) {
+		rc = kv_diag_set(d, KV_EINVAL, r->path, doc.node[0].line, doc.node[0].col, "",
+				 "an object over lines %lu-%lu without input_lens: expected vLLM's "
+				 "benchmark result (input_lens, output_lens, ttfts, ...) or JSON lines "
+				 "(one object per line)", doc.node[0].line, line);
+	} else {
 		while (pos < len && strchr(" \t\r\n", text[pos]) && text[pos]) {
 			if (text[pos] == '\n')
 				line++, col = 0;
@@ -489,26 +734,98 @@ int kv_run_load_mem(struct kv_run *r, const char *name, const char *text, size_t
 		rc = pos < len ? kv_diag_set(d, KV_EINVAL, r->path, line, col, "",
 					     "text after the result object: expected the end of the file") :
 				 load_vllm(r, &doc, d);
-	} else {
-		rc = load_jsonl(r, text, len, d);
 	}
 	kv_json_release(&doc);
+	free(text);
+	return rc;
+}
+
+/*
+ * The format from the first line that is not blank: CSV unless it opens
+ * with '{'; JSON lines when it holds one whole object without input_lens;
+ * else vLLM's result (one document over the whole file).  A syntax error
+ * inside the first line is reported as it is.
+ */
+static int load_stream(struct kv_run *r, FILE *f, struct kv_diag *d)
+{
+	struct kv_json_doc doc = { 0 };
+	char bom[3], *buf = NULL;
+	size_t cap = 0, len = 0, pos = 0;
+	unsigned long line = 1, col = 1;
+	long start = 0;
+	int rc, jsonl = 0;
+
+	if (fread(bom, 1, 3, f) == 3 && !memcmp(bom, "\xef\xbb\xbf", 3))
+		start = 3; /* a UTF-8 byte-order mark */
+	if (fseek(f, start, SEEK_SET))
+		return kv_diag_set(d, KV_EIO, r->path, 0, 0, "", "cannot seek: %s", strerror(errno));
+	while ((rc = read_line(r, f, &buf, &cap, &len, line, d)) == 1 && strspn(buf, " \t\r\n") >= len)
+		line++;
+	if (rc < 0)
+		goto out;
+	pos = rc ? strspn(buf, " \t\r\n") : 0;
+	col += pos;
+	if (rc && buf[pos] == '{') {
+		unsigned long l0 = line;
+
+		if (rc == 1) { /* one line: JSON lines, or a one-line vLLM result */
+			rc = kv_json_parse(&doc, buf, len, &pos, &line, &col, r->path, d);
+			if (rc && pos < len && line == l0)
+				goto out; /* a syntax error inside the first line */
+			jsonl = !rc && !kv_json_get(&doc, 0, "input_lens");
+		}
+		rc = 2; /* else one JSON document over lines (or over 1 MiB) */
+	} else {
+		rc = 0;
+	}
+	if (rc < 0)
+		goto out;
+	if (fseek(f, start, SEEK_SET)) {
+		rc = kv_diag_set(d, KV_EIO, r->path, 0, 0, "", "cannot seek: %s", strerror(errno));
+		goto out;
+	}
+	if (jsonl)
+		rc = load_jsonl(r, f, d);
+	else if (rc == 2)
+		rc = load_document(r, f, d);
+	else
+		rc = load_csv(r, f, d);
+out:
+	free(buf);
+	kv_json_release(&doc);
+	return rc;
+}
+
+int kv_run_load_mem(struct kv_run *r, const char *name, const char *text, size_t len,
+		    struct kv_diag *d)
+{
+	static char empty[1];
+	FILE *f;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	snprintf(r->path, sizeof(r->path), "%s", name);
+	/* fmemopen: the one stream code path files take; reading never writes the buffer */
+	f = fmemopen(len ? (void *)(uintptr_t)text : empty, len, "r");
+	if (!f)
+		kv_oom(0);
+	rc = load_stream(r, f, d);
+	fclose(f);
 	return rc ? rc : run_finish(r, d);
 }
 
 int kv_run_load(struct kv_run *r, const char *path, struct kv_diag *d)
 {
-	char *text;
-	size_t len;
+	FILE *f;
 	int rc;
 
 	memset(r, 0, sizeof(*r));
 	snprintf(r->path, sizeof(r->path), "%s", path);
-	if ((rc = kv_input_read(path, KV_RUN_MAX_BYTES, &text, &len, d)))
+	if ((rc = kv_input_open(path, &f, d)))
 		return rc;
-	rc = kv_run_load_mem(r, path, text, len, d);
-	free(text);
-	return rc;
+	rc = load_stream(r, f, d);
+	fclose(f);
+	return rc ? rc : run_finish(r, d);
 }
 
 void kv_run_release(struct kv_run *r)
@@ -520,27 +837,38 @@ void kv_run_release(struct kv_run *r)
 
 /* ---- the replay ---- */
 
-int kv_replay_init(struct kv_replay *rp, struct kv_workload *w, const struct kv_run *run,
-		   struct kv_diag *d)
+/*
+ * An unnamed temporary file in dir: O_TMPFILE where the file system has it,
+ * else mkstemp() and unlink() at once.  Returns the descriptor, or -1 with
+ * errno set.
+ */
+static int unnamed_tmp(const char *dir)
 {
-	struct kv_source_spec *s = &w->cfg.source;
-	const char *tmp = getenv("TMPDIR");
-	FILE *f;
-	size_t i;
-	int fd, bad;
+	char *path;
+	int fd;
 
-	memset(rp, 0, sizeof(*rp));
-	rp->w = w;
-	rp->run = run;
-	snprintf(rp->trace, sizeof(rp->trace), "%s/kvsim-run-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if ((fd = mkstemp(rp->trace)) < 0 || !(f = fdopen(fd, "w"))) {
-		kv_diag_set(d, KV_EIO, rp->trace, 0, 0, "", "cannot create the replay's trace: %s",
-			    strerror(errno));
-		if (fd >= 0)
-			close(fd), unlink(rp->trace);
-		rp->trace[0] = 0;
-		return KV_EIO;
-	}
+#ifdef O_TMPFILE
+	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
+		return fd;
+#endif
+	path = kv_xasprintf("%s/kvsim-run-XXXXXX", dir);
+	fd = mkstemp(path);
+	if (fd >= 0)
+		unlink(path);
+	free(path);
+	return fd;
+}
+
+/* The run's requests as a vidur trace on fd; 0 or -1 (errno). */
+static int write_trace(int fd, const struct kv_run *run)
+{
+	FILE *f = fdopen(dup(fd), "w");
+	size_t i;
+	int bad;
+
+	if (!f)
+		return -1;
 	fprintf(f, "arrived_at,num_prefill_tokens,num_decode_tokens\n");
 	for (i = 0; i < run->n; i++)
 		fprintf(f, "%llu.%09llu,%llu,%llu\n",
@@ -551,11 +879,47 @@ int kv_replay_init(struct kv_replay *rp, struct kv_workload *w, const struct kv_
 	bad = fflush(f) != 0;
 	bad |= ferror(f) != 0;
 	bad |= fclose(f) != 0;
-	if (bad) {
-		kv_diag_set(d, KV_EIO, rp->trace, 0, 0, "", "cannot write the replay's trace: %s",
-			    strerror(errno));
-		unlink(rp->trace);
-		rp->trace[0] = 0;
+	return bad ? -1 : 0;
+}
+
+/*
+ * Where the simulator finds the trace: /proc/self/fd/FD, when /proc shows
+ * it; else (no /proc) a named copy, which kv_replay_release() removes.
+ */
+static int trace_name(struct kv_replay *rp, const char *dir)
+{
+	int fd;
+
+	snprintf(rp->trace, sizeof(rp->trace), "/proc/self/fd/%d", rp->fd);
+	if (!access(rp->trace, R_OK))
+		return 0;
+	snprintf(rp->trace, sizeof(rp->trace), "%s/kvsim-run-XXXXXX", dir);
+	if ((fd = mkstemp(rp->trace)) < 0)
+		return -1;
+	rp->named = 1;
+	close(rp->fd);
+	rp->fd = fd;
+	return 0;
+}
+
+int kv_replay_init(struct kv_replay *rp, struct kv_workload *w, const struct kv_run *run,
+		   struct kv_diag *d)
+{
+	struct kv_source_spec *s = &w->cfg.source;
+	const char *tmp = getenv("TMPDIR");
+	const char *dir = tmp && *tmp ? tmp : "/tmp";
+	int quiet = rp->quiet, progress = rp->progress;
+
+	memset(rp, 0, sizeof(*rp));
+	rp->w = w;
+	rp->run = run;
+	rp->quiet = quiet;
+	rp->progress = progress;
+	errno = 0;
+	if ((rp->fd = unnamed_tmp(dir)) < 0 || trace_name(rp, dir) || write_trace(rp->fd, run)) {
+		kv_diag_set(d, KV_EIO, dir, 0, 0, "", "cannot write the replay's trace there: %s",
+			    strerror(errno ? errno : EIO));
+		kv_replay_release(rp);
 		return KV_EIO;
 	}
 	memset(s, 0, sizeof(*s));
@@ -571,17 +935,91 @@ int kv_replay_init(struct kv_replay *rp, struct kv_workload *w, const struct kv_
 	return 0;
 }
 
+/* A replayed request's latencies, stored by id (= row of the run). */
+static int on_request(void *ctx, const struct kv_sim *s, const struct kv_req *q, enum kv_end e)
+{
+	struct kv_run_result *res = ctx;
+	struct kv_req_out *o;
+
+	(void)s;
+	if (q->id >= res->n_req)
+		return 0; /* res holds the run's rows; the trace has no more */
+	o = &res->req[q->id];
+	o->completed = e == KV_END_COMPLETED;
+	o->ttft_s = o->tpot_s = o->e2e_s = NAN;
+	if (!o->completed)
+		return 0;
+	o->ttft_s = (double)(q->first_token_ns - q->arrival_ns) * 1e-9;
+	o->e2e_s = (double)(q->finish_ns - q->arrival_ns) * 1e-9;
+	if (q->output_tokens > 1)
+		o->tpot_s = (double)(q->finish_ns - q->first_token_ns) * 1e-9 /
+			    (double)(q->output_tokens - 1);
+	return 0;
+}
+
+/*
+ * A message about a line of the trace (a request beyond the model's
+ * context, say) names the run's file and row instead: the trace is
+ * unnamed, its line i + 2 is request i.
+ */
+static void at_run_row(const struct kv_replay *rp, struct kv_diag *d)
+{
+	if (strcmp(d->file, rp->trace))
+		return;
+	snprintf(d->file, sizeof(d->file), "%.*s", (int)sizeof(d->file) - 1, rp->run->path);
+	d->line = d->line >= 2 && d->line - 2 < rp->run->n ? rp->run->req[d->line - 2].line : 0;
+	d->col = 0;
+}
+
+/*
+ * Rejected: kv_calib_run(), which runs the same simulation, takes no stop
+ * flag, so a signal could only kill it; here *s.stop ends the replay at
+ * its next 16384th event.
+ */
 int kv_replay_run(struct kv_replay *rp, const struct kv_device *dev, struct kv_run_result *res,
 		  struct kv_diag *d)
 {
+	struct kv_sink sink = { .ctx = res, .request = on_request, .progress = kv_progress_cb };
+	struct kv_sim s;
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	res->n_req = res->cap_req = rp->run->n;
+	res->req = kv_xcalloc(rp->run->n, sizeof(*res->req));
 	rp->w->cfg.device = *dev;
-	return kv_calib_run(rp->w, NULL, 0, 0, NULL, res, 1, d);
+	rp->w->cfg.exec = NULL;
+	if ((rc = kv_sim_init(&s, &rp->w->cfg, &sink))) {
+		*d = s.diag;
+		kv_sim_release(&s);
+		return rc;
+	}
+	s.stop = &stop_sig;
+	kv_progress_init(rp->quiet, rp->progress);
+	rc = stop_sig ? KV_EINTR : kv_sim_run(&s);
+	kv_progress_done();
+	if (rc == KV_EINTR)
+		kv_diag_set(d, rc, rp->run->path, 0, 0, "",
+			    "interrupted by %s while replaying; no output written",
+			    stop_sig == SIGINT ? "SIGINT" : "SIGTERM");
+	else if (rc && !(*d = s.diag).msg[0])
+		kv_diag_set(d, rc, rp->w->path, 0, 0, "", "the replay failed: %s", kv_strerror(rc));
+	else if (rc)
+		at_run_row(rp, d);
+	kv_sim_release(&s);
+	return rc;
 }
 
 void kv_replay_release(struct kv_replay *rp)
 {
-	if (rp->trace[0])
+	if (!rp->run)
+		return; /* never set up (a zeroed struct) or released */
+	if (rp->named && rp->trace[0])
 		unlink(rp->trace);
+	if (rp->fd >= 0)
+		close(rp->fd);
+	rp->run = NULL;
+	rp->fd = -1;
+	rp->named = 0;
 	rp->trace[0] = 0;
 }
 

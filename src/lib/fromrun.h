@@ -24,9 +24,23 @@
  * times and lengths, as a trace (a temporary vidur CSV that sim/trace.c
  * reads).  Request i of the replay is row i of the run in send order.
  *
- * Invariant: a loaded run has n >= 1 requests sorted by arrival_ns (ties
- * in file order), the first at 0, every one with prompt and output >= 1,
- * 0 < TTFT <= E2E finite.
+ * Bounds (a value outside is a unit error or a broken clock, refused with
+ * file:line:col, the field, the value and the bound): token counts in
+ * [1, KV_RUN_MAX_TOKENS]; TTFT in [KV_RUN_MIN_TIME_S, KV_RUN_MAX_TIME_S];
+ * E2E and the inter-token latency at most KV_RUN_MAX_TIME_S; send times
+ * spanning at most 1e9 s.
+ *
+ * Memory: CSV and JSON lines are read as streams, one record at a time;
+ * the requests kept are the first KV_RUN_MAX_REQUESTS by send time (ties in
+ * file order), chosen while reading by sorting and cutting whenever twice
+ * that many are held, so memory stays under 2 * KV_RUN_MAX_REQUESTS rows
+ * whatever the file's length; n_dropped counts the rest.  vLLM's JSON is
+ * one document, read whole: at most KV_RUN_MAX_BYTES and KV_RUN_MAX_VALUES
+ * JSON values.
+ *
+ * Invariant: a loaded run has 1 <= n <= KV_RUN_MAX_REQUESTS requests sorted
+ * by arrival_ns (ties in file order), the first at 0, every one within the
+ * bounds above and with TTFT <= E2E.
  */
 #ifndef KV_FROMRUN_H
 #define KV_FROMRUN_H
@@ -45,6 +59,7 @@ struct kv_run_req {
 	double e2e_s; /* measured end-to-end latency, s, >= ttft_s */
 	double tpot_s; /* (e2e - ttft) / (output - 1), s; NaN when output_tokens < 2 */
 	unsigned long line; /* 1-based line of the row (vllm-json: of its input_lens element) */
+	uint64_t seq; /* 0-based row of the file (failed rows counted): breaks send-time ties */
 };
 
 struct kv_run {
@@ -53,14 +68,23 @@ struct kv_run {
 	struct kv_run_req *req; /* n requests in send order, owned */
 	size_t n, cap;
 	size_t n_failed; /* requests the run records as failed: left out */
+	size_t n_dropped; /* completed requests past the first KV_RUN_MAX_REQUESTS by send time */
+	uint64_t n_rows; /* rows read (completed, failed and dropped) */
 };
 
-#define KV_RUN_MAX_BYTES ((size_t)1 << 30) /* largest run file read, 1 GiB */
+#define KV_RUN_MAX_BYTES ((size_t)1 << 30) /* largest vLLM JSON read (whole), 1 GiB */
+#define KV_RUN_MAX_VALUES ((size_t)1 << 22) /* most values in a vLLM JSON (88 B of tree each) */
+#define KV_RUN_MAX_REQUESTS ((size_t)200000) /* requests kept: the first by send time */
+#define KV_RUN_MAX_TOKENS 16777216.0 /* largest prompt or output, tokens (2^24) */
+#define KV_RUN_MIN_TIME_S 1e-6 /* shortest TTFT, s: 1 us (a TTFT is at least one forward pass) */
+#define KV_RUN_MAX_TIME_S 86400.0 /* longest TTFT, E2E or inter-token latency, s: one day */
 
 /*
  * Reads the run at path (any of the three formats).  Returns 0, or a
  * negative code with d naming file:line:col, the field, the bad value and
- * what was expected (KV_EINVAL), or the open error.  Release r in both cases.
+ * what was expected (KV_EINVAL), the open error, or KV_EINTR when
+ * kv_run_catch_signals()'s handler saw SIGINT or SIGTERM.  Release r in
+ * every case.
  */
 int kv_run_load(struct kv_run *r, const char *path, struct kv_diag *d);
 
@@ -68,24 +92,47 @@ int kv_run_load(struct kv_run *r, const char *path, struct kv_diag *d);
 int kv_run_load_mem(struct kv_run *r, const char *name, const char *text, size_t len,
 		    struct kv_diag *d);
 
+/*
+ * From here on SIGINT and SIGTERM only set a flag: the reader stops at its
+ * next row and a replay within 16384 events, both with KV_EINTR, so the
+ * command can say so and exit 128 + the signal.  A second signal of the same
+ * kind kills at once (SA_RESETHAND).  kv_run_stopped() is the signal, 0 when
+ * none came.
+ */
+void kv_run_catch_signals(void);
+int kv_run_stopped(void);
+
 void kv_run_release(struct kv_run *r);
 
 /* The simulator set up to replay a run. */
 struct kv_replay {
 	struct kv_workload *w; /* the settings; its source now reads the run's trace */
 	const struct kv_run *run; /* the replayed run */
-	char trace[1000]; /* the temporary trace file, removed by kv_replay_release() */
+	int fd; /* the temporary trace, open; -1 when none */
+	char trace[1000]; /* its name for the simulator: /proc/self/fd/FD, or a file to remove */
+	int named; /* 1: trace is a real name (no /proc), removed by kv_replay_release() */
+	int quiet; /* 1: no progress on stderr (default 0) */
+	int progress; /* 1: progress on stderr even when not a terminal (--progress; default 0) */
 };
 
 /*
  * Writes run's requests as a temporary trace and points w's source at it
- * (arrivals and lengths from the run, one tenant, no timeseries).  w and
- * run must outlive rp.  Returns 0, or KV_EIO with d filled.
+ * (arrivals and lengths from the run, one tenant, no timeseries).  The
+ * trace has no name on disk: it is created unnamed in $TMPDIR (O_TMPFILE),
+ * or created and unlinked at once where the file system lacks O_TMPFILE,
+ * and the simulator opens it as /proc/self/fd/FD, so no signal, not even
+ * SIGKILL, can leave it behind.  Only without /proc is it a named file,
+ * removed by kv_replay_release().  w and run must outlive rp.  Returns 0,
+ * or KV_EIO with d filled.
  */
 int kv_replay_init(struct kv_replay *rp, struct kv_workload *w, const struct kv_run *run,
 		   struct kv_diag *d);
 
-/* Replays the run with device dev; res by request (= run row).  0 or a code with d filled. */
+/*
+ * Replays the run with device dev; res by request (= run row).  0 or a code
+ * with d filled; KV_EINTR when SIGINT or SIGTERM came (kv_run_catch_signals).
+ * Progress on stderr as kv_progress_init(rp->quiet, rp->progress) says.
+ */
 int kv_replay_run(struct kv_replay *rp, const struct kv_device *dev, struct kv_run_result *res,
 		  struct kv_diag *d);
 

@@ -43,6 +43,10 @@
  *
  * KVSIM_FIT_TRACE set in the environment prints every replay's
  * coefficients and cost on stderr (for studying a fit that stalls).
+ *
+ * Progress (stderr, as kv_progress_cb says: a line redrawn on a terminal;
+ * with rp->progress or KVSIM_PROGRESS=1 elsewhere, a line every 5 s; none
+ * with rp->quiet): replays run of the cap, the best cost, the time spent.
  */
 #include "fromrun.h"
 
@@ -55,6 +59,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #define FD_STEP 0.1 /* forward-difference step in the logistic coordinate */
 #define WINDOW 10 /* requests (consecutive by send time) whose metrics are summed in one residual */
@@ -141,7 +147,45 @@ struct fit_ctx {
 	double top_cost, top_x[KV_RFIT_N]; /* the best point of the whole fit */
 	gsl_vector *last_x, *last_f; /* the last point evaluated and its residuals (for df) */
 	int have_last;
+	int progress; /* 0 none, 1 a line redrawn (terminal), 2 a line every 5 s */
+	double t0, shown; /* wall time of the start and of the last progress line, s */
 };
+
+static double wall_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Progress after a replay: how many of the cap, the best cost, the time. */
+static void show_progress(struct fit_ctx *c)
+{
+	double now = wall_s();
+
+	if (!c->progress || now - c->shown < (c->progress == 1 ? 0.25 : 5.0))
+		return;
+	c->shown = now;
+	fprintf(stderr, "%skvsim: fit: %u replays of at most %u, best cost %.6g, %.0f s%s",
+		c->progress == 1 ? "\r\033[K" : "", c->evals, c->max_evals, c->top_cost, now - c->t0,
+		c->progress == 1 ? "" : "\n");
+}
+
+static void progress_start(struct fit_ctx *c, const struct kv_replay *rp)
+{
+	const char *env = getenv("KVSIM_PROGRESS");
+
+	c->progress = rp->quiet ? 0 : isatty(STDERR_FILENO) ? 1 :
+		      rp->progress || (env && !strcmp(env, "1")) ? 2 : 0;
+	c->t0 = c->shown = wall_s();
+}
+
+static void progress_end(const struct fit_ctx *c)
+{
+	if (c->progress == 1)
+		fputs("\r\033[K", stderr);
+}
 
 static double meas_of(const struct kv_run_req *q, int m)
 {
@@ -230,6 +274,7 @@ static int eval(struct fit_ctx *c, const gsl_vector *x, gsl_vector *f)
 	gsl_vector_memcpy(c->last_x, x);
 	gsl_vector_memcpy(c->last_f, f);
 	c->have_last = 1;
+	show_progress(c);
 	return GSL_SUCCESS;
 }
 
@@ -358,6 +403,7 @@ int kv_run_fit(struct kv_replay *rp, const struct kv_device *start, size_t n_fit
 	c.d = d;
 	c.best_cost = INFINITY;
 	c.top_cost = INFINITY;
+	progress_start(&c, rp);
 	c.last_x = gsl_vector_alloc(KV_RFIT_N);
 	c.last_f = gsl_vector_alloc(n_res);
 	x0 = gsl_vector_alloc(KV_RFIT_N);
@@ -454,9 +500,15 @@ int kv_run_fit(struct kv_replay *rp, const struct kv_device *start, size_t n_fit
 			f->val[k] = to_v(k, c.top_x[k]);
 			set_v(&f->dev, k, f->val[k]);
 		}
-		/* the Jacobian at the optimum for the intervals: beyond the cap */
-		for (k = 0; k < KV_RFIT_N; k++)
-			gsl_vector_set(x0, (size_t)k, c.top_x[k]);
+		/*
+		 * The Jacobian at the optimum for the intervals: beyond the cap.
+		 * Its replays may find a lower cost and move top_x, so the
+		 * intervals are taken around the optimum reported, kept in xs.
+		 */
+		for (k = 0; k < KV_RFIT_N; k++) {
+			xs[k] = c.top_x[k];
+			gsl_vector_set(x0, (size_t)k, xs[k]);
+		}
 		c.max_evals = c.evals + KV_RFIT_N + 1;
 		c.stop_at = c.max_evals;
 		c.have_last = 0;
@@ -464,8 +516,9 @@ int kv_run_fit(struct kv_replay *rp, const struct kv_device *start, size_t n_fit
 			status = c.err ? c.err : kv_diag_set(d, KV_ERANGE, rp->run->path, 0, 0, "",
 							      "the Jacobian at the optimum failed");
 		else
-			intervals(gsl_multifit_nlinear_jac(ws), c.top_x, c.top_cost, n_res, f);
+			intervals(gsl_multifit_nlinear_jac(ws), xs, f->cost, n_res, f);
 	}
+	progress_end(&c);
 	gsl_multifit_nlinear_free(ws);
 	gsl_vector_free(x0);
 	gsl_vector_free(fs);

@@ -241,6 +241,11 @@ static int parse_value(struct rd *r, int depth, size_t *out)
 		return fail(r, "found %s: expected %s", "nesting at most 64 deep");
 	if (r->pos >= r->len)
 		return fail(r, "found %s: expected %s", "a JSON value");
+	if (r->doc->max_nodes && r->doc->n_node >= r->doc->max_nodes)
+		return kv_diag_set(r->d, KV_ERANGE, r->file, r->line, r->col, "",
+				   "more than %zu values in the document: expected at most %zu (a "
+				   "larger run can be written as CSV or JSON lines, which are read "
+				   "as streams)", r->doc->max_nodes, r->doc->max_nodes);
 	c = r->s[r->pos];
 	if (c == '{' || c == '[') {
 		*out = i = new_node(r, c == '{' ? KV_JSON_OBJ : KV_JSON_ARR);
@@ -294,8 +299,11 @@ int kv_json_parse(struct kv_json_doc *doc, const char *text, size_t len, size_t 
 
 void kv_json_release(struct kv_json_doc *doc)
 {
+	size_t max = doc->max_nodes;
+
 	free(doc->node);
 	memset(doc, 0, sizeof(*doc));
+	doc->max_nodes = max;
 }
 
 size_t kv_json_get(const struct kv_json_doc *doc, size_t o, const char *key)

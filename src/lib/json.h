@@ -52,6 +52,7 @@ struct kv_json_doc {
 	struct kv_json *node; /* n_node nodes, owned */
 	size_t n_node, cap_node;
 	size_t end; /* offset just past the value in the text */
+	size_t max_nodes; /* most values kv_json_parse() stores (KV_ERANGE past it); 0: no bound */
 };
 
 /*
@@ -60,12 +61,12 @@ struct kv_json_doc {
  * its trailing blanks and tabs (not past a newline, so JSON lines can be
  * read one value after another); *line and *col track the 1-based position
  * of *pos.  Returns 0, or KV_EINVAL with d naming file:line:col and what
- * was expected.
+ * was expected, or KV_ERANGE at the value past doc->max_nodes.
  */
 int kv_json_parse(struct kv_json_doc *doc, const char *text, size_t len, size_t *pos,
 		  unsigned long *line, unsigned long *col, const char *file, struct kv_diag *d);
 
-/* Frees the nodes; doc may be parsed into again. */
+/* Frees the nodes (max_nodes is kept); doc may be parsed into again. */
 void kv_json_release(struct kv_json_doc *doc);
 
 /* The member of object o (an index into doc) named key, or 0 when absent. */
