@@ -280,15 +280,6 @@ int kv_sim_run(struct kv_sim *s)
 	return 0;
 }
 
-uint64_t kv_sim_pool_unit(uint64_t token_bytes, uint64_t max_block_bytes)
-{
-	uint64_t block = 16 * token_bytes, unit = block & -block; /* lowest set bit */
-
-	if (max_block_bytes && unit > max_block_bytes)
-		unit = max_block_bytes;
-	return KV_MAX(unit, 4096);
-}
-
 /*
  * Pool bytes per replica from the memory model (memory.h): the share model's
  * tp * memory * share - alpha * M, or the KV capacity vLLM or SGLang would
@@ -369,7 +360,7 @@ int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct 
 		s->sink = *sink;
 	s->token_bytes = kv_model_kv_bytes_per_token(&cfg->model);
 	s->pool_unit_bytes = cfg->pool_min_block_bytes ?
-		cfg->pool_min_block_bytes : kv_sim_pool_unit(s->token_bytes, cfg->pool_max_block_bytes);
+		cfg->pool_min_block_bytes : kv_mem_pool_unit(s->token_bytes, cfg->pool_max_block_bytes);
 	kv_perf_init_parallel(&s->perf, &cfg->model, &cfg->device,
 			      &(struct kv_parallel){ .tp = cfg->tp, .pp = cfg->pp ? cfg->pp : 1,
 						     .ep = cfg->ep ? cfg->ep : 1 });

@@ -30,27 +30,6 @@ static void req_mem_touch(const struct kv_sim *s, struct kv_req *q)
 	req_mem_touch_at(q, s->now);
 }
 
-/*
- * Per-token bytes the auto pool unit follows: the cache model's beta; with
- * a sliding window, the width of a whole number of layers that divides both
- * layer groups (per-layer bytes x gcd(Lw, L - Lw)), so that a block of
- * either group is whole units (cache_chunked.c keeps the groups apart).
- */
-static uint64_t unit_token_bytes(const struct kv_replica *r, const struct kv_model *m)
-{
-	uint64_t tb = (uint64_t)ceil(r->beta_bytes), lw = kv_model_window_layers(m), a, g;
-
-	if (!lw || tb % m->layers)
-		return tb;
-	for (a = lw, g = m->layers - lw; g;) { /* gcd(Lw, L - Lw); Lw when every layer is windowed */
-		uint64_t t = a % g;
-
-		a = g;
-		g = t;
-	}
-	return tb / m->layers * a;
-}
-
 /* Brings r's memory integrals up to `now`; call before reserved or live bytes change. */
 static void rep_acct_at(struct kv_replica *r, kv_ns now)
 {
@@ -1434,7 +1413,8 @@ int kv__replica_init(struct kv_sim *s, struct kv_replica *r, uint32_t idx)
 	 * the model is initialised, so the first replica may build twice.
 	 */
 	if (idx == 0 && !c->pool_min_block_bytes) {
-		uint64_t unit = kv_sim_pool_unit(unit_token_bytes(r, &c->model), c->pool_max_block_bytes);
+		uint64_t unit = kv_mem_pool_unit(kv_mem_unit_token_bytes(r->beta_bytes, &c->model),
+						c->pool_max_block_bytes);
 
 		if (unit != s->pool_unit_bytes) {
 			replica_memory_release(r);
