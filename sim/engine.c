@@ -80,9 +80,9 @@ static void sync_all(struct kv_sim *s, const struct kv_event *e, int reqs)
 		return;
 	for (i = 0; i < s->n_rep; i++) {
 		if (next[i] <= e->t_ns)
-			kv__replica_sync(&s->rep[i], e);
+			kv__macro_sync(&s->rep[i], e);
 		if (reqs)
-			kv__replica_sync_reqs(&s->rep[i]);
+			kv__macro_sync_reqs(&s->rep[i]);
 	}
 }
 
@@ -105,7 +105,7 @@ static void sync_route(struct kv_sim *s, const struct kv_event *e)
 		/* first the replicas whose bound lapsed by e: their view is brought up */
 		n = kv_mintree_at_most(&s->exp_tree, e->t_ns, s->due);
 		for (i = 0; i < n; i++)
-			kv__replica_sync_outstanding(&s->rep[s->due[i]], e);
+			kv__macro_sync_outstanding(&s->rep[s->due[i]], e);
 		/*
 		 * The router reads the least view only: a replica whose lower
 		 * bound exceeds the least view now cannot hold the least count
@@ -116,12 +116,12 @@ static void sync_route(struct kv_sim *s, const struct kv_event *e)
 		n = kv_mintree_at_most(&s->low_tree, bound, s->due);
 		for (i = 0; i < n; i++)
 			if (s->macro_onext[s->due[i]] <= e->t_ns)
-				kv__replica_sync_outstanding(&s->rep[s->due[i]], e);
+				kv__macro_sync_outstanding(&s->rep[s->due[i]], e);
 		return;
 	}
 	for (i = 0; i < s->n_rep; i++)
 		if (s->macro_onext[i] <= e->t_ns)
-			kv__replica_sync_outstanding(&s->rep[i], e);
+			kv__macro_sync_outstanding(&s->rep[i], e);
 }
 
 static int on_arrival(struct kv_sim *s, const struct kv_event *ev)
@@ -250,7 +250,7 @@ int kv_sim_run(struct kv_sim *s)
 	if (!macro_allowed(s->cfg)) { /* an executor or exact_steps set after kv_sim_init */
 		s->macro = 0;
 		for (i = 0; i < s->n_rep; i++)
-			s->rep[i].macro_ok = 0;
+			s->rep[i].macro.ok = 0;
 	}
 	rc = next_arrival(s);
 
@@ -259,7 +259,7 @@ int kv_sim_run(struct kv_sim *s)
 	if (s->cfg->sample_interval_ns)
 		kv_heap_push(&s->heap, 0, KV_EV_SAMPLE, 0, 0);
 	while (kv_heap_pop(&s->heap, &ev)) {
-		if (ev.kind == KV_EV_ITER_DONE && ev.arg != s->rep[ev.target].macro_gen)
+		if (ev.kind == KV_EV_ITER_DONE && ev.arg != s->rep[ev.target].macro.gen)
 			continue; /* a macro step's end, cut short since */
 		KV_CHECK(ev.t_ns >= s->now, "time went back from %llu to %llu ns",
 			 (unsigned long long)s->now, (unsigned long long)ev.t_ns);
@@ -332,7 +332,7 @@ static int macro_allowed(const struct kv_sim_config *c)
 	const struct kv_fairness_cfg *fw = &c->fairness;
 	uint32_t i;
 
-	if (c->exact_steps || c->exec || !(c->sched->flags & KV_PLUGIN_F_MACRO_STEPS) ||
+	if (c->exact_steps || c->exec || !kv__macro_sched_ok(c->sched) ||
 	    !dyadic(fw->input_weight) || !dyadic(fw->output_weight))
 		return 0;
 	for (i = 0; i < KV_MAX(c->source.n_tenants, 1); i++) {

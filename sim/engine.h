@@ -27,41 +27,9 @@
  * proportional to requests in flight, not to the trace; nothing is
  * allocated per event or per token once the high-water mark is reached.
  *
- * Macro-stepping (exact; off with cfg->exact_steps, `--exact-steps`): when a
- * replica forms a batch of decode steps only (every running request, and
- * none waiting or the batch full, so nobody can be admitted, or the waiting
- * requests the scheduler tried refused, which a KV_PLUGIN_F_MACRO_REFUSED
- * scheduler repeats: their memory refusals are made again at every step's
- * formation, replica.c macro_refuse), the next steps
- * are the same sequences with one more token of context each, until a
- * request finishes or outgrows its holding, or the scheduler's next
- * decision (its macro_steps hook, scheduler.h: e.g. a waiting request's
- * aging promotion).  The
- * replica computes those steps' ends t_1..t_K at once (a decode that
- * outgrows its holding stays inside the run when the cache model promises
- * its reserve succeeds, grow_units in cache.h: the reserve runs, in order,
- * when the steps are applied) (each from
- * kv_perf_iter_ns of the step's exact shape, integer ns) and queues one
- * event, at t_K, ordered as the per-step engine's last step would be (heap.h
- * push time t_{K-1}).  Steps 1..K-1 are applied lazily, each exactly as the
- * per-step engine applies it (tokens, memory integrals, service, counters,
- * the event count): before any event that reads the replica (an arrival,
- * which routes by replica state; a sample) and before its own event at t_K.
- * The scheduler's per-step updates (VTC's counters, DRF's rounds) and the
- * engine's (SGLang's token ratio) are applied with the steps (their
- * macro_apply hooks); a step's read and dequantised bytes come from the
- * cache model's pure hooks, and with a sliding window its skipped pairs and
- * live excess are counted per step.  An arrival joining the
- * replica cuts the run at the step in flight.  Only events that read
- * nothing of the replica pass over its pending steps; what they write and
- * the replica's steps also write (tenant service) is summed in whole
- * multiples of 1/256, so the order does not change a bit; a tenant that
- * starts waiting while another waits has its virtual service lifted to the
- * others' (a comparison, not a sum), so every replica's pending steps before
- * that event are applied first.  It runs only where every plugin permits it
- * (KV_PLUGIN_F_MACRO_STEPS, plugin.h), service weights (fairness and
- * 1 / tenant weight) that are multiples of 1/256, no executor;
- * docs/benchmarks.md measures it.
+ * Macro-stepping (exact; off with cfg->exact_steps, `--exact-steps`): a
+ * replica's run of identical decode steps is one event, its steps applied
+ * lazily and exactly before anything reads the replica (macro.h).
  */
 #ifndef KV_ENGINE_H
 #define KV_ENGINE_H

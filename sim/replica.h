@@ -35,10 +35,9 @@
 #define KV_REPLICA_H
 
 #include "engine.h"
+#include "macro.h"
 
 /* --- the replica's state ------------------------------------------------- */
-
-#define KV_MACRO_REFUSED 4 /* most memory refusals of waiting requests one formation repeats in a macro step */
 
 struct kv_replica {
 	struct kv_sim *sim; /* owner */
@@ -92,28 +91,11 @@ struct kv_replica {
 	uint64_t chunk_cap_tokens; /* largest prefill chunk, 0 = the budget (vLLM long_prefill_token_threshold) */
 	kv_ns frontend_ns; /* per-request front-end cost added to TTFT and E2E, 0 = none */
 	void *cache_opts_own; /* options of an engine-chosen cache model (freed with the replica) */
-	/* macro-stepping (see the header comment) */
-	int macro_ok; /* every plugin of this replica permits macro steps */
-	uint32_t macro_k; /* steps of the run applied (the one in flight is macro_k + 1) */
-	uint32_t macro_K; /* steps in the run, 0 when none */
-	uint32_t macro_kq; /* of the macro_k steps applied, those its requests' token counters show */
-	uint32_t macro_ko; /* steps outstanding_tokens shows (>= macro_k; a router's view) */
-	uint64_t macro_gen; /* generation: ITER_DONE events with another arg are stale */
-	uint64_t macro_seq; /* heap seq of the run's event (orders its pending steps) */
-	kv_ns *macro_t; /* macro_t[k]: end of step k of the run, [0] its start; KV_MACRO_STEPS + 1 */
-	uint64_t *macro_grow; /* growths planned: step << 32 | batch index << 16 | units, sorted; KV_MACRO_GROWS */
-	uint32_t macro_ng, macro_gi; /* growths planned, applied */
-	uint32_t macro_nt; /* distinct tenants in the run's batch */
-	uint32_t *macro_tn; /* those tenants, macro_nt of them; n_tenants entries */
-	uint32_t *macro_tc; /* by tenant: its requests in the run's batch (0 for others); n_tenants entries */
 	struct kv_req *ref_q[KV_MACRO_REFUSED]; /* waiting requests refused memory forming the batch, in call order */
 	uint32_t n_ref; /* those refusals (may exceed KV_MACRO_REFUSED: then no macro step) */
-	uint32_t macro_nref; /* refusals each formation of the run repeats (ref_q[0..macro_nref)) */
-	uint32_t *macro_wx; /* macro_wx[k]: requests of the run's batch past the window at step k (each adds one to live_win_excess); KV_MACRO_STEPS + 1 */
+	struct kv_macro macro; /* its run of macro steps (macro.h) */
 };
 
-#define KV_MACRO_STEPS 64 /* most steps one macro step covers */
-#define KV_MACRO_GROWS 128 /* most holding growths (cache grow_units) inside one macro step */
 
 
 /*
@@ -126,10 +108,10 @@ struct kv_replica {
  * Sets r's key in low_tree, a lower bound of r->outstanding_tokens as any
  * view of it can show until the next call of kv__out_changed or until its
  * key in exp_tree passes, whichever comes first: the decode tokens (n_batch
- * per step) of its first L pending macro steps (macro_ko + 1 .. macro_ko +
- * L, step macro_K being an event of its own) all taken; UINT64_MAX when no
+ * per step) of its first L pending macro steps (macro.ko + 1 .. macro.ko +
+ * L, step macro.K being an event of its own) all taken; UINT64_MAX when no
  * step is pending (the view is exact: out_tree has it).  exp_tree holds the
- * end of step macro_ko + L + 1, KV_NS_NEVER when L covers every pending
+ * end of step macro.ko + L + 1, KV_NS_NEVER when L covers every pending
  * step.
  *
  * L trades the arrivals that collect r (its bound at or under the least
@@ -145,7 +127,7 @@ struct kv_replica {
 static inline void kv__out_bound(struct kv_replica *r, uint64_t least)
 {
 	struct kv_sim *s = r->sim;
-	uint32_t pend = r->macro_K > r->macro_ko + 1 ? r->macro_K - 1 - r->macro_ko : 0, L = pend;
+	uint32_t pend = r->macro.K > r->macro.ko + 1 ? r->macro.K - 1 - r->macro.ko : 0, L = pend;
 	uint64_t n = r->n_batch, view = r->outstanding_tokens, d = n * pend;
 
 	if (!pend) {
@@ -161,12 +143,12 @@ static inline void kv__out_bound(struct kv_replica *r, uint64_t least)
 	}
 	kv_mintree_set(&s->low_tree, r->idx, view > d ? view - d : 0);
 	kv_mintree_set(&s->exp_tree, r->idx,
-		       L < pend ? r->macro_t[r->macro_ko + L + 1] : KV_NS_NEVER);
+		       L < pend ? r->macro.t[r->macro.ko + L + 1] : KV_NS_NEVER);
 }
 
 /*
  * Updates the router's trees after a write to r->outstanding_tokens,
- * macro_K, macro_ko or n_batch (every one of them: low_tree must stay a
+ * macro.K, macro.ko or n_batch (every one of them: low_tree must stay a
  * lower bound).
  */
 static inline void kv__out_changed(struct kv_replica *r)
@@ -191,6 +173,17 @@ static inline double kv_replica_live_bytes(const struct kv_replica *r)
 		return (double)r->live_tokens * r->beta_bytes;
 	return ((double)r->live_tokens - r->window_frac * (double)r->live_win_excess) *
 	       r->beta_bytes;
+}
+
+/*
+ * Brings q's memory-time integral up to now.  Called only where kv_bytes may
+ * change (reserve, release): between two such points the holding is constant,
+ * so the integral is exact without a per-iteration update.
+ */
+static inline void kv__req_mem_touch_at(struct kv_req *q, kv_ns now)
+{
+	q->memtime_Bs += (double)q->kv_bytes * (double)(now - q->mem_t0_ns) * 1e-9;
+	q->mem_t0_ns = now;
 }
 
 /* --- the decode fast path ------------------------------------------------- */
@@ -371,15 +364,6 @@ void kv__replica_release(struct kv_replica *r);
 int kv__replica_arrive(struct kv_replica *r, struct kv_req *q);
 /* r's iteration ended at s->now: applies its tokens, ends the finished, forms the next. */
 int kv__replica_iter_done(struct kv_replica *r);
-/*
- * Applies r's pending macro steps that the per-step engine would have run
- * before event e (all of them when e is NULL): call before e reads r.
- */
-void kv__replica_sync(struct kv_replica *r, const struct kv_event *e);
-/* Brings only r->outstanding_tokens up to the macro steps before e (for a router). */
-void kv__replica_sync_outstanding(struct kv_replica *r, const struct kv_event *e);
-/* Brings the token counters of r's requests up to the macro steps applied (for a sample). */
-void kv__replica_sync_reqs(struct kv_replica *r);
 /*
  * Ends q, assigned to r, for reason e: releases what it holds, records its
  * figures, calls the sink, frees its slot.  Returns 0 or KV_EIO (sink).
