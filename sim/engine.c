@@ -320,7 +320,7 @@ static int dyadic(double w)
 }
 
 /*
- * Whether the run's config allows macro steps (engine.h): not asked for
+ * Whether the run's config allows macro steps (macro.h): not asked for
  * exact steps, no executor (it times every batch), a scheduler that permits
  * them, and service weights whose sums are exact in any order (dyadic()):
  * the fairness weights, and for each tenant 1 / its weight and their

@@ -8,9 +8,45 @@
 
 #include <stdlib.h>
 
+/*
+ * A declared order, with what that order needs declared too (scheduler.h):
+ * a PRIORITY policy says how long its priorities hold, a FAIR one whose
+ * head blocks says how many tenants are backlogged.
+ */
 int kv__macro_sched_ok(const struct kv_sched_ops *ops)
 {
-	return (ops->flags & KV_PLUGIN_F_MACRO_STEPS) != 0;
+	switch (ops->order) {
+	case KV_ORDER_FCFS:
+		return 1;
+	case KV_ORDER_FAIR:
+		return !ops->head_blocks || ops->backlogged;
+	case KV_ORDER_PRIORITY:
+		return ops->ranks_hold != NULL;
+	default:
+		return 0;
+	}
+}
+
+/*
+ * Whether the policy's next formation tries the same waiting requests in
+ * the same order and stops where this one stopped (scheduler.h): its
+ * refused head blocks its queue, and the queue's order cannot change
+ * between formations of the run (nothing arrives or leaves: an arrival cuts
+ * the run).  FCFS: its order is fixed.  FAIR: the least-served backlogged
+ * tenant goes first, and service changes with every formation; with one
+ * tenant backlogged that tenant is first whatever the service (with two,
+ * the charges could reorder them).  PRIORITY: priorities move as requests
+ * wait (aging), which may reorder the waiting ones.
+ */
+static int head_repeats(const struct kv_replica *r)
+{
+	const struct kv_sched_ops *o = r->sched;
+
+	if (!o->head_blocks)
+		return 0;
+	if (o->order == KV_ORDER_FCFS)
+		return 1;
+	return o->order == KV_ORDER_FAIR && o->backlogged(r->sched_priv) == 1;
 }
 
 void kv__macro_init(struct kv_replica *r, int ok, int (*schedule)(struct kv_replica *, struct kv_req *))
@@ -113,8 +149,8 @@ static int batch_full(const struct kv_replica *r)
 /*
  * Whether the waiting requests refused in the batch just formed (not full)
  * are refused again, the same way, at every later formation of the run, so
- * that the run may go on with them waiting.  The scheduler promises to try
- * the same ones in the same order (KV_PLUGIN_F_MACRO_REFUSED); a refusal for
+ * that the run may go on with them waiting.  The scheduler's declarations
+ * say it tries the same ones in the same order (head_repeats); a refusal for
  * the budget left has no side effect and repeats (the batch and the budget
  * left are the run's), and so does one by the engine's admit rule in a step
  * that preempted nobody (vLLM V1's progress guard, which a request ending
@@ -135,8 +171,10 @@ static int refused_ok(const struct kv_replica *r)
 {
 	uint32_t i;
 
-	if (!(r->sched->flags & KV_PLUGIN_F_MACRO_REFUSED) || r->step_preempted ||
+	if (r->step_preempted ||
 	    r->n_ref > KV_MACRO_REFUSED || r->cache->prefix_hit || r->cache->evictable_bytes)
+		return 0;
+	if (!head_repeats(r))
 		return 0;
 	for (i = 0; i < r->n_ref; i++)
 		if (r->ref_q[i]->state != KV_REQ_WAITING || r->ref_q[i]->batch_tokens)
@@ -244,47 +282,45 @@ static void count_tenants(struct kv_replica *r)
 }
 
 /*
- * Tries to start a macro step for the batch just formed (first step d1_ns
- * long): every running request decodes in it and none can be admitted
- * (none waits, or the batch is full), so the next batches are the same
- * requests one token further, until one finishes (its last token) or
- * outgrows its holding (the step whose decode would not fit), or the
- * scheduler's next decision (its macro_steps hook).  Computes the steps'
- * ends and queues one event at the last; returns 1, or 0 when fewer than
- * two steps qualify (the caller queues the single step).
+ * The steps the batch just formed may repeat, as its requests allow: 0 when
+ * one is not a decode inside its holding with tokens to go or the batch is
+ * not in running order (a priority policy's order is checked by its
+ * ranks_hold); else until one emits its last token or, without grow_units,
+ * outgrows its holding.
  */
-int kv__macro_start(struct kv_replica *r, kv_ns d1_ns)
+static uint64_t requests_bound(const struct kv_replica *r)
 {
-	struct kv_sim *s = r->sim;
-	struct kv_batch_shape sh;
-	struct kv_perf_run run;
-	uint64_t K = KV_MACRO_STEPS, ctx, skip;
-	uint32_t i, n = r->n_batch, k;
-	int refused;
-	kv_ns *t = r->macro.t;
+	uint64_t K = KV_MACRO_STEPS;
+	uint32_t i;
 
-	/* with requests waiting and the batch not full, they were refused: repeat it */
-	refused = r->sched->waiting(r->sched_priv) && !batch_full(r);
-	if (!r->macro.ok || n != r->n_running || (refused && !refused_ok(r)))
-		return 0;
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < r->n_batch; i++) {
 		const struct kv_req *q = r->batch[i];
 
 		if (q->batch_tokens != 1 || q->kv_tokens < q->prefill_target ||
 		    q->generated >= q->output_tokens || q->kv_tokens >= q->kv_cap_tokens ||
-		    (!r->sched->macro_steps && r->running[i] != q)) /* not in running order */
+		    (r->sched->order != KV_ORDER_PRIORITY && r->running[i] != q)) /* not in running order */
 			return 0;
 		K = KV_MIN(K, q->output_tokens - q->generated); /* step K emits its last token */
 		if (!r->cache->grow_units)
 			K = KV_MIN(K, q->kv_cap_tokens - q->kv_tokens); /* step K + 1 would reserve */
 	}
-	if (r->cache->grow_units)
-		K = plan_grows(r, K);
-	if (K < 2)
-		return 0;
-	/* each later step: the same decodes, one more context token each (kv__decodes_add) */
-	sh = r->shape;
-	ctx = r->ctx_tokens;
+	return K;
+}
+
+/*
+ * The ends t[1..K] of K steps from now, the first d1_ns long: each later
+ * step the same decodes, one more context token each (kv__decodes_add),
+ * timed by the perf model on its exact shape.
+ */
+static void step_ends(struct kv_replica *r, kv_ns d1_ns, uint64_t K)
+{
+	struct kv_sim *s = r->sim;
+	struct kv_batch_shape sh = r->shape;
+	struct kv_perf_run run;
+	uint64_t ctx = r->ctx_tokens, skip;
+	uint32_t n = r->n_batch, k;
+	kv_ns *t = r->macro.t;
+
 	kv_perf_iter_prep(&s->perf, &sh, &run); /* the terms no step changes */
 	t[0] = s->now;
 	t[1] = s->now + d1_ns;
@@ -298,8 +334,38 @@ int kv__macro_start(struct kv_replica *r, kv_ns d1_ns)
 		step_bytes(r, &sh, k, ctx, skip);
 		t[k] = t[k - 1] + kv_perf_iter_run_ns(&s->perf, &run, &sh);
 	}
-	if (r->sched->macro_steps) /* the policy's next decision */
-		K = KV_MIN(K, r->sched->macro_steps(r->sched_priv, r, t, (uint32_t)K));
+}
+
+/*
+ * Tries to start a macro step for the batch just formed (first step d1_ns
+ * long): every running request decodes in it and none can be admitted
+ * (none waits, or the batch is full, or the refusals repeat: refused_ok),
+ * so the next batches are the same requests one token further, until one
+ * finishes (its last token) or outgrows its holding (the step whose decode
+ * would not fit), or the scheduler's next decision (a priority policy's
+ * ranks_hold), or the engine's (its macro_steps hook).  Computes the steps'
+ * ends and queues one event at the last; returns 1, or 0 when fewer than
+ * two steps qualify (the caller queues the single step).
+ */
+int kv__macro_start(struct kv_replica *r, kv_ns d1_ns)
+{
+	struct kv_sim *s = r->sim;
+	uint64_t K;
+	int refused;
+	kv_ns *t = r->macro.t;
+
+	/* with requests waiting and the batch not full, they were refused: repeat it */
+	refused = r->sched->waiting(r->sched_priv) && !batch_full(r);
+	if (!r->macro.ok || r->n_batch != r->n_running || (refused && !refused_ok(r)))
+		return 0;
+	K = requests_bound(r);
+	if (K && r->cache->grow_units)
+		K = plan_grows(r, K);
+	if (K < 2)
+		return 0;
+	step_ends(r, d1_ns, K);
+	if (r->sched->order == KV_ORDER_PRIORITY) /* the policy's next decision */
+		K = KV_MIN(K, r->sched->ranks_hold(r->sched_priv, r, t, (uint32_t)K));
 	if (K >= 2 && r->eng->macro_steps) /* the engine's (SGLang: a prefill batch to try) */
 		K = KV_MIN(K, r->eng->macro_steps(r->eng_priv, r, (uint32_t)K));
 	if (K < 2)
@@ -355,6 +421,27 @@ static inline void sync_store(struct kv_replica *r, double res_Bs, double used_B
 	r->busy_ns = busy;
 	r->iter_start_ns = start;
 	r->live_tokens = live;
+}
+
+/*
+ * The scheduler's accounting of the formations at the ends of steps
+ * k0 + 1 .. k, each the same decode batch (scheduler.h): additive per
+ * token, each tenant charged its decodes in the batch times the steps, in
+ * one call (its counters are its own: the order over tenants does not
+ * matter); per round, each closed at its time, in order.
+ */
+static void sched_account(struct kv_replica *r, uint32_t k0, uint32_t k)
+{
+	const struct kv_sched_ops *o = r->sched;
+	const struct kv_macro *m = &r->macro;
+	uint32_t i, j;
+
+	if (o->charge_decodes)
+		for (i = 0; i < m->nt; i++)
+			o->charge_decodes(r->sched_priv, m->tn[i], (uint64_t)m->tc[m->tn[i]] * (k - k0));
+	if (o->close_round)
+		for (j = k0 + 1; j <= k; j++)
+			o->close_round(r->sched_priv, r, m->t[j]);
 }
 
 /*
@@ -451,8 +538,7 @@ void kv__macro_sync(struct kv_replica *r, const struct kv_event *e)
 			s->tenant[tn].vservice += svc * s->inv_weight[tn] * m;
 		}
 		/* the formations at the ends of steps k0 + 1 .. k (of steps k0 + 2 .. k + 1) */
-		if (r->sched->macro_apply)
-			r->sched->macro_apply(r->sched_priv, r, &r->macro.t[k0 + 1], k - k0);
+		sched_account(r, k0, k);
 		if (r->eng->macro_apply)
 			r->eng->macro_apply(r->eng_priv, r, k - k0);
 	}
