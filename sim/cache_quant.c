@@ -299,6 +299,6 @@ const struct kv_cache_ops kv_cache_quantized = {
 	.dequant_bytes = quant_dequant_bytes,
 	.stats = quant_stats,
 	.grow_units = quant_grow_units,
-	/* per-step hooks read_bytes and dequant_bytes are pure functions of the context (macro_start sums them per step) */
+	/* per-step hooks read_bytes and dequant_bytes are pure functions of the context (macro.c step_bytes sums them per step) */
 	.flags = KV_PLUGIN_F_MACRO_STEPS,
 };

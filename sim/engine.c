@@ -2,7 +2,8 @@
  * engine.c -- the event loop and arrivals: pops events in (time, insertion)
  * order and hands each to its owner (an arrival to the router and a replica,
  * an iteration's end to its replica, a sample to the sink); builds and takes
- * down the cluster.  Replicas live in replica.c, request slots in slots.c.
+ * down the cluster.  Replicas live in replica.c (their runs of macro steps in
+ * macro.c), request slots in slots.c.
  * See engine.h for the model and its invariants.
  */
 #include "replica.h"

@@ -2,7 +2,8 @@
  * replica.c -- one replica: batch formation, admission, preemption by swap
  * or recompute, memory accounting, and the iteration's end.  See replica.h
  * for the split between this mechanism and the schedulers' policy, and
- * engine.h for the token and time model.
+ * engine.h for the token and time model; runs of identical decode steps
+ * taken as one event are macro.c's (macro.h).
  */
 #include "replica.h"
 #include "serving_impl.h"

@@ -510,7 +510,7 @@ END_TEST
  * T - 1 refusals, each one failed allocation (alloc_fail), none with
  * enough free bytes (alloc_fail_frag 0).  The T - 1 decodes are one macro
  * step of T - 1 steps (T - 2 applied lazily) whose formations repeat the
- * refusal (replica.c macro_refuse); then the second runs alone, T - 2 of
+ * refusal (macro.c refuse); then the second runs alone, T - 2 of
  * its decodes lazily.  Both ways: the same counters, events (2 arrivals
  * and 2T iterations) and finish times.
  */
