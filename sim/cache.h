@@ -61,7 +61,7 @@
  *            and frees on demand (cached prefixes it evicts LRU): what an
  *            engine may count as free when it admits (SGLang's
  *            evictable_size).  NULL means none.
- *   grow_units (optional) for macro-stepping (engine.h): q's holding fits
+ *   grow_units (optional) for macro-stepping (macro.h): q's holding fits
  *            `cap` tokens and a decode needs reserve(cap + 1).  Returns the
  *            pool units that reserve would allocate when each is a block of
  *            exactly one unit (so it succeeds exactly when that many units

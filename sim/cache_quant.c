@@ -260,7 +260,7 @@ static uint64_t quant_dequant_bytes(const void *priv, uint64_t ctx_tokens)
 /*
  * Macro steps (cache.h grow_units): the chunked layout without a window
  * grows by one block of block_tokens; when that block is exactly one pool
- * unit (the auto unit follows b_q, engine.h), the order-0 allocation
+ * unit (the auto unit follows b_q, memory.h), the order-0 allocation
  * succeeds exactly when a unit is free.  The full layout never grows.
  */
 static uint64_t quant_grow_units(const void *priv, const struct kv_req *q, uint64_t cap,
@@ -299,6 +299,6 @@ const struct kv_cache_ops kv_cache_quantized = {
 	.dequant_bytes = quant_dequant_bytes,
 	.stats = quant_stats,
 	.grow_units = quant_grow_units,
-	/* per-step hooks read_bytes and dequant_bytes are pure functions of the context (macro_start sums them per step) */
+	/* per-step hooks read_bytes and dequant_bytes are pure functions of the context (macro.c step_bytes sums them per step) */
 	.flags = KV_PLUGIN_F_MACRO_STEPS,
 };

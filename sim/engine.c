@@ -2,7 +2,8 @@
  * engine.c -- the event loop and arrivals: pops events in (time, insertion)
  * order and hands each to its owner (an arrival to the router and a replica,
  * an iteration's end to its replica, a sample to the sink); builds and takes
- * down the cluster.  Replicas live in replica.c, request slots in slots.c.
+ * down the cluster.  Replicas live in replica.c (their runs of macro steps in
+ * macro.c), request slots in slots.c.
  * See engine.h for the model and its invariants.
  */
 #include "replica.h"
@@ -80,9 +81,9 @@ static void sync_all(struct kv_sim *s, const struct kv_event *e, int reqs)
 		return;
 	for (i = 0; i < s->n_rep; i++) {
 		if (next[i] <= e->t_ns)
-			kv__replica_sync(&s->rep[i], e);
+			kv__macro_sync(&s->rep[i], e);
 		if (reqs)
-			kv__replica_sync_reqs(&s->rep[i]);
+			kv__macro_sync_reqs(&s->rep[i]);
 	}
 }
 
@@ -105,7 +106,7 @@ static void sync_route(struct kv_sim *s, const struct kv_event *e)
 		/* first the replicas whose bound lapsed by e: their view is brought up */
 		n = kv_mintree_at_most(&s->exp_tree, e->t_ns, s->due);
 		for (i = 0; i < n; i++)
-			kv__replica_sync_outstanding(&s->rep[s->due[i]], e);
+			kv__macro_sync_outstanding(&s->rep[s->due[i]], e);
 		/*
 		 * The router reads the least view only: a replica whose lower
 		 * bound exceeds the least view now cannot hold the least count
@@ -116,12 +117,12 @@ static void sync_route(struct kv_sim *s, const struct kv_event *e)
 		n = kv_mintree_at_most(&s->low_tree, bound, s->due);
 		for (i = 0; i < n; i++)
 			if (s->macro_onext[s->due[i]] <= e->t_ns)
-				kv__replica_sync_outstanding(&s->rep[s->due[i]], e);
+				kv__macro_sync_outstanding(&s->rep[s->due[i]], e);
 		return;
 	}
 	for (i = 0; i < s->n_rep; i++)
 		if (s->macro_onext[i] <= e->t_ns)
-			kv__replica_sync_outstanding(&s->rep[i], e);
+			kv__macro_sync_outstanding(&s->rep[i], e);
 }
 
 static int on_arrival(struct kv_sim *s, const struct kv_event *ev)
@@ -250,7 +251,7 @@ int kv_sim_run(struct kv_sim *s)
 	if (!macro_allowed(s->cfg)) { /* an executor or exact_steps set after kv_sim_init */
 		s->macro = 0;
 		for (i = 0; i < s->n_rep; i++)
-			s->rep[i].macro_ok = 0;
+			s->rep[i].macro.ok = 0;
 	}
 	rc = next_arrival(s);
 
@@ -259,7 +260,7 @@ int kv_sim_run(struct kv_sim *s)
 	if (s->cfg->sample_interval_ns)
 		kv_heap_push(&s->heap, 0, KV_EV_SAMPLE, 0, 0);
 	while (kv_heap_pop(&s->heap, &ev)) {
-		if (ev.kind == KV_EV_ITER_DONE && ev.arg != s->rep[ev.target].macro_gen)
+		if (ev.kind == KV_EV_ITER_DONE && ev.arg != s->rep[ev.target].macro.gen)
 			continue; /* a macro step's end, cut short since */
 		KV_CHECK(ev.t_ns >= s->now, "time went back from %llu to %llu ns",
 			 (unsigned long long)s->now, (unsigned long long)ev.t_ns);
@@ -278,15 +279,6 @@ int kv_sim_run(struct kv_sim *s)
 	}
 	final_checks(s);
 	return 0;
-}
-
-uint64_t kv_sim_pool_unit(uint64_t token_bytes, uint64_t max_block_bytes)
-{
-	uint64_t block = 16 * token_bytes, unit = block & -block; /* lowest set bit */
-
-	if (max_block_bytes && unit > max_block_bytes)
-		unit = max_block_bytes;
-	return KV_MAX(unit, 4096);
 }
 
 /*
@@ -329,7 +321,7 @@ static int dyadic(double w)
 }
 
 /*
- * Whether the run's config allows macro steps (engine.h): not asked for
+ * Whether the run's config allows macro steps (macro.h): not asked for
  * exact steps, no executor (it times every batch), a scheduler that permits
  * them, and service weights whose sums are exact in any order (dyadic()):
  * the fairness weights, and for each tenant 1 / its weight and their
@@ -341,7 +333,7 @@ static int macro_allowed(const struct kv_sim_config *c)
 	const struct kv_fairness_cfg *fw = &c->fairness;
 	uint32_t i;
 
-	if (c->exact_steps || c->exec || !(c->sched->flags & KV_PLUGIN_F_MACRO_STEPS) ||
+	if (c->exact_steps || c->exec || !kv__macro_sched_ok(c->sched) ||
 	    !dyadic(fw->input_weight) || !dyadic(fw->output_weight))
 		return 0;
 	for (i = 0; i < KV_MAX(c->source.n_tenants, 1); i++) {
@@ -369,7 +361,7 @@ int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct 
 		s->sink = *sink;
 	s->token_bytes = kv_model_kv_bytes_per_token(&cfg->model);
 	s->pool_unit_bytes = cfg->pool_min_block_bytes ?
-		cfg->pool_min_block_bytes : kv_sim_pool_unit(s->token_bytes, cfg->pool_max_block_bytes);
+		cfg->pool_min_block_bytes : kv_mem_pool_unit(s->token_bytes, cfg->pool_max_block_bytes);
 	kv_perf_init_parallel(&s->perf, &cfg->model, &cfg->device,
 			      &(struct kv_parallel){ .tp = cfg->tp, .pp = cfg->pp ? cfg->pp : 1,
 						     .ep = cfg->ep ? cfg->ep : 1 });

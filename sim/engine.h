@@ -1,5 +1,6 @@
 /*
- * engine.h -- the discrete-event engine: requests, replicas, the cluster.
+ * engine.h -- the discrete-event engine: the simulator (struct kv_sim), its
+ * configuration and the request; a replica's state is in replica.h.
  *
  * One event queue (heap.h) drives everything: the next arrival, the end of
  * each replica's iteration, timeseries samples.  Each replica runs at most
@@ -26,41 +27,9 @@
  * proportional to requests in flight, not to the trace; nothing is
  * allocated per event or per token once the high-water mark is reached.
  *
- * Macro-stepping (exact; off with cfg->exact_steps, `--exact-steps`): when a
- * replica forms a batch of decode steps only (every running request, and
- * none waiting or the batch full, so nobody can be admitted, or the waiting
- * requests the scheduler tried refused, which a KV_PLUGIN_F_MACRO_REFUSED
- * scheduler repeats: their memory refusals are made again at every step's
- * formation, replica.c macro_refuse), the next steps
- * are the same sequences with one more token of context each, until a
- * request finishes or outgrows its holding, or the scheduler's next
- * decision (its macro_steps hook, scheduler.h: e.g. a waiting request's
- * aging promotion).  The
- * replica computes those steps' ends t_1..t_K at once (a decode that
- * outgrows its holding stays inside the run when the cache model promises
- * its reserve succeeds, grow_units in cache.h: the reserve runs, in order,
- * when the steps are applied) (each from
- * kv_perf_iter_ns of the step's exact shape, integer ns) and queues one
- * event, at t_K, ordered as the per-step engine's last step would be (heap.h
- * push time t_{K-1}).  Steps 1..K-1 are applied lazily, each exactly as the
- * per-step engine applies it (tokens, memory integrals, service, counters,
- * the event count): before any event that reads the replica (an arrival,
- * which routes by replica state; a sample) and before its own event at t_K.
- * The scheduler's per-step updates (VTC's counters, DRF's rounds) and the
- * engine's (SGLang's token ratio) are applied with the steps (their
- * macro_apply hooks); a step's read and dequantised bytes come from the
- * cache model's pure hooks, and with a sliding window its skipped pairs and
- * live excess are counted per step.  An arrival joining the
- * replica cuts the run at the step in flight.  Only events that read
- * nothing of the replica pass over its pending steps; what they write and
- * the replica's steps also write (tenant service) is summed in whole
- * multiples of 1/256, so the order does not change a bit; a tenant that
- * starts waiting while another waits has its virtual service lifted to the
- * others' (a comparison, not a sum), so every replica's pending steps before
- * that event are applied first.  It runs only where every plugin permits it
- * (KV_PLUGIN_F_MACRO_STEPS, plugin.h), service weights (fairness and
- * 1 / tenant weight) that are multiples of 1/256, no executor;
- * docs/benchmarks.md measures it.
+ * Macro-stepping (exact; off with cfg->exact_steps, `--exact-steps`): a
+ * replica's run of identical decode steps is one event, its steps applied
+ * lazily and exactly before anything reads the replica (macro.h).
  */
 #ifndef KV_ENGINE_H
 #define KV_ENGINE_H
@@ -134,82 +103,6 @@ struct kv_req {
 
 struct kv_sim;
 
-#define KV_MACRO_REFUSED 4 /* most memory refusals of waiting requests one formation repeats in a macro step */
-
-struct kv_replica {
-	struct kv_sim *sim; /* owner */
-	uint32_t idx; /* index in the cluster */
-	struct kv_pool pool; /* KV memory */
-	const struct kv_sched_ops *sched; /* scheduler plugin */
-	void *sched_priv; /* its private state */
-	const struct kv_cache_ops *cache; /* cache-model plugin */
-	void *cache_priv; /* its private state */
-	struct kv_req **running; /* admitted requests, in admission order */
-	uint32_t n_running, running_cap;
-	struct kv_req **batch; /* requests scheduled in the current iteration */
-	uint32_t n_batch;
-	uint64_t budget_tokens; /* tokens left in the batch being formed */
-	struct kv_batch_shape shape; /* of the batch being formed / in flight */
-	uint64_t ctx_tokens; /* context tokens read by the batch (when the cache has no read_bytes) */
-	int busy; /* an iteration is in flight */
-	kv_ns iter_start_ns; /* start of the iteration in flight */
-	uint64_t live_tokens; /* sum of kv_tokens over its requests */
-	uint64_t outstanding_tokens; /* prompt + output tokens not yet processed, assigned here */
-	uint64_t n_assigned; /* requests assigned, not yet ended */
-	/* statistics */
-	uint64_t iterations; /* iterations run */
-	kv_ns busy_ns; /* time spent in iterations */
-	double reserved_Bs; /* integral of reserved pool bytes, byte-seconds */
-	double used_Bs; /* integral of live-token bytes, byte-seconds */
-	double extfrag_s; /* integral of the pool's external fragmentation, seconds */
-	kv_ns acct_t0_ns; /* time the integrals were last brought up to date */
-	uint64_t peak_reserved_bytes; /* high-water mark of reserved bytes */
-	double beta_bytes; /* cache model's bytes per token (cached at init) */
-	uint64_t window_tokens; /* model's sliding window, tokens; UINT64_MAX: none */
-	double window_frac; /* share of layers with the window (profile.h), 0: none */
-	uint64_t win_excess; /* batch: context tokens past the window, skipped by windowed layers */
-	uint64_t live_win_excess; /* sum over its requests of max(0, kv_tokens - window), tokens */
-	enum kv_offload offload; /* the cache model's offload mode (cached at init) */
-	int plain_decode; /* the cache model has no per-step hooks: decode steps take the fast path */
-	uint32_t max_seqs; /* sequence cap of a batch (cfg->max_batch_seqs) */
-	kv_ns copy_ns; /* host-link transfers queued for the next iteration */
-	uint64_t swap_out_bytes, swap_in_bytes, swap_dropped_bytes; /* offload traffic */
-	uint64_t swaps; /* swap-outs */
-	struct kv_req *last_nomem; /* last request refused memory while forming the batch */
-	uint64_t last_nomem_tokens; /* the tokens last_nomem asked its holding to fit */
-	const struct kv_req *restarted; /* last request make_room restarted alone, NULL once it ended */
-	uint64_t restarted_ended; /* kv__engine_ended() when it was restarted */
-	/* serving-engine semantics (serving.h) */
-	const struct kv_engine_ops *eng; /* engine plugin (cfg->engine, vllm-v0 when NULL) */
-	void *eng_priv; /* its private state, options filled */
-	uint32_t step_flags; /* KV_STEP_* of the step being formed (the engine's step hook sets them) */
-	uint32_t step_preempted; /* requests preempted to make room in the step being formed */
-	uint32_t decode_cap; /* batch length below which decodes take the fast path, this step (0: never) */
-	uint64_t chunk_cap_tokens; /* largest prefill chunk, 0 = the budget (vLLM long_prefill_token_threshold) */
-	kv_ns frontend_ns; /* per-request front-end cost added to TTFT and E2E, 0 = none */
-	void *cache_opts_own; /* options of an engine-chosen cache model (freed with the replica) */
-	/* macro-stepping (see the header comment) */
-	int macro_ok; /* every plugin of this replica permits macro steps */
-	uint32_t macro_k; /* steps of the run applied (the one in flight is macro_k + 1) */
-	uint32_t macro_K; /* steps in the run, 0 when none */
-	uint32_t macro_kq; /* of the macro_k steps applied, those its requests' token counters show */
-	uint32_t macro_ko; /* steps outstanding_tokens shows (>= macro_k; a router's view) */
-	uint64_t macro_gen; /* generation: ITER_DONE events with another arg are stale */
-	uint64_t macro_seq; /* heap seq of the run's event (orders its pending steps) */
-	kv_ns *macro_t; /* macro_t[k]: end of step k of the run, [0] its start; KV_MACRO_STEPS + 1 */
-	uint64_t *macro_grow; /* growths planned: step << 32 | batch index << 16 | units, sorted; KV_MACRO_GROWS */
-	uint32_t macro_ng, macro_gi; /* growths planned, applied */
-	uint32_t macro_nt; /* distinct tenants in the run's batch */
-	uint32_t *macro_tn; /* those tenants, macro_nt of them; n_tenants entries */
-	uint32_t *macro_tc; /* by tenant: its requests in the run's batch (0 for others); n_tenants entries */
-	struct kv_req *ref_q[KV_MACRO_REFUSED]; /* waiting requests refused memory forming the batch, in call order */
-	uint32_t n_ref; /* those refusals (may exceed KV_MACRO_REFUSED: then no macro step) */
-	uint32_t macro_nref; /* refusals each formation of the run repeats (ref_q[0..macro_nref)) */
-	uint32_t *macro_wx; /* macro_wx[k]: requests of the run's batch past the window at step k (each adds one to live_win_excess); KV_MACRO_STEPS + 1 */
-};
-
-#define KV_MACRO_STEPS 64 /* most steps one macro step covers */
-#define KV_MACRO_GROWS 128 /* most holding growths (cache grow_units) inside one macro step */
 
 enum kv_oversize { KV_OVERSIZE_ERROR, KV_OVERSIZE_REJECT, KV_OVERSIZE_CLIP };
 
@@ -274,7 +167,7 @@ struct kv_sim_config {
 	struct kv_mem_cfg mem; /* KV-cache sizing (memory.model and its terms), memory.h */
 	const struct kv_engine_ops *engine; /* serving semantics; NULL = vllm-v0 */
 	void *engine_opts; /* engine->priv_size bytes with options filled (NULL: defaults) */
-	uint64_t pool_min_block_bytes; /* buddy unit; 0 = auto (kv_sim_pool_unit), the default */
+	uint64_t pool_min_block_bytes; /* buddy unit; 0 = auto (kv_pool_auto_unit, pool.h), the default */
 	uint64_t pool_max_block_bytes; /* largest contiguous block, default 8 MiB, 0 = no cap */
 	uint64_t max_batch_tokens; /* token budget per iteration, default 2048 */
 	uint32_t max_batch_seqs; /* sequences per iteration, default 256 */
@@ -374,75 +267,13 @@ struct kv_sim {
 	struct kv_event ev; /* the event being processed */
 };
 
+
 /*
  * Replicas from which the engine keeps out_tree and low_tree for the
  * least-outstanding-tokens router; below, it scans (cheaper at 16: measured
  * in docs/benchmarks.md).
  */
 #define KV_ROUTE_TREE_MIN_REPLICAS 64
-
-/*
- * Least pending macro steps a view's lower bound covers (kv__out_bound)
- * when the replica is near the least view; see there.
- */
-#define KV_ROUTE_LOOKAHEAD_STEPS 4
-
-/*
- * Sets r's key in low_tree, a lower bound of r->outstanding_tokens as any
- * view of it can show until the next call of kv__out_changed or until its
- * key in exp_tree passes, whichever comes first: the decode tokens (n_batch
- * per step) of its first L pending macro steps (macro_ko + 1 .. macro_ko +
- * L, step macro_K being an event of its own) all taken; UINT64_MAX when no
- * step is pending (the view is exact: out_tree has it).  exp_tree holds the
- * end of step macro_ko + L + 1, KV_NS_NEVER when L covers every pending
- * step.
- *
- * L trades the arrivals that collect r (its bound at or under the least
- * view `least`) against bring-ups when the bound lapses: every pending step
- * when the bound stays above least (r is far from it: never collected,
- * never brought up); else the most steps that keep it above least, at least
- * KV_ROUTE_LOOKAHEAD_STEPS.  Any L is exact: only the work changes.  Every
- * pending step for every replica (the first version) let a replica in its
- * last macro step reach a bound of 0, and an arrival on 10,000 replicas
- * collected 1,200 of them to bring up 24; a fixed 4 collected 98 but
- * brought up 32 lapsed ones (measured in docs/benchmarks.md).
- */
-static inline void kv__out_bound(struct kv_replica *r, uint64_t least)
-{
-	struct kv_sim *s = r->sim;
-	uint32_t pend = r->macro_K > r->macro_ko + 1 ? r->macro_K - 1 - r->macro_ko : 0, L = pend;
-	uint64_t n = r->n_batch, view = r->outstanding_tokens, d = n * pend;
-
-	if (!pend) {
-		kv_mintree_set(&s->low_tree, r->idx, UINT64_MAX);
-		kv_mintree_set(&s->exp_tree, r->idx, KV_NS_NEVER);
-		return;
-	}
-	if (view <= least || view - least <= d) { /* the whole run would reach least */
-		uint64_t keep = view > least && n ? (view - least - 1) / n : 0;
-
-		L = (uint32_t)KV_MIN((uint64_t)pend, KV_MAX(keep, (uint64_t)KV_ROUTE_LOOKAHEAD_STEPS));
-		d = n * L;
-	}
-	kv_mintree_set(&s->low_tree, r->idx, view > d ? view - d : 0);
-	kv_mintree_set(&s->exp_tree, r->idx,
-		       L < pend ? r->macro_t[r->macro_ko + L + 1] : KV_NS_NEVER);
-}
-
-/*
- * Updates the router's trees after a write to r->outstanding_tokens,
- * macro_K, macro_ko or n_batch (every one of them: low_tree must stay a
- * lower bound).
- */
-static inline void kv__out_changed(struct kv_replica *r)
-{
-	struct kv_sim *s = r->sim;
-
-	if (!s->out_tree.key)
-		return; /* a small cluster: the router scans */
-	kv_mintree_set(&s->out_tree, r->idx, r->outstanding_tokens);
-	kv__out_bound(r, s->out_tree.key[kv_mintree_min(&s->out_tree)]);
-}
 
 /*
  * Builds the cluster: profiles, pools, plugin instances, the source.
@@ -460,15 +291,6 @@ int kv_sim_run(struct kv_sim *s);
 
 void kv_sim_release(struct kv_sim *s);
 
-/*
- * The pool unit used when memory.min_block is auto: the largest power of two
- * dividing the KV bytes of 16 tokens (vLLM's default block) as the cache
- * model stores them (token_bytes: its beta), at most the largest block and
- * at least 4 KiB.  So a 16-token block is a whole number of
- * units (no rounding waste: 8 MiB for Llama-2-7B, 512 KiB for Llama-2-13B's
- * 12.5 MiB blocks) while the pool keeps few units to track.
- */
-uint64_t kv_sim_pool_unit(uint64_t token_bytes, uint64_t max_block_bytes);
 
 /* The request in a slot. */
 static inline struct kv_req *kv_sim_req(const struct kv_sim *s, uint32_t slot)
@@ -522,18 +344,6 @@ static inline int kv_hash_iter_next(struct kv_hash_iter *it, uint64_t *h)
 	return 1;
 }
 
-/*
- * Bytes r's live tokens need (the "used" memory of the summary and the
- * timeseries): live_tokens * beta, less the tokens windowed layers no
- * longer keep, (beta * window_frac) each (profile.h kv_model_kv_bytes).
- */
-static inline double kv_replica_live_bytes(const struct kv_replica *r)
-{
-	if (!r->live_win_excess)
-		return (double)r->live_tokens * r->beta_bytes;
-	return ((double)r->live_tokens - r->window_frac * (double)r->live_win_excess) *
-	       r->beta_bytes;
-}
 
 /* Tokens past the window w of a request holding kv tokens: max(0, kv - w). */
 static inline uint64_t kv_win_excess(uint64_t kv, uint64_t w)

@@ -185,7 +185,7 @@ __attribute__((noreturn)) void kv__check_fail(const char *file, int line, const 
  * j = 0..m (c, x >= 0 finite): then m additions of x to c, one at a time,
  * give exactly c + x * m, and so do any such additions in any order.  True
  * when c and x are whole multiples of a power of two 2^e (e may be
- * negative) and c + m x < 2^(53 + e).  For macro steps (engine.h), which
+ * negative) and c + m x < 2^(53 + e).  For macro steps (macro.h), which
  * apply many steps' counter updates at once.
  */
 int kv_sum_exact(double c, double x, uint64_t m);

@@ -187,3 +187,27 @@ int kv_mem_budget(const struct kv_mem_cfg *c, const struct kv_model *m,
 		b->pool_bytes = b->kv_tokens * kv_model_kv_bytes_per_token(m);
 	return 0;
 }
+
+uint64_t kv_mem_pool_unit(uint64_t token_bytes, uint64_t max_block_bytes)
+{
+	uint64_t block = 16 * token_bytes, unit = block & -block; /* lowest set bit */
+
+	if (max_block_bytes && unit > max_block_bytes)
+		unit = max_block_bytes;
+	return KV_MAX(unit, 4096);
+}
+
+uint64_t kv_mem_unit_token_bytes(double beta_bytes, const struct kv_model *m)
+{
+	uint64_t tb = (uint64_t)ceil(beta_bytes), lw = kv_model_window_layers(m), a, g;
+
+	if (!lw || tb % m->layers)
+		return tb;
+	for (a = lw, g = m->layers - lw; g;) { /* gcd(Lw, L - Lw); Lw when every layer is windowed */
+		uint64_t t = a % g;
+
+		a = g;
+		g = t;
+	}
+	return tb / m->layers * a;
+}

@@ -136,4 +136,24 @@ int kv_mem_budget(const struct kv_mem_cfg *c, const struct kv_model *m,
 		  const struct kv_device *dev, uint32_t tp, uint64_t max_batch_tokens,
 		  uint32_t max_seqs, struct kv_mem_budget *b, struct kv_diag *d);
 
+/*
+ * The pool unit used when memory.min_block is auto: the largest power of two
+ * dividing the KV bytes of 16 tokens (vLLM's default block) as the cache
+ * model stores them (token_bytes: kv_mem_unit_token_bytes), at most the
+ * largest block (max_block_bytes, 0: no cap) and at least 4 KiB.  So a
+ * 16-token block is a whole number of units (no rounding waste: 8 MiB for
+ * Llama-2-7B, 512 KiB for Llama-2-13B's 12.5 MiB blocks) while the pool
+ * keeps few units to track.
+ */
+uint64_t kv_mem_pool_unit(uint64_t token_bytes, uint64_t max_block_bytes);
+
+/*
+ * Per-token bytes the auto pool unit follows for a cache model storing
+ * beta_bytes per token: beta; with a sliding window (profile.h), the width
+ * of a whole number of layers that divides both layer groups (per-layer
+ * bytes x gcd(Lw, L - Lw)), so that a block of either group is whole units
+ * (cache_chunked.c keeps the groups apart).
+ */
+uint64_t kv_mem_unit_token_bytes(double beta_bytes, const struct kv_model *m);
+
 #endif

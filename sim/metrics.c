@@ -1,6 +1,7 @@
 /* metrics.c -- log-linear histograms, Jain's index and the run's summary; see metrics.h. */
 #include "metrics.h"
 #include "engine.h"
+#include "replica.h"
 
 #include <assert.h>
 #include <errno.h>

@@ -12,7 +12,7 @@
  * engine keeps one over the replicas' outstanding tokens (the
  * least-outstanding-tokens router's pick), one over lower bounds of those
  * counts and one over when each bound lapses (which replicas an arrival
- * must bring up: engine.h kv__out_bound), so that an arrival costs
+ * must bring up: replica.h kv__out_bound), so that an arrival costs
  * O(log replicas) per replica it touches instead of two scans of every
  * replica.  Memory: 12 bytes per leaf, allocated at
  * init; updates and queries allocate nothing.

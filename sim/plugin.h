@@ -67,13 +67,13 @@ struct kv_plugin {
 	}
 
 /*
- * Plugin flags.  KV_PLUGIN_F_MACRO_STEPS: the plugin permits exact
- * macro-stepping (engine.h): between two batch changes its hooks are not
- * called by a decode step inside every request's holding, or, when called,
- * do exactly the same thing every step and touch nothing another event reads,
- * so a run of such steps may be applied at once (a scheduler: scheduler.h
- * says what exactly, and its macro_steps and macro_apply hooks bound the
- * run and apply its per-step state).  Default off.  A router
+ * Plugin flags.  KV_PLUGIN_F_MACRO_STEPS: a cache model or an engine
+ * permits exact macro-stepping (macro.h): between two batch changes its
+ * hooks are not called by a decode step inside every request's holding, or,
+ * when called, do exactly the same thing every step and touch nothing
+ * another event reads, so a run of such steps may be applied at once.
+ * Default off.  (A scheduler sets no flag: it declares what it is,
+ * scheduler.h, and the macro module derives the rest.)  A router
  * says what it reads of the replicas (KV_PLUGIN_F_ROUTE_*; default: any
  * state), so an arrival brings only that up to date.
  */
@@ -83,13 +83,6 @@ enum {
 	KV_PLUGIN_F_ROUTE_OUTSTANDING = 2,
 	/* a router that reads no replica state */
 	KV_PLUGIN_F_ROUTE_BLIND = 4,
-	/*
-	 * a scheduler with KV_PLUGIN_F_MACRO_STEPS whose form_batch, when the
-	 * waiting requests it tried were refused (kv_replica_schedule() != 0),
-	 * tries the same ones in the same order at the next formation of the
-	 * same running batch and admits nobody (scheduler.h)
-	 */
-	KV_PLUGIN_F_MACRO_REFUSED = 8,
 };
 
 enum kv_plugin_kind {

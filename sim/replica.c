@@ -2,7 +2,8 @@
  * replica.c -- one replica: batch formation, admission, preemption by swap
  * or recompute, memory accounting, and the iteration's end.  See replica.h
  * for the split between this mechanism and the schedulers' policy, and
- * engine.h for the token and time model.
+ * engine.h for the token and time model; runs of identical decode steps
+ * taken as one event are macro.c's (macro.h).
  */
 #include "replica.h"
 #include "serving_impl.h"
@@ -14,41 +15,9 @@
 
 /* --- memory accounting ------------------------------------------------- */
 
-/*
- * Brings q's memory-time integral up to now.  Called only where kv_bytes may
- * change (reserve, release): between two such points the holding is constant,
- * so the integral is exact without a per-iteration update.
- */
-static void req_mem_touch_at(struct kv_req *q, kv_ns now)
-{
-	q->memtime_Bs += (double)q->kv_bytes * (double)(now - q->mem_t0_ns) * 1e-9;
-	q->mem_t0_ns = now;
-}
-
 static void req_mem_touch(const struct kv_sim *s, struct kv_req *q)
 {
-	req_mem_touch_at(q, s->now);
-}
-
-/*
- * Per-token bytes the auto pool unit follows: the cache model's beta; with
- * a sliding window, the width of a whole number of layers that divides both
- * layer groups (per-layer bytes x gcd(Lw, L - Lw)), so that a block of
- * either group is whole units (cache_chunked.c keeps the groups apart).
- */
-static uint64_t unit_token_bytes(const struct kv_replica *r, const struct kv_model *m)
-{
-	uint64_t tb = (uint64_t)ceil(r->beta_bytes), lw = kv_model_window_layers(m), a, g;
-
-	if (!lw || tb % m->layers)
-		return tb;
-	for (a = lw, g = m->layers - lw; g;) { /* gcd(Lw, L - Lw); Lw when every layer is windowed */
-		uint64_t t = a % g;
-
-		a = g;
-		g = t;
-	}
-	return tb / m->layers * a;
+	kv__req_mem_touch_at(q, s->now);
 }
 
 /* Brings r's memory integrals up to `now`; call before reserved or live bytes change. */
@@ -127,7 +96,7 @@ static void sync_service(struct kv_sim *s, const struct kv_tenant_stats *t)
 		other = s->tenant[i].waiting && &s->tenant[i] != t;
 	for (i = 0; other && i < s->n_rep; i++)
 		if (s->macro_next[i] <= s->ev.t_ns)
-			kv__replica_sync(&s->rep[i], &s->ev);
+			kv__macro_sync(&s->rep[i], &s->ev);
 }
 
 /*
@@ -441,7 +410,7 @@ int kv__replica_schedule(struct kv_replica *r, struct kv_req *q)
 		if (rc == KV_ENOMEM) {
 			r->last_nomem = q;
 			r->last_nomem_tokens = want;
-			if (q->state == KV_REQ_WAITING) { /* a macro step repeats it (macro_refuse) */
+			if (q->state == KV_REQ_WAITING) { /* a macro step repeats it (macro.c) */
 				if (r->n_ref < KV_MACRO_REFUSED)
 					r->ref_q[r->n_ref] = q;
 				r->n_ref++;
@@ -690,282 +659,6 @@ static int form_step(struct kv_replica *r, kv_ns now, kv_ns *ns)
 	return iter_ns(r, ns);
 }
 
-/*
- * Plans the reserves inside a macro step of at most K steps: after step k,
- * the batch's request i outgrows its holding when kv_tokens + k reaches its
- * cap (the per-step engine's kv__replica_schedule then reserves, in batch
- * order).  Each must be promised by the cache model (grow_units) and all of
- * them must fit the units free now (nothing else allocates from this pool
- * meanwhile).  Fills r->macro_grow sorted by (step, index); returns K, cut
- * to the first step whose growth cannot be promised.
- */
-static uint64_t macro_plan_grows(struct kv_replica *r, uint64_t K)
-{
-	uint64_t free_units = r->pool.free_bytes / r->pool.unit_bytes, used = 0;
-	uint64_t *g = r->macro_grow;
-	uint32_t i, j, n = r->n_batch, ng = 0;
-
-	for (i = 0; i < n && K > 1; i++) {
-		const struct kv_req *q = r->batch[i];
-		uint64_t cap = q->kv_cap_tokens, next = 0, units;
-
-		while (cap - q->kv_tokens < K) { /* a growth after step cap - kv_tokens */
-			uint64_t step = cap - q->kv_tokens;
-
-			units = r->cache->grow_units(r->cache_priv, q, cap, &next);
-			if (!units || units > 0xffff || i > 0xffff || ng == KV_MACRO_GROWS ||
-			    next <= cap) {
-				K = step; /* that step's formation runs as an event */
-				break;
-			}
-			g[ng++] = step << 32 | (uint64_t)i << 16 | units;
-			cap = next;
-		}
-	}
-	/* insertion sort by (step, index): few entries */
-	for (i = 1; i < ng; i++) {
-		uint64_t v = g[i];
-
-		for (j = i; j > 0 && g[j - 1] > v; j--)
-			g[j] = g[j - 1];
-		g[j] = v;
-	}
-	/* keep those before step K that fit the units free now, a whole step at a time */
-	for (i = 0; i < ng && (g[i] >> 32) < K; i = j) {
-		uint64_t step_units = 0;
-
-		for (j = i; j < ng && g[j] >> 32 == g[i] >> 32; j++)
-			step_units += g[j] & 0xffff;
-		if (used + step_units > free_units) {
-			K = g[i] >> 32;
-			break;
-		}
-		used += step_units;
-	}
-	r->macro_ng = i;
-	r->macro_gi = 0;
-	return K;
-}
-
-/*
- * Whether the batch just formed, with requests waiting, is full: the
- * sequence cap or the token budget spent, so that every later formation
- * refuses every waiting request with KV_ERANGE before looking at it
- * (kv__replica_schedule), with no side effect (scheduler.h).
- */
-static int batch_full(const struct kv_replica *r)
-{
-	return r->n_batch >= r->sim->cfg->max_batch_seqs || r->budget_tokens == 0;
-}
-
-/*
- * Whether the waiting requests refused in the batch just formed (not full)
- * are refused again, the same way, at every later formation of the run, so
- * that the run may go on with them waiting.  The scheduler promises to try
- * the same ones in the same order (KV_PLUGIN_F_MACRO_REFUSED); a refusal for
- * the budget left has no side effect and repeats (the batch and the budget
- * left are the run's), and so does one by the engine's admit rule in a step
- * that preempted nobody (vLLM V1's progress guard, which a request ending
- * anywhere reopens, never closes under fifo, whose victims are the newest:
- * engine_vllm.c; SGLang runs no macro step with requests waiting); a
- * refusal for memory touches only the pool (no prefix cache: prefix_hit and
- * evictable_bytes would take references, evict and reorder LRU lists) and
- * repeats because
- * the run only allocates: the free units at a later formation are a subset
- * of those now, and a buddy allocation of aligned blocks that fails on a set
- * of free units fails on every subset.  Those memory refusals are made
- * again at each formation (macro_refuse), in the per-step engine's order,
- * so the pool's counters (alloc_fail, alloc_fail_frag) and its free stacks
- * are the per-step engine's.  Not in a step that preempted (vLLM V1 admits
- * nobody then, but would in the next).
- */
-static int macro_refused_ok(const struct kv_replica *r)
-{
-	uint32_t i;
-
-	if (!(r->sched->flags & KV_PLUGIN_F_MACRO_REFUSED) || r->step_preempted ||
-	    r->n_ref > KV_MACRO_REFUSED || r->cache->prefix_hit || r->cache->evictable_bytes)
-		return 0;
-	for (i = 0; i < r->n_ref; i++)
-		if (r->ref_q[i]->state != KV_REQ_WAITING || r->ref_q[i]->batch_tokens)
-			return 0; /* refused, then admitted after all */
-	return 1;
-}
-
-/*
- * The memory refusals of the formation at the end of a run's step (after
- * its planned growths), made again as macro_start recorded them: each must
- * fail again (macro_refused_ok says why it does).
- */
-static void macro_refuse(struct kv_replica *r)
-{
-	uint32_t i;
-
-	for (i = 0; i < r->macro_nref; i++) {
-		struct kv_req *q = r->ref_q[i];
-		int rc = kv__replica_schedule(r, q);
-
-		KV_CHECK(rc == KV_ENOMEM,
-			 "replica %u: waiting request %llu, refused memory when the macro step began, now gets %d",
-			 r->idx, (unsigned long long)q->id, rc);
-	}
-	r->n_ref = r->macro_nref; /* the record stays the run's */
-}
-
-/*
- * The window terms of a run's step whose requests' contexts are their
- * kv_tokens + d: the tokens past the window W over the batch (the pairs a
- * windowed layer skips, kv__decodes_add), and in *past the requests with
- * any (each adds one to the live excess when the step ends: step_apply).
- * 0 without a window.
- */
-static uint64_t macro_skip(const struct kv_replica *r, uint64_t d, uint32_t *past)
-{
-	uint64_t w = r->window_tokens, skip = 0;
-	uint32_t i, m = 0;
-
-	for (i = 0; w != UINT64_MAX && i < r->n_batch; i++) {
-		uint64_t x = r->batch[i]->kv_tokens + d;
-
-		if (x > w) {
-			skip += x - w;
-			m++;
-		}
-	}
-	*past = m;
-	return skip;
-}
-
-/*
- * The KV bytes a run's step reads and dequantises, as batch_add and
- * form_step count them: each request's context is its kv_tokens + d (d = 1
- * for the step being formed, ctx their sum, skip their tokens past the
- * window).  A cache model's read_bytes and dequant_bytes hooks are pure
- * functions of the context, summed in integers over the batch as batch_add
- * sums them; without them the read is form_step's (ctx - f * skip) * beta.
- */
-static void macro_bytes(const struct kv_replica *r, struct kv_batch_shape *sh, uint64_t d,
-			uint64_t ctx, uint64_t skip)
-{
-	const struct kv_cache_ops *c = r->cache;
-	uint64_t rb = 0, db = 0;
-	uint64_t plain = (uint64_t)(((double)ctx - r->window_frac * (double)skip) * r->beta_bytes);
-	uint32_t i;
-
-	sh->window_skip_pairs = skip;
-	if (!c->read_bytes && !c->dequant_bytes) {
-		sh->kv_read_bytes = plain;
-		return;
-	}
-	for (i = 0; i < r->n_batch; i++) {
-		uint64_t x = r->batch[i]->kv_tokens + d;
-
-		if (c->read_bytes)
-			rb += c->read_bytes(r->cache_priv, x);
-		if (c->dequant_bytes)
-			db += c->dequant_bytes(r->cache_priv, x);
-	}
-	/* with read_bytes, form_step adds its plain term of nothing: 0 */
-	sh->kv_read_bytes = c->read_bytes ? rb : plain;
-	sh->dequant_bytes = db;
-}
-
-/* Counts the batch's requests per tenant into macro_tn / macro_tc. */
-static void macro_count_tenants(struct kv_replica *r)
-{
-	uint32_t i;
-
-	for (i = 0; i < r->macro_nt; i++)
-		r->macro_tc[r->macro_tn[i]] = 0;
-	r->macro_nt = 0;
-	if (r->sim->cfg->source.n_tenants <= 1) { /* no need to read the requests' cold half */
-		r->macro_tn[r->macro_nt++] = 0;
-		r->macro_tc[0] = r->n_batch;
-		return;
-	}
-	for (i = 0; i < r->n_batch; i++) {
-		uint32_t t = r->batch[i]->tenant;
-
-		if (!r->macro_tc[t]++)
-			r->macro_tn[r->macro_nt++] = t;
-	}
-}
-
-/*
- * Tries to start a macro step for the batch just formed (first step d1_ns
- * long): every running request decodes in it and none can be admitted
- * (none waits, or the batch is full), so the next batches are the same
- * requests one token further, until one finishes (its last token) or
- * outgrows its holding (the step whose decode would not fit), or the
- * scheduler's next decision (its macro_steps hook).  Computes the steps'
- * ends and queues one event at the last; returns 1, or 0 when fewer than
- * two steps qualify (the caller queues the single step).
- */
-static int macro_start(struct kv_replica *r, kv_ns d1_ns)
-{
-	struct kv_sim *s = r->sim;
-	struct kv_batch_shape sh;
-	struct kv_perf_run run;
-	uint64_t K = KV_MACRO_STEPS, ctx, skip;
-	uint32_t i, n = r->n_batch, k;
-	int refused;
-	kv_ns *t = r->macro_t;
-
-	/* with requests waiting and the batch not full, they were refused: repeat it */
-	refused = r->sched->waiting(r->sched_priv) && !batch_full(r);
-	if (!r->macro_ok || n != r->n_running || (refused && !macro_refused_ok(r)))
-		return 0;
-	for (i = 0; i < n; i++) {
-		const struct kv_req *q = r->batch[i];
-
-		if (q->batch_tokens != 1 || q->kv_tokens < q->prefill_target ||
-		    q->generated >= q->output_tokens || q->kv_tokens >= q->kv_cap_tokens ||
-		    (!r->sched->macro_steps && r->running[i] != q)) /* not in running order */
-			return 0;
-		K = KV_MIN(K, q->output_tokens - q->generated); /* step K emits its last token */
-		if (!r->cache->grow_units)
-			K = KV_MIN(K, q->kv_cap_tokens - q->kv_tokens); /* step K + 1 would reserve */
-	}
-	if (r->cache->grow_units)
-		K = macro_plan_grows(r, K);
-	if (K < 2)
-		return 0;
-	/* each later step: the same decodes, one more context token each (kv__decodes_add) */
-	sh = r->shape;
-	ctx = r->ctx_tokens;
-	kv_perf_iter_prep(&s->perf, &sh, &run); /* the terms no step changes */
-	t[0] = s->now;
-	t[1] = s->now + d1_ns;
-	skip = macro_skip(r, 1, &r->macro_wx[1]);
-	KV_CHECK(skip == sh.window_skip_pairs, "replica %u: %llu pairs past the window, the batch has %llu",
-		 r->idx, (unsigned long long)skip, (unsigned long long)sh.window_skip_pairs);
-	for (k = 2; k <= K; k++) {
-		sh.attn_pairs += n;
-		ctx += n;
-		skip = macro_skip(r, k, &r->macro_wx[k]);
-		macro_bytes(r, &sh, k, ctx, skip);
-		t[k] = t[k - 1] + kv_perf_iter_run_ns(&s->perf, &run, &sh);
-	}
-	if (r->sched->macro_steps) /* the policy's next decision */
-		K = KV_MIN(K, r->sched->macro_steps(r->sched_priv, r, t, (uint32_t)K));
-	if (K >= 2 && r->eng->macro_steps) /* the engine's (SGLang: a prefill batch to try) */
-		K = KV_MIN(K, r->eng->macro_steps(r->eng_priv, r, (uint32_t)K));
-	if (K < 2)
-		return 0;
-	while (r->macro_ng && r->macro_grow[r->macro_ng - 1] >> 32 >= K)
-		r->macro_ng--; /* growths planned past the run, now cut shorter */
-	macro_count_tenants(r);
-	/* every formation of the run repeats them (a full batch refuses with KV_ERANGE, no side effect) */
-	r->macro_nref = refused ? r->n_ref : 0;
-	r->macro_k = r->macro_kq = r->macro_ko = 0;
-	r->macro_K = (uint32_t)K;
-	r->macro_seq = kv_heap_push_at(&s->heap, t[K], t[K - 1], KV_EV_ITER_DONE, r->idx,
-				       r->macro_gen);
-	s->macro_next[r->idx] = s->macro_onext[r->idx] = t[1];
-	kv__out_changed(r); /* macro_K: the tokens' lower bound */
-	return 1;
-}
-
 /* Forms and starts the next iteration of an idle replica. */
 static int kick(struct kv_replica *r)
 {
@@ -980,8 +673,8 @@ static int kick(struct kv_replica *r)
 		return rc;
 	r->busy = 1;
 	r->iter_start_ns = s->now;
-	if (!macro_start(r, t))
-		kv_heap_push(&s->heap, s->now + t, KV_EV_ITER_DONE, r->idx, r->macro_gen);
+	if (!kv__macro_start(r, t))
+		kv_heap_push(&s->heap, s->now + t, KV_EV_ITER_DONE, r->idx, r->macro.gen);
 	observe(r, KV_OBS_ITER_START, NULL, t); /* an observer runs exact steps (engine.h) */
 	return 0;
 }
@@ -1063,247 +756,14 @@ static uint32_t step_apply(struct kv_replica *r, kv_ns now)
 	return finished;
 }
 
-/*
- * The reserves planned after step k (at its end t), in batch order, as the
- * per-step engine's kv__replica_schedule makes them forming step k + 1.
- */
-static void macro_grow(struct kv_replica *r, uint32_t k, kv_ns t)
-{
-	while (r->macro_gi < r->macro_ng && r->macro_grow[r->macro_gi] >> 32 == k) {
-		struct kv_req *q = r->batch[r->macro_grow[r->macro_gi] >> 16 & 0xffff];
-		uint64_t want = q->kv_tokens + (k - r->macro_kq) + 1, reserved;
-		int rc;
-
-		KV_CHECK(want == q->kv_cap_tokens + 1, "replica %u: request %llu grows to %llu tokens at a cap of %llu",
-			 r->idx, (unsigned long long)q->id, (unsigned long long)want,
-			 (unsigned long long)q->kv_cap_tokens);
-		req_mem_touch_at(q, t);
-		rc = r->cache->reserve(r->cache_priv, q, want);
-		KV_CHECK(rc == 0, "replica %u: a promised reserve of request %llu failed (%d)", r->idx,
-			 (unsigned long long)q->id, rc);
-		reserved = r->pool.size_bytes - r->pool.free_bytes;
-		if (reserved > r->peak_reserved_bytes)
-			r->peak_reserved_bytes = reserved;
-		r->macro_gi++;
-	}
-}
-
-/* Stores kv__replica_sync's register copies of r's and the tenant's sums. */
-static inline void sync_store(struct kv_replica *r, double res_Bs, double used_Bs, double frag_s,
-			      kv_ns t0, kv_ns busy, kv_ns start, uint64_t live, uint64_t wx)
-{
-	r->live_win_excess = wx;
-	r->reserved_Bs = res_Bs;
-	r->used_Bs = used_Bs;
-	r->extfrag_s = frag_s;
-	r->acct_t0_ns = t0;
-	r->busy_ns = busy;
-	r->iter_start_ns = start;
-	r->live_tokens = live;
-}
-
-/*
- * Applies r's pending macro steps before event e (all when e is NULL) as
- * the per-step engine's ITER_DONE and the kick after it would, in the same
- * order and the same floating-point operations: memory integrals at each
- * step's end, busy time, iterations, live and outstanding tokens, the
- * tenants' service, the event count.  The batch re-formed after each such
- * step is the same requests (macro_start's conditions); their own token
- * counters are brought up at the macro step's end (macro_end), as nothing
- * else reads them in between.  O(1) per step.
- */
-void kv__replica_sync(struct kv_replica *r, const struct kv_event *e)
-{
-	struct kv_sim *s = r->sim;
-	uint32_t k = r->macro_k, k0 = k, kc = k, n = r->n_batch, i;
-	/* rep_acct_at's terms that no macro step changes: the pool is r's own and untouched */
-	double reserved = (double)(r->pool.size_bytes - r->pool.free_bytes);
-	double frag = kv_pool_ext_frag(&r->pool);
-	/* the sums the steps add to, in registers (same operations, same order) */
-	double res_Bs = r->reserved_Bs, used_Bs = r->used_Bs, frag_s = r->extfrag_s;
-	kv_ns t0 = r->acct_t0_ns, busy = r->busy_ns, start = r->iter_start_ns;
-	uint64_t live = r->live_tokens, wx = r->live_win_excess;
-
-	for (;;) {
-		kv_ns t;
-		double dt_s;
-		int grow;
-
-		if (k + 1 >= r->macro_K)
-			break;
-		t = r->macro_t[k + 1];
-		if (e && t >= e->t_ns) {
-			struct kv_event v = { .t_ns = t, .p_ns = r->macro_t[k], .seq = r->macro_seq };
-
-			if (!kv_event_before(&v, e))
-				break;
-		}
-		/* rep_acct_at(r, t), term for term */
-		if (t != t0) {
-			dt_s = (double)(t - t0) * 1e-9;
-			res_Bs += reserved * dt_s;
-			/* kv_replica_live_bytes(r), term for term */
-			used_Bs += (wx ? ((double)live - r->window_frac * (double)wx) * r->beta_bytes
-				       : (double)live * r->beta_bytes) * dt_s;
-			frag_s += frag * dt_s;
-			t0 = t;
-		}
-		busy += t - start;
-		start = t;
-		live += n;
-		wx += r->macro_wx[k + 1]; /* step_apply's, request by request */
-		k++;
-		grow = r->macro_gi < r->macro_ng && r->macro_grow[r->macro_gi] >> 32 == k;
-		if (grow) {
-			sync_store(r, res_Bs, used_Bs, frag_s, t0, busy, start, live, wx);
-			macro_grow(r, k, t);
-			reserved = (double)(r->pool.size_bytes - r->pool.free_bytes);
-			frag = kv_pool_ext_frag(&r->pool);
-		}
-		if (r->macro_nref) { /* the formation's refused waiters, after its growths */
-			if (!grow)
-				sync_store(r, res_Bs, used_Bs, frag_s, t0, busy, start, live, wx);
-			r->iterations += k - kc; /* the replica as the per-step engine has it */
-			s->events += k - kc;
-			s->macro_steps += k - kc;
-			kc = k;
-			macro_refuse(r);
-			reserved = (double)(r->pool.size_bytes - r->pool.free_bytes);
-			frag = kv_pool_ext_frag(&r->pool);
-		}
-	}
-	sync_store(r, res_Bs, used_Bs, frag_s, t0, busy, start, live, wx);
-	/* per step: the per-step engine's iteration and its ITER_DONE event */
-	r->iterations += k - kc;
-	s->events += k - kc;
-	s->macro_steps += k - kc;
-	if (k > k0) {
-		const struct kv_fairness_cfg *fw = &s->cfg->fairness;
-		/* a decode's service, as step_apply computes it: in = 0, one output token */
-		double svc = 0.0 * fw->input_weight + 1.0 * fw->output_weight;
-
-		/*
-		 * Each tenant's service and virtual service, k - k0 steps of
-		 * its requests at once: dyadic weights (macro_allowed), so the
-		 * one sum equals the per-step engine's additions, in any order
-		 * with other replicas' (below 2^45 weighted tokens).
-		 */
-		for (i = 0; i < r->macro_nt; i++) {
-			uint32_t tn = r->macro_tn[i];
-			double m = (double)r->macro_tc[tn] * (double)(k - k0);
-
-			s->tenant[tn].service += svc * m;
-			s->tenant[tn].vservice += svc * s->inv_weight[tn] * m;
-		}
-		/* the formations at the ends of steps k0 + 1 .. k (of steps k0 + 2 .. k + 1) */
-		if (r->sched->macro_apply)
-			r->sched->macro_apply(r->sched_priv, r, &r->macro_t[k0 + 1], k - k0);
-		if (r->eng->macro_apply)
-			r->eng->macro_apply(r->eng_priv, r, k - k0);
-	}
-	r->macro_k = k;
-	if (r->macro_ko < k) {
-		r->outstanding_tokens -= (uint64_t)r->n_batch * (k - r->macro_ko);
-		kv__out_changed(r);
-		r->macro_ko = k;
-	}
-	s->macro_next[r->idx] = k + 1 < r->macro_K ? r->macro_t[k + 1] : KV_NS_NEVER;
-	s->macro_onext[r->idx] = r->macro_ko + 1 < r->macro_K ? r->macro_t[r->macro_ko + 1] : KV_NS_NEVER;
-}
-
-/*
- * The router's view: the outstanding tokens the per-step engine would show
- * at e, without the rest of the steps' accounting (kv__replica_sync does it
- * later, in step order).  An integer count, so the split changes nothing.
- */
-void kv__replica_sync_outstanding(struct kv_replica *r, const struct kv_event *e)
-{
-	uint32_t k = r->macro_ko, n = r->n_batch;
-
-	while (k + 1 < r->macro_K) {
-		struct kv_event v = { .t_ns = r->macro_t[k + 1], .p_ns = r->macro_t[k],
-				      .seq = r->macro_seq };
-
-		if (!kv_event_before(&v, e))
-			break;
-		r->outstanding_tokens -= n;
-		k++;
-	}
-	r->macro_ko = k;
-	kv__out_changed(r);
-	r->sim->macro_onext[r->idx] = k + 1 < r->macro_K ? r->macro_t[k + 1] : KV_NS_NEVER;
-}
-
-/*
- * At the event ending r's macro step (step macro_K, or the step in flight
- * when an arrival cut it): applies the pending steps, brings every request's
- * tokens up by the steps applied, and checks the last step's duration
- * against the perf model on its shape now.
- */
-void kv__replica_sync_reqs(struct kv_replica *r)
-{
-	uint32_t i, k = r->macro_k - r->macro_kq;
-
-	if (!k)
-		return;
-	for (i = 0; i < r->n_batch; i++) {
-		r->batch[i]->kv_tokens += k;
-		r->batch[i]->generated += k;
-	}
-	r->macro_kq = r->macro_k;
-}
-
-static void macro_end(struct kv_replica *r)
-{
-	struct kv_sim *s = r->sim;
-	struct kv_batch_shape sh = r->shape;
-	uint64_t pairs = 0;
-	uint32_t i, k, past;
-
-	kv__replica_sync(r, NULL);
-	kv__replica_sync_reqs(r);
-	k = r->macro_k;
-	for (i = 0; i < r->n_batch; i++)
-		pairs += r->batch[i]->kv_tokens + 1;
-	sh.attn_pairs = pairs;
-	macro_bytes(r, &sh, 1, pairs, macro_skip(r, 1, &past));
-	/* step 1's own duration came from iter_ns (with any host-link copies a swap queued) */
-	KV_CHECK(k == 0 || kv_perf_iter_ns(&s->perf, &sh) == r->macro_t[k + 1] - r->macro_t[k],
-		 "replica %u: macro step %u of %u lasts %llu ns, predicted %llu", r->idx, k + 1,
-		 r->macro_K, (unsigned long long)kv_perf_iter_ns(&s->perf, &sh),
-		 (unsigned long long)(r->macro_t[k + 1] - r->macro_t[k]));
-	r->macro_K = r->macro_k = r->macro_kq = r->macro_ko = 0;
-	r->macro_ng = r->macro_gi = 0;
-	s->macro_next[r->idx] = s->macro_onext[r->idx] = KV_NS_NEVER;
-	kv__out_changed(r); /* macro_K: the tokens' lower bound */
-}
-
-/* Cuts r's macro step at the step in flight (its batch is about to change). */
-static void macro_cut(struct kv_replica *r)
-{
-	struct kv_sim *s = r->sim;
-	uint32_t k;
-
-	kv__replica_sync(r, &s->ev); /* the router may have brought up only its view */
-	k = r->macro_k + 1;
-	if (k >= r->macro_K)
-		return;
-	r->macro_K = k;
-	r->macro_gen++; /* the queued event is now stale */
-	r->macro_seq = kv_heap_push_at(&s->heap, r->macro_t[k], r->macro_t[k - 1],
-				       KV_EV_ITER_DONE, r->idx, r->macro_gen);
-	s->macro_next[r->idx] = s->macro_onext[r->idx] = KV_NS_NEVER;
-	kv__out_changed(r); /* macro_K: the tokens' lower bound */
-}
-
 int kv__replica_iter_done(struct kv_replica *r)
 {
 	struct kv_sim *s = r->sim;
 	uint32_t i, j, finished;
 	int rc = 0;
 
-	if (r->macro_K)
-		macro_end(r); /* its earlier steps first */
+	if (r->macro.K)
+		kv__macro_end(r); /* its earlier steps first */
 	finished = step_apply(r, s->now);
 	if (!finished) {
 		r->n_batch = 0;
@@ -1434,7 +894,8 @@ int kv__replica_init(struct kv_sim *s, struct kv_replica *r, uint32_t idx)
 	 * the model is initialised, so the first replica may build twice.
 	 */
 	if (idx == 0 && !c->pool_min_block_bytes) {
-		uint64_t unit = kv_sim_pool_unit(unit_token_bytes(r, &c->model), c->pool_max_block_bytes);
+		uint64_t unit = kv_mem_pool_unit(kv_mem_unit_token_bytes(r->beta_bytes, &c->model),
+						c->pool_max_block_bytes);
 
 		if (unit != s->pool_unit_bytes) {
 			replica_memory_release(r);
@@ -1450,22 +911,18 @@ int kv__replica_init(struct kv_sim *s, struct kv_replica *r, uint32_t idx)
 			  !r->cache->read_bytes;
 	r->max_seqs = c->max_batch_seqs;
 	r->decode_cap = r->plain_decode ? r->max_seqs : 0;
-	r->macro_ok = s->macro && (r->cache->flags & KV_PLUGIN_F_MACRO_STEPS) &&
-		      (r->eng->flags & KV_PLUGIN_F_MACRO_STEPS) &&
-		      /* read and dequantised bytes: macro_bytes; recomputed tokens: none */
-		      (!r->cache->extra_prefill_tokens ||
-		       (r->cache->no_extra && r->cache->no_extra(r->cache_priv)));
 	/*
 	 * Offloading (swap) changes preemption and adds the host-link copies
 	 * to the iteration they are queued for: the first of a run (iter_ns,
 	 * its duration d1_ns), none later (nobody is preempted or swapped in
-	 * inside a run).  A window: macro_skip per step.
+	 * inside a run).  A window: counted per step (macro.c).
 	 */
-	r->macro_t = kv_xcalloc(KV_MACRO_STEPS + 1, sizeof(*r->macro_t));
-	r->macro_wx = kv_xcalloc(KV_MACRO_STEPS + 1, sizeof(*r->macro_wx));
-	r->macro_grow = kv_xcalloc(KV_MACRO_GROWS, sizeof(*r->macro_grow));
-	r->macro_tn = kv_xcalloc(KV_MAX(c->source.n_tenants, 1), sizeof(*r->macro_tn));
-	r->macro_tc = kv_xcalloc(KV_MAX(c->source.n_tenants, 1), sizeof(*r->macro_tc));
+	kv__macro_init(r, s->macro && (r->cache->flags & KV_PLUGIN_F_MACRO_STEPS) &&
+				  (r->eng->flags & KV_PLUGIN_F_MACRO_STEPS) &&
+				  /* read and dequantised bytes: per step; recomputed tokens: none */
+				  (!r->cache->extra_prefill_tokens ||
+				   (r->cache->no_extra && r->cache->no_extra(r->cache_priv))),
+		       kv__replica_schedule);
 	r->sched = c->sched;
 	r->sched_priv = kv_xcalloc(1, c->sched->priv_size ? c->sched->priv_size : 1);
 	memcpy(r->sched_priv, c->sched_opts, c->sched->priv_size);
@@ -1486,19 +943,15 @@ void kv__replica_release(struct kv_replica *r)
 	free(r->eng_priv);
 	free(r->running);
 	free(r->batch);
-	free(r->macro_t);
-	free(r->macro_wx);
-	free(r->macro_grow);
-	free(r->macro_tn);
-	free(r->macro_tc);
+	kv__macro_release(r);
 	kv_pool_release(&r->pool);
 }
 
 int kv__replica_arrive(struct kv_replica *r, struct kv_req *q)
 {
 	q->state = KV_REQ_WAITING;
-	if (r->macro_K)
-		macro_cut(r); /* the next step may admit q; the scheduler's state as of now */
+	if (r->macro.K)
+		kv__macro_cut(r); /* the next step may admit q; the scheduler's state as of now */
 	enqueue(r, q);
 	observe(r, KV_OBS_ARRIVE, q, 0);
 	return kick(r);

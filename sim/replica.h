@@ -19,6 +19,12 @@
  * time and, when it ends, applies the tokens, ends finished requests and
  * forms the next batch.
  *
+ * The replica's state (struct kv_replica) lives here, with the inline
+ * helpers that read it: the router's bounds of its outstanding tokens
+ * (kv__out_bound, kv__out_changed) and its live bytes.  engine.h holds
+ * the simulator and the request; the engine calls a replica through the
+ * kv__replica_* functions below.
+ *
  * Invariants: a request is in the batch at most once (batch_tokens != 0);
  * the batch counters (r->shape, r->ctx_tokens, r->budget_tokens) are what
  * the requests in r->batch add up to: every decode step enters the batch
@@ -29,6 +35,156 @@
 #define KV_REPLICA_H
 
 #include "engine.h"
+#include "macro.h"
+
+/* --- the replica's state ------------------------------------------------- */
+
+struct kv_replica {
+	struct kv_sim *sim; /* owner */
+	uint32_t idx; /* index in the cluster */
+	struct kv_pool pool; /* KV memory */
+	const struct kv_sched_ops *sched; /* scheduler plugin */
+	void *sched_priv; /* its private state */
+	const struct kv_cache_ops *cache; /* cache-model plugin */
+	void *cache_priv; /* its private state */
+	struct kv_req **running; /* admitted requests, in admission order */
+	uint32_t n_running, running_cap;
+	struct kv_req **batch; /* requests scheduled in the current iteration */
+	uint32_t n_batch;
+	uint64_t budget_tokens; /* tokens left in the batch being formed */
+	struct kv_batch_shape shape; /* of the batch being formed / in flight */
+	uint64_t ctx_tokens; /* context tokens read by the batch (when the cache has no read_bytes) */
+	int busy; /* an iteration is in flight */
+	kv_ns iter_start_ns; /* start of the iteration in flight */
+	uint64_t live_tokens; /* sum of kv_tokens over its requests */
+	uint64_t outstanding_tokens; /* prompt + output tokens not yet processed, assigned here */
+	uint64_t n_assigned; /* requests assigned, not yet ended */
+	/* statistics */
+	uint64_t iterations; /* iterations run */
+	kv_ns busy_ns; /* time spent in iterations */
+	double reserved_Bs; /* integral of reserved pool bytes, byte-seconds */
+	double used_Bs; /* integral of live-token bytes, byte-seconds */
+	double extfrag_s; /* integral of the pool's external fragmentation, seconds */
+	kv_ns acct_t0_ns; /* time the integrals were last brought up to date */
+	uint64_t peak_reserved_bytes; /* high-water mark of reserved bytes */
+	double beta_bytes; /* cache model's bytes per token (cached at init) */
+	uint64_t window_tokens; /* model's sliding window, tokens; UINT64_MAX: none */
+	double window_frac; /* share of layers with the window (profile.h), 0: none */
+	uint64_t win_excess; /* batch: context tokens past the window, skipped by windowed layers */
+	uint64_t live_win_excess; /* sum over its requests of max(0, kv_tokens - window), tokens */
+	enum kv_offload offload; /* the cache model's offload mode (cached at init) */
+	int plain_decode; /* the cache model has no per-step hooks: decode steps take the fast path */
+	uint32_t max_seqs; /* sequence cap of a batch (cfg->max_batch_seqs) */
+	kv_ns copy_ns; /* host-link transfers queued for the next iteration */
+	uint64_t swap_out_bytes, swap_in_bytes, swap_dropped_bytes; /* offload traffic */
+	uint64_t swaps; /* swap-outs */
+	struct kv_req *last_nomem; /* last request refused memory while forming the batch */
+	uint64_t last_nomem_tokens; /* the tokens last_nomem asked its holding to fit */
+	const struct kv_req *restarted; /* last request make_room restarted alone, NULL once it ended */
+	uint64_t restarted_ended; /* kv__engine_ended() when it was restarted */
+	/* serving-engine semantics (serving.h) */
+	const struct kv_engine_ops *eng; /* engine plugin (cfg->engine, vllm-v0 when NULL) */
+	void *eng_priv; /* its private state, options filled */
+	uint32_t step_flags; /* KV_STEP_* of the step being formed (the engine's step hook sets them) */
+	uint32_t step_preempted; /* requests preempted to make room in the step being formed */
+	uint32_t decode_cap; /* batch length below which decodes take the fast path, this step (0: never) */
+	uint64_t chunk_cap_tokens; /* largest prefill chunk, 0 = the budget (vLLM long_prefill_token_threshold) */
+	kv_ns frontend_ns; /* per-request front-end cost added to TTFT and E2E, 0 = none */
+	void *cache_opts_own; /* options of an engine-chosen cache model (freed with the replica) */
+	struct kv_req *ref_q[KV_MACRO_REFUSED]; /* waiting requests refused memory forming the batch, in call order */
+	uint32_t n_ref; /* those refusals (may exceed KV_MACRO_REFUSED: then no macro step) */
+	struct kv_macro macro; /* its run of macro steps (macro.h) */
+};
+
+
+
+/*
+ * Least pending macro steps a view's lower bound covers (kv__out_bound)
+ * when the replica is near the least view; see there.
+ */
+#define KV_ROUTE_LOOKAHEAD_STEPS 4
+
+/*
+ * Sets r's key in low_tree, a lower bound of r->outstanding_tokens as any
+ * view of it can show until the next call of kv__out_changed or until its
+ * key in exp_tree passes, whichever comes first: the decode tokens (n_batch
+ * per step) of its first L pending macro steps (macro.ko + 1 .. macro.ko +
+ * L, step macro.K being an event of its own) all taken; UINT64_MAX when no
+ * step is pending (the view is exact: out_tree has it).  exp_tree holds the
+ * end of step macro.ko + L + 1, KV_NS_NEVER when L covers every pending
+ * step.
+ *
+ * L trades the arrivals that collect r (its bound at or under the least
+ * view `least`) against bring-ups when the bound lapses: every pending step
+ * when the bound stays above least (r is far from it: never collected,
+ * never brought up); else the most steps that keep it above least, at least
+ * KV_ROUTE_LOOKAHEAD_STEPS.  Any L is exact: only the work changes.  Every
+ * pending step for every replica (the first version) let a replica in its
+ * last macro step reach a bound of 0, and an arrival on 10,000 replicas
+ * collected 1,200 of them to bring up 24; a fixed 4 collected 98 but
+ * brought up 32 lapsed ones (measured in docs/benchmarks.md).
+ */
+static inline void kv__out_bound(struct kv_replica *r, uint64_t least)
+{
+	struct kv_sim *s = r->sim;
+	uint32_t pend = r->macro.K > r->macro.ko + 1 ? r->macro.K - 1 - r->macro.ko : 0, L = pend;
+	uint64_t n = r->n_batch, view = r->outstanding_tokens, d = n * pend;
+
+	if (!pend) {
+		kv_mintree_set(&s->low_tree, r->idx, UINT64_MAX);
+		kv_mintree_set(&s->exp_tree, r->idx, KV_NS_NEVER);
+		return;
+	}
+	if (view <= least || view - least <= d) { /* the whole run would reach least */
+		uint64_t keep = view > least && n ? (view - least - 1) / n : 0;
+
+		L = (uint32_t)KV_MIN((uint64_t)pend, KV_MAX(keep, (uint64_t)KV_ROUTE_LOOKAHEAD_STEPS));
+		d = n * L;
+	}
+	kv_mintree_set(&s->low_tree, r->idx, view > d ? view - d : 0);
+	kv_mintree_set(&s->exp_tree, r->idx,
+		       L < pend ? r->macro.t[r->macro.ko + L + 1] : KV_NS_NEVER);
+}
+
+/*
+ * Updates the router's trees after a write to r->outstanding_tokens,
+ * macro.K, macro.ko or n_batch (every one of them: low_tree must stay a
+ * lower bound).
+ */
+static inline void kv__out_changed(struct kv_replica *r)
+{
+	struct kv_sim *s = r->sim;
+
+	if (!s->out_tree.key)
+		return; /* a small cluster: the router scans */
+	kv_mintree_set(&s->out_tree, r->idx, r->outstanding_tokens);
+	kv__out_bound(r, s->out_tree.key[kv_mintree_min(&s->out_tree)]);
+}
+
+
+/*
+ * Bytes r's live tokens need (the "used" memory of the summary and the
+ * timeseries): live_tokens * beta, less the tokens windowed layers no
+ * longer keep, (beta * window_frac) each (profile.h kv_model_kv_bytes).
+ */
+static inline double kv_replica_live_bytes(const struct kv_replica *r)
+{
+	if (!r->live_win_excess)
+		return (double)r->live_tokens * r->beta_bytes;
+	return ((double)r->live_tokens - r->window_frac * (double)r->live_win_excess) *
+	       r->beta_bytes;
+}
+
+/*
+ * Brings q's memory-time integral up to now.  Called only where kv_bytes may
+ * change (reserve, release): between two such points the holding is constant,
+ * so the integral is exact without a per-iteration update.
+ */
+static inline void kv__req_mem_touch_at(struct kv_req *q, kv_ns now)
+{
+	q->memtime_Bs += (double)q->kv_bytes * (double)(now - q->mem_t0_ns) * 1e-9;
+	q->mem_t0_ns = now;
+}
 
 /* --- the decode fast path ------------------------------------------------- */
 
@@ -208,15 +364,6 @@ void kv__replica_release(struct kv_replica *r);
 int kv__replica_arrive(struct kv_replica *r, struct kv_req *q);
 /* r's iteration ended at s->now: applies its tokens, ends the finished, forms the next. */
 int kv__replica_iter_done(struct kv_replica *r);
-/*
- * Applies r's pending macro steps that the per-step engine would have run
- * before event e (all of them when e is NULL): call before e reads r.
- */
-void kv__replica_sync(struct kv_replica *r, const struct kv_event *e);
-/* Brings only r->outstanding_tokens up to the macro steps before e (for a router). */
-void kv__replica_sync_outstanding(struct kv_replica *r, const struct kv_event *e);
-/* Brings the token counters of r's requests up to the macro steps applied (for a sample). */
-void kv__replica_sync_reqs(struct kv_replica *r);
 /*
  * Ends q, assigned to r, for reason e: releases what it holds, records its
  * figures, calls the sink, frees its slot.  Returns 0 or KV_EIO (sink).

@@ -10,7 +10,7 @@
  *                             engine's tournament tree (mintree.h), kept as
  *                             the counts change; below, a scan.
  */
-#include "engine.h"
+#include "replica.h"
 
 static uint32_t rr_pick(struct kv_sim *s, const struct kv_req *q, uint64_t *state)
 {

@@ -414,26 +414,22 @@ static void drf_form_batch(void *priv, struct kv_replica *r)
 }
 
 /*
- * Macro steps (scheduler.h): with nobody admissible a formation keeps the
- * running requests (no victim: their growth is planned to fit) and closes
- * a round of the same tokens per tenant, which the last commit left in
- * cur_tok (a tally's or count_tokens', equal: every running request is in
- * the batch, one token each); under charge: cost nothing completes
- * meanwhile (pend_cost stays 0).  The rounds' decays depend on each step's
- * time, so the n rounds are closed one by one, as form_batch closes them:
- * the same exp() and the same products in the same order, O(tenants) per
- * step and no event.
+ * Service is accounted per round (scheduler.h close_round): a round with
+ * the same batch as the last, formed at t, keeps the running requests (no
+ * victim: nobody needs room) and closes with the same tokens per tenant,
+ * which the last commit left in cur_tok (a tally's or count_tokens', equal:
+ * every running request is in the batch, one token each); under charge:
+ * cost nothing completes meanwhile (pend_cost stays 0).  The decay depends
+ * on t, so each round is closed as form_batch closes it: the same exp() and
+ * the same products in the same order, O(tenants).
  */
-static void drf_macro_apply(void *priv, struct kv_replica *r, const kv_ns *t, uint32_t n)
+static void drf_close_round(void *priv, struct kv_replica *r, kv_ns t)
 {
 	struct drf *f = priv;
-	uint32_t k;
 
-	for (k = 0; k < n; k++) {
-		f->decay = decay_at(f, t[k]);
-		f->tallied = 1; /* cur_tok holds the round's tokens */
-		commit(f, r, t[k]);
-	}
+	f->decay = decay_at(f, t);
+	f->tallied = 1; /* cur_tok holds the round's tokens */
+	commit(f, r, t);
 	f->tallied = 0;
 }
 
@@ -448,8 +444,9 @@ const struct kv_sched_ops kv_sched_drf = {
 	.dequeue = drf_dequeue,
 	.on_done = drf_on_done,
 	.waiting = drf_waiting,
-	.macro_apply = drf_macro_apply,
-	.flags = KV_PLUGIN_F_MACRO_STEPS, /* keep_running + rounds closed by drf_macro_apply */
+	.order = KV_ORDER_FAIR, /* keep_running, then progressive filling, lowest share first */
+	.head_blocks = 0, /* a refused head skips its tenant: others are tried */
+	.close_round = drf_close_round,
 };
 
 const struct kv_sched_ops kv_sched_wdrf = {
@@ -463,8 +460,9 @@ const struct kv_sched_ops kv_sched_wdrf = {
 	.dequeue = drf_dequeue,
 	.on_done = drf_on_done,
 	.waiting = drf_waiting,
-	.macro_apply = drf_macro_apply,
-	.flags = KV_PLUGIN_F_MACRO_STEPS, /* keep_running + rounds closed by drf_macro_apply */
+	.order = KV_ORDER_FAIR, /* keep_running, then progressive filling, lowest share first */
+	.head_blocks = 0, /* a refused head skips its tenant: others are tried */
+	.close_round = drf_close_round,
 };
 
 /* --- accounting figures ---------------------------------------------------- */

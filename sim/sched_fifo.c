@@ -79,6 +79,6 @@ const struct kv_sched_ops kv_sched_fifo = {
 	.form_batch = fifo_form_batch,
 	.dequeue = fifo_dequeue,
 	.waiting = fifo_waiting,
-	/* keep_running + FIFO admission: the same batch while nothing changes; a refused head blocks the queue */
-	.flags = KV_PLUGIN_F_MACRO_STEPS | KV_PLUGIN_F_MACRO_REFUSED,
+	.order = KV_ORDER_FCFS, /* keep_running, then admission in arrival order */
+	.head_blocks = 1, /* no overtaking */
 };

@@ -688,7 +688,8 @@ static kv_ns aging_reaches(const struct prio *p, const struct kv_replica *r, int
 }
 
 /*
- * Macro steps (scheduler.h).  The formation at t[j] (j >= 1) schedules the
+ * How long the priorities hold (scheduler.h ranks_hold).  The formation at
+ * t[j] (j >= 1) of the same decode batch schedules the
  * running requests by descending rank, admission order within a rank, as
  * ranked j steps on; it admits nobody while every waiting request ranks
  * below every running one (admit_above asks only above a running rank,
@@ -698,9 +699,9 @@ static kv_ns aging_reaches(const struct prio *p, const struct kv_replica *r, int
  * demotion or a segment's end changes the order: the bound) and the batch
  * is in that order, and until the first t[j] at which a waiting request's
  * aging reaches the lowest running rank (its promotion is the next
- * decision).  Nothing of the private state changes: no macro_apply.
+ * decision).  Nothing of the private state changes.
  */
-static uint32_t prio_macro_steps(void *priv, struct kv_replica *r, const kv_ns *t, uint32_t K)
+static uint32_t prio_ranks_hold(void *priv, struct kv_replica *r, const kv_ns *t, uint32_t K)
 {
 	struct prio *p = priv;
 	int prev = INT_MAX, low = INT_MAX;
@@ -744,6 +745,7 @@ const struct kv_sched_ops kv_sched_preempt = {
 	.form_batch = prio_form_batch,
 	.dequeue = prio_dequeue,
 	.waiting = prio_waiting,
-	.macro_steps = prio_macro_steps,
-	.flags = KV_PLUGIN_F_MACRO_STEPS, /* ranks held: see prio_macro_steps */
+	.order = KV_ORDER_PRIORITY, /* by rank, which moves as requests run and wait */
+	.head_blocks = 1, /* the first waiting request not admitted closes admission */
+	.ranks_hold = prio_ranks_hold,
 };

@@ -77,7 +77,6 @@ struct vtc {
 	double inv_weight[KV_MAX_TENANTS]; /* 1 / the tenant's weight */
 	double counter[KV_MAX_TENANTS]; /* c_f: service / weight, weighted tokens */
 	struct kv_reqq q[KV_MAX_TENANTS]; /* waiting requests per tenant, arrival order */
-	uint32_t macro_n[KV_MAX_TENANTS]; /* macro steps: the tenant's decodes in each batch */
 };
 
 static const struct kv_option vtc_options[] = {
@@ -246,62 +245,35 @@ static void vtc_form_batch(void *priv, struct kv_replica *r)
 }
 
 /*
- * Macro steps (scheduler.h): with nobody admissible each formation keeps
- * the running requests in order (keep_running), charges
- * every running request w_q (a decode) and decides nothing else, so any
- * number of steps qualifies; the batch's decodes per tenant are kept for
- * vtc_macro_apply.  With the batch not full and requests waiting, the head
- * of the lowest backlogged tenant was refused (KV_PLUGIN_F_MACRO_REFUSED):
- * the next formations try the same head only while one tenant is
- * backlogged (then lowest() is that tenant whatever the counters; with two,
- * the charges could reorder them), so with two or more no step qualifies.
+ * Service is additive per token (scheduler.h charge_decodes): n decode
+ * tokens of tenant f add x_f = w_q / w_f to its counter n times (charge()'s
+ * addition, one per decode).  When those partial sums are exact
+ * (kv_sum_exact) they are one addition of x_f * n, else they are made one
+ * by one, as charge() makes them (O(n), still no event).
  */
-static uint32_t vtc_macro_steps(void *priv, struct kv_replica *r, const kv_ns *t, uint32_t K)
+static void vtc_charge_decodes(void *priv, uint32_t f, uint64_t n)
 {
 	struct vtc *v = priv;
-	uint32_t i, backlogged = 0;
+	double x = (0 + v->output_weight) * v->inv_weight[f]; /* charge(): w = 0, w += w_q */
+	uint64_t j;
 
-	(void)t;
-	for (i = 0; i < v->n_tenants; i++)
-		backlogged += v->q[i].n != 0;
-	if (backlogged > 1 && r->n_batch < r->sim->cfg->max_batch_seqs && r->budget_tokens)
-		return 0; /* a refused head: another tenant's might be tried next */
-	for (i = 0; i < v->n_tenants; i++)
-		v->macro_n[i] = 0;
-	for (i = 0; i < r->n_batch; i++) {
-		if (r->batch[i] != r->running[i])
-			return 0; /* keep_running forms it in running order */
-		v->macro_n[r->batch[i]->tenant]++;
+	if (kv_sum_exact(v->counter[f], x, n)) {
+		v->counter[f] += x * (double)n;
+		return;
 	}
-	return K;
+	for (j = 0; j < n; j++)
+		v->counter[f] += x;
 }
 
-/*
- * n formations' charges: tenant f's counter gains x_f = w_q / w_f once per
- * decode of f per formation (charge()'s addition).  When those partial sums
- * are exact (kv_sum_exact) they are one addition of x_f * count, else they
- * are made one by one, as charge() makes them (O(decodes), still no event).
- */
-static void vtc_macro_apply(void *priv, struct kv_replica *r, const kv_ns *t, uint32_t n)
+/* Tenants with requests waiting: while one, lowest() is that one whatever the counters. */
+static uint32_t vtc_backlogged(const void *priv)
 {
-	struct vtc *v = priv;
-	uint32_t f;
+	const struct vtc *v = priv;
+	uint32_t i, n = 0;
 
-	(void)r;
-	(void)t;
-	for (f = 0; f < v->n_tenants; f++) {
-		double x = (0 + v->output_weight) * v->inv_weight[f]; /* charge(): w = 0, w += w_q */
-		uint64_t m = (uint64_t)v->macro_n[f] * n, j;
-
-		if (!m)
-			continue;
-		if (kv_sum_exact(v->counter[f], x, m)) {
-			v->counter[f] += x * (double)m;
-			continue;
-		}
-		for (j = 0; j < m; j++)
-			v->counter[f] += x;
-	}
+	for (i = 0; i < v->n_tenants; i++)
+		n += v->q[i].n != 0;
+	return n;
 }
 
 static uint64_t vtc_waiting(const void *priv)
@@ -322,8 +294,8 @@ const struct kv_sched_ops kv_sched_vtc = {
 	.form_batch = vtc_form_batch,
 	.dequeue = vtc_dequeue,
 	.waiting = vtc_waiting,
-	.macro_steps = vtc_macro_steps,
-	.macro_apply = vtc_macro_apply,
-	/* keep_running + charges applied by vtc_macro_apply; a refused head repeats with one tenant backlogged */
-	.flags = KV_PLUGIN_F_MACRO_STEPS | KV_PLUGIN_F_MACRO_REFUSED,
+	.order = KV_ORDER_FAIR, /* keep_running, then the lowest counter's head */
+	.head_blocks = 1, /* Algorithm 1's break */
+	.charge_decodes = vtc_charge_decodes,
+	.backlogged = vtc_backlogged,
 };

@@ -28,40 +28,58 @@
  *   waiting     number of requests queued (for metrics and routing).
  *   fini        once at the end.
  *
- * Macro steps (engine.h).  A scheduler with KV_PLUGIN_F_MACRO_STEPS
- * (plugin.h) says: when form_batch has scheduled every running request for
- * one decode token, in running (admission) order, and admitted nobody
- * because nobody waits or because the batch is full (sequence cap or token
- * budget spent: kv_replica_schedule() refuses with KV_ERANGE before looking
- * at the request), then form_batch called again with the same requests one
- * token further (their holdings grown as planned) forms the same batch,
- * preempts nobody and changes nothing of its state that another hook reads.
- * With KV_PLUGIN_F_MACRO_REFUSED it says the same when it admitted nobody
- * because the waiting requests it tried were refused (memory, or the
- * budget left): called again, it tries the same waiting requests in the same
- * order and stops (fifo: the head blocks the queue; vtc: while one tenant
- * is backlogged, its macro_steps hook refusing the run otherwise).  The engine repeats
- * their memory refusals at every formation of the run (replica.c
- * macro_refuse), so the pool's refusal counters are the per-step engine's.
- * The two optional hooks below widen or qualify that:
- *   macro_steps (optional) the batch just formed at t[0] qualifies as
- *               above, except perhaps for its order; the engine would call
- *               form_batch again at t[1], ..., t[K - 1] (each step's end).
- *               Return the K' <= K such that the calls at t[1..K'-1] form the
- *               same batch in the same order and admit and preempt nobody
- *               (e.g. K' is bounded by the step at which a waiting
- *               request's priority would overtake a running one).  The
- *               engine runs no macro step when K' < 2.  May record in its
- *               private state what macro_apply needs (the batch's counts).
- *               NULL: K' = K when the batch is in running order, else 1.
- *   macro_apply (optional) the calls of form_batch at t[0..n-1] (n >= 1, in
- *               a run macro_steps allowed, in order, each forming the same
- *               batch) happened: update the private state exactly as those
- *               n calls would, bit for bit (same floating-point operations
- *               in the same order, or sums proved exact: kv_sum_exact).
- *               The engine calls it lazily, before any hook of this
- *               replica runs and before a sample reads the state, with
- *               simulated time not at t[].  NULL: the calls change nothing.
+ * What a policy is.  Beside its hooks a scheduler declares, in plain
+ * fields, what kind of policy it is, as vLLM V1 reduces a policy to the
+ * order of its waiting queue.  The replica's macro-stepping (macro.h) reads
+ * nothing else of the policy: from these it derives when a batch of decode
+ * steps that form_batch just formed would be formed again, unchanged, at the
+ * next steps' ends, and how to account for those formations without
+ * calling form_batch.  A declaration must be true of form_batch:
+ *   order       how the waiting queue is ordered (enum kv_sched_order).
+ *               FCFS and FAIR policies keep the running requests going in
+ *               admission order (kv_replica_keep_running) and make no
+ *               other decision while nobody can be admitted; a PRIORITY
+ *               policy orders them by priorities that change over time and
+ *               says for how long they hold (ranks_hold).  0
+ *               (KV_ORDER_UNDECLARED): none of these; every iteration is
+ *               an event of its own (a new policy works unchanged).
+ *   head_blocks 1 when a waiting request that cannot be scheduled stops
+ *               admission for the iteration (no backfilling behind it:
+ *               fifo, vtc, preempt); 0 when the policy tries others (drf
+ *               skips the refused tenant).  With the queue's order fixed
+ *               between formations (FCFS; FAIR while one tenant is
+ *               backlogged) a blocked head is tried again, and refused
+ *               again, by the next formation.
+ * Service accounting, for a policy whose form_batch charges what it
+ * schedules (both optional; NULL: forming the same batch again changes
+ * nothing of its state that another hook reads):
+ *   charge_decodes  additive per token: n decode tokens of tenant's
+ *               requests were scheduled (in the same decode-only batch,
+ *               formed again); charge them exactly as form_batch's n
+ *               one-token charges, made one after another, would (same
+ *               floating-point operations in the same order, or sums proved
+ *               exact: kv_sum_exact).
+ *   close_round per round: another round with the same batch as the last
+ *               one formed closed at time t (a decayed history of rounds,
+ *               drf): update exactly as form_batch forming it at t would.
+ * Accessors and bounds, required by some orders:
+ *   backlogged  (FAIR with head_blocks) tenants with requests waiting on
+ *               this replica: the queues are the policy's, and with one
+ *               backlogged tenant its head is next whatever the service.
+ *   ranks_hold  (PRIORITY) the batch just formed at t[0] is decodes of
+ *               every running request, nobody admissible; the replica
+ *               would form again at t[1], ..., t[K - 1], each request one
+ *               token further.  Return the K' <= K such that up to
+ *               t[K' - 1] the policy's priorities keep this batch's order
+ *               (the order form_batch gave it is the one it would give
+ *               again) and no waiting request's priority overtakes a
+ *               running one's.  Not derivable from a declaration: the
+ *               priorities move with each token run (demotions, segments)
+ *               and each nanosecond waited (aging), by the policy's own
+ *               rules.  0 or 1: no run.  Must not change the state.
+ * ranks_hold is called as the run starts; charge_decodes and close_round
+ * lazily, before any other hook of this replica runs and before a sample
+ * reads the state, with simulated time not at t.
  *
  * Hooks must not allocate per call, must not touch other replicas, and must
  * not change simulated time.
@@ -74,6 +92,14 @@
 struct kv_req;
 struct kv_replica;
 
+/* The order of a policy's waiting queue. */
+enum kv_sched_order {
+	KV_ORDER_UNDECLARED = 0, /* none of the below (or not said): no macro steps */
+	KV_ORDER_FCFS, /* one queue in arrival order, preempted requests back at its front (fifo) */
+	KV_ORDER_FAIR, /* a FCFS queue per tenant; the backlogged tenant least served goes first (vtc, drf) */
+	KV_ORDER_PRIORITY, /* by priorities that change as requests run and wait (preempt; ranks_hold) */
+};
+
 struct kv_sched_ops {
 	KV_PLUGIN_BASE; /* name ("fifo", ...), desc, priv_size, req_size, options */
 	int (*init)(void *priv, struct kv_replica *r, struct kv_diag *d);
@@ -83,8 +109,13 @@ struct kv_sched_ops {
 	void (*dequeue)(void *priv, struct kv_replica *r, struct kv_req *q);
 	void (*on_done)(void *priv, struct kv_replica *r, struct kv_req *q); /* optional */
 	uint64_t (*waiting)(const void *priv);
-	uint32_t (*macro_steps)(void *priv, struct kv_replica *r, const kv_ns *t, uint32_t K); /* optional */
-	void (*macro_apply)(void *priv, struct kv_replica *r, const kv_ns *t, uint32_t n); /* optional */
+	/* what the policy is (see above) */
+	enum kv_sched_order order; /* its waiting queue's order; 0: undeclared */
+	int head_blocks; /* 1: a refused waiting request stops admission for the iteration */
+	void (*charge_decodes)(void *priv, uint32_t tenant, uint64_t n); /* optional: additive service */
+	void (*close_round)(void *priv, struct kv_replica *r, kv_ns t); /* optional: per-round service */
+	uint32_t (*backlogged)(const void *priv); /* FAIR with head_blocks: tenants waiting */
+	uint32_t (*ranks_hold)(void *priv, struct kv_replica *r, const kv_ns *t, uint32_t K); /* PRIORITY */
 };
 
 /* The scheduler with that name (kv_plugin_find), or NULL. */

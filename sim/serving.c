@@ -19,6 +19,7 @@
 #include "cache.h"
 #include "engine.h"
 #include "perf.h"
+#include "replica.h"
 
 #include <stdlib.h>
 #include <string.h>

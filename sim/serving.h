@@ -34,7 +34,7 @@
  *             (it must be empty) and form again with step(again = 1); 0 to
  *             run it.  Engines update their step statistics here.
  *   macro_steps (optional; an engine with KV_PLUGIN_F_MACRO_STEPS) the
- *             batch just formed at t[0] is a macro step's first (engine.h:
+ *             batch just formed at t[0] is a macro step's first (macro.h:
  *             every running request decodes, in a run of K steps): return
  *             the K' <= K such that the formations at t[1..K'-1] give the
  *             same batch (0 or 1: none).  NULL: K.

@@ -6,6 +6,7 @@
 #define KV_SIMTEST_H
 
 #include "workload.h"
+#include "replica.h"
 
 #include <check.h>
 #include <stdio.h>

@@ -510,7 +510,7 @@ END_TEST
  * T - 1 refusals, each one failed allocation (alloc_fail), none with
  * enough free bytes (alloc_fail_frag 0).  The T - 1 decodes are one macro
  * step of T - 1 steps (T - 2 applied lazily) whose formations repeat the
- * refusal (replica.c macro_refuse); then the second runs alone, T - 2 of
+ * refusal (macro.c refuse); then the second runs alone, T - 2 of
  * its decodes lazily.  Both ways: the same counters, events (2 arrivals
  * and 2T iterations) and finish times.
  */
@@ -723,6 +723,35 @@ START_TEST(macro_tenants)
 }
 END_TEST
 
+/*
+ * Macro steps follow from what a scheduler declares (scheduler.h): every
+ * built-in one declares enough; without an order, or without what its
+ * order needs (a FAIR policy whose head blocks: how many tenants wait; a
+ * PRIORITY one: how long its priorities hold), a replica takes none.
+ */
+START_TEST(macro_declarations)
+{
+	static const char *const names[] = { "fifo", "drf", "wdrf", "vtc", "preempt" };
+	struct kv_sched_ops o;
+	size_t i;
+
+	for (i = 0; i < KV_ARRAY_LEN(names); i++)
+		ck_assert_msg(kv__macro_sched_ok(kv_sched_find(names[i])), "%s declares too little",
+			      names[i]);
+	o = *kv_sched_find("fifo");
+	o.order = KV_ORDER_UNDECLARED;
+	ck_assert(!kv__macro_sched_ok(&o));
+	o = *kv_sched_find("vtc");
+	o.backlogged = NULL;
+	ck_assert(!kv__macro_sched_ok(&o));
+	o.head_blocks = 0; /* then it never repeats a refusal: nothing to count */
+	ck_assert(kv__macro_sched_ok(&o));
+	o = *kv_sched_find("preempt");
+	o.ranks_hold = NULL;
+	ck_assert(!kv__macro_sched_ok(&o));
+}
+END_TEST
+
 static Suite *engine_suite(void)
 {
 	Suite *s = suite_create("engine");
@@ -747,6 +776,7 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, macro_sglang);
 	tcase_add_test(tc, sum_exact);
 	tcase_add_test(tc, macro_tenants);
+	tcase_add_test(tc, macro_declarations);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	return s;

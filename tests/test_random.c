@@ -44,6 +44,7 @@
  */
 #include "output.h"
 #include "profile_load.h"
+#include "replica.h"
 
 #include "testutil.h"
 

@@ -3,6 +3,7 @@
 
 #include "output.h"
 #include "profile_load.h"
+#include "../../sim/replica.h"
 
 #include <assert.h>
 #include <math.h>

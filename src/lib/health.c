@@ -1,6 +1,7 @@
 /* health.c -- the run's health report; see health.h and docs/health.md. */
 #include "health.h"
 #include "csv.h"
+#include "../../sim/replica.h"
 
 #include <math.h>
 #include <stdarg.h>

@@ -1,5 +1,6 @@
 /* realexec.c -- the real executor; see realexec.h. */
 #include "realexec.h"
+#include "../../sim/replica.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -4,6 +4,7 @@
  * per iteration, per counter sample and per request phase change.
  */
 #include "timeline.h"
+#include "../../sim/replica.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
