@@ -7,6 +7,7 @@
  */
 #include "output.h"
 #include "csv.h"
+#include "../../sim/replica.h"
 
 #include <errno.h>
 #include <math.h>

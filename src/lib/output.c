@@ -7,7 +7,6 @@
 #include "output.h"
 #include "chart.h"
 #include "csv.h"
-#include "../../sim/replica.h"
 
 #include <errno.h>
 #include <fcntl.h>
