@@ -126,7 +126,7 @@ static const struct kv_metric_doc docs[] = {
 	{ H, "check", "", "check", "cache_hit_rate, mem_util, fairness, max_block_bytes, e2e_tail_ratio or mem_growth (docs/health.md)" },
 	{ H, "target", "", "target", "the threshold as text, from health: (e.g. \">= 0.85\", \"0.60..0.80\")" },
 	{ H, "value", "per check", "measured value", "hit rate, reserved share of the pool, Jain's index, bytes, p99/p50, or growth as a share of the pool; empty when n/a" },
-	{ H, "status", "", "status", "pass, warn, or n/a when the check does not apply (no hit rate, one tenant, no samples)" },
+	{ H, "status", "", "status", "pass or warn on the run's evidence; n/a when the check cannot judge (no hit rate, one tenant, too few samples or completed requests, a load that is not flat)" },
 	{ H, "cause", "", "cause", "warn: the likely cause with this run's numbers; n/a: why; pass: empty" },
 };
 
