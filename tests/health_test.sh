@@ -126,6 +126,17 @@ run refused --set memory.kv_tokens=32 --set 'cache={name: sparse, budget: 64}'
 expect refused cache_hit_rate n/a "no request completed: cache sparse measured no attention mass kept"
 expect refused e2e_tail_ratio n/a "no completed request"
 expect refused mem_util warn "although 300 requests were refused memory"
+# nothing completed, so nothing to judge a latency on: the percentiles of summary.csv and
+# slo_met are empty, never 0 s (which would meet any latency target) or 1
+run refusedslo --set memory.kv_tokens=32 --set 'slo={ttft_p99: 1s}'
+col() { awk -F, -v c="$2" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == c) k = i } NR == 2 { print $k }' "$tmp/$1/summary.csv"; }
+for c in ttft_p50_s ttft_p99_s tpot_p50_s e2e_p99_s slo_met; do
+  [ -z "$(col refusedslo $c)" ] && ok || bad "refusedslo: $c is '$(col refusedslo $c)' with no completed request"
+done
+[ "$(col refusedslo completed)" = 0 ] && [ "$(col refusedslo slo_attainment)" = 0 ] && ok || bad "refusedslo: completed/attainment"
+# a run that misses a percentile SLO it can judge still says 0
+run slomiss --set 'slo={ttft_p99: 1ns}'
+[ "$(col slomiss slo_met)" = 0 ] && ok || bad "slomiss: slo_met '$(col slomiss slo_met)', expected 0"
 # no arrival at all: nothing finished, one sample; only the pool's configuration is judged
 run empty --set workload.requests=0 --set workload.duration=1us
 expect empty mem_util n/a "no request finished: no span to average the pool's use over"
