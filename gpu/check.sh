@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# gpu/check.sh -- the one script for a lent GPU: builds kvsim with CUDA and
-# runs everything that needs the GPU, in about 3-6 minutes on an H200.
+# gpu/check.sh -- the one script to run on a GPU machine: builds kvsim with
+# CUDA and runs everything that needs the GPU, within CHECK_BUDGET_S (330 s
+# by default; an estimate, as no GPU has run it yet).  docs/calibration.md
+# ("GPU") says what it needs, what it prints and what to send back.
 #
-# The GPU machines are bare CUDA images (nvcc, CMake, ninja and meson; no
-# GSL, libyaml, Check or pkg-config; no network; ../shared does not travel):
-# run gpu/pack.sh here first and carry gpu/pack (docs/calibration.md gives
-# the device command).  This script then uses the pack through PKG_CONFIG
+# On a machine with nvcc, meson and ninja but no GSL, libyaml, Check,
+# pkg-config or network, run gpu/pack.sh where apt works first and copy
+# gpu/pack with the checkout.  This script then uses the pack through PKG_CONFIG
 # (its pkgconf), PKG_CONFIG_PATH, LD_LIBRARY_PATH and the include paths,
 # and reads the trace from gpu/pack/traces.  In order, each step under a
 # timeout clipped to the time left:
@@ -30,8 +31,8 @@
 # then prints one table: each step's status, seconds and headline figure.
 # Everything printed goes to OUT/check.log, the table alone to
 # OUT/table.txt; with the calibration (4 files in OUT/cal) and the
-# validation (validate.csv, iterations.csv in OUT/val) that is 8 files, what
-# the device tool brings back (charts, if gnuplot made any, are removed).
+# validation (validate.csv, iterations.csv in OUT/val) that is 8 files, the
+# ones to send back (charts, if gnuplot made any, are removed).
 #
 # usage: bash gpu/check.sh [OUT]   (from anywhere; OUT defaults to $OUT,
 #        else build-gpu/out; CHECK_BUDGET_S, default 330, is the time limit;
@@ -206,7 +207,7 @@ preflight() {
 		miss+=(trace)
 	fi
 	if ((${#miss[@]})); then
-		say "preflight: missing ${miss[*]}: run gpu/pack.sh where apt-get works and carry gpu/pack (docs/calibration.md)"
+		say "preflight: missing ${miss[*]}: install them, or run gpu/pack.sh where apt-get works and copy gpu/pack here (docs/calibration.md)"
 		row preflight fail $((SECONDS - T0)) "missing: ${miss[*]}"
 		finish 1
 	fi

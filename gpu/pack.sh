@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # gpu/pack.sh -- gathers here what gpu/check.sh needs on a bare GPU machine
-# (nvcc, CMake, ninja and meson there; no GSL, libyaml, Check, pkg-config,
-# network or ../shared), into one git-ignored folder that the device run
-# carries: gpu/pack/ (about 6 MB).
+# (nvcc, ninja and meson there; no GSL, libyaml, Check, pkg-config,
+# network or ../shared), into one git-ignored folder to copy there with the
+# checkout: gpu/pack/ (about 6 MB).
 #
 #   gpu/pack/root/usr/   the Debian packages of the C libraries the build
 #                        links, unpacked with `dpkg -x` (never into /):
@@ -23,7 +23,7 @@
 #
 # OpenBLAS is not packed: only the "cpu" backend uses it (else GSL's
 # reference CBLAS), check.sh runs the "cuda" one, and libopenblas0 would
-# add about 30 MB to the 64 MiB a device run carries.
+# add about 30 MB to the pack.
 #
 # The libraries come from this machine's distribution (Debian 12, glibc
 # 2.36): they load on a device with glibc 2.36 or newer, which

@@ -277,8 +277,8 @@ static void add_quantiles(struct kv_summary *sum, const struct kv_hist *h, const
 	static const double qs[3] = { 0.5, 0.9, 0.99 };
 	int i;
 
-	for (i = 0; i < 3; i++)
-		add(sum, names[i], unit, (double)kv_hist_quantile(h, qs[i]) * scale, 0);
+	for (i = 0; i < 3; i++) /* empty (NaN) with no value: 0 s would meet any latency target */
+		add(sum, names[i], unit, h->n ? (double)kv_hist_quantile(h, qs[i]) * scale : NAN, 0);
 }
 
 /* The weight-normalised service of tenant i. */
@@ -415,12 +415,14 @@ static const struct kv_hist *slo_hist(const struct kv_sim *s, enum kv_slo_metric
 
 /*
  * The SLO columns (only with slo:): attainment, goodput, whether every
- * percentile SLO holds (empty when there is none), the GPUs used.
+ * percentile SLO holds (0 when one fails; empty when there is none, or
+ * when one has no value to judge and none fails), the GPUs used.
  */
 static void add_slo(const struct kv_sim *s, const struct kv_done_log *l, struct kv_summary *sum)
 {
 	double span = (double)(s->last_finish_ns - s->first_arrival_ns) * 1e-9, met, tok, ok = NAN;
 	const struct kv_slo_cfg *c = l->slo;
+	int fails = 0, unknown = 0;
 	uint32_t i;
 
 	slo_totals(s, l, &met, &tok);
@@ -429,10 +431,15 @@ static void add_slo(const struct kv_sim *s, const struct kv_done_log *l, struct 
 	add(sum, "goodput_req_s", "req/s meeting every SLO", span > 0 ? met / span : 0, 0);
 	add(sum, "goodput_tok_s", "tokens/s of requests meeting every SLO", span > 0 ? tok / span : 0, 0);
 	for (i = 0; i < c->n_pct; i++) {
-		uint64_t v = kv_hist_quantile(slo_hist(s, c->pct[i].m), c->pct[i].q);
+		const struct kv_hist *h = slo_hist(s, c->pct[i].m);
 
-		ok = (i == 0 || ok == 1) && v <= c->pct[i].max_ns ? 1 : 0;
+		if (!h->n)
+			unknown = 1; /* no value to judge this percentile on: neither met nor missed */
+		else if (kv_hist_quantile(h, c->pct[i].q) > c->pct[i].max_ns)
+			fails = 1;
 	}
+	if (c->n_pct) /* a definite miss stands; else one that cannot be judged leaves it empty */
+		ok = fails ? 0 : unknown ? NAN : 1;
 	add(sum, "slo_met", "1: every percentile SLO holds", ok, 1);
 	add(sum, "gpus", "replicas x tensor parallel x pipeline stages", (double)kv_cfg_gpus(s->cfg), 1);
 }

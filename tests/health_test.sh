@@ -97,12 +97,59 @@ g=$(row grow mem_growth | cut -d, -f3)
 awk -v g="$g" 'BEGIN { exit !(g > 0.25 && g < 0.30) }' && ok || bad "grow: growth $g, expected 0.28 of the pool"
 run grow5 --set 'cache={name: shared, request_blocks: true}' --set workload.arrival.rate=4 --set health.mem_growth_max=0.5
 expect grow5 mem_growth pass ""
-# the same cache at 20 req/s grows too, but with the batch (102 to 183 running): no warning
+# the same cache at 20 req/s grows too, but with the batch (108 to 181 running): the load is
+# not flat, so the check cannot judge: n/a naming what changed, never a pass
 run growload --set 'cache={name: shared, request_blocks: true}'
-expect growload mem_growth pass ""
+expect growload mem_growth n/a "load not flat: arriving 23.60 to 17.20 req/s, running 108 to 181, waiting 1 to 14 between the halves"
+expect growload mem_growth n/a "(reserved KV moved +0.36 of the pool with it)"
+[ -z "$(row growload mem_growth | cut -d, -f3)" ] && ok || bad "growload: an n/a check has a value: $(row growload mem_growth)"
 expect idle mem_growth pass ""
 run nosample --set outputs.sample_interval=0
-expect nosample mem_growth n/a "no timeseries samples"
+expect nosample mem_growth n/a "no timeseries samples (outputs.sample_interval 0 takes none)"
+
+# Checks that cannot judge say n/a with the reason, never pass or warn.
+# 50 requests: a p99 of 50 is no tail, and 3 samples are no trend.
+run few --set workload.requests=50
+expect few e2e_tail_ratio n/a "50 completed requests: a p99 needs at least 100"
+expect few mem_growth n/a "3 samples in the arrival window after its first quarter: too few to judge a trend"
+grep -q "^health: 1 of 6 checks warn, 4 n/a" "$tmp/few.out" && ok || bad "few: title line: $(grep ^health: "$tmp/few.out")"
+# two tenants of which one brought nothing (shares 1000:1 over 50 requests): Jain's index 0.5
+# would blame the scheduler for a tenant that asked for nothing
+run onlyone --set 'workload.tenants=[{name: a, share: 1000}, {name: b, share: 1}]' --set workload.requests=50
+expect onlyone fairness n/a "1 of 2 tenants brought requests (a 50, b 0): nothing to share"
+# the quantized cache keeps every token and looks nothing up: its hit rate 1 is a definition
+run quant --set 'cache={name: quantized}' --set workload.arrival.rate=4
+expect quant cache_hit_rate n/a "cache quantized looked up no token: its hit rate is its definition, not a measurement"
+# a 32-token pool refuses every request: no completed request for the sparse cache's kept
+# attention or the tail; the low utilisation is put on the refusals, not on an idle pool
+run refused --set memory.kv_tokens=32 --set 'cache={name: sparse, budget: 64}'
+expect refused cache_hit_rate n/a "no request completed: cache sparse measured no attention mass kept"
+expect refused e2e_tail_ratio n/a "no completed request"
+expect refused mem_util warn "although 300 requests were refused memory"
+# nothing completed, so nothing to judge a latency on: the percentiles of summary.csv and
+# slo_met are empty, never 0 s (which would meet any latency target) or 1
+run refusedslo --set memory.kv_tokens=32 --set 'slo={ttft_p99: 1s}'
+col() { awk -F, -v c="$2" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == c) k = i } NR == 2 { print $k }' "$tmp/$1/summary.csv"; }
+for c in ttft_p50_s ttft_p99_s tpot_p50_s e2e_p99_s slo_met; do
+  [ -z "$(col refusedslo $c)" ] && ok || bad "refusedslo: $c is '$(col refusedslo $c)' with no completed request"
+done
+[ "$(col refusedslo completed)" = 0 ] && [ "$(col refusedslo slo_attainment)" = 0 ] && ok || bad "refusedslo: completed/attainment"
+# a run that misses a percentile SLO it can judge still says 0
+run slomiss --set 'slo={ttft_p99: 1ns}'
+[ "$(col slomiss slo_met)" = 0 ] && ok || bad "slomiss: slo_met '$(col slomiss slo_met)', expected 0"
+# no arrival at all: nothing finished, one sample; only the pool's configuration is judged
+run empty --set workload.requests=0 --set workload.duration=1us
+expect empty mem_util n/a "no request finished: no span to average the pool's use over"
+expect empty mem_growth n/a "one timeseries sample: too few to judge a trend"
+expect empty max_block_bytes pass ""
+run empty2 --set workload.requests=0 --set workload.duration=1us --set 'cache={name: shared}' \
+  --set 'workload.tenants=[{name: a, share: 1}, {name: b, share: 1}]'
+expect empty2 cache_hit_rate n/a "cache shared looked up no token"
+expect empty2 fairness n/a "0 of 2 tenants brought requests (a 0, b 0)"
+# every n/a row carries its reason; every pass row has none
+for f in "$tmp"/*/health.csv; do
+  awk -F, 'NR > 1 && (($4 == "n/a" && ($5 == "" || $3 != "")) || ($4 == "pass" && $5 != "")) { print FILENAME ": " $0; bad = 1 } END { exit bad }' "$f" && ok || bad "n/a without reason or pass with cause"
+done
 
 # Bad health: keys exit 2 naming the key.
 "$kvsim" run "$base" -o "$tmp/x" --set health.hit_rate=1 2>"$tmp/x.err"; st=$?

@@ -92,6 +92,53 @@ START_TEST(ci_hand_values)
 END_TEST
 
 /*
+ * A condition with nothing to judge on is "cannot judge", never a miss:
+ * no finished seed (n 0), an empty column in a finished seed (NaN, e.g.
+ * ttft_p99_s of a run that completed nothing), an interval GSL could not
+ * give.  {1, 2, 3} against <= 4: the upper end 4.48 fails, the mean 2 meets.
+ */
+START_TEST(verdict_cannot_judge)
+{
+	const double a[3] = { 1, 2, 3 }, gap[2] = { 0.5, NAN };
+	struct kv_cond le = { "ttft_p99_s", KV_CMP_LE, 4 }, ge = { "slo_attainment", KV_CMP_GE, 0.9 };
+	struct kv_ci none, empty, ok, two[2];
+	char why[96];
+
+	ck_assert_int_eq(kv_ci95(a, 0, &none), -1);
+	ck_assert_int_eq(kv_cond_verdict(&le, &none, 0, why, sizeof(why)), KV_VERDICT_UNKNOWN);
+	ck_assert_msg(!strcmp(why, "ttft_p99_s: no finished seed"), "why: %s", why);
+	kv_ci95(gap, 2, &empty);
+	ck_assert_int_eq(kv_cond_verdict(&le, &empty, 1, why, sizeof(why)), KV_VERDICT_UNKNOWN);
+	ck_assert_msg(strstr(why, "empty in a finished seed"), "why: %s", why);
+	empty.mean = 0.5; /* a mean with no interval (GSL failed): judged on an end it lacks */
+	empty.lo = empty.hi = NAN;
+	ck_assert_int_eq(kv_cond_verdict(&le, &empty, 0, why, sizeof(why)), KV_VERDICT_UNKNOWN);
+	ck_assert_msg(strstr(why, "no confidence interval"), "why: %s", why);
+	ck_assert_int_eq(kv_cond_verdict(&le, &empty, 1, NULL, 0), KV_VERDICT_MEETS);
+	kv_ci95(a, 3, &ok);
+	ck_assert_int_eq(kv_cond_verdict(&le, &ok, 0, NULL, 0), KV_VERDICT_FAILS);
+	ck_assert_int_eq(kv_cond_verdict(&le, &ok, 1, NULL, 0), KV_VERDICT_MEETS);
+	/* several: a definite miss stands; else one unknown makes the whole unknown */
+	two[0] = ok;
+	two[1] = none;
+	{
+		struct kv_cond c2[2] = { le, ge };
+
+		ck_assert_int_eq(kv_conds_verdict(c2, two, 2, 0, why, sizeof(why)), KV_VERDICT_FAILS);
+		ck_assert_int_eq(kv_conds_verdict(c2, two, 2, 1, why, sizeof(why)), KV_VERDICT_UNKNOWN);
+		ck_assert_msg(!strcmp(why, "slo_attainment: no finished seed"), "why: %s", why);
+		two[1] = ok; /* attainment 2 >= 0.9 on the mean */
+		ck_assert_int_eq(kv_conds_verdict(c2, two, 2, 1, why, sizeof(why)), KV_VERDICT_MEETS);
+		ck_assert_msg(!why[0], "why after meets: %s", why);
+	}
+	ck_assert_int_eq(kv_conds_verdict(&le, &ok, 0, 1, why, sizeof(why)), KV_VERDICT_UNKNOWN);
+	ck_assert_str_eq(kv_verdict_name(KV_VERDICT_UNKNOWN), "cannot judge");
+	ck_assert_str_eq(kv_verdict_name(KV_VERDICT_MEETS), "meets");
+	ck_assert_str_eq(kv_verdict_name(KV_VERDICT_FAILS), "fails");
+}
+END_TEST
+
+/*
  * (gpus, ttft): (1, 9) (2, 3) (2, 4) (4, 1) (8, 1) (4, 2) (3, NaN): lower is
  * better on both, so the front is (1, 9), (2, 3), (4, 1); (2, 4) and (4, 2)
  * are dominated, (8, 1) by (4, 1), the NaN point is left out.
@@ -125,6 +172,7 @@ int main(void)
 	tcase_add_test(tc, cond_parse_several);
 	tcase_add_test(tc, cond_parse_bad);
 	tcase_add_test(tc, ci_hand_values);
+	tcase_add_test(tc, verdict_cannot_judge);
 	tcase_add_test(tc, pareto_hand_set);
 	suite_add_tcase(su, tc);
 	return kv_test_run_suite(su);

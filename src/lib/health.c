@@ -111,14 +111,10 @@ static void check_hit_rate(struct kv_health *h, const struct kv_sim *s, const st
 	uint64_t budget = cache_u64_option(s, "budget"), over, all;
 	uint32_t i;
 
-	c->value = kv_summary_get(sum, "cache_hit_rate");
-	if (isnan(c->value)) {
+	if (isnan(kv_summary_get(sum, "cache_hit_rate"))) {
 		cause(c, "cache %s keeps no prefix cache or budget: no hit rate", s->rep[0].cache->name);
 		return;
 	}
-	c->status = c->value >= w->health.hit_rate_min ? KV_HEALTH_PASS : KV_HEALTH_WARN;
-	if (c->status == KV_HEALTH_PASS)
-		return;
 	for (i = 0; i < s->n_rep; i++) {
 		memset(&st, 0, sizeof(st));
 		s->rep[i].cache->stats(s->rep[i].cache_priv, &st);
@@ -126,8 +122,18 @@ static void check_hit_rate(struct kv_health *h, const struct kv_sim *s, const st
 		t.hit_tokens += st.hit_tokens;
 		t.evictions += st.evictions;
 	}
+	count_longer(log, budget, &over, &all);
+	if (budget ? !all : !t.lookup_tokens) {
+		cause(c, budget ? "no request completed: cache %s measured no attention mass kept" :
+		      "cache %s looked up no token: its hit rate is its definition, not a measurement",
+		      s->rep[0].cache->name);
+		return;
+	}
+	c->value = kv_summary_get(sum, "cache_hit_rate");
+	c->status = c->value >= w->health.hit_rate_min ? KV_HEALTH_PASS : KV_HEALTH_WARN;
+	if (c->status == KV_HEALTH_PASS)
+		return;
 	if (budget) {
-		count_longer(log, budget, &over, &all);
 		cause(c, "hit rate %.2f: %.0f%% of %llu completed requests hold more than the sparse budget "
 		      "of %llu tokens (attention mass outside it is lost); raise cache.budget or check "
 		      "the length distribution", c->value, all ? 100.0 * (double)over / (double)all : 0,
@@ -167,12 +173,22 @@ static void check_memory(struct kv_health *h, const struct kv_sim *s, const stru
 	double useful = kv_summary_get(sum, "mem_useful_share");
 	double pre = kv_summary_get(sum, "preemptions"), rej = kv_summary_get(sum, "rejected_pool");
 
+	if (!s->last_finish_ns || !s->pool_bytes) {
+		cause(c, s->pool_bytes ? "no request finished: no span to average the pool's use over" :
+		      "no KV pool");
+		return;
+	}
 	c->value = kv_summary_get(sum, "mem_reserved_util");
 	c->status = c->value >= hc->mem_util_min && c->value <= hc->mem_util_max ? KV_HEALTH_PASS :
 										   KV_HEALTH_WARN;
 	if (c->status == KV_HEALTH_PASS)
 		return;
-	if (c->value < hc->mem_util_min)
+	if (c->value < hc->mem_util_min && rej > 0)
+		cause(c, "utilisation %.2f (peak %.2f of the pool) although %.0f requests were refused "
+		      "memory: requests that cannot fit the free pool are refused, so it stays idle; a "
+		      "larger pool (memory.kv_tokens, memory.share) or shorter requests", c->value, peak,
+		      rej);
+	else if (c->value < hc->mem_util_min)
 		cause(c, "utilisation %.2f (peak %.2f of the pool): the pool is larger than this load "
 		      "needs; fewer replicas or a lower memory.share serve it", c->value, peak);
 	else if (pre > 0 || rej > 0)
@@ -184,6 +200,39 @@ static void check_memory(struct kv_health *h, const struct kv_sim *s, const stru
 		cause(c, "utilisation %.2f without preemptions: little headroom for bursts; %.0f%% of "
 		      "reserved bytes hold live tokens under cache %s", c->value, 100 * useful,
 		      s->rep[0].cache->name);
+}
+
+/*
+ * 1 (with c's cause set) when the fairness index has no evidence to judge:
+ * fewer than two tenants brought requests (the index would weigh a tenant
+ * that asked for nothing), or no service was delivered (Jain's index of
+ * all zeros is 1 by convention, not by measurement).
+ */
+static int fairness_na(const struct kv_sim *s, struct kv_health_check *c)
+{
+	const struct kv_source_spec *src = &s->cfg->source;
+	double service = 0;
+	uint32_t i, asked = 0;
+	int n = 0;
+
+	for (i = 0; i < src->n_tenants; i++) {
+		asked += s->tenant[i].arrived > 0;
+		service += s->tenant[i].service;
+	}
+	if (asked >= 2 && service > 0)
+		return 0;
+	if (asked >= 2) {
+		cause(c, "no service delivered to any tenant: nothing to compare");
+		return 1;
+	}
+	n = snprintf(c->cause, sizeof(c->cause), "%u of %u tenants brought requests (", asked,
+		     src->n_tenants);
+	for (i = 0; i < src->n_tenants && n >= 0 && (size_t)n < sizeof(c->cause); i++)
+		n += snprintf(c->cause + n, sizeof(c->cause) - (size_t)n, "%s%s %llu", i ? ", " : "",
+			      src->tenants[i].name, (unsigned long long)s->tenant[i].arrived);
+	if (n >= 0 && (size_t)n < sizeof(c->cause))
+		snprintf(c->cause + n, sizeof(c->cause) - (size_t)n, "): nothing to share");
+	return 1;
 }
 
 /* Fairness: the tenant furthest below its weight share, its demand, and the scheduler. */
@@ -200,6 +249,8 @@ static void check_fairness(struct kv_health *h, const struct kv_sim *s, const st
 		cause(c, "one tenant: nothing to share");
 		return;
 	}
+	if (fairness_na(s, c))
+		return;
 	c->value = kv_summary_get(sum, "jain_fairness");
 	c->status = c->value >= w->health.fairness_min ? KV_HEALTH_PASS : KV_HEALTH_WARN;
 	if (c->status == KV_HEALTH_PASS)
@@ -248,10 +299,15 @@ static void check_tail(struct kv_health *h, const struct kv_sim *s, const struct
 	const struct kv_health_cfg *hc = &w->health;
 	struct kv_health_check *c = check(h, "e2e_tail_ratio", "<= %.1f", hc->tail_ratio_max);
 	double p50 = kv_summary_get(sum, "e2e_p50_s"), p99 = kv_summary_get(sum, "e2e_p99_s");
+	double done = kv_summary_get(sum, "completed");
 	uint64_t over, all;
 
-	if (!(p50 > 0)) {
+	if (!(done > 0) || !(p50 > 0)) {
 		cause(c, "no completed request");
+		return;
+	}
+	if (done < KV_HEALTH_TAIL_MIN_DONE) {
+		cause(c, "%.0f completed requests: a p99 needs at least %d", done, KV_HEALTH_TAIL_MIN_DONE);
 		return;
 	}
 	c->value = p99 / p50;
@@ -305,6 +361,36 @@ static int similar(double a, double b)
 }
 
 /*
+ * 1 (with c's cause set, c n/a) when the load of halves a and b is not
+ * flat: memory that follows a changing load says nothing about memory that
+ * keeps growing, either way.  The cause names each quantity that changed,
+ * and the growth (a share of the pool) seen with it.  Rejected: judging a
+ * rising load with no growth as a pass (a falling one can hide a leak, and
+ * the target is defined at flat load).
+ */
+static int load_changed(struct kv_health_check *c, const struct half *a, const struct half *b,
+			double growth)
+{
+	const double x[3][2] = { { a->rate, b->rate }, { a->running, b->running },
+				 { a->waiting, b->waiting } };
+	static const char *const fmt[3] = { "arriving %.2f to %.2f req/s", "running %.0f to %.0f",
+					     "waiting %.0f to %.0f" };
+	char part[3][64];
+	size_t i, k = 0;
+
+	for (i = 0; i < 3; i++)
+		if (!similar(x[i][0], x[i][1]))
+			snprintf(part[k++], sizeof(part[0]), fmt[i], x[i][0], x[i][1]);
+	if (!k)
+		return 0;
+	cause(c, "load not flat: %s%s%s%s%s between the halves of the arrival window (reserved KV "
+	      "moved %+.2f of the pool with it): memory that follows the load is not growth; judged "
+	      "at flat load only", part[0], k > 1 ? ", " : "", k > 1 ? part[1] : "", k > 2 ? ", " : "",
+	      k > 2 ? part[2] : "", growth);
+	return 1;
+}
+
+/*
  * Memory that keeps growing: over the arrival window (until the last
  * arrival) less its first quarter (the pool filling from empty), the mean
  * reserved bytes of the second half against the first, when the load is
@@ -324,8 +410,13 @@ static void check_growth(struct kv_health *h, const struct kv_sim *s, const stru
 	size_t end, start, mid, i, k;
 	int n;
 
-	if (!m || m->n < 2 || !(pool > 0)) {
-		cause(c, "no timeseries samples");
+	if (!(pool > 0)) {
+		cause(c, "no KV pool");
+		return;
+	}
+	if (!m || m->n < 2) {
+		cause(c, m && m->n ? "one timeseries sample: too few to judge a trend" :
+		      "no timeseries samples (outputs.sample_interval 0 takes none)");
 		return;
 	}
 	for (end = m->n; end > 1 && m->arrived[end - 2] == m->arrived[m->n - 1]; end--)
@@ -349,12 +440,12 @@ static void check_growth(struct kv_health *h, const struct kv_sim *s, const stru
 		str += (m->t[i] - st / (double)k) * (m->reserved[i] - sr / (double)k);
 	}
 	slope = stt > 0 ? str / stt : 0;
+	if (load_changed(c, &a, &b, (b.reserved - a.reserved) / pool))
+		return;
 	c->value = (b.reserved - a.reserved) / pool;
 	c->status = KV_HEALTH_PASS;
 	if (c->value <= w->health.mem_growth_max || slope <= 0)
 		return;
-	if (!similar(a.rate, b.rate) || !similar(a.running, b.running) || !similar(a.waiting, b.waiting))
-		return; /* the memory follows the load */
 	c->status = KV_HEALTH_WARN;
 	for (i = 0; i < s->n_rep; i++) {
 		memset(&cs, 0, sizeof(cs));
@@ -422,11 +513,14 @@ int kv_health_write_csv(const struct kv_health *h, FILE *f)
 
 void kv_health_print(const struct kv_health *h, FILE *f)
 {
-	size_t i, warn = 0;
+	size_t i, warn = 0, na = 0;
 
-	for (i = 0; i < h->n; i++)
+	for (i = 0; i < h->n; i++) {
 		warn += h->c[i].status == KV_HEALTH_WARN;
-	fprintf(f, "health: %zu of %zu checks warn (health.csv; docs/health.md)\n", warn, h->n);
+		na += h->c[i].status == KV_HEALTH_NA;
+	}
+	fprintf(f, "health: %zu of %zu checks warn, %zu n/a (health.csv; docs/health.md)\n", warn,
+		h->n, na);
 	for (i = 0; i < h->n; i++) {
 		const struct kv_health_check *c = &h->c[i];
 

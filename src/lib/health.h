@@ -12,8 +12,11 @@
  * (arrival rate, running and waiting requests) stays within 20% (kvsim's
  * figures; the seed names the symptom, not a threshold), judged from the
  * run's samples (struct kv_mem_trend, filled as timeseries.csv is written).
- * A check passes, warns, or is n/a when its metric does not apply (no cache
- * hit rate, a single tenant).  A warning carries the likely cause found in
+ * A check passes or warns only on the evidence for its verdict; otherwise
+ * it is n/a with the reason (the metric does not apply: no cache hit rate,
+ * a single tenant; or the run cannot judge it: no token looked up, no
+ * request finished, fewer than KV_HEALTH_TAIL_MIN_DONE completed requests
+ * for a p99, too few samples, a load that is not flat).  A warning carries the likely cause found in
  * the run's data, with its numbers (preemptions, refusals, a tenant's
  * service share against its weight, the share of over-long requests, the
  * cache's evictions).  docs/health.md explains each check.
@@ -32,13 +35,14 @@
 enum kv_health_status { KV_HEALTH_PASS, KV_HEALTH_WARN, KV_HEALTH_NA };
 
 #define KV_HEALTH_CHECKS 6
+#define KV_HEALTH_TAIL_MIN_DONE 100 /* completed requests the tail check needs for a p99, requests */
 
 struct kv_health_check {
 	const char *name; /* check name, the first column of health.csv, e.g. "cache_hit_rate" */
 	char target[48]; /* the target as text, e.g. ">= 0.85" or "0.60..0.80" */
 	double value; /* the measured value (NaN when n/a) */
-	enum kv_health_status status; /* pass, warn or n/a */
-	char cause[512]; /* warn: the likely cause with its numbers; n/a: why; pass: "" */
+	enum kv_health_status status; /* pass, warn or n/a (the run holds no evidence either way) */
+	char cause[512]; /* warn: the likely cause with its numbers; n/a: why, never ""; pass: "" */
 };
 
 #define KV_TREND_CAP 512 /* samples kept for the growth check; halved (every other) when full */
@@ -84,7 +88,7 @@ const char *kv_health_status_name(enum kv_health_status st);
 /* Writes health.csv (header check,target,value,status,cause and a row a check) to f; 0 or -1. */
 int kv_health_write_csv(const struct kv_health *h, FILE *f);
 
-/* Prints the health section (a title line and one line a check). */
+/* Prints the health section (a title line counting warnings and n/a, and one line a check). */
 void kv_health_print(const struct kv_health *h, FILE *f);
 
 #endif /* KV_HEALTH_H */

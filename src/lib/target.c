@@ -135,8 +135,10 @@ int kv_ci95(const double *x, size_t n, struct kv_ci *ci)
 		m2 += (x[i] - ci->mean) * (x[i] - ci->mean);
 	gsl_set_error_handler_off();
 	t = gsl_cdf_tdist_Pinv(0.975, (double)(n - 1));
-	if (!isfinite(t))
+	if (!isfinite(t)) {
+		ci->mean = ci->lo = ci->hi = NAN; /* no interval: nothing to judge on */
 		return -1;
+	}
 	half = t * sqrt(m2 / (double)(n - 1)) / sqrt((double)n);
 	ci->lo = ci->mean - half;
 	ci->hi = ci->mean + half;
@@ -148,6 +150,46 @@ double kv_cond_judged(const struct kv_cond *c, const struct kv_ci *ci, int use_m
 	if (use_mean)
 		return ci->mean;
 	return c->op == KV_CMP_LE || c->op == KV_CMP_LT ? ci->hi : ci->lo;
+}
+
+const char *kv_verdict_name(enum kv_verdict v)
+{
+	return v == KV_VERDICT_MEETS ? "meets" : v == KV_VERDICT_FAILS ? "fails" : "cannot judge";
+}
+
+enum kv_verdict kv_cond_verdict(const struct kv_cond *c, const struct kv_ci *ci, int use_mean,
+				char *why, size_t whylen)
+{
+	double v = kv_cond_judged(c, ci, use_mean);
+
+	if (ci->n && !isnan(v))
+		return kv_cond_holds(c, v) ? KV_VERDICT_MEETS : KV_VERDICT_FAILS;
+	if (why && whylen)
+		snprintf(why, whylen, "%s: %s", c->metric, !ci->n ? "no finished seed" :
+			 isnan(ci->mean) ? "empty in a finished seed (nothing measured)" :
+					   "no confidence interval");
+	return KV_VERDICT_UNKNOWN;
+}
+
+enum kv_verdict kv_conds_verdict(const struct kv_cond *c, const struct kv_ci *ci, size_t n,
+				 int use_mean, char *why, size_t whylen)
+{
+	enum kv_verdict v = KV_VERDICT_MEETS, k;
+	size_t i;
+
+	if (why && whylen)
+		why[0] = 0;
+	for (i = 0; i < n; i++) {
+		k = kv_cond_verdict(&c[i], &ci[i], use_mean, v == KV_VERDICT_UNKNOWN ? NULL : why,
+				    whylen);
+		if (k == KV_VERDICT_FAILS)
+			return KV_VERDICT_FAILS;
+		if (k == KV_VERDICT_UNKNOWN)
+			v = KV_VERDICT_UNKNOWN;
+	}
+	if (!n && why && whylen)
+		snprintf(why, whylen, "no condition");
+	return n ? v : KV_VERDICT_UNKNOWN;
 }
 
 int kv_metric_higher_better(const char *name)

@@ -9,7 +9,12 @@
  * n-1) s / sqrt(n), s the sample standard deviation; quantile from GSL's
  * gsl_cdf_tdist_Pinv), and a condition is judged on the interval's
  * pessimistic end (the upper end for <=, the lower for >=) unless the
- * caller asks for the mean.  kv_pareto() marks the points no other point
+ * caller asks for the mean.  A verdict is three-valued (kv_cond_verdict):
+ * a condition with no value to judge (no finished seed, an empty column
+ * such as a latency percentile of a run that completed nothing, or an
+ * interval GSL could not compute) is "cannot judge", never a miss or a
+ * pass; several conditions fail when one fails, else cannot be judged when
+ * one cannot, else meet.  kv_pareto() marks the points no other point
  * dominates on two metrics, each with its direction (kv_metric_higher_better).
  * Pure functions: no I/O, no allocation.
  */
@@ -51,11 +56,40 @@ struct kv_ci {
 	size_t n; /* values */
 };
 
-/* Fills ci from x[0..n); returns 0, or -1 when n == 0 or GSL fails (ci is then NaN). */
+/*
+ * Fills ci from x[0..n); returns 0, or -1 when n == 0 or GSL fails (ci is
+ * then NaN).  A NaN in x (an empty value) makes the mean and ends NaN.
+ */
 int kv_ci95(const double *x, size_t n, struct kv_ci *ci);
 
 /* The end of ci a condition is judged on: the pessimistic one for c, or the mean when use_mean. */
 double kv_cond_judged(const struct kv_cond *c, const struct kv_ci *ci, int use_mean);
+
+/* A target's verdict on some evidence. */
+enum kv_verdict {
+	KV_VERDICT_MEETS, /* every condition holds on its judged end */
+	KV_VERDICT_FAILS, /* a condition does not hold on its judged end */
+	KV_VERDICT_UNKNOWN /* no value to judge a condition on, and none fails */
+};
+
+/* "meets", "fails" or "cannot judge". */
+const char *kv_verdict_name(enum kv_verdict v);
+
+/*
+ * The verdict of condition c on ci (judged on kv_cond_judged's end):
+ * unknown when ci holds no value (n == 0) or that end is NaN, and then why
+ * (if not NULL) gets the reason, e.g. "ttft_p99_s: no finished seed".
+ */
+enum kv_verdict kv_cond_verdict(const struct kv_cond *c, const struct kv_ci *ci, int use_mean,
+				char *why, size_t whylen);
+
+/*
+ * The verdict of the conditions c[0..n) on ci[0..n): fails when one fails
+ * (a definite miss stands whatever the others), else unknown when one is
+ * unknown (why: the first such reason), else meets.
+ */
+enum kv_verdict kv_conds_verdict(const struct kv_cond *c, const struct kv_ci *ci, size_t n,
+				 int use_mean, char *why, size_t whylen);
 
 /*
  * 1 when larger is better for summary column name (throughputs, goodput,
