@@ -575,7 +575,7 @@ int kv_replay_run(struct kv_replay *rp, const struct kv_device *dev, struct kv_r
 		  struct kv_diag *d)
 {
 	rp->w->cfg.device = *dev;
-	return kv_calib_run(rp->w, NULL, 0, 0, NULL, res, 1, d);
+	return kv_calib_run(rp->w, NULL, 0, 0, NULL, res, !rp->show_progress, d);
 }
 
 void kv_replay_release(struct kv_replay *rp)

@@ -75,6 +75,7 @@ struct kv_replay {
 	struct kv_workload *w; /* the settings; its source now reads the run's trace */
 	const struct kv_run *run; /* the replayed run */
 	char trace[1000]; /* the temporary trace file, removed by kv_replay_release() */
+	int show_progress; /* 1: each replay shows the simulation's progress (kv_progress_init); 0 after init */
 };
 
 /*

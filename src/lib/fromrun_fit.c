@@ -45,6 +45,7 @@
  * coefficients and cost on stderr (for studying a fit that stalls).
  */
 #include "fromrun.h"
+#include "output.h"
 
 #include <gsl/gsl_blas.h>
 #include <gsl/gsl_errno.h>
@@ -217,6 +218,8 @@ static int eval(struct fit_ctx *c, const gsl_vector *x, gsl_vector *f)
 	if (getenv("KVSIM_FIT_TRACE"))
 		fprintf(stderr, "eval %u: %.5f %.5f %.0f %.0f cost %.6g\n", c->evals, dev.eff_bw,
 			dev.eff_flops, (double)dev.overhead_ns, (double)dev.per_seq_ns, cost);
+	kv_progress_note(0, "calibrate: replay %u (at most %u), cost %.6g, best %.6g", c->evals,
+			 c->max_evals, cost, cost < c->top_cost ? cost : c->top_cost);
 	if (cost < c->best_cost) {
 		c->best_cost = cost;
 		for (k = 0; k < KV_RFIT_N; k++)

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -882,6 +883,30 @@ void kv_progress_done(void)
 {
 	if (progress_on == 1 && wall_now() - progress_t0 >= 1.0)
 		fputs("\r\033[K", stderr);
+}
+
+void kv_progress_restart(void)
+{
+	progress_t0 = progress_last = wall_now();
+}
+
+void kv_progress_note(int last, const char *fmt, ...)
+{
+	va_list ap;
+	double now;
+
+	if (!progress_on)
+		return;
+	now = wall_now();
+	if (!last && now - progress_last < (progress_on == 1 ? 0.25 : 5.0))
+		return;
+	progress_last = now;
+	fputs(progress_on == 1 ? "\r\033[Kkvsim: " : "kvsim: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	if (last || progress_on == 2)
+		fputc('\n', stderr);
 }
 
 int kv_atomic_open(struct kv_atomic *a, const char *path, struct kv_diag *d)
