@@ -836,6 +836,7 @@ void kv_summary_print(const struct kv_summary *sum, const char *title, FILE *f)
 
 static int progress_on; /* 0 off, 1 a terminal (one line redrawn), 2 a log (a line every 5 s) */
 static double progress_t0, progress_last;
+static int progress_noted; /* kv_progress_note printed since kv_progress_init: the first one is at once */
 
 static double wall_now(void)
 {
@@ -852,6 +853,7 @@ void kv_progress_init(int quiet, int force)
 	force |= env && !strcmp(env, "1");
 	progress_on = quiet ? 0 : isatty(STDERR_FILENO) ? 1 : force ? 2 : 0;
 	progress_t0 = progress_last = wall_now();
+	progress_noted = 0;
 }
 
 void kv_progress_cb(void *ctx, const struct kv_sim *s)
@@ -898,9 +900,10 @@ void kv_progress_note(int last, const char *fmt, ...)
 	if (!progress_on)
 		return;
 	now = wall_now();
-	if (!last && now - progress_last < (progress_on == 1 ? 0.25 : 5.0))
+	if (!last && progress_noted && now - progress_last < (progress_on == 1 ? 0.25 : 5.0))
 		return;
 	progress_last = now;
+	progress_noted = 1;
 	fputs(progress_on == 1 ? "\r\033[Kkvsim: " : "kvsim: ", stderr);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
