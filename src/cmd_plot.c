@@ -58,10 +58,8 @@ static int csv_next(struct csv_in *c)
 	struct kv_diag d = { 0 };
 	int rc = kv_csv_rec_read(&c->rec, c->f, &c->line, c->path, &d);
 
-	if (rc < 0) {
-		fputs("plot: ", stderr);
+	if (rc < 0)
 		kv_diag_print(&d, stderr);
-	}
 	return rc < 0 ? -1 : rc;
 }
 
@@ -311,7 +309,7 @@ static void list_metrics(const struct sweep_csv *c, FILE *f)
 {
 	size_t i = kv_csv_rec_find(&c->hdr, "workload");
 
-	fputs("  expected one of (kvsim list metrics defines them):", f);
+	fputs(": expected one of (kvsim list metrics defines them):", f);
 	for (i = i == (size_t)-1 ? 0 : i + 1; i < c->hdr.n; i++)
 		fprintf(f, " %s", c->hdr.field[i]);
 	fputc('\n', f);
@@ -665,7 +663,7 @@ int kv_plot_sweep(const char *dir, const char *title, const char *metric, const 
 	else if (c.n_axes > 1)
 		bycol = 3 + (xcol == 3); /* default: the first axis other than x */
 	if (!ycol || ycol <= 2 + c.n_axes + 4) {
-		fprintf(stderr, "kvsim: plot: %s/sweep.csv: unknown metric '%s'\n", dir, metric);
+		fprintf(stderr, "kvsim: plot: %s/sweep.csv: unknown metric '%s'", dir, metric);
 		list_metrics(&c, stderr);
 		kv_csv_rec_release(&c.hdr);
 		return 2;
