@@ -29,7 +29,6 @@
 
 #include <assert.h>
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -19,7 +19,6 @@
 #include "lib/fromrun.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

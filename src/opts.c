@@ -225,25 +225,48 @@ static const struct kv_cli_opt *entry(const struct kv_cli_opt *opts, int ch)
 	return NULL;
 }
 
+/* How many long names word ("--tr", "--tr=x") abbreviates. */
+static int prefixes(const struct kv_cli_opt *opts, const char *word)
+{
+	size_t i, len;
+	int n = 0;
+
+	if (strncmp(word, "--", 2))
+		return 0;
+	word += 2;
+	len = strcspn(word, "=");
+	for (i = 0; opts[i].name; i++)
+		n += !strncmp(opts[i].name, word, len);
+	return n;
+}
+
 /*
  * The one line for what getopt refused (ch '?': unknown, ambiguous, or a
- * value given to a flag; ':' a value missing); returns 2.  The word is
- * argv[optind - 1] for a long option, -optopt for a short one.
+ * value given to a flag; ':' a value missing); returns 2.  optopt is the
+ * short letter, 256 + the entry's index for a long option getopt knows,
+ * 0 for an unknown long one (then argv[optind - 1] is the word).
  */
-static int refused(const struct kv_cli_cmd *cmd, int ch, char **argv)
+static int refused(const struct kv_cli_cmd *cmd, const struct kv_cli_opt *opts, int ch,
+		   char **argv)
 {
-	const char *word = argv[optind - 1];
-	char p[96], s[3] = { '-', (char)optopt, 0 };
+	const struct kv_cli_opt *o = optopt >= 256 ? &opts[optopt - 256] : NULL;
+	char p[96], word[96];
 
 	path(cmd, p, sizeof(p));
-	if (optopt && strncmp(word, "--", 2))
-		word = s;
+	if (optopt > 0 && optopt < 256)
+		snprintf(word, sizeof(word), "-%c", optopt);
+	else if (o)
+		snprintf(word, sizeof(word), "--%s", o->name);
+	else
+		snprintf(word, sizeof(word), "%s", argv[optind - 1]);
 	if (ch == ':')
 		fprintf(stderr, "kvsim: %s: option '%s' needs a value; see '%s --help'\n", cmd->name,
 			word, p);
-	else if (!strncmp(word, "--", 2) && strchr(word, '='))
-		fprintf(stderr, "kvsim: %s: unknown option '%s', or one that takes no value; see '%s --help'\n",
-			cmd->name, word, p);
+	else if (o)
+		fprintf(stderr, "kvsim: %s: option '%s' takes no value; see '%s --help'\n", cmd->name,
+			word, p);
+	else if (prefixes(opts, word) > 1)
+		fprintf(stderr, "kvsim: %s: ambiguous option '%s'; see '%s --help'\n", cmd->name, word, p);
 	else
 		fprintf(stderr, "kvsim: %s: unknown option '%s'; see '%s --help'\n", cmd->name, word, p);
 	return 2;
@@ -302,7 +325,7 @@ int kv_cli_parse(const struct kv_cli_cmd *cmd, const struct kv_cli_opt *opts, in
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, optstring, lo, NULL)) != -1) {
 		if (!(o = entry(opts, ch)))
-			return refused(cmd, ch, argv);
+			return refused(cmd, opts, ch, argv);
 		if ((rc = store(cmd, o, optarg)))
 			return rc;
 		if (o->seen)

@@ -71,6 +71,12 @@ while read -r c mode; do
   fi
 done < <(for c in $cmds; do echo "$c"; done; echo "$modes")
 
+# a value given to a flag, an abbreviation of two options
+"$kvsim" run --quiet=3 x.yaml 2> "$tmp/e"; [ $? = 2 ] && grep -qx "kvsim: run: option '--quiet' takes no value; see 'kvsim run --help'" "$tmp/e" &&
+  ok || bad "run --quiet=3: $(cat "$tmp/e")"
+"$kvsim" run --tr x x.yaml 2> "$tmp/e"; [ $? = 2 ] && grep -qx "kvsim: run: ambiguous option '--tr'; see 'kvsim run --help'" "$tmp/e" &&
+  ok || bad "run --tr: $(cat "$tmp/e")"
+
 # the commands that can run for minutes take --progress (and so KVSIM_PROGRESS=1)
 for c in run sweep calibrate "calibrate --from-run" validate "validate --from-run"; do
   "$kvsim" help --options $c | grep -qx -- "--progress" && ok || bad "kvsim $c has no --progress"
