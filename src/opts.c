@@ -158,7 +158,7 @@ static int store(const struct kv_cli_cmd *cmd, const struct kv_cli_opt *o, const
 		*(const char **)o->dst = arg;
 		return 0;
 	case KV_CLI_PATH:
-		if (!*arg)
+		if (!*arg || !strncmp(arg, "--", 2)) /* `--from-run --profile x`: RUN forgotten */
 			break;
 		*(const char **)o->dst = arg;
 		return 0;

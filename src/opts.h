@@ -34,7 +34,7 @@
 enum kv_cli_kind {
 	KV_CLI_FLAG, /* no argument; *(int *)dst = 1 */
 	KV_CLI_STR, /* *(const char **)dst = arg; max: longest length in bytes (0: any) */
-	KV_CLI_PATH, /* as STR, but '' is refused ("expected " what) */
+	KV_CLI_PATH, /* as STR, but '' and "--..." (a forgotten value) are refused ("expected " what) */
 	KV_CLI_U64, /* *(uint64_t *)dst, an integer in [min, max] */
 	KV_CLI_INT, /* *(int *)dst, an integer in [min, max] */
 	KV_CLI_LONG, /* *(long *)dst, an integer in [min, max] */

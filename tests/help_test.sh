@@ -77,6 +77,11 @@ done < <(for c in $cmds; do echo "$c"; done; echo "$modes")
 "$kvsim" run --tr x x.yaml 2> "$tmp/e"; [ $? = 2 ] && grep -qx "kvsim: run: ambiguous option '--tr'; see 'kvsim run --help'" "$tmp/e" &&
   ok || bad "run --tr: $(cat "$tmp/e")"
 
+# a path option followed by another option: its value was forgotten
+"$kvsim" calibrate --from-run --profile x 2> "$tmp/e"; [ $? = 2 ] &&
+  grep -qx "kvsim: calibrate: --from-run: bad value '--profile': expected a run file" "$tmp/e" &&
+  ok || bad "calibrate --from-run --profile x: $(cat "$tmp/e")"
+
 # the commands that can run for minutes take --progress (and so KVSIM_PROGRESS=1)
 for c in run sweep calibrate "calibrate --from-run" validate "validate --from-run"; do
   "$kvsim" help --options $c | grep -qx -- "--progress" && ok || bad "kvsim $c has no --progress"
