@@ -29,7 +29,6 @@
 
 #include <assert.h>
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,70 +40,74 @@
 
 struct cal_args {
 	const char *kind, *model, *out, *replay;
-	int reps, threads, quick, quiet, cpu_clock;
+	int reps, threads, quick, quiet, progress, cpu_clock;
 	uint64_t seed, kv_memory;
 };
 
-static void usage(FILE *f)
-{
-	fputs("usage: kvsim calibrate [--backend cpu|cuda] [--model M] [-o PROFILE.yaml]\n"
-	      "       kvsim calibrate --from-run RUN WORKLOAD.yaml [-o PROFILE.yaml] (--from-run --help)\n"
-	      "                       [--reps N] [--threads N] [--quick] [--replay WORKLOAD.yaml]\n"
-	      "                       [--kv-memory BYTES] [--clock wall|cpu] [--seed N] [--quiet]\n"
-	      "\n"
-	      "Runs real iterations of model M (a name from `kvsim list models` or a path;\n"
-	      "default tiny) on an execution backend (default cpu), fits the perf model's\n"
-	      "coefficients by least squares and writes a device profile.\n"
-	      "\n"
-	      "  --backend KIND     cpu (fp32, CBLAS) or cuda (fp16, cuBLAS; needs a GPU)\n"
-	      "  -o, --output PATH  device profile to write (default\n"
-	      "                     out/calibrate/KIND-MODEL.yaml); beside it PATH's stem\n"
-	      "                     plus -points.csv (every measurement and its fit),\n"
-	      "                     -model.yaml (the model at the backend's precision),\n"
-	      "                     -summary.csv (every figure below, one per row) and\n"
-	      "                     -fit.png (predicted vs measured, when gnuplot is installed)\n"
-	      "  --reps N           timed repetitions per grid point, median kept (default 5)\n"
-	      "  --threads N        CPU backend: BLAS threads (default: the library's)\n"
-	      "  --quick            a smaller grid (CI)\n"
-	      "  --replay FILE      workload replayed through the real executor for more\n"
-	      "                     points and the caches' beta (default\n"
-	      "                     workloads/calibrate-replay.yaml of the source tree)\n"
-	      "  --kv-memory BYTES  most KV bytes of a grid point (default 1GiB cpu, 40GiB\n"
-	      "                     cuda); the arena holds the largest point kept\n"
-	      "  --clock CLOCK      cpu backend: time steps by wall time (default) or by the\n"
-	      "                     thread's CPU time (cpu: needs --threads 1; steadier on a\n"
-	      "                     shared machine; validate with the same clock)\n"
-	      "  --seed N           weights and token ids (default 1)\n"
-	      "  --quiet            no progress or table\n"
-	      "\n"
-	      "exit status: 0 done, 1 output error, 2 bad input, 3 out of memory,\n"
-	      "             4 the backend failed or is absent (no GPU for cuda)\n",
-	      f);
-}
+static const char *const cal_synopsis[] = {
+	"[options]",
+	"--from-run RUN [options] WORKLOAD.yaml",
+	NULL,
+};
+
+static const char cal_desc[] =
+	"Runs real iterations of model M (a name from `kvsim list models` or a path;\n"
+	"default tiny) on an execution backend (default cpu), fits the perf model's\n"
+	"coefficients by least squares and writes a device profile.  With --from-run,\n"
+	"fits a profile to a recorded serving run instead, with options of its own:\n"
+	"`kvsim calibrate --from-run --help`.\n";
+
+static const char cal_notes[] =
+	"exit status: 0 done, 1 output error, 2 bad input, 3 out of memory,\n"
+	"             4 the backend failed or is absent (no GPU for cuda)\n";
 
 static int parse_args(int argc, char **argv, struct cal_args *a)
 {
 	const struct kv_cli_opt opts[] = {
-		{ .name = "backend", .kind = KV_CLI_STR, .dst = &a->kind },
-		{ .name = "model", .kind = KV_CLI_STR, .dst = &a->model, .max = 1000 },
+		{ .name = "backend", .kind = KV_CLI_STR, .dst = &a->kind, .arg = "KIND",
+		  .help = "cpu (fp32, CBLAS; default) or cuda (fp16, cuBLAS; needs a GPU)" },
+		{ .name = "model", .kind = KV_CLI_STR, .dst = &a->model, .max = 1000, .arg = "M",
+		  .help = "the model: a name from `kvsim list models` or a path\n(default tiny)" },
 		{ .name = "output", .short_name = 'o', .kind = KV_CLI_PATH, .dst = &a->out,
-		  .what = "a profile path", .label = "-o" },
+		  .what = "a profile path", .label = "-o", .arg = "PATH",
+		  .help = "device profile to write (default\n"
+			  "out/calibrate/KIND-MODEL.yaml); beside it PATH's stem\n"
+			  "plus -points.csv (every measurement and its fit),\n"
+			  "-model.yaml (the model at the backend's precision),\n"
+			  "-summary.csv (every figure below, one per row) and\n"
+			  "-fit.png (predicted vs measured, when gnuplot is installed)" },
 		{ .name = "reps", .kind = KV_CLI_INT, .dst = &a->reps, .min = 1, .max = 100,
-		  .what = "an integer in [1, 100]" },
+		  .what = "an integer in [1, 100]", .arg = "N",
+		  .help = "timed repetitions per grid point, median kept (default 5)" },
 		{ .name = "threads", .kind = KV_CLI_INT, .dst = &a->threads, .max = 1024,
-		  .what = "an integer in [0, 1024]" },
-		{ .name = "quick", .kind = KV_CLI_FLAG, .dst = &a->quick },
-		{ .name = "replay", .kind = KV_CLI_STR, .dst = &a->replay, .max = 1000 },
+		  .what = "an integer in [0, 1024]", .arg = "N",
+		  .help = "CPU backend: BLAS threads (default: the library's)" },
+		{ .name = "quick", .kind = KV_CLI_FLAG, .dst = &a->quick, .help = "a smaller grid (CI)" },
+		{ .name = "replay", .kind = KV_CLI_STR, .dst = &a->replay, .max = 1000, .arg = "FILE",
+		  .help = "workload replayed through the real executor for more\n"
+			  "points and the caches' beta (default\n"
+			  "workloads/calibrate-replay.yaml of the source tree)" },
 		{ .name = "kv-memory", .kind = KV_CLI_BYTES, .dst = &a->kv_memory,
-		  .what = "bytes, e.g. 1073741824, 512MiB or 2GiB" },
+		  .what = "bytes, e.g. 1073741824, 512MiB or 2GiB", .arg = "BYTES",
+		  .help = "most KV bytes of a grid point (default 1GiB cpu, 40GiB\n"
+			  "cuda); the arena holds the largest point kept" },
 		{ .name = "clock", .kind = KV_CLI_FN, .dst = &a->cpu_clock, .fn = kv_calib_clock_arg,
-		  .what = "wall or cpu" },
+		  .what = "wall or cpu", .arg = "CLOCK",
+		  .help = "cpu backend: time steps by wall time (default) or by the\n"
+			  "thread's CPU time (cpu: needs --threads 1; steadier on a\n"
+			  "shared machine; validate with the same clock)" },
 		{ .name = "seed", .kind = KV_CLI_U64, .dst = &a->seed, .max = UINT64_MAX,
-		  .what = "a non-negative integer" },
-		{ .name = "quiet", .kind = KV_CLI_FLAG, .dst = &a->quiet },
+		  .what = "a non-negative integer", .arg = "N",
+		  .help = "weights and token ids (default 1)" },
+		{ .name = "quiet", .kind = KV_CLI_FLAG, .dst = &a->quiet,
+		  .help = "no progress or table" },
+		{ .name = "progress", .kind = KV_CLI_FLAG, .dst = &a->progress,
+		  .help = "a progress line every 5 s on stderr even when it is not a\n"
+			  "terminal (CI logs, Slurm; also KVSIM_PROGRESS=1)" },
 		{ .name = NULL },
 	};
-	const struct kv_cli_cmd cmd = { "calibrate", usage, NULL };
+	const struct kv_cli_cmd cmd = { .name = "calibrate", .synopsis = cal_synopsis,
+					.desc = cal_desc, .notes = cal_notes };
 	int rc;
 
 	memset(a, 0, sizeof(*a));
@@ -159,13 +162,10 @@ static int add_point(struct cal *c, const char *what, const struct kv_batch_shap
 	return 0;
 }
 
-static void progress(const struct cal *c, const char *what, size_t i, size_t n)
+/* The grid's progress line, the closing one at i == n. */
+static void progress(const char *what, size_t i, size_t n)
 {
-	if (c->a.quiet || !isatty(2))
-		return;
-	fprintf(stderr, "\rcalibrate: %s %zu/%zu   ", what, i, n);
-	if (i == n)
-		fputc('\n', stderr);
+	kv_progress_note(i == n, "calibrate: %s %zu/%zu", what, i, n);
 }
 
 /*
@@ -283,7 +283,7 @@ static int measure_grid(struct cal *c, struct kv_diag *d)
 		struct kv_batch_shape sh;
 		uint32_t ns = kv_calib_point_batch(&g[i], CAL_PAGE_TOKENS, tb, pages, seqs, &sh);
 
-		progress(c, "grid point", i, n);
+		progress("grid point", i, n);
 		for (r = 0; r <= c->a.reps; r++) {
 			uint64_t t;
 
@@ -295,7 +295,7 @@ static int measure_grid(struct cal *c, struct kv_diag *d)
 		qsort(times + 1, (size_t)c->a.reps, sizeof(double), cmp_dbl);
 		add_point(c, g[i].what, &sh, times[1 + c->a.reps / 2]);
 	}
-	progress(c, "grid point", n, n);
+	progress("grid point", n, n);
 out:
 	free(seqs);
 	free(pages);
@@ -553,6 +553,7 @@ int kv_cmd_calibrate(int argc, char **argv)
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	memset((char *)&c + sizeof(c.a), 0, sizeof(c) - sizeof(c.a));
+	kv_progress_init(c.a.quiet, c.a.progress);
 	if (kv_profile_load_model(c.a.model, &c.m, &d)) {
 		kv_diag_print(&d, stderr);
 		return 2;

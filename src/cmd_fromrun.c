@@ -12,9 +12,9 @@
 #include "lib/outdir.h"
 #include "lib/output.h"
 #include "lib/profile_load.h"
+#include "opts.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +26,8 @@
 #define DEFAULT_MAX_EVALS 200
 #define DEFAULT_MAX_EVALS_MULTI 4000 /* --multi-start: screens and descents of up to 4 rounds */
 #define MIN_FIT_REQUESTS 8
+#define STR_(x) #x
+#define STR(x) STR_(x) /* a macro's value as a string, for help text */
 
 struct fr_args {
 	const char *run, *settings, *out, *profile;
@@ -33,67 +35,36 @@ struct fr_args {
 	size_t n_sets;
 	double holdout; /* share of the run (the last requests by send time) held out */
 	unsigned max_evals;
-	int quiet, validate;
+	int max_evals_opt; /* --max-evals N as parsed */
+	int quiet, validate, progress;
 	int multi; /* --multi-start: screen a grid of starts, descend from the best few */
 	int evals_set; /* --max-evals given */
+	struct kv_cli_sets set; /* --set, into sets[] */
 };
 
-static void usage(FILE *f, int validate)
-{
-	if (validate)
-		fputs("usage: kvsim validate --from-run RUN WORKLOAD.yaml [--profile DEVICE.yaml]\n"
-		      "                      [--holdout F] [-o ERRORS.csv] [--set key.path=value]...\n"
-		      "                      [--quiet]\n"
-		      "\n"
-		      "Replays the recorded run RUN in the simulator with WORKLOAD's settings\n"
-		      "(model, device, cluster, batching, scheduler, cache; its workload section is\n"
-		      "replaced by RUN's requests) and reports the signed error of TTFT, TPOT and\n"
-		      "E2E mean, p90 and p99, predicted against measured.\n"
-		      "\n"
-		      "  --from-run RUN     vLLM's benchmark result JSON (--save-result\n"
-		      "                     --save-detailed), or a CSV or JSON-lines file with\n"
-		      "                     arrival_s, prompt_tokens, output_tokens, ttft_s, e2e_s\n"
-		      "  --profile FILE     the device profile to score (default: WORKLOAD's device)\n"
-		      "  --holdout F        score only the last share F of the requests by send\n"
-		      "                     time (default 0: all), as calibrate --from-run reports\n"
-		      "  -o FILE            write the errors as CSV\n"
-		      "  --set k=v          override a workload key, as in `kvsim run`\n"
-		      "  --quiet            no table\n"
-		      "\n"
-		      "exit status: 0 done, 1 output error, 2 bad input\n",
-		      f);
-	else
-		fputs("usage: kvsim calibrate --from-run RUN WORKLOAD.yaml [-o PROFILE.yaml]\n"
-		      "                       [--holdout F] [--max-evals N] [--set key.path=value]...\n"
-		      "                       [--multi-start] [--quiet]\n"
-		      "\n"
-		      "Fits the device profile's eff_bw, eff_flops, overhead and per_seq to a\n"
-		      "recorded serving run: RUN is replayed in the simulator with WORKLOAD's\n"
-		      "settings (model, device, cluster, batching, scheduler, cache; its workload\n"
-		      "section is replaced by RUN's requests) inside a least-squares loop over the\n"
-		      "log errors of TTFT, TPOT and E2E summed over windows of 10 requests.  The\n"
-		      "fit uses the first part of the run by send time; the rest is held out and\n"
-		      "its errors (mean, p90, p99) reported.\n"
-		      "\n"
-		      "  --from-run RUN     vLLM's benchmark result JSON (--save-result\n"
-		      "                     --save-detailed), or a CSV or JSON-lines file with\n"
-		      "                     arrival_s, prompt_tokens, output_tokens, ttft_s, e2e_s\n"
-		      "  --settings FILE    the same as the WORKLOAD.yaml argument\n"
-		      "  -o, --output PATH  device profile to write (default\n"
-		      "                     out/calibrate/RUN-fromrun.yaml); beside it PATH's stem\n"
-		      "                     plus -fit.csv (coefficients and intervals) and\n"
-		      "                     -holdout.csv (held-out errors, start and fitted)\n"
-		      "  --holdout F        share of the run held out, in [0, 0.9] (default 0.5)\n"
-		      "  --max-evals N      most replays the fit may run (default 200; 1500\n"
-		      "                     with --multi-start)\n"
-		      "  --multi-start      also screen 62 starts around WORKLOAD's device and\n"
-		      "                     descend from the 6 best; the lowest cost is kept\n"
-		      "  --set k=v          override a workload key, as in `kvsim run`\n"
-		      "  --quiet            no table\n"
-		      "\n"
-		      "exit status: 0 done, 1 output error, 2 bad input\n",
-		      f);
-}
+static const char *const fr_synopsis[] = { "RUN [options] WORKLOAD.yaml", NULL };
+
+static const char fr_run_help[] =
+	"vLLM's benchmark result JSON (--save-result\n"
+	"--save-detailed), or a CSV or JSON-lines file with\n"
+	"arrival_s, prompt_tokens, output_tokens, ttft_s, e2e_s";
+
+static const char fr_val_desc[] =
+	"Replays the recorded run RUN in the simulator with WORKLOAD's settings\n"
+	"(model, device, cluster, batching, scheduler, cache; its workload section is\n"
+	"replaced by RUN's requests) and reports the signed error of TTFT, TPOT and\n"
+	"E2E mean, p90 and p99, predicted against measured.\n";
+
+static const char fr_cal_desc[] =
+	"Fits the device profile's eff_bw, eff_flops, overhead and per_seq to a\n"
+	"recorded serving run: RUN is replayed in the simulator with WORKLOAD's\n"
+	"settings (model, device, cluster, batching, scheduler, cache; its workload\n"
+	"section is replaced by RUN's requests) inside a least-squares loop over the\n"
+	"log errors of TTFT, TPOT and E2E summed over windows of 10 requests.  The\n"
+	"fit uses the first part of the run by send time; the rest is held out and\n"
+	"its errors (mean, p90, p99) reported.\n";
+
+static const char fr_notes[] = "exit status: 0 done, 1 output error, 2 bad input\n";
 
 int kv_fromrun_wanted(int argc, char **argv)
 {
@@ -105,104 +76,112 @@ int kv_fromrun_wanted(int argc, char **argv)
 	return 0;
 }
 
-static int bad_opt(const struct fr_args *a, const char *opt, const char *v, const char *exp)
+/* --holdout F: a share in [0, 0.9] into the double at dst; -1 when bad. */
+static int parse_holdout(const char *arg, void *dst)
 {
-	fprintf(stderr, "kvsim: %s: %s: bad value '%s': expected %s\n",
-		a->validate ? "validate" : "calibrate", opt, v, exp);
-	return 2;
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (errno || *end || !*arg || !(v >= 0 && v <= 0.9))
+		return -1;
+	*(double *)dst = v;
+	return 0;
+}
+
+/* calibrate --from-run's options; the entries shared with validate's come first. */
+static int parse_calibrate(int argc, char **argv, struct fr_args *a)
+{
+	const struct kv_cli_opt opts[] = {
+		{ .name = "from-run", .kind = KV_CLI_PATH, .dst = &a->run, .what = "a run file",
+		  .arg = "RUN", .help = fr_run_help },
+		{ .name = "settings", .kind = KV_CLI_PATH, .dst = &a->settings, .what = "a workload file",
+		  .arg = "FILE", .help = "the same as the WORKLOAD.yaml argument" },
+		{ .name = "output", .short_name = 'o', .kind = KV_CLI_PATH, .dst = &a->out,
+		  .what = "a file path", .label = "-o", .arg = "PATH",
+		  .help = "device profile to write (default\n"
+			  "out/calibrate/RUN-fromrun.yaml); beside it PATH's stem\n"
+			  "plus -fit.csv (coefficients and intervals) and\n"
+			  "-holdout.csv (held-out errors, start and fitted)" },
+		{ .name = "holdout", .kind = KV_CLI_FN, .dst = &a->holdout, .fn = parse_holdout,
+		  .what = "a share in [0, 0.9]", .arg = "F",
+		  .help = "share of the run held out, in [0, 0.9] (default 0.5)" },
+		{ .name = "max-evals", .kind = KV_CLI_INT, .dst = &a->max_evals_opt, .min = 10,
+		  .max = 100000, .what = "an integer in [10, 100000]", .seen = &a->evals_set,
+		  .arg = "N", .help = "most replays the fit may run (default " STR(DEFAULT_MAX_EVALS)
+				      ";\n" STR(DEFAULT_MAX_EVALS_MULTI) " with --multi-start)" },
+		{ .name = "multi-start", .kind = KV_CLI_FLAG, .dst = &a->multi,
+		  .help = "also screen 62 starts around WORKLOAD's device and\n"
+			  "descend from the 6 best; the lowest cost is kept" },
+		{ .name = "set", .kind = KV_CLI_SET, .dst = &a->set, .max = MAX_SETS, .arg = "K=V",
+		  .help = "override a workload key, as in `kvsim run`; repeatable" },
+		{ .name = "quiet", .kind = KV_CLI_FLAG, .dst = &a->quiet, .help = "no progress or table" },
+		{ .name = "progress", .kind = KV_CLI_FLAG, .dst = &a->progress,
+		  .help = "a progress line every 5 s on stderr even when it is not a\n"
+			  "terminal (CI logs, Slurm; also KVSIM_PROGRESS=1)" },
+		{ .name = NULL },
+	};
+	const struct kv_cli_cmd cmd = { .name = "calibrate", .mode = "--from-run",
+					.synopsis = fr_synopsis, .desc = fr_cal_desc,
+					.notes = fr_notes, .positional = "workload file",
+					.min_operands = 0, .max_operands = 1 };
+
+	return kv_cli_parse(&cmd, opts, argc, argv, &a->settings);
+}
+
+/* validate --from-run's options. */
+static int parse_validate(int argc, char **argv, struct fr_args *a)
+{
+	const struct kv_cli_opt opts[] = {
+		{ .name = "from-run", .kind = KV_CLI_PATH, .dst = &a->run, .what = "a run file",
+		  .arg = "RUN", .help = fr_run_help },
+		{ .name = "settings", .kind = KV_CLI_PATH, .dst = &a->settings, .what = "a workload file",
+		  .arg = "FILE", .help = "the same as the WORKLOAD.yaml argument" },
+		{ .name = "profile", .kind = KV_CLI_PATH, .dst = &a->profile, .what = "a profile path",
+		  .arg = "FILE", .help = "the device profile to score (default: WORKLOAD's device)" },
+		{ .name = "holdout", .kind = KV_CLI_FN, .dst = &a->holdout, .fn = parse_holdout,
+		  .what = "a share in [0, 0.9]", .arg = "F",
+		  .help = "score only the last share F of the requests by send\n"
+			  "time (default 0: all), as calibrate --from-run reports" },
+		{ .name = "output", .short_name = 'o', .kind = KV_CLI_PATH, .dst = &a->out,
+		  .what = "a file path", .label = "-o", .arg = "FILE",
+		  .help = "write the errors as CSV" },
+		{ .name = "set", .kind = KV_CLI_SET, .dst = &a->set, .max = MAX_SETS, .arg = "K=V",
+		  .help = "override a workload key, as in `kvsim run`; repeatable" },
+		{ .name = "quiet", .kind = KV_CLI_FLAG, .dst = &a->quiet, .help = "no progress or table" },
+		{ .name = "progress", .kind = KV_CLI_FLAG, .dst = &a->progress,
+		  .help = "a progress line every 5 s on stderr even when it is not a\n"
+			  "terminal (CI logs, Slurm; also KVSIM_PROGRESS=1)" },
+		{ .name = NULL },
+	};
+	const struct kv_cli_cmd cmd = { .name = "validate", .mode = "--from-run",
+					.synopsis = fr_synopsis, .desc = fr_val_desc,
+					.notes = fr_notes, .positional = "workload file",
+					.min_operands = 0, .max_operands = 1 };
+
+	return kv_cli_parse(&cmd, opts, argc, argv, &a->settings);
 }
 
 static int parse_args(int argc, char **argv, struct fr_args *a, int validate)
 {
-	static const struct option longopts[] = {
-		{ "from-run", required_argument, NULL, 'r' }, { "settings", required_argument, NULL, 'w' },
-		{ "output", required_argument, NULL, 'o' },   { "profile", required_argument, NULL, 'p' },
-		{ "holdout", required_argument, NULL, 'H' },  { "max-evals", required_argument, NULL, 'm' },
-		{ "set", required_argument, NULL, 'S' },      { "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },           { "multi-start", no_argument, NULL, '1' },
-		{ NULL, 0, NULL, 0 },
-	};
 	const char *cmd = validate ? "validate" : "calibrate";
-	char *end;
-	int ch;
+	int rc;
 
 	memset(a, 0, sizeof(*a));
 	a->validate = validate;
 	a->holdout = validate ? 0 : 0.5;
-	a->max_evals = DEFAULT_MAX_EVALS;
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'r':
-			a->run = optarg;
-			break;
-		case 'w':
-			a->settings = optarg;
-			break;
-		case 'o':
-			if (!*optarg)
-				return bad_opt(a, "-o", optarg, "a file path");
-			a->out = optarg;
-			break;
-		case 'p':
-			if (!validate)
-				return bad_opt(a, "--profile", optarg,
-					       "no --profile with --from-run: the start is WORKLOAD's device");
-			a->profile = optarg;
-			break;
-		case 'H':
-			errno = 0;
-			a->holdout = strtod(optarg, &end);
-			if (errno || *end || !*optarg || !(a->holdout >= 0 && a->holdout <= 0.9))
-				return bad_opt(a, "--holdout", optarg, "a share in [0, 0.9]");
-			break;
-		case 'm': {
-			unsigned long v;
-
-			errno = 0;
-			v = strtoul(optarg, &end, 10);
-			if (errno || *end || !*optarg || optarg[0] == '-' || v < 10 || v > 100000)
-				return bad_opt(a, "--max-evals", optarg, "an integer in [10, 100000]");
-			a->max_evals = (unsigned)v;
-			a->evals_set = 1;
-			break;
-		}
-		case 'S':
-			if (a->n_sets == MAX_SETS) {
-				fprintf(stderr, "kvsim: %s: --set: more than %d overrides\n", cmd, MAX_SETS);
-				return 2;
-			}
-			a->sets[a->n_sets++] = optarg;
-			break;
-		case 'q':
-			a->quiet = 1;
-			break;
-		case '1':
-			if (validate)
-				return bad_opt(a, "--multi-start", "", "no --multi-start with validate");
-			a->multi = 1;
-			break;
-		case 'h':
-			usage(stdout, validate);
-			return -1;
-		default:
-			usage(stderr, validate);
-			return 2;
-		}
-	}
-	if (optind < argc && !a->settings)
-		a->settings = argv[optind++];
-	if (optind != argc) {
-		fprintf(stderr, "kvsim: %s: unexpected argument '%s'\n", cmd, argv[optind]);
-		usage(stderr, validate);
-		return 2;
-	}
-	if (a->multi && !a->evals_set)
-		a->max_evals = DEFAULT_MAX_EVALS_MULTI;
+	a->set.v = a->sets;
+	rc = validate ? parse_validate(argc, argv, a) : parse_calibrate(argc, argv, a);
+	if (rc)
+		return rc;
+	a->n_sets = a->set.n;
+	a->max_evals = a->evals_set ? (unsigned)a->max_evals_opt :
+		       a->multi ? DEFAULT_MAX_EVALS_MULTI : DEFAULT_MAX_EVALS;
 	if (!a->settings) {
 		fprintf(stderr, "kvsim: %s: --from-run needs the deployment's settings: a workload "
-				"file (model, device, cluster, batching, scheduler, cache)\n", cmd);
-		usage(stderr, validate);
+				"file (model, device, cluster, batching, scheduler, cache); see "
+				"'kvsim %s --from-run --help'\n", cmd, cmd);
 		return 2;
 	}
 	return 0;
@@ -298,6 +277,7 @@ static int fr_begin(struct fr_ctx *c, int argc, char **argv, int validate, char 
 	kv_run_catch_signals(); /* SIGINT, SIGTERM: stop, say so, exit 128 + N */
 	if ((status = parse_args(argc, argv, &c->a, validate)))
 		return status;
+	kv_progress_init(c->a.quiet, c->a.progress);
 	if (path && (status = out_path(&c->a, path, len)))
 		return status;
 	/* one writer of a profile (or errors CSV) at a time, as plain calibrate: held until exit */
@@ -316,6 +296,7 @@ static int fr_begin(struct fr_ctx *c, int argc, char **argv, int validate, char 
 			c->run.path, c->run.n + c->run.n_dropped, c->run.n, c->run.n_dropped,
 			KV_RUN_MAX_REQUESTS);
 	c->rp.quiet = c->a.quiet;
+	c->rp.progress = c->a.progress;
 	if (kv_replay_init(&c->rp, &c->w, &c->run, &d))
 		return failed(&d, 1);
 	return 0;
@@ -324,6 +305,7 @@ static int fr_begin(struct fr_ctx *c, int argc, char **argv, int validate, char 
 /* The shared epilogue: checks stdout when all went well, releases c; the exit status. */
 static int fr_end(struct fr_ctx *c, int status)
 {
+	kv_progress_done();
 	if (status < 0)
 		status = 0;
 	else if (!status && (fflush(stdout) || ferror(stdout)))

@@ -4,6 +4,7 @@
  * units).  Printed from the registries and option tables themselves.
  */
 #include "commands.h"
+#include "opts.h"
 #include "lib/metric_doc.h"
 #include "lib/profile_load.h"
 
@@ -141,23 +142,31 @@ static void list_metrics(void)
 	}
 }
 
+static const char *const list_synopsis[] = {
+	"[schedulers|caches|routers|engines|devices|models|metrics]", NULL
+};
+
+static const char list_desc[] =
+	"Prints every plugin with its description and options (name, type,\n"
+	"default, units), and every shipped device and model profile with its\n"
+	"key figures (from the profiles directory: $KVSIM_CONFIG_DIR or configs/).\n"
+	"`kvsim list metrics`: every column of summary.csv, tenants.csv,\n"
+	"requests.csv, timeseries.csv, tenant_timeseries.csv and health.csv with its\n"
+	"unit and definition (what `kvsim plot --metric` and a sweep's target take).\n";
+
 int kv_cmd_list(int argc, char **argv)
 {
-	const char *what = argc > 1 ? argv[1] : "all";
-	int all = !strcmp(what, "all");
+	static const struct kv_cli_opt opts[] = { { .name = NULL } };
+	static const struct kv_cli_cmd cmd = { .name = "list", .synopsis = list_synopsis,
+					       .desc = list_desc, .positional = "kind",
+					       .min_operands = 0, .max_operands = 1 };
+	const char *what = "all";
+	int all, rc;
 	enum kv_plugin_kind k;
 
-	if (!strcmp(what, "--help") || !strcmp(what, "-h")) {
-		puts("usage: kvsim list [schedulers|caches|routers|engines|devices|models|metrics]\n\n"
-		     "Prints every plugin with its description and options (name, type,\n"
-		     "default, units), and every shipped device and model profile with its\n"
-		     "key figures (from " "the profiles directory: $KVSIM_CONFIG_DIR or configs/).\n"
-		     "`kvsim list metrics`: every column of summary.csv, tenants.csv,\n"
-		     "requests.csv, timeseries.csv, tenant_timeseries.csv and health.csv with its\n"
-		     "unit and "
-		     "definition (what `kvsim plot --metric` and a sweep's target take).");
-		return 0;
-	}
+	if ((rc = kv_cli_parse(&cmd, opts, argc, argv, &what)))
+		return rc < 0 ? 0 : rc;
+	all = !strcmp(what, "all");
 	if (!all && strcmp(what, "schedulers") && strcmp(what, "caches") &&
 	    strcmp(what, "routers") && strcmp(what, "engines") && strcmp(what, "devices") &&
 	    strcmp(what, "models") && strcmp(what, "metrics")) {

@@ -3,6 +3,7 @@
  * (run.png and run.svg) from its CSVs, without the user writing gnuplot.
  */
 #include "commands.h"
+#include "opts.h"
 #include "lib/chart.h"
 #include "lib/csv.h"
 #include "lib/metric_doc.h"
@@ -57,10 +58,8 @@ static int csv_next(struct csv_in *c)
 	struct kv_diag d = { 0 };
 	int rc = kv_csv_rec_read(&c->rec, c->f, &c->line, c->path, &d);
 
-	if (rc < 0) {
-		fputs("plot: ", stderr);
+	if (rc < 0)
 		kv_diag_print(&d, stderr);
-	}
 	return rc < 0 ? -1 : rc;
 }
 
@@ -310,7 +309,7 @@ static void list_metrics(const struct sweep_csv *c, FILE *f)
 {
 	size_t i = kv_csv_rec_find(&c->hdr, "workload");
 
-	fputs("  expected one of (kvsim list metrics defines them):", f);
+	fputs(": expected one of (kvsim list metrics defines them):", f);
 	for (i = i == (size_t)-1 ? 0 : i + 1; i < c->hdr.n; i++)
 		fprintf(f, " %s", c->hdr.field[i]);
 	fputc('\n', f);
@@ -664,7 +663,7 @@ int kv_plot_sweep(const char *dir, const char *title, const char *metric, const 
 	else if (c.n_axes > 1)
 		bycol = 3 + (xcol == 3); /* default: the first axis other than x */
 	if (!ycol || ycol <= 2 + c.n_axes + 4) {
-		fprintf(stderr, "kvsim: plot: %s/sweep.csv: unknown metric '%s'\n", dir, metric);
+		fprintf(stderr, "kvsim: plot: %s/sweep.csv: unknown metric '%s'", dir, metric);
 		list_metrics(&c, stderr);
 		kv_csv_rec_release(&c.hdr);
 		return 2;
@@ -745,46 +744,40 @@ static int plot_dir(const char *dir, const char *metric, const char *x, const ch
 	return 0;
 }
 
+static const char *const plot_synopsis[] = { "[options] DIR", NULL };
+
+static const char plot_desc[] =
+	"A run directory: renders DIR/run.png and DIR/run.svg from its CSVs, the\n"
+	"setup in the title: latency CDFs (TTFT, TPOT, E2E), KV memory reserved and\n"
+	"live against the pool's capacity, waiting and running requests per replica\n"
+	"(min/median/max beyond 8 replicas); with several tenants, per-tenant latency\n"
+	"CDFs, weighted service and waiting requests.  Long runs are binned (stated).\n"
+	"A sweep directory (with sweep.csv): renders DIR/sweep-METRIC.png and .svg:\n"
+	"the metric against the x axis, one line per value of the --by axis, each\n"
+	"point the mean over seeds and the remaining axes with min-max bars; bars\n"
+	"when x is not numeric.  Needs gnuplot.\n";
+
 int kv_cmd_plot(int argc, char **argv)
 {
 	const char *dir = NULL, *metric = "ttft_p99_s", *x = NULL, *by = NULL;
+	const struct kv_cli_opt opts[] = {
+		{ .name = "metric", .kind = KV_CLI_STR, .dst = &metric, .max = 200, .arg = "NAME",
+		  .help = "sweep: the summary column to plot (default ttft_p99_s;\n"
+			  "`kvsim list metrics`)" },
+		{ .name = "x", .kind = KV_CLI_STR, .dst = &x, .max = 200, .arg = "AXIS",
+		  .help = "sweep: the x axis (default: the sweep's last axis)" },
+		{ .name = "by", .kind = KV_CLI_STR, .dst = &by, .max = 200, .arg = "AXIS",
+		  .help = "sweep: one line per value of this axis (default: the\n"
+			  "first other axis)" },
+		{ .name = NULL },
+	};
+	const struct kv_cli_cmd cmd = { .name = "plot", .synopsis = plot_synopsis, .desc = plot_desc,
+					.positional = "run or sweep directory" };
 	struct kv_diag d;
-	int i, rc, lock;
+	int rc, lock;
 
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			dir = NULL;
-			break;
-		} else if (!strcmp(argv[i], "--metric") && i + 1 < argc) {
-			metric = argv[++i];
-		} else if (!strcmp(argv[i], "--x") && i + 1 < argc) {
-			x = argv[++i];
-		} else if (!strcmp(argv[i], "--by") && i + 1 < argc) {
-			by = argv[++i];
-		} else if (argv[i][0] != '-' && !dir) {
-			dir = argv[i];
-		} else {
-			fprintf(stderr, "kvsim: plot: unexpected argument '%s'\n", argv[i]);
-			return 2;
-		}
-	}
-	if (!dir) {
-		int help = argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
-
-		fputs("usage: kvsim plot DIR [--metric NAME] [--x AXIS] [--by AXIS]\n\n"
-		      "A run directory: renders DIR/run.png and DIR/run.svg from its CSVs, the\n"
-		      "setup in the title: latency CDFs (TTFT, TPOT, E2E), KV memory reserved and\n"
-		      "live against the pool's capacity, waiting and running requests per replica\n"
-		      "(min/median/max beyond 8 replicas); with several tenants, per-tenant latency\n"
-		      "CDFs, weighted service and waiting requests.  Long runs are binned (stated).\n"
-		      "A sweep directory (with sweep.csv): renders DIR/sweep-METRIC.png and .svg:\n"
-		      "the metric (a summary column, default ttft_p99_s; `kvsim list metrics`)\n"
-		      "against the x axis (default: the sweep's last axis), one line per value of\n"
-		      "the --by axis (default: the first other axis), each point the mean over\n"
-		      "seeds and the remaining axes with min-max bars; bars when x is not numeric.\n"
-		      "Needs gnuplot.\n", help ? stdout : stderr);
-		return help ? 0 : 2;
-	}
+	if ((rc = kv_cli_parse(&cmd, opts, argc, argv, &dir)))
+		return rc < 0 ? 0 : rc;
 	if (strlen(dir) + 64 >= KV_PATH_MAX) {
 		fprintf(stderr, "kvsim: plot: %s: path of %zu bytes is too long: expected at most %d bytes\n",
 			dir, strlen(dir), KV_PATH_MAX - 65);

@@ -9,7 +9,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,43 +50,18 @@ static int interrupted(const struct kv_sim *s, const char *when)
 	return KV_EXIT_SIGNAL(stop_flag);
 }
 
-static void run_usage(FILE *f)
-{
-	fputs("usage: kvsim run WORKLOAD.yaml [-o DIR] [--seed N] [--set key.path=value]...\n"
-	      "\n"
-	      "Simulates the workload and writes, in DIR (default: outputs.dir of the\n"
-	      "workload, else out/NAME): requests.csv, timeseries.csv, summary.csv,\n"
-	      "tenants.csv, health.csv and run.png (when gnuplot is installed); prints the\n"
-	      "summary as a table and the health report (docs/health.md).\n"
-	      "\n"
-	      "options:\n"
-	      "  -o, --output DIR     output directory (created when missing); it is replaced\n"
-	      "                       whole by this run's files (manifest.txt lists them)\n"
-	      "  -f, --force          replace DIR even when it holds files no kvsim run wrote\n"
-	      "  -s, --seed N         random seed (overrides the workload's `seed:`)\n"
-	      "  -S, --set K=V        override a workload key, e.g. --set cluster.replicas=4\n"
-	      "                       or --set scheduler.name=fifo; repeatable\n"
-	      "  -c, --check-pool     check every pool's integrity after every event (slow)\n"
-	      "  -x, --exact-steps    one event per iteration, no macro steps (same outputs,\n"
-	      "                       slower; also `exact_steps: true` in the workload)\n"
-	      "  -q, --quiet          no progress line and no table\n"
-	      "      --progress       a progress line every 5 s on stderr even when it is not a\n"
-	      "                       terminal (CI logs, Slurm; also KVSIM_PROGRESS=1)\n"
-	      "  -t, --trace-out FILE write a Chrome/Perfetto trace-event timeline (JSON) of the\n"
-	      "                       run to FILE (outputs.timeline: true writes DIR/timeline.json);\n"
-	      "                       open it in https://ui.perfetto.dev (docs/timeline.md)\n"
-	      "      --trace-window A:B  only iterations and requests starting in [A, B) seconds\n"
-	      "                       of simulated time (either side may be empty)\n"
-	      "      --trace-sample N trace one request in N (ids divisible by N), default 1\n"
-	      "      --trace-max-events N  stop starting spans after N events, default 2000000\n"
-	      "                       (0: no cap); open spans still end\n"
-	      "  -h, --help           this help\n"
-	      "\n"
-	      "exit status: 0 done, 1 output error (another kvsim writing DIR, a failed\n"
-	      "write or chart), 2 bad input, 3 out of memory, 130 interrupted by SIGINT,\n"
-	      "143 by SIGTERM (no output written)\n",
-	      f);
-}
+static const char *const run_synopsis[] = { "[options] WORKLOAD.yaml", NULL };
+
+static const char run_desc[] =
+	"Simulates the workload and writes, in DIR (default: outputs.dir of the\n"
+	"workload, else out/NAME): requests.csv, timeseries.csv, summary.csv,\n"
+	"tenants.csv, health.csv and run.png (when gnuplot is installed); prints the\n"
+	"summary as a table and the health report (docs/health.md).\n";
+
+static const char run_notes[] =
+	"exit status: 0 done, 1 output error (another kvsim writing DIR, a failed\n"
+	"write or chart), 2 bad input, 3 out of memory, 130 interrupted by SIGINT,\n"
+	"143 by SIGTERM (no output written)\n";
 
 struct run_args {
 	const char *path;
@@ -110,26 +84,47 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 {
 	const struct kv_cli_opt opts[] = {
 		{ .name = "output", .short_name = 'o', .kind = KV_CLI_PATH, .dst = &a->out,
-		  .what = "a directory path", .label = "-o" },
+		  .what = "a directory path", .label = "-o", .arg = "DIR",
+		  .help = "output directory (created when missing); it is replaced\n"
+			  "whole by this run's files (manifest.txt lists them)" },
 		{ .name = "seed", .short_name = 's', .kind = KV_CLI_U64, .dst = &a->seed,
-		  .max = UINT64_MAX, .what = "a non-negative integer", .seen = &a->has_seed },
-		{ .name = "set", .short_name = 'S', .kind = KV_CLI_SET, .dst = &a->set, .max = MAX_SETS },
-		{ .name = "check-pool", .short_name = 'c', .kind = KV_CLI_FLAG, .dst = &a->check_pool },
-		{ .name = "force", .short_name = 'f', .kind = KV_CLI_FLAG, .dst = &a->force },
-		{ .name = "exact-steps", .short_name = 'x', .kind = KV_CLI_FLAG, .dst = &a->exact_steps },
-		{ .name = "quiet", .short_name = 'q', .kind = KV_CLI_FLAG, .dst = &a->quiet },
-		{ .name = "progress", .kind = KV_CLI_FLAG, .dst = &a->progress },
+		  .max = UINT64_MAX, .what = "a non-negative integer", .seen = &a->has_seed,
+		  .arg = "N", .help = "random seed (overrides the workload's `seed:`)" },
+		{ .name = "set", .short_name = 'S', .kind = KV_CLI_SET, .dst = &a->set, .max = MAX_SETS,
+		  .arg = "K=V", .help = "override a workload key, e.g. --set cluster.replicas=4\n"
+					"or --set scheduler.name=fifo; repeatable" },
+		{ .name = "check-pool", .short_name = 'c', .kind = KV_CLI_FLAG, .dst = &a->check_pool,
+		  .help = "check every pool's integrity after every event (slow)" },
+		{ .name = "force", .short_name = 'f', .kind = KV_CLI_FLAG, .dst = &a->force,
+		  .help = "replace DIR even when it holds files no kvsim run wrote" },
+		{ .name = "exact-steps", .short_name = 'x', .kind = KV_CLI_FLAG, .dst = &a->exact_steps,
+		  .help = "one event per iteration, no macro steps (same outputs,\n"
+			  "slower; also `exact_steps: true` in the workload)" },
+		{ .name = "quiet", .short_name = 'q', .kind = KV_CLI_FLAG, .dst = &a->quiet,
+		  .help = "no progress line and no table" },
+		{ .name = "progress", .kind = KV_CLI_FLAG, .dst = &a->progress,
+		  .help = "a progress line every 5 s on stderr even when it is not a\n"
+			  "terminal (CI logs, Slurm; also KVSIM_PROGRESS=1)" },
 		{ .name = "trace-out", .short_name = 't', .kind = KV_CLI_PATH, .dst = &a->trace_out,
-		  .what = "a file path" },
+		  .what = "a file path", .arg = "FILE",
+		  .help = "write a Chrome/Perfetto trace-event timeline (JSON) of the\n"
+			  "run to FILE (outputs.timeline: true writes DIR/timeline.json);\n"
+			  "open it in https://ui.perfetto.dev (docs/timeline.md)" },
 		{ .name = "trace-window", .kind = KV_CLI_FN, .dst = &a->trace, .fn = trace_window,
-		  .what = "FROM:TO in seconds of simulated time, FROM < TO (e.g. 10:20, :5, 60:)" },
+		  .what = "FROM:TO in seconds of simulated time, FROM < TO (e.g. 10:20, :5, 60:)",
+		  .arg = "A:B", .help = "only iterations and requests starting in [A, B) seconds\n"
+					"of simulated time (either side may be empty)" },
 		{ .name = "trace-sample", .kind = KV_CLI_U64, .dst = &a->trace.sample, .min = 1,
-		  .max = UINT64_MAX, .what = "an integer >= 1" },
+		  .max = UINT64_MAX, .what = "an integer >= 1", .arg = "N",
+		  .help = "trace one request in N (ids divisible by N), default 1" },
 		{ .name = "trace-max-events", .kind = KV_CLI_U64, .dst = &a->trace.max_events,
-		  .max = UINT64_MAX, .what = "a non-negative integer" },
+		  .max = UINT64_MAX, .what = "a non-negative integer", .arg = "N",
+		  .help = "stop starting spans after N events, default 2000000\n"
+			  "(0: no cap); open spans still end" },
 		{ .name = NULL },
 	};
-	const struct kv_cli_cmd cmd = { "run", run_usage, "workload file" };
+	const struct kv_cli_cmd cmd = { .name = "run", .synopsis = run_synopsis, .desc = run_desc,
+					.notes = run_notes, .positional = "workload file" };
 	int rc;
 
 	memset(a, 0, sizeof(*a));

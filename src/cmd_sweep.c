@@ -41,35 +41,21 @@
 
 /* --- kvsim sweep --------------------------------------------------------- */
 
-static void sweep_usage(FILE *f)
-{
-	fputs("usage: kvsim sweep SWEEP.yaml [-j N] [-o DIR] [--shard I/N] [--quiet]\n"
-	      "                   [--target-mean] [--pareto A,B]\n"
-	      "\n"
-	      "Runs the base workload of the sweep file once per point of its grid (axes\n"
-	      "x zip groups x seeds), each point as `kvsim run -q --seed S --set k=v...`\n"
-	      "in its own process, into DIR/points/KEY/; writes DIR/sweep.csv with one row\n"
-	      "per point (its axis values, seed, status, error and summary.csv columns).\n"
-	      "Points already finished (DIR/points/KEY/summary.csv exists) are not rerun.\n"
-	      "Under `mpirun -n R` (kvsim built with MPI) the points are spread over the R\n"
-	      "ranks and rank 0 writes sweep.csv.  See docs/sweeps.md.\n"
-	      "\n"
-	      "options:\n"
-	      "  -j, --jobs N         worker processes (default: the online CPUs)\n"
-	      "  -o, --output DIR     output directory (default: out/NAME)\n"
-	      "      --shard I/N      run only the points whose index mod N is I-1\n"
-	      "  -q, --quiet          no progress line and no closing line\n"
-	      "      --target-mean    judge the target on the mean over seeds, not on the\n"
-	      "                       95% confidence interval's pessimistic end\n"
-	      "      --pareto A,B     write pareto.csv: the configurations no other beats on\n"
-	      "                       summary columns A and B (e.g. gpus,ttft_p99_s)\n"
-	      "  -h, --help           this help\n"
-	      "\n"
-	      "exit status: 0 every point ok, 1 some point failed (sweep.csv written),\n"
-	      "2 bad sweep file or usage, 3 out of memory, 130 interrupted by SIGINT and\n"
-	      "143 by SIGTERM (rerun to complete)\n",
-	      f);
-}
+static const char *const sweep_synopsis[] = { "[options] SWEEP.yaml", NULL };
+
+static const char sweep_desc[] =
+	"Runs the base workload of the sweep file once per point of its grid (axes\n"
+	"x zip groups x seeds), each point as `kvsim run -q --seed S --set k=v...`\n"
+	"in its own process, into DIR/points/KEY/; writes DIR/sweep.csv with one row\n"
+	"per point (its axis values, seed, status, error and summary.csv columns).\n"
+	"Points already finished (DIR/points/KEY/summary.csv exists) are not rerun.\n"
+	"Under `mpirun -n R` (kvsim built with MPI) the points are spread over the R\n"
+	"ranks and rank 0 writes sweep.csv.  See docs/sweeps.md.\n";
+
+static const char sweep_notes[] =
+	"exit status: 0 every point ok, 1 some point failed (sweep.csv written),\n"
+	"2 bad sweep file or usage, 3 out of memory, 130 interrupted by SIGINT and\n"
+	"143 by SIGTERM (rerun to complete)\n";
 
 /* --shard I/N into the sweep_args at dst; -1 unless 1 <= I <= N. */
 static int parse_shard(const char *s, void *dst)
@@ -92,18 +78,31 @@ static int sweep_parse_args(int argc, char **argv, struct sweep_args *a)
 {
 	const struct kv_cli_opt opts[] = {
 		{ .name = "jobs", .short_name = 'j', .kind = KV_CLI_LONG, .dst = &a->jobs, .min = 1,
-		  .max = 4096, .what = "1..4096", .label = "-j" },
+		  .max = 4096, .what = "1..4096", .label = "-j", .arg = "N",
+		  .help = "worker processes (default: the online CPUs)" },
 		{ .name = "output", .short_name = 'o', .kind = KV_CLI_PATH, .dst = &a->out,
-		  .what = "a directory path", .label = "-o" },
+		  .what = "a directory path", .label = "-o", .arg = "DIR",
+		  .help = "output directory (default: out/NAME)" },
 		{ .name = "shard", .kind = KV_CLI_FN, .dst = a, .fn = parse_shard,
-		  .what = "I/N with 1 <= I <= N" },
-		{ .name = "quiet", .short_name = 'q', .kind = KV_CLI_FLAG, .dst = &a->quiet },
-		{ .name = "target-mean", .kind = KV_CLI_FLAG, .dst = &a->target_mean },
+		  .what = "I/N with 1 <= I <= N", .arg = "I/N",
+		  .help = "run only the points whose index mod N is I-1" },
+		{ .name = "quiet", .short_name = 'q', .kind = KV_CLI_FLAG, .dst = &a->quiet,
+		  .help = "no progress line and no closing line" },
+		{ .name = "progress", .kind = KV_CLI_FLAG, .dst = &a->progress,
+		  .help = "a progress line every 5 s on stderr even when it is not a\n"
+			  "terminal (CI logs, Slurm; also KVSIM_PROGRESS=1)" },
+		{ .name = "target-mean", .kind = KV_CLI_FLAG, .dst = &a->target_mean,
+		  .help = "judge the target on the mean over seeds, not on the\n"
+			  "95% confidence interval's pessimistic end" },
 		{ .name = "pareto", .kind = KV_CLI_PATH, .dst = &a->pareto, .what = "two metrics A,B",
-		  .label = "--pareto" },
+		  .label = "--pareto", .arg = "A,B",
+		  .help = "write pareto.csv: the configurations no other beats on\n"
+			  "summary columns A and B (e.g. gpus,ttft_p99_s)" },
 		{ .name = NULL },
 	};
-	const struct kv_cli_cmd cmd = { "sweep", sweep_usage, "sweep file" };
+	const struct kv_cli_cmd cmd = { .name = "sweep", .synopsis = sweep_synopsis,
+					.desc = sweep_desc, .notes = sweep_notes,
+					.positional = "sweep file" };
 
 	memset(a, 0, sizeof(*a));
 	a->jobs = sysconf(_SC_NPROCESSORS_ONLN);

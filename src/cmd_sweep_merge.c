@@ -55,17 +55,12 @@ static int cmp_key(const void *x, const void *y)
 	return c ? c : (a->order < b->order ? -1 : a->order > b->order);
 }
 
-static void merge_usage(FILE *f)
-{
-	fputs("usage: kvsim sweep-merge OUT_DIR DIR...\n"
-	      "\n"
-	      "Merges the sweep.csv files of the shards DIR... (`kvsim sweep --shard I/N`)\n"
-	      "into OUT_DIR/sweep.csv: the same header is required, rows are ordered by\n"
-	      "point index, a point (key) present in several inputs is kept once.\n"
-	      "\n"
-	      "exit status: 0 merged, 1 output error, 2 bad input or usage\n",
-	      f);
-}
+static const char *const merge_synopsis[] = { "OUT_DIR DIR...", NULL };
+
+static const char merge_desc[] =
+	"Merges the sweep.csv files of the shards DIR... (`kvsim sweep --shard I/N`)\n"
+	"into OUT_DIR/sweep.csv: the same header is required, rows are ordered by\n"
+	"point index, a point (key) present in several inputs is kept once.\n";
 
 /* A copy of text[from, to) ending with a newline. */
 static char *line_dup(const char *text, size_t from, size_t to)
@@ -178,14 +173,18 @@ int kv_cmd_sweep_merge(int argc, char **argv)
 	size_t n = 0, i;
 	int rc = 0, k;
 
-	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		merge_usage(stdout);
-		return 0;
-	}
-	if (argc < 3) {
-		merge_usage(stderr);
-		return 2;
-	}
+	static const struct kv_cli_opt opts[] = { { .name = NULL } };
+	static const struct kv_cli_cmd cmd = {
+		.name = "sweep-merge", .synopsis = merge_synopsis, .desc = merge_desc,
+		.notes = "exit status: 0 merged, 1 output error, 2 bad input or usage\n",
+		.positional = "directories (OUT_DIR, then the shards' DIRs)", .min_operands = 2,
+		.max_operands = -1,
+	};
+
+	if ((rc = kv_cli_parse(&cmd, opts, argc, argv, NULL)))
+		return rc < 0 ? 0 : rc;
+	argc -= optind - 1; /* the operands: argv[optind..argc) as argv[1..] */
+	argv += optind - 1;
 	for (k = 2; k < argc && !rc; k++)
 		rc = merge_read(argv[k], &header, &rows, &n);
 	if (!rc) {

@@ -19,7 +19,6 @@
 #include "lib/fromrun.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,58 +30,62 @@ struct val_args {
 	const char *kind, *path, *profile, *out;
 	char *sets[MAX_SETS];
 	size_t n_sets;
-	int threads, quiet, cpu_clock, force;
+	int threads, quiet, progress, cpu_clock, force;
 	struct kv_cli_sets set; /* --set, into sets[] */
 };
 
-static void usage(FILE *f)
-{
-	fputs("usage: kvsim validate [--backend cpu|cuda] WORKLOAD.yaml [--profile DEVICE.yaml]\n"
-	      "       kvsim validate --from-run RUN WORKLOAD.yaml [--profile DEVICE.yaml] (--from-run --help)\n"
-	      "                      [-o DIR] [--threads N] [--clock wall|cpu] [--set key.path=value]...\n"
-	      "                      [--quiet]\n"
-	      "\n"
-	      "Runs WORKLOAD through a real execution backend and through the simulator and\n"
-	      "prints the simulator's error: per-iteration latency (MAPE, p50/p99 of the\n"
-	      "relative error), TTFT/TPOT/E2E p50/p99 predicted vs measured, peak memory.\n"
-	      "The workload runs on one replica (tp 1) with cache full or chunked; its model\n"
-	      "is run at the backend's precision (fp32 on cpu, fp16 on cuda).\n"
-	      "\n"
-	      "  --backend KIND     cpu (default) or cuda\n"
-	      "  --profile FILE     the device profile `kvsim calibrate` wrote (default: the\n"
-	      "                     workload's device, whose figures are not this backend's)\n"
-	      "  -o, --output DIR   where validate.csv, iterations.csv and iterations.png go\n"
-	      "                     (default out/validate/NAME); replaced whole by this run's\n"
-	      "                     files (manifest.txt lists them)\n"
-	      "  --force            replace DIR even when it holds files no kvsim run wrote\n"
-	      "  --threads N        CPU backend: BLAS threads (default: the library's)\n"
-	      "  --clock CLOCK      cpu backend: wall (default) or cpu (the thread's CPU time;\n"
-	      "                     needs --threads 1): use the clock the profile was fitted with\n"
-	      "  --set k=v          override a workload key, as in `kvsim run`\n"
-	      "  --quiet            no progress or table\n"
-	      "\n"
-	      "exit status: 0 done, 1 output error, 2 bad input, 3 out of memory,\n"
-	      "             4 the backend failed or is absent (no GPU for cuda)\n",
-	      f);
-}
+static const char *const val_synopsis[] = {
+	"[options] WORKLOAD.yaml",
+	"--from-run RUN [options] WORKLOAD.yaml",
+	NULL,
+};
+
+static const char val_desc[] =
+	"Runs WORKLOAD through a real execution backend and through the simulator and\n"
+	"prints the simulator's error: per-iteration latency (MAPE, p50/p99 of the\n"
+	"relative error), TTFT/TPOT/E2E p50/p99 predicted vs measured, peak memory.\n"
+	"The workload runs on one replica (tp 1) with cache full or chunked; its model\n"
+	"is run at the backend's precision (fp32 on cpu, fp16 on cuda).  With\n"
+	"--from-run, scores a profile on a recorded serving run instead, with options\n"
+	"of its own: `kvsim validate --from-run --help`.\n";
+
+static const char val_notes[] =
+	"exit status: 0 done, 1 output error, 2 bad input, 3 out of memory,\n"
+	"             4 the backend failed or is absent (no GPU for cuda)\n";
 
 static int parse_args(int argc, char **argv, struct val_args *a)
 {
 	const struct kv_cli_opt opts[] = {
-		{ .name = "backend", .kind = KV_CLI_STR, .dst = &a->kind },
-		{ .name = "profile", .kind = KV_CLI_STR, .dst = &a->profile },
+		{ .name = "backend", .kind = KV_CLI_STR, .dst = &a->kind, .arg = "KIND",
+		  .help = "cpu (default) or cuda" },
+		{ .name = "profile", .kind = KV_CLI_STR, .dst = &a->profile, .arg = "FILE",
+		  .help = "the device profile `kvsim calibrate` wrote (default: the\n"
+			  "workload's device, whose figures are not this backend's)" },
 		{ .name = "output", .short_name = 'o', .kind = KV_CLI_PATH, .dst = &a->out,
-		  .what = "a directory path", .label = "-o" },
+		  .what = "a directory path", .label = "-o", .arg = "DIR",
+		  .help = "where validate.csv, iterations.csv and iterations.png go\n"
+			  "(default out/validate/NAME); replaced whole by this run's\n"
+			  "files (manifest.txt lists them)" },
 		{ .name = "threads", .kind = KV_CLI_INT, .dst = &a->threads, .max = 1024,
-		  .what = "an integer in [0, 1024]" },
-		{ .name = "set", .kind = KV_CLI_SET, .dst = &a->set, .max = MAX_SETS },
+		  .what = "an integer in [0, 1024]", .arg = "N",
+		  .help = "CPU backend: BLAS threads (default: the library's)" },
+		{ .name = "set", .kind = KV_CLI_SET, .dst = &a->set, .max = MAX_SETS, .arg = "K=V",
+		  .help = "override a workload key, as in `kvsim run`; repeatable" },
 		{ .name = "clock", .kind = KV_CLI_FN, .dst = &a->cpu_clock, .fn = kv_calib_clock_arg,
-		  .what = "wall or cpu" },
-		{ .name = "quiet", .kind = KV_CLI_FLAG, .dst = &a->quiet },
-		{ .name = "force", .kind = KV_CLI_FLAG, .dst = &a->force },
+		  .what = "wall or cpu", .arg = "CLOCK",
+		  .help = "cpu backend: wall (default) or cpu (the thread's CPU time;\n"
+			  "needs --threads 1): use the clock the profile was fitted with" },
+		{ .name = "quiet", .kind = KV_CLI_FLAG, .dst = &a->quiet, .help = "no progress or table" },
+		{ .name = "progress", .kind = KV_CLI_FLAG, .dst = &a->progress,
+		  .help = "a progress line every 5 s on stderr even when it is not a\n"
+			  "terminal (CI logs, Slurm; also KVSIM_PROGRESS=1)" },
+		{ .name = "force", .kind = KV_CLI_FLAG, .dst = &a->force,
+		  .help = "replace DIR even when it holds files no kvsim run wrote" },
 		{ .name = NULL },
 	};
-	const struct kv_cli_cmd cmd = { "validate", usage, "workload file" };
+	const struct kv_cli_cmd cmd = { .name = "validate", .synopsis = val_synopsis,
+					.desc = val_desc, .notes = val_notes,
+					.positional = "workload file" };
 	int rc;
 
 	memset(a, 0, sizeof(*a));
@@ -241,6 +244,7 @@ int kv_cmd_validate(int argc, char **argv)
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	memset(&e, 0, sizeof(e));
+	kv_progress_init(a.quiet, a.progress);
 	if (kv_workload_load(&w, a.path, a.sets, a.n_sets, 0, 0, &d) ||
 	    (a.profile && kv_calib_device(&w.cfg, a.profile, &d))) {
 		kv_workload_release(&w);
@@ -254,13 +258,13 @@ int kv_cmd_validate(int argc, char **argv)
 	if ((status = open_out(&od, &a, &w)))
 		goto out;
 	if (!a.quiet)
-		fprintf(stderr, "validate: real run on the %s backend\n", a.kind);
+		fprintf(stderr, "kvsim: validate: real run on the %s backend\n", a.kind);
 	rc = kv_calib_run(&w, a.kind, a.threads, a.cpu_clock, &e, &real, a.quiet, &d);
 	if (!rc && e.be)
 		rc = kv_backend_rc(kv_backend_memory(e.be, &mem));
 	if (!rc) {
 		if (!a.quiet)
-			fprintf(stderr, "validate: simulated run\n");
+			fprintf(stderr, "kvsim: validate: simulated run\n");
 		rc = kv_calib_run(&w, NULL, 0, 0, NULL, &sim, a.quiet, &d);
 	}
 	if (rc) {

@@ -98,6 +98,7 @@ struct sweep_args {
 	long jobs; /* -j, default the online CPUs */
 	long shard, n_shards; /* --shard I/N (1-based), 1/1 by default */
 	int quiet;
+	int progress; /* --progress: progress lines on stderr even when it is not a terminal */
 	int target_mean; /* --target-mean: judge the target on the mean over seeds */
 	const char *pareto; /* --pareto A,B, or NULL */
 };

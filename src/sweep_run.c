@@ -170,21 +170,18 @@ static double elapsed_s(const struct runner *r)
 	return (double)(t.tv_sec - r->start.tv_sec) + (double)(t.tv_nsec - r->start.tv_nsec) * 1e-9;
 }
 
+/* The sweep's progress line (kv_progress_note's mode, set up by kv__sweep_run_points). */
 static void progress(const struct runner *r, int final)
 {
 	double el = elapsed_s(r);
 	size_t left = r->total - r->done;
 
-	if (r->a->quiet || !isatty(STDERR_FILENO))
-		return;
-	fprintf(stderr, "\rkvsim: sweep: %zu/%zu points, %zu failed, %.0f s elapsed", r->done,
-		r->total, r->failed, el);
 	if (r->ran && left)
-		fprintf(stderr, ", ETA %.0f s   ", el / (double)r->ran * (double)left);
+		kv_progress_note(final, "sweep: %zu/%zu points, %zu failed, %.0f s elapsed, ETA %.0f s",
+				 r->done, r->total, r->failed, el, el / (double)r->ran * (double)left);
 	else
-		fputs("           ", stderr);
-	if (final)
-		fputc('\n', stderr);
+		kv_progress_note(final, "sweep: %zu/%zu points, %zu failed, %.0f s elapsed", r->done,
+				 r->total, r->failed, el);
 }
 
 /* Records the end of a child. */
@@ -299,6 +296,7 @@ void kv__sweep_run_points(struct runner *r)
 	char dir[PT_DIR];
 	pid_t pid;
 
+	kv_progress_init(r->a->quiet, r->a->progress);
 	for (;;) {
 		while (!kv__sweep_stop && r->running < (size_t)r->a->jobs && next < n) {
 			struct point *p = &r->sw->pt[next++];

@@ -27,11 +27,15 @@ check() { # check NAME AWK-EXPR
 
 # --- calibrate --------------------------------------------------------------
 if "$kvsim" calibrate --backend cpu --model tiny --quick --reps 3 --threads 1 --clock cpu -o "$tmp/cpu-tiny.yaml" \
-	>"$tmp/cal.out" 2>"$tmp/cal.err"; then
+	--progress >"$tmp/cal.out" 2>"$tmp/cal.err"; then
 	ok "calibrate ran"
 else
 	bad "calibrate failed: $(cat "$tmp/cal.err")"
 fi
+# --progress with stderr a file: plain lines, the first at once, the closing N/N
+grep -q "^kvsim: calibrate: grid point 0/[0-9]" "$tmp/cal.err" && grep -q "^kvsim: calibrate: grid point \([0-9]*\)/\1$" "$tmp/cal.err" &&
+	! grep -q $'[\r\033]' "$tmp/cal.err" && ok "calibrate --progress on a file" ||
+	bad "calibrate --progress on a file: $(head -3 "$tmp/cal.err")"
 cat "$tmp/cal.out"
 sum="$tmp/cpu-tiny-summary.csv"
 for f in cpu-tiny.yaml cpu-tiny-model.yaml cpu-tiny-points.csv cpu-tiny-summary.csv; do

@@ -13,7 +13,7 @@ ok() { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 
 # --help everywhere, list shows every plugin with its options
-"$kvsim" --help | grep -q "run WORKLOAD.yaml" && ok || bad "kvsim --help"
+"$kvsim" --help | grep -q "usage: kvsim run \[options\] WORKLOAD.yaml" && ok || bad "kvsim --help"
 "$kvsim" run --help | grep -q -- "--set" && ok || bad "kvsim run --help"
 "$kvsim" list --help | grep -q "usage" && ok || bad "kvsim list --help"
 "$kvsim" gpu --help | grep -q "usage" && ok || bad "kvsim gpu --help"

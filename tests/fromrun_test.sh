@@ -59,9 +59,12 @@ check_fit() { # CSV of the fit, profile, holdout CSV
 }
 
 for fmt in csv jsonl json; do
-	"$KVSIM" calibrate --from-run "$T/run.$fmt" "$D/settings.yaml" -o "$T/cal-$fmt/p.yaml" \
-		> "$T/cal-$fmt.txt"
+	KVSIM_PROGRESS=1 "$KVSIM" calibrate --from-run "$T/run.$fmt" "$D/settings.yaml" -o "$T/cal-$fmt/p.yaml" \
+		> "$T/cal-$fmt.txt" 2> "$T/cal-$fmt.err"
 	check_fit "$T/cal-$fmt/p-fit.csv" "$T/cal-$fmt/p-holdout.csv"
+	# KVSIM_PROGRESS=1, stderr a file: the fit's replays as plain lines, the first at once
+	grep -q "^kvsim: calibrate: fit: replay 1 of at most 200, best cost" "$T/cal-$fmt.err" && ! grep -q $'[\r\033]' "$T/cal-$fmt.err" ||
+		fail "KVSIM_PROGRESS=1: no plain progress line in: $(head -3 "$T/cal-$fmt.err")"
 done
 cat "$T/cal-json.txt"
 grep -q "vllm-json, 800 requests" "$T/cal-json.txt" || fail "the vLLM JSON was not read as such"

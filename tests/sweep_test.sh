@@ -28,7 +28,10 @@ rows() { tail -n +2 "$1" | wc -l; }
 # Expansion: 2 x 2 axes x zip of 2 x 2 seeds = 16 points; -j 1 and -j 2 agree byte for byte.
 "$kvsim" sweep -q "$data/grid.yaml" -o "$tmp/g1" -j 1 >"$tmp/g1.out"; st=$?
 [ $st -eq 0 ] && ok || bad "grid -j 1 exit status $st"
-"$kvsim" sweep -q "$data/grid.yaml" -o "$tmp/g2" -j 2 >/dev/null && ok || bad "grid -j 2"
+"$kvsim" sweep --progress "$data/grid.yaml" -o "$tmp/g2" -j 2 >/dev/null 2>"$tmp/g2.err" && ok || bad "grid -j 2"
+# --progress with stderr a file: plain lines, the closing one with every point
+grep -q "^kvsim: sweep: 16/16 points, 0 failed" "$tmp/g2.err" && ! grep -q $'[\r\033]' "$tmp/g2.err" && ok ||
+  bad "sweep --progress on a file: $(cat "$tmp/g2.err")"
 [ "$(rows "$tmp/g1/sweep.csv")" -eq 16 ] && ok || bad "grid: $(rows "$tmp/g1/sweep.csv") rows, expected 16"
 [ "$(ls "$tmp/g1/points" | wc -l)" -eq 16 ] && ok || bad "grid: point directories"
 cmp -s "$tmp/g1/sweep.csv" "$tmp/g2/sweep.csv" && ok || bad "sweep.csv differs between -j 1 and -j 2"

@@ -58,7 +58,8 @@ int kv_calib_clock_arg(const char *arg, void *dst)
 int kv_calib_run(struct kv_workload *w, const char *kind, int threads, int cpu_clock,
 		 struct kv_real_exec *e, struct kv_run_result *res, int quiet, struct kv_diag *d)
 {
-	struct kv_sink sink = { .ctx = res, .request = on_request, .progress = kv_progress_cb };
+	struct kv_sink sink = { .ctx = res, .request = on_request,
+				.progress = quiet ? NULL : kv_progress_cb };
 	struct kv_sim s;
 	int rc;
 
@@ -74,9 +75,11 @@ int kv_calib_run(struct kv_workload *w, const char *kind, int threads, int cpu_c
 		kv_sim_release(&s);
 		return rc;
 	}
-	kv_progress_init(quiet, 0);
+	if (!quiet)
+		kv_progress_restart();
 	rc = kv_sim_run(&s);
-	kv_progress_done();
+	if (!quiet)
+		kv_progress_done();
 	w->cfg.exec = NULL;
 	if (rc) {
 		*d = s.diag;

@@ -31,9 +31,9 @@ struct kv_run_result {
  * Runs w (its cfg possibly edited by the caller) to completion, through a
  * backend of `kind` when kind is non-NULL (e, which must outlive the call,
  * keeps the iteration log and stays open: close it with
- * kv_real_exec_close()), else through the perf model.  Progress on stderr
- * when it is a terminal and !quiet.  Returns 0 or an error code with d
- * filled.
+ * kv_real_exec_close()), else through the perf model.  Unless quiet, the
+ * simulation's progress on stderr in the mode the command's
+ * kv_progress_init() chose.  Returns 0 or an error code with d filled.
  */
 int kv_calib_run(struct kv_workload *w, const char *kind, int threads, int cpu_clock,
 		 struct kv_real_exec *e, struct kv_run_result *res, int quiet, struct kv_diag *d);

@@ -49,6 +49,7 @@
  * with rp->quiet): replays run of the cap, the best cost, the time spent.
  */
 #include "fromrun.h"
+#include "output.h"
 
 #include <gsl/gsl_blas.h>
 #include <gsl/gsl_errno.h>
@@ -164,10 +165,10 @@ static void show_progress(struct fit_ctx *c)
 {
 	double now = wall_s();
 
-	if (!c->progress || now - c->shown < (c->progress == 1 ? 0.25 : 5.0))
-		return;
+	if (!c->progress || (c->evals > 1 && now - c->shown < (c->progress == 1 ? 0.25 : 5.0)))
+		return; /* the first replay's line at once, then one per interval */
 	c->shown = now;
-	fprintf(stderr, "%skvsim: fit: %u replays of at most %u, best cost %.6g, %.0f s%s",
+	fprintf(stderr, "%skvsim: calibrate: fit: replay %u of at most %u, best cost %.6g, %.0f s%s",
 		c->progress == 1 ? "\r\033[K" : "", c->evals, c->max_evals, c->top_cost, now - c->t0,
 		c->progress == 1 ? "" : "\n");
 }

@@ -16,5 +16,15 @@
 void kv_progress_init(int quiet, int force);
 void kv_progress_cb(void *ctx, const struct kv_sim *s);
 void kv_progress_done(void);
+/* Starts the clocks again for the next simulation of the same command; the mode is kept. */
+void kv_progress_restart(void);
+/*
+ * A line about a command's own steps (calibrate's grid points, the fit's
+ * replays, a sweep's points), printf-style after "kvsim: ", in the mode
+ * kv_progress_init chose: redrawn on a terminal at most every 0.25 s, on a
+ * log the first at once and then one line every 5 s.  last: the closing
+ * line, printed in both modes.
+ */
+void kv_progress_note(int last, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif /* KV_PROGRESS_H */
