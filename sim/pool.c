@@ -476,6 +476,24 @@ static inline uint64_t unit_word(struct kv_pool_unit u)
 	return w;
 }
 
+/*
+ * Counts n max-order blocks pushed lazily on top of stack `top` (their
+ * entries written by the caller, or parked) as free: a lazy run (header).
+ * Returns their bytes.
+ */
+static inline uint64_t push_lazy(struct kv_pool *p, unsigned top, uint64_t n)
+{
+	uint64_t bytes = n * (p->unit_bytes << top);
+
+	p->n_free_blocks[top] += n;
+	if (n)
+		p->free_mask |= 1ULL << top;
+	p->free_bytes += bytes;
+	p->n_frees += n;
+	p->lazy += n;
+	return bytes;
+}
+
 uint64_t kv_pool_free_n(struct kv_pool *p, const uint32_t *off, uint32_t n)
 {
 	/* max_order <= KV_POOL_MAX_ORDER always; the bound also tells the compiler (-Warray-bounds) */
@@ -501,16 +519,8 @@ uint64_t kv_pool_free_n(struct kv_pool *p, const uint32_t *off, uint32_t n)
 			outside |= off[i] >= p->n_units;
 			p->stack[top][h + i] = off[i];
 		}
-		if (__builtin_expect(!outside, 1)) {
-			bytes = (uint64_t)n * (p->unit_bytes << top);
-			p->n_free_blocks[top] = h + n;
-			if (n)
-				p->free_mask |= 1ULL << top;
-			p->free_bytes += bytes;
-			p->n_frees += n;
-			p->lazy += n;
-			return bytes;
-		}
+		if (__builtin_expect(!outside, 1))
+			return push_lazy(p, top, n);
 	}
 	if (p->lazy)
 		settle(p);
@@ -549,16 +559,10 @@ uint64_t kv_pool_free_n(struct kv_pool *p, const uint32_t *off, uint32_t n)
 int kv_pool_park(struct kv_pool *p, uint64_t n)
 {
 	unsigned top = KV_MIN(p->max_order, (unsigned)KV_POOL_MAX_ORDER);
-	uint64_t h = p->n_free_blocks[top], bytes = n * (p->unit_bytes << top);
 
-	if (p->n_low || p->n_shared || !p->unpark || n > (p->n_units >> top) - h)
+	if (p->n_low || p->n_shared || !p->unpark || n > (p->n_units >> top) - p->n_free_blocks[top])
 		return KV_EINVAL;
-	p->n_free_blocks[top] = h + n;
-	if (n)
-		p->free_mask |= 1ULL << top;
-	p->free_bytes += bytes;
-	p->n_frees += n;
-	p->lazy += n;
+	push_lazy(p, top, n);
 	p->parked += n;
 	return 0;
 }
