@@ -1,7 +1,8 @@
 /*
  * test_pool.c -- the buddy allocator: split and merge, exhaustion,
  * fragmentation, non-power-of-two regions, the block cap, reference counts,
- * misuse aborts, the integrity check itself, and a random-operation
+ * misuse aborts, the local asserts (debug builds), the integrity check
+ * itself, and a random-operation
  * property test against a shadow map of owned units.
  */
 #include "testutil.h"
@@ -776,6 +777,51 @@ START_TEST(test_ref_free_block_aborts)
 }
 END_TEST
 
+#ifndef NDEBUG
+/*
+ * The local asserts (debug builds) stop the step that meets a corruption,
+ * before any kv_pool_check: a popped free block whose record says another
+ * order; a buddy whose record points past its stack's top; a free that
+ * would take the count of blocks below max_order under zero.
+ */
+START_TEST(test_assert_pop_wrong_order)
+{
+	struct kv_pool p;
+	uint32_t a;
+
+	ck_assert_int_eq(kv_pool_init(&p, 64 * UNIT, UNIT, 0), 0);
+	a = alloc_ok(&p, 0); /* unit 0; the split leaves unit 1 free, order 0, on top of stack 0 */
+	ck_assert(p.u[a + 1].is_free && p.stack[0][p.n_free_blocks[0] - 1] == a + 1);
+	p.u[a + 1].order = 3;
+	kv_pool_alloc(&p, 0, &a);
+}
+END_TEST
+
+START_TEST(test_assert_unlink_stale_pos)
+{
+	struct kv_pool p;
+	uint32_t a;
+
+	ck_assert_int_eq(kv_pool_init(&p, 64 * UNIT, UNIT, 0), 0);
+	a = alloc_ok(&p, 0);
+	p.u[a + 1].pos = 5; /* stack 0 holds one entry */
+	kv_pool_free(&p, a); /* merging with its buddy, unit 1, unlinks it */
+}
+END_TEST
+
+START_TEST(test_assert_low_count)
+{
+	struct kv_pool p;
+	uint32_t a;
+
+	ck_assert_int_eq(kv_pool_init(&p, 64 * UNIT, UNIT, 0), 0);
+	a = alloc_ok(&p, 0);
+	p.n_low = 0;
+	kv_pool_free(&p, a);
+}
+END_TEST
+#endif
+
 /* Asserts kv_pool_check reports a corruption, with a message. */
 static void check_catches(const struct kv_pool *p, const char *what)
 {
@@ -1016,6 +1062,11 @@ static Suite *pool_suite(void)
 	tcase_add_test_raise_signal(abort_tc, test_free_out_of_range_aborts, SIGABRT);
 	tcase_add_test_raise_signal(abort_tc, test_ref_free_block_aborts, SIGABRT);
 	tcase_add_test_raise_signal(abort_tc, test_lazy_double_free_aborts, SIGABRT);
+#ifndef NDEBUG
+	tcase_add_test_raise_signal(abort_tc, test_assert_pop_wrong_order, SIGABRT);
+	tcase_add_test_raise_signal(abort_tc, test_assert_unlink_stale_pos, SIGABRT);
+	tcase_add_test_raise_signal(abort_tc, test_assert_low_count, SIGABRT);
+#endif
 	suite_add_tcase(s, abort_tc);
 	return s;
 }
