@@ -108,19 +108,26 @@ START_TEST(test_parked_match_eager)
 }
 END_TEST
 
+/* A pool of 100 one-unit blocks and tables over it holding one parked table of 70. */
+static void park_70(struct kv_pool *p, struct kv_blocks *b)
+{
+	uint64_t t = KV_BLOCKS_EMPTY, held = 0;
+
+	ck_assert_int_eq(kv_pool_init(p, 100 * UNIT, UNIT, UNIT), 0);
+	kv_blocks_init(b, p);
+	b->park = 1;
+	ck_assert_int_eq(kv_blocks_append(b, &t, 70 * UNIT, 0, &held), 0);
+	ck_assert_uint_eq(kv_blocks_free(b, &t), 70 * UNIT);
+	ck_assert_uint_eq(p->parked, 70);
+}
+
 /* Tables parked when the blocks are released are written back first. */
 START_TEST(test_release_unparks)
 {
 	struct kv_pool p;
 	struct kv_blocks b;
-	uint64_t t = KV_BLOCKS_EMPTY, held = 0;
 
-	ck_assert_int_eq(kv_pool_init(&p, 100 * UNIT, UNIT, UNIT), 0);
-	kv_blocks_init(&b, &p);
-	b.park = 1;
-	ck_assert_int_eq(kv_blocks_append(&b, &t, 70 * UNIT, 0, &held), 0);
-	ck_assert_uint_eq(kv_blocks_free(&b, &t), 70 * UNIT);
-	ck_assert_uint_eq(p.parked, 70);
+	park_70(&p, &b);
 	ck_assert_uint_eq(p.free_bytes, p.size_bytes);
 	kv_blocks_release(&b);
 	ck_assert_uint_eq(p.parked, 0);
@@ -135,13 +142,8 @@ START_TEST(test_assert_unpark_conserves)
 {
 	struct kv_pool p;
 	struct kv_blocks b;
-	uint64_t t = KV_BLOCKS_EMPTY, held = 0;
 
-	ck_assert_int_eq(kv_pool_init(&p, 100 * UNIT, UNIT, UNIT), 0);
-	kv_blocks_init(&b, &p);
-	b.park = 1;
-	ck_assert_int_eq(kv_blocks_append(&b, &t, 70 * UNIT, 0, &held), 0);
-	kv_blocks_free(&b, &t);
+	park_70(&p, &b);
 	p.parked++; /* one more than the parked table holds */
 	p.lazy++;
 	p.n_free_blocks[0]++;
