@@ -1,6 +1,7 @@
 /*
  * simtest.h -- helpers for the suites that run whole simulations from YAML
- * text: a temporary workload file, loading it with Check assertions.
+ * text: temporary workload and trace files, loading them with Check
+ * assertions, and a sink recording how each request ended.
  */
 #ifndef KV_SIMTEST_H
 #define KV_SIMTEST_H
@@ -13,20 +14,31 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Writes YAML text to a temporary file; returns its path (static buffer). */
-static inline const char *yaml_file(const char *text)
+/*
+ * Writes text to a temporary file whose name ends in suffix ("" for none);
+ * returns its path, in a static buffer per slot (0 or 1): slot 0 is the
+ * workload's (yaml_file), slot 1 a file the workload names, such as a trace.
+ */
+static inline const char *temp_file(const char *text, const char *suffix, int slot)
 {
-	static char path[64];
+	static char path[2][64];
 	FILE *f;
 	int fd;
 
-	snprintf(path, sizeof(path), "/tmp/kvsim-test-XXXXXX");
-	fd = mkstemp(path);
+	snprintf(path[slot], sizeof(path[slot]), "/tmp/kvsim-test-XXXXXX%s", suffix);
+	fd = mkstemps(path[slot], (int)strlen(suffix));
 	ck_assert_int_ge(fd, 0);
 	f = fdopen(fd, "w");
+	ck_assert_ptr_nonnull(f);
 	fputs(text, f);
-	fclose(f);
-	return path;
+	ck_assert_int_eq(fclose(f), 0);
+	return path[slot];
+}
+
+/* Writes YAML text to a temporary file; returns its path (static buffer). */
+static inline const char *yaml_file(const char *text)
+{
+	return temp_file(text, "", 0);
 }
 
 /*
@@ -80,6 +92,49 @@ static inline void sim_finish(struct kv_sim *s)
 	if (rc)
 		kv_diag_print(&s->diag, stderr);
 	ck_assert_int_eq(rc, 0);
+}
+
+#define ENDS_MAX 4096 /* requests recorded by id */
+
+/* How the requests of a run ended: counts, and per request id below ENDS_MAX its times. */
+struct ends {
+	uint64_t n, completed; /* requests ended, of which completed */
+	uint64_t bad_tokens; /* completed requests with generated != output_tokens */
+	kv_ns arrival[ENDS_MAX], first[ENDS_MAX], finish[ENDS_MAX]; /* arrival, first token, end */
+	uint32_t tenant[ENDS_MAX], preemptions[ENDS_MAX]; /* tenant, times preempted */
+};
+
+/* Records in r that request q ended with e. */
+static inline void ends_add(struct ends *r, const struct kv_req *q, enum kv_end e)
+{
+	r->n++;
+	if (e == KV_END_COMPLETED) {
+		r->completed++;
+		r->bad_tokens += q->generated != q->output_tokens;
+	}
+	if (q->id < ENDS_MAX) {
+		r->arrival[q->id] = q->arrival_ns;
+		r->first[q->id] = q->first_token_ns;
+		r->finish[q->id] = q->finish_ns;
+		r->tenant[q->id] = q->tenant;
+		r->preemptions[q->id] = q->preemptions;
+	}
+}
+
+/* A sink's request hook recording into the struct ends at ctx. */
+static inline int ends_request(void *ctx, const struct kv_sim *s, const struct kv_req *q,
+			       enum kv_end e)
+{
+	(void)s;
+	ends_add(ctx, q, e);
+	return 0;
+}
+
+/* Asserts every completed request of r generated exactly its output. */
+static inline void ends_check(const struct ends *r)
+{
+	ck_assert_msg(r->bad_tokens == 0, "%llu completed requests with generated != output_tokens",
+		      (unsigned long long)r->bad_tokens);
 }
 
 /*
