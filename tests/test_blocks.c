@@ -157,11 +157,11 @@ static Suite *blocks_suite(void)
 	Suite *s = suite_create("blocks");
 	TCase *tc = tcase_create("core");
 
-	tcase_add_test(tc, test_parked_match_eager);
-	tcase_add_test(tc, test_release_unparks);
 #ifndef NDEBUG
 	tcase_add_test_raise_signal(tc, test_assert_unpark_conserves, SIGABRT);
 #endif
+	tcase_add_test(tc, test_parked_match_eager);
+	tcase_add_test(tc, test_release_unparks);
 	suite_add_tcase(s, tc);
 	return s;
 }
