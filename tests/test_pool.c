@@ -50,6 +50,13 @@ static uint32_t alloc_ok(struct kv_pool *p, unsigned order)
 	return off;
 }
 
+/* A fresh pool of 64 units with one block of the given order allocated; returns its offset. */
+static uint32_t pool64_with(struct kv_pool *p, unsigned order)
+{
+	ck_assert_int_eq(kv_pool_init(p, 64 * UNIT, UNIT, 0), 0);
+	return alloc_ok(p, order);
+}
+
 START_TEST(test_init_errors)
 {
 	struct kv_pool p;
@@ -693,8 +700,7 @@ START_TEST(test_refcounts)
 	struct kv_pool p;
 	uint32_t off;
 
-	ck_assert_int_eq(kv_pool_init(&p, 64 * UNIT, UNIT, 0), 0);
-	off = alloc_ok(&p, 3);
+	off = pool64_with(&p, 3);
 	ck_assert_uint_eq(p.u[off].refs, 1);
 	ck_assert_uint_eq(kv_pool_ref(&p, off), 2);
 	ck_assert_uint_eq(kv_pool_ref(&p, off), 3);
@@ -717,8 +723,7 @@ START_TEST(test_ref_overflow_aborts)
 	struct kv_pool p;
 	uint32_t off, i;
 
-	ck_assert_int_eq(kv_pool_init(&p, 64 * UNIT, UNIT, 0), 0);
-	off = alloc_ok(&p, 0);
+	off = pool64_with(&p, 0);
 	for (i = 2; i <= 65535; i++)
 		EXPECT(kv_pool_ref(&p, off) == i, "ref %u", i);
 	ck_assert_uint_eq(p.u[off].refs, 65535);
@@ -740,8 +745,7 @@ START_TEST(test_free_interior_aborts)
 	struct kv_pool p;
 	uint32_t off;
 
-	ck_assert_int_eq(kv_pool_init(&p, 64 * UNIT, UNIT, 0), 0);
-	off = alloc_ok(&p, 2);
+	off = pool64_with(&p, 2);
 	kv_pool_free(&p, off + 1);
 }
 END_TEST
@@ -751,8 +755,7 @@ START_TEST(test_double_free_aborts)
 	struct kv_pool p;
 	uint32_t off;
 
-	ck_assert_int_eq(kv_pool_init(&p, 64 * UNIT, UNIT, 0), 0);
-	off = alloc_ok(&p, 0);
+	off = pool64_with(&p, 0);
 	alloc_ok(&p, 0); /* keeps off from merging away */
 	kv_pool_free(&p, off);
 	kv_pool_free(&p, off);
@@ -789,8 +792,7 @@ START_TEST(test_assert_pop_wrong_order)
 	struct kv_pool p;
 	uint32_t a;
 
-	ck_assert_int_eq(kv_pool_init(&p, 64 * UNIT, UNIT, 0), 0);
-	a = alloc_ok(&p, 0); /* unit 0; the split leaves unit 1 free, order 0, on top of stack 0 */
+	a = pool64_with(&p, 0); /* unit 0; the split leaves unit 1 free, order 0, on top of stack 0 */
 	ck_assert(p.u[a + 1].is_free && p.stack[0][p.n_free_blocks[0] - 1] == a + 1);
 	p.u[a + 1].order = 3;
 	kv_pool_alloc(&p, 0, &a);
@@ -802,8 +804,7 @@ START_TEST(test_assert_unlink_stale_pos)
 	struct kv_pool p;
 	uint32_t a;
 
-	ck_assert_int_eq(kv_pool_init(&p, 64 * UNIT, UNIT, 0), 0);
-	a = alloc_ok(&p, 0);
+	a = pool64_with(&p, 0);
 	p.u[a + 1].pos = 5; /* stack 0 holds one entry */
 	kv_pool_free(&p, a); /* merging with its buddy, unit 1, unlinks it */
 }
@@ -814,8 +815,7 @@ START_TEST(test_assert_low_count)
 	struct kv_pool p;
 	uint32_t a;
 
-	ck_assert_int_eq(kv_pool_init(&p, 64 * UNIT, UNIT, 0), 0);
-	a = alloc_ok(&p, 0);
+	a = pool64_with(&p, 0);
 	p.n_low = 0;
 	kv_pool_free(&p, a);
 }
@@ -839,8 +839,7 @@ START_TEST(test_check_catches)
 	int i;
 
 	for (i = 0; i < 7; i++) {
-		ck_assert_int_eq(kv_pool_init(&p, 64 * UNIT, UNIT, 0), 0);
-		a = alloc_ok(&p, 0);
+		a = pool64_with(&p, 0);
 		b = alloc_ok(&p, 1);
 		pool_ok(&p, "before corruption");
 		switch (i) {
