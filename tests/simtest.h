@@ -138,39 +138,45 @@ static inline void ends_check(const struct ends *r)
 }
 
 /*
- * A bad scheduler option fails with its field named: in the scheduler's
+ * A workload with a bad option fails with its field named: in the plugin's
  * init with KV_EINVAL, or already in the loader (outside the option table's
  * range: KV_ERANGE; not a number, an unknown key or name: KV_EINVAL) when
- * at_load.  sched is the YAML of the `scheduler:` value.
+ * at_load.
  */
-static inline void expect_bad_sched(const char *sched, int at_load, const char *field,
-				    const char *msg_part)
+static inline void expect_bad(const char *yaml, int at_load, const char *field,
+			      const char *msg_part)
 {
 	struct kv_workload w;
 	struct kv_sim s;
 	struct kv_diag d;
-	char yaml[1024];
-	int rc, loaded;
+	int rc = try_load(&w, yaml, &d), loaded = rc == 0;
 
-	snprintf(yaml, sizeof(yaml),
-		 "model: llama-2-7b\ndevice: a100-80g\nscheduler: %s\n"
-		 "workload: {requests: 1, arrival: {process: poisson, rate: 1}}\n", sched);
-	rc = try_load(&w, yaml, &d);
-	loaded = rc == 0;
 	if (loaded) {
 		rc = kv_sim_init(&s, &w.cfg, NULL);
 		d = s.diag;
 		kv_sim_release(&s);
 	}
 	kv_workload_release(&w);
-	ck_assert_msg(loaded == !at_load, "%s: %s", sched,
+	ck_assert_msg(loaded == !at_load, "%s: %s", yaml,
 		      at_load ? "the loader accepted it" : "the loader refused it");
 	ck_assert_msg(rc == KV_EINVAL || (at_load && rc == KV_ERANGE),
-		      "%s: code %d, expected KV_EINVAL", sched, rc);
-	ck_assert_msg(strcmp(d.field, field) == 0, "%s: field '%s', expected '%s'", sched, d.field,
+		      "%s: code %d, expected KV_EINVAL", yaml, rc);
+	ck_assert_msg(strcmp(d.field, field) == 0, "%s: field '%s', expected '%s'", yaml, d.field,
 		      field);
-	ck_assert_msg(strstr(d.msg, msg_part), "%s: message '%s' lacks '%s'", sched, d.msg,
+	ck_assert_msg(strstr(d.msg, msg_part), "%s: message '%s' lacks '%s'", yaml, d.msg,
 		      msg_part);
+}
+
+/* expect_bad on one request with sched, the YAML of the `scheduler:` value. */
+static inline void expect_bad_sched(const char *sched, int at_load, const char *field,
+				    const char *msg_part)
+{
+	char yaml[1024];
+
+	snprintf(yaml, sizeof(yaml),
+		 "model: llama-2-7b\ndevice: a100-80g\nscheduler: %s\n"
+		 "workload: {requests: 1, arrival: {process: poisson, rate: 1}}\n", sched);
+	expect_bad(yaml, at_load, field, msg_part);
 }
 
 #endif /* KV_SIMTEST_H */
