@@ -792,7 +792,7 @@ START_TEST(test_assert_pop_wrong_order)
 	struct kv_pool p;
 	uint32_t a;
 
-	a = pool64_with(&p, 0); /* unit 0; the split leaves unit 1 free, order 0, on top of stack 0 */
+	a = pool64_with(&p, 0); /* unit 0; the split leaves unit 1 (order 0) atop stack 0 */
 	ck_assert(p.u[a + 1].is_free && p.stack[0][p.n_free_blocks[0] - 1] == a + 1);
 	p.u[a + 1].order = 3;
 	kv_pool_alloc(&p, 0, &a);

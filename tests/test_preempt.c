@@ -94,7 +94,8 @@ static void urgent_run(struct urgent *u, const char *sched, int vip_priority)
 	struct kv_workload w;
 	struct kv_sim s;
 	char yaml[2048];
-	const char *trace = temp_file("arrived_at,num_prefill_tokens,num_decode_tokens\n0,1,1\n3,1,1\n", "", 1);
+	const char *trace = temp_file("arrived_at,num_prefill_tokens,num_decode_tokens\n"
+				      "0,1,1\n3,1,1\n", "", 1);
 	uint64_t M;
 
 	/* the pool, in tokens */
@@ -448,7 +449,8 @@ static void skip_join_run(uint64_t quantum, struct ends *r)
 	struct kv_workload w;
 	struct kv_sim s;
 	char yaml[1024];
-	const char *trace = temp_file("arrived_at,num_prefill_tokens,num_decode_tokens\n0,1,1\n0.001,1,1\n", "", 1);
+	const char *trace = temp_file("arrived_at,num_prefill_tokens,num_decode_tokens\n"
+				      "0,1,1\n0.001,1,1\n", "", 1);
 
 	snprintf(yaml, sizeof(yaml),
 		 "model: llama-2-7b\ndevice: a100-80g\ncache: {name: full, reserve: request}\n"
