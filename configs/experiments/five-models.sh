@@ -6,7 +6,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 kvsim=${1:-$here/../../build/src/kvsim}
-. "$here/lib.sh"
+. "$here/lib.bash"
 calc() { awk "BEGIN{printf \"$1\", $2}"; }
 printf '%-24s %9s %7s %10s %9s %8s %9s %8s %6s\n' cache "KV GB@8" saved "saved GB" "iter ms@8" overhead "tok/s" "vs full" hit
 models=("full" "chunked" "quantized, bits: 4" "sparse, budget: 2048" "shared")

@@ -9,7 +9,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 kvsim=${1:-$here/../../build/src/kvsim}
-. "$here/lib.sh"
+. "$here/lib.bash"
 rows=(
   "fifo, recompute|--set scheduler.name=fifo"
   "fifo, swap|--set scheduler.name=fifo --set cache.offload=true"

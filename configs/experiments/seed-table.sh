@@ -7,7 +7,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 kvsim=${1:-$here/../../build/src/kvsim}
-. "$here/lib.sh"
+. "$here/lib.bash"
 gb() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.1f", a*b/1e9}'; }
 
 printf '%-8s %-8s | %-26s | %-34s\n' row cache "batch 8: KV reserved/live GB" "batch <= 256: tok/s, done, rejected"

@@ -5,7 +5,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 kvsim=${1:-$here/../../build/src/kvsim}
-. "$here/lib.sh"
+. "$here/lib.bash"
 printf '%-22s %14s %14s %12s %10s\n' cache "live/reserved" "reserved/pool" "tokens/s" preempted
 run() {
   local label=$1; shift
