@@ -1,6 +1,14 @@
-/* blocks.c -- extents as block tables in paged arrays; see blocks.h. */
+/*
+ * blocks.c -- extents as block tables in paged arrays; see blocks.h.
+ *
+ * Each step asserts what it relies on (debug builds; NDEBUG drops them): a
+ * table's last page is a page of the arena, a page holds 1..62 offsets, a
+ * page taken from the free list or put back is in the arena, and unparking
+ * writes exactly the entries the pool counted parked.
+ */
 #include "blocks.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +21,7 @@ static inline uint32_t t_last(uint64_t t)
 
 static inline uint64_t t_make(uint32_t last, uint64_t count)
 {
+	assert(!count || (last != NIL && count <= UINT32_MAX));
 	return count ? (uint64_t)last | count << 32 : KV_BLOCKS_EMPTY;
 }
 
@@ -75,6 +84,7 @@ static uint32_t page_get(struct kv_blocks *b, uint32_t prev)
 		}
 	}
 	i = b->free_page;
+	assert(i < b->n_pages);
 	b->free_page = b->pages[i].prev;
 	b->pages[i].prev = prev;
 	return i;
@@ -82,6 +92,7 @@ static uint32_t page_get(struct kv_blocks *b, uint32_t prev)
 
 static void page_put(struct kv_blocks *b, uint32_t i)
 {
+	assert(i < b->n_pages && i != b->free_page);
 	b->pages[i].prev = b->free_page;
 	b->free_page = i;
 }
@@ -98,6 +109,7 @@ static uint64_t cut(struct kv_blocks *b, uint64_t *t, uint64_t keep)
 		struct kv_blocks_page *pg = &b->pages[page];
 		uint32_t fill = last_fill(count), stop = 0, i;
 
+		assert(page < b->n_pages && fill >= 1 && fill <= KV_BLOCKS_PER_PAGE);
 		if (count - keep < fill)
 			stop = fill - (uint32_t)(count - keep);
 		/*
@@ -139,6 +151,7 @@ static void unpark_all(void *ctx)
 	unsigned top = KV_MIN(p->max_order, (unsigned)KV_POOL_MAX_ORDER);
 	uint32_t *st = p->stack[top] + (p->n_free_blocks[top] - p->parked), j;
 
+	assert(p->parked <= p->lazy && p->lazy <= p->n_free_blocks[top]);
 	for (j = 0; j < b->n_parked; j++) {
 		uint64_t count = kv_blocks_count(b->parked[j]);
 		uint32_t page = t_last(b->parked[j]);
@@ -147,6 +160,7 @@ static void unpark_all(void *ctx)
 			struct kv_blocks_page *pg = &b->pages[page];
 			uint32_t fill = last_fill(count), prev = pg->prev;
 
+			assert(page < b->n_pages);
 			memcpy(st, pg->off, fill * sizeof(*st));
 			st += fill;
 			count -= fill;
@@ -154,6 +168,8 @@ static void unpark_all(void *ctx)
 			page = prev;
 		}
 	}
+	/* conservation: the parked tables hold exactly the entries the pool counted parked */
+	assert(st == p->stack[top] + p->n_free_blocks[top]);
 	b->n_parked = 0;
 	p->parked = 0;
 }
@@ -207,6 +223,7 @@ static int push_run(struct kv_blocks *b, uint64_t *t, unsigned k, uint64_t n)
 	if (k == b->pool->max_order && n <= UINT32_MAX) {
 		/* the last table parked, whole, into an empty table (blocks.h: parking) */
 		if (count == 0 && b->n_parked && kv_blocks_count(b->parked[b->n_parked - 1]) == n) {
+			assert(b->pool->unpark_ctx == b && b->pool->parked >= n);
 			*t = b->parked[--b->n_parked];
 			kv_pool_unpark_take(b->pool, n);
 			return 0;
@@ -224,6 +241,7 @@ static int push_run(struct kv_blocks *b, uint64_t *t, unsigned k, uint64_t n)
 			fill = 0;
 		}
 		take = (uint32_t)KV_MIN(n, (uint64_t)(KV_BLOCKS_PER_PAGE - fill));
+		assert(last < b->n_pages && take > 0);
 		if (kv_pool_alloc_n(b->pool, k, take, &b->pages[last].off[fill])) {
 			if (fill == 0)
 				page_put(b, last);
@@ -315,12 +333,15 @@ static uint64_t walk_units(const struct kv_blocks *b, uint64_t t, uint32_t *out,
 		const struct kv_blocks_page *pg = &b->pages[page];
 		uint32_t i = last_fill(count);
 
+		assert(page < b->n_pages);
 		count -= i;
 		while (i--) {
 			uint32_t off = pg->off[i], n = 1u << u[off].order;
 
+			assert(u[off].refs && !u[off].is_free); /* an allocated head */
 			total += n;
 			if (out) {
+				assert(pos >= n);
 				pos -= n;
 				while (n--)
 					out[pos + n] = off + n;

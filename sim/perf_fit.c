@@ -39,6 +39,15 @@ struct fit_data {
 	size_t n;
 };
 
+/* The coefficients c = exp(phi) of the point phi the solver works on. */
+static void coeffs_at(const gsl_vector *phi, double *c)
+{
+	size_t i;
+
+	for (i = 0; i < KV_FIT_N; i++)
+		c[i] = exp(gsl_vector_get(phi, i));
+}
+
 /* Relative residuals at phi = log(coefficients). */
 static int fit_f(const gsl_vector *phi, void *p, gsl_vector *r)
 {
@@ -46,8 +55,7 @@ static int fit_f(const gsl_vector *phi, void *p, gsl_vector *r)
 	double c[KV_FIT_N];
 	size_t i;
 
-	for (i = 0; i < KV_FIT_N; i++)
-		c[i] = exp(gsl_vector_get(phi, i));
+	coeffs_at(phi, c);
 	for (i = 0; i < fd->n; i++)
 		gsl_vector_set(r, i, kv_fit_eval(c, &fd->x[i]) / fd->t[i] - 1.0);
 	return GSL_SUCCESS;
@@ -60,8 +68,7 @@ static int fit_df(const gsl_vector *phi, void *p, gsl_matrix *J)
 	double c[KV_FIT_N];
 	size_t i;
 
-	for (i = 0; i < KV_FIT_N; i++)
-		c[i] = exp(gsl_vector_get(phi, i));
+	coeffs_at(phi, c);
 	for (i = 0; i < fd->n; i++) {
 		const struct kv_fit_terms *x = &fd->x[i];
 		double g[KV_FIT_N] = { 0 }, inv = 1.0 / fd->t[i];
@@ -111,10 +118,7 @@ static double solve(const struct fit_data *fd, const double c0[KV_FIT_N], double
 	f = gsl_multifit_nlinear_residual(w);
 	gsl_blas_ddot(f, f, &chisq);
 	if ((status == GSL_SUCCESS || status == GSL_EMAXITER) && isfinite(chisq)) {
-		const gsl_vector *x = gsl_multifit_nlinear_position(w);
-
-		for (k = 0; k < KV_FIT_N; k++)
-			c[k] = exp(gsl_vector_get(x, k));
+		coeffs_at(gsl_multifit_nlinear_position(w), c);
 		gsl_multifit_nlinear_covar(gsl_multifit_nlinear_jac(w), 0.0, covar);
 		*iters = (int)gsl_multifit_nlinear_niter(w);
 		cost = chisq;

@@ -74,9 +74,20 @@
  * is its bottom and only shrinks, lazy runs are pushed on its top, so
  * fresh <= n_free_blocks - lazy always, and a pop or alloc_n reaches an
  * implicit entry only after every written one above it.
+ *
+ * Checks.  kv_pool_check walks the whole pool (O(n_units)); the owner runs
+ * it when asked (check_pool).  Beside it, as SQLite's mem5.c does, each
+ * step asserts what it relies on and can see for free: an order in range,
+ * a block aligned to its order and inside the region, a block free or
+ * allocated as the step expects, a buddy one order apart, stack heights
+ * within their capacity, counters that do not go below zero.  They cost a
+ * compare on data the step already has in hand and go with NDEBUG (release
+ * builds: meson's b_ndebug=if-release).  KV_CHECK guards what a caller can
+ * get wrong (a bad offset, a double free) in every build.
  */
 #include "pool.h"
 
+#include <assert.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,10 +106,27 @@ static inline int is_pow2(uint64_t x)
 	return x && !(x & (x - 1));
 }
 
+/* Whether a block of order k at off is aligned to its size and inside the region (asserts). */
+static inline int block_fits(const struct kv_pool *p, uint32_t off, unsigned k)
+{
+	return k <= p->max_order && !(off & ((1u << k) - 1)) &&
+	       (uint64_t)off + (1u << k) <= p->n_units;
+}
+
+/* Whether stack k has room for one more entry: it holds (n_units >> k) + 1 (pool_map). */
+static inline int stack_room(const struct kv_pool *p, unsigned k, uint64_t n)
+{
+	return p->n_free_blocks[k] + n <= ((uint64_t)p->n_units >> k) + 1;
+}
+
 /* Pushes the block at off of order k on its free stack and marks it free. */
 static inline void list_push(struct kv_pool *p, uint32_t off, unsigned k)
 {
-	uint64_t n = p->n_free_blocks[k]++;
+	uint64_t n;
+
+	assert(block_fits(p, off, k) && stack_room(p, k, 1));
+	assert(!p->u[off].is_free && !p->u[off].refs); /* an interior unit, or a block just freed */
+	n = p->n_free_blocks[k]++;
 
 	p->stack[k][n] = off;
 	p->u[off].pos = (uint32_t)n;
@@ -116,9 +144,16 @@ static inline void list_push(struct kv_pool *p, uint32_t off, unsigned k)
  */
 static inline void list_unlink(struct kv_pool *p, uint32_t off, unsigned k)
 {
-	uint64_t n = --p->n_free_blocks[k];
-	uint32_t pos = p->u[off].pos, last = p->stack[k][n];
+	uint64_t n;
+	uint32_t pos, last;
 
+	assert(k < p->max_order && block_fits(p, off, k)); /* a buddy: below max_order */
+	assert(p->u[off].is_free && p->u[off].order == k && p->n_free_blocks[k] > 0);
+	assert(p->u[off].pos < p->n_free_blocks[k] && p->stack[k][p->u[off].pos] == off);
+	assert(p->free_bytes >= p->unit_bytes << k);
+	n = --p->n_free_blocks[k];
+	pos = p->u[off].pos;
+	last = p->stack[k][n];
 	p->stack[k][pos] = last;
 	p->u[last].pos = pos;
 	p->u[off].is_free = 0;
@@ -136,14 +171,18 @@ static inline void list_unlink(struct kv_pool *p, uint32_t off, unsigned k)
  */
 static inline uint32_t list_pop(struct kv_pool *p, unsigned k)
 {
-	uint64_t n = --p->n_free_blocks[k];
+	uint64_t n;
 	uint32_t off;
 
+	assert(k <= p->max_order && p->n_free_blocks[k] > 0 && (p->free_mask >> k & 1));
+	assert(p->free_bytes >= p->unit_bytes << k);
+	n = --p->n_free_blocks[k];
 	if (k == p->max_order && n < p->fresh) {
 		p->fresh = n;
 		off = (uint32_t)n << k;
 	} else {
 		off = p->stack[k][n];
+		assert(block_fits(p, off, k) && p->u[off].is_free && p->u[off].order == k);
 		p->u[off].is_free = 0;
 	}
 	if (n == 0)
@@ -177,6 +216,7 @@ static __attribute__((noinline)) void settle(struct kv_pool *p)
 		p->unpark(p->unpark_ctx);
 	KV_CHECK(p->parked == 0, "pool: %llu parked blocks left unwritten",
 		 (unsigned long long)p->parked);
+	assert(p->lazy <= h && p->fresh <= h - p->lazy); /* header: fresh, then lazy, on top */
 	for (i = h - p->lazy; i < h; i++) {
 		uint32_t o = p->stack[top][i];
 
@@ -359,6 +399,7 @@ int kv_pool_alloc(struct kv_pool *p, unsigned order, uint32_t *off)
 		k--;
 		list_push(p, o + (1u << k), k);
 	}
+	assert(block_fits(p, o, order) && !p->u[o].refs);
 	p->u[o].order = (uint8_t)order;
 	p->u[o].refs = 1;
 	p->n_allocs++;
@@ -409,12 +450,17 @@ int kv_pool_alloc_n(struct kv_pool *p, unsigned order, uint32_t n, uint32_t *off
 	 * order) implicit, the cover's block at their position (list_pop).
 	 */
 	top = p->n_free_blocks[order] - n;
+	assert(p->lazy <= p->n_free_blocks[p->max_order]);
+	assert(p->free_bytes >= (uint64_t)n * (p->unit_bytes << order));
 	lazy = order == p->max_order ? KV_MIN(p->lazy, (uint64_t)n) : 0;
 	fresh = order == p->max_order ? p->fresh : 0;
 	for (i = 0; i < n - lazy; i++) {
 		uint64_t at = top + i;
 		uint32_t o = at < fresh ? (uint32_t)at << order : p->stack[order][at];
 
+		assert(block_fits(p, o, order));
+		assert(at < fresh ? !p->u[o].is_free && !p->u[o].refs
+				  : p->u[o].is_free && p->u[o].order == order);
 		off[i] = o;
 		p->u[o] = (struct kv_pool_unit){ .refs = 1, .order = (uint8_t)order };
 	}
@@ -439,6 +485,7 @@ unsigned kv_pool_ref(struct kv_pool *p, uint32_t off)
 	KV_CHECK(p->u[off].refs < REFS_MAX, "kv_pool_ref: offset %u already has %u references",
 		 off, p->u[off].refs);
 	p->n_shared += p->u[off].refs == 1;
+	assert(p->n_shared > 0);
 	return ++p->u[off].refs;
 }
 
@@ -449,15 +496,19 @@ unsigned kv_pool_free(struct kv_pool *p, uint32_t off)
 	if (p->lazy)
 		settle(p);
 	check_allocated(p, off, "kv_pool_free");
+	assert(block_fits(p, off, p->u[off].order));
 	if (--p->u[off].refs) {
+		assert(p->u[off].refs > 1 || p->n_shared > 0);
 		p->n_shared -= p->u[off].refs == 1;
 		return p->u[off].refs;
 	}
+	assert(p->u[off].order == p->max_order || p->n_low > 0);
 	p->n_frees++;
 	p->n_low -= p->u[off].order < p->max_order;
 	for (k = p->u[off].order; k < p->max_order; k++) {
 		uint32_t buddy = off ^ (1u << k);
 
+		assert(block_fits(p, off, k) && (off ^ buddy) == 1u << k);
 		if (buddy >= p->n_units || !p->u[buddy].is_free || p->u[buddy].order != k)
 			break;
 		list_unlink(p, buddy, k); /* buddy: not free, no refs; the upper half is interior */
@@ -474,6 +525,26 @@ static inline uint64_t unit_word(struct kv_pool_unit u)
 
 	memcpy(&w, &u, sizeof(w));
 	return w;
+}
+
+/*
+ * Counts n max-order blocks pushed lazily on top of stack `top` (their
+ * entries written by the caller, or parked) as free: a lazy run (header).
+ * Returns their bytes.
+ */
+static inline uint64_t push_lazy(struct kv_pool *p, unsigned top, uint64_t n)
+{
+	uint64_t bytes = n * (p->unit_bytes << top);
+
+	assert(top == p->max_order && !p->n_low && !p->n_shared); /* lazy runs are on */
+	assert(p->n_free_blocks[top] + n <= p->n_units >> top);
+	p->n_free_blocks[top] += n;
+	if (n)
+		p->free_mask |= 1ULL << top;
+	p->free_bytes += bytes;
+	p->n_frees += n;
+	p->lazy += n;
+	return bytes;
 }
 
 uint64_t kv_pool_free_n(struct kv_pool *p, const uint32_t *off, uint32_t n)
@@ -501,16 +572,8 @@ uint64_t kv_pool_free_n(struct kv_pool *p, const uint32_t *off, uint32_t n)
 			outside |= off[i] >= p->n_units;
 			p->stack[top][h + i] = off[i];
 		}
-		if (__builtin_expect(!outside, 1)) {
-			bytes = (uint64_t)n * (p->unit_bytes << top);
-			p->n_free_blocks[top] = h + n;
-			if (n)
-				p->free_mask |= 1ULL << top;
-			p->free_bytes += bytes;
-			p->n_frees += n;
-			p->lazy += n;
-			return bytes;
-		}
+		if (__builtin_expect(!outside, 1))
+			return push_lazy(p, top, n);
 	}
 	if (p->lazy)
 		settle(p);
@@ -523,6 +586,7 @@ uint64_t kv_pool_free_n(struct kv_pool *p, const uint32_t *off, uint32_t n)
 			memcpy(&w, &p->u[o], sizeof(w));
 			if (__builtin_expect((w & mask) == want, 1)) {
 				/* a max-order block has no buddy to merge with: one store */
+				assert(block_fits(p, o, top) && h < (uint64_t)p->n_units >> top);
 				w = freed | unit_word((struct kv_pool_unit){ .pos = (uint32_t)h });
 				memcpy(&p->u[o], &w, sizeof(w));
 				p->stack[top][h++] = o;
@@ -549,16 +613,10 @@ uint64_t kv_pool_free_n(struct kv_pool *p, const uint32_t *off, uint32_t n)
 int kv_pool_park(struct kv_pool *p, uint64_t n)
 {
 	unsigned top = KV_MIN(p->max_order, (unsigned)KV_POOL_MAX_ORDER);
-	uint64_t h = p->n_free_blocks[top], bytes = n * (p->unit_bytes << top);
 
-	if (p->n_low || p->n_shared || !p->unpark || n > (p->n_units >> top) - h)
+	if (p->n_low || p->n_shared || !p->unpark || n > (p->n_units >> top) - p->n_free_blocks[top])
 		return KV_EINVAL;
-	p->n_free_blocks[top] = h + n;
-	if (n)
-		p->free_mask |= 1ULL << top;
-	p->free_bytes += bytes;
-	p->n_frees += n;
-	p->lazy += n;
+	push_lazy(p, top, n);
 	p->parked += n;
 	return 0;
 }
@@ -570,6 +628,8 @@ void kv_pool_unpark_take(struct kv_pool *p, uint64_t n)
 
 	KV_CHECK(n <= p->parked, "kv_pool_unpark_take: %llu blocks, %llu parked",
 		 (unsigned long long)n, (unsigned long long)p->parked);
+	assert(p->parked <= p->lazy && p->lazy <= p->n_free_blocks[top]);
+	assert(p->free_bytes >= n * (p->unit_bytes << top));
 	p->n_free_blocks[top] = h;
 	if (h == 0)
 		p->free_mask &= ~(1ULL << top);

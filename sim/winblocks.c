@@ -61,6 +61,9 @@ int kv_winblocks_set(const struct kv_winblocks *w, uint64_t *full, uint64_t *win
 	} else if (nw < have_w) {
 		*freed += kv_blocks_keep(w->blocks, win, nw * w->win_ext);
 	}
+	/* each table is whole extents, as many as asked (no full group: none) */
+	assert(kv_blocks_count(*win) == nw * w->win_ext);
+	assert(kv_blocks_count(*full) == (w->full_bytes ? nf * w->full_ext : 0));
 	*got += g;
 	return 0;
 }

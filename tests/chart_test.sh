@@ -17,11 +17,7 @@ set -u
 kvsim=$1
 src=$2
 command -v gnuplot > /dev/null || { echo "gnuplot not installed: skipped"; exit 77; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+. "$(dirname "$0")/testutil.sh"
 
 # png_ok FILE W H: a whole PNG of W x H pixels, over 20 KB
 png_ok() {

@@ -6,11 +6,7 @@
 set -u
 kvsim=$1
 src=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+. "$(dirname "$0")/testutil.sh"
 
 # --help everywhere, list shows every plugin with its options
 "$kvsim" --help | grep -q "usage: kvsim run \[options\] WORKLOAD.yaml" && ok || bad "kvsim --help"

@@ -12,11 +12,7 @@
 set -u
 kvsim=$1
 src=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+. "$(dirname "$0")/testutil.sh"
 
 "$kvsim" list metrics > "$tmp/m" && ok || bad "list metrics exit status"
 grep -q "no definition" "$tmp/m" && bad "undocumented columns: $(grep 'no definition' "$tmp/m")" || ok

@@ -24,11 +24,7 @@ kvsim=$1
 src=$2
 shim=${3:-}
 traces=${KVSIM_TRACES:-$src/../shared/traces}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+. "$(dirname "$0")/testutil.sh"
 asan=0
 nm -D "$kvsim" 2>/dev/null | grep -q __asan_init && asan=1
 ldd "$kvsim" 2>/dev/null | grep -q libasan && asan=1

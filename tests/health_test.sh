@@ -8,11 +8,7 @@ set -u
 kvsim=$1
 src=$2
 base=$src/tests/data/health/base.yaml
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+. "$(dirname "$0")/testutil.sh"
 
 # run NAME [--set ...]: runs the base into $tmp/NAME, stdout in $tmp/NAME.out
 run() { local n=$1; shift; "$kvsim" run "$base" -o "$tmp/$n" "$@" >"$tmp/$n.out" 2>"$tmp/$n.err" || bad "$n: exit $? $(cat "$tmp/$n.err")"; }

@@ -20,16 +20,13 @@
 set -u
 kvsim=$(cd "$(dirname "$1")" && pwd)/$(basename "$1") # absolute: some cases change directory
 src=$2
-tmp=$(mktemp -d)
+. "$(dirname "$0")/testutil.sh"
 mnt=
 cleanup() {
   [ -n "$mnt" ] && umount "$mnt" 2>/dev/null
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 have_gnuplot=0
 command -v gnuplot >/dev/null && have_gnuplot=1
 

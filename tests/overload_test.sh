@@ -20,11 +20,7 @@
 #     and shadow memory set their own footprint).
 set -u
 kvsim=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+. "$(dirname "$0")/testutil.sh"
 
 if [ ! -x /usr/bin/time ]; then
   echo "SKIP: /usr/bin/time is missing"

@@ -7,11 +7,7 @@
 set -u
 kvsim=$1
 src=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+. "$(dirname "$0")/testutil.sh"
 
 cat > "$tmp/w.yaml" <<'YAML'
 name: parallel

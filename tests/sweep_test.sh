@@ -10,11 +10,7 @@ set -u
 kvsim=$1
 src=$2
 data=$src/tests/data/sweep
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+. "$(dirname "$0")/testutil.sh"
 rows() { tail -n +2 "$1" | wc -l; }
 
 # --help, usage errors

@@ -2,11 +2,12 @@
  * test_blocks.c -- block tables over the buddy pool: parked tables (a
  * table freed whole and taken back whole, blocks.h) give the offsets, the
  * counters and, once settled, the pool state of tables freed and built
- * block by block.
+ * block by block; unparking asserts its conservation (debug builds).
  */
 #include "testutil.h"
 
 #include <check.h>
+#include <signal.h>
 #include <string.h>
 
 #include "blocks.h"
@@ -107,19 +108,26 @@ START_TEST(test_parked_match_eager)
 }
 END_TEST
 
+/* A pool of 100 one-unit blocks and tables over it holding one parked table of 70. */
+static void park_70(struct kv_pool *p, struct kv_blocks *b)
+{
+	uint64_t t = KV_BLOCKS_EMPTY, held = 0;
+
+	ck_assert_int_eq(kv_pool_init(p, 100 * UNIT, UNIT, UNIT), 0);
+	kv_blocks_init(b, p);
+	b->park = 1;
+	ck_assert_int_eq(kv_blocks_append(b, &t, 70 * UNIT, 0, &held), 0);
+	ck_assert_uint_eq(kv_blocks_free(b, &t), 70 * UNIT);
+	ck_assert_uint_eq(p->parked, 70);
+}
+
 /* Tables parked when the blocks are released are written back first. */
 START_TEST(test_release_unparks)
 {
 	struct kv_pool p;
 	struct kv_blocks b;
-	uint64_t t = KV_BLOCKS_EMPTY, held = 0;
 
-	ck_assert_int_eq(kv_pool_init(&p, 100 * UNIT, UNIT, UNIT), 0);
-	kv_blocks_init(&b, &p);
-	b.park = 1;
-	ck_assert_int_eq(kv_blocks_append(&b, &t, 70 * UNIT, 0, &held), 0);
-	ck_assert_uint_eq(kv_blocks_free(&b, &t), 70 * UNIT);
-	ck_assert_uint_eq(p.parked, 70);
+	park_70(&p, &b);
 	ck_assert_uint_eq(p.free_bytes, p.size_bytes);
 	kv_blocks_release(&b);
 	ck_assert_uint_eq(p.parked, 0);
@@ -128,11 +136,30 @@ START_TEST(test_release_unparks)
 }
 END_TEST
 
+#ifndef NDEBUG
+/* Unparking asserts (debug builds) it writes exactly the entries the pool counts parked. */
+START_TEST(test_assert_unpark_conserves)
+{
+	struct kv_pool p;
+	struct kv_blocks b;
+
+	park_70(&p, &b);
+	p.parked++; /* one more than the parked table holds */
+	p.lazy++;
+	p.n_free_blocks[0]++;
+	kv_blocks_release(&b);
+}
+END_TEST
+#endif
+
 static Suite *blocks_suite(void)
 {
 	Suite *s = suite_create("blocks");
 	TCase *tc = tcase_create("core");
 
+#ifndef NDEBUG
+	tcase_add_test_raise_signal(tc, test_assert_unpark_conserves, SIGABRT);
+#endif
 	tcase_add_test(tc, test_parked_match_eager);
 	tcase_add_test(tc, test_release_unparks);
 	suite_add_tcase(s, tc);

@@ -944,34 +944,6 @@ START_TEST(quant_time)
 }
 END_TEST
 
-/*
- * A bad option fails with its field named: in the cache model's init with
- * KV_EINVAL, or already in the loader (outside the option table's range:
- * KV_ERANGE; not a valid name: KV_EINVAL) when at_load.
- */
-static void expect_bad(const char *yaml, int at_load, const char *field, const char *msg_part)
-{
-	struct kv_workload w;
-	struct kv_sim s;
-	struct kv_diag d;
-	int rc = try_load(&w, yaml, &d), loaded = rc == 0;
-
-	if (loaded) {
-		rc = kv_sim_init(&s, &w.cfg, NULL);
-		d = s.diag;
-		kv_sim_release(&s);
-	}
-	kv_workload_release(&w);
-	ck_assert_msg(loaded == !at_load, "%s: %s", yaml,
-		      at_load ? "the loader accepted it" : "the loader refused it");
-	ck_assert_msg(rc == KV_EINVAL || (at_load && rc == KV_ERANGE),
-		      "%s: code %d, expected KV_EINVAL", yaml, rc);
-	ck_assert_msg(strcmp(d.field, field) == 0, "%s: field '%s', expected '%s'", yaml, d.field,
-		      field);
-	ck_assert_msg(strstr(d.msg, msg_part), "%s: message '%s' lacks '%s'", yaml, d.msg,
-		      msg_part);
-}
-
 START_TEST(bad_options)
 {
 	expect_bad(text(HEAD7B, "{name: quantized, bits: 3}", ONE_REQ), 0, "cache.bits",

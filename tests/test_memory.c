@@ -23,16 +23,31 @@
 
 #include "test_profiles.h"
 
-/* Runs kv_mem_budget, which must succeed. */
-static struct kv_mem_budget budget(const struct kv_mem_cfg *c, const struct kv_model *m,
-				   const struct kv_device *dev, uint32_t tp, uint64_t tokens,
+/* A shipped model on a shipped device, sized by one memory model (other keys: defaults). */
+struct fit {
+	struct kv_model m;
+	struct kv_device dev;
+	struct kv_mem_cfg c;
+};
+
+static struct fit fit(const char *model, const char *device, enum kv_mem_model mem_model)
+{
+	struct fit f = { .m = load_model(model), .dev = load_device(device) };
+
+	kv_mem_cfg_init(&f.c);
+	f.c.model = mem_model;
+	return f;
+}
+
+/* Runs kv_mem_budget on f, which must succeed. */
+static struct kv_mem_budget budget(const struct fit *f, uint32_t tp, uint64_t tokens,
 				   uint32_t seqs)
 {
 	struct kv_mem_budget b;
 	struct kv_diag d = { 0 };
-	int err = kv_mem_budget(c, m, dev, tp, tokens, seqs, &b, &d);
+	int err = kv_mem_budget(&f->c, &f->m, &f->dev, tp, tokens, seqs, &b, &d);
 
-	ck_assert_msg(!err, "%s %s tp %u: %s: %s", m->name, dev->name, tp, d.field, d.msg);
+	ck_assert_msg(!err, "%s %s tp %u: %s: %s", f->m.name, f->dev.name, tp, d.field, d.msg);
 	return b;
 }
 
@@ -132,15 +147,12 @@ END_TEST
 /* The share model keeps today's pool: tp * memory * share - alpha * M, to the byte. */
 START_TEST(test_share_unchanged)
 {
-	struct kv_model m = load_model("llama-2-7b");
-	struct kv_device dev = load_device("a100-80g");
-	struct kv_mem_cfg c;
+	struct fit f = fit("llama-2-7b", "a100-80g", KV_MEM_SHARE);
 	struct kv_mem_budget b;
 
-	kv_mem_cfg_init(&c);
-	b = budget(&c, &m, &dev, 1, 2048, 256);
+	b = budget(&f, 1, 2048, 256);
 	ck_assert_uint_eq(b.pool_bytes,
-			  (uint64_t)(80e9 * 0.9 - 1.1 * (double)kv_model_weight_bytes(&m)));
+			  (uint64_t)(80e9 * 0.9 - 1.1 * (double)kv_model_weight_bytes(&f.m)));
 	ck_assert_uint_eq(b.kv_tokens, b.pool_bytes / 524288);
 	ck_assert_uint_eq(b.kv_blocks, b.kv_tokens / 16);
 	ck_assert_int_eq(b.pinned, 0);
@@ -150,15 +162,11 @@ END_TEST
 /* vLLM, Llama-2-7B on one A100-80GB: "# GPU blocks: 7351" (PR 2031), within 3%. */
 START_TEST(test_vllm_llama2_7b_a100)
 {
-	struct kv_model m = load_model("llama-2-7b");
-	struct kv_device dev = load_device("a100-80g");
-	struct kv_mem_cfg c;
+	struct fit f = fit("llama-2-7b", "a100-80g", KV_MEM_VLLM);
 	struct kv_mem_budget b;
 
-	kv_mem_cfg_init(&c);
-	c.model = KV_MEM_VLLM;
 	/* vLLM 0.2 defaults: max_num_batched_tokens = max(max_model_len 4096, 2048), 256 seqs */
-	b = budget(&c, &m, &dev, 1, 4096, 256);
+	b = budget(&f, 1, 4096, 256);
 	ck_assert_uint_eq(b.total_bytes, 84987740160ULL);
 	ck_assert_uint_eq(b.kv_tokens % 16, 0);
 	ck_assert_uint_eq(b.pool_bytes, b.kv_tokens * 524288);
@@ -169,22 +177,18 @@ END_TEST
 /* vLLM, Llama-3-8B at 79.22 GiB: 53.29 GiB of KV cache (PR 10511), within 1%; each term too. */
 START_TEST(test_vllm_llama3_8b_terms)
 {
-	struct kv_model m = load_model("llama-3-8b");
-	struct kv_device dev = load_device("h100-80g");
-	struct kv_mem_cfg c;
+	struct fit f = fit("llama-3-8b", "h100-80g", KV_MEM_VLLM);
 	struct kv_mem_budget b;
 
-	dev.mem_cuda_bytes = (uint64_t)(79.22 * GIB); /* as that log printed it */
-	kv_mem_cfg_init(&c);
-	c.model = KV_MEM_VLLM;
-	b = budget(&c, &m, &dev, 1, 8192, 256);
+	f.dev.mem_cuda_bytes = (uint64_t)(79.22 * GIB); /* as that log printed it */
+	b = budget(&f, 1, 8192, 256);
 	near("weights", (double)b.weights_bytes, 14.96 * GIB, 0.001);
 	near("non-torch", (double)b.non_torch_bytes, 1.79 * GIB, 0.001);
 	near("activation", (double)b.activation_bytes, 1.26 * GIB, 0.10);
 	near("available KV cache memory", (double)b.kv_bytes, 53.29 * GIB, 0.01);
 	ck_assert_uint_eq(b.kv_tokens, b.kv_bytes / (16 * 131072) * 16);
 	/* TP 2: weights halve, non-torch doubles (3.58 GiB logged), activation stays */
-	b = budget(&c, &m, &dev, 2, 8192, 256);
+	b = budget(&f, 2, 8192, 256);
 	near("TP 2 weights", (double)b.weights_bytes, 7.48 * GIB, 0.001);
 	near("TP 2 non-torch", (double)b.non_torch_bytes, 3.58 * GIB, 0.001);
 	near("TP 2 activation", (double)b.activation_bytes, 1.26 * GIB, 0.10);
@@ -194,21 +198,17 @@ END_TEST
 /* Overrides replace their estimates one for one; the CUDA-graph term subtracts. */
 START_TEST(test_vllm_overrides)
 {
-	struct kv_model m = load_model("llama-3-8b");
-	struct kv_device dev = load_device("a100-80g");
-	struct kv_mem_cfg c;
+	struct fit f = fit("llama-3-8b", "a100-80g", KV_MEM_VLLM);
 	struct kv_mem_budget b, g;
 
-	kv_mem_cfg_init(&c);
-	c.model = KV_MEM_VLLM;
-	c.activation_bytes = KV_GiB;
-	c.non_torch_bytes = 2 * KV_GiB;
-	c.gpu_memory_utilization = 0.8;
-	b = budget(&c, &m, &dev, 1, 2048, 256);
+	f.c.activation_bytes = KV_GiB;
+	f.c.non_torch_bytes = 2 * KV_GiB;
+	f.c.gpu_memory_utilization = 0.8;
+	b = budget(&f, 1, 2048, 256);
 	ck_assert_uint_eq(b.kv_bytes, (uint64_t)(84987740160.0 * 0.8 -
 						 (double)(16060522496ULL + 3 * KV_GiB)));
-	c.cuda_graph_bytes = KV_GiB / 2;
-	g = budget(&c, &m, &dev, 1, 2048, 256);
+	f.c.cuda_graph_bytes = KV_GiB / 2;
+	g = budget(&f, 1, 2048, 256);
 	ck_assert_uint_eq(b.kv_bytes - g.kv_bytes, KV_GiB / 2);
 }
 END_TEST
@@ -216,21 +216,17 @@ END_TEST
 /* SGLang: (total - non_torch) * fraction - weights, tokens not rounded to blocks. */
 START_TEST(test_sglang)
 {
-	struct kv_model m = load_model("llama-3-8b");
-	struct kv_device dev = load_device("h100-80g");
-	struct kv_mem_cfg c;
+	struct fit f = fit("llama-3-8b", "h100-80g", KV_MEM_SGLANG);
 	struct kv_mem_budget b;
 	double kv;
 
-	kv_mem_cfg_init(&c);
-	c.model = KV_MEM_SGLANG;
-	b = budget(&c, &m, &dev, 1, 8192, 256);
+	b = budget(&f, 1, 8192, 256);
 	ck_assert_double_eq_tol(b.fraction, kv_mem_sglang_fraction(85028896768ULL, 1), 1e-12);
 	kv = (85028896768.0 - (double)KV_MEM_NON_TORCH_BYTES) * b.fraction - 16060522496.0;
 	ck_assert_uint_eq(b.kv_bytes, (uint64_t)kv);
 	ck_assert_uint_eq(b.kv_tokens, b.kv_bytes / 131072);
-	c.mem_fraction_static = 0.5;
-	b = budget(&c, &m, &dev, 2, 8192, 256);
+	f.c.mem_fraction_static = 0.5;
+	b = budget(&f, 2, 8192, 256);
 	ck_assert_double_eq_tol(b.fraction, 0.5, 1e-12);
 	ck_assert_uint_eq(b.kv_tokens, b.kv_bytes / 65536);
 }
@@ -239,25 +235,21 @@ END_TEST
 /* The pin wins over every model, and over a budget that would not fit. */
 START_TEST(test_pin)
 {
-	struct kv_model m = load_model("llama-2-70b");
-	struct kv_device dev = load_device("a100-40g");
-	struct kv_mem_cfg c;
+	struct fit f = fit("llama-2-70b", "a100-40g", KV_MEM_VLLM);
 	struct kv_mem_budget b;
 	struct kv_diag d = { 0 };
 
-	kv_mem_cfg_init(&c);
-	c.model = KV_MEM_VLLM;
-	ck_assert_int_eq(kv_mem_budget(&c, &m, &dev, 1, 2048, 256, &b, &d), KV_EINVAL);
+	ck_assert_int_eq(kv_mem_budget(&f.c, &f.m, &f.dev, 1, 2048, 256, &b, &d), KV_EINVAL);
 	ck_assert_str_eq(d.field, "memory.model");
-	c.kv_tokens = 123456;
-	b = budget(&c, &m, &dev, 1, 2048, 256);
+	f.c.kv_tokens = 123456;
+	b = budget(&f, 1, 2048, 256);
 	ck_assert_uint_eq(b.kv_tokens, 123456);
 	ck_assert_uint_eq(b.kv_blocks, 123456 / 16);
-	ck_assert_uint_eq(b.pool_bytes, 123456ULL * kv_model_kv_bytes_per_token(&m));
+	ck_assert_uint_eq(b.pool_bytes, 123456ULL * kv_model_kv_bytes_per_token(&f.m));
 	ck_assert_int_eq(b.pinned, 1);
-	c.model = KV_MEM_SHARE;
-	b = budget(&c, &m, &dev, 1, 2048, 256);
-	ck_assert_uint_eq(b.pool_bytes, 123456ULL * kv_model_kv_bytes_per_token(&m));
+	f.c.model = KV_MEM_SHARE;
+	b = budget(&f, 1, 2048, 256);
+	ck_assert_uint_eq(b.pool_bytes, 123456ULL * kv_model_kv_bytes_per_token(&f.m));
 }
 END_TEST
 

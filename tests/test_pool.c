@@ -1,7 +1,8 @@
 /*
  * test_pool.c -- the buddy allocator: split and merge, exhaustion,
  * fragmentation, non-power-of-two regions, the block cap, reference counts,
- * misuse aborts, the integrity check itself, and a random-operation
+ * misuse aborts, the local asserts (debug builds), the integrity check
+ * itself, and a random-operation
  * property test against a shadow map of owned units.
  */
 #include "testutil.h"
@@ -47,6 +48,13 @@ static uint32_t alloc_ok(struct kv_pool *p, unsigned order)
 	       kv_strerror(err), (unsigned long long)p->free_bytes,
 	       (unsigned long long)kv_pool_largest_free(p));
 	return off;
+}
+
+/* A fresh pool of 64 units with one block of the given order allocated; returns its offset. */
+static uint32_t pool64_with(struct kv_pool *p, unsigned order)
+{
+	ck_assert_int_eq(kv_pool_init(p, 64 * UNIT, UNIT, 0), 0);
+	return alloc_ok(p, order);
 }
 
 START_TEST(test_init_errors)
@@ -692,8 +700,7 @@ START_TEST(test_refcounts)
 	struct kv_pool p;
 	uint32_t off;
 
-	ck_assert_int_eq(kv_pool_init(&p, 64 * UNIT, UNIT, 0), 0);
-	off = alloc_ok(&p, 3);
+	off = pool64_with(&p, 3);
 	ck_assert_uint_eq(p.u[off].refs, 1);
 	ck_assert_uint_eq(kv_pool_ref(&p, off), 2);
 	ck_assert_uint_eq(kv_pool_ref(&p, off), 3);
@@ -716,8 +723,7 @@ START_TEST(test_ref_overflow_aborts)
 	struct kv_pool p;
 	uint32_t off, i;
 
-	ck_assert_int_eq(kv_pool_init(&p, 64 * UNIT, UNIT, 0), 0);
-	off = alloc_ok(&p, 0);
+	off = pool64_with(&p, 0);
 	for (i = 2; i <= 65535; i++)
 		EXPECT(kv_pool_ref(&p, off) == i, "ref %u", i);
 	ck_assert_uint_eq(p.u[off].refs, 65535);
@@ -739,8 +745,7 @@ START_TEST(test_free_interior_aborts)
 	struct kv_pool p;
 	uint32_t off;
 
-	ck_assert_int_eq(kv_pool_init(&p, 64 * UNIT, UNIT, 0), 0);
-	off = alloc_ok(&p, 2);
+	off = pool64_with(&p, 2);
 	kv_pool_free(&p, off + 1);
 }
 END_TEST
@@ -750,8 +755,7 @@ START_TEST(test_double_free_aborts)
 	struct kv_pool p;
 	uint32_t off;
 
-	ck_assert_int_eq(kv_pool_init(&p, 64 * UNIT, UNIT, 0), 0);
-	off = alloc_ok(&p, 0);
+	off = pool64_with(&p, 0);
 	alloc_ok(&p, 0); /* keeps off from merging away */
 	kv_pool_free(&p, off);
 	kv_pool_free(&p, off);
@@ -776,6 +780,48 @@ START_TEST(test_ref_free_block_aborts)
 }
 END_TEST
 
+#ifndef NDEBUG
+/*
+ * The local asserts (debug builds) stop the step that meets a corruption,
+ * before any kv_pool_check: a popped free block whose record says another
+ * order; a buddy whose record points past its stack's top; a free that
+ * would take the count of blocks below max_order under zero.
+ */
+START_TEST(test_assert_pop_wrong_order)
+{
+	struct kv_pool p;
+	uint32_t a;
+
+	a = pool64_with(&p, 0); /* unit 0; the split leaves unit 1 (order 0) atop stack 0 */
+	ck_assert(p.u[a + 1].is_free && p.stack[0][p.n_free_blocks[0] - 1] == a + 1);
+	p.u[a + 1].order = 3;
+	kv_pool_alloc(&p, 0, &a);
+}
+END_TEST
+
+START_TEST(test_assert_unlink_stale_pos)
+{
+	struct kv_pool p;
+	uint32_t a;
+
+	a = pool64_with(&p, 0);
+	p.u[a + 1].pos = 5; /* stack 0 holds one entry */
+	kv_pool_free(&p, a); /* merging with its buddy, unit 1, unlinks it */
+}
+END_TEST
+
+START_TEST(test_assert_low_count)
+{
+	struct kv_pool p;
+	uint32_t a;
+
+	a = pool64_with(&p, 0);
+	p.n_low = 0;
+	kv_pool_free(&p, a);
+}
+END_TEST
+#endif
+
 /* Asserts kv_pool_check reports a corruption, with a message. */
 static void check_catches(const struct kv_pool *p, const char *what)
 {
@@ -793,8 +839,7 @@ START_TEST(test_check_catches)
 	int i;
 
 	for (i = 0; i < 7; i++) {
-		ck_assert_int_eq(kv_pool_init(&p, 64 * UNIT, UNIT, 0), 0);
-		a = alloc_ok(&p, 0);
+		a = pool64_with(&p, 0);
 		b = alloc_ok(&p, 1);
 		pool_ok(&p, "before corruption");
 		switch (i) {
@@ -1015,6 +1060,11 @@ static Suite *pool_suite(void)
 	tcase_add_test_raise_signal(abort_tc, test_double_free_aborts, SIGABRT);
 	tcase_add_test_raise_signal(abort_tc, test_free_out_of_range_aborts, SIGABRT);
 	tcase_add_test_raise_signal(abort_tc, test_ref_free_block_aborts, SIGABRT);
+#ifndef NDEBUG
+	tcase_add_test_raise_signal(abort_tc, test_assert_pop_wrong_order, SIGABRT);
+	tcase_add_test_raise_signal(abort_tc, test_assert_unlink_stale_pos, SIGABRT);
+	tcase_add_test_raise_signal(abort_tc, test_assert_low_count, SIGABRT);
+#endif
 	tcase_add_test_raise_signal(abort_tc, test_lazy_double_free_aborts, SIGABRT);
 	suite_add_tcase(s, abort_tc);
 	return s;

@@ -16,78 +16,32 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Writes text to a temporary file; returns its path (static buffer, one per slot). */
-static const char *temp_file(const char *text, int slot)
-{
-	static char path[2][64];
-	FILE *f;
-	int fd;
-
-	snprintf(path[slot], sizeof(path[slot]), "/tmp/kvsim-test-XXXXXX");
-	fd = mkstemp(path[slot]);
-	ck_assert_int_ge(fd, 0);
-	f = fdopen(fd, "w");
-	fputs(text, f);
-	fclose(f);
-	return path[slot];
-}
-
-#define MAX_REQ 4096
-
-/* Per-request ends of a run. */
-struct rec {
-	uint64_t n, completed, bad_tokens;
-	kv_ns arrival[MAX_REQ], first[MAX_REQ], finish[MAX_REQ];
-	uint32_t tenant[MAX_REQ], preemptions[MAX_REQ];
-};
-
-static int rec_request(void *ctx, const struct kv_sim *s, const struct kv_req *q, enum kv_end e)
-{
-	struct rec *r = ctx;
-
-	(void)s;
-	r->n++;
-	if (e == KV_END_COMPLETED) {
-		r->completed++;
-		r->bad_tokens += q->generated != q->output_tokens;
-	}
-	if (q->id < MAX_REQ) {
-		r->arrival[q->id] = q->arrival_ns;
-		r->first[q->id] = q->first_token_ns;
-		r->finish[q->id] = q->finish_ns;
-		r->tenant[q->id] = q->tenant;
-		r->preemptions[q->id] = q->preemptions;
-	}
-	return 0;
-}
-
 /* Runs w to the end; every completed request must have generated exactly its output. */
-static void run(struct kv_workload *w, struct rec *r, struct kv_sim *s, int check_pool)
+static void run(struct kv_workload *w, struct ends *r, struct kv_sim *s, int check_pool)
 {
-	struct kv_sink sink = { .ctx = r, .request = rec_request };
+	struct kv_sink sink = { .ctx = r, .request = ends_request };
 
 	memset(r, 0, sizeof(*r));
 	sim_start(w, s, &sink, check_pool);
 	sim_finish(s);
-	ck_assert_msg(r->bad_tokens == 0, "%llu completed requests with generated != output_tokens",
-		      (unsigned long long)r->bad_tokens);
+	ends_check(r);
 }
 
-static struct rec *rec_new(void)
+static struct ends *rec_new(void)
 {
-	struct rec *r = calloc(1, sizeof(*r));
+	struct ends *r = calloc(1, sizeof(*r));
 
 	ck_assert_ptr_nonnull(r);
 	return r;
 }
 
 /* Mean TTFT (s) of tenant t's first n requests. */
-static double mean_ttft_s(const struct rec *r, uint64_t n, uint32_t t)
+static double mean_ttft_s(const struct ends *r, uint64_t n, uint32_t t)
 {
 	double sum = 0;
 	uint64_t i, k = 0;
 
-	for (i = 0; i < n && i < MAX_REQ; i++)
+	for (i = 0; i < n && i < ENDS_MAX; i++)
 		if (r->tenant[i] == t) {
 			sum += (double)(r->first[i] - r->arrival[i]) / 1e9;
 			k++;
@@ -128,7 +82,7 @@ static uint64_t seed_for(const struct kv_source_spec *spec, const uint32_t *want
 #define URGENT_HEAD "model: llama-2-13b\ndevice: a100-40g\nmemory: {share: 0.8}\ncache: chunked\n"
 
 struct urgent {
-	struct rec *r;
+	struct ends *r;
 	kv_ns makespan, bulk_e2e;
 	uint64_t preemptions, swap_out, swap_in, swap_dropped;
 	kv_ns copy_out_ns, copy_in_ns; /* host-link time of the swaps, as the engine costs them */
@@ -140,7 +94,8 @@ static void urgent_run(struct urgent *u, const char *sched, int vip_priority)
 	struct kv_workload w;
 	struct kv_sim s;
 	char yaml[2048];
-	const char *trace = temp_file("arrived_at,num_prefill_tokens,num_decode_tokens\n0,1,1\n3,1,1\n", 1);
+	const char *trace = temp_file("arrived_at,num_prefill_tokens,num_decode_tokens\n"
+				      "0,1,1\n3,1,1\n", "", 1);
 	uint64_t M;
 
 	/* the pool, in tokens */
@@ -269,7 +224,7 @@ START_TEST(aging_bounds_wait)
 {
 	struct kv_workload w;
 	struct kv_sim s;
-	struct rec *r = rec_new();
+	struct ends *r = rec_new();
 	const double aging_s = 2;
 	double worst_slack = -1e30, max_low_ttft = 0, starved = 0, high_e2e = 0;
 	uint64_t i, j, n_low = 0;
@@ -343,7 +298,7 @@ static int fixed_step(void *ctx, struct kv_replica *r, kv_ns model_ns, kv_ns *ns
 	return 0;
 }
 
-static void aging_exact_run(const char *aging, struct rec *r)
+static void aging_exact_run(const char *aging, struct ends *r)
 {
 	static const uint32_t order[5] = { 1, 0, 1, 1, 1 }; /* H1, L, H2, H3, H4 */
 	struct kv_executor x = { NULL, fixed_step };
@@ -352,7 +307,7 @@ static void aging_exact_run(const char *aging, struct rec *r)
 	char yaml[2048];
 	const char *trace = temp_file("arrived_at,num_prefill_tokens,num_decode_tokens\n"
 				      "0,1,1\n0.000000001,1,1\n0.000000002,1,1\n"
-				      "0.000000003,1,1\n0.000000004,1,1\n", 1);
+				      "0.000000003,1,1\n0.000000004,1,1\n", "", 1);
 
 	snprintf(yaml, sizeof(yaml),
 		 "model: llama-2-7b\ndevice: a100-80g\ncache: chunked\n"
@@ -378,7 +333,7 @@ static void aging_exact_run(const char *aging, struct rec *r)
 
 START_TEST(aging_promotes_at_exact_ns)
 {
-	struct rec *r = rec_new();
+	struct ends *r = rec_new();
 
 	aging_exact_run("5999999ns", r); /* W reaches A at 6D exactly */
 	ck_assert_uint_eq(r->finish[0], 3 * AGE_D);
@@ -416,7 +371,7 @@ START_TEST(one_tenant_is_fifo)
 {
 	struct kv_workload w;
 	struct kv_sim s;
-	struct rec *a = rec_new(), *b = rec_new();
+	struct ends *a = rec_new(), *b = rec_new();
 	uint64_t i;
 
 	load(&w, ONE_TENANT("fifo"));
@@ -454,7 +409,7 @@ START_TEST(mlfq_demotes_long)
 {
 	struct kv_workload w;
 	struct kv_sim s;
-	struct rec *r = rec_new();
+	struct ends *r = rec_new();
 	double fifo_short, fifo_long, mlfq_short, mlfq_long;
 
 	load(&w, MIX("fifo"));
@@ -488,13 +443,14 @@ END_TEST
  * and the short request (10 outputs, all within the upper queues) overtakes
  * it; with quanta from 32 both join the first queue and run in order.
  */
-static void skip_join_run(uint64_t quantum, struct rec *r)
+static void skip_join_run(uint64_t quantum, struct ends *r)
 {
 	static const uint32_t order[2] = { 0, 1 };
 	struct kv_workload w;
 	struct kv_sim s;
 	char yaml[1024];
-	const char *trace = temp_file("arrived_at,num_prefill_tokens,num_decode_tokens\n0,1,1\n0.001,1,1\n", 1);
+	const char *trace = temp_file("arrived_at,num_prefill_tokens,num_decode_tokens\n"
+				      "0,1,1\n0.001,1,1\n", "", 1);
 
 	snprintf(yaml, sizeof(yaml),
 		 "model: llama-2-7b\ndevice: a100-80g\ncache: {name: full, reserve: request}\n"
@@ -517,7 +473,7 @@ static void skip_join_run(uint64_t quantum, struct rec *r)
 
 START_TEST(mlfq_skip_join)
 {
-	struct rec *r = rec_new();
+	struct ends *r = rec_new();
 
 	skip_join_run(2, r);
 	ck_assert_msg(r->finish[1] < r->finish[0], "quantum 2: short request finished %llu ns, long %llu ns",
@@ -543,7 +499,7 @@ START_TEST(segments_round_robin)
 {
 	struct kv_workload w;
 	struct kv_sim s;
-	struct rec *r = rec_new();
+	struct ends *r = rec_new();
 	kv_ns last_seg, last_plain;
 
 	load(&w, SEGMENTS("0"));
@@ -583,7 +539,7 @@ START_TEST(deterministic)
 {
 	struct kv_workload w;
 	struct kv_sim s;
-	struct rec *a = rec_new(), *b = rec_new();
+	struct ends *a = rec_new(), *b = rec_new();
 	uint64_t pre;
 
 	load(&w, BUSY);

@@ -17,24 +17,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Writes text to a temporary file ending in suffix; returns its path (static buffer). */
-static const char *temp_file(const char *text, const char *suffix, int which)
-{
-	static char paths[2][64];
-	char *path = paths[which];
-	FILE *f;
-	int fd;
-
-	snprintf(path, sizeof(paths[0]), "/tmp/kvsim-shared-XXXXXX%s", suffix);
-	fd = mkstemps(path, (int)strlen(suffix));
-	ck_assert_int_ge(fd, 0);
-	f = fdopen(fd, "w");
-	ck_assert_ptr_nonnull(f);
-	fputs(text, f);
-	ck_assert_int_eq(fclose(f), 0);
-	return path;
-}
-
 /* What a run's sink saw. */
 struct rec {
 	uint64_t n; /* requests ended */

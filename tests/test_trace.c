@@ -18,12 +18,11 @@
 static struct kv_trace_row row; /* 4 KiB: kept off the stack */
 
 
-/* Writes text to a fresh temporary file; returns its path (static buffer). */
-static const char *temp_file(const char *text)
+/* Writes n bytes (NULs included) to a fresh temporary file; returns its path (static buffer). */
+static const char *temp_file_n(const char *text, size_t n)
 {
 	static char path[64];
 	int fd;
-	size_t n = strlen(text);
 
 	snprintf(path, sizeof(path), "/tmp/kvsim_trace_XXXXXX");
 	fd = mkstemp(path);
@@ -31,6 +30,12 @@ static const char *temp_file(const char *text)
 	ck_assert_msg(write(fd, text, n) == (ssize_t)n, "write failed");
 	close(fd);
 	return path;
+}
+
+/* Writes text to a fresh temporary file; returns its path (static buffer). */
+static const char *temp_file(const char *text)
+{
+	return temp_file_n(text, strlen(text));
 }
 
 static struct kv_trace *open_ok(const char *path, enum kv_trace_format fmt)
@@ -348,20 +353,6 @@ START_TEST(test_bad_headers)
 	ck_assert_msg(strstr(d.msg, "duplicate column"), "msg: %s", d.msg);
 }
 END_TEST
-
-/* Writes n bytes (NULs included) to a fresh temporary file; returns its path. */
-static const char *temp_file_n(const char *text, size_t n)
-{
-	static char path[64];
-	int fd;
-
-	snprintf(path, sizeof(path), "/tmp/kvsim_trace_XXXXXX");
-	fd = mkstemp(path);
-	ck_assert_msg(fd >= 0, "mkstemp failed");
-	ck_assert_msg(write(fd, text, n) == (ssize_t)n, "write failed");
-	close(fd);
-	return path;
-}
 
 /* The first error of the n bytes at text (at open or while reading rows) into d. */
 static int first_error(const char *text, size_t n, struct kv_diag *d)

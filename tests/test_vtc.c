@@ -20,13 +20,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MAX_REQ 4096
-
 /* What a run left: per request ends, and the service samples. */
 struct rec {
-	uint64_t n, completed, bad_tokens;
-	kv_ns finish[MAX_REQ], first[MAX_REQ];
-	uint32_t tenant[MAX_REQ];
+	struct ends ends;
 	/* service sampling (two tenants, weights w_p, w_q) */
 	double wp, wq;
 	double tw[2]; /* tenant weights: the difference is W_0 / tw[0] - W_1 / tw[1] */
@@ -44,18 +40,7 @@ static int rec_request(void *ctx, const struct kv_sim *s, const struct kv_req *q
 {
 	struct rec *r = ctx;
 
-	(void)s;
-	r->n++;
-	if (e == KV_END_COMPLETED) {
-		r->completed++;
-		r->bad_tokens += q->generated != q->output_tokens;
-	}
-	if (q->id < MAX_REQ) {
-		r->finish[q->id] = q->finish_ns;
-		r->first[q->id] = q->first_token_ns;
-		r->tenant[q->id] = q->tenant;
-	}
-	return 0;
+	return ends_request(&r->ends, s, q, e);
 }
 
 /* W of tenant t now: completed requests plus the progress of running ones. */
@@ -113,8 +98,7 @@ static void run(struct kv_workload *w, struct rec *r, struct kv_sim *s, int chec
 
 	sim_start(w, s, &sink, check_pool);
 	sim_finish(s);
-	ck_assert_msg(r->bad_tokens == 0, "%llu completed requests with generated != output_tokens",
-		      (unsigned long long)r->bad_tokens);
+	ends_check(&r->ends);
 }
 
 static struct rec *rec_new(double wp, double wq)
@@ -176,7 +160,7 @@ START_TEST(vtc_bounded_fifo_grows)
 	run(&w, r, &s, 0);
 	bound = vtc_bound(&s, 1, 2);
 	vtc_spread = r->d_max - r->d_min;
-	ck_assert_uint_eq(r->completed, 3000);
+	ck_assert_uint_eq(r->ends.completed, 3000);
 	ck_assert_msg(r->n_back > 400, "only %llu backlogged samples: raise the load",
 		      (unsigned long long)r->n_back);
 	fprintf(stderr,
@@ -267,11 +251,12 @@ START_TEST(vtc_single_tenant_is_fifo)
 	load(&w, PRESSURE("vtc", ""));
 	run(&w, b, &s, 1);
 	ck_assert_uint_eq(s.preemptions, pre);
-	ck_assert_uint_eq(b->completed, 150);
+	ck_assert_uint_eq(b->ends.completed, 150);
 	for (i = 0; i < 150; i++)
-		ck_assert_msg(a->finish[i] == b->finish[i], "request %llu: fifo %llu ns, vtc %llu ns",
-			      (unsigned long long)i, (unsigned long long)a->finish[i],
-			      (unsigned long long)b->finish[i]);
+		ck_assert_msg(a->ends.finish[i] == b->ends.finish[i],
+			      "request %llu: fifo %llu ns, vtc %llu ns", (unsigned long long)i,
+			      (unsigned long long)a->ends.finish[i],
+			      (unsigned long long)b->ends.finish[i]);
 	kv_sim_release(&s);
 	kv_workload_release(&w);
 	free(a);
@@ -300,9 +285,9 @@ START_TEST(vtc_deterministic)
 	load(&w, yaml);
 	run(&w, b, &s, 1);
 	ck_assert_uint_eq(s.preemptions, pre);
-	ck_assert_uint_eq(a->completed, 150);
-	ck_assert_int_eq(memcmp(a->finish, b->finish, sizeof(a->finish)), 0);
-	ck_assert_int_eq(memcmp(a->first, b->first, sizeof(a->first)), 0);
+	ck_assert_uint_eq(a->ends.completed, 150);
+	ck_assert_int_eq(memcmp(a->ends.finish, b->ends.finish, sizeof(a->ends.finish)), 0);
+	ck_assert_int_eq(memcmp(a->ends.first, b->ends.first, sizeof(a->ends.first)), 0);
 	kv_sim_release(&s);
 	kv_workload_release(&w);
 	free(a);

@@ -19,11 +19,7 @@
 set -u
 kvsim=$(cd "$(dirname "$1")" && pwd)/$(basename "$1") # absolute: one case changes directory
 src=$(cd "$2" && pwd)
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+. "$(dirname "$0")/testutil.sh"
 
 # check.py FILE [key=value...]: validates FILE, prints "name count" lines of facts
 cat > "$tmp/check.py" <<'PY'

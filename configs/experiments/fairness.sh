@@ -9,9 +9,7 @@ kvsim=${1:-$here/../../build/src/kvsim}
 shift || true
 scheds=("$@")
 [ ${#scheds[@]} -gt 0 ] || scheds=(fifo drf wdrf vtc preempt)
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-col() { awk -F, -v n="$2" 'NR==1{for(i=1;i<=NF;i++) if($i==n) c=i} NR==2{print $c}' "$1/summary.csv"; }
+. "$here/lib.bash"
 pct() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%+.0f%%", 100 * (a / b - 1)}'; }
 printf '%-8s %10s %6s %14s %6s %14s %6s %7s %12s\n' scheduler "tok/s" "" "long p99 s" "" "short std s" "" jain "svc diff max"
 for sc in "${scheds[@]}"; do

@@ -6,9 +6,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 kvsim=${1:-$here/../../build/src/kvsim}
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-col() { awk -F, -v n="$2" 'NR==1{for(i=1;i<=NF;i++) if($i==n) c=i} NR==2{print $c}' "$1/summary.csv"; }
+. "$here/lib.bash"
 calc() { awk "BEGIN{printf \"$1\", $2}"; }
 printf '%-24s %9s %7s %10s %9s %8s %9s %8s %6s\n' cache "KV GB@8" saved "saved GB" "iter ms@8" overhead "tok/s" "vs full" hit
 models=("full" "chunked" "quantized, bits: 4" "sparse, budget: 2048" "shared")

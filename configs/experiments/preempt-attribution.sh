@@ -9,9 +9,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 kvsim=${1:-$here/../../build/src/kvsim}
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-col() { awk -F, -v n="$2" 'NR==1{for(i=1;i<=NF;i++) if($i==n) c=i} NR==2{print $c}' "$1/summary.csv"; }
+. "$here/lib.bash"
 rows=(
   "fifo, recompute|--set scheduler.name=fifo"
   "fifo, swap|--set scheduler.name=fifo --set cache.offload=true"

@@ -7,9 +7,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 kvsim=${1:-$here/../../build/src/kvsim}
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-col() { awk -F, -v n="$2" 'NR==1{for(i=1;i<=NF;i++) if($i==n) c=i} NR==2{print $c}' "$1/summary.csv"; }
+. "$here/lib.bash"
 gb() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.1f", a*b/1e9}'; }
 
 printf '%-8s %-8s | %-26s | %-34s\n' row cache "batch 8: KV reserved/live GB" "batch <= 256: tok/s, done, rejected"

@@ -5,9 +5,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 kvsim=${1:-$here/../../build/src/kvsim}
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-col() { awk -F, -v n="$2" 'NR==1{for(i=1;i<=NF;i++) if($i==n) c=i} NR==2{print $c}' "$1/summary.csv"; }
+. "$here/lib.bash"
 printf '%-22s %14s %14s %12s %10s\n' cache "live/reserved" "reserved/pool" "tokens/s" preempted
 run() {
   local label=$1; shift

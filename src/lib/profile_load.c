@@ -451,9 +451,11 @@ static int read_model_ext(struct kv_cfg_node *r, struct kv_model *m, struct kv_d
 	return read_dtype(r, "kv_dtype", &m->kv_dtype, d);
 }
 
-static int read_model(struct kv_cfg_doc *doc, struct kv_model *m, struct kv_diag *d)
+/* The model reader (struct profile_kind): fills the zeroed struct kv_model at out. */
+static int read_model(struct kv_cfg_doc *doc, void *out, struct kv_diag *d)
 {
 	struct kv_cfg_node *r = doc->root;
+	struct kv_model *m = out;
 	int err;
 
 	if ((err = kv_cfg_check_keys(r, model_keys, d)) ||
@@ -464,37 +466,6 @@ static int read_model(struct kv_cfg_doc *doc, struct kv_model *m, struct kv_diag
 		return err;
 	err = kv_model_validate(m, d, doc->path);
 	return err ? locate(r, d, err) : 0;
-}
-
-int kv_profile_load_model(const char *name_or_path, struct kv_model *m, struct kv_diag *d)
-{
-	char path[PROFILE_PATH_MAX + 256];
-	struct kv_cfg_doc doc;
-	int err = resolve("models", "model", name_or_path, path, sizeof(path), d);
-
-	if (err)
-		return err;
-	err = kv_cfg_load(&doc, path, d);
-	if (err)
-		return err;
-	memset(m, 0, sizeof(*m));
-	err = read_model(&doc, m, d);
-	kv_cfg_free(&doc);
-	return err;
-}
-
-int kv_profile_load_model_mem(const char *name, const char *text, size_t len, struct kv_model *m,
-			      struct kv_diag *d)
-{
-	struct kv_cfg_doc doc;
-	int err = kv_cfg_load_mem(&doc, name, text, len, d);
-
-	if (err)
-		return err;
-	memset(m, 0, sizeof(*m));
-	err = read_model(&doc, m, d);
-	kv_cfg_free(&doc);
-	return err;
 }
 
 /* ---- devices ---- */
@@ -599,9 +570,11 @@ static int read_cost(struct kv_cfg_node *c, struct kv_device *dev, struct kv_dia
 	return kv_cfg_dbl(c, "alpha", dev->alpha, 1, 1e6, &dev->alpha, d);
 }
 
-static int read_device(struct kv_cfg_doc *doc, struct kv_device *dev, struct kv_diag *d)
+/* The device reader (struct profile_kind): fills the zeroed struct kv_device at out. */
+static int read_device(struct kv_cfg_doc *doc, void *out, struct kv_diag *d)
 {
 	struct kv_cfg_node *r = doc->root;
+	struct kv_device *dev = out;
 	int err;
 
 	kv_device_set_defaults(dev);
@@ -617,34 +590,78 @@ static int read_device(struct kv_cfg_doc *doc, struct kv_device *dev, struct kv_
 	return err ? locate(r, d, err) : 0;
 }
 
-int kv_profile_load_device(const char *name_or_path, struct kv_device *dev,
-			   struct kv_diag *d)
+/* ---- loading ---- */
+
+/*
+ * A kind of profile: where its files are, what messages call it, and its
+ * reader, which fills the record (zeroed first) from the parsed document.
+ * One loader serves both kinds and both sources; a new kind is a reader
+ * and one of these.
+ */
+struct profile_kind {
+	const char *dir; /* its directory under kv_profiles_dir() */
+	const char *what; /* its name in messages */
+	size_t size; /* bytes of its record */
+	int (*read)(struct kv_cfg_doc *doc, void *out, struct kv_diag *d);
+};
+
+static const struct profile_kind model_kind = { "models", "model", sizeof(struct kv_model),
+						read_model };
+static const struct profile_kind device_kind = { "devices", "device", sizeof(struct kv_device),
+						 read_device };
+
+/* A profile held in memory: len bytes at text, not NUL-terminated. */
+struct profile_text {
+	const char *text;
+	size_t len;
+};
+
+/*
+ * Loads a profile of kind k into out: from mem, reported as file
+ * name_or_path, when mem is non-NULL; else from the file name_or_path names
+ * or is (resolve).  Returns as kv_profile_load_model.
+ */
+static int load(const struct profile_kind *k, const char *name_or_path,
+		const struct profile_text *mem, void *out, struct kv_diag *d)
 {
 	char path[PROFILE_PATH_MAX + 256];
 	struct kv_cfg_doc doc;
-	int err = resolve("devices", "device", name_or_path, path, sizeof(path), d);
+	int err;
 
+	if (mem) {
+		err = kv_cfg_load_mem(&doc, name_or_path, mem->text, mem->len, d);
+	} else {
+		err = resolve(k->dir, k->what, name_or_path, path, sizeof(path), d);
+		if (!err)
+			err = kv_cfg_load(&doc, path, d);
+	}
 	if (err)
 		return err;
-	err = kv_cfg_load(&doc, path, d);
-	if (err)
-		return err;
-	memset(dev, 0, sizeof(*dev));
-	err = read_device(&doc, dev, d);
+	memset(out, 0, k->size);
+	err = k->read(&doc, out, d);
 	kv_cfg_free(&doc);
 	return err;
+}
+
+int kv_profile_load_model(const char *name_or_path, struct kv_model *m, struct kv_diag *d)
+{
+	return load(&model_kind, name_or_path, NULL, m, d);
+}
+
+int kv_profile_load_model_mem(const char *name, const char *text, size_t len, struct kv_model *m,
+			      struct kv_diag *d)
+{
+	return load(&model_kind, name, &(struct profile_text){ text, len }, m, d);
+}
+
+int kv_profile_load_device(const char *name_or_path, struct kv_device *dev,
+			   struct kv_diag *d)
+{
+	return load(&device_kind, name_or_path, NULL, dev, d);
 }
 
 int kv_profile_load_device_mem(const char *name, const char *text, size_t len,
 			       struct kv_device *dev, struct kv_diag *d)
 {
-	struct kv_cfg_doc doc;
-	int err = kv_cfg_load_mem(&doc, name, text, len, d);
-
-	if (err)
-		return err;
-	memset(dev, 0, sizeof(*dev));
-	err = read_device(&doc, dev, d);
-	kv_cfg_free(&doc);
-	return err;
+	return load(&device_kind, name, &(struct profile_text){ text, len }, dev, d);
 }

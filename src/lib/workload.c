@@ -364,6 +364,27 @@ static int read_batching(struct kv_cfg_node *root, struct kv_sim_config *c, stru
 	return kv_cfg_bool(n, "chunked_prefill", 1, &c->chunked_prefill, d);
 }
 
+/* The `format:` names of a trace, in enum kv_trace_format order. */
+static const char *const trace_formats[] = { "auto", "azure", "vidur", "lengths", "mooncake",
+					     NULL };
+
+/*
+ * Reads n's `trace:` file, which n requires (`missing` is the error when it
+ * is absent), into path (len bytes), resolved against the workload's
+ * directory; the file must be readable.
+ */
+static int read_trace_path(struct kv_cfg_doc *doc, struct kv_cfg_node *n, const char *missing,
+			   char *path, size_t len, struct kv_diag *d)
+{
+	char rel[1024];
+
+	if (!kv_cfg_get(n, "trace"))
+		return kv_cfg_error(n, d, "%s", missing);
+	TRY(kv_cfg_str(n, "trace", "", rel, sizeof(rel), d));
+	TRY(resolve_path(doc, kv_cfg_get(n, "trace"), rel, path, len, d));
+	return check_input_file(kv_cfg_get(n, "trace"), path, d);
+}
+
 static int read_lengths(struct kv_cfg_doc *doc, struct kv_cfg_node *n, struct kv_length_spec *l,
 			struct kv_diag *d)
 {
@@ -372,9 +393,7 @@ static int read_lengths(struct kv_cfg_doc *doc, struct kv_cfg_node *n, struct kv
 					    "prompt_mean", "prompt_sigma", "output_mean",
 					    "output_sigma", "trace", "format", NULL };
 	static const char *const dists[] = { "fixed", "uniform", "lognormal", "trace", NULL };
-	static const char *const formats[] = { "auto", "azure", "vidur", "lengths", "mooncake", NULL };
 	const uint64_t big = 1ULL << 40;
-	char rel[1024];
 	int i;
 
 	TRY(kv_cfg_expect_map(n, d));
@@ -391,7 +410,7 @@ static int read_lengths(struct kv_cfg_doc *doc, struct kv_cfg_node *n, struct kv
 	TRY(kv_cfg_dbl(n, "prompt_sigma", 1, 0, 10, &l->prompt_sigma, d));
 	TRY(kv_cfg_dbl(n, "output_mean", 128, 1, 1e9, &l->output_mean, d));
 	TRY(kv_cfg_dbl(n, "output_sigma", 1, 0, 10, &l->output_sigma, d));
-	TRY(kv_cfg_enum(n, "format", formats, 0, &i, d));
+	TRY(kv_cfg_enum(n, "format", trace_formats, 0, &i, d));
 	l->format = (enum kv_trace_format)i;
 	l->prompt_clip = l->prompt_max;
 	l->output_clip = l->output_max;
@@ -400,11 +419,8 @@ static int read_lengths(struct kv_cfg_doc *doc, struct kv_cfg_node *n, struct kv
 		return kv_cfg_error(n, d, "uniform bounds: expected prompt_min <= prompt_max and output_min <= output_max");
 	if (l->kind != KV_LEN_TRACE)
 		return 0;
-	if (!kv_cfg_get(n, "trace"))
-		return kv_cfg_error(n, d, "dist trace: expected a `trace:` file of lengths");
-	TRY(kv_cfg_str(n, "trace", "", rel, sizeof(rel), d));
-	TRY(resolve_path(doc, kv_cfg_get(n, "trace"), rel, l->path, sizeof(l->path), d));
-	return check_input_file(kv_cfg_get(n, "trace"), l->path, d);
+	return read_trace_path(doc, n, "dist trace: expected a `trace:` file of lengths", l->path,
+			       sizeof(l->path), d);
 }
 
 static int read_arrival(struct kv_cfg_doc *doc, struct kv_cfg_node *w, struct kv_source_spec *s,
@@ -413,9 +429,7 @@ static int read_arrival(struct kv_cfg_doc *doc, struct kv_cfg_node *w, struct kv
 	static const char *const keys[] = { "process", "rate", "cv", "trace", "format",
 					    "time_scale", NULL };
 	static const char *const procs[] = { "poisson", "gamma", "trace", NULL };
-	static const char *const formats[] = { "auto", "azure", "vidur", "lengths", "mooncake", NULL };
 	struct kv_cfg_node *n = kv_cfg_get(w, "arrival");
-	char rel[1024];
 	int i;
 
 	TRY(kv_cfg_expect_map(n, d));
@@ -425,16 +439,12 @@ static int read_arrival(struct kv_cfg_doc *doc, struct kv_cfg_node *w, struct kv
 	TRY(kv_cfg_dbl(n, "rate", 1.0, 1e-9, 1e9, &s->rate_per_s, d));
 	TRY(kv_cfg_dbl(n, "cv", 1.0, 1e-3, 100, &s->cv, d));
 	TRY(kv_cfg_dbl(n, "time_scale", 1.0, 1e-6, 1e6, &s->time_scale, d));
-	TRY(kv_cfg_enum(n, "format", formats, 0, &i, d));
+	TRY(kv_cfg_enum(n, "format", trace_formats, 0, &i, d));
 	s->trace_format = (enum kv_trace_format)i;
 	if (s->arrival != KV_ARRIVAL_TRACE)
 		return 0;
-	if (!kv_cfg_get(n, "trace"))
-		return kv_cfg_error(n, d, "process trace: expected a `trace:` file with timestamps");
-	TRY(kv_cfg_str(n, "trace", "", rel, sizeof(rel), d));
-	TRY(resolve_path(doc, kv_cfg_get(n, "trace"), rel, s->trace_path, sizeof(s->trace_path),
-			 d));
-	return check_input_file(kv_cfg_get(n, "trace"), s->trace_path, d);
+	return read_trace_path(doc, n, "process trace: expected a `trace:` file with timestamps",
+			       s->trace_path, sizeof(s->trace_path), d);
 }
 
 static int read_tenant(struct kv_cfg_doc *doc, struct kv_cfg_node *n, struct kv_source_spec *s,
