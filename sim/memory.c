@@ -162,6 +162,24 @@ static int budget_engine(const struct kv_mem_cfg *c, const struct kv_model *m,
 	return 0;
 }
 
+int kv_mem_pin_bytes(uint64_t kv_tokens, const struct kv_model *m, uint64_t *pool_bytes,
+		     struct kv_diag *d)
+{
+	uint64_t tb = kv_model_kv_bytes_per_token(m);
+
+	if (!kv_mul_u64(kv_tokens, tb, pool_bytes) && *pool_bytes <= KV_MEM_POOL_MAX_BYTES)
+		return 0;
+	return kv_diag_set(d, KV_ERANGE, "", 0, 0, "memory.kv_tokens",
+			   "%llu tokens x %llu KV bytes per token (%s) is %.4g bytes: expected at "
+			   "most 2^50 bytes (1 PiB) per replica, that is at most %llu tokens "
+			   "(%llu blocks of %d)",
+			   (unsigned long long)kv_tokens, (unsigned long long)tb, m->name,
+			   (double)kv_tokens * (double)tb,
+			   (unsigned long long)(KV_MEM_POOL_MAX_BYTES / tb),
+			   (unsigned long long)(KV_MEM_POOL_MAX_BYTES / tb / KV_MEM_BLOCK_TOKENS),
+			   KV_MEM_BLOCK_TOKENS);
+}
+
 int kv_mem_budget(const struct kv_mem_cfg *c, const struct kv_model *m,
 		  const struct kv_device *dev, uint32_t tp, uint64_t max_batch_tokens,
 		  uint32_t max_seqs, struct kv_mem_budget *b, struct kv_diag *d)
@@ -184,6 +202,6 @@ int kv_mem_budget(const struct kv_mem_cfg *c, const struct kv_model *m,
 	}
 	b->kv_blocks = b->kv_tokens / KV_MEM_BLOCK_TOKENS;
 	if (c->model != KV_MEM_SHARE || b->pinned)
-		b->pool_bytes = b->kv_tokens * kv_model_kv_bytes_per_token(m);
+		return kv_mem_pin_bytes(b->kv_tokens, m, &b->pool_bytes, d);
 	return 0;
 }

@@ -545,12 +545,32 @@ static int share(double v, const char *key, struct kv_diag *d, const char *file)
 			   "must be a share of the peak in (0, 1], got %g", v);
 }
 
+/*
+ * Memory per GPU at most 2^44 bytes (17.6 TB; the largest GPUs hold 0.3 TB),
+ * so that a replica's pool, up to 64 GPUs of it, stays within the 2^50
+ * bytes memory.h's KV_MEM_POOL_MAX_BYTES allows and no product of the
+ * memory budget wraps 64 bits.
+ */
+#define DEV_MEM_MAX_BYTES (1ULL << 44)
+
+static int device_memory(uint64_t bytes, const char *key, struct kv_diag *d, const char *file)
+{
+	if (bytes <= DEV_MEM_MAX_BYTES)
+		return 0;
+	return kv_diag_set(d, KV_ERANGE, file, 0, 0, key,
+			   "%llu bytes (%.4g TB) per GPU: expected at most 2^44 bytes (17.6 TB)",
+			   (unsigned long long)bytes, (double)bytes / 1e12);
+}
+
 int kv_device_validate(const struct kv_device *dev, struct kv_diag *d, const char *file)
 {
 	int err;
 
 	if (dev->mem_bytes == 0)
 		return kv_diag_set(d, KV_EINVAL, file, 0, 0, "memory", "must be positive");
+	if ((err = device_memory(dev->mem_bytes, "memory", d, file)) ||
+	    (err = device_memory(dev->mem_cuda_bytes, "memory_cuda", d, file)))
+		return err;
 	if ((err = positive(dev->mem_bw_Bps, "mem_bandwidth", d, file)) ||
 	    (err = positive(dev->flops, "fp16_tflops", d, file)) ||
 	    (err = plausible(dev->mem_bw_Bps, 1e6, 1e15, 1e9, "mem_bandwidth", "GB/s", d, file)) ||
