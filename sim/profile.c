@@ -428,6 +428,23 @@ static int model_check_context_bytes(const struct kv_model *m, struct kv_diag *d
 			   (unsigned long long)kv_model_kv_bytes_per_token(m), m->layers, b);
 }
 
+/*
+ * The context window at most 2^24 tokens (16.8M; the longest published
+ * window, Llama 4 Scout's, is 10M): a run keeps per-length tables
+ * (metrics.h's length counts, the sparse cache's hit table) of 8 bytes a
+ * token of context, which at the 2^32 a u32 admits asked for 32 GiB.
+ */
+#define MODEL_CONTEXT_MAX_TOKENS (1U << 24)
+
+static int model_check_context(const struct kv_model *m, struct kv_diag *d, const char *file)
+{
+	if (m->max_ctx_tokens <= MODEL_CONTEXT_MAX_TOKENS)
+		return 0;
+	return kv_diag_set(d, KV_ERANGE, file, 0, 0, "max_context",
+			   "%u tokens: expected at most 2^24 (16777216; the longest published "
+			   "context window is 10M tokens)", m->max_ctx_tokens);
+}
+
 int kv_model_validate(const struct kv_model *m, struct kv_diag *d, const char *file)
 {
 	int err = model_check_positive(m, d, file);
@@ -442,9 +459,10 @@ int kv_model_validate(const struct kv_model *m, struct kv_diag *d, const char *f
 				   "%u is not 1, 2 or 4", m->dtype_bytes);
 	if ((err = model_check_moe(m, d, file)) || (err = model_check_mla(m, d, file)) ||
 	    (err = model_check_window(m, d, file)) || (err = model_check_dtypes(m, d, file)) ||
-	    (err = model_check_params(m, d, file)))
+	    (err = model_check_params(m, d, file)) ||
+	    (err = model_check_context_bytes(m, d, file)))
 		return err;
-	return model_check_context_bytes(m, d, file);
+	return model_check_context(m, d, file); /* after the bytes: their message is the sharper */
 }
 
 void kv_device_set_defaults(struct kv_device *dev)

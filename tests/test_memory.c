@@ -328,6 +328,15 @@ START_TEST(test_workload_pin)
 	ck_assert_str_eq(d.field, "memory.kv_tokens");
 	ck_assert_uint_eq(d.line, 4);
 	ck_assert_msg(strstr(d.msg, "at most 2147483648 tokens"), "message: %s", d.msg);
+	/* below one block of 16 tokens, or below the pool's unit: named at the key */
+	ck_assert_int_eq(load_text(&w, "memory: {kv_tokens: 15}\n" LOAD_TAIL, &d), KV_EINVAL);
+	ck_assert_msg(strstr(d.msg, "at least one block of 16 tokens"), "message: %s", d.msg);
+	ck_assert_int_eq(load_text(&w, "memory: {kv_tokens: 16, min_block: 1GiB, max_block: 0}\n"
+				  LOAD_TAIL, &d), KV_EINVAL);
+	ck_assert_str_eq(d.field, "memory.min_block");
+	ck_assert_int_eq(load_text(&w, "memory: {min_block: 1GiB}\n" LOAD_TAIL, &d), KV_EINVAL);
+	ck_assert_msg(d.line == 1 && strstr(d.msg, "max_block 8388608 (its default)"),
+		      "line %lu: %s", d.line, d.msg);
 }
 END_TEST
 

@@ -402,11 +402,17 @@ static int check_pin(struct kv_cfg_node *n, const struct kv_sim_config *c, struc
 	uint64_t bytes, tokens = 0;
 	char msg[sizeof(d->msg)];
 
-	if (!c->mem.kv_tokens || !kv_mem_pin_bytes(c->mem.kv_tokens, &c->model, &bytes, d))
+	if (!c->mem.kv_tokens)
 		return 0;
 	kv_cfg_u64(n, "kv_tokens", 0, 0, UINT64_MAX, &tokens, NULL); /* read once already */
-	snprintf(msg, sizeof(msg), "%s", d->msg);
 	at = kv_cfg_get(n, tokens ? "kv_tokens" : "kv_blocks");
+	if (c->mem.kv_tokens < KV_MEM_BLOCK_TOKENS)
+		return kv_cfg_error(at, d, "a capacity of %llu tokens: expected 0 (estimate) or at "
+				    "least one block of %d tokens", (unsigned long long)c->mem.kv_tokens,
+				    KV_MEM_BLOCK_TOKENS);
+	if (!kv_mem_pin_bytes(c->mem.kv_tokens, &c->model, &bytes, d))
+		return 0;
+	snprintf(msg, sizeof(msg), "%s", d->msg);
 	kv_cfg_error(at, d, "%s", msg);
 	return KV_ERANGE;
 }
@@ -422,7 +428,7 @@ static int read_memory(struct kv_cfg_node *root, struct kv_sim_config *c, struct
 	TRY(kv_cfg_expect_map(n, d));
 	TRY(kv_cfg_check_keys(n, keys, d));
 	TRY(read_memory_model(n, &c->mem, d));
-	TRY(check_pin(n, c, d));
+	TRY(check_pin(n, c, d)); /* the product below is checked */
 	if (kv_cfg_get(n, "min_block") && !strcmp(kv_cfg_get(n, "min_block")->value ?
 						  kv_cfg_get(n, "min_block")->value : "", "auto"))
 		c->pool_min_block_bytes = 0;
@@ -433,12 +439,27 @@ static int read_memory(struct kv_cfg_node *root, struct kv_sim_config *c, struct
 		return kv_cfg_error(kv_cfg_get(n, "min_block"), d,
 				    "bad value %llu: expected a power of two",
 				    (unsigned long long)c->pool_min_block_bytes);
-	if (c->pool_max_block_bytes &&
-	    ((c->pool_max_block_bytes & (c->pool_max_block_bytes - 1)) ||
-	     c->pool_max_block_bytes < c->pool_min_block_bytes))
+	if (c->pool_max_block_bytes && (c->pool_max_block_bytes & (c->pool_max_block_bytes - 1)))
 		return kv_cfg_error(kv_cfg_get(n, "max_block"), d,
 				    "bad value %llu: expected 0 (no cap) or a power of two >= min_block",
 				    (unsigned long long)c->pool_max_block_bytes);
+	if (c->mem.kv_tokens && c->pool_min_block_bytes &&
+	    c->mem.kv_tokens * kv_model_kv_bytes_per_token(&c->model) < c->pool_min_block_bytes)
+		return kv_cfg_error(kv_cfg_get(n, "min_block"), d,
+				    "a unit of %llu bytes is larger than the whole pool the pin gives "
+				    "(%llu tokens x %llu bytes): expected at most the pool",
+				    (unsigned long long)c->pool_min_block_bytes,
+				    (unsigned long long)c->mem.kv_tokens,
+				    (unsigned long long)kv_model_kv_bytes_per_token(&c->model));
+	if (c->pool_max_block_bytes && c->pool_max_block_bytes < c->pool_min_block_bytes)
+		/* at min_block when max_block is the default (an absent key has no line) */
+		return kv_cfg_error(kv_cfg_get(n, kv_cfg_get(n, "max_block") ? "max_block" :
+									     "min_block"), d,
+				    "min_block %llu is larger than max_block %llu%s: expected "
+				    "min_block <= max_block (or max_block 0, no cap)",
+				    (unsigned long long)c->pool_min_block_bytes,
+				    (unsigned long long)c->pool_max_block_bytes,
+				    kv_cfg_get(n, "max_block") ? "" : " (its default)");
 	return 0;
 }
 
@@ -696,7 +717,9 @@ static int read_fairness(struct kv_cfg_node *root, struct kv_fairness_cfg *f, st
 /*
  * What an SLO key names: 0 a per-request limit ("ttft", "tpot", "itl",
  * "e2e"), 1 a percentile ("ttft_p99", "e2e_p50", "tpot_p99.9": *q in
- * (0, 1)), 2 a metric with any other suffix ("ttft_", "ttft_x"), -1 none.
+ * (0, 1)), 3 a percentile outside (0, 100) once read as a double
+ * ("ttft_p100", "ttft_p99.99999999999999999"), 2 a metric with any other
+ * suffix ("ttft_", "ttft_x"), -1 none.
  * *metric is set for 0, 1 and 2; "itl" is another name for "tpot".
  */
 static int slo_parse(const char *key, int *metric, double *q)
@@ -722,7 +745,9 @@ static int slo_parse(const char *key, int *metric, double *q)
 		*q = strtod(at + 1, &end) / 100;
 		for (p = at + 1; *p && (isdigit((unsigned char)*p) || *p == '.'); p++)
 			;
-		return end == p && !*p && *q > 0 && *q < 1 ? 1 : 2;
+		if (end != p || *p)
+			return 2;
+		return *q > 0 && *q < 1 ? 1 : 3;
 	}
 	return -1;
 }
@@ -778,6 +803,10 @@ static int read_slo_key(struct kv_cfg_node *m, struct kv_cfg_node *c, struct kv_
 	if (kind > 0 && !pct)
 		return kv_cfg_error(c, d, "'%s': a tenant's SLOs are per-request limits (ttft, "
 				    "tpot, itl, e2e); percentile SLOs go in slo: itself", c->key);
+	if (kind == 3)
+		return kv_cfg_error(c, d, "'%s': the percentile is %s: expected one above 0 and "
+				    "below 100", c->key,
+				    q > 0 ? "100 or more (in double precision)" : "0");
 	if (kind == 1) {
 		if (pct->n_pct == KV_SLO_MAX_PCT)
 			return kv_cfg_error(c, d, "more than %d percentile SLOs", KV_SLO_MAX_PCT);
