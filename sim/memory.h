@@ -92,7 +92,8 @@ const char *kv_mem_model_name(enum kv_mem_model m);
  * gate_up then act) or 2, for a dense model (not divided by TP: vLLM
  * logged the same 1.26 GiB at TP 1 and 2, PR 10511); for a MoE model the
  * larger of the dense layers' term (dense_layers > 0) and the fused_moe
- * buffers of one MoE layer (kv_mem_moe_workspace_bytes).
+ * buffers of one MoE layer (kv_mem_moe_workspace_bytes).  Both saturate at
+ * 2^60 bytes rather than wrap (memory.c, KV_MEM_SAT_BYTES).
  */
 uint64_t kv_mem_activation_bytes(const struct kv_model *m, uint64_t max_batch_tokens,
 				 uint32_t max_seqs, uint32_t tp);

@@ -297,6 +297,26 @@ START_TEST(test_pin_bounds)
 }
 END_TEST
 
+/*
+ * The activation estimate saturates instead of wrapping: a MoE workspace of
+ * 16384 tokens x 2^20 experts per token x 2^30 hidden is 2^67 bytes, which
+ * used to wrap to 98,369 GiB in the budget's message.
+ */
+START_TEST(test_activation_saturates)
+{
+	struct kv_model m = load_model("mixtral-8x7b");
+
+	m.layers = 1;
+	m.hidden = 1U << 30;
+	m.experts = m.experts_per_token = 1U << 20;
+	m.moe_intermediate = 1;
+	ck_assert_uint_eq(kv_mem_moe_workspace_bytes(&m, 16384, 1), 1ULL << 60);
+	ck_assert_uint_eq(kv_mem_activation_bytes(&m, 16384, 256, 1), 1ULL << 60);
+	m.hidden = 1U << 10; /* far below: the plain integer formula */
+	ck_assert_uint_lt(kv_mem_moe_workspace_bytes(&m, 16384, 1), 1ULL << 60);
+}
+END_TEST
+
 /* Loads a workload from text; returns the code, d filled. */
 static int load_text(struct kv_workload *w, const char *text, struct kv_diag *d)
 {
@@ -397,6 +417,7 @@ static Suite *memory_suite(void)
 	tcase_add_test(tc, test_sglang);
 	tcase_add_test(tc, test_pin);
 	tcase_add_test(tc, test_pin_bounds);
+	tcase_add_test(tc, test_activation_saturates);
 	tcase_add_test(tc, test_workload_pin);
 	tcase_add_test(tc, test_workload_parallel);
 	suite_add_tcase(s, tc);
