@@ -406,10 +406,6 @@ static int check_pin(struct kv_cfg_node *n, const struct kv_sim_config *c, struc
 		return 0;
 	kv_cfg_u64(n, "kv_tokens", 0, 0, UINT64_MAX, &tokens, NULL); /* read once already */
 	at = kv_cfg_get(n, tokens ? "kv_tokens" : "kv_blocks");
-	if (c->mem.kv_tokens < KV_MEM_BLOCK_TOKENS)
-		return kv_cfg_error(at, d, "a capacity of %llu tokens: expected 0 (estimate) or at "
-				    "least one block of %d tokens", (unsigned long long)c->mem.kv_tokens,
-				    KV_MEM_BLOCK_TOKENS);
 	if (!kv_mem_pin_bytes(c->mem.kv_tokens, &c->model, &bytes, d))
 		return 0;
 	snprintf(msg, sizeof(msg), "%s", d->msg);
@@ -461,6 +457,48 @@ static int read_memory(struct kv_cfg_node *root, struct kv_sim_config *c, struct
 				    (unsigned long long)c->pool_max_block_bytes,
 				    kv_cfg_get(n, "max_block") ? "" : " (its default)");
 	return 0;
+}
+
+/*
+ * The memory budget, computed now as the engine will at start-up
+ * (engine.c's pool_size: a stage of ceil(layers / pp) layers, kv_mem_budget)
+ * so that a model that does not fit is an error at the line of the key it
+ * names (memory.model, memory.share, cluster.pipeline_parallel: the first
+ * of those present, else the memory or cluster section), not a message
+ * with no line once the run starts.  The engine's own check stays.
+ */
+static int check_budget(struct kv_cfg_node *root, const struct kv_sim_config *c,
+			struct kv_diag *d)
+{
+	struct kv_model stage;
+	struct kv_mem_budget b;
+	struct kv_cfg_node *n;
+	char path[sizeof(d->field)], *sec, *key;
+	int rc;
+
+	if (c->pp > c->model.layers)
+		return kv_cfg_error(kv_cfg_get(kv_cfg_get(root, "cluster"), "pipeline_parallel"), d,
+				    "%u stages for %s's %u layers: expected at most one stage per layer",
+				    c->pp, c->model.name, c->model.layers);
+	kv_perf_stage_model(&c->model, c->pp, &stage);
+	rc = kv_mem_budget(&c->mem, &stage, &c->device, c->tp, c->max_batch_tokens,
+			   c->max_batch_seqs, &b, d);
+	if (!rc)
+		return 0;
+	snprintf(path, sizeof(path), "%s", d->field);
+	sec = path;
+	key = strchr(path, '.');
+	if (key)
+		*key++ = 0;
+	n = kv_cfg_get(root, sec);
+	if (n && key && kv_cfg_get(n, key))
+		n = kv_cfg_get(n, key);
+	if (!n)
+		n = root; /* the section is absent: the workload file, no line */
+	snprintf(d->file, sizeof(d->file), "%s", n->file ? n->file : "");
+	d->line = n == root ? 0 : n->key_line ? n->key_line : n->line;
+	d->col = n == root ? 0 : n->key_line ? n->key_col : n->col;
+	return rc;
 }
 
 static int read_batching(struct kv_cfg_node *root, struct kv_sim_config *c, struct kv_diag *d)
@@ -930,6 +968,7 @@ static int read_top(struct kv_cfg_doc *doc, struct kv_workload *w, int has_seed,
 	TRY(read_cluster(doc->root, c, d));
 	TRY(read_memory(doc->root, c, d));
 	TRY(read_batching(doc->root, c, d));
+	TRY(check_budget(doc->root, c, d));
 	TRY(read_plugin(doc->root, KV_PLUGIN_SCHED, "fifo", &sched, &c->sched_opts, d));
 	c->sched = (const struct kv_sched_ops *)sched;
 	TRY(read_plugin(doc->root, KV_PLUGIN_CACHE, "full", &cache, &c->cache_opts, d));
