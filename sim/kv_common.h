@@ -190,6 +190,18 @@ __attribute__((noreturn)) void kv__check_fail(const char *file, int line, const 
  */
 int kv_sum_exact(double c, double x, uint64_t m);
 
+/*
+ * Checked products of inputs: *out = a * b and 0, or KV_ERANGE when the
+ * product does not fit 64 bits (*out then holds the wrapped value; never
+ * use it).  Any product of two configured quantities (tokens x bytes per
+ * token, GPUs x bytes per GPU) goes through this, since each factor's own
+ * range does not bound the product.
+ */
+static inline int kv_mul_u64(uint64_t a, uint64_t b, uint64_t *out)
+{
+	return __builtin_mul_overflow(a, b, out) ? KV_ERANGE : 0;
+}
+
 /* Integer ceil(a / b) for b > 0. */
 static inline uint64_t kv_div_ceil(uint64_t a, uint64_t b)
 {

@@ -50,32 +50,59 @@ const char *kv_mem_model_name(enum kv_mem_model m)
 	return names[m];
 }
 
+/*
+ * Saturating byte arithmetic for the activation estimate: a product or sum
+ * past KV_MEM_SAT_BYTES gives KV_MEM_SAT_BYTES, never a wrapped count.
+ * Only a profile whose weights alone pass any device's memory gets there
+ * (a MoE workspace of 16384 tokens x 2^20 experts per token x 2^30 hidden),
+ * so its budget is refused either way, and the message then shows at
+ * least 2^60 bytes of activation instead of a wrapped few.  Below the bound
+ * the results are the plain integer ones.
+ */
+#define KV_MEM_SAT_BYTES (1ULL << 60)
+
+static uint64_t sat_mul(uint64_t a, uint64_t b)
+{
+	uint64_t r;
+
+	return kv_mul_u64(a, b, &r) || r > KV_MEM_SAT_BYTES ? KV_MEM_SAT_BYTES : r;
+}
+
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	assert(a <= KV_MEM_SAT_BYTES && b <= KV_MEM_SAT_BYTES);
+	return KV_MIN(a + b, KV_MEM_SAT_BYTES);
+}
+
 uint64_t kv_mem_moe_workspace_bytes(const struct kv_model *m, uint64_t tokens, uint32_t tp)
 {
 	uint64_t mt = KV_MIN(tokens, (uint64_t)KV_MEM_MOE_CHUNK_TOKENS);
 	uint64_t k = m->experts_per_token, h = m->hidden;
 	uint64_t n = (m->gated_mlp ? 2ULL : 1ULL) * m->moe_intermediate / KV_MAX(tp, 1U);
 	uint64_t bs = mt <= 32 ? 16 : mt <= 96 ? 32 : mt <= 512 ? 64 : 128;
-	uint64_t padded = mt * k + (uint64_t)m->experts * (bs - 1);
-	uint64_t elems = mt * k * KV_MAX(n / 2, h) + mt * k * KV_MAX(n, h) + mt * h;
+	uint64_t padded = mt * k + (uint64_t)m->experts * (bs - 1); /* < 2^47 */
+	uint64_t elems = sat_add(sat_add(sat_mul(mt * k, KV_MAX(n / 2, h)),
+					 sat_mul(mt * k, KV_MAX(n, h))), mt * h);
 
 	if (!m->experts)
 		return 0;
-	return elems * m->dtype_bytes + 4 * padded + 4 * kv_div_ceil(padded, bs);
+	return sat_add(sat_mul(elems, m->dtype_bytes),
+		       4 * padded + 4 * kv_div_ceil(padded, bs));
 }
 
 uint64_t kv_mem_activation_bytes(const struct kv_model *m, uint64_t max_batch_tokens,
 				 uint32_t max_seqs, uint32_t tp)
 {
 	uint64_t k = m->gated_mlp ? 3 : 2;
-	uint64_t mlp = max_batch_tokens * m->dtype_bytes * k * m->intermediate;
+	uint64_t tok_bytes = sat_mul(max_batch_tokens, m->dtype_bytes);
+	uint64_t mlp = sat_mul(sat_mul(tok_bytes, k), m->intermediate);
 	uint64_t rows = KV_MIN((uint64_t)max_seqs, max_batch_tokens);
 
 	if (m->experts)
 		mlp = KV_MAX(m->dense_layers ? mlp : 0,
 			     kv_mem_moe_workspace_bytes(m, max_batch_tokens, tp));
-	return max_batch_tokens * m->dtype_bytes * 2ULL * m->hidden + mlp +
-	       rows * m->vocab * 4ULL * 3ULL;
+	return sat_add(sat_add(sat_mul(sat_mul(tok_bytes, 2), m->hidden), mlp),
+		       sat_mul(sat_mul(rows, m->vocab), 12));
 }
 
 double kv_mem_sglang_fraction(uint64_t total_bytes, uint32_t tp)
@@ -146,10 +173,11 @@ static int budget_engine(const struct kv_mem_cfg *c, const struct kv_model *m,
 	}
 	if (kv < (double)(b->token_bytes * KV_MEM_BLOCK_TOKENS))
 		return kv_diag_set(d, KV_EINVAL, "", 0, 0, "memory.model",
-				   "%s: %s on %s x %u leaves %.2f GiB per GPU for the KV cache (total %.2f GiB x %.3f; weights %.2f, activation %.2f, non-torch %.2f, CUDA graphs %.2f GiB): expected room for one block (raise cluster.tensor_parallel or the memory fraction)",
+				   "%s: %s on %s x %u leaves %.2f GiB per GPU for the KV cache (total %.2f GiB x %.3f; weights %.2f, activation %s%.2f, non-torch %.2f, CUDA graphs %.2f GiB): expected room for one block (raise cluster.tensor_parallel or the memory fraction)",
 				   kv_mem_model_name(c->model), m->name, dev->name, tp,
 				   kv / (double)KV_GiB, (double)b->total_bytes / (double)KV_GiB,
 				   b->fraction, (double)b->weights_bytes / (double)KV_GiB,
+				   b->activation_bytes == KV_MEM_SAT_BYTES ? "at least " : "",
 				   (double)b->activation_bytes / (double)KV_GiB,
 				   (double)b->non_torch_bytes / (double)KV_GiB,
 				   (double)b->cuda_graph_bytes / (double)KV_GiB);
@@ -160,6 +188,24 @@ static int budget_engine(const struct kv_mem_cfg *c, const struct kv_model *m,
 	else
 		b->kv_tokens = b->kv_bytes / b->token_bytes;
 	return 0;
+}
+
+int kv_mem_pin_bytes(uint64_t kv_tokens, const struct kv_model *m, uint64_t *pool_bytes,
+		     struct kv_diag *d)
+{
+	uint64_t tb = kv_model_kv_bytes_per_token(m);
+
+	if (!kv_mul_u64(kv_tokens, tb, pool_bytes) && *pool_bytes <= KV_MEM_POOL_MAX_BYTES)
+		return 0;
+	return kv_diag_set(d, KV_ERANGE, "", 0, 0, "memory.kv_tokens",
+			   "%llu tokens x %llu KV bytes per token (%s) is %.4g bytes: expected at "
+			   "most 2^50 bytes (1 PiB) per replica, that is at most %llu tokens "
+			   "(%llu blocks of %d)",
+			   (unsigned long long)kv_tokens, (unsigned long long)tb, m->name,
+			   (double)kv_tokens * (double)tb,
+			   (unsigned long long)(KV_MEM_POOL_MAX_BYTES / tb),
+			   (unsigned long long)(KV_MEM_POOL_MAX_BYTES / tb / KV_MEM_BLOCK_TOKENS),
+			   KV_MEM_BLOCK_TOKENS);
 }
 
 int kv_mem_budget(const struct kv_mem_cfg *c, const struct kv_model *m,
@@ -184,7 +230,7 @@ int kv_mem_budget(const struct kv_mem_cfg *c, const struct kv_model *m,
 	}
 	b->kv_blocks = b->kv_tokens / KV_MEM_BLOCK_TOKENS;
 	if (c->model != KV_MEM_SHARE || b->pinned)
-		b->pool_bytes = b->kv_tokens * kv_model_kv_bytes_per_token(m);
+		return kv_mem_pin_bytes(b->kv_tokens, m, &b->pool_bytes, d);
 	return 0;
 }
 

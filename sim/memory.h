@@ -92,7 +92,8 @@ const char *kv_mem_model_name(enum kv_mem_model m);
  * gate_up then act) or 2, for a dense model (not divided by TP: vLLM
  * logged the same 1.26 GiB at TP 1 and 2, PR 10511); for a MoE model the
  * larger of the dense layers' term (dense_layers > 0) and the fused_moe
- * buffers of one MoE layer (kv_mem_moe_workspace_bytes).
+ * buffers of one MoE layer (kv_mem_moe_workspace_bytes).  Both saturate at
+ * 2^60 bytes rather than wrap (memory.c, KV_MEM_SAT_BYTES).
  */
 uint64_t kv_mem_activation_bytes(const struct kv_model *m, uint64_t max_batch_tokens,
 				 uint32_t max_seqs, uint32_t tp);
@@ -126,11 +127,30 @@ double kv_mem_sglang_fraction(uint64_t total_bytes, uint32_t tp);
 uint64_t kv_mem_token_bytes(const struct kv_model *m, uint32_t tp);
 
 /*
+ * Largest KV pool of one replica, bytes (2^50, 1 PiB: the bound every
+ * byte-sized input has; 3,500 times an 8 x 141 GB node).  A pin whose
+ * tokens times KV bytes per token passes it is an input error, so the
+ * product never wraps 64 bits.
+ */
+#define KV_MEM_POOL_MAX_BYTES (1ULL << 50)
+
+/*
+ * Whether kv_tokens tokens of model m fit one replica's pool: 0 with
+ * *pool_bytes = kv_tokens * kv_model_kv_bytes_per_token(m), or KV_ERANGE
+ * with d naming "memory.kv_tokens" (file and line unset: the caller
+ * locates it), the product without wrapping, the bound and the largest
+ * pin that fits.
+ */
+int kv_mem_pin_bytes(uint64_t kv_tokens, const struct kv_model *m, uint64_t *pool_bytes,
+		     struct kv_diag *d);
+
+/*
  * Fills *b for the model c->model.  The share model gives the pool of
  * tp * memory * share - alpha * M (datasheet memory) and reports its
  * capacity in fp16 tokens; vllm and sglang as in the header.  A pin sets
  * kv_tokens whatever the model.  Returns 0, or KV_EINVAL with d naming
- * "memory" when the non-KV terms leave nothing for the KV cache.
+ * "memory" when the non-KV terms leave nothing for the KV cache, or
+ * KV_ERANGE when a pin passes KV_MEM_POOL_MAX_BYTES (kv_mem_pin_bytes).
  */
 int kv_mem_budget(const struct kv_mem_cfg *c, const struct kv_model *m,
 		  const struct kv_device *dev, uint32_t tp, uint64_t max_batch_tokens,

@@ -428,6 +428,23 @@ static int model_check_context_bytes(const struct kv_model *m, struct kv_diag *d
 			   (unsigned long long)kv_model_kv_bytes_per_token(m), m->layers, b);
 }
 
+/*
+ * The context window at most 2^24 tokens (16.8M; the longest published
+ * window, Llama 4 Scout's, is 10M): a run keeps per-length tables
+ * (metrics.h's length counts, the sparse cache's hit table) of 8 bytes a
+ * token of context, which at the 2^32 a u32 admits asked for 32 GiB.
+ */
+#define MODEL_CONTEXT_MAX_TOKENS (1U << 24)
+
+static int model_check_context(const struct kv_model *m, struct kv_diag *d, const char *file)
+{
+	if (m->max_ctx_tokens <= MODEL_CONTEXT_MAX_TOKENS)
+		return 0;
+	return kv_diag_set(d, KV_ERANGE, file, 0, 0, "max_context",
+			   "%u tokens: expected at most 2^24 (16777216; the longest published "
+			   "context window is 10M tokens)", m->max_ctx_tokens);
+}
+
 int kv_model_validate(const struct kv_model *m, struct kv_diag *d, const char *file)
 {
 	int err = model_check_positive(m, d, file);
@@ -442,9 +459,10 @@ int kv_model_validate(const struct kv_model *m, struct kv_diag *d, const char *f
 				   "%u is not 1, 2 or 4", m->dtype_bytes);
 	if ((err = model_check_moe(m, d, file)) || (err = model_check_mla(m, d, file)) ||
 	    (err = model_check_window(m, d, file)) || (err = model_check_dtypes(m, d, file)) ||
-	    (err = model_check_params(m, d, file)))
+	    (err = model_check_params(m, d, file)) ||
+	    (err = model_check_context_bytes(m, d, file)))
 		return err;
-	return model_check_context_bytes(m, d, file);
+	return model_check_context(m, d, file); /* after the bytes: their message is the sharper */
 }
 
 void kv_device_set_defaults(struct kv_device *dev)
@@ -545,12 +563,32 @@ static int share(double v, const char *key, struct kv_diag *d, const char *file)
 			   "must be a share of the peak in (0, 1], got %g", v);
 }
 
+/*
+ * Memory per GPU at most 2^44 bytes (17.6 TB; the largest GPUs hold 0.3 TB),
+ * so that a replica's pool, up to 64 GPUs of it, stays within the 2^50
+ * bytes memory.h's KV_MEM_POOL_MAX_BYTES allows and no product of the
+ * memory budget wraps 64 bits.
+ */
+#define DEV_MEM_MAX_BYTES (1ULL << 44)
+
+static int device_memory(uint64_t bytes, const char *key, struct kv_diag *d, const char *file)
+{
+	if (bytes <= DEV_MEM_MAX_BYTES)
+		return 0;
+	return kv_diag_set(d, KV_ERANGE, file, 0, 0, key,
+			   "%llu bytes (%.4g TB) per GPU: expected at most 2^44 bytes (17.6 TB)",
+			   (unsigned long long)bytes, (double)bytes / 1e12);
+}
+
 int kv_device_validate(const struct kv_device *dev, struct kv_diag *d, const char *file)
 {
 	int err;
 
 	if (dev->mem_bytes == 0)
 		return kv_diag_set(d, KV_EINVAL, file, 0, 0, "memory", "must be positive");
+	if ((err = device_memory(dev->mem_bytes, "memory", d, file)) ||
+	    (err = device_memory(dev->mem_cuda_bytes, "memory_cuda", d, file)))
+		return err;
 	if ((err = positive(dev->mem_bw_Bps, "mem_bandwidth", d, file)) ||
 	    (err = positive(dev->flops, "fp16_tflops", d, file)) ||
 	    (err = plausible(dev->mem_bw_Bps, 1e6, 1e15, 1e9, "mem_bandwidth", "GB/s", d, file)) ||

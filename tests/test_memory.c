@@ -18,6 +18,9 @@
 
 #include "memory.h"
 #include "profile_load.h"
+#include "workload.h"
+
+#include <string.h>
 
 #define GIB ((double)KV_GiB)
 
@@ -253,6 +256,140 @@ START_TEST(test_pin)
 }
 END_TEST
 
+/*
+ * A pin's pool is checked, not wrapped: 2^45 + 1000 tokens of Llama-2-7B's
+ * 512 KiB wrap 64 bits to 524,288,000 bytes, which the pool used to build;
+ * the largest pin within 2^50 bytes passes, one token more does not, and
+ * the message shows the true product.
+ */
+START_TEST(test_pin_bounds)
+{
+	struct kv_model m = load_model("llama-2-7b");
+	struct kv_device dev = load_device("a100-80g");
+	uint64_t tb = kv_model_kv_bytes_per_token(&m), bytes = 0, wrapped;
+	struct kv_mem_cfg c;
+	struct kv_mem_budget b;
+	struct kv_diag d = { 0 };
+
+	ck_assert_uint_eq(tb, 524288);
+	ck_assert_int_eq(kv_mul_u64(35184372089832ULL, tb, &wrapped), KV_ERANGE);
+	ck_assert_uint_eq(wrapped, 524288000); /* what the pool used to get */
+	ck_assert_int_eq(kv_mem_pin_bytes(KV_MEM_POOL_MAX_BYTES / tb, &m, &bytes, &d), 0);
+	ck_assert_uint_eq(bytes, KV_MEM_POOL_MAX_BYTES);
+	ck_assert_int_eq(kv_mem_pin_bytes(KV_MEM_POOL_MAX_BYTES / tb + 1, &m, &bytes, &d), KV_ERANGE);
+	kv_mem_cfg_init(&c);
+	c.kv_tokens = 35184372089832ULL;
+	ck_assert_int_eq(kv_mem_budget(&c, &m, &dev, 1, 2048, 256, &b, &d), KV_ERANGE);
+	ck_assert_str_eq(d.field, "memory.kv_tokens");
+	ck_assert_msg(strstr(d.msg, "35184372089832 tokens x 524288 KV bytes per token (llama-2-7b) is 1.845e+19 bytes"),
+		      "message: %s", d.msg);
+	ck_assert_uint_eq(kv_mul_u64(UINT64_MAX, 1, &bytes), 0);
+	ck_assert_uint_eq(bytes, UINT64_MAX);
+	ck_assert_int_eq(kv_mul_u64(1ULL << 32, 1ULL << 32, &bytes), KV_ERANGE);
+}
+END_TEST
+
+/*
+ * The activation estimate saturates instead of wrapping: a MoE workspace of
+ * 16384 tokens x 2^20 experts per token x 2^30 hidden is 2^67 bytes, which
+ * used to wrap to 98,369 GiB in the budget's message.
+ */
+START_TEST(test_activation_saturates)
+{
+	struct kv_model m = load_model("mixtral-8x7b");
+
+	m.layers = 1;
+	m.hidden = 1U << 30;
+	m.experts = m.experts_per_token = 1U << 20;
+	m.moe_intermediate = 1;
+	ck_assert_uint_eq(kv_mem_moe_workspace_bytes(&m, 16384, 1), 1ULL << 60);
+	ck_assert_uint_eq(kv_mem_activation_bytes(&m, 16384, 256, 1), 1ULL << 60);
+	m.hidden = 1U << 10; /* far below: the plain integer formula */
+	ck_assert_uint_lt(kv_mem_moe_workspace_bytes(&m, 16384, 1), 1ULL << 60);
+}
+END_TEST
+
+/* Loads a workload from text; returns the code, d filled. */
+static int load_text(struct kv_workload *w, const char *text, struct kv_diag *d)
+{
+	int rc = kv_workload_load_mem(w, "w.yaml", text, strlen(text), NULL, 0, 0, 0, d);
+
+	kv_workload_release(w);
+	return rc;
+}
+
+#define LOAD_TAIL "workload: {requests: 10, arrival: {rate: 1}}\n"
+
+/*
+ * memory.kv_tokens 0 (and kv_blocks 0) means "estimate", as documented; a
+ * pin of the whole model's pool past 2^50 bytes is refused at the key's
+ * line, also through pipeline stages (the pool counts every layer).
+ */
+START_TEST(test_workload_pin)
+{
+	struct kv_workload w;
+	struct kv_diag d = { 0 };
+
+	ck_assert_msg(!load_text(&w, "memory: {kv_tokens: 0, kv_blocks: 0}\n" LOAD_TAIL, &d),
+		      "kv_tokens 0: %s", d.msg);
+	ck_assert_uint_eq(w.cfg.mem.kv_tokens, 0);
+	ck_assert_msg(!load_text(&w, "memory: {kv_blocks: 1000}\n" LOAD_TAIL, &d), "%s", d.msg);
+	ck_assert_uint_eq(w.cfg.mem.kv_tokens, 16000);
+	ck_assert_int_eq(load_text(&w, "model: llama-2-7b\ncluster: {pipeline_parallel: 4}\n"
+				  "memory:\n  kv_tokens: 2147483649\n" LOAD_TAIL, &d), KV_ERANGE);
+	ck_assert_str_eq(d.field, "memory.kv_tokens");
+	ck_assert_uint_eq(d.line, 4);
+	ck_assert_msg(strstr(d.msg, "at most 2147483648 tokens"), "message: %s", d.msg);
+	/* a pool below the unit min_block asks for, or min_block above max_block: at the key */
+	ck_assert_int_eq(load_text(&w, "memory: {kv_tokens: 16, min_block: 1GiB, max_block: 0}\n"
+				  LOAD_TAIL, &d), KV_EINVAL);
+	ck_assert_str_eq(d.field, "memory.min_block");
+	ck_assert_int_eq(load_text(&w, "memory: {min_block: 1GiB}\n" LOAD_TAIL, &d), KV_EINVAL);
+	ck_assert_msg(d.line == 1 && strstr(d.msg, "max_block 8388608 (its default)"),
+		      "line %lu: %s", d.line, d.msg);
+}
+END_TEST
+
+/* tp splits whole heads and KV heads (or replicates them); ep splits experts and the tp GPUs. */
+START_TEST(test_workload_parallel)
+{
+	static const struct {
+		const char *cluster; /* model and cluster keys */
+		const char *want; /* "" to load, else a part of the message */
+	} cases[] = {
+		{ "model: llama-2-7b\ncluster: {tensor_parallel: 32}", "" },
+		{ "model: llama-2-7b\ncluster: {tensor_parallel: 3}", "32 attention heads" },
+		{ "model: llama-2-7b\ncluster: {tensor_parallel: 64}", "1, 2, 4, 8, 16, 32" },
+		{ "model: qwen2.5-7b\ncluster: {tensor_parallel: 28}", "" }, /* KV heads x7 */
+		{ "model: qwen2.5-7b\ncluster: {tensor_parallel: 14}", "4 KV heads" },
+		{ "model: deepseek-v2-lite\ncluster: {tensor_parallel: 16}", "" }, /* MLA */
+		{ "model: mixtral-8x7b\ncluster: {tensor_parallel: 4, expert_parallel: 4}", "" },
+		{ "model: mixtral-8x7b\ncluster: {tensor_parallel: 2, expert_parallel: 3}", "8 routed experts" },
+		{ "model: mixtral-8x7b\ncluster: {tensor_parallel: 2, expert_parallel: 4}", "stage of 2 GPUs" },
+		{ "model: llama-2-7b\ncluster: {tensor_parallel: 2, expert_parallel: 2}", "" },
+		{ "model: llama-2-7b\ncluster: {expert_parallel: 2}", "dense: no experts" },
+	};
+	struct kv_workload w;
+	struct kv_diag d;
+	char text[512];
+	size_t i;
+	int rc;
+
+	for (i = 0; i < KV_ARRAY_LEN(cases); i++) {
+		memset(&d, 0, sizeof(d));
+		snprintf(text, sizeof(text), "device: h200\n%s\n" LOAD_TAIL, cases[i].cluster);
+		rc = load_text(&w, text, &d);
+		if (!*cases[i].want) {
+			ck_assert_msg(!rc, "%s: refused: %s", cases[i].cluster, d.msg);
+			continue;
+		}
+		ck_assert_msg(rc == KV_EINVAL && strstr(d.msg, cases[i].want) && d.line == 3,
+			      "%s: rc %d line %lu message '%s' lacks '%s'", cases[i].cluster, rc,
+			      d.line, d.msg, cases[i].want);
+	}
+}
+END_TEST
+
 static Suite *memory_suite(void)
 {
 	Suite *s = suite_create("memory");
@@ -269,6 +406,10 @@ static Suite *memory_suite(void)
 	tcase_add_test(tc, test_vllm_overrides);
 	tcase_add_test(tc, test_sglang);
 	tcase_add_test(tc, test_pin);
+	tcase_add_test(tc, test_pin_bounds);
+	tcase_add_test(tc, test_activation_saturates);
+	tcase_add_test(tc, test_workload_pin);
+	tcase_add_test(tc, test_workload_parallel);
 	suite_add_tcase(s, tc);
 	return s;
 }

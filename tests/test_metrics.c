@@ -374,6 +374,12 @@ START_TEST(slo_workload_keys)
 		{ "slo: {tenants: {zz: {ttft: 1}}}\n", "unknown tenant 'zz'" },
 		{ "slo: {tenants: {a: {ttft_p99: 1}}}\n", "a tenant's SLOs are per-request limits" },
 		{ "slo: {ttft: -1}\n", "ttft" },
+		{ "slo: {tpot: 100s, itl: 1ns}\n", "'itl' and 'tpot' (line " },
+		{ "slo: {itl_p99: 1s, tpot_p99: 2s}\n", "both set the p99 tpot limit" },
+		{ "slo: {e2e_p50: 1s, e2e_p50.00: 2s}\n", "'e2e_p50.00' and 'e2e_p50'" },
+		{ "slo: {tenants: {a: {itl: 1s, tpot: 2s}}}\n", "per-request tpot limit" },
+		{ "slo: {e2e_p100: 1s}\n", "the percentile is 100 or more" },
+		{ "slo: {ttft_p0: 1s}\n", "the percentile is 0:" },
 		{ "health: {mem_util_min: 0.9, mem_util_max: 0.5}\n", "expected at least mem_util_min" },
 	};
 	struct kv_workload w;

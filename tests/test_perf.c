@@ -142,6 +142,31 @@ START_TEST(test_model_validate)
 	m.params = m.params * 105 / 100;
 	ck_assert_int_eq(kv_model_validate(&m, &d, "x"), KV_EINVAL);
 	ck_assert_str_eq(d.field, "params");
+	/* a context of 2^24 tokens passes, one more does not (per-length tables) */
+	m = load_model("llama-2-7b");
+	m.max_ctx_tokens = 1U << 24;
+	ck_assert_int_eq(kv_model_validate(&m, &d, "x"), 0);
+	m.max_ctx_tokens++;
+	ck_assert_int_eq(kv_model_validate(&m, &d, "x"), KV_ERANGE);
+	ck_assert_str_eq(d.field, "max_context");
+}
+END_TEST
+
+/* A GPU's memory and memory_cuda at most 2^44 bytes: a pool of 64 such stays within 2^50. */
+START_TEST(test_device_memory_bound)
+{
+	struct kv_device dev = load_device("a100-80g");
+	struct kv_diag d = { 0 };
+
+	dev.mem_bytes = 1ULL << 44;
+	ck_assert_int_eq(kv_device_validate(&dev, &d, "x"), 0);
+	dev.mem_bytes++;
+	ck_assert_int_eq(kv_device_validate(&dev, &d, "x"), KV_ERANGE);
+	ck_assert_str_eq(d.field, "memory");
+	dev.mem_bytes = 80000000000ULL;
+	dev.mem_cuda_bytes = UINT64_MAX;
+	ck_assert_int_eq(kv_device_validate(&dev, &d, "x"), KV_ERANGE);
+	ck_assert_str_eq(d.field, "memory_cuda");
 }
 END_TEST
 
@@ -797,6 +822,7 @@ static Suite *perf_suite(void)
 	tcase_add_test(prof, test_derived_numbers);
 	tcase_add_test(prof, test_arch_params);
 	tcase_add_test(prof, test_model_validate);
+	tcase_add_test(prof, test_device_memory_bound);
 	tcase_add_test(prof, test_shipped_profiles_load);
 	tcase_add_test(prof, test_device_fields);
 	tcase_add_test(prof, test_unknown_name);

@@ -249,6 +249,76 @@ static int read_profiles(struct kv_cfg_doc *doc, struct kv_sim_config *c, struct
 	return read_profile(doc, "device", "a100-80g", c, d);
 }
 
+/*
+ * The values of 1..64 for which ok(v, a, b) holds, as "1, 2, 4" into buf
+ * (for a message naming what would have been accepted).
+ */
+static const char *list_ok(int (*ok)(uint32_t v, uint32_t a, uint32_t b), uint32_t a, uint32_t b,
+			   char *buf, size_t len)
+{
+	size_t at = 0;
+	uint32_t v;
+
+	buf[0] = 0;
+	for (v = 1; v <= 64 && at < len; v++)
+		if (ok(v, a, b))
+			at += (size_t)snprintf(buf + at, len - at, "%s%u", at ? ", " : "", v);
+	return buf;
+}
+
+/*
+ * tp shards whole attention heads, and KV heads either split evenly or are
+ * replicated whole: vLLM's ModelConfig.verify_with_parallel_config requires
+ * heads % tp == 0, and QKVParallelLinear divides the KV heads by tp when tp
+ * is smaller, else replicates them tp / kv_heads times (divide() asserts
+ * both).  An MLA model (kv_lora_rank) keeps one latent on every GPU.
+ */
+static int tp_ok(uint32_t tp, uint32_t heads, uint32_t kv_heads)
+{
+	return heads % tp == 0 && (!kv_heads || kv_heads % tp == 0 || tp % kv_heads == 0);
+}
+
+/*
+ * Routed experts split evenly over ep GPUs, and those GPUs are a stage's tp
+ * GPUs: SGLang requires tp % ep == 0 (moe_tp_size = tp / ep,
+ * python/sglang/srt/distributed/parallel_state.py); vLLM's expert-parallel
+ * group is the tp (x data-parallel) GPUs.  vLLM gives the first ranks one
+ * more expert when ep does not divide them (determine_expert_map); kvsim
+ * models only the even split, so it asks for experts % ep == 0.
+ */
+static int ep_ok(uint32_t ep, uint32_t experts, uint32_t tp)
+{
+	return experts % ep == 0 && tp % ep == 0;
+}
+
+/* A tp and ep the model's heads and experts can be split by (after the model is read). */
+static int check_parallel(struct kv_cfg_node *n, const struct kv_sim_config *c, struct kv_diag *d)
+{
+	const struct kv_model *m = &c->model;
+	uint32_t kvh = m->kv_lora_rank ? 0 : m->kv_heads;
+	char ok[256], what[160];
+
+	if (!tp_ok(c->tp, m->heads, kvh))
+		return kv_cfg_error(kv_cfg_get(n, "tensor_parallel"), d,
+				    "%u GPUs for %s's %u attention heads and %u KV heads%s: expected "
+				    "%s: %s", c->tp, m->name, m->heads, m->kv_heads,
+				    kvh ? "" : " (MLA: one latent, on every GPU)",
+				    kvh ? "a divisor of the heads that divides the KV heads or is a "
+					  "multiple of them" : "a divisor of the heads",
+				    list_ok(tp_ok, m->heads, kvh, ok, sizeof(ok)));
+	if (ep_ok(c->ep, m->experts, c->tp))
+		return 0;
+	if (m->experts)
+		snprintf(what, sizeof(what), "%s's %u routed experts", m->name, m->experts);
+	else
+		snprintf(what, sizeof(what), "%s (dense: no experts)", m->name);
+	return kv_cfg_error(kv_cfg_get(n, "expert_parallel"), d,
+			    "%u GPUs for %s on a stage of %u GPU%s (tensor_parallel): expected a "
+			    "divisor of %s: %s", c->ep, what, c->tp, c->tp > 1 ? "s" : "",
+			    m->experts ? "both the experts and tensor_parallel" : "tensor_parallel",
+			    list_ok(ep_ok, m->experts, c->tp, ok, sizeof(ok)));
+}
+
 static int read_cluster(struct kv_cfg_node *root, struct kv_sim_config *c, struct kv_diag *d)
 {
 	static const char *const keys[] = { "replicas", "tensor_parallel", "pipeline_parallel",
@@ -267,6 +337,7 @@ static int read_cluster(struct kv_cfg_node *root, struct kv_sim_config *c, struc
 	c->pp = (uint32_t)u;
 	TRY(kv_cfg_u64(n, "expert_parallel", 1, 1, 64, &u, d));
 	c->ep = (uint32_t)u;
+	TRY(check_parallel(n, c, d));
 	TRY(kv_cfg_str(n, "router", "round-robin", name, sizeof(name), d));
 	c->router = kv_router_find(name);
 	if (!c->router)
@@ -310,14 +381,36 @@ static int read_memory_model(struct kv_cfg_node *n, struct kv_mem_cfg *m, struct
 	TRY(read_auto_bytes(n, "activation_bytes", &m->activation_bytes, d));
 	TRY(kv_cfg_bytes(n, "cuda_graph_bytes", 0, 0, big, &m->cuda_graph_bytes, d));
 	TRY(read_auto_bytes(n, "non_torch_bytes", &m->non_torch_bytes, d));
-	TRY(kv_cfg_u64(n, "kv_tokens", 0, 1, big, &m->kv_tokens, d));
-	TRY(kv_cfg_u64(n, "kv_blocks", 0, 1, big / KV_MEM_BLOCK_TOKENS, &blocks, d));
+	TRY(kv_cfg_u64(n, "kv_tokens", 0, 0, big, &m->kv_tokens, d)); /* 0: estimate */
+	TRY(kv_cfg_u64(n, "kv_blocks", 0, 0, big / KV_MEM_BLOCK_TOKENS, &blocks, d));
 	if (blocks && m->kv_tokens)
 		return kv_cfg_error(kv_cfg_get(n, "kv_blocks"), d,
 				    "memory.kv_blocks and memory.kv_tokens pin the same capacity: expected one of them");
 	if (blocks)
 		m->kv_tokens = blocks * KV_MEM_BLOCK_TOKENS;
 	return 0;
+}
+
+/*
+ * A pinned capacity times the whole model's KV bytes per token (the pool a
+ * replica builds, whatever its pipeline stages) must fit
+ * KV_MEM_POOL_MAX_BYTES: each input's range alone lets the product wrap.
+ */
+static int check_pin(struct kv_cfg_node *n, const struct kv_sim_config *c, struct kv_diag *d)
+{
+	struct kv_cfg_node *at;
+	uint64_t bytes, tokens = 0;
+	char msg[sizeof(d->msg)];
+
+	if (!c->mem.kv_tokens)
+		return 0;
+	kv_cfg_u64(n, "kv_tokens", 0, 0, UINT64_MAX, &tokens, NULL); /* read once already */
+	at = kv_cfg_get(n, tokens ? "kv_tokens" : "kv_blocks");
+	if (!kv_mem_pin_bytes(c->mem.kv_tokens, &c->model, &bytes, d))
+		return 0;
+	snprintf(msg, sizeof(msg), "%s", d->msg);
+	kv_cfg_error(at, d, "%s", msg);
+	return KV_ERANGE;
 }
 
 static int read_memory(struct kv_cfg_node *root, struct kv_sim_config *c, struct kv_diag *d)
@@ -331,6 +424,7 @@ static int read_memory(struct kv_cfg_node *root, struct kv_sim_config *c, struct
 	TRY(kv_cfg_expect_map(n, d));
 	TRY(kv_cfg_check_keys(n, keys, d));
 	TRY(read_memory_model(n, &c->mem, d));
+	TRY(check_pin(n, c, d)); /* the product below is checked */
 	if (kv_cfg_get(n, "min_block") && !strcmp(kv_cfg_get(n, "min_block")->value ?
 						  kv_cfg_get(n, "min_block")->value : "", "auto"))
 		c->pool_min_block_bytes = 0;
@@ -341,13 +435,70 @@ static int read_memory(struct kv_cfg_node *root, struct kv_sim_config *c, struct
 		return kv_cfg_error(kv_cfg_get(n, "min_block"), d,
 				    "bad value %llu: expected a power of two",
 				    (unsigned long long)c->pool_min_block_bytes);
-	if (c->pool_max_block_bytes &&
-	    ((c->pool_max_block_bytes & (c->pool_max_block_bytes - 1)) ||
-	     c->pool_max_block_bytes < c->pool_min_block_bytes))
+	if (c->pool_max_block_bytes && (c->pool_max_block_bytes & (c->pool_max_block_bytes - 1)))
 		return kv_cfg_error(kv_cfg_get(n, "max_block"), d,
 				    "bad value %llu: expected 0 (no cap) or a power of two >= min_block",
 				    (unsigned long long)c->pool_max_block_bytes);
+	if (c->mem.kv_tokens && c->pool_min_block_bytes &&
+	    c->mem.kv_tokens * kv_model_kv_bytes_per_token(&c->model) < c->pool_min_block_bytes)
+		return kv_cfg_error(kv_cfg_get(n, "min_block"), d,
+				    "a unit of %llu bytes is larger than the whole pool the pin gives "
+				    "(%llu tokens x %llu bytes): expected at most the pool",
+				    (unsigned long long)c->pool_min_block_bytes,
+				    (unsigned long long)c->mem.kv_tokens,
+				    (unsigned long long)kv_model_kv_bytes_per_token(&c->model));
+	if (c->pool_max_block_bytes && c->pool_max_block_bytes < c->pool_min_block_bytes)
+		/* at min_block when max_block is the default (an absent key has no line) */
+		return kv_cfg_error(kv_cfg_get(n, kv_cfg_get(n, "max_block") ? "max_block" :
+									     "min_block"), d,
+				    "min_block %llu is larger than max_block %llu%s: expected "
+				    "min_block <= max_block (or max_block 0, no cap)",
+				    (unsigned long long)c->pool_min_block_bytes,
+				    (unsigned long long)c->pool_max_block_bytes,
+				    kv_cfg_get(n, "max_block") ? "" : " (its default)");
 	return 0;
+}
+
+/*
+ * The memory budget, computed now as the engine will at start-up
+ * (engine.c's pool_size: a stage of ceil(layers / pp) layers, kv_mem_budget)
+ * so that a model that does not fit is an error at the line of the key it
+ * names (memory.model, memory.share, cluster.pipeline_parallel: the first
+ * of those present, else the memory or cluster section), not a message
+ * with no line once the run starts.  The engine's own check stays.
+ */
+static int check_budget(struct kv_cfg_node *root, const struct kv_sim_config *c,
+			struct kv_diag *d)
+{
+	struct kv_model stage;
+	struct kv_mem_budget b;
+	struct kv_cfg_node *n;
+	char path[sizeof(d->field)], *sec, *key;
+	int rc;
+
+	if (c->pp > c->model.layers)
+		return kv_cfg_error(kv_cfg_get(kv_cfg_get(root, "cluster"), "pipeline_parallel"), d,
+				    "%u stages for %s's %u layers: expected at most one stage per layer",
+				    c->pp, c->model.name, c->model.layers);
+	kv_perf_stage_model(&c->model, c->pp, &stage);
+	rc = kv_mem_budget(&c->mem, &stage, &c->device, c->tp, c->max_batch_tokens,
+			   c->max_batch_seqs, &b, d);
+	if (!rc)
+		return 0;
+	snprintf(path, sizeof(path), "%s", d->field);
+	sec = path;
+	key = strchr(path, '.');
+	if (key)
+		*key++ = 0;
+	n = kv_cfg_get(root, sec);
+	if (n && key && kv_cfg_get(n, key))
+		n = kv_cfg_get(n, key);
+	if (!n)
+		n = root; /* the section is absent: the workload file, no line */
+	snprintf(d->file, sizeof(d->file), "%s", n->file ? n->file : "");
+	d->line = n == root ? 0 : n->key_line ? n->key_line : n->line;
+	d->col = n == root ? 0 : n->key_line ? n->key_col : n->col;
+	return rc;
 }
 
 static int read_batching(struct kv_cfg_node *root, struct kv_sim_config *c, struct kv_diag *d)
@@ -612,6 +763,77 @@ static int read_fairness(struct kv_cfg_node *root, struct kv_fairness_cfg *f, st
 /* --- slo: and health: ---------------------------------------------------------- */
 
 /*
+ * What an SLO key names: 0 a per-request limit ("ttft", "tpot", "itl",
+ * "e2e"), 1 a percentile ("ttft_p99", "e2e_p50", "tpot_p99.9": *q in
+ * (0, 1)), 3 a percentile outside (0, 100) once read as a double
+ * ("ttft_p100", "ttft_p99.99999999999999999"), 2 a metric with any other
+ * suffix ("ttft_", "ttft_x"), -1 none.
+ * *metric is set for 0, 1 and 2; "itl" is another name for "tpot".
+ */
+static int slo_parse(const char *key, int *metric, double *q)
+{
+	static const char *const names[] = { "ttft", "tpot", "itl", "e2e" };
+	static const int metrics[] = { KV_SLO_TTFT, KV_SLO_TPOT, KV_SLO_TPOT, KV_SLO_E2E };
+	const char *at, *p;
+	char *end;
+	size_t i, n;
+
+	*metric = 0;
+	*q = 0;
+	for (i = 0; i < KV_ARRAY_LEN(names); i++) {
+		n = strlen(names[i]);
+		if (strncmp(key, names[i], n) || (key[n] && key[n] != '_'))
+			continue;
+		*metric = metrics[i];
+		if (!key[n])
+			return 0;
+		at = key + n + 1;
+		if (*at != 'p') /* "ttft_" or "ttft_x": *at may be the terminator */
+			return 2;
+		*q = strtod(at + 1, &end) / 100;
+		for (p = at + 1; *p && (isdigit((unsigned char)*p) || *p == '.'); p++)
+			;
+		if (end != p || *p)
+			return 2;
+		return *q > 0 && *q < 1 ? 1 : 3;
+	}
+	return -1;
+}
+
+/*
+ * Two keys of one SLO mapping that set the same limit ("tpot" and "itl",
+ * "ttft_p99" and "ttft_p99.0") are an error naming both, as a duplicate
+ * key is: otherwise the later would silently win.  Checks c against the
+ * keys before it in m.
+ */
+static int slo_check_alias(struct kv_cfg_node *m, struct kv_cfg_node *c, struct kv_diag *d)
+{
+	struct kv_cfg_node *p;
+	int mc, mp, kc;
+	double qc, qp;
+	char where[160];
+
+	kc = slo_parse(c->key, &mc, &qc);
+	if (kc != 0 && kc != 1)
+		return 0;
+	for (p = m->child; p && p != c; p = p->next) {
+		if (slo_parse(p->key, &mp, &qp) != kc || mp != mc || qp != qc)
+			continue;
+		if (strcmp(p->file, c->file))
+			snprintf(where, sizeof(where), "%s:%lu", p->file, p->key_line);
+		else
+			snprintf(where, sizeof(where), "line %lu", p->key_line);
+		return kv_cfg_error(c, d, "'%s' and '%s' (%s) both set the %s%s%s limit: "
+				    "expected one of them%s", c->key, p->key, where,
+				    kc ? strchr(p->key, '_') + 1 : "per-request", " ",
+				    kv_slo_metric_names[mc],
+				    !strncmp(c->key, "itl", 3) != !strncmp(p->key, "itl", 3) ?
+					    " (itl is another name for tpot)" : "");
+	}
+	return 0;
+}
+
+/*
  * One SLO key of mapping m: "ttft", "tpot" (or "itl"), "e2e" set a
  * per-request limit in *l; "ttft_p99", "e2e_p50", "tpot_p99.9"... a
  * percentile SLO (only when pct is not NULL: the workload-wide section).
@@ -619,39 +841,27 @@ static int read_fairness(struct kv_cfg_node *root, struct kv_fairness_cfg *f, st
 static int read_slo_key(struct kv_cfg_node *m, struct kv_cfg_node *c, struct kv_slo_limits *l,
 			struct kv_slo_cfg *pct, struct kv_diag *d)
 {
-	static const char *const names[] = { "ttft", "tpot", "itl", "e2e" };
-	static const int metric[] = { KV_SLO_TTFT, KV_SLO_TPOT, KV_SLO_TPOT, KV_SLO_E2E };
-	const char *at, *p;
-	char *end;
 	double q;
-	size_t i, n;
+	int metric, kind = slo_parse(c->key, &metric, &q);
 
 	c->used = 1;
-	for (i = 0; i < KV_ARRAY_LEN(names); i++) {
-		n = strlen(names[i]);
-		if (strncmp(c->key, names[i], n) || (c->key[n] && c->key[n] != '_'))
-			continue;
-		if (!c->key[n]) { /* per request */
-			TRY(kv_cfg_ns(m, c->key, 0, 1, UINT64_MAX, &l->max_ns[metric[i]], d));
-			return 0;
-		}
-		at = c->key + n + 1;
-		if (!pct)
-			return kv_cfg_error(c, d, "'%s': a tenant's SLOs are per-request limits (ttft, "
-					    "tpot, itl, e2e); percentile SLOs go in slo: itself", c->key);
-		if (*at != 'p') /* "ttft_" or "ttft_x": *at may be the terminator */
-			break;
-		q = strtod(at + 1, &end);
-		for (p = at + 1; *p && (isdigit((unsigned char)*p) || *p == '.'); p++)
-			;
-		if (end != p || *p || !(q > 0 && q < 100))
-			break;
+	TRY(slo_check_alias(m, c, d));
+	if (kind == 0)
+		return kv_cfg_ns(m, c->key, 0, 1, UINT64_MAX, &l->max_ns[metric], d);
+	if (kind > 0 && !pct)
+		return kv_cfg_error(c, d, "'%s': a tenant's SLOs are per-request limits (ttft, "
+				    "tpot, itl, e2e); percentile SLOs go in slo: itself", c->key);
+	if (kind == 3)
+		return kv_cfg_error(c, d, "'%s': the percentile is %s: expected one above 0 and "
+				    "below 100", c->key,
+				    q > 0 ? "100 or more (in double precision)" : "0");
+	if (kind == 1) {
 		if (pct->n_pct == KV_SLO_MAX_PCT)
 			return kv_cfg_error(c, d, "more than %d percentile SLOs", KV_SLO_MAX_PCT);
-		pct->pct[pct->n_pct].m = metric[i];
-		pct->pct[pct->n_pct].q = q / 100;
+		pct->pct[pct->n_pct].m = metric;
+		pct->pct[pct->n_pct].q = q;
 		snprintf(pct->pct[pct->n_pct].name, sizeof(pct->pct[0].name), "%s_%s_s",
-			 kv_slo_metric_names[metric[i]], at);
+			 kv_slo_metric_names[metric], strchr(c->key, '_') + 1);
 		TRY(kv_cfg_ns(m, c->key, 0, 1, UINT64_MAX, &pct->pct[pct->n_pct].max_ns, d));
 		pct->n_pct++;
 		return 0;
@@ -768,6 +978,7 @@ static int read_top(struct kv_cfg_doc *doc, struct kv_workload *w, int has_seed,
 	TRY(read_cluster(doc->root, c, d));
 	TRY(read_memory(doc->root, c, d));
 	TRY(read_batching(doc->root, c, d));
+	TRY(check_budget(doc->root, c, d));
 	TRY(read_plugin(doc->root, KV_PLUGIN_SCHED, "fifo", &sched, &c->sched_opts, d));
 	c->sched = (const struct kv_sched_ops *)sched;
 	TRY(read_plugin(doc->root, KV_PLUGIN_CACHE, "full", &cache, &c->cache_opts, d));

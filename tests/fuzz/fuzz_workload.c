@@ -13,6 +13,7 @@
  */
 #include "fuzz.h"
 #include "workload.h"
+#include "memory.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -41,6 +42,30 @@ static size_t collect_sets(const uint8_t *data, size_t size, char **sets)
 	return n;
 }
 
+/*
+ * What a loaded workload promises beyond each key's range: a pinned pool
+ * (tokens x KV bytes per token) that neither wraps nor passes
+ * KV_MEM_POOL_MAX_BYTES, and a tp and ep the model's heads and experts
+ * split by.
+ */
+static void check_derived(const struct kv_sim_config *c)
+{
+	const struct kv_model *m = &c->model;
+	uint64_t bytes;
+
+	if (c->mem.kv_tokens &&
+	    (kv_mul_u64(c->mem.kv_tokens, kv_model_kv_bytes_per_token(m), &bytes) ||
+	     bytes > KV_MEM_POOL_MAX_BYTES))
+		fuzz_fail("loaded a pin of %llu tokens of %s past the pool bound",
+			  (unsigned long long)c->mem.kv_tokens, m->name);
+	if (m->heads % c->tp || (!m->kv_lora_rank && m->kv_heads % c->tp && c->tp % m->kv_heads))
+		fuzz_fail("loaded tensor_parallel %u for %u heads, %u KV heads", c->tp, m->heads,
+			  m->kv_heads);
+	if (c->ep && (m->experts % c->ep || c->tp % c->ep))
+		fuzz_fail("loaded expert_parallel %u for %u experts at tp %u", c->ep, m->experts,
+			  c->tp);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -59,6 +84,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    !w.cfg.router || !w.cfg.source.n_tenants))
 		fuzz_fail("loaded a workload with a missing part: replicas %u tp %u tenants %u",
 			  w.cfg.replicas, w.cfg.tp, w.cfg.source.n_tenants);
+	if (!rc)
+		check_derived(&w.cfg);
 	kv_workload_release(&w);
 	for (i = 0; i < n; i++)
 		free(sets[i]);
