@@ -9,6 +9,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
 
 static int on_request(void *ctx, const struct kv_sim *s, const struct kv_req *q, enum kv_end e)
 {
@@ -53,6 +56,105 @@ int kv_calib_clock_arg(const char *arg, void *dst)
 		return -1;
 	*(int *)dst = c;
 	return 0;
+}
+
+/* The 1-minute load average, NaN when /proc/loadavg is absent or unreadable. */
+static double load1(void)
+{
+	FILE *f = fopen("/proc/loadavg", "r");
+	double v = NAN;
+
+	if (f) {
+		if (fscanf(f, "%lf", &v) != 1)
+			v = NAN;
+		fclose(f);
+	}
+	return v;
+}
+
+/* This process's CPU seconds (all threads, user + system). */
+static double cpu_seconds(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru))
+		return NAN;
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+
+static double wall_seconds(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+void kv_calib_load_start(struct kv_calib_load *l, int threads)
+{
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+
+	l->cores = cores > 0 ? (int)cores : 1;
+	l->threads = threads > 0 ? KV_MIN(threads, l->cores) : l->cores;
+	l->before = load1();
+	l->during = NAN;
+	l->stopped = 0;
+	l->cpu_s = cpu_seconds(); /* the start's readings until the stop */
+	l->wall_s = wall_seconds();
+}
+
+void kv_calib_load_stop(struct kv_calib_load *l)
+{
+	l->during = load1();
+	l->cpu_s = cpu_seconds() - l->cpu_s;
+	l->wall_s = wall_seconds() - l->wall_s;
+	l->stopped = 1;
+}
+
+double kv_calib_load_share(const struct kv_calib_load *l)
+{
+	return l->stopped && l->wall_s > 0 ? l->cpu_s / (l->wall_s * l->threads) : NAN;
+}
+
+/* "load average 9.31 before, 8.20 while measuring" into buf. */
+static void load_words(const struct kv_calib_load *l, char *buf, size_t n)
+{
+	size_t k = 0;
+
+	k += (size_t)snprintf(buf, n, "load average ");
+	if (!isnan(l->before))
+		k += (size_t)snprintf(buf + k, n - KV_MIN(k, n), "%.2f before", l->before);
+	if (!isnan(l->during))
+		k += (size_t)snprintf(buf + k, n - KV_MIN(k, n), "%s%.2f while measuring",
+				      isnan(l->before) ? "" : ", ", l->during);
+	if (isnan(l->before) && isnan(l->during))
+		snprintf(buf + k, n - KV_MIN(k, n), "unknown");
+}
+
+int kv_calib_load_warning(const struct kv_calib_load *l, int cpu_clock, char *buf, size_t n)
+{
+	double others = l->before, share = kv_calib_load_share(l);
+	double free_cores = (double)(l->cores - l->threads);
+	char load[128], got[64] = "";
+
+	if (!isnan(l->during) && !(others >= l->during - l->threads))
+		others = l->during - l->threads;
+	if (!(others > free_cores + 0.5) && !(share < 0.8))
+		return 0;
+	load_words(l, load, sizeof(load));
+	if (!isnan(share))
+		snprintf(got, sizeof(got), "; this process got %.0f%% of them", 100 * share);
+	snprintf(buf, n,
+		 "other work competes for the CPU: %s on %d core%s, %d measured%s: %s, so the "
+		 "fit scatters and its rates are not this machine's; measure when the load "
+		 "average is under %.1f, with --clock cpu --threads 1",
+		 load, l->cores, l->cores == 1 ? "" : "s", l->threads, got,
+		 cpu_clock ? "a step's CPU time leaves out the wait for a core but not the shared "
+			     "caches and memory bandwidth"
+			   : "a step's wall time includes the wait for a core",
+		 KV_MAX(1.0, free_cores + 0.5));
+	return 1;
 }
 
 int kv_calib_run(struct kv_workload *w, const char *kind, int threads, int cpu_clock,

@@ -46,6 +46,40 @@ int kv_calib_clock_arg(const char *arg, void *dst);
 
 void kv_run_result_free(struct kv_run_result *res);
 
+/*
+ * The machine's load around a measurement.  Other runnable work makes a
+ * step's wall time include the wait for a core (and any clock shares the
+ * caches and memory bandwidth), so calibrate and validate record the load
+ * and warn when it competes.  A load average counts this process's own
+ * runnable threads once it runs: "others" is the load before, or the load
+ * at the end less `threads`.
+ */
+struct kv_calib_load {
+	double before, during; /* 1-minute load averages; NaN where /proc/loadavg is absent */
+	double cpu_s, wall_s; /* this process's CPU and wall seconds while measuring */
+	int cores; /* online cores */
+	int threads; /* cores the measurement asked for (BLAS threads, else cores) */
+	int stopped; /* kv_calib_load_stop() ran: cpu_s and wall_s are spans */
+};
+
+/* Starts: the load before and the process's CPU and wall clocks. */
+void kv_calib_load_start(struct kv_calib_load *l, int threads);
+
+/* Stops: the load at the end and the CPU and wall seconds since the start. */
+void kv_calib_load_stop(struct kv_calib_load *l);
+
+/* The share of the cores asked for the process got while measuring; NaN before a stop. */
+double kv_calib_load_share(const struct kv_calib_load *l);
+
+/*
+ * Whether other work competed (more runnable work than cores beside the
+ * threads measured, or the process got under 80% of its cores); if so the
+ * warning (no "kvsim: CMD: " prefix, no newline) into buf of n bytes.
+ * Before a stop only the load before is judged.  cpu_clock: the steps were
+ * timed by the thread's CPU time.
+ */
+int kv_calib_load_warning(const struct kv_calib_load *l, int cpu_clock, char *buf, size_t n);
+
 /* Loads DEVICE into cfg (name or path), keeping nothing of the old device. */
 int kv_calib_device(struct kv_sim_config *cfg, const char *device, struct kv_diag *d);
 
