@@ -58,6 +58,19 @@ int kv_calib_clock_arg(const char *arg, void *dst)
 	return 0;
 }
 
+void kv_calib_clock_defaults(const char *kind, int *threads, int *cpu_clock)
+{
+	if (strcmp(kind, "cpu")) {
+		*threads = KV_MAX(*threads, 0);
+		*cpu_clock = KV_MAX(*cpu_clock, 0);
+		return;
+	}
+	if (*threads < 0)
+		*threads = *cpu_clock == 0 ? 0 : 1;
+	if (*cpu_clock < 0)
+		*cpu_clock = *threads == 1;
+}
+
 /* The 1-minute load average, NaN when /proc/loadavg is absent or unreadable. */
 static double load1(void)
 {
@@ -117,8 +130,7 @@ double kv_calib_load_share(const struct kv_calib_load *l)
 	return l->stopped && l->wall_s > 0 ? l->cpu_s / (l->wall_s * l->threads) : NAN;
 }
 
-/* "load average 9.31 before, 8.20 while measuring" into buf. */
-static void load_words(const struct kv_calib_load *l, char *buf, size_t n)
+void kv_calib_load_words(const struct kv_calib_load *l, char *buf, size_t n)
 {
 	size_t k = 0;
 
@@ -142,7 +154,7 @@ int kv_calib_load_warning(const struct kv_calib_load *l, int cpu_clock, char *bu
 		others = l->during - l->threads;
 	if (!(others > free_cores + 0.5) && !(share < 0.8))
 		return 0;
-	load_words(l, load, sizeof(load));
+	kv_calib_load_words(l, load, sizeof(load));
 	if (!isnan(share))
 		snprintf(got, sizeof(got), "; this process got %.0f%% of them", 100 * share);
 	snprintf(buf, n,

@@ -44,6 +44,15 @@ int kv_calib_clock(const char *s);
 /* --clock for the option parser: *(int *)dst = kv_calib_clock(arg); -1 when arg is neither. */
 int kv_calib_clock_arg(const char *arg, void *dst);
 
+/*
+ * The clock and BLAS threads a measurement on backend `kind` uses when the
+ * options leave them unset (-1): on the CPU one thread timed by its own CPU
+ * time, which leaves out the wait for a core on a shared machine; the wall
+ * clock with the library's threads when --threads asks for other than 1 or
+ * --clock wall is given; on a GPU the wall clock.
+ */
+void kv_calib_clock_defaults(const char *kind, int *threads, int *cpu_clock);
+
 void kv_run_result_free(struct kv_run_result *res);
 
 /*
@@ -70,6 +79,9 @@ void kv_calib_load_stop(struct kv_calib_load *l);
 
 /* The share of the cores asked for the process got while measuring; NaN before a stop. */
 double kv_calib_load_share(const struct kv_calib_load *l);
+
+/* "load average 9.31 before, 8.20 while measuring" (or "load average unknown") into buf. */
+void kv_calib_load_words(const struct kv_calib_load *l, char *buf, size_t n);
 
 /*
  * Whether other work competed (more runnable work than cores beside the
