@@ -389,7 +389,8 @@ static void put_load_comment(FILE *f, const struct kv_calib_load *l)
 	char w[512];
 
 	kv_calib_load_words(l, w, sizeof(w));
-	fprintf(f, "# Load: %s, on %d cores; this process got %.0f%% of the %d it measured with.\n",
+	fprintf(f, "# Measured under a %s, on %d cores; this process got %.0f%% of the %d it\n"
+		   "#   measured with.\n",
 		w, l->cores, 100 * kv_calib_load_share(l), l->threads);
 	if (kv_calib_load_warning(l, 0, w, sizeof(w)))
 		fprintf(f, "# WARNING: other work competed for the CPU while measuring: the fit "

@@ -25,6 +25,8 @@ struct kv_run_result {
 	double reserved_Bs, used_Bs; /* pool integrals: reserved and live-token bytes over time */
 	uint64_t iterations;
 	double makespan_s;
+	size_t n_ended; /* requests ended so far */
+	int notes; /* a progress note per ended request (rate-limited): a real run's events are few */
 };
 
 /*
