@@ -519,7 +519,8 @@ static int write_outputs(struct cal *c, const char *path, struct kv_diag *d)
 		"#   KV bytes per token measured %.1f, model arithmetic %.1f.\n"
 		"# Use it with the model profile %s-model.yaml (the backend's precision).\n"
 		"# Clock: %s, %d BLAS thread%s: validate with the same --clock and --threads.\n",
-		c->a.kind, c->a.model, date, c->info.device, c->info.cores, c->fit.n, r2_words(c->fit.r2, r2, sizeof(r2)),
+		c->a.kind, c->a.model, date, c->info.device, c->info.cores, c->fit.n,
+		r2_words(c->fit.r2, r2, sizeof(r2)),
 		100 * c->fit.rms_rel, 100 * c->fit.mape, 100 * c->fit.max_rel, c->fit.c[KV_FIT_O],
 		c->fit.ci[KV_FIT_O], c->fit.c[KV_FIT_S], c->fit.ci[KV_FIT_S], c->fit.c[KV_FIT_IB],
 		c->fit.ci[KV_FIT_IB], c->fit.c[KV_FIT_IL], c->fit.ci[KV_FIT_IL], c->fit.c[KV_FIT_IA],

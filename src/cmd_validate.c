@@ -285,6 +285,20 @@ static int open_out(struct kv_outdir *od, const struct val_args *a, const struct
 	return rc == KV_EINVAL ? 2 : 1;
 }
 
+/*
+ * The one warning line when other work competes for the CPU (cpu backend,
+ * --quiet too): at the start, or at the end of the real run.  1 when it warned.
+ */
+static int warn_load(const struct val_args *a, const struct kv_calib_load *l)
+{
+	char w[512];
+
+	if (strcmp(a->kind, "cpu") || !kv_calib_load_warning(l, a->cpu_clock, w, sizeof(w)))
+		return 0;
+	fprintf(stderr, "kvsim: validate: warning: %s\n", w);
+	return 1;
+}
+
 int kv_cmd_validate(int argc, char **argv)
 {
 	struct val_args a;
@@ -298,7 +312,8 @@ int kv_cmd_validate(int argc, char **argv)
 	double *v = NULL, *rel = NULL, mape = 0, pred_mem = 0, meas_mem = 0;
 	struct kv_outdir od = { .lock_fd = -1 };
 	char *hdr;
-	int rc, k, status = 0, chart_failed = 0;
+	struct kv_calib_load load;
+	int rc, k, status = 0, chart_failed = 0, warned;
 
 	if (kv_fromrun_wanted(argc, argv)) /* a recorded run: src/cmd_fromrun.c */
 		return kv_cmd_validate_from_run(argc, argv);
@@ -321,7 +336,12 @@ int kv_cmd_validate(int argc, char **argv)
 		goto out;
 	if (!a.quiet)
 		fprintf(stderr, "kvsim: validate: real run on the %s backend\n", a.kind);
+	kv_calib_load_start(&load, !strcmp(a.kind, "cpu") ? a.threads : 1);
+	warned = warn_load(&a, &load);
 	rc = kv_calib_run(&w, a.kind, a.threads, a.cpu_clock, &e, &real, a.quiet, &d);
+	kv_calib_load_stop(&load);
+	if (!rc && !warned)
+		warn_load(&a, &load);
 	if (!rc && e.be)
 		rc = kv_backend_rc(kv_backend_memory(e.be, &mem));
 	if (!rc) {

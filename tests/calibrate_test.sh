@@ -61,20 +61,26 @@ if [ -s "$sum" ]; then
 	bp=$(val kv_bytes_per_token_model "$sum")
 	check "KV bytes/token measured $bm vs model $bp within 5%" "$bm / $bp > 0.95 && $bm / $bp < 1.05"
 	grep -q "^# Clock: cpu (the thread's CPU time), 1 BLAS thread:" "$tmp/cpu-tiny.yaml" &&
-		ok "the default clock: cpu, one thread" || bad "profile clock: $(grep '^# Clock' "$tmp/cpu-tiny.yaml")"
+		ok "the default clock: cpu, one thread" ||
+		bad "profile clock: $(grep '^# Clock' "$tmp/cpu-tiny.yaml")"
 	[ "$(head -1 "$sum")" = "key,value,ci95,flag" ] && ok "summary.csv has a flag column" ||
 		bad "summary.csv header: $(head -1 "$sum")"
 	for k in overhead_ns per_seq_ns ns_per_byte ns_per_flop_linear ns_per_flop_attention; do
 		fl=$(awk -F, -v k=$k '$1 == k { print $4 }' "$sum")
 		ci=$(awk -F, -v k=$k '$1 == k { print $3 }' "$sum")
 		# an interval of 0 is never passed off as exact
-		if awk "BEGIN { exit !($ci > 0) }" || [ -n "$fl" ]; then ok "$k +- $ci flag '$fl'"; else bad "$k +- $ci not flagged"; fi
+		if awk "BEGIN { exit !($ci > 0) }" || [ -n "$fl" ]; then
+			ok "$k +- $ci flag '$fl'"
+		else
+			bad "$k +- $ci not flagged"
+		fi
 		if [ -n "$fl" ]; then
 			grep -q "NOT DETERMINED: .*\[$fl\]" "$tmp/cpu-tiny.yaml" && ok "$k: flag in the profile" ||
 				bad "$k flagged $fl but not in the profile's comments"
 		fi
 	done
-	grep -qi "nan\|inf" "$tmp/cal.out" && bad "calibrate printed nan or inf: $(grep -i 'nan\|inf' "$tmp/cal.out")" ||
+	grep -qiE "$naninf" "$tmp/cal.out" &&
+		bad "calibrate printed nan or inf: $(grep -iE "$naninf" "$tmp/cal.out")" ||
 		ok "calibrate prints no nan or inf"
 	lb=$(val load_before "$sum")
 	cores=$(val cores "$sum")
@@ -108,11 +114,12 @@ if [ -s "$tmp/val/validate.csv" ]; then
 	mape=$(awk -F, '$1 == "iteration_mape" { print $3 }' "$tmp/val/validate.csv")
 	check "per-iteration MAPE $mape% < 25%" "$mape < 25"
 	# 40 requests: a p99 would be their maximum, so it is n/a with empty cells
-	awk -F, '$1 == "ttft_p99" && $3 == "" && $4 == "" && $5 == "" && $6 ~ /p99 needs 100/ { f = 1 } END { exit !f }' \
+	awk -F, '$1 == "ttft_p99" && $3 == "" && $4 == "" && $5 == "" && $6 ~ /p99 needs 100/ { f = 1 }
+		END { exit !f }' \
 		"$tmp/val/validate.csv" && ok "ttft_p99 of 40 requests: n/a" ||
 		bad "ttft_p99 row: $(grep ttft_p99 "$tmp/val/validate.csv")"
 	grep -q "ttft_p99 *n/a (" "$tmp/val.out" && ok "validate prints n/a (reason)" || bad "validate table: no n/a"
-	grep -qi "nan\|inf" "$tmp/val.out" "$tmp/val/validate.csv" && bad "validate printed nan or inf" ||
+	grep -qiE "$naninf" "$tmp/val.out" "$tmp/val/validate.csv" && bad "validate printed nan or inf" ||
 		ok "validate prints no nan or inf"
 	n=$(($(wc -l <"$tmp/val/iterations.csv") - 1))
 	check "iterations.csv has $n rows" "$n > 20"
