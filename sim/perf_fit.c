@@ -7,6 +7,7 @@
 #include <gsl/gsl_multifit_nlinear.h>
 #include <gsl/gsl_vector.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 void kv_fit_terms(const struct kv_model *m, const struct kv_batch_shape *b,
@@ -61,7 +62,27 @@ static int fit_f(const gsl_vector *phi, void *p, gsl_vector *r)
 	return GSL_SUCCESS;
 }
 
-/* d r_i / d phi_k = c_k * d t_i / d c_k / t_i, on the active branch of each max. */
+/*
+ * g[k] = c_k * d t / d c_k at x: each coefficient's part of the model's time,
+ * on the active branch of each max (a subgradient at a kink).
+ */
+static void term_parts(const double c[KV_FIT_N], const struct kv_fit_terms *x,
+		       double g[KV_FIT_N])
+{
+	memset(g, 0, KV_FIT_N * sizeof(*g));
+	g[KV_FIT_O] = c[KV_FIT_O];
+	g[KV_FIT_S] = c[KV_FIT_S] * x->S;
+	if (x->M * c[KV_FIT_IB] >= x->lin_flops * c[KV_FIT_IL])
+		g[KV_FIT_IB] += x->M * c[KV_FIT_IB];
+	else
+		g[KV_FIT_IL] = x->lin_flops * c[KV_FIT_IL];
+	if (x->KV * c[KV_FIT_IB] >= x->attn_flops * c[KV_FIT_IA])
+		g[KV_FIT_IB] += x->KV * c[KV_FIT_IB];
+	else
+		g[KV_FIT_IA] = x->attn_flops * c[KV_FIT_IA];
+}
+
+/* d r_i / d phi_k = c_k * d t_i / d c_k / t_i. */
 static int fit_df(const gsl_vector *phi, void *p, gsl_matrix *J)
 {
 	const struct fit_data *fd = p;
@@ -70,20 +91,10 @@ static int fit_df(const gsl_vector *phi, void *p, gsl_matrix *J)
 
 	coeffs_at(phi, c);
 	for (i = 0; i < fd->n; i++) {
-		const struct kv_fit_terms *x = &fd->x[i];
-		double g[KV_FIT_N] = { 0 }, inv = 1.0 / fd->t[i];
+		double g[KV_FIT_N], inv = 1.0 / fd->t[i];
 		size_t k;
 
-		g[KV_FIT_O] = c[KV_FIT_O];
-		g[KV_FIT_S] = c[KV_FIT_S] * x->S;
-		if (x->M * c[KV_FIT_IB] >= x->lin_flops * c[KV_FIT_IL])
-			g[KV_FIT_IB] += x->M * c[KV_FIT_IB];
-		else
-			g[KV_FIT_IL] = x->lin_flops * c[KV_FIT_IL];
-		if (x->KV * c[KV_FIT_IB] >= x->attn_flops * c[KV_FIT_IA])
-			g[KV_FIT_IB] += x->KV * c[KV_FIT_IB];
-		else
-			g[KV_FIT_IA] = x->attn_flops * c[KV_FIT_IA];
+		term_parts(c, &fd->x[i], g);
 		for (k = 0; k < KV_FIT_N; k++)
 			gsl_matrix_set(J, i, k, g[k] * inv);
 	}
@@ -126,6 +137,47 @@ static double solve(const struct fit_data *fd, const double c0[KV_FIT_N], double
 	gsl_multifit_nlinear_free(w);
 	gsl_vector_free(phi);
 	return cost;
+}
+
+/*
+ * kv_fit.flag of a coefficient c +- ci whose covariance diagonal (log
+ * space, before the residual variance) is cov, its term's largest share.
+ */
+static unsigned flags_of(double c, double ci, double cov, double share)
+{
+	unsigned fl = 0;
+
+	if (!(share >= 0.01))
+		fl |= KV_FIT_AT_BOUND;
+	if (!(cov > 0) || !isfinite(cov) || !isfinite(ci))
+		fl |= KV_FIT_CI_DEGENERATE;
+	else if (ci >= c)
+		fl |= KV_FIT_LOOSE;
+	return fl;
+}
+
+char *kv_fit_flag_words(unsigned f, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s%s%s%s%s", f & KV_FIT_AT_BOUND ? "at_bound" : "",
+		 (f & KV_FIT_AT_BOUND) && (f & ~(unsigned)KV_FIT_AT_BOUND) ? ";" : "",
+		 f & KV_FIT_CI_DEGENERATE ? "ci_degenerate" : "",
+		 (f & KV_FIT_CI_DEGENERATE) && (f & KV_FIT_LOOSE) ? ";" : "",
+		 f & KV_FIT_LOOSE ? "not_identified" : "");
+	return buf;
+}
+
+const char *kv_fit_flag_meaning(unsigned f)
+{
+	if (f & KV_FIT_AT_BOUND)
+		return "its term is under 1% of every point's time, so the data do not set it: "
+		       "the value is wherever the solver left it near its bound 0";
+	if (f & KV_FIT_CI_DEGENERATE)
+		return "its interval has no variance (+- 0 means unknown, not exact): "
+		       "the data do not constrain it";
+	if (f & KV_FIT_LOOSE)
+		return "its 95% interval is as wide as the value: the data do not tell it "
+		       "from zero (it trades off against another term)";
+	return "";
 }
 
 int kv_fit_perf(const struct kv_model *m, const struct kv_fit_point *pts, size_t n,
@@ -209,8 +261,11 @@ int kv_fit_perf(const struct kv_model *m, const struct kv_fit_point *pts, size_t
 				   "the least-squares solver failed from every start on %zu points", n);
 	}
 	for (i = 0; i < n; i++) {
-		double p = kv_fit_eval(f->c, &x[i]), rel = p / t[i] - 1;
+		double p = kv_fit_eval(f->c, &x[i]), rel = p / t[i] - 1, g[KV_FIT_N];
 
+		term_parts(f->c, &x[i], g);
+		for (k = 0; k < KV_FIT_N; k++)
+			f->share[k] = fmax(f->share[k], p > 0 ? g[k] / p : 0);
 		ss_res += (p - t[i]) * (p - t[i]);
 		ss_tot += (t[i] - mean) * (t[i] - mean);
 		f->rms_rel += rel * rel;
@@ -218,7 +273,7 @@ int kv_fit_perf(const struct kv_model *m, const struct kv_fit_point *pts, size_t
 		f->max_rel = fmax(f->max_rel, fabs(rel));
 	}
 	f->n = n;
-	f->r2 = ss_tot > 0 ? 1 - ss_res / ss_tot : 0;
+	f->r2 = ss_tot > 0 ? 1 - ss_res / ss_tot : NAN; /* no variation: nothing to explain */
 	f->rms_rel = sqrt(f->rms_rel / (double)n);
 	f->mape /= (double)n;
 	{
@@ -227,9 +282,10 @@ int kv_fit_perf(const struct kv_model *m, const struct kv_fit_point *pts, size_t
 		double tq = gsl_cdf_tdist_Pinv(0.975, (double)(n - KV_FIT_N));
 
 		for (k = 0; k < KV_FIT_N; k++) {
-			double v = gsl_matrix_get(covar, k, k) * s2;
+			double cov = gsl_matrix_get(covar, k, k), v = cov * s2;
 
 			f->ci[k] = f->c[k] * tq * sqrt(v > 0 ? v : 0);
+			f->flag[k] = flags_of(f->c[k], f->ci[k], cov, f->share[k]);
 		}
 	}
 	gsl_matrix_free(covar);

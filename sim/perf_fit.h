@@ -20,6 +20,12 @@
  * (a subgradient at a kink).  Several starts are tried and the lowest cost
  * kept.  95% confidence intervals come from the covariance at the optimum
  * scaled by the residual variance (delta method back from logarithms).
+ *
+ * A coefficient the data cannot pin is flagged, not passed off as a value:
+ * its term never more than 1% of any point's time (the solver drifts it
+ * toward its bound 0: the value is wherever it stopped), an interval with no
+ * variance (+- 0 means unknown, not exact) or one as wide as the value (the
+ * data do not tell it from zero).  R^2 is NaN when the times do not vary.
  */
 #ifndef KV_PERF_FIT_H
 #define KV_PERF_FIT_H
@@ -37,10 +43,19 @@ struct kv_fit_point {
 
 enum { KV_FIT_O, KV_FIT_S, KV_FIT_IB, KV_FIT_IL, KV_FIT_IA, KV_FIT_N };
 
+/* Why a coefficient is not determined by the fit (bits of kv_fit.flag). */
+enum {
+	KV_FIT_AT_BOUND = 1, /* its term is under 1% of every point's time */
+	KV_FIT_CI_DEGENERATE = 2, /* zero, negative or non-finite variance: "+- 0" */
+	KV_FIT_LOOSE = 4, /* the 95% interval is as wide as the value */
+};
+
 struct kv_fit {
 	double c[KV_FIT_N]; /* o (ns), s (ns), ib (ns/B), il (ns/FLOP), ia (ns/FLOP) */
 	double ci[KV_FIT_N]; /* 95% confidence half-widths, same units */
-	double r2; /* 1 - SS_res/SS_tot over the times */
+	unsigned flag[KV_FIT_N]; /* KV_FIT_AT_BOUND | ...; 0 when determined */
+	double share[KV_FIT_N]; /* largest share of a point's fitted time the term takes */
+	double r2; /* 1 - SS_res/SS_tot over the times; NaN when they do not vary */
 	double rms_rel; /* root mean square relative residual */
 	double mape; /* mean |relative residual| */
 	double max_rel; /* largest |relative residual| */
@@ -66,6 +81,15 @@ double kv_fit_eval(const double c[KV_FIT_N], const struct kv_fit_terms *x);
  */
 int kv_fit_perf(const struct kv_model *m, const struct kv_fit_point *pts, size_t n,
 		struct kv_fit *f, struct kv_diag *d);
+
+/*
+ * The flags f as words for a CSV cell or a table ("at_bound;ci_degenerate";
+ * "" for none), into buf of n bytes; returns buf.
+ */
+char *kv_fit_flag_words(unsigned f, char *buf, size_t n);
+
+/* One sentence saying what the flags f mean for the coefficient, or "". */
+const char *kv_fit_flag_meaning(unsigned f);
 
 /*
  * Writes the fit into a device's perf coefficients so that kv_perf_iter_ns()

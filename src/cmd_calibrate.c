@@ -81,7 +81,8 @@ static int parse_args(int argc, char **argv, struct cal_args *a)
 		  .help = "timed repetitions per grid point, median kept (default 5)" },
 		{ .name = "threads", .kind = KV_CLI_INT, .dst = &a->threads, .max = 1024,
 		  .what = "an integer in [0, 1024]", .arg = "N",
-		  .help = "CPU backend: BLAS threads (default: the library's)" },
+		  .help = "CPU backend: BLAS threads (default 1, timed by --clock\n"
+			  "cpu; with --clock wall the library's)" },
 		{ .name = "quick", .kind = KV_CLI_FLAG, .dst = &a->quick, .help = "a smaller grid (CI)" },
 		{ .name = "replay", .kind = KV_CLI_STR, .dst = &a->replay, .max = 1000, .arg = "FILE",
 		  .help = "workload replayed through the real executor for more\n"
@@ -93,9 +94,11 @@ static int parse_args(int argc, char **argv, struct cal_args *a)
 			  "cuda); the arena holds the largest point kept" },
 		{ .name = "clock", .kind = KV_CLI_FN, .dst = &a->cpu_clock, .fn = kv_calib_clock_arg,
 		  .what = "wall or cpu", .arg = "CLOCK",
-		  .help = "cpu backend: time steps by wall time (default) or by the\n"
-			  "thread's CPU time (cpu: needs --threads 1; steadier on a\n"
-			  "shared machine; validate with the same clock)" },
+		  .help = "cpu backend: time steps by the thread's CPU time (cpu,\n"
+			  "the default with one thread: leaves out the wait for a\n"
+			  "core on a shared machine) or by wall time (wall, the\n"
+			  "default with --threads other than 1); validate with the\n"
+			  "same clock" },
 		{ .name = "seed", .kind = KV_CLI_U64, .dst = &a->seed, .max = UINT64_MAX,
 		  .what = "a non-negative integer", .arg = "N",
 		  .help = "weights and token ids (default 1)" },
@@ -115,6 +118,7 @@ static int parse_args(int argc, char **argv, struct cal_args *a)
 	a->model = "tiny";
 	a->reps = 5;
 	a->seed = 1;
+	a->threads = a->cpu_clock = -1; /* unset: kv_calib_clock_defaults() */
 	if ((rc = kv_cli_parse(&cmd, opts, argc, argv, NULL)))
 		return rc;
 	if (strcmp(a->kind, "cpu") && strcmp(a->kind, "cuda")) {
@@ -122,6 +126,7 @@ static int parse_args(int argc, char **argv, struct cal_args *a)
 			a->kind);
 		return 2;
 	}
+	kv_calib_clock_defaults(a->kind, &a->threads, &a->cpu_clock);
 	if (!a->kv_memory)
 		a->kv_memory = kv_calib_default_kv_memory(a->kind);
 	return 0;
@@ -149,6 +154,7 @@ struct cal {
 	double beta_cache[2]; /* full, chunked: bytes per resident token with the allocator */
 	double copy_Bps; /* page copy bandwidth (swap round trip) */
 	struct kv_fit fit;
+	struct kv_calib_load load; /* the machine's load while measuring */
 };
 
 static int add_point(struct cal *c, const char *what, const struct kv_batch_shape *sh, double t)
@@ -352,6 +358,60 @@ static int replay(struct cal *c, const char *cache, double *beta, struct kv_diag
 	return rc;
 }
 
+/* "R^2 0.9874" or "R^2 n/a (the times do not vary)" into buf. */
+static const char *r2_words(double r2, char *buf, size_t n)
+{
+	if (isnan(r2))
+		snprintf(buf, n, "R^2 n/a (the times do not vary)");
+	else
+		snprintf(buf, n, "R^2 %.4f", r2);
+	return buf;
+}
+
+/* The load rows of -summary.csv: empty values where unknown. */
+static void put_load_csv(FILE *f, const struct kv_calib_load *l)
+{
+	fprintf(f, "load_before,");
+	if (!isnan(l->before))
+		fprintf(f, "%.2f", l->before);
+	fprintf(f, ",,\nload_during,");
+	if (!isnan(l->during))
+		fprintf(f, "%.2f", l->during);
+	fprintf(f, ",,\ncpu_share,");
+	if (!isnan(kv_calib_load_share(l)))
+		fprintf(f, "%.3f", kv_calib_load_share(l));
+	fprintf(f, ",,\ncores,%d,,\nthreads_measured,%d,,\n", l->cores, l->threads);
+}
+
+/* The profile's comment on the load it was measured under, and the warning if any. */
+static void put_load_comment(FILE *f, const struct kv_calib_load *l)
+{
+	char w[512];
+
+	kv_calib_load_words(l, w, sizeof(w));
+	fprintf(f, "# Measured under a %s, on %d cores; this process got %.0f%% of the %d it\n"
+		   "#   measured with.\n",
+		w, l->cores, 100 * kv_calib_load_share(l), l->threads);
+	if (kv_calib_load_warning(l, 0, w, sizeof(w)))
+		fprintf(f, "# WARNING: other work competed for the CPU while measuring: the fit "
+			   "scatters and its rates are not this machine's.\n");
+}
+
+/* A comment line per coefficient the fit could not determine, saying what it means. */
+static void put_flag_comments(FILE *f, const struct kv_fit *fit)
+{
+	static const char *const key[KV_FIT_N] = { "overhead", "per_seq", "ns/byte (mem_bandwidth)",
+						   "ns/FLOP linear", "ns/FLOP attention" };
+	char w[64];
+	size_t k;
+
+	for (k = 0; k < KV_FIT_N; k++)
+		if (fit->flag[k])
+			fprintf(f, "# NOT DETERMINED: %s [%s]: %s.\n", key[k],
+				kv_fit_flag_words(fit->flag[k], w, sizeof(w)),
+				kv_fit_flag_meaning(fit->flag[k]));
+}
+
 /* Removes the temporaries of the n kv_atomic files at f (a failed write_outputs). */
 static void abort_files(struct kv_atomic *f, size_t n)
 {
@@ -368,7 +428,7 @@ static int write_outputs(struct cal *c, const char *path, struct kv_diag *d)
 {
 	struct kv_device dev = { 0 };
 	struct kv_atomic fs[4], *f = fs;
-	char stem[KV_PATH_MAX], p2[KV_PATH_MAX + 32], date[32];
+	char stem[KV_PATH_MAX], p2[KV_PATH_MAX + 32], date[32], r2[64];
 	time_t now = time(NULL);
 	size_t i, n_open = 0;
 	int rc;
@@ -407,14 +467,23 @@ static int write_outputs(struct cal *c, const char *path, struct kv_diag *d)
 							     "ns_per_flop_attention" };
 		size_t k;
 
-		fprintf(f->f, "key,value,ci95\n");
-		fprintf(f->f, "points,%zu,\nr2,%.6f,\nrms_rel,%.6f,\nmape,%.6f,\nmax_rel,%.6f,\n",
-			c->fit.n, c->fit.r2, c->fit.rms_rel, c->fit.mape, c->fit.max_rel);
+		char w[64];
+
+		/* flag: why a coefficient is not determined (kv_fit_flag_words); empty when it is */
+		fprintf(f->f, "key,value,ci95,flag\n");
+		fprintf(f->f, "points,%zu,,\nr2,", c->fit.n);
+		if (!isnan(c->fit.r2)) /* NaN: the times do not vary, nothing to explain */
+			fprintf(f->f, "%.6f", c->fit.r2);
+		fprintf(f->f, ",,%s\nrms_rel,%.6f,,\nmape,%.6f,,\nmax_rel,%.6f,,\n",
+			isnan(c->fit.r2) ? "times_constant" : "", c->fit.rms_rel, c->fit.mape,
+			c->fit.max_rel);
 		for (k = 0; k < KV_FIT_N; k++)
-			fprintf(f->f, "%s,%.6g,%.6g\n", cname[k], c->fit.c[k], c->fit.ci[k]);
-		fprintf(f->f, "weight_bytes_model,%llu,\nalpha_weights,%.6f,\nalpha,%.6f,\n"
-			     "kv_bytes_per_token_measured,%.3f,\nkv_bytes_per_token_model,%.3f,\n"
-			     "beta_full,%.3f,\nbeta_chunked,%.3f,\ncopy_GBps,%.4f,\n",
+			fprintf(f->f, "%s,%.6g,%.6g,%s\n", cname[k], c->fit.c[k], c->fit.ci[k],
+				kv_fit_flag_words(c->fit.flag[k], w, sizeof(w)));
+		put_load_csv(f->f, &c->load);
+		fprintf(f->f, "weight_bytes_model,%llu,,\nalpha_weights,%.6f,,\nalpha,%.6f,,\n"
+			     "kv_bytes_per_token_measured,%.3f,,\nkv_bytes_per_token_model,%.3f,,\n"
+			     "beta_full,%.3f,,\nbeta_chunked,%.3f,,\ncopy_GBps,%.4f,,\n",
 			(unsigned long long)kv_model_weight_bytes(&c->m), c->alpha_weights, c->alpha,
 			c->beta_token, c->beta_profile, c->beta_cache[0], c->beta_cache[1],
 			c->copy_Bps / 1e9);
@@ -443,18 +512,23 @@ static int write_outputs(struct cal *c, const char *path, struct kv_diag *d)
 		"# Calibrated by `kvsim calibrate --backend %s --model %s` on %s.\n"
 		"# Device: %s (%d cores/SMs).  The memory and compute figures are the fitted\n"
 		"# achieved rates (efficiencies 1), not datasheet peaks.  Fit over %zu points:\n"
-		"# R^2 %.4f, RMS relative residual %.2f%%, MAPE %.2f%%, max %.1f%%.\n"
+		"# %s, RMS relative residual %.2f%%, MAPE %.2f%%, max %.1f%%.\n"
 		"# 95%% intervals: overhead %.4g +- %.2g ns, per_seq %.4g +- %.2g ns,\n"
 		"#   ns/byte %.4g +- %.2g, ns/FLOP linear %.4g +- %.2g, attention %.4g +- %.2g.\n"
 		"# Memory: resident weights / M = %.4f; alpha (weights + workspace) = %.4f;\n"
 		"#   KV bytes per token measured %.1f, model arithmetic %.1f.\n"
-		"# Use it with the model profile %s-model.yaml (the backend's precision).\n",
-		c->a.kind, c->a.model, date, c->info.device, c->info.cores, c->fit.n, c->fit.r2,
+		"# Use it with the model profile %s-model.yaml (the backend's precision).\n"
+		"# Clock: %s, %d BLAS thread%s: validate with the same --clock and --threads.\n",
+		c->a.kind, c->a.model, date, c->info.device, c->info.cores, c->fit.n,
+		r2_words(c->fit.r2, r2, sizeof(r2)),
 		100 * c->fit.rms_rel, 100 * c->fit.mape, 100 * c->fit.max_rel, c->fit.c[KV_FIT_O],
 		c->fit.ci[KV_FIT_O], c->fit.c[KV_FIT_S], c->fit.ci[KV_FIT_S], c->fit.c[KV_FIT_IB],
 		c->fit.ci[KV_FIT_IB], c->fit.c[KV_FIT_IL], c->fit.ci[KV_FIT_IL], c->fit.c[KV_FIT_IA],
 		c->fit.ci[KV_FIT_IA], c->alpha_weights, c->alpha, c->beta_token, c->beta_profile,
-		stem);
+		stem, c->a.cpu_clock ? "cpu (the thread's CPU time)" : "wall", c->a.threads,
+		c->a.threads == 1 ? "" : "s (0: the library's)");
+	put_flag_comments(f->f, &c->fit);
+	put_load_comment(f->f, &c->load);
 	fprintf(f->f,
 		"name: %s-%s\nmemory: %llu\nmem_bandwidth: %.6gGB/s\nfp16_tflops: %.6g\n"
 		"host_link_bandwidth: %.6gGB/s\ninterconnect_bandwidth: 0\n"
@@ -511,12 +585,26 @@ static int chart(const char *path)
 	return rc < 0;
 }
 
+/* A rate 1/c per unit (GB/s, GFLOP/s) or why there is none: "n/a (at_bound)". */
+static void print_rate(const char *what, const struct kv_fit *fit, int k, const char *sep)
+{
+	char w[64];
+
+	if (fit->flag[k] || !(fit->c[k] > 0))
+		printf("%s n/a (%s)%s", what,
+		       fit->flag[k] ? kv_fit_flag_words(fit->flag[k], w, sizeof(w)) : "zero", sep);
+	else
+		printf("%s %.2f %s%s", what, 1.0 / fit->c[k], k == KV_FIT_IB ? "GB/s" : "GFLOP/s",
+		       sep);
+}
+
 static void print_table(const struct cal *c, const char *path)
 {
 	static const char *const name[KV_FIT_N] = { "overhead", "per_seq", "ns per byte",
 						     "ns per FLOP, linear", "ns per FLOP, attention" };
 	static const char *const unit[KV_FIT_N] = { "ns", "ns", "ns/B", "ns/FLOP", "ns/FLOP" };
-	size_t k;
+	char w[256], r2[64];
+	size_t k, n_flag = 0;
 
 	printf("calibration of %s on %s (%s backend, %d cores/SMs)\n", c->m.name, c->info.device,
 	       c->info.kind, c->info.cores);
@@ -529,13 +617,43 @@ static void print_table(const struct cal *c, const char *path)
 	       c->beta_profile, 100 * (c->beta_token / c->beta_profile - 1));
 	printf("  beta with allocator: full    %8.1f   chunked %.1f bytes per resident token\n",
 	       c->beta_cache[0], c->beta_cache[1]);
-	printf("time: %zu points, R^2 %.4f, RMS rel. residual %.2f%%, MAPE %.2f%%, max %.1f%%\n",
-	       c->fit.n, c->fit.r2, 100 * c->fit.rms_rel, 100 * c->fit.mape, 100 * c->fit.max_rel);
+	printf("time: %zu points, %s, RMS rel. residual %.2f%%, MAPE %.2f%%, max %.1f%%\n",
+	       c->fit.n, r2_words(c->fit.r2, r2, sizeof(r2)), 100 * c->fit.rms_rel,
+	       100 * c->fit.mape, 100 * c->fit.max_rel);
+	for (k = 0; k < KV_FIT_N; k++) {
+		printf("  %-24s %12.5g +- %-10.3g %-8s %s\n", name[k], c->fit.c[k], c->fit.ci[k],
+		       unit[k], kv_fit_flag_words(c->fit.flag[k], w, sizeof(w)));
+		n_flag += c->fit.flag[k] != 0;
+	}
+	printf("  => ");
+	print_rate("bandwidth", &c->fit, KV_FIT_IB, ", ");
+	print_rate("linear", &c->fit, KV_FIT_IL, ", ");
+	print_rate("attention", &c->fit, KV_FIT_IA, "\n");
 	for (k = 0; k < KV_FIT_N; k++)
-		printf("  %-24s %12.5g +- %-10.3g %s\n", name[k], c->fit.c[k], c->fit.ci[k], unit[k]);
-	printf("  => bandwidth %.2f GB/s, linear %.2f GFLOP/s, attention %.2f GFLOP/s\n",
-	       1.0 / c->fit.c[KV_FIT_IB], 1.0 / c->fit.c[KV_FIT_IL], 1.0 / c->fit.c[KV_FIT_IA]);
+		if (c->fit.flag[k])
+			printf("  %s: %s\n", name[k], kv_fit_flag_meaning(c->fit.flag[k]));
+	if (n_flag)
+		printf("  the profile still carries every value (kvsim run needs them), but a flagged\n"
+		       "  one says nothing about this machine: only the sum of the terms is fitted\n");
+	kv_calib_load_words(&c->load, w, sizeof(w));
+	printf("%s, %d cores; this process got %.0f%% of the %d it measured with\n", w,
+	       c->load.cores, 100 * kv_calib_load_share(&c->load), c->load.threads);
 	printf("profile: %s\n", path);
+}
+
+/*
+ * The one warning line when other work competes for the CPU (cpu backend):
+ * called at the start (the load before) and, unless it warned then, at the
+ * end (the load while measuring).  Returns 1 when it warned.
+ */
+static int warn_load(const struct cal *c)
+{
+	char w[512];
+
+	if (strcmp(c->a.kind, "cpu") || !kv_calib_load_warning(&c->load, c->a.cpu_clock, w, sizeof(w)))
+		return 0;
+	fprintf(stderr, "kvsim: calibrate: warning: %s\n", w);
+	return 1;
 }
 
 int kv_cmd_calibrate(int argc, char **argv)
@@ -545,7 +663,7 @@ int kv_cmd_calibrate(int argc, char **argv)
 	struct kv_diag d = { 0 };
 	char path[KV_PATH_MAX];
 	size_t i;
-	int rc, lock, chart_failed;
+	int rc, lock, chart_failed, warned;
 
 	if (kv_fromrun_wanted(argc, argv)) /* a recorded run: src/cmd_fromrun.c */
 		return kv_cmd_calibrate_from_run(argc, argv);
@@ -588,11 +706,16 @@ int kv_cmd_calibrate(int argc, char **argv)
 		return 1;
 	}
 	c.pts = kv_xmalloc(MAX_POINTS * 8 * sizeof(*c.pts));
+	kv_calib_load_start(&c.load, !strcmp(c.a.kind, "cpu") ? c.a.threads : 1);
+	warned = warn_load(&c);
 	rc = measure_grid(&c, &d);
 	if (!rc)
 		rc = replay(&c, "full", &c.beta_cache[0], &d);
 	if (!rc)
 		rc = replay(&c, "chunked", &c.beta_cache[1], &d);
+	kv_calib_load_stop(&c.load);
+	if (!rc && !warned)
+		warn_load(&c);
 	if (!rc) {
 		fp = kv_xmalloc(c.n * sizeof(*fp));
 		for (i = 0; i < c.n; i++)

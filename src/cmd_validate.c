@@ -68,13 +68,15 @@ static int parse_args(int argc, char **argv, struct val_args *a)
 			  "files (manifest.txt lists them)" },
 		{ .name = "threads", .kind = KV_CLI_INT, .dst = &a->threads, .max = 1024,
 		  .what = "an integer in [0, 1024]", .arg = "N",
-		  .help = "CPU backend: BLAS threads (default: the library's)" },
+		  .help = "CPU backend: BLAS threads (default 1, timed by --clock\n"
+			  "cpu; with --clock wall the library's)" },
 		{ .name = "set", .kind = KV_CLI_SET, .dst = &a->set, .max = MAX_SETS, .arg = "K=V",
 		  .help = "override a workload key, as in `kvsim run`; repeatable" },
 		{ .name = "clock", .kind = KV_CLI_FN, .dst = &a->cpu_clock, .fn = kv_calib_clock_arg,
 		  .what = "wall or cpu", .arg = "CLOCK",
-		  .help = "cpu backend: wall (default) or cpu (the thread's CPU time;\n"
-			  "needs --threads 1): use the clock the profile was fitted with" },
+		  .help = "cpu backend: cpu (the thread's CPU time; the default with\n"
+			  "one thread) or wall (the default with --threads other\n"
+			  "than 1): use the clock the profile was fitted with" },
 		{ .name = "quiet", .kind = KV_CLI_FLAG, .dst = &a->quiet, .help = "no progress or table" },
 		{ .name = "progress", .kind = KV_CLI_FLAG, .dst = &a->progress,
 		  .help = "a progress line every 5 s on stderr even when it is not a\n"
@@ -91,6 +93,7 @@ static int parse_args(int argc, char **argv, struct val_args *a)
 	memset(a, 0, sizeof(*a));
 	a->kind = "cpu";
 	a->set.v = a->sets;
+	a->threads = a->cpu_clock = -1; /* unset: kv_calib_clock_defaults() */
 	if ((rc = kv_cli_parse(&cmd, opts, argc, argv, &a->path)))
 		return rc;
 	a->n_sets = a->set.n;
@@ -99,6 +102,7 @@ static int parse_args(int argc, char **argv, struct val_args *a)
 			a->kind);
 		return 2;
 	}
+	kv_calib_clock_defaults(a->kind, &a->threads, &a->cpu_clock);
 	return 0;
 }
 
@@ -139,7 +143,43 @@ static size_t metric(const struct kv_run_result *r, int which, double *v)
 struct row {
 	const char *name, *unit;
 	double pred, meas;
+	char na[80]; /* why the row cannot be judged ("" when it can): printed n/a, CSV cells empty */
 };
+
+/* Fewer values than this make a nearest-rank p99 the largest one. */
+#define P99_MIN 100
+
+/*
+ * The reason a quantile q of np predicted and nm measured values cannot be
+ * judged, into r->na: no values, or a p99 of fewer than P99_MIN (the
+ * maximum); a measured 0 leaves the error alone n/a (see row_error).
+ */
+static void judge_quantile(struct row *r, size_t np, size_t nm, double q, const char *what)
+{
+	size_t k = KV_MIN(np, nm);
+
+	if (!k)
+		snprintf(r->na, sizeof(r->na), "no %s %s", np ? "measured" : "predicted", what);
+	else if (q > 0.9 && k < P99_MIN)
+		snprintf(r->na, sizeof(r->na), "%zu %s: a p99 needs %d, of fewer it is the maximum",
+			 k, what, P99_MIN);
+}
+
+/* A row's relative error in percent; NaN when it cannot be judged or nothing was measured. */
+static double row_error(const struct row *r)
+{
+	if (r->na[0] || !(r->meas > 0) || !isfinite(r->pred))
+		return NAN;
+	return 100 * (r->pred / r->meas - 1);
+}
+
+/* A CSV number cell: empty for NaN. */
+static void put_num(FILE *f, double x, const char *fmt)
+{
+	fputc(',', f);
+	if (!isnan(x))
+		fprintf(f, fmt, x);
+}
 
 static int write_csv(const char *dir, const struct row *rows, size_t n_rows,
 		     const struct kv_real_exec *e, struct kv_diag *d)
@@ -152,16 +192,21 @@ static int write_csv(const char *dir, const struct row *rows, size_t n_rows,
 	snprintf(path, sizeof(path), "%s/validate.csv", dir);
 	if ((rc = kv_atomic_open(&f, path, d)))
 		return rc;
-	fprintf(f.f, "metric,unit,predicted,measured,error_pct\n");
+	fprintf(f.f, "metric,unit,predicted,measured,error_pct,note\n");
 	for (i = 0; i < n_rows; i++) {
-		kv_csv_put(f.f, rows[i].name); /* errors: the stream's flag, checked at commit */
+		const struct row *r = &rows[i];
+		int na = r->na[0] != 0;
+
+		kv_csv_put(f.f, r->name); /* errors: the stream's flag, checked at commit */
 		fputc(',', f.f);
-		kv_csv_put(f.f, rows[i].unit);
-		if (i < 3) /* the per-iteration error: one figure, no prediction to compare */
-			fprintf(f.f, ",%.6g,,\n", rows[i].pred);
-		else
-			fprintf(f.f, ",%.6g,%.6g,%.3f\n", rows[i].pred, rows[i].meas,
-				rows[i].meas != 0 ? 100 * (rows[i].pred / rows[i].meas - 1) : NAN);
+		kv_csv_put(f.f, r->unit);
+		put_num(f.f, na ? NAN : r->pred, "%.6g");
+		/* the per-iteration error: one figure, no measurement to compare */
+		put_num(f.f, na || i < 3 ? NAN : r->meas, "%.6g");
+		put_num(f.f, i < 3 ? NAN : row_error(r), "%.3f");
+		fputc(',', f.f);
+		kv_csv_put(f.f, na ? r->na : !(r->meas > 0) && i >= 3 ? "measured 0" : "");
+		fputc('\n', f.f);
 	}
 	if ((rc = kv_atomic_commit(&f, d)))
 		return rc;
@@ -182,6 +227,23 @@ static int write_csv(const char *dir, const struct row *rows, size_t n_rows,
 			(double)r->model_ns * 1e-6, (double)r->model_ns / (double)r->real_ns - 1);
 	}
 	return kv_atomic_commit(&f, d);
+}
+
+/* One row of the printed table; an iteration row is one figure in percent. */
+static void print_row(const struct row *r, int iteration)
+{
+	double err = row_error(r);
+
+	if (r->na[0])
+		printf("  %-24s n/a (%s)\n", r->name, r->na);
+	else if (iteration)
+		printf("  %-24s %11.2f%%\n", r->name, r->pred);
+	else if (isnan(err))
+		printf("  %-24s %12.4g %12.4g %9s  %s\n", r->name, r->pred, r->meas,
+		       r->meas > 0 ? "n/a" : "n/a (measured 0)", r->unit);
+	else
+		printf("  %-24s %12.4g %12.4g %+8.1f%%  %s\n", r->name, r->pred, r->meas, err,
+		       r->unit);
 }
 
 /* Renders iterations.png into dir (the staging directory); 0, or 1 when gnuplot failed. */
@@ -223,6 +285,20 @@ static int open_out(struct kv_outdir *od, const struct val_args *a, const struct
 	return rc == KV_EINVAL ? 2 : 1;
 }
 
+/*
+ * The one warning line when other work competes for the CPU (cpu backend,
+ * --quiet too): at the start, or at the end of the real run.  1 when it warned.
+ */
+static int warn_load(const struct val_args *a, const struct kv_calib_load *l)
+{
+	char w[512];
+
+	if (strcmp(a->kind, "cpu") || !kv_calib_load_warning(l, a->cpu_clock, w, sizeof(w)))
+		return 0;
+	fprintf(stderr, "kvsim: validate: warning: %s\n", w);
+	return 1;
+}
+
 int kv_cmd_validate(int argc, char **argv)
 {
 	struct val_args a;
@@ -236,7 +312,8 @@ int kv_cmd_validate(int argc, char **argv)
 	double *v = NULL, *rel = NULL, mape = 0, pred_mem = 0, meas_mem = 0;
 	struct kv_outdir od = { .lock_fd = -1 };
 	char *hdr;
-	int rc, k, status = 0, chart_failed = 0;
+	struct kv_calib_load load;
+	int rc, k, status = 0, chart_failed = 0, warned;
 
 	if (kv_fromrun_wanted(argc, argv)) /* a recorded run: src/cmd_fromrun.c */
 		return kv_cmd_validate_from_run(argc, argv);
@@ -259,7 +336,12 @@ int kv_cmd_validate(int argc, char **argv)
 		goto out;
 	if (!a.quiet)
 		fprintf(stderr, "kvsim: validate: real run on the %s backend\n", a.kind);
+	kv_calib_load_start(&load, !strcmp(a.kind, "cpu") ? a.threads : 1);
+	warned = warn_load(&a, &load);
 	rc = kv_calib_run(&w, a.kind, a.threads, a.cpu_clock, &e, &real, a.quiet, &d);
+	kv_calib_load_stop(&load);
+	if (!rc && !warned)
+		warn_load(&a, &load);
 	if (!rc && e.be)
 		rc = kv_backend_rc(kv_backend_memory(e.be, &mem));
 	if (!rc) {
@@ -278,11 +360,13 @@ int kv_cmd_validate(int argc, char **argv)
 		rel[i] = fabs((double)e.log[i].model_ns / (double)e.log[i].real_ns - 1);
 		mape += rel[i] / (double)e.n_log;
 	}
-	rows[n_rows++] = (struct row){ "iteration_mape", "%", 100 * mape, 0 };
+	rows[n_rows++] = (struct row){ "iteration_mape", "%", 100 * mape, 0, "" };
 	rows[n_rows++] = (struct row){ "iteration_rel_error_p50", "%",
-				       100 * quantile(rel, e.n_log, 0.5), 0 };
+				       100 * quantile(rel, e.n_log, 0.5), 0, "" };
 	rows[n_rows++] = (struct row){ "iteration_rel_error_p99", "%",
-				       100 * quantile(rel, e.n_log, 0.99), 0 };
+				       100 * quantile(rel, e.n_log, 0.99), 0, "" };
+	for (i = 0; i < 3; i++)
+		judge_quantile(&rows[i], e.n_log, e.n_log, i == 2 ? 0.99 : 0.5, "logged iterations");
 	n = KV_MAX(real.n_req, sim.n_req);
 	v = kv_xmalloc((n ? n : 1) * sizeof(*v));
 	for (k = 0; k < 3; k++) {
@@ -292,16 +376,18 @@ int kv_cmd_validate(int argc, char **argv)
 		double p50 = quantile(v, np, 0.5), p99 = quantile(v, np, 0.99);
 		size_t nm = metric(&real, k, v);
 
-		rows[n_rows++] = (struct row){ q50[k], "s", p50, quantile(v, nm, 0.5) };
-		rows[n_rows++] = (struct row){ q99[k], "s", p99, quantile(v, nm, 0.99) };
+		rows[n_rows] = (struct row){ q50[k], "s", p50, quantile(v, nm, 0.5), "" };
+		judge_quantile(&rows[n_rows++], np, nm, 0.5, "completed requests");
+		rows[n_rows] = (struct row){ q99[k], "s", p99, quantile(v, nm, 0.99), "" };
+		judge_quantile(&rows[n_rows++], np, nm, 0.99, "completed requests");
 	}
 	pred_mem = w.cfg.device.alpha * (double)kv_model_weight_bytes(&w.cfg.model) +
 		   (double)sim.peak_reserved_bytes;
 	meas_mem = (double)(mem.weights + mem.workspace + mem.kv);
-	rows[n_rows++] = (struct row){ "peak_memory", "MB", pred_mem / 1e6, meas_mem / 1e6 };
-	rows[n_rows++] = (struct row){ "makespan", "s", sim.makespan_s, real.makespan_s };
+	rows[n_rows++] = (struct row){ "peak_memory", "MB", pred_mem / 1e6, meas_mem / 1e6, "" };
+	rows[n_rows++] = (struct row){ "makespan", "s", sim.makespan_s, real.makespan_s, "" };
 	rows[n_rows++] = (struct row){ "iterations", "", (double)sim.iterations,
-				       (double)real.iterations };
+				       (double)real.iterations, "" };
 	if (write_csv(od.stage, rows, n_rows, &e, &d)) {
 		kv_diag_print(&d, stderr);
 		status = 1;
@@ -321,14 +407,8 @@ int kv_cmd_validate(int argc, char **argv)
 		printf("validation of %s on %s (%s backend): %zu iterations, %zu requests\n", w.name,
 		       e.info.device, a.kind, e.n_log, real.n_req);
 		printf("  %-24s %12s %12s %9s\n", "metric", "predicted", "measured", "error");
-		for (i = 0; i < n_rows; i++) {
-			if (i < 3)
-				printf("  %-24s %11.2f%% %12s %9s\n", rows[i].name, rows[i].pred, "", "");
-			else
-				printf("  %-24s %12.4g %12.4g %+8.1f%%  %s\n", rows[i].name,
-				       rows[i].pred, rows[i].meas,
-				       100 * (rows[i].pred / rows[i].meas - 1), rows[i].unit);
-		}
+		for (i = 0; i < n_rows; i++)
+			print_row(&rows[i], i < 3);
 		printf("outputs in %s/\n", od.dir);
 	}
 	if (fflush(stdout) || ferror(stdout) || chart_failed)

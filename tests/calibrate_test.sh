@@ -7,8 +7,14 @@
 #   - the profile it writes loads in `kvsim run`;
 #   - validate's per-iteration MAPE is below 25% (the machine is shared and
 #     noisy; docs/calibration.md records the typical figure).  Both time
-#     steps by the thread's CPU time (--threads 1 --clock cpu), so that
-#     whatever else runs on the machine does not count as step time;
+#     steps by the thread's CPU time (--threads 1 --clock cpu, the
+#     defaults, given here by nothing), so that whatever else runs on the
+#     machine does not count as step time;
+#   - no verdict without evidence: every coefficient the fit cannot set is
+#     flagged with its meaning and no rate printed for it; the load is
+#     recorded, and a load average above the free cores gives the warning;
+#     validate's p99 of 40 requests is n/a with its reason, its CSV cells
+#     empty, and nothing prints nan or inf;
 #   - bad options give exit status 2 with a message; no GPU gives 4.
 # Prints the figures so CI logs keep them.
 set -u
@@ -20,13 +26,14 @@ fails=0
 ok() { echo "ok - $1"; }
 bad() { echo "FAIL - $1"; fails=$((fails + 1)); }
 val() { awk -F, -v k="$1" '$1 == k { print $2 }' "$2"; }
+naninf='(^|[^a-z])(nan|inf)([^a-z]|$)' # a figure printed as nan or inf
 check() { # check NAME AWK-EXPR
 	if awk "BEGIN { exit !($2) }"; then ok "$1"; else bad "$1 ($2)"; fi
 }
 
 
 # --- calibrate --------------------------------------------------------------
-if "$kvsim" calibrate --backend cpu --model tiny --quick --reps 3 --threads 1 --clock cpu -o "$tmp/cpu-tiny.yaml" \
+if "$kvsim" calibrate --backend cpu --model tiny --quick --reps 3 -o "$tmp/cpu-tiny.yaml" \
 	--progress >"$tmp/cal.out" 2>"$tmp/cal.err"; then
 	ok "calibrate ran"
 else
@@ -53,6 +60,35 @@ if [ -s "$sum" ]; then
 	bm=$(val kv_bytes_per_token_measured "$sum")
 	bp=$(val kv_bytes_per_token_model "$sum")
 	check "KV bytes/token measured $bm vs model $bp within 5%" "$bm / $bp > 0.95 && $bm / $bp < 1.05"
+	grep -q "^# Clock: cpu (the thread's CPU time), 1 BLAS thread:" "$tmp/cpu-tiny.yaml" &&
+		ok "the default clock: cpu, one thread" ||
+		bad "profile clock: $(grep '^# Clock' "$tmp/cpu-tiny.yaml")"
+	[ "$(head -1 "$sum")" = "key,value,ci95,flag" ] && ok "summary.csv has a flag column" ||
+		bad "summary.csv header: $(head -1 "$sum")"
+	for k in overhead_ns per_seq_ns ns_per_byte ns_per_flop_linear ns_per_flop_attention; do
+		fl=$(awk -F, -v k=$k '$1 == k { print $4 }' "$sum")
+		ci=$(awk -F, -v k=$k '$1 == k { print $3 }' "$sum")
+		# an interval of 0 is never passed off as exact
+		if awk "BEGIN { exit !($ci > 0) }" || [ -n "$fl" ]; then
+			ok "$k +- $ci flag '$fl'"
+		else
+			bad "$k +- $ci not flagged"
+		fi
+		if [ -n "$fl" ]; then
+			grep -q "NOT DETERMINED: .*\[$fl\]" "$tmp/cpu-tiny.yaml" && ok "$k: flag in the profile" ||
+				bad "$k flagged $fl but not in the profile's comments"
+		fi
+	done
+	grep -qiE "$naninf" "$tmp/cal.out" &&
+		bad "calibrate printed nan or inf: $(grep -iE "$naninf" "$tmp/cal.out")" ||
+		ok "calibrate prints no nan or inf"
+	lb=$(val load_before "$sum")
+	cores=$(val cores "$sum")
+	check "load recorded: before '$lb', cores $cores" "$cores >= 1"
+	if [ -n "$lb" ] && awk "BEGIN { exit !($lb > $cores - 1 + 0.5) }"; then
+		grep -q "^kvsim: calibrate: warning: other work competes for the CPU: load average $lb" "$tmp/cal.err" &&
+			ok "load $lb on $cores cores: warned" || bad "load $lb on $cores cores: no warning"
+	fi
 	bc=$(val beta_chunked "$sum")
 	bf=$(val beta_full "$sum")
 	check "beta with the allocator: chunked $bc >= measured, full $bf > chunked" \
@@ -68,7 +104,7 @@ fi
 
 # --- validate ---------------------------------------------------------------
 if "$kvsim" validate --backend cpu "$src/workloads/validate-cpu.yaml" \
-	--profile "$tmp/cpu-tiny.yaml" --threads 1 --clock cpu -o "$tmp/val" >"$tmp/val.out" 2>"$tmp/val.err"; then
+	--profile "$tmp/cpu-tiny.yaml" -o "$tmp/val" >"$tmp/val.out" 2>"$tmp/val.err"; then
 	ok "validate ran"
 else
 	bad "validate failed: $(cat "$tmp/val.err")"
@@ -77,6 +113,14 @@ cat "$tmp/val.out"
 if [ -s "$tmp/val/validate.csv" ]; then
 	mape=$(awk -F, '$1 == "iteration_mape" { print $3 }' "$tmp/val/validate.csv")
 	check "per-iteration MAPE $mape% < 25%" "$mape < 25"
+	# 40 requests: a p99 would be their maximum, so it is n/a with empty cells
+	awk -F, '$1 == "ttft_p99" && $3 == "" && $4 == "" && $5 == "" && $6 ~ /p99 needs 100/ { f = 1 }
+		END { exit !f }' \
+		"$tmp/val/validate.csv" && ok "ttft_p99 of 40 requests: n/a" ||
+		bad "ttft_p99 row: $(grep ttft_p99 "$tmp/val/validate.csv")"
+	grep -q "ttft_p99 *n/a (" "$tmp/val.out" && ok "validate prints n/a (reason)" || bad "validate table: no n/a"
+	grep -qiE "$naninf" "$tmp/val.out" "$tmp/val/validate.csv" && bad "validate printed nan or inf" ||
+		ok "validate prints no nan or inf"
 	n=$(($(wc -l <"$tmp/val/iterations.csv") - 1))
 	check "iterations.csv has $n rows" "$n > 20"
 else

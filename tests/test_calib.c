@@ -10,6 +10,7 @@
 #include "testutil.h"
 
 #include <check.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -161,6 +162,43 @@ START_TEST(grid_drops_points_over_the_budget)
 }
 END_TEST
 
+/*
+ * The load warning: quiet before and during, no warning; a load of 9 on 2
+ * cores, or a process that got 40% of its core, warns, naming the load,
+ * the cores and what to do.
+ */
+START_TEST(load_warning)
+{
+	struct kv_calib_load l = { .before = 0.3, .during = 1.2, .cpu_s = 9.5, .wall_s = 10,
+				   .cores = 2, .threads = 1, .stopped = 1 };
+	char w[512];
+
+	ck_assert_int_eq(kv_calib_load_warning(&l, 0, w, sizeof(w)), 0);
+	ck_assert_double_eq_tol(kv_calib_load_share(&l), 0.95, 1e-9);
+	l.before = 9.31;
+	ck_assert_int_eq(kv_calib_load_warning(&l, 0, w, sizeof(w)), 1);
+	ck_assert_ptr_nonnull(strstr(w, "load average 9.31 before, 1.20 while measuring on 2 cores"));
+	ck_assert_ptr_nonnull(strstr(w, "wall time includes the wait"));
+	ck_assert_ptr_nonnull(strstr(w, "--clock cpu --threads 1"));
+	l.before = 0.2;
+	l.cpu_s = 4; /* 40% of the core: the others show in the share alone */
+	ck_assert_int_eq(kv_calib_load_warning(&l, 1, w, sizeof(w)), 1);
+	ck_assert_ptr_nonnull(strstr(w, "got 40% of them"));
+	ck_assert_ptr_nonnull(strstr(w, "CPU time leaves out the wait"));
+	/* before a stop, only the load before is judged */
+	l = (struct kv_calib_load){ .before = 2.6, .during = NAN, .cores = 2, .threads = 1 };
+	ck_assert_int_eq(kv_calib_load_warning(&l, 0, w, sizeof(w)), 1);
+	ck_assert(isnan(kv_calib_load_share(&l)));
+	l.before = 1.0;
+	ck_assert_int_eq(kv_calib_load_warning(&l, 0, w, sizeof(w)), 0);
+	/* a real start and stop: a share and a load */
+	kv_calib_load_start(&l, 0);
+	ck_assert_int_eq(l.threads, l.cores);
+	kv_calib_load_stop(&l);
+	ck_assert(l.stopped && l.wall_s >= 0 && l.cpu_s >= 0);
+}
+END_TEST
+
 static Suite *calib_suite(void)
 {
 	Suite *s = suite_create("calib");
@@ -170,6 +208,7 @@ static Suite *calib_suite(void)
 	tcase_add_test(tc, batches_inside_the_arena);
 	tcase_add_test(tc, arena_is_the_largest_point);
 	tcase_add_test(tc, grid_drops_points_over_the_budget);
+	tcase_add_test(tc, load_warning);
 	suite_add_tcase(s, tc);
 	return s;
 }

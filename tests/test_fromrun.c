@@ -320,6 +320,44 @@ START_TEST(test_profile_collective_overhead_round_trip)
 }
 END_TEST
 
+/*
+ * A score that cannot judge says so: no requests scored prints n/a with the
+ * reason and leaves the CSV cells empty (was "nan"); a measured 0 leaves
+ * the error n/a while the values stand.
+ */
+START_TEST(test_score_na)
+{
+	struct kv_run_score sc;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	int s;
+
+	memset(&sc, 0, sizeof(sc));
+	for (s = 0; s < KV_RUN_STATS; s++)
+		sc.pred[0][s] = sc.meas[0][s] = NAN;
+	sc.mape[0] = NAN;
+	sc.n[1] = 3; /* tpot: judged, but its p99 measured 0 */
+	for (s = 0; s < KV_RUN_STATS; s++) {
+		sc.pred[1][s] = 0.02;
+		sc.meas[1][s] = s == KV_RUN_P99 ? 0 : 0.01;
+	}
+	sc.n[2] = 3;
+	f = open_memstream(&buf, &len);
+	kv_run_score_print(f, &sc);
+	kv_run_score_csv(f, "x", &sc);
+	fclose(f);
+	ck_assert_msg(!strstr(buf, "nan") && !strstr(buf, "inf"), "%s", buf);
+	ck_assert_ptr_nonnull(strstr(buf, "n/a (no requests scored)"));
+	ck_assert_ptr_nonnull(strstr(buf, "n/a (measured 0)"));
+	ck_assert_ptr_nonnull(strstr(buf, "+100.00%"));
+	ck_assert_ptr_nonnull(strstr(buf, "x,ttft,mean,,,,0\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "x,ttft,mape,,,,0\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "x,tpot,p99,0.02,0,,3\n"));
+	free(buf);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("fromrun");
@@ -337,6 +375,7 @@ int main(void)
 	tcase_add_test(tc, test_cap_first_by_send_time);
 	tcase_add_test(tc, test_json_max_nodes);
 	tcase_add_test(tc, test_replay_trace_unnamed);
+	tcase_add_test(tc, test_score_na);
 	tcase_add_test(tc, test_load_interrupted); /* last: the stop flag stays set */
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

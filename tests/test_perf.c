@@ -729,6 +729,9 @@ START_TEST(test_fit_recovers)
 				      (k == KV_FIT_S || f.ci[k] < 0.5 * truth[k]),
 			      "coefficient %zu: %.6g +- %.3g, truth %.6g", k, f.c[k], f.ci[k],
 			      truth[k]);
+	for (k = 0; k < KV_FIT_N; k++) /* every term matters somewhere: none at its bound */
+		ck_assert_msg(!(f.flag[k] & (KV_FIT_AT_BOUND | KV_FIT_CI_DEGENERATE)),
+			      "coefficient %zu flagged %u", k, f.flag[k]);
 	kv_fit_to_device(&f, &dev);
 	ck_assert_int_eq(kv_device_validate(&dev, &d, "fit"), 0);
 	kv_perf_init(&pf, &m, &dev, 1);
@@ -791,6 +794,50 @@ START_TEST(test_fit_confounded)
 }
 END_TEST
 
+/*
+ * Coefficients the data cannot set are flagged: with attention per FLOP a
+ * million times too cheap to show, ia sits at its bound; with every time
+ * equal, R^2 has nothing to explain (NaN, not 0) and only the fixed cost
+ * is determined.
+ */
+START_TEST(test_fit_flags)
+{
+	struct kv_model m = load_model("tiny");
+	const double truth[KV_FIT_N] = { 3e6, 40e3, 0.1, 0.02, 0.4e-6 };
+	gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+	struct kv_fit_point pts[64];
+	struct kv_diag d = { 0 };
+	struct kv_fit f;
+	char w[64];
+	size_t n, i, k;
+
+	m.dtype_bytes = 4;
+	gsl_rng_set(rng, 5);
+	n = fit_points(&m, pts);
+	fit_time(&m, pts, n, truth, 0.01, rng);
+	ck_assert_int_eq(kv_fit_perf(&m, pts, n, &f, &d), 0);
+	ck_assert_msg(f.flag[KV_FIT_IA] != 0, "ia flags %u share %.3g",
+		      f.flag[KV_FIT_IA], f.share[KV_FIT_IA]);
+	ck_assert_uint_eq(f.flag[KV_FIT_O], 0);
+	ck_assert_msg(isfinite(f.r2) && f.r2 > 0.99, "R^2 %.4f", f.r2);
+	for (i = 0; i < n; i++)
+		pts[i].t_ns = 5e6;
+	ck_assert_int_eq(kv_fit_perf(&m, pts, n, &f, &d), 0);
+	ck_assert_msg(isnan(f.r2), "R^2 %.4f with no variation", f.r2);
+	ck_assert_uint_eq(f.flag[KV_FIT_O] & KV_FIT_AT_BOUND, 0);
+	for (k = KV_FIT_S; k < KV_FIT_N; k++)
+		ck_assert_msg(f.flag[k] & KV_FIT_AT_BOUND,
+			      "coefficient %zu %.3g +- %.3g share %.3g not at its bound", k, f.c[k],
+			      f.ci[k], f.share[k]);
+	ck_assert_str_eq(kv_fit_flag_words(KV_FIT_AT_BOUND | KV_FIT_CI_DEGENERATE, w, sizeof(w)),
+			 "at_bound;ci_degenerate");
+	ck_assert_str_eq(kv_fit_flag_words(KV_FIT_LOOSE, w, sizeof(w)), "not_identified");
+	ck_assert_str_eq(kv_fit_flag_words(0, w, sizeof(w)), "");
+	ck_assert_str_eq(kv_fit_flag_meaning(0), "");
+	gsl_rng_free(rng);
+}
+END_TEST
+
 /* Too few points, or a non-positive time, is an error, not a fit. */
 START_TEST(test_fit_bad_input)
 {
@@ -848,6 +895,7 @@ static Suite *perf_suite(void)
 	tcase_add_test(fit, test_fit_recovers);
 	tcase_add_test(fit, test_fit_confounded);
 	tcase_add_test(fit, test_fit_bad_input);
+	tcase_add_test(fit, test_fit_flags);
 	suite_add_tcase(s, fit);
 	return s;
 }

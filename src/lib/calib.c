@@ -3,19 +3,22 @@
 
 #include "output.h"
 #include "profile_load.h"
+#include "progress.h"
 #include "../../sim/replica.h"
 
 #include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
 
 static int on_request(void *ctx, const struct kv_sim *s, const struct kv_req *q, enum kv_end e)
 {
 	struct kv_run_result *res = ctx;
 	struct kv_req_out *o;
 
-	(void)s;
 	if (q->id >= res->cap_req) {
 		size_t cap = res->cap_req ? res->cap_req : 256;
 
@@ -27,6 +30,10 @@ static int on_request(void *ctx, const struct kv_sim *s, const struct kv_req *q,
 	}
 	if (q->id >= res->n_req)
 		res->n_req = q->id + 1;
+	res->n_ended++;
+	if (res->notes) /* the engine's own progress comes every 16k events: rare on a backend */
+		kv_progress_note(0, "real run: %zu requests ended, %.1f s simulated", res->n_ended,
+				 (double)s->now * 1e-9);
 	o = &res->req[q->id];
 	o->completed = e == KV_END_COMPLETED;
 	o->ttft_s = o->tpot_s = o->e2e_s = NAN;
@@ -55,6 +62,118 @@ int kv_calib_clock_arg(const char *arg, void *dst)
 	return 0;
 }
 
+void kv_calib_clock_defaults(const char *kind, int *threads, int *cpu_clock)
+{
+	if (strcmp(kind, "cpu")) {
+		*threads = KV_MAX(*threads, 0);
+		*cpu_clock = KV_MAX(*cpu_clock, 0);
+		return;
+	}
+	if (*threads < 0)
+		*threads = *cpu_clock == 0 ? 0 : 1;
+	if (*cpu_clock < 0)
+		*cpu_clock = *threads == 1;
+}
+
+/* The 1-minute load average, NaN when /proc/loadavg is absent or unreadable. */
+static double load1(void)
+{
+	FILE *f = fopen("/proc/loadavg", "r");
+	double v = NAN;
+
+	if (f) {
+		if (fscanf(f, "%lf", &v) != 1)
+			v = NAN;
+		fclose(f);
+	}
+	return v;
+}
+
+/* This process's CPU seconds (all threads, user + system). */
+static double cpu_seconds(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru))
+		return NAN;
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+
+static double wall_seconds(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+void kv_calib_load_start(struct kv_calib_load *l, int threads)
+{
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+
+	l->cores = cores > 0 ? (int)cores : 1;
+	l->threads = threads > 0 ? KV_MIN(threads, l->cores) : l->cores;
+	l->before = load1();
+	l->during = NAN;
+	l->stopped = 0;
+	l->cpu_s = cpu_seconds(); /* the start's readings until the stop */
+	l->wall_s = wall_seconds();
+}
+
+void kv_calib_load_stop(struct kv_calib_load *l)
+{
+	l->during = load1();
+	l->cpu_s = cpu_seconds() - l->cpu_s;
+	l->wall_s = wall_seconds() - l->wall_s;
+	l->stopped = 1;
+}
+
+double kv_calib_load_share(const struct kv_calib_load *l)
+{
+	return l->stopped && l->wall_s > 0 ? l->cpu_s / (l->wall_s * l->threads) : NAN;
+}
+
+void kv_calib_load_words(const struct kv_calib_load *l, char *buf, size_t n)
+{
+	size_t k = 0;
+
+	k += (size_t)snprintf(buf, n, "load average ");
+	if (!isnan(l->before))
+		k += (size_t)snprintf(buf + k, n - KV_MIN(k, n), "%.2f before", l->before);
+	if (!isnan(l->during))
+		k += (size_t)snprintf(buf + k, n - KV_MIN(k, n), "%s%.2f while measuring",
+				      isnan(l->before) ? "" : ", ", l->during);
+	if (isnan(l->before) && isnan(l->during))
+		snprintf(buf + k, n - KV_MIN(k, n), "unknown");
+}
+
+int kv_calib_load_warning(const struct kv_calib_load *l, int cpu_clock, char *buf, size_t n)
+{
+	double others = l->before, share = kv_calib_load_share(l);
+	double free_cores = (double)(l->cores - l->threads);
+	char load[128], got[64] = "";
+
+	if (!isnan(l->during) && !(others >= l->during - l->threads))
+		others = l->during - l->threads;
+	if (!(others > free_cores + 0.5) && !(share < 0.8))
+		return 0;
+	kv_calib_load_words(l, load, sizeof(load));
+	if (!isnan(share))
+		snprintf(got, sizeof(got), "; this process got %.0f%% of them", 100 * share);
+	snprintf(buf, n,
+		 "other work competes for the CPU: %s on %d core%s, %d measured%s: %s, so the "
+		 "fit scatters and its rates are not this machine's; measure when the load "
+		 "average is under %.1f%s",
+		 load, l->cores, l->cores == 1 ? "" : "s", l->threads, got,
+		 cpu_clock ? "a step's CPU time leaves out the wait for a core but not the shared "
+			     "caches and memory bandwidth"
+			   : "a step's wall time includes the wait for a core",
+		 KV_MAX(1.0, free_cores + 0.5),
+		 cpu_clock ? "" : ", or time steps with --clock cpu --threads 1");
+	return 1;
+}
+
 int kv_calib_run(struct kv_workload *w, const char *kind, int threads, int cpu_clock,
 		 struct kv_real_exec *e, struct kv_run_result *res, int quiet, struct kv_diag *d)
 {
@@ -64,6 +183,7 @@ int kv_calib_run(struct kv_workload *w, const char *kind, int threads, int cpu_c
 	int rc;
 
 	memset(res, 0, sizeof(*res));
+	res->notes = kind && !quiet;
 	w->cfg.exec = NULL;
 	rc = kv_sim_init(&s, &w->cfg, &sink);
 	if (rc) {

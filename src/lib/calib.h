@@ -25,6 +25,8 @@ struct kv_run_result {
 	double reserved_Bs, used_Bs; /* pool integrals: reserved and live-token bytes over time */
 	uint64_t iterations;
 	double makespan_s;
+	size_t n_ended; /* requests ended so far */
+	int notes; /* a progress note per ended request (rate-limited): a real run's events are few */
 };
 
 /*
@@ -44,7 +46,53 @@ int kv_calib_clock(const char *s);
 /* --clock for the option parser: *(int *)dst = kv_calib_clock(arg); -1 when arg is neither. */
 int kv_calib_clock_arg(const char *arg, void *dst);
 
+/*
+ * The clock and BLAS threads a measurement on backend `kind` uses when the
+ * options leave them unset (-1): on the CPU one thread timed by its own CPU
+ * time, which leaves out the wait for a core on a shared machine; the wall
+ * clock with the library's threads when --threads asks for other than 1 or
+ * --clock wall is given; on a GPU the wall clock.
+ */
+void kv_calib_clock_defaults(const char *kind, int *threads, int *cpu_clock);
+
 void kv_run_result_free(struct kv_run_result *res);
+
+/*
+ * The machine's load around a measurement.  Other runnable work makes a
+ * step's wall time include the wait for a core (and any clock shares the
+ * caches and memory bandwidth), so calibrate and validate record the load
+ * and warn when it competes.  A load average counts this process's own
+ * runnable threads once it runs: "others" is the load before, or the load
+ * at the end less `threads`.
+ */
+struct kv_calib_load {
+	double before, during; /* 1-minute load averages; NaN where /proc/loadavg is absent */
+	double cpu_s, wall_s; /* this process's CPU and wall seconds while measuring */
+	int cores; /* online cores */
+	int threads; /* cores the measurement asked for (BLAS threads, else cores) */
+	int stopped; /* kv_calib_load_stop() ran: cpu_s and wall_s are spans */
+};
+
+/* Starts: the load before and the process's CPU and wall clocks. */
+void kv_calib_load_start(struct kv_calib_load *l, int threads);
+
+/* Stops: the load at the end and the CPU and wall seconds since the start. */
+void kv_calib_load_stop(struct kv_calib_load *l);
+
+/* The share of the cores asked for the process got while measuring; NaN before a stop. */
+double kv_calib_load_share(const struct kv_calib_load *l);
+
+/* "load average 9.31 before, 8.20 while measuring" (or "load average unknown") into buf. */
+void kv_calib_load_words(const struct kv_calib_load *l, char *buf, size_t n);
+
+/*
+ * Whether other work competed (more runnable work than cores beside the
+ * threads measured, or the process got under 80% of its cores); if so the
+ * warning (no "kvsim: CMD: " prefix, no newline) into buf of n bytes.
+ * Before a stop only the load before is judged.  cpu_clock: the steps were
+ * timed by the thread's CPU time.
+ */
+int kv_calib_load_warning(const struct kv_calib_load *l, int cpu_clock, char *buf, size_t n);
 
 /* Loads DEVICE into cfg (name or path), keeping nothing of the old device. */
 int kv_calib_device(struct kv_sim_config *cfg, const char *device, struct kv_diag *d);

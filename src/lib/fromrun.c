@@ -1105,6 +1105,24 @@ double kv_run_score_err(const struct kv_run_score *sc, int metric, int stat)
 	return y > 0 ? 100 * (sc->pred[metric][stat] / y - 1) : NAN;
 }
 
+/* Why a statistic cannot be judged (NULL when it can): nothing scored, or a measured 0. */
+static const char *score_na(const struct kv_run_score *sc, int k, int s)
+{
+	if (!sc->n[k])
+		return "no requests scored";
+	if (s >= 0 && !(sc->meas[k][s] > 0))
+		return "measured 0";
+	return NULL;
+}
+
+/* A CSV number cell: empty for NaN. */
+static void put_cell(FILE *f, const char *fmt, double x)
+{
+	fputc(',', f);
+	if (!isnan(x))
+		fprintf(f, fmt, x);
+}
+
 void kv_run_score_csv(FILE *f, const char *label, const struct kv_run_score *sc)
 {
 	int k, s;
@@ -1112,11 +1130,16 @@ void kv_run_score_csv(FILE *f, const char *label, const struct kv_run_score *sc)
 	for (k = 0; k < KV_RUN_METRICS; k++) {
 		for (s = 0; s < KV_RUN_STATS; s++) {
 			kv_csv_put(f, label);
-			fprintf(f, ",%s,%s,%.9g,%.9g,%.4f,%zu\n", kv_run_metric_name[k], kv_run_stat_name[s],
-				sc->pred[k][s], sc->meas[k][s], kv_run_score_err(sc, k, s), sc->n[k]);
+			fprintf(f, ",%s,%s", kv_run_metric_name[k], kv_run_stat_name[s]);
+			put_cell(f, "%.9g", sc->pred[k][s]);
+			put_cell(f, "%.9g", sc->meas[k][s]);
+			put_cell(f, "%.4f", score_na(sc, k, s) ? NAN : kv_run_score_err(sc, k, s));
+			fprintf(f, ",%zu\n", sc->n[k]);
 		}
 		kv_csv_put(f, label);
-		fprintf(f, ",%s,mape,,,%.4f,%zu\n", kv_run_metric_name[k], 100 * sc->mape[k], sc->n[k]);
+		fprintf(f, ",%s,mape,,", kv_run_metric_name[k]);
+		put_cell(f, "%.4f", sc->n[k] ? 100 * sc->mape[k] : NAN);
+		fprintf(f, ",%zu\n", sc->n[k]);
 	}
 }
 
@@ -1126,12 +1149,26 @@ void kv_run_score_print(FILE *f, const struct kv_run_score *sc)
 
 	fprintf(f, "  %-10s %12s %12s %9s\n", "metric", "predicted", "measured", "error");
 	for (k = 0; k < KV_RUN_METRICS; k++) {
-		for (s = 0; s < KV_RUN_STATS; s++)
-			fprintf(f, "  %-4s %-5s %10.2f ms %10.2f ms %+8.2f%%\n", kv_run_metric_name[k],
-				kv_run_stat_name[s], 1e3 * sc->pred[k][s], 1e3 * sc->meas[k][s],
-				kv_run_score_err(sc, k, s));
-		fprintf(f, "  %-4s %-5s %27s %8.2f%%  (per request, |error|)\n", kv_run_metric_name[k],
-			"mape", "", 100 * sc->mape[k]);
+		const char *na = score_na(sc, k, -1);
+
+		for (s = 0; s < KV_RUN_STATS; s++) {
+			if (na) {
+				fprintf(f, "  %-4s %-5s n/a (%s)\n", kv_run_metric_name[k],
+					kv_run_stat_name[s], na);
+				continue;
+			}
+			fprintf(f, "  %-4s %-5s %10.2f ms %10.2f ms ", kv_run_metric_name[k],
+				kv_run_stat_name[s], 1e3 * sc->pred[k][s], 1e3 * sc->meas[k][s]);
+			if (score_na(sc, k, s))
+				fprintf(f, "n/a (%s)\n", score_na(sc, k, s));
+			else
+				fprintf(f, "%+8.2f%%\n", kv_run_score_err(sc, k, s));
+		}
+		if (na)
+			fprintf(f, "  %-4s %-5s n/a (%s)\n", kv_run_metric_name[k], "mape", na);
+		else
+			fprintf(f, "  %-4s %-5s %27s %8.2f%%  (per request, |error|)\n",
+				kv_run_metric_name[k], "mape", "", 100 * sc->mape[k]);
 	}
 	if (sc->n_missing)
 		fprintf(f, "  %zu of the %zu requests scored did not complete in the simulation\n",

@@ -169,7 +169,8 @@ double kv_run_score_err(const struct kv_run_score *sc, int metric, int stat);
 
 /*
  * Writes the score as CSV rows "LABEL,metric,stat,predicted_s,measured_s,
- * error_pct,requests" (no header; errors: the stream's flag).
+ * error_pct,requests" (no header; errors: the stream's flag); a cell that cannot
+ * be judged (no requests scored, a measured 0) is empty.
  */
 void kv_run_score_csv(FILE *f, const char *label, const struct kv_run_score *sc);
 
