@@ -83,12 +83,12 @@ set:
   outputs.requests: false
 Y
 if "$kvsim" sweep "$tmp/sw.yaml" -o "$tmp/sw" -j 1 -q 2> "$tmp/sw.err" && ! grep -q gnuplot "$tmp/sw.err"; then
-  png_ok "$tmp/sw/sweep-ttft_p99_s.png" 1100 680 && ok || bad "sweep: default chart"
+  png_ok "$tmp/sw/sweep-ttft_p99_s.png" 1100 760 && ok || bad "sweep: default chart"
   # numeric x (the slow axis) by the flow-mapping axis: gnuplot's data file keeps the blocks
   "$kvsim" plot "$tmp/sw" --x workload.arrival.rate --by scheduler --metric e2e_p99_s > /dev/null &&
-    png_ok "$tmp/sw/sweep-e2e_p99_s.png" 1100 680 && ok || bad "sweep: --x rate --by scheduler"
+    png_ok "$tmp/sw/sweep-e2e_p99_s.png" 1100 760 && ok || bad "sweep: --x rate --by scheduler"
   "$kvsim" plot "$tmp/sw" --x scheduler --metric throughput_tok_s > /dev/null &&
-    png_ok "$tmp/sw/sweep-throughput_tok_s.png" 1100 680 && ok || bad "sweep: categorical x"
+    png_ok "$tmp/sw/sweep-throughput_tok_s.png" 1100 760 && ok || bad "sweep: categorical x"
   "$kvsim" plot "$tmp/sw" --metric ttft_p999 2> "$tmp/m.err"
   [ $? = 2 ] && grep -q "unknown metric 'ttft_p999'" "$tmp/m.err" && grep -q " ttft_p99_s " "$tmp/m.err" &&
     ok || bad "unknown --metric: expected exit 2 listing the names"

@@ -497,3 +497,115 @@ int kv_chart_run(const struct kv_chart_run *c)
 	free(cdf), free(ts), free(ten), free(vars), free(script);
 	return rc;
 }
+
+/* The kind of a fit point (calibration.gp's order): 1 decode, 2 prefill, 3 mixed, 4 replay-full, 5 replay-chunked. */
+static int fit_kind(const char *what)
+{
+	return strstr(what, "replay-full") ? 4 : strstr(what, "replay-chunked") ? 5 :
+	       strstr(what, "decode") ? 1 : strstr(what, "prefill") ? 2 : 3;
+}
+
+int kv_chart_fit(const char *dir, const char *csv, const char *name, const char *title,
+		 const char *setup)
+{
+	char *path = kv_xasprintf("%s/%s", dir, csv), *script, *defs, *qf, *qt, *qs;
+	size_t cnt[6] = { 0 };
+	unsigned long line = 1;
+	struct kv_csv_rec r;
+	struct kv_diag d;
+	FILE *in = fopen(path, "r");
+	int rc;
+
+	kv_csv_rec_init(&r);
+	if (in && kv_csv_rec_read(&r, in, &line, path, &d) == 1)
+		while (kv_csv_rec_read(&r, in, &line, path, &d) == 1)
+			if (r.n > 8 && strtod(r.field[7], NULL) > 0 && strtod(r.field[8], NULL) > 0)
+				cnt[fit_kind(r.field[0])]++; /* a point the log-log chart can show */
+	if (in)
+		fclose(in);
+	kv_csv_rec_release(&r);
+	script = kv_xasprintf("%s/plots/calibration.gp", KV_SOURCE_DIR);
+	qf = kv_gp_quote(csv), qt = kv_gp_quote(title), qs = kv_gp_quote(setup ? setup : "");
+	defs = kv_xasprintf("file=%s; title=%s; setup=%s; array cnt[5] = [%zu, %zu, %zu, %zu, %zu]",
+			    qf, qt, qs, cnt[1], cnt[2], cnt[3], cnt[4], cnt[5]);
+	rc = kv_gnuplot(dir, script, defs, name);
+	free(defs), free(qf), free(qt), free(qs), free(script), free(path);
+	return rc;
+}
+
+#define SETUP_WORDS 32 /* words of a setup line merged one by one */
+#define SETUP_VALUES 12 /* distinct values shown per word; more: "..." */
+
+/* One word position of the setups: its distinct values in order of appearance. */
+struct setup_word {
+	char *v[SETUP_VALUES];
+	size_t n;
+	int more; /* values beyond SETUP_VALUES */
+	int comma; /* the word ended in ',' (kept out of the values) */
+};
+
+static void setup_word_add(struct setup_word *w, const char *s, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < w->n; i++)
+		if (strlen(w->v[i]) == len && !strncmp(w->v[i], s, len))
+			return;
+	if (w->n == SETUP_VALUES) {
+		w->more = 1;
+		return;
+	}
+	w->v[w->n] = kv_xmalloc(len + 1);
+	memcpy(w->v[w->n], s, len);
+	w->v[w->n++][len] = 0;
+}
+
+/* Splits s into w (at most SETUP_WORDS words); returns the word count. */
+static size_t setup_words(const char *s, struct setup_word *w)
+{
+	size_t n = 0;
+
+	while (*s && n < SETUP_WORDS) {
+		size_t len;
+
+		s += strspn(s, " ");
+		if (!(len = strcspn(s, " ")))
+			break;
+		w[n].comma = len > 1 && s[len - 1] == ',';
+		setup_word_add(&w[n], s, len - (size_t)w[n].comma);
+		n++;
+		s += len;
+	}
+	return n;
+}
+
+void kv_chart_merge_setups(const char *const *setups, size_t n, char *buf, size_t len)
+{
+	struct setup_word w[SETUP_WORDS];
+	size_t nw = 0, i, k, off = 0;
+	int mixed = 0;
+
+	memset(w, 0, sizeof(w));
+	buf[0] = 0;
+	for (k = 0; k < n && !mixed; k++) {
+		size_t m;
+
+		if (!setups[k][0])
+			continue;
+		m = setup_words(setups[k], w);
+		mixed = nw && m != nw;
+		nw = m;
+	}
+	for (i = 0; i < nw && off < len; i++) {
+		for (k = 0; k < (mixed ? 1 : w[i].n) && off < len; k++)
+			off += (size_t)snprintf(buf + off, len - off, "%s%s", k ? "/" : i ? " " : "", w[i].v[k]);
+		if (off < len)
+			off += (size_t)snprintf(buf + off, len - off, "%s%s", w[i].more && !mixed ? "/..." : "",
+						w[i].comma ? "," : "");
+	}
+	if (mixed && off < len)
+		snprintf(buf + off, len - off, " (first point; the axes vary it)");
+	for (i = 0; i < SETUP_WORDS; i++)
+		for (k = 0; k < w[i].n; k++)
+			free(w[i].v[k]);
+}
