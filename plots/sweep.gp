@@ -31,7 +31,7 @@ head = title.(strlen(setup) ? "\n".setup : "")
 head = head.(strlen(note) ? "\n".note : "")
 head = head.(strlen(conote) ? "\n".conote : "")
 set title head
-set xlabel xlabel
+set xlabel xlabel offset 0,0.4
 set ylabel ylabel
 set grid
 # a compact legend below the plot: it never covers data nor takes the plot's width

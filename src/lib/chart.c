@@ -267,7 +267,8 @@ static void min_med_max(double *v, size_t n, double *out)
  * median and max across replicas of each of those four.  *bin_s: the bin width
  * in seconds when a bin holds more than one sample, else 0.  0 or -1.
  */
-static int replica_series(const struct kv_chart_run *c, FILE *f, int bands, double *bin_s)
+static int replica_series(const struct kv_chart_run *c, FILE *f, int bands, double *bin_s,
+			  double *max_req)
 {
 	char *path = kv_xasprintf("%s/timeseries.csv", c->dir), line[512];
 	size_t rows = count_rows(path), samples = rows / KV_MAX(c->replicas, 1u), s = 0, k, j;
@@ -292,6 +293,7 @@ static int replica_series(const struct kv_chart_run *c, FILE *f, int bands, doub
 				continue;
 			t = x[0];
 			v[k * 4 + 0] = x[2], v[k * 4 + 1] = x[3];
+			max_req[0] = KV_MAX(max_req[0], x[2]), max_req[1] = KV_MAX(max_req[1], x[3]);
 			v[k * 4 + 2] = x[4] / 1073741824.0, v[k * 4 + 3] = x[5] / 1073741824.0;
 			if (++got < c->replicas)
 				continue;
@@ -326,8 +328,8 @@ static int replica_series(const struct kv_chart_run *c, FILE *f, int bands, doub
 	return in ? 0 : -1;
 }
 
-/* tenant_timeseries.csv into f: per tenant "t waiting service" rows. */
-static int tenant_series(const struct kv_chart_run *c, FILE *f)
+/* tenant_timeseries.csv into f: per tenant "t waiting service" rows; *max_wait: the most waiting. */
+static int tenant_series(const struct kv_chart_run *c, FILE *f, double *max_wait)
 {
 	char *path = kv_xasprintf("%s/tenant_timeseries.csv", c->dir);
 	size_t samples = count_rows(path) / KV_MAX(c->tenants, 1u), s = 0;
@@ -350,6 +352,7 @@ static int tenant_series(const struct kv_chart_run *c, FILE *f)
 			if (r.n < 4 || (t = tenant_index(c->tenant_names, r.field[1])) < 0)
 				continue;
 			v[0] = strtod(r.field[2], NULL), v[1] = strtod(r.field[3], NULL);
+			*max_wait = KV_MAX(*max_wait, v[0]);
 			bins_add(&b, (size_t)t, s, strtod(r.field[0], NULL), v);
 			if (++got == c->tenants)
 				got = 0, s++;
@@ -406,7 +409,7 @@ int kv_chart_parse_slo(struct kv_chart_run *c, const char *text)
 
 /* The variables file of run.gp. */
 static int write_vars(const struct kv_chart_run *c, const char *path, int bands, double bin_s,
-		      size_t done, double lo, double hi)
+		      size_t done, double lo, double hi, const double *max_req)
 {
 	FILE *g = fopen(path, "w");
 	char *q, note[128] = "";
@@ -420,6 +423,8 @@ static int write_vars(const struct kv_chart_run *c, const char *path, int bands,
 	fprintf(g, "svg = %d\nreplicas = %u\nbands = %d\ntenants = %u\nreqs = %d\ncompleted = %zu\n"
 		"pool_gib = %.9g\n", c->svg, c->replicas, bands, c->tenants, c->with_requests, done,
 		(double)c->pool_bytes / 1073741824.0);
+	/* the request panels' largest counts: integer tics below 8 (gnuplot would tick at 0.2) */
+	fprintf(g, "array reqmax[3] = [%.9g, %.9g, %.9g]\n", max_req[0], max_req[1], max_req[2]);
 	q = kv_gp_quote(c->title), fprintf(g, "title = %s\n", q), free(q);
 	q = kv_gp_quote(c->setup ? c->setup : ""), fprintf(g, "setup = %s\n", q), free(q);
 	q = kv_gp_quote(note), fprintf(g, "binnote = %s\n", q), free(q);
@@ -456,7 +461,7 @@ int kv_chart_run(const struct kv_chart_run *c)
 	char *cdf = kv_xasprintf("%s/.run-cdf.dat.tmp", c->dir), *ts = kv_xasprintf("%s/.run-ts.dat.tmp", c->dir);
 	char *ten = kv_xasprintf("%s/.run-ten.dat.tmp", c->dir), *vars = kv_xasprintf("%s/.run-vars.gp.tmp", c->dir);
 	int bands = c->replicas > KV_CHART_MAX_LINES, rc = 0;
-	double lo = INFINITY, hi = 0, bin_s = 0;
+	double lo = INFINITY, hi = 0, bin_s = 0, max_req[3] = { 0, 0, 0 }; /* waiting, running, per tenant waiting */
 	size_t done = 0;
 	FILE *f;
 
@@ -468,18 +473,18 @@ int kv_chart_run(const struct kv_chart_run *c)
 		rc = -1;
 	}
 	if ((f = fopen(ts, "w"))) {
-		rc |= replica_series(c, f, bands, &bin_s);
+		rc |= replica_series(c, f, bands, &bin_s, max_req);
 		rc |= ferror(f) | fclose(f);
 	} else {
 		rc = -1;
 	}
 	if ((f = fopen(ten, "w"))) {
-		rc |= tenant_series(c, f);
+		rc |= tenant_series(c, f, &max_req[2]);
 		rc |= ferror(f) | fclose(f);
 	} else {
 		rc = -1;
 	}
-	rc |= write_vars(c, vars, bands, bin_s, done, lo, hi);
+	rc |= write_vars(c, vars, bands, bin_s, done, lo, hi, max_req);
 	if (rc) {
 		fprintf(stderr, "kvsim: %s/%s: gnuplot not run: cannot read the run's CSVs or write its inputs: %s; no chart written\n",
 			c->dir, c->svg == 1 ? "run.svg" : "run.png", strerror(errno ? errno : EIO));
