@@ -6,8 +6,9 @@
 # drawn first, small and translucent, the few grid points over them.
 # Variables (-e, from src/lib/chart.c kv_chart_fit): file (what, ...,
 # measured_ms in column 8, fitted_ms in 9), out, title, setup (model,
-# device, backend, engine, scheduler), cnt[5] (points per kind: a kind with
-# none stays out of the legend).
+# device, backend, engine, scheduler), batches (what the decode, prefill and
+# mixed points are: "grid" in a calibration, "batches" of a validation run),
+# cnt[5] (points per kind: a kind with none stays out of the legend).
 set terminal pngcairo size 900,760 font ",11" noenhanced
 set output out
 set datafile separator ","
@@ -20,8 +21,8 @@ set grid
 # compact, inside the empty upper-left corner (the points lie along y = x)
 set key inside left top box opaque samplen 2 spacing 1.1
 set size square
-kinds = "decode grid|prefill grid|mixed grid|replayed batches, full cache|replayed batches, chunked cache"
-kname(k) = k == 1 ? "decode grid" : k == 2 ? "prefill grid" : k == 3 ? "mixed grid" : \
+if (!exists("batches")) batches = "grid"
+kname(k) = k == 1 ? "decode ".batches : k == 2 ? "prefill ".batches : k == 3 ? "mixed ".batches : \
            k == 4 ? "replayed batches, full cache" : "replayed batches, chunked cache"
 kind(s) = strstrt(s, "replay-full") ? 4 : strstrt(s, "replay-chunked") ? 5 : \
           strstrt(s, "decode") ? 1 : strstrt(s, "prefill") ? 2 : 3

@@ -502,7 +502,7 @@ static int chart(const struct cal *c, const char *path)
 			     c->m.name, c->info.device, c->a.kind, c->info.cores,
 			     c->replay_engine[0] ? c->replay_engine : "none",
 			     c->replay_sched[0] ? c->replay_sched : "none");
-	rc = kv_chart_fit(dir, csv, name, title, setup);
+	rc = kv_chart_fit(dir, csv, name, title, setup, "grid");
 	if (rc) {
 		char *old = kv_xasprintf("%s/%s", dir, name);
 

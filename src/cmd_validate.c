@@ -194,9 +194,10 @@ static int chart(const char *dir, const struct kv_workload *w, const struct kv_r
 				   w->name);
 	char *setup = kv_xasprintf("%s on %s (%s backend; predictions from %s), engine %s, scheduler %s",
 				   w->cfg.model.name, e->info.device, kind,
-				   profile ? profile : w->cfg.device.name,
+				   profile ? (strrchr(profile, '/') ? strrchr(profile, '/') + 1 : profile)
+					   : w->cfg.device.name,
 				   w->cfg.engine ? w->cfg.engine->name : "vllm-v0", w->cfg.sched->name);
-	int rc = kv_chart_fit(dir, "iterations.csv", "iterations.png", title, setup);
+	int rc = kv_chart_fit(dir, "iterations.csv", "iterations.png", title, setup, "batches");
 
 	free(title);
 	free(setup);

@@ -511,9 +511,9 @@ static int fit_kind(const char *what)
 }
 
 int kv_chart_fit(const char *dir, const char *csv, const char *name, const char *title,
-		 const char *setup)
+		 const char *setup, const char *batches)
 {
-	char *path = kv_xasprintf("%s/%s", dir, csv), *script, *defs, *qf, *qt, *qs;
+	char *path = kv_xasprintf("%s/%s", dir, csv), *script, *defs, *qf, *qt, *qs, *qb;
 	size_t cnt[6] = { 0 };
 	unsigned long line = 1;
 	struct kv_csv_rec r;
@@ -531,10 +531,12 @@ int kv_chart_fit(const char *dir, const char *csv, const char *name, const char 
 	kv_csv_rec_release(&r);
 	script = kv_xasprintf("%s/plots/calibration.gp", KV_SOURCE_DIR);
 	qf = kv_gp_quote(csv), qt = kv_gp_quote(title), qs = kv_gp_quote(setup ? setup : "");
-	defs = kv_xasprintf("file=%s; title=%s; setup=%s; array cnt[5] = [%zu, %zu, %zu, %zu, %zu]",
-			    qf, qt, qs, cnt[1], cnt[2], cnt[3], cnt[4], cnt[5]);
+	qb = kv_gp_quote(batches);
+	defs = kv_xasprintf("file=%s; title=%s; setup=%s; batches=%s; "
+			    "array cnt[5] = [%zu, %zu, %zu, %zu, %zu]",
+			    qf, qt, qs, qb, cnt[1], cnt[2], cnt[3], cnt[4], cnt[5]);
 	rc = kv_gnuplot(dir, script, defs, name);
-	free(defs), free(qf), free(qt), free(qs), free(script), free(path);
+	free(defs), free(qf), free(qt), free(qs), free(qb), free(script), free(path);
 	return rc;
 }
 
@@ -586,30 +588,37 @@ static size_t setup_words(const char *s, struct setup_word *w)
 
 void kv_chart_merge_setups(const char *const *setups, size_t n, char *buf, size_t len)
 {
-	struct setup_word w[SETUP_WORDS];
+	struct setup_word w[SETUP_WORDS], one[SETUP_WORDS];
+	const char *first = NULL;
 	size_t nw = 0, i, k, off = 0;
-	int mixed = 0;
 
 	memset(w, 0, sizeof(w));
 	buf[0] = 0;
-	for (k = 0; k < n && !mixed; k++) {
+	for (k = 0; k < n; k++) {
 		size_t m;
 
 		if (!setups[k][0])
 			continue;
-		m = setup_words(setups[k], w);
-		mixed = nw && m != nw;
-		nw = m;
+		memset(one, 0, sizeof(one));
+		m = setup_words(setups[k], one); /* counted apart: another shape must not mix in */
+		for (i = 0; i < m; i++)
+			free(one[i].v[0]);
+		if (first && m != nw) { /* tensor parallel in some points: no word-by-word merge */
+			snprintf(buf, len, "%s (first point; the axes vary it)", first);
+			goto out;
+		}
+		if (!first)
+			first = setups[k];
+		nw = setup_words(setups[k], w);
 	}
 	for (i = 0; i < nw && off < len; i++) {
-		for (k = 0; k < (mixed ? 1 : w[i].n) && off < len; k++)
+		for (k = 0; k < w[i].n && off < len; k++)
 			off += (size_t)snprintf(buf + off, len - off, "%s%s", k ? "/" : i ? " " : "", w[i].v[k]);
 		if (off < len)
-			off += (size_t)snprintf(buf + off, len - off, "%s%s", w[i].more && !mixed ? "/..." : "",
+			off += (size_t)snprintf(buf + off, len - off, "%s%s", w[i].more ? "/..." : "",
 						w[i].comma ? "," : "");
 	}
-	if (mixed && off < len)
-		snprintf(buf + off, len - off, " (first point; the axes vary it)");
+out:
 	for (i = 0; i < SETUP_WORDS; i++)
 		for (k = 0; k < w[i].n; k++)
 			free(w[i].v[k]);

@@ -1,7 +1,10 @@
 /*
  * chart.h -- the chart of one run (run.png, run.svg) from its CSVs, drawn by
  * plots/run.gp; the data reduced first so that any run charts in seconds
- * (chart.c says how).
+ * (chart.c says how).  Also the fit chart of calibrate and validate
+ * (plots/calibration.gp) and the merged setup line a chart over many runs
+ * puts in its title.  Every chart's title names the model, device,
+ * scheduler, cache and engine it shows.
  */
 #ifndef KV_CHART_H
 #define KV_CHART_H
@@ -50,10 +53,12 @@ int kv_chart_run(const struct kv_chart_run *c);
  * ..., measured_ms, fitted_ms): predicted against measured iteration time,
  * one marker and colour per kind of point, only the kinds present in the
  * legend, with their counts.  title heads the chart, setup (model, device,
- * backend, engine, scheduler) under it.  Returns as kv_gnuplot.
+ * backend, engine, scheduler) under it; batches names the decode, prefill
+ * and mixed points in the legend ("grid": calibrate's measured grid,
+ * "batches": a run's iterations).  Returns as kv_gnuplot.
  */
 int kv_chart_fit(const char *dir, const char *csv, const char *name, const char *title,
-		 const char *setup);
+		 const char *setup, const char *batches);
 
 /*
  * The setups of several runs (manifest `setup` lines: "MODEL on N x DEVICE,
