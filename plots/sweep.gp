@@ -63,7 +63,7 @@ if (!numeric) {
   set style fill solid 0.75 border -1
   if (spread) {
     plot @HEAD for [j=1:ng] file index j-1 using ($1 - 0.4 + bw * (j - 0.5)):2 with boxes lc j title lt(j), \
-         for [j=1:ng] file index j-1 using ($1 - 0.4 + bw * (j - 0.5)):2:3:4 with yerrorbars lc "black" pt -1 notitle, \
+         for [j=1:ng] file index j-1 using ($1 - 0.4 + bw * (j - 0.5)):2:3:4 with yerrorbars lc rgb "#404040" lw 1 pt 7 ps 0.5 notitle, \
          @LIMITS, @MARKS
   } else {
     plot @HEAD for [j=1:ng] file index j-1 using ($1 - 0.4 + bw * (j - 0.5)):2 with boxes lc j title lt(j), \

@@ -539,11 +539,12 @@ static int same_line(const struct cell *c, size_t nx, size_t j, size_t k)
 }
 
 /*
- * The chart's note on lines that lie on each other (a line drawn over
- * another hides it): "lines 4 and 8 coincide; ..." into buf, "" when none.
+ * The chart's note on lines (what: "lines" or "bars") that lie on each
+ * other (a line drawn over another hides it): "lines 4 and 8 coincide;
+ * ..." into buf, "" when none.
  */
 static void coincide_note(const struct cell *c, size_t groups, size_t nx, const struct strset *by,
-			  char *buf, size_t len)
+			  const char *what, char *buf, size_t len)
 {
 	size_t *cls = kv_xcalloc(groups, sizeof(*cls)), j, k, m, n, off = 0;
 	unsigned char *seen = kv_xcalloc(groups, 1);
@@ -556,9 +557,10 @@ static void coincide_note(const struct cell *c, size_t groups, size_t nx, const 
 			if (!seen[k] && same_line(c, nx, j, k))
 				cls[n++] = k, seen[k] = 1;
 		for (m = 0; n > 1 && m < n && off < len; m++)
-			off += (size_t)snprintf(buf + off, len - off, "%s%s%s",
-						!m ? (off ? "; lines " : "lines ") : m + 1 < n ? ", " : " and ",
-						by->v[cls[m]], m + 1 == n ? " coincide (equal at every point)" : "");
+			off += (size_t)snprintf(buf + off, len - off, "%s%s%s%s%s",
+						!m && off ? "; " : "", !m ? what : "",
+						!m ? " " : m + 1 < n ? ", " : " and ", by->v[cls[m]],
+						m + 1 == n ? " coincide (equal at every point)" : "");
 	}
 	free(seen);
 	free(cls);
@@ -587,7 +589,8 @@ static int write_gp_inputs(const char *vars_path, const char *data_path,
 	}
 	for (i = 0; i < sd->x.n; i++)
 		xint &= strtod(sd->x.v[i], NULL) == floor(strtod(sd->x.v[i], NULL));
-	coincide_note(c, groups, sd->x.n, &sd->by, conote, sizeof(conote));
+	coincide_note(c, groups, sd->x.n, &sd->by, sd->numeric ? "lines" : "bars", conote,
+		      sizeof(conote));
 	for (j = 0; j < groups; j++) {
 		int any = 0;
 
