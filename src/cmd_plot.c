@@ -447,7 +447,7 @@ static const char *doc_label(const char *metric)
 static void read_marks(const char *dir, const char *metric, const char *xname, const char *byname,
 		       const char *key, struct sweep_marks *m)
 {
-	char path[PT_PATH], slo[KV_CHART_MAX_SLO_LINE], *tok, *save, chosen_axis[100] = "", name[100];
+	char path[PT_PATH], slo[KV_CHART_MAX_SLO_LINE], *tok, *save, chosen_axis[100] = "", name[128];
 	struct csv_in c;
 	long xi = -1, bi = -1;
 
