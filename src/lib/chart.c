@@ -48,17 +48,19 @@ static int cmp_double(const void *a, const void *b)
 void kv_gp_log_tics(FILE *g, const char *axis, double lo, double hi)
 {
 	static const double m[3] = { 1, 2, 5 };
-	double e, decades;
+	double e, decades, lo_b, hi_b;
 	int k, first = 1, nm;
 
 	if (!(lo > 0) || !(hi >= lo) || !isfinite(hi))
 		return;
 	decades = log10(hi / lo);
 	nm = decades <= 2 ? 3 : decades <= 4 ? 2 : 1; /* 1-2-5, 1-2, 1: labels that do not collide */
+	/* gnuplot autoscales a log axis out to whole decades: tics over all of them */
+	lo_b = pow(10, floor(log10(lo))) * (1 - 1e-9), hi_b = pow(10, ceil(log10(hi))) * (1 + 1e-9);
 	fprintf(g, "set %stics (", axis);
 	for (e = pow(10, floor(log10(lo))); e <= hi * 10; e *= 10)
 		for (k = 0; k < nm; k++)
-			if (m[k] * e >= lo / 2 && m[k] * e <= hi * 2) {
+			if (m[k] * e >= KV_MIN(lo / 2, lo_b) && m[k] * e <= KV_MAX(hi * 2, hi_b)) {
 				fprintf(g, "%s'%g' %g", first ? "" : ", ", m[k] * e, m[k] * e);
 				first = 0;
 			}
