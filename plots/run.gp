@@ -30,7 +30,7 @@ if (multi) {
 }
 
 set title sprintf("Latency CDF, %d completed requests", completed)
-set xlabel "latency (s, log scale)"
+set xlabel "latency (s, log scale)" offset 0,0.5
 set ylabel "share of completed requests"
 set yrange [0:1]
 set logscale x
@@ -63,7 +63,7 @@ do for [i=11:23] { unset label i }
 unset logscale x
 set xtics auto
 set yrange [*:*]
-set xlabel "simulated time (s)"
+set xlabel "simulated time (s)" offset 0,0.5
 
 # the time-series panels: one line per replica, or (bands) a min-max band
 # and the median across replicas; ts columns then: t, and min med max of
@@ -90,22 +90,26 @@ if (bands) {
        (pool_gib > 0 ? pool_gib : 1/0) with lines dt 3 lw 2 lc "black" title poolt
 }
 
+# counts tick at integers: every 1 up to 8 requests (gnuplot alone ticks a 0-1 range at 0.2)
+inttics(m) = m <= 8 ? sprintf("set ytics 1; set yrange [0:%d]", m < 1 ? 1 : ceil(m)) : "set ytics autofreq; set yrange [0:*]"
 do for [panel=0:1] {
   name = panel ? "Running requests (the batch)" : "Waiting requests"
   set ylabel "requests"
+  eval inttics(reqmax[panel + 1])
   if (bands) {
     set title sprintf("%s over %d replicas%s", name, replicas, binline)
     plot ts index 0 using 1:(column(2 + 3 * panel)):(column(4 + 3 * panel)) with filledcurves lc 1 title "min to max", \
          ts index 0 using 1:(column(3 + 3 * panel)) with lines lw 2 lc 1 title "median"
   } else {
     set title sprintf("%s per replica%s", name, binline)
-    plot for [i=0:replicas-1] ts index i using 1:(column(2 + panel)) with lines lc i+1 title sprintf("replica %d", i)
+    plot for [i=0:replicas-1] ts index i using 1:(column(2 + panel)) with lines lc i+1 dt 1 + i % 5 title sprintf("replica %d", i)
   }
 }
 
+set ytics autofreq
 if (multi) {
   set title "Latency CDF per tenant\nTTFT (solid), end-to-end (dashed)"
-  set xlabel "latency (s, log scale)"
+  set xlabel "latency (s, log scale)" offset 0,0.5
   set ylabel "share of the tenant's completed requests"
   set yrange [0:1]
   set logscale x
@@ -119,14 +123,18 @@ if (multi) {
   unset logscale x
   set xtics auto
   set yrange [0:*]
-  set xlabel "simulated time (s)"
+  set ytics autofreq
+  set xlabel "simulated time (s)" offset 0,0.5
 
   set title "Weighted service per tenant\n(input_weight x prefill + output_weight x output tokens)".binline
   set ylabel "service (weighted tokens)"
-  plot for [i=0:tenants-1] ten index i using 1:3 with lines lw 2 lc i+1 title tname[i+1]
+  set format y "%.1s%c"
+  plot for [i=0:tenants-1] ten index i using 1:3 with lines lw 2 lc i+1 dt 1 + i % 5 title tname[i+1]
+  set format y "%g"
 
   set title "Waiting requests per tenant".binline
   set ylabel "requests"
+  eval inttics(reqmax[3])
   plot for [i=0:tenants-1] ten index i using 1:2 with lines lc i+1 title tname[i+1]
 }
 unset multiplot

@@ -17,6 +17,7 @@
  * accept.
  */
 #include "lib/calib.h"
+#include "lib/chart.h"
 #include "commands.h"
 #include "opts.h"
 #include "status.h"
@@ -155,6 +156,7 @@ struct cal {
 	double copy_Bps; /* page copy bandwidth (swap round trip) */
 	struct kv_fit fit;
 	struct kv_calib_load load; /* the machine's load while measuring */
+	char replay_engine[64], replay_sched[64]; /* the replays' engine and scheduler (the chart) */
 };
 
 static int add_point(struct cal *c, const char *what, const struct kv_batch_shape *sh, double t)
@@ -339,6 +341,9 @@ static int replay(struct cal *c, const char *cache, double *beta, struct kv_diag
 	snprintf(w.cfg.device.name, sizeof(w.cfg.device.name), "%s", c->a.kind);
 	w.cfg.device.mem_bytes = c->info.mem_bytes;
 	w.cfg.device.alpha = KV_MAX(1.0, c->alpha);
+	snprintf(c->replay_engine, sizeof(c->replay_engine), "%s",
+		 w.cfg.engine ? w.cfg.engine->name : "vllm-v0");
+	snprintf(c->replay_sched, sizeof(c->replay_sched), "%s", w.cfg.sched->name);
 	rc = kv_calib_run(&w, c->a.kind, c->a.threads, c->a.cpu_clock, &e, &res, c->a.quiet, d);
 	if (rc == KV_EINVAL && !strcmp(d->field, "memory.min_block")) {
 		/* a page that is no power of two cannot be a pool unit: grid only */
@@ -553,9 +558,9 @@ static int write_outputs(struct cal *c, const char *path, struct kv_diag *d)
  * removes an earlier STEM-fit.png, which belongs to another calibration.
  * Returns 1 when gnuplot failed, else 0.
  */
-static int chart(const char *path)
+static int chart(const struct cal *c, const char *path)
 {
-	char stem[KV_PATH_MAX], *dir, *base, *script, *defs, *name, *slash, *q;
+	char stem[KV_PATH_MAX], *dir, *base, *csv, *name, *slash, *title, *setup;
 	int rc;
 
 	kv_calib_stem(path, stem, sizeof(stem));
@@ -563,23 +568,25 @@ static int chart(const char *path)
 	dir = slash ? kv_xasprintf("%.*s", (int)(slash - stem) + (slash == stem), stem)
 		    : kv_xstrdup(".");
 	base = kv_xstrdup(slash ? slash + 1 : stem);
-	script = kv_xasprintf("%s/plots/calibration.gp", KV_SOURCE_DIR);
-	name = kv_xasprintf("%s-points.csv", base);
-	q = kv_gp_quote(name);
-	defs = kv_xasprintf("file=%s", q);
-	free(name);
+	csv = kv_xasprintf("%s-points.csv", base);
 	name = kv_xasprintf("%s-fit.png", base);
-	rc = kv_gnuplot(dir, script, defs, name);
+	title = kv_xasprintf("kvsim calibrate %s: the fitted perf model against every measured iteration",
+			     base);
+	setup = kv_xasprintf("%s on %s (%s backend, %d cores); replayed batches: engine %s, scheduler %s",
+			     c->m.name, c->info.device, c->a.kind, c->info.cores,
+			     c->replay_engine[0] ? c->replay_engine : "none",
+			     c->replay_sched[0] ? c->replay_sched : "none");
+	rc = kv_chart_fit(dir, csv, name, title, setup, "grid");
 	if (rc) {
 		char *old = kv_xasprintf("%s/%s", dir, name);
 
 		unlink(old);
 		free(old);
 	}
-	free(q);
-	free(defs);
+	free(csv);
+	free(title);
+	free(setup);
 	free(name);
-	free(script);
 	free(base);
 	free(dir);
 	return rc < 0;
@@ -730,7 +737,7 @@ int kv_cmd_calibrate(int argc, char **argv)
 		kv_diag_print(&d, stderr);
 		return kv_exit_status(rc);
 	}
-	chart_failed = chart(path);
+	chart_failed = chart(&c, path);
 	if (!c.a.quiet)
 		print_table(&c, path);
 	close(lock);

@@ -232,6 +232,7 @@ struct sweep_data {
 	size_t n, cap; /* ok rows with a value; entries allocated */
 	int numeric; /* every x value is a number */
 	char key[32]; /* the point key of the first ok row (its run: DIR/points/KEY), "" if none */
+	struct strset keys; /* the point keys of every ok row, for the setup in the title */
 };
 
 #define PLOT_MAX_LIMITS 16
@@ -250,6 +251,7 @@ static void sweep_data_release(struct sweep_data *sd)
 {
 	strset_release(&sd->x);
 	strset_release(&sd->by);
+	strset_release(&sd->keys);
 	free(sd->xi);
 	free(sd->bi);
 	free(sd->y);
@@ -290,6 +292,7 @@ static int sweep_read_rows(const char *dir, int xcol, int bycol, int ycol, int s
 			continue;
 		if (!sd->key[0] && c.rec.n > 1)
 			snprintf(sd->key, sizeof(sd->key), "%s", f[1]);
+		strset_index(&sd->keys, f[1]);
 		if (sd->n == sd->cap) {
 			sd->cap = sd->cap ? 2 * sd->cap : 64;
 			sd->xi = kv_xrealloc(sd->xi, sd->cap * sizeof(*sd->xi));
@@ -347,6 +350,8 @@ static void gp_array(FILE *f, const char *name, const struct strset *set)
 /* One chart's variables for plots/sweep.gp; the labels pass as gnuplot strings. */
 struct sweep_vars {
 	const char *data, *out, *title, *metric, *xname, *byname, *ylabel, *note;
+	const char *xlabel, *bylabel; /* the axes' names on the chart (axis_labels.csv) */
+	const char *setup; /* model, device, scheduler, cache, engine of the points */
 	int svg, logy;
 };
 
@@ -404,6 +409,34 @@ static void add_limit(struct sweep_marks *m, double v, const char *fmt, ...)
 }
 
 /*
+ * The chart name of sweep axis key into buf: its row of DIR/axis_labels.csv
+ * (written by the sweep: the file's `label:` or kvsim's default), else
+ * kv_sweep_axis_label's (a sweep directory from before the file existed).
+ */
+static const char *axis_name(const char *dir, const char *key, char *buf, size_t len)
+{
+	struct csv_in c;
+
+	snprintf(buf, len, "%s", kv_sweep_axis_label(key));
+	if (!csv_open(&c, dir, "axis_labels.csv") && csv_next(&c) == 1)
+		while (csv_next(&c) == 1)
+			if (c.rec.n == 2 && !strcmp(c.rec.field[0], key)) {
+				snprintf(buf, len, "%s", c.rec.field[1]);
+				break;
+			}
+	csv_close(&c);
+	return buf;
+}
+
+/* The chart label of summary.csv column metric, or the name when undocumented. */
+static const char *doc_label(const char *metric)
+{
+	const struct kv_metric_doc *doc = kv_metric_doc("summary.csv", metric);
+
+	return doc ? doc->label : metric;
+}
+
+/*
  * The marks of the chart of metric against column xname (by byname, "" for
  * none): from DIR/target.csv (written by a sweep with a target) the
  * conditions on metric and the chosen points; from the first ok point's
@@ -413,7 +446,7 @@ static void add_limit(struct sweep_marks *m, double v, const char *fmt, ...)
 static void read_marks(const char *dir, const char *metric, const char *xname, const char *byname,
 		       const char *key, struct sweep_marks *m)
 {
-	char path[PT_PATH], slo[KV_CHART_MAX_SLO_LINE], *tok, *save, chosen_axis[100] = "";
+	char path[PT_PATH], slo[KV_CHART_MAX_SLO_LINE], *tok, *save, chosen_axis[100] = "", name[128];
 	struct csv_in c;
 	long xi = -1, bi = -1;
 
@@ -425,7 +458,10 @@ static void read_marks(const char *dir, const char *metric, const char *xname, c
 			char **f = c.rec.field;
 
 			if (!strcmp(f[0], "condition") && !strcmp(f[1], metric)) {
-				add_limit(m, strtod(f[3], NULL), "target: %s %s %s", f[1], f[2], f[3]);
+				const struct kv_metric_doc *doc = kv_metric_doc("summary.csv", f[1]);
+
+				add_limit(m, strtod(f[3], NULL), "target: %s %s %s%s%s", doc ? doc->label : f[1],
+					  f[2], f[3], doc && doc->unit[0] ? " " : "", doc ? doc->unit : "");
 			} else if (!strcmp(f[0], "chosen") && xi >= 0 && (size_t)xi < c.rec.n) {
 				m->cx = kv_xrealloc(m->cx, (m->nchosen + 1) * sizeof(*m->cx));
 				m->cby = kv_xrealloc(m->cby, (m->nchosen + 1) * sizeof(*m->cby));
@@ -438,7 +474,7 @@ static void read_marks(const char *dir, const char *metric, const char *xname, c
 	csv_close(&c);
 	if (m->nchosen)
 		snprintf(m->chosen_lab, sizeof(m->chosen_lab), "cheapest %s meeting the target",
-			 chosen_axis);
+			 axis_name(dir, chosen_axis, name, sizeof(name)));
 	if (!key[0])
 		return;
 	snprintf(path, sizeof(path), "%s/points/%s", dir, key);
@@ -447,7 +483,7 @@ static void read_marks(const char *dir, const char *metric, const char *xname, c
 		char *eq = strchr(tok, '=');
 
 		if (eq && (size_t)(eq - tok) == strlen(metric) && !strncmp(tok, metric, strlen(metric)))
-			add_limit(m, strtod(eq + 1, NULL), "SLO: %s <= %s s", metric, eq + 1);
+			add_limit(m, strtod(eq + 1, NULL), "SLO: %s <= %s s", doc_label(metric), eq + 1);
 	}
 }
 
@@ -480,6 +516,55 @@ static size_t strset_find(const struct strset *set, const char *s)
 	return SIZE_MAX;
 }
 
+/* Groups j and k have points at the same x values, every mean equal (relatively, 1e-9). */
+static int same_line(const struct cell *c, size_t nx, size_t j, size_t k)
+{
+	size_t i, shared = 0;
+
+	for (i = 0; i < nx; i++) {
+		const struct cell *a = &c[j * nx + i], *b = &c[k * nx + i];
+		double ma, mb;
+
+		if (!a->n != !b->n)
+			return 0;
+		if (!a->n)
+			continue;
+		ma = a->sum / (double)a->n, mb = b->sum / (double)b->n;
+		if (fabs(ma - mb) > 1e-9 * KV_MAX(fabs(ma), fabs(mb)))
+			return 0;
+		shared++;
+	}
+	return shared > 0;
+}
+
+/*
+ * The chart's note on lines (what: "lines" or "bars") that lie on each
+ * other (a line drawn over another hides it): "lines 4 and 8 coincide;
+ * ..." into buf, "" when none.
+ */
+static void coincide_note(const struct cell *c, size_t groups, size_t nx, const struct strset *by,
+			  const char *what, char *buf, size_t len)
+{
+	size_t *cls = kv_xcalloc(groups, sizeof(*cls)), j, k, m, n, off = 0;
+	unsigned char *seen = kv_xcalloc(groups, 1);
+
+	buf[0] = 0;
+	for (j = 0; j < groups && by->n > 1; j++) {
+		if (seen[j])
+			continue;
+		for (n = 0, cls[n++] = j, k = j + 1; k < groups; k++)
+			if (!seen[k] && same_line(c, nx, j, k))
+				cls[n++] = k, seen[k] = 1;
+		for (m = 0; n > 1 && m < n && off < len; m++)
+			off += (size_t)snprintf(buf + off, len - off, "%s%s%s%s%s",
+						!m && off ? "; " : "", !m ? what : "",
+						!m ? " " : m + 1 < n ? ", " : " and ", by->v[cls[m]],
+						m + 1 == n ? " coincide (equal at every point)" : "");
+	}
+	free(seen);
+	free(cls);
+}
+
 static int write_gp_inputs(const char *vars_path, const char *data_path,
 			   const struct sweep_vars *v, const struct sweep_data *sd,
 			   const struct sweep_marks *m)
@@ -488,8 +573,9 @@ static int write_gp_inputs(const char *vars_path, const char *data_path,
 	size_t groups, i, j, *order = kv_xcalloc(sd->x.n ? sd->x.n : 1, sizeof(*order));
 	struct cell *c = aggregate(sd, &groups);
 	double lo = INFINITY, hi = -INFINITY;
-	size_t nmin = SIZE_MAX, nmax = 0, nmark = 0;
-	int bad;
+	size_t nmin = SIZE_MAX, nmax = 0, nmark = 0, *count = kv_xcalloc(groups, sizeof(*count));
+	int bad, yint = 1, xint = sd->numeric;
+	char conote[400];
 
 	for (i = 0; i < sd->x.n; i++)
 		order[i] = i;
@@ -497,9 +583,13 @@ static int write_gp_inputs(const char *vars_path, const char *data_path,
 	if (sd->numeric)
 		qsort(order, sd->x.n, sizeof(*order), cmp_x);
 	if (!f) {
-		free(order), free(c);
+		free(order), free(c), free(count);
 		return -1;
 	}
+	for (i = 0; i < sd->x.n; i++)
+		xint &= strtod(sd->x.v[i], NULL) == floor(strtod(sd->x.v[i], NULL));
+	coincide_note(c, groups, sd->x.n, &sd->by, sd->numeric ? "lines" : "bars", conote,
+		      sizeof(conote));
 	for (j = 0; j < groups; j++) {
 		int any = 0;
 
@@ -515,6 +605,8 @@ static int write_gp_inputs(const char *vars_path, const char *data_path,
 			fprintf(f, " %.17g %.17g %.17g %zu\n", k->sum / (double)k->n, k->min, k->max, k->n);
 			lo = KV_MIN(lo, k->min), hi = KV_MAX(hi, k->max);
 			nmin = KV_MIN(nmin, k->n), nmax = KV_MAX(nmax, k->n);
+			yint &= k->sum / (double)k->n == floor(k->sum / (double)k->n);
+			count[j]++;
 			any = 1;
 		}
 		if (!any)
@@ -543,10 +635,21 @@ static int write_gp_inputs(const char *vars_path, const char *data_path,
 	free(order);
 	free(c);
 	bad = ferror(f) | fclose(f);
-	if (!(g = fopen(vars_path, "w")))
+	if (!(g = fopen(vars_path, "w"))) {
+		free(count);
 		return -1;
-	fprintf(g, "svg = %d\nnumeric = %d\nlogy = %d\nnx = %zu\nnby = %zu\nspread = %d\n", v->svg,
-		sd->numeric, v->logy && lo > 0, sd->x.n, sd->by.n, nmax > 1);
+	}
+	fprintf(g, "svg = %d\nnumeric = %d\nlogy = %d\nnx = %zu\nnby = %zu\nspread = %d\n"
+		"xint = %d\nyint = %d\n", v->svg, sd->numeric, v->logy && lo > 0, sd->x.n, sd->by.n,
+		nmax > 1, xint, yint && isfinite(lo));
+	fprintf(g, "array bycount[%zu]\n", groups);
+	for (j = 0; j < groups; j++) /* 0: a by value with no point, kept out of the legend */
+		fprintf(g, "bycount[%zu] = %zu\n", j + 1, count[j]);
+	fputs("xlabel = ", g), gp_str(g, v->xlabel);
+	fputs("\nbylabel = ", g), gp_str(g, v->bylabel);
+	fputs("\nsetup = ", g), gp_str(g, v->setup);
+	fputs("\nconote = ", g), gp_str(g, conote);
+	putc('\n', g);
 	fputs("file = ", g), gp_str(g, v->data);
 	fputs("\nout = ", g), gp_str(g, v->out);
 	fputs("\ntitle = ", g), gp_str(g, v->title);
@@ -585,6 +688,7 @@ static int write_gp_inputs(const char *vars_path, const char *data_path,
 		putc('\n', g);
 	}
 	bad |= ferror(g) | fclose(g);
+	free(count);
 	return bad ? -1 : 0;
 }
 
@@ -639,10 +743,27 @@ static int render_sweep(const char *dir, struct sweep_vars *v, const struct swee
 	return 0;
 }
 
+/* The setup of the sweep's ok points (their manifests' `setup` lines) merged into buf. */
+static void sweep_setup(const char *dir, const struct strset *keys, char *buf, size_t len)
+{
+	char path[PT_PATH], **lines = kv_xcalloc(keys->n ? keys->n : 1, sizeof(*lines));
+	size_t k;
+
+	for (k = 0; k < keys->n; k++) {
+		lines[k] = kv_xmalloc(512);
+		snprintf(path, sizeof(path), "%s/points/%s", dir, keys->v[k]);
+		manifest_value(path, "setup", lines[k], 512);
+	}
+	kv_chart_merge_setups((const char *const *)lines, keys->n, buf, len);
+	for (k = 0; k < keys->n; k++)
+		free(lines[k]);
+	free(lines);
+}
+
 int kv_plot_sweep(const char *dir, const char *title, const char *metric, const char *x,
 		  const char *by, int quiet)
 {
-	char ylabel[300], full_title[600];
+	char ylabel[300], full_title[600], xlabel[160], bylabel[160], setup[600];
 	struct sweep_csv c;
 	struct sweep_data sd;
 	struct sweep_vars v = { 0 };
@@ -684,12 +805,17 @@ int kv_plot_sweep(const char *dir, const char *title, const char *metric, const 
 	}
 	kv_metric_axis_label("summary.csv", metric, ylabel, sizeof(ylabel));
 	doc = kv_metric_doc("summary.csv", metric);
+	axis_name(dir, c.hdr.field[xcol - 1], xlabel, sizeof(xlabel));
+	if (bycol)
+		axis_name(dir, c.hdr.field[bycol - 1], bylabel, sizeof(bylabel));
+	sweep_setup(dir, &sd.keys, setup, sizeof(setup));
 	snprintf(full_title, sizeof(full_title), "%s%s: %s against %s",
 		 strncmp(title, "sweep", 5) ? "sweep " : "", title, /* not "sweep sweep-slo" */
-		 doc ? doc->label : metric, c.hdr.field[xcol - 1]);
+		 doc ? doc->label : metric, xlabel);
 	v = (struct sweep_vars){ .title = full_title, .metric = metric, .ylabel = ylabel,
 				 .xname = c.hdr.field[xcol - 1],
 				 .byname = bycol ? c.hdr.field[bycol - 1] : "",
+				 .xlabel = xlabel, .bylabel = bycol ? bylabel : "", .setup = setup,
 				 .logy = doc && !strcmp(doc->unit, "s") };
 	read_marks(dir, metric, v.xname, v.byname, sd.key, &marks);
 	rc = render_sweep(dir, &v, &sd, &marks, quiet);

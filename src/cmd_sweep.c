@@ -180,6 +180,8 @@ static int sweep_finish(struct runner *r)
 		return 1;
 	/* the default charts (gnuplot absent: a note saying how to install it) */
 	if (r->done > r->failed && sw->n_axes > 0) {
+		if (kv__sweep_write_labels(sw, r->out))
+			return 1;
 		kv_plot_sweep(r->out, sw->name, "ttft_p99_s", NULL, NULL, r->a->quiet);
 		kv_plot_sweep(r->out, sw->name, "throughput_tok_s", NULL, NULL, r->a->quiet);
 	}

@@ -11,6 +11,7 @@
  * resident bytes with alpha*M plus the simulated pool's peak.
  */
 #include "lib/calib.h"
+#include "lib/chart.h"
 #include "commands.h"
 #include "opts.h"
 #include "status.h"
@@ -246,16 +247,25 @@ static void print_row(const struct row *r, int iteration)
 		       r->unit);
 }
 
-/* Renders iterations.png into dir (the staging directory); 0, or 1 when gnuplot failed. */
-static int chart(const char *dir)
+/*
+ * Renders iterations.png into dir (the staging directory), its title naming
+ * the workload, model, device, backend, engine and scheduler; 0, or 1 when
+ * gnuplot failed.
+ */
+static int chart(const char *dir, const struct kv_workload *w, const struct kv_real_exec *e,
+		 const char *kind, const char *profile)
 {
-	char *script = kv_xasprintf("%s/plots/calibration.gp", KV_SOURCE_DIR);
-	int rc = kv_gnuplot(dir, script,
-			    "file='iterations.csv'; "
-			    "title='validation: the perf model against each measured iteration'",
-			    "iterations.png");
+	char *title = kv_xasprintf("kvsim validate %s: the perf model against each measured iteration",
+				   w->name);
+	char *setup = kv_xasprintf("%s on %s (%s backend; predictions from %s), engine %s, scheduler %s",
+				   w->cfg.model.name, e->info.device, kind,
+				   profile ? (strrchr(profile, '/') ? strrchr(profile, '/') + 1 : profile)
+					   : w->cfg.device.name,
+				   w->cfg.engine ? w->cfg.engine->name : "vllm-v0", w->cfg.sched->name);
+	int rc = kv_chart_fit(dir, "iterations.csv", "iterations.png", title, setup, "batches");
 
-	free(script);
+	free(title);
+	free(setup);
 	return rc < 0;
 }
 
@@ -393,7 +403,7 @@ int kv_cmd_validate(int argc, char **argv)
 		status = 1;
 		goto out;
 	}
-	chart_failed = chart(od.stage);
+	chart_failed = chart(od.stage, &w, &e, a.kind, a.profile);
 	hdr = kv_xasprintf("command validate\nworkload %s\nbackend %s\nprofile %s\n", w.name,
 			   a.kind, a.profile ? a.profile : "");
 	rc = kv_outdir_commit(&od, hdr, &d);

@@ -51,6 +51,7 @@ struct axis {
 	char **kv; /* n_vals overrides "key=value", made once for every point's key */
 	size_t n_vals;
 	size_t dim; /* the dimension it varies in (zipped axes share one) */
+	char *label; /* the charts' name for it (`label:`), NULL: kv_sweep_axis_label's */
 };
 
 /* One point of the grid. */
@@ -146,6 +147,11 @@ int kv__sweep_write_sweep_csv(const struct sweep *sw, const char *dir);
 /* sweep_report.c */
 void kv__sweep_report_target(const struct sweep *sw);
 int kv__sweep_write_stats(const struct sweep *sw, const char *dir);
+/*
+ * axis_labels.csv (axis,label): each axis's name on the charts, its
+ * `label:` or kv_sweep_axis_label's; kvsim plot reads it.  0 or -1.
+ */
+int kv__sweep_write_labels(const struct sweep *sw, const char *dir);
 /*
  * target.csv (kind,metric,op,limit,AXIS...): a `condition` row per target
  * condition and a `chosen` row (its axis values) per combination of the

@@ -53,6 +53,7 @@ void kv__sweep_release(struct sweep *sw)
 		free(sw->axis[i].vals);
 		free(sw->axis[i].kv);
 		free(sw->axis[i].key);
+		free(sw->axis[i].label);
 	}
 	for (i = 0; i < sw->n_sets; i++)
 		free(sw->sets[i]);
@@ -97,27 +98,72 @@ char *kv__sweep_slurp(const char *path, size_t *len)
 	return kv__sweep_sb_take(&b);
 }
 
-/* Adds axis key (located at n) with the values of sequence seq in dimension dim. */
+#define AXIS_LABEL_MAX 100 /* longest `label:` of an axis, bytes: a chart's axis title */
+
+/*
+ * The `label:` of an axis in its mapping form into *out (a heap string):
+ * one line of printable text, at most AXIS_LABEL_MAX bytes.  0 or KV_EINVAL
+ * located at the label.
+ */
+static int axis_label(struct kv_cfg_node *l, char **out, struct kv_diag *d)
+{
+	const char *p;
+
+	if (!l)
+		return 0;
+	if (l->type != KV_CFG_SCALAR || !l->value || !l->value[0])
+		return kv_cfg_error(l, d, "expected the axis's name on charts, a non-empty string");
+	if (strlen(l->value) > AXIS_LABEL_MAX)
+		return kv_cfg_error(l, d, "label of %zu bytes: expected at most %d",
+				    strlen(l->value), AXIS_LABEL_MAX);
+	for (p = l->value; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			return kv_cfg_error(l, d, "label with a control character at byte %zu: expected one line of text",
+					    (size_t)(p - l->value) + 1);
+	*out = kv_xstrdup(l->value);
+	return 0;
+}
+
+/*
+ * Adds axis key (located at n) in dimension dim: n is the list of values, or
+ * a mapping {values: LIST, label: TEXT}.
+ */
 static int add_axis(struct sweep *sw, struct kv_cfg_node *n, size_t dim, struct kv_diag *d)
 {
-	struct kv_cfg_node *c;
+	static const char *const keys[] = { "values", "label", NULL };
+	struct kv_cfg_node *c, *vals = n;
+	char *label = NULL;
 	struct axis *a;
 	size_t i;
+	int rc;
 
-	if (n->type != KV_CFG_SEQ || !n->n_children)
-		return kv_cfg_error(n, d, "expected a non-empty list of values");
+	if (n->type == KV_CFG_MAP) {
+		if ((rc = kv_cfg_check_keys(n, keys, d)))
+			return rc;
+		if (!(vals = kv_cfg_get(n, "values")))
+			return kv_cfg_error(n, d, "expected `values:`, a non-empty list, beside `label:`");
+		if ((rc = axis_label(kv_cfg_get(n, "label"), &label, d)))
+			return rc;
+	}
+	if (vals->type != KV_CFG_SEQ || !vals->n_children) {
+		free(label);
+		return kv_cfg_error(vals, d, "expected a non-empty list of values, or {values: LIST, label: TEXT}");
+	}
 	if (sw->n_axes == SWEEP_MAX_AXES)
 		return kv_cfg_error(n, d, "more than %d axes", SWEEP_MAX_AXES);
 	for (i = 0; i < sw->n_axes; i++)
-		if (!strcmp(sw->axis[i].key, n->key))
+		if (!strcmp(sw->axis[i].key, n->key)) {
+			free(label);
 			return kv_diag_set(d, KV_EINVAL, n->file, n->key_line, n->key_col, n->key,
 					   "axis '%s' appears twice", n->key);
+		}
 	a = &sw->axis[sw->n_axes++];
 	a->key = kv_xstrdup(n->key);
-	a->vals = kv_xcalloc(n->n_children, sizeof(*a->vals));
-	a->kv = kv_xcalloc(n->n_children, sizeof(*a->kv));
+	a->label = label;
+	a->vals = kv_xcalloc(vals->n_children, sizeof(*a->vals));
+	a->kv = kv_xcalloc(vals->n_children, sizeof(*a->kv));
 	a->dim = dim;
-	for (c = n->child; c; c = c->next) {
+	for (c = vals->child; c; c = c->next) {
 		struct sbuf b = { 0 };
 
 		a->vals[a->n_vals] = kv__sweep_node_text(c);
@@ -125,7 +171,7 @@ static int add_axis(struct sweep *sw, struct kv_cfg_node *n, size_t dim, struct 
 		kv__sweep_sb_puts(&b, a->vals[a->n_vals]);
 		a->kv[a->n_vals++] = kv__sweep_sb_take(&b);
 	}
-	n->used = 1;
+	n->used = vals->used = 1;
 	return 0;
 }
 
@@ -139,7 +185,7 @@ static int read_axes(struct sweep *sw, struct kv_diag *d)
 	for (c = m ? m->child : NULL; c; c = c->next) {
 		if ((rc = add_axis(sw, c, sw->n_dims, d)))
 			return rc;
-		sw->dim_len[sw->n_dims++] = c->n_children;
+		sw->dim_len[sw->n_dims++] = sw->axis[sw->n_axes - 1].n_vals;
 	}
 	return 0;
 }
@@ -147,6 +193,7 @@ static int read_axes(struct sweep *sw, struct kv_diag *d)
 static int read_zip(struct sweep *sw, struct kv_diag *d)
 {
 	struct kv_cfg_node *s = kv_cfg_get(sw->doc.root, "zip"), *g, *c;
+	size_t first;
 	int rc;
 
 	if ((rc = kv_cfg_expect_seq(s, d)))
@@ -155,14 +202,16 @@ static int read_zip(struct sweep *sw, struct kv_diag *d)
 		g->used = 1;
 		if (g->type != KV_CFG_MAP || !g->n_children)
 			return kv_cfg_error(g, d, "expected a mapping of axes with equal-length lists");
+		first = sw->n_axes;
 		for (c = g->child; c; c = c->next) {
 			if ((rc = add_axis(sw, c, sw->n_dims, d)))
 				return rc;
-			if (c->n_children != g->child->n_children)
+			if (sw->axis[sw->n_axes - 1].n_vals != sw->axis[first].n_vals)
 				return kv_cfg_error(c, d, "%zu values, but '%s' has %zu: zipped axes need equal lengths",
-						    c->n_children, g->child->key, g->child->n_children);
+						    sw->axis[sw->n_axes - 1].n_vals, g->child->key,
+						    sw->axis[first].n_vals);
 		}
-		sw->dim_len[sw->n_dims++] = g->child->n_children;
+		sw->dim_len[sw->n_dims++] = sw->axis[first].n_vals;
 	}
 	return 0;
 }

@@ -8,6 +8,7 @@
  * values: n_seeds consecutive points, since seeds vary fastest.
  */
 #include "sweep.h"
+#include "lib/chart.h"
 #include "lib/metric_doc.h"
 #include "lib/output.h"
 #include "lib/workload.h"
@@ -430,6 +431,25 @@ static int write_file(const char *dir, const char *name, const char *text)
 	return 0;
 }
 
+int kv__sweep_write_labels(const struct sweep *sw, const char *dir)
+{
+	struct sbuf b = { 0 };
+	size_t i;
+	int rc;
+
+	kv__sweep_sb_puts(&b, "axis,label\n");
+	for (i = 0; i < sw->n_axes; i++) {
+		kv__sweep_sb_csv(&b, sw->axis[i].key);
+		kv__sweep_sb_puts(&b, ",");
+		kv__sweep_sb_csv(&b, sw->axis[i].label ? sw->axis[i].label
+						       : kv_sweep_axis_label(sw->axis[i].key));
+		kv__sweep_sb_puts(&b, "\n");
+	}
+	rc = write_file(dir, "axis_labels.csv", b.s);
+	free(b.s);
+	return rc;
+}
+
 int kv__sweep_write_stats(const struct sweep *sw, const char *dir)
 {
 	const struct point *h = kv__sweep_header_point(sw);
@@ -502,16 +522,21 @@ static int same_front(const struct sweep *sw, size_t g, size_t f, const unsigned
 	return 1;
 }
 
-/* "k = v, k = v" of group g's axes outside the front's dimensions ("all" when none). */
-static void put_front_name(struct sbuf *b, const struct sweep *sw, size_t g, const unsigned char *in)
+/*
+ * "k = v, k = v" of group g's axes outside the front's dimensions ("all"
+ * when none); words 1: each axis by its chart label (the chart's legend).
+ */
+static void put_front_name(struct sbuf *b, const struct sweep *sw, size_t g, const unsigned char *in,
+			   int words)
 {
 	const size_t *val = sw->pt[g * sw->n_seeds].val;
 	size_t i, n = 0;
 
 	for (i = 0; i < sw->n_axes; i++)
 		if (!in[sw->axis[i].dim])
-			kv__sweep_sb_printf(b, "%s%s = %s", n++ ? ", " : "", sw->axis[i].key,
-					    sw->axis[i].vals[val[i]]);
+			kv__sweep_sb_printf(b, "%s%s = %s", n++ ? ", " : "",
+					    !words ? sw->axis[i].key : sw->axis[i].label ? sw->axis[i].label
+					    : kv_sweep_axis_label(sw->axis[i].key), sw->axis[i].vals[val[i]]);
 	if (!n)
 		kv__sweep_sb_puts(b, "all");
 }
@@ -522,11 +547,40 @@ static void put_front_name(struct sbuf *b, const struct sweep *sw, size_t g, con
  * sorted by x, two blank lines apart) whose titles pass as a gnuplot array;
  * a logarithmic y axis when b spans over two decades (all positive).
  */
-static void pareto_chart(const struct sweep *sw, const char *dir, const double *b, size_t n,
-			 const char *blocks, const char *const *labels, size_t n_fronts, int quiet)
+/* The setups of the sweep's finished points, merged (kv_chart_merge_setups) into buf. */
+static void points_setup(const struct sweep *sw, const char *dir, char *buf, size_t len)
+{
+	char **lines = kv_xcalloc(sw->n_pt ? sw->n_pt : 1, sizeof(*lines)), line[512];
+	size_t i, n = 0;
+
+	for (i = 0; i < sw->n_pt; i++) {
+		char *path = kv_xasprintf("%s/points/%s/manifest.txt", dir, sw->pt[i].key);
+		FILE *f = fopen(path, "r"); /* points that failed have none */
+
+		while (f && fgets(line, sizeof(line), f))
+			if (!strncmp(line, "setup ", 6)) {
+				line[strcspn(line, "\n")] = 0;
+				lines[n++] = kv_xstrdup(line + 6);
+				break;
+			}
+		if (f)
+			fclose(f);
+		free(path);
+	}
+	kv_chart_merge_setups((const char *const *)lines, n, buf, len);
+	for (i = 0; i < n; i++)
+		free(lines[i]);
+	free(lines);
+}
+
+static void pareto_chart(const struct sweep *sw, const char *dir, const double *a, const double *b,
+			 size_t n, const char *blocks, const char *const *labels, const size_t *fcount,
+			 size_t n_fronts, int quiet)
 {
 	double lo = INFINITY, hi = -INFINITY;
 	size_t i;
+	int xint = 1;
+	char setup[600], *qs;
 	char *script = kv_xasprintf("%s/plots/pareto.gp", KV_SOURCE_DIR);
 	char *qa = kv_gp_quote(sw->pareto[0]), *qb = kv_gp_quote(sw->pareto[1]);
 	char *qt = kv_gp_quote(sw->name), *qd = kv_gp_quote(".pareto-fronts.dat.tmp"), la[300], lb[300];
@@ -541,19 +595,26 @@ static void pareto_chart(const struct sweep *sw, const char *dir, const double *
 			strerror(errno));
 		goto out;
 	}
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		if (!isnan(b[i])) {
 			lo = KV_MIN(lo, b[i]);
 			hi = KV_MAX(hi, b[i]);
 		}
+		if (!isnan(a[i]) && a[i] != floor(a[i]))
+			xint = 0; /* GPUs, replicas: integer tics */
+	}
+	points_setup(sw, dir, setup, sizeof(setup));
+	qs = kv_gp_quote(setup);
 	kv__sweep_sb_printf(&defs, "xm=%s; ym=%s; title=%s; xcol=%zu; ycol=%zu; seeds=%zu; logy=%d; "
-			    "xl=%s; yl=%s; fronts=%s; nf=%zu; array flab[%zu]", qa, qb, qt, sw->n_axes + 1,
+			    "xl=%s; yl=%s; fronts=%s; nf=%zu; xint=%d; setup=%s; array flab[%zu]; "
+			    "array fcount[%zu]", qa, qb, qt, sw->n_axes + 1,
 			    sw->n_axes + 2, sw->n_seeds, lo > 0 && hi > 100 * lo, qla, qlb, qd, n_fronts,
-			    n_fronts ? n_fronts : 1);
+			    xint, qs, n_fronts ? n_fronts : 1, n_fronts ? n_fronts : 1);
+	free(qs);
 	for (i = 0; i < n_fronts; i++) {
 		char *q = kv_gp_quote(labels[i]);
 
-		kv__sweep_sb_printf(&defs, "; flab[%zu]=%s", i + 1, q);
+		kv__sweep_sb_printf(&defs, "; flab[%zu]=%s; fcount[%zu]=%zu", i + 1, q, i + 1, fcount[i]);
 		free(q);
 	}
 	if (!kv_gnuplot(dir, script, defs.s, "pareto.png") && !quiet)
@@ -588,7 +649,8 @@ int kv__sweep_pareto(const struct sweep *sw, const char *dir, int quiet)
 	unsigned char in[SWEEP_MAX_AXES] = { 0 };
 	size_t *order = kv_xcalloc(n, sizeof(*order)), *member = kv_xcalloc(n, sizeof(*member));
 	size_t *front_of = kv_xcalloc(n, sizeof(*front_of)), n_fronts = 0, m = 0;
-	char **labels = kv_xcalloc(n, sizeof(*labels));
+	char **labels = kv_xcalloc(n, sizeof(*labels)), **clabels = kv_xcalloc(n, sizeof(*clabels));
+	size_t *fcount = kv_xcalloc(n, sizeof(*fcount));
 	struct sbuf all = { 0 }, fr = { 0 }, blocks = { 0 };
 	struct kv_ci ci;
 	int rc;
@@ -597,7 +659,7 @@ int kv__sweep_pareto(const struct sweep *sw, const char *dir, int quiet)
 		printf("pareto: no result: '%s' is not a summary.csv column of a finished point\n",
 		       ca == SIZE_MAX ? sw->pareto[0] : sw->pareto[1]);
 		free(a), free(b), free(sa), free(sb), free(front), free(sf), free(done);
-		free(order), free(member), free(front_of), free(labels);
+		free(order), free(member), free(front_of), free(labels), free(clabels), free(fcount);
 		return 0;
 	}
 	front_dims(sw, in);
@@ -625,8 +687,12 @@ int kv__sweep_pareto(const struct sweep *sw, const char *dir, int quiet)
 			}
 		nf = kv_pareto(sa, sb, k, kv_metric_higher_better(sw->pareto[0]),
 			       kv_metric_higher_better(sw->pareto[1]), sf);
-		put_front_name(&name, sw, g, in);
+		put_front_name(&name, sw, g, in, 0);
 		labels[n_fronts] = name.s;
+		name = (struct sbuf){ 0 };
+		put_front_name(&name, sw, g, in, 1);
+		clabels[n_fronts] = name.s;
+		fcount[n_fronts] = nf;
 		for (i = 0; i < k; i++) {
 			front[member[i]] = sf[i];
 			front_of[member[i]] = n_fronts;
@@ -670,9 +736,11 @@ int kv__sweep_pareto(const struct sweep *sw, const char *dir, int quiet)
 		       "value of the axes outside the front's); %s/pareto.csv\n", m, n, sw->pareto[0],
 		       sw->pareto[1], n_fronts == 1 ? "" : "s", n_fronts, n_fronts == 1 ? "" : "s", dir);
 	if (!rc && m)
-		pareto_chart(sw, dir, b, n, blocks.s, (const char *const *)labels, n_fronts, quiet);
+		pareto_chart(sw, dir, a, b, n, blocks.s, (const char *const *)clabels, fcount,
+			     n_fronts, quiet);
 	for (i = 0; i < n_fronts; i++)
-		free(labels[i]);
+		free(labels[i]), free(clabels[i]);
+	free(clabels), free(fcount);
 	free(all.s), free(fr.s), free(blocks.s), free(a), free(b), free(sa), free(sb), free(front);
 	free(sf), free(done), free(order), free(member), free(front_of), free(labels);
 	return rc;

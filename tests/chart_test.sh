@@ -15,7 +15,7 @@
 # Usage: chart_test.sh KVSIM SOURCE_DIR
 set -u
 kvsim=$1
-src=$2
+src=$(cd "$2" && pwd)
 command -v gnuplot > /dev/null || { echo "gnuplot not installed: skipped"; exit 77; }
 . "$(dirname "$0")/testutil.sh"
 
@@ -79,17 +79,124 @@ set:
   outputs.requests: false
 Y
 if "$kvsim" sweep "$tmp/sw.yaml" -o "$tmp/sw" -j 1 -q 2> "$tmp/sw.err" && ! grep -q gnuplot "$tmp/sw.err"; then
-  png_ok "$tmp/sw/sweep-ttft_p99_s.png" 1100 680 && ok || bad "sweep: default chart"
+  png_ok "$tmp/sw/sweep-ttft_p99_s.png" 1100 760 && ok || bad "sweep: default chart"
   # numeric x (the slow axis) by the flow-mapping axis: gnuplot's data file keeps the blocks
   "$kvsim" plot "$tmp/sw" --x workload.arrival.rate --by scheduler --metric e2e_p99_s > /dev/null &&
-    png_ok "$tmp/sw/sweep-e2e_p99_s.png" 1100 680 && ok || bad "sweep: --x rate --by scheduler"
+    png_ok "$tmp/sw/sweep-e2e_p99_s.png" 1100 760 && ok || bad "sweep: --x rate --by scheduler"
   "$kvsim" plot "$tmp/sw" --x scheduler --metric throughput_tok_s > /dev/null &&
-    png_ok "$tmp/sw/sweep-throughput_tok_s.png" 1100 680 && ok || bad "sweep: categorical x"
+    png_ok "$tmp/sw/sweep-throughput_tok_s.png" 1100 760 && ok || bad "sweep: categorical x"
   "$kvsim" plot "$tmp/sw" --metric ttft_p999 2> "$tmp/m.err"
   [ $? = 2 ] && grep -q "unknown metric 'ttft_p999'" "$tmp/m.err" && grep -q " ttft_p99_s " "$tmp/m.err" &&
     ok || bad "unknown --metric: expected exit 2 listing the names"
+  # axis labels in words with units, a title naming model, device, scheduler, cache and engine
+  svg=$tmp/sw/sweep-e2e_p99_s.svg
+  grep -q "arrival rate (requests/s)" "$svg" && grep -q "end-to-end latency p99 (s)" "$svg" &&
+    ok || bad "sweep: axis labels with units in $svg"
+  grep -q "llama-2-13b on 1 x a100-80g, scheduler fifo/vtc, cache full, engine " "$svg" &&
+    ok || bad "sweep: title naming model, device, schedulers, cache and engine"
+  grep -q "^workload.arrival.rate,arrival rate (requests/s)$" "$tmp/sw/axis_labels.csv" &&
+    ok || bad "sweep: axis_labels.csv"
+  # no legend entry for a line with no point: every vtc run failed
+  cp -r "$tmp/sw" "$tmp/swe"
+  python3 - "$tmp/swe/sweep.csv" <<'PY2'
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1], newline="")))
+h = rows[0]
+for r in rows[1:]:
+    if "vtc" in r[h.index("scheduler")]:
+        r[h.index("status")] = "error"
+csv.writer(open(sys.argv[1], "w", newline=""), lineterminator="\n").writerows(rows)
+PY2
+  "$kvsim" plot "$tmp/swe" --x workload.arrival.rate --by scheduler --metric e2e_p99_s > /dev/null &&
+    grep -q ">{name: fifo}<" "$tmp/swe/sweep-e2e_p99_s.svg" && ! grep -q ">{name: vtc}<" "$tmp/swe/sweep-e2e_p99_s.svg" &&
+    ok || bad "sweep: a line with no point is in the legend"
+  # lines equal at every point: said in the title; a count on integer tics
+  python3 - "$tmp/swe/sweep.csv" <<'PY2'
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1], newline="")))
+h = rows[0]
+for r in rows[1:]:
+    r[h.index("status")] = "ok"
+    r[h.index("e2e_p99_s")] = str(float(r[h.index("workload.arrival.rate")]) / 2)
+    r[h.index("completed")] = str({"2": 1, "4": 2, "8": 3}[r[h.index("workload.arrival.rate")]])
+csv.writer(open(sys.argv[1], "w", newline=""), lineterminator="\n").writerows(rows)
+PY2
+  "$kvsim" plot "$tmp/swe" --x workload.arrival.rate --by scheduler --metric e2e_p99_s > /dev/null &&
+    grep -q "lines {name: fifo} and {name: vtc} coincide" "$tmp/swe/sweep-e2e_p99_s.svg" &&
+    ok || bad "sweep: coinciding lines not named"
+  "$kvsim" plot "$tmp/swe" --x workload.arrival.rate --by scheduler --metric completed > /dev/null &&
+    grep -q "> 2<\|>2<" "$tmp/swe/sweep-completed.svg" && ! grep -q ">[ ]*[0-9]*\.5<" "$tmp/swe/sweep-completed.svg" &&
+    ok || bad "sweep: a count (1 to 3) not on integer tics"
 else
   cat "$tmp/sw.err"; bad "sweep"
+fi
+
+# label: names an axis on the charts; a bad label is an error at its line and column
+cat > "$tmp/lab.yaml" <<Y
+name: lab
+base: $w/default.yaml
+axes:
+  workload.arrival.time_scale: {values: [1.0, 0.5], label: "trace speed-up (lower = more load)"}
+  cluster.replicas: [1, 2]
+set:
+  workload.requests: 40
+  outputs.chart: false
+slo: {}
+Y
+sed -i '/^slo:/d' "$tmp/lab.yaml"
+if "$kvsim" sweep "$tmp/lab.yaml" -o "$tmp/lab" -j 1 -q 2> "$tmp/lab.err"; then
+  "$kvsim" plot "$tmp/lab" --x workload.arrival.time_scale > /dev/null &&
+    grep -q "trace speed-up (lower = more load)" "$tmp/lab/sweep-ttft_p99_s.svg" &&
+    grep -q "TTFT p99 against trace speed-up" "$tmp/lab/sweep-ttft_p99_s.svg" &&
+    ok || bad "label: not on the chart"
+  grep -q ">replicas<\|>replicas:<" "$tmp/lab/sweep-ttft_p99_s.svg" && ok || bad "default label of cluster.replicas"
+  "$kvsim" plot "$tmp/lab" > /dev/null && grep -q "arrival time scale\|replicas" "$tmp/lab/sweep-ttft_p99_s.svg" &&
+    ok || bad "default sweep chart: axis labels"
+else
+  cat "$tmp/lab.err"; bad "sweep with label:"
+fi
+for bad_label in '""' '[a, b]' '"tab\\there"' "\"$(printf 'x%.0s' $(seq 101))\""; do
+  sed "s|label: \"trace speed-up (lower = more load)\"|label: $bad_label|" "$tmp/lab.yaml" > "$tmp/bad.yaml"
+  "$kvsim" sweep "$tmp/bad.yaml" -o "$tmp/bad" -q 2> "$tmp/bad.err"
+  [ $? = 2 ] && grep -q "bad.yaml:4:[0-9]*:.*label" "$tmp/bad.err" && ok ||
+    { cat "$tmp/bad.err"; bad "label: $bad_label: expected exit 2 located at line 4"; }
+done
+sed 's|label: "trace|labl: "trace|' "$tmp/lab.yaml" > "$tmp/bad.yaml"
+"$kvsim" sweep "$tmp/bad.yaml" -o "$tmp/bad" -q 2> "$tmp/bad.err"
+[ $? = 2 ] && grep -q "bad.yaml:4:" "$tmp/bad.err" && grep -q "labl" "$tmp/bad.err" && ok ||
+  { cat "$tmp/bad.err"; bad "axis mapping with an unknown key: expected exit 2"; }
+
+# a unit the label already names is not repeated ("GPUs used", never "GPUs used (GPUs)")
+cat > "$tmp/gp.yaml" <<Y
+name: gp
+base: $w/default.yaml
+axes:
+  cluster.replicas: [1, 2]
+set:
+  workload.requests: 40
+  outputs.chart: false
+  slo: {ttft_p99: 10s}
+pareto: [gpus, ttft_p99_s]
+Y
+if "$kvsim" sweep "$tmp/gp.yaml" -o "$tmp/gp" -j 1 -q 2> "$tmp/gp.err"; then
+  png_ok "$tmp/gp/pareto.png" 1000 700 && ok || bad "pareto chart"
+  "$kvsim" plot "$tmp/gp" --metric gpus > /dev/null && grep -q ">GPUs used<" "$tmp/gp/sweep-gpus.svg" &&
+    ! grep -q "GPUs used (GPUs)" "$tmp/gp/sweep-gpus.svg" && ok || bad "gpus: label 'GPUs used'"
+else
+  cat "$tmp/gp.err"; bad "sweep with a Pareto front"
+fi
+
+# the run chart's title names model, device, scheduler, cache and engine
+grep -q "llama-2-13b on 1 x a100-80g, scheduler fifo, cache full, engine " "$tmp/ten/run.svg" &&
+  ok || bad "run chart: title without the setup"
+
+# the fit chart (calibrate, validate): only kinds with points in the legend, with counts
+if command -v gnuplot > /dev/null; then
+  { echo what,a,b,c,d,e,f,measured_ms,fitted_ms
+    for i in $(seq 1 60); do echo "replay-full,0,0,0,0,0,0,$i,$((i + i / 10))"; done; } > "$tmp/fit.csv"
+  (cd "$tmp" && gnuplot -e "file='fit.csv'; out='fit.png'; title='t'; setup='s'; array cnt[5] = [0, 0, 0, 60, 0]" \
+    "$src/plots/calibration.gp" 2> "$tmp/fit.err") && png_ok "$tmp/fit.png" 900 760 && ok ||
+    { cat "$tmp/fit.err"; bad "calibration.gp with only replayed batches"; }
 fi
 
 echo "chart: $pass passed, $fail failed"

@@ -191,8 +191,8 @@ condition,slo_attainment,>=,0.95,
 chosen,cluster.replicas,,,$want" ] && ok || bad "target.csv: $(cat "$tmp/slo/target.csv")"
 # the sweep chart of a target metric draws the condition and circles the chosen point
 if command -v gnuplot > /dev/null; then
-  "$kvsim" plot "$tmp/slo" --metric ttft_p99_s > /dev/null && grep -q "target: ttft_p99_s &lt;= 0.13" "$tmp/slo/sweep-ttft_p99_s.svg" &&
-    grep -q "cheapest cluster.replicas meeting the target" "$tmp/slo/sweep-ttft_p99_s.svg" && ok || bad "sweep chart: target line and chosen point"
+  "$kvsim" plot "$tmp/slo" --metric ttft_p99_s > /dev/null && grep -q "target: TTFT p99 &lt;= 0.13 s" "$tmp/slo/sweep-ttft_p99_s.svg" &&
+    grep -q "cheapest replicas meeting the target" "$tmp/slo/sweep-ttft_p99_s.svg" && ok || bad "sweep chart: target line and chosen point"
   "$kvsim" plot "$tmp/slo" --metric throughput_tok_s > /dev/null && ! grep -q "target:" "$tmp/slo/sweep-throughput_tok_s.svg" &&
     ok || bad "sweep chart: a target line on a metric without a condition"
 fi
@@ -215,7 +215,7 @@ awk -F, 'NR > 1 { f[$5]++; if (prev_f == $5 && !($3 > prev_g)) bad = 1; prev_f =
   && ok || bad "pareto.csv sorted by gpus within a front: $(cat "$tmp/pf/pareto.csv")"
 if command -v gnuplot > /dev/null; then
   [ -s "$tmp/pf/pareto.png" ] && ok || bad "pareto.png"
-  "$kvsim" plot "$tmp/pf" --metric ttft_p99_s > /dev/null && grep -q "SLO: ttft_p99_s &lt;= 0.2 s" "$tmp/pf/sweep-ttft_p99_s.svg" &&
+  "$kvsim" plot "$tmp/pf" --metric ttft_p99_s > /dev/null && grep -q "SLO: TTFT p99 &lt;= 0.2 s" "$tmp/pf/sweep-ttft_p99_s.svg" &&
     ok || bad "sweep chart: the base's percentile SLO"
 fi
 "$kvsim" sweep -q "$data/grid.yaml" -o "$tmp/g1" -j 2 --pareto gpus,ttft_p99_s >"$tmp/gp.out"

@@ -48,17 +48,19 @@ static int cmp_double(const void *a, const void *b)
 void kv_gp_log_tics(FILE *g, const char *axis, double lo, double hi)
 {
 	static const double m[3] = { 1, 2, 5 };
-	double e, decades;
+	double e, decades, lo_b, hi_b;
 	int k, first = 1, nm;
 
 	if (!(lo > 0) || !(hi >= lo) || !isfinite(hi))
 		return;
 	decades = log10(hi / lo);
 	nm = decades <= 2 ? 3 : decades <= 4 ? 2 : 1; /* 1-2-5, 1-2, 1: labels that do not collide */
+	/* gnuplot autoscales a log axis out to whole decades: tics over all of them */
+	lo_b = pow(10, floor(log10(lo))) * (1 - 1e-9), hi_b = pow(10, ceil(log10(hi))) * (1 + 1e-9);
 	fprintf(g, "set %stics (", axis);
 	for (e = pow(10, floor(log10(lo))); e <= hi * 10; e *= 10)
 		for (k = 0; k < nm; k++)
-			if (m[k] * e >= lo / 2 && m[k] * e <= hi * 2) {
+			if (m[k] * e >= KV_MIN(lo / 2, lo_b) && m[k] * e <= KV_MAX(hi * 2, hi_b)) {
 				fprintf(g, "%s'%g' %g", first ? "" : ", ", m[k] * e, m[k] * e);
 				first = 0;
 			}
@@ -267,7 +269,8 @@ static void min_med_max(double *v, size_t n, double *out)
  * median and max across replicas of each of those four.  *bin_s: the bin width
  * in seconds when a bin holds more than one sample, else 0.  0 or -1.
  */
-static int replica_series(const struct kv_chart_run *c, FILE *f, int bands, double *bin_s)
+static int replica_series(const struct kv_chart_run *c, FILE *f, int bands, double *bin_s,
+			  double *max_req)
 {
 	char *path = kv_xasprintf("%s/timeseries.csv", c->dir), line[512];
 	size_t rows = count_rows(path), samples = rows / KV_MAX(c->replicas, 1u), s = 0, k, j;
@@ -292,6 +295,7 @@ static int replica_series(const struct kv_chart_run *c, FILE *f, int bands, doub
 				continue;
 			t = x[0];
 			v[k * 4 + 0] = x[2], v[k * 4 + 1] = x[3];
+			max_req[0] = KV_MAX(max_req[0], x[2]), max_req[1] = KV_MAX(max_req[1], x[3]);
 			v[k * 4 + 2] = x[4] / 1073741824.0, v[k * 4 + 3] = x[5] / 1073741824.0;
 			if (++got < c->replicas)
 				continue;
@@ -326,8 +330,8 @@ static int replica_series(const struct kv_chart_run *c, FILE *f, int bands, doub
 	return in ? 0 : -1;
 }
 
-/* tenant_timeseries.csv into f: per tenant "t waiting service" rows. */
-static int tenant_series(const struct kv_chart_run *c, FILE *f)
+/* tenant_timeseries.csv into f: per tenant "t waiting service" rows; *max_wait: the most waiting. */
+static int tenant_series(const struct kv_chart_run *c, FILE *f, double *max_wait)
 {
 	char *path = kv_xasprintf("%s/tenant_timeseries.csv", c->dir);
 	size_t samples = count_rows(path) / KV_MAX(c->tenants, 1u), s = 0;
@@ -350,6 +354,7 @@ static int tenant_series(const struct kv_chart_run *c, FILE *f)
 			if (r.n < 4 || (t = tenant_index(c->tenant_names, r.field[1])) < 0)
 				continue;
 			v[0] = strtod(r.field[2], NULL), v[1] = strtod(r.field[3], NULL);
+			*max_wait = KV_MAX(*max_wait, v[0]);
 			bins_add(&b, (size_t)t, s, strtod(r.field[0], NULL), v);
 			if (++got == c->tenants)
 				got = 0, s++;
@@ -406,7 +411,7 @@ int kv_chart_parse_slo(struct kv_chart_run *c, const char *text)
 
 /* The variables file of run.gp. */
 static int write_vars(const struct kv_chart_run *c, const char *path, int bands, double bin_s,
-		      size_t done, double lo, double hi)
+		      size_t done, double lo, double hi, const double *max_req)
 {
 	FILE *g = fopen(path, "w");
 	char *q, note[128] = "";
@@ -420,6 +425,8 @@ static int write_vars(const struct kv_chart_run *c, const char *path, int bands,
 	fprintf(g, "svg = %d\nreplicas = %u\nbands = %d\ntenants = %u\nreqs = %d\ncompleted = %zu\n"
 		"pool_gib = %.9g\n", c->svg, c->replicas, bands, c->tenants, c->with_requests, done,
 		(double)c->pool_bytes / 1073741824.0);
+	/* the request panels' largest counts: integer tics below 8 (gnuplot would tick at 0.2) */
+	fprintf(g, "array reqmax[3] = [%.9g, %.9g, %.9g]\n", max_req[0], max_req[1], max_req[2]);
 	q = kv_gp_quote(c->title), fprintf(g, "title = %s\n", q), free(q);
 	q = kv_gp_quote(c->setup ? c->setup : ""), fprintf(g, "setup = %s\n", q), free(q);
 	q = kv_gp_quote(note), fprintf(g, "binnote = %s\n", q), free(q);
@@ -456,7 +463,7 @@ int kv_chart_run(const struct kv_chart_run *c)
 	char *cdf = kv_xasprintf("%s/.run-cdf.dat.tmp", c->dir), *ts = kv_xasprintf("%s/.run-ts.dat.tmp", c->dir);
 	char *ten = kv_xasprintf("%s/.run-ten.dat.tmp", c->dir), *vars = kv_xasprintf("%s/.run-vars.gp.tmp", c->dir);
 	int bands = c->replicas > KV_CHART_MAX_LINES, rc = 0;
-	double lo = INFINITY, hi = 0, bin_s = 0;
+	double lo = INFINITY, hi = 0, bin_s = 0, max_req[3] = { 0, 0, 0 }; /* waiting, running, per tenant waiting */
 	size_t done = 0;
 	FILE *f;
 
@@ -468,18 +475,18 @@ int kv_chart_run(const struct kv_chart_run *c)
 		rc = -1;
 	}
 	if ((f = fopen(ts, "w"))) {
-		rc |= replica_series(c, f, bands, &bin_s);
+		rc |= replica_series(c, f, bands, &bin_s, max_req);
 		rc |= ferror(f) | fclose(f);
 	} else {
 		rc = -1;
 	}
 	if ((f = fopen(ten, "w"))) {
-		rc |= tenant_series(c, f);
+		rc |= tenant_series(c, f, &max_req[2]);
 		rc |= ferror(f) | fclose(f);
 	} else {
 		rc = -1;
 	}
-	rc |= write_vars(c, vars, bands, bin_s, done, lo, hi);
+	rc |= write_vars(c, vars, bands, bin_s, done, lo, hi, max_req);
 	if (rc) {
 		fprintf(stderr, "kvsim: %s/%s: gnuplot not run: cannot read the run's CSVs or write its inputs: %s; no chart written\n",
 			c->dir, c->svg == 1 ? "run.svg" : "run.png", strerror(errno ? errno : EIO));
@@ -496,4 +503,125 @@ int kv_chart_run(const struct kv_chart_run *c)
 	unlink(cdf), unlink(ts), unlink(ten), unlink(vars);
 	free(cdf), free(ts), free(ten), free(vars), free(script);
 	return rc;
+}
+
+/* The kind of a fit point (calibration.gp's order): 1 decode, 2 prefill, 3 mixed, 4 replay-full, 5 replay-chunked. */
+static int fit_kind(const char *what)
+{
+	return strstr(what, "replay-full") ? 4 : strstr(what, "replay-chunked") ? 5 :
+	       strstr(what, "decode") ? 1 : strstr(what, "prefill") ? 2 : 3;
+}
+
+int kv_chart_fit(const char *dir, const char *csv, const char *name, const char *title,
+		 const char *setup, const char *batches)
+{
+	char *path = kv_xasprintf("%s/%s", dir, csv), *script, *defs, *qf, *qt, *qs, *qb;
+	size_t cnt[6] = { 0 };
+	unsigned long line = 1;
+	struct kv_csv_rec r;
+	struct kv_diag d;
+	FILE *in = fopen(path, "r");
+	int rc;
+
+	kv_csv_rec_init(&r);
+	if (in && kv_csv_rec_read(&r, in, &line, path, &d) == 1)
+		while (kv_csv_rec_read(&r, in, &line, path, &d) == 1)
+			if (r.n > 8 && strtod(r.field[7], NULL) > 0 && strtod(r.field[8], NULL) > 0)
+				cnt[fit_kind(r.field[0])]++; /* a point the log-log chart can show */
+	if (in)
+		fclose(in);
+	kv_csv_rec_release(&r);
+	script = kv_xasprintf("%s/plots/calibration.gp", KV_SOURCE_DIR);
+	qf = kv_gp_quote(csv), qt = kv_gp_quote(title), qs = kv_gp_quote(setup ? setup : "");
+	qb = kv_gp_quote(batches);
+	defs = kv_xasprintf("file=%s; title=%s; setup=%s; batches=%s; "
+			    "array cnt[5] = [%zu, %zu, %zu, %zu, %zu]",
+			    qf, qt, qs, qb, cnt[1], cnt[2], cnt[3], cnt[4], cnt[5]);
+	rc = kv_gnuplot(dir, script, defs, name);
+	free(defs), free(qf), free(qt), free(qs), free(qb), free(script), free(path);
+	return rc;
+}
+
+#define SETUP_WORDS 32 /* words of a setup line merged one by one */
+#define SETUP_VALUES 12 /* distinct values shown per word; more: "..." */
+
+/* One word position of the setups: its distinct values in order of appearance. */
+struct setup_word {
+	char *v[SETUP_VALUES];
+	size_t n;
+	int more; /* values beyond SETUP_VALUES */
+	int comma; /* the word ended in ',' (kept out of the values) */
+};
+
+static void setup_word_add(struct setup_word *w, const char *s, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < w->n; i++)
+		if (strlen(w->v[i]) == len && !strncmp(w->v[i], s, len))
+			return;
+	if (w->n == SETUP_VALUES) {
+		w->more = 1;
+		return;
+	}
+	w->v[w->n] = kv_xmalloc(len + 1);
+	memcpy(w->v[w->n], s, len);
+	w->v[w->n++][len] = 0;
+}
+
+/* Splits s into w (at most SETUP_WORDS words); returns the word count. */
+static size_t setup_words(const char *s, struct setup_word *w)
+{
+	size_t n = 0;
+
+	while (*s && n < SETUP_WORDS) {
+		size_t len;
+
+		s += strspn(s, " ");
+		if (!(len = strcspn(s, " ")))
+			break;
+		w[n].comma = len > 1 && s[len - 1] == ',';
+		setup_word_add(&w[n], s, len - (size_t)w[n].comma);
+		n++;
+		s += len;
+	}
+	return n;
+}
+
+void kv_chart_merge_setups(const char *const *setups, size_t n, char *buf, size_t len)
+{
+	struct setup_word w[SETUP_WORDS], one[SETUP_WORDS];
+	const char *first = NULL;
+	size_t nw = 0, i, k, off = 0;
+
+	memset(w, 0, sizeof(w));
+	buf[0] = 0;
+	for (k = 0; k < n; k++) {
+		size_t m;
+
+		if (!setups[k][0])
+			continue;
+		memset(one, 0, sizeof(one));
+		m = setup_words(setups[k], one); /* counted apart: another shape must not mix in */
+		for (i = 0; i < m; i++)
+			free(one[i].v[0]);
+		if (first && m != nw) { /* tensor parallel in some points: no word-by-word merge */
+			snprintf(buf, len, "%s (first point; the axes vary it)", first);
+			goto out;
+		}
+		if (!first)
+			first = setups[k];
+		nw = setup_words(setups[k], w);
+	}
+	for (i = 0; i < nw && off < len; i++) {
+		for (k = 0; k < w[i].n && off < len; k++)
+			off += (size_t)snprintf(buf + off, len - off, "%s%s", k ? "/" : i ? " " : "", w[i].v[k]);
+		if (off < len)
+			off += (size_t)snprintf(buf + off, len - off, "%s%s", w[i].more ? "/..." : "",
+						w[i].comma ? "," : "");
+	}
+out:
+	for (i = 0; i < SETUP_WORDS; i++)
+		for (k = 0; k < w[i].n; k++)
+			free(w[i].v[k]);
 }

@@ -1,7 +1,10 @@
 /*
  * chart.h -- the chart of one run (run.png, run.svg) from its CSVs, drawn by
  * plots/run.gp; the data reduced first so that any run charts in seconds
- * (chart.c says how).
+ * (chart.c says how).  Also the fit chart of calibrate and validate
+ * (plots/calibration.gp) and the merged setup line a chart over many runs
+ * puts in its title.  Every chart's title names the model, device,
+ * scheduler, cache and engine it shows.
  */
 #ifndef KV_CHART_H
 #define KV_CHART_H
@@ -43,6 +46,29 @@ int kv_chart_parse_slo(struct kv_chart_run *c, const char *text);
  * 1 gnuplot absent, KV_EIO): with both, the first failure.
  */
 int kv_chart_run(const struct kv_chart_run *c);
+
+/*
+ * Renders DIR/name, the fit chart of calibrate (STEM-fit.png) and validate
+ * (iterations.png), with plots/calibration.gp from DIR/csv (columns what,
+ * ..., measured_ms, fitted_ms): predicted against measured iteration time,
+ * one marker and colour per kind of point, only the kinds present in the
+ * legend, with their counts.  title heads the chart, setup (model, device,
+ * backend, engine, scheduler) under it; batches names the decode, prefill
+ * and mixed points in the legend ("grid": calibrate's measured grid,
+ * "batches": a run's iterations).  Returns as kv_gnuplot.
+ */
+int kv_chart_fit(const char *dir, const char *csv, const char *name, const char *title,
+		 const char *setup, const char *batches);
+
+/*
+ * The setups of several runs (manifest `setup` lines: "MODEL on N x DEVICE,
+ * scheduler S, cache C, engine E") as one line in buf, for the title of a
+ * chart over all of them: merged word by word, a word that differs shown
+ * as its values in order of appearance ("scheduler fifo/drf/vtc, ...").
+ * Setups of different shapes: the first, marked "(first point; the axes
+ * vary it)".  n 0 or no setup: "".
+ */
+void kv_chart_merge_setups(const char *const *setups, size_t n, char *buf, size_t len);
 
 /*
  * Writes `set AXIStics ('1' 1, ...)` without a line end: 1, 2 and 5 times the

@@ -199,9 +199,50 @@ const char *kv_metric_axis_label(const char *file, const char *name, char *buf, 
 
 	if (!m)
 		snprintf(buf, len, "%s", name);
-	else if (m->unit[0])
+	else if (m->unit[0] && !strstr(m->label, m->unit)) /* not "GPUs used (GPUs)" */
 		snprintf(buf, len, "%s (%s)", m->label, m->unit);
 	else
 		snprintf(buf, len, "%s", m->label);
 	return buf;
+}
+
+/*
+ * Sweep axes a chart names in words: the label with its unit, and the
+ * sense of the axis where a larger value does not mean more of the thing
+ * (a larger time scale stretches the trace: less load).
+ */
+static const struct {
+	const char *key, *label;
+} axis_labels[] = {
+	{ "workload.arrival.time_scale", "arrival time scale (\xc3\x97; lower = more load)" },
+	{ "workload.arrival.rate", "arrival rate (requests/s)" },
+	{ "workload.requests", "requests" },
+	{ "workload.max_context", "served context (tokens)" },
+	{ "cluster.replicas", "replicas" },
+	{ "cluster.tensor_parallel", "tensor-parallel GPUs per replica" },
+	{ "cluster.pipeline_parallel", "pipeline stages per replica" },
+	{ "cluster.expert_parallel", "expert-parallel GPUs per replica" },
+	{ "scheduler.name", "scheduler" },
+	{ "scheduler", "scheduler" },
+	{ "cache.name", "cache model" },
+	{ "cache", "cache model" },
+	{ "engine.name", "engine" },
+	{ "engine", "engine" },
+	{ "device", "device" },
+	{ "device.name", "device" },
+	{ "model", "model" },
+	{ "model.name", "model" },
+	{ "memory.kv_tokens", "KV pool (tokens)" },
+	{ "memory.block_tokens", "KV block size (tokens)" },
+	{ "seed", "seed" },
+};
+
+const char *kv_sweep_axis_label(const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(axis_labels) / sizeof(axis_labels[0]); i++)
+		if (!strcmp(axis_labels[i].key, key))
+			return axis_labels[i].label;
+	return key;
 }

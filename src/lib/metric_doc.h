@@ -28,7 +28,18 @@ extern const char *const kv_metric_files[];
 /* The columns of file (a NULL-terminated list the writers use), or NULL for an unknown file. */
 const char *const *kv_metric_columns(const char *file);
 
-/* "LABEL (UNIT)" or "LABEL" for column name of file, in buf; the name itself when undocumented. */
+/*
+ * "LABEL (UNIT)" or "LABEL" (a count, or a label that already names its
+ * unit) for column name of file, in buf; the name itself when undocumented.
+ */
 const char *kv_metric_axis_label(const char *file, const char *name, char *buf, unsigned len);
+
+/*
+ * The chart label of sweep axis key (a --set path such as
+ * workload.arrival.rate): words with the unit, and the axis's sense when a
+ * larger value means less load; the key itself when kvsim knows no better.
+ * A sweep file's `label:` overrides it.
+ */
+const char *kv_sweep_axis_label(const char *key);
 
 #endif /* KV_METRIC_DOC_H */
