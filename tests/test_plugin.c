@@ -86,11 +86,11 @@ static struct kv_req *shortest(const struct sjf *f, const struct kv_replica *r)
 	return best;
 }
 
-/* kv_pick_victim_fn: the unscheduled running request with the most output left. */
-static struct kv_req *sjf_victim(void *priv, struct kv_replica *r, struct kv_req *grower,
-				 enum kv_preempt *how)
+/* pick_victim: the unscheduled running request with the most output left. */
+static struct kv_req *sjf_victim(void *priv, const struct kv_replica *r,
+				 const struct kv_req *grower, enum kv_preempt *how)
 {
-	struct kv_req *best = grower;
+	struct kv_req *best = r->running[grower->run_idx];
 	uint32_t i;
 
 	(void)priv;
@@ -105,16 +105,22 @@ static struct kv_req *sjf_victim(void *priv, struct kv_replica *r, struct kv_req
 	return best;
 }
 
-static void sjf_form_batch(void *priv, struct kv_replica *r)
+/* next_waiting: the shortest prompt (the replica stops at a refused one: head_blocks). */
+static struct kv_req *sjf_next(void *priv, const struct kv_replica *r)
+{
+	return shortest(priv, r);
+}
+
+/* took: q is admitted; it leaves the queue (the check of sjf_dequeue). */
+static void sjf_took(void *priv, const struct kv_replica *r, struct kv_req *q)
 {
 	struct sjf *f = priv;
-	struct kv_req *q;
+	struct sjf_req *st = kv_req_sched(r->sim, q);
 
-	kv_replica_keep_running(r, sjf_victim, f);
-	while ((q = shortest(f, r)) && kv_replica_schedule(r, q) == 0) {
-		sjf_dequeue(f, r, q);
-		kv_replica_admit(r, q);
-	}
+	KV_CHECK(st->queued && q->batch_tokens, "request %llu taken but not queued or scheduled",
+		 (unsigned long long)q->id);
+	st->queued = 0;
+	kv_reqq_remove(r->sim, &f->wait, q);
 }
 
 static uint64_t sjf_waiting(const void *priv)
@@ -131,7 +137,10 @@ static const struct kv_sched_ops test_sjf = {
 	.req_size = sizeof(struct sjf_req),
 	.init = sjf_init,
 	.enqueue = sjf_enqueue,
-	.form_batch = sjf_form_batch,
+	.next_waiting = sjf_next,
+	.took = sjf_took,
+	.pick_victim = sjf_victim,
+	.head_blocks = 1,
 	.dequeue = sjf_dequeue,
 	.waiting = sjf_waiting,
 };
