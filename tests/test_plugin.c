@@ -6,7 +6,7 @@
  * form of a line in sim/registry.c.  The meson target `plugin` links this
  * file with tests/test_random.c built with KV_TEST_PLUGINS: the random
  * invariant suite (requests, tokens and memory conserved; every request
- * accounted for; byte-identical reruns) then covers these two plugins,
+ * accounted for; byte-identical reruns) then covers these plugins,
  * paired with fifo and full.
  *
  *   test-sjf    shortest prompt first: admit the waiting request with the
@@ -15,6 +15,9 @@
  *               with the most output tokens still to generate.  Keeps in
  *               its per-request state (req_size) when and how often the
  *               request was queued, and checks it on every hook.
+ *   test-spf    docs/design.md's example scheduler, shortest prompt first,
+ *               compiled from the doc (tests/meson.build) and registered here
+ *               under a test- name.
  *   test-pages  paged KV in pages of `page_tokens` tokens (each rounded up
  *               to whole pool units); its block table lives in its
  *               per-request state, not in the request's words.
@@ -233,10 +236,17 @@ static const struct kv_cache_ops test_pages = {
 	.bytes_per_token = pages_bytes_per_token,
 };
 
+/* docs/design.md's example (sched_spf.c, built from the doc), under a test- name. */
+extern const struct kv_sched_ops kv_sched_spf;
+static struct kv_sched_ops test_spf;
+
 /* The registry lines. */
 void kv_test_plugins_register(void);
 void kv_test_plugins_register(void)
 {
+	test_spf = kv_sched_spf;
+	test_spf.name = "test-spf";
+	KV_CHECK(kv_plugin_add(KV_PLUGIN_SCHED, &test_spf.base) == 0, "cannot add test-spf");
 	KV_CHECK(kv_plugin_add(KV_PLUGIN_SCHED, &test_sjf.base) == 0, "cannot add test-sjf");
 	KV_CHECK(kv_plugin_add(KV_PLUGIN_CACHE, &test_pages.base) == 0, "cannot add test-pages");
 }
