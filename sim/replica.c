@@ -659,6 +659,7 @@ static void step_begin(struct kv_replica *r, int again)
 static int form_step(struct kv_replica *r, kv_ns now, kv_ns *ns)
 {
 	struct kv_sim *s = r->sim;
+	uint64_t assigned; /* requests assigned as the batch is formed: a rejection ends one */
 	int again = 0;
 	int rc;
 
@@ -675,6 +676,7 @@ static int form_step(struct kv_replica *r, kv_ns now, kv_ns *ns)
 		if (r->n_running == 0 && r->sched->waiting(r->sched_priv) == 0)
 			return 0;
 		step_begin(r, again);
+		assigned = r->n_assigned;
 		form_batch(r);
 		if (s->deferred_rc)
 			return s->deferred_rc;
@@ -687,8 +689,14 @@ static int form_step(struct kv_replica *r, kv_ns now, kv_ns *ns)
 		again = 0;
 		if (r->n_batch)
 			break;
-		if (!r->last_nomem && r->n_running == 0)
-			continue; /* the scheduler rejected a request that was alone: form again */
+		if (!r->last_nomem && r->n_running == 0) {
+			/* a request alone was rejected or restarted: form again; else none would run */
+			KV_CHECK(r->n_assigned != assigned || r->step_preempted,
+				 "replica %u: scheduler %s formed an empty batch, %llu waiting, none refused",
+				 r->idx, r->sched->name,
+				 (unsigned long long)r->sched->waiting(r->sched_priv));
+			continue;
+		}
 		/*
 		 * Nothing could run.  With requests running that is a
 		 * scheduler bug; with none, the memory refused belongs to a
