@@ -112,6 +112,7 @@ struct drf {
 	double cap_cmp; /* C_T: tokens per iteration (charge: cost: byte-steps per iteration) */
 	double rounds; /* R: decayed count of rounds */
 	double decay; /* exp(-(now - last_ns) / tau) for the round being formed */
+	kv_ns decay_ns; /* the now decay was taken for, KV_NS_NEVER once a round closes */
 	int tallied; /* cur_mem and cur_tok are counted for the round being formed */
 	uint64_t skip; /* tenants whose head was refused in the round being formed, bit per tenant */
 	kv_ns last_ns; /* when the last round was formed */
@@ -163,6 +164,7 @@ static int drf_init_common(struct drf *f, struct kv_replica *r, int weighted, st
 		kv_reqq_init(&f->wait[i]);
 		f->inv_weight[i] = 1 / w;
 	}
+	f->decay_ns = KV_NS_NEVER;
 	f->cap_mem = (double)r->pool.size_bytes;
 	f->cap_cmp = (double)c->max_batch_tokens;
 	if (f->charge == CHARGE_COST)
@@ -231,6 +233,15 @@ static double decay_at(const struct drf *f, kv_ns now)
 	return exp(-(double)(now - f->last_ns) / (double)f->window_ns);
 }
 
+/* Takes the decay for the round formed at now, once per round (tallies and its close). */
+static void decay_for(struct drf *f, kv_ns now)
+{
+	if (f->decay_ns != now) {
+		f->decay = decay_at(f, now);
+		f->decay_ns = now;
+	}
+}
+
 /* s_t, the round being formed counted (weight 1) as charged so far; needs a tally. */
 static double share(const struct drf *f, uint32_t t)
 {
@@ -255,7 +266,7 @@ static void tally(struct drf *f, const struct kv_replica *r)
 {
 	uint32_t i;
 
-	f->decay = decay_at(f, r->sim->now); /* of the round being formed */
+	decay_for(f, r->sim->now); /* of the round being formed */
 	for (i = 0; i < f->n_tenants; i++) {
 		f->cur_mem[i] = 0;
 		f->cur_tok[i] = 0;
@@ -299,6 +310,7 @@ static void commit(struct drf *f, const struct kv_replica *r, kv_ns now)
 	}
 	f->rounds = f->rounds * f->decay + 1;
 	f->last_ns = now;
+	f->decay_ns = KV_NS_NEVER; /* last_ns moved */
 }
 
 /* --- keeping running requests going -------------------------------------- */
@@ -427,7 +439,7 @@ static void drf_formed(void *priv, const struct kv_replica *r, struct kv_req *co
 
 	(void)batch;
 	if (n) {
-		f->decay = decay_at(f, r->sim->now); /* a tally's, when one counted */
+		decay_for(f, r->sim->now); /* a tally's, when one counted */
 		commit(f, r, r->sim->now);
 	}
 	f->tallied = 0; /* the next round counts anew */
