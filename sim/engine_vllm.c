@@ -9,7 +9,8 @@
  * V1, one step:
  *   - one token budget, max_num_batched_tokens (batching.max_tokens), shared
  *     by running and waiting requests; the running ones go first (the
- *     schedulers all call kv_replica_keep_running() before admitting);
+ *     replica's batch loop, replica.c form_batch(), keeps them going before
+ *     it admits);
  *   - a request's next tokens are one decode token or its next prefill
  *     chunk, cut to the budget and to long_prefill_token_threshold;
  *   - KV blocks are allocated for the tokens scheduled this step only, on

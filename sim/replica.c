@@ -578,6 +578,56 @@ void kv_replica_keep_running(struct kv_replica *r, kv_pick_victim_fn pick, void 
 		i = err == KV_ENOMEM ? kv_replica_make_room(r, r->running[i], pick, priv) : i + 1;
 }
 
+/*
+ * Admits waiting requests in the order the policy hands them out
+ * (scheduler.h, step 2): each taken is dequeued by the policy (took)
+ * before it joins the running set; a refusal ends admission when the
+ * policy's head blocks or the budget or the sequence cap is spent, else
+ * the policy skips it (refused) and is asked again.
+ */
+static void admit_waiting(struct kv_replica *r)
+{
+	const struct kv_sched_ops *o = r->sched;
+	void *p = r->sched_priv;
+	struct kv_req *q;
+
+	while ((q = o->next_waiting(p, r))) {
+		int rc = kv_replica_schedule(r, q);
+
+		if (!rc) {
+			o->took(p, r, q);
+			kv_replica_admit(r, q);
+		} else if (o->head_blocks ||
+			   (rc == KV_ERANGE && (!r->budget_tokens || r->n_batch >= r->max_seqs))) {
+			break;
+		} else {
+			o->refused(p, r, q);
+		}
+	}
+}
+
+/*
+ * The one batch-formation loop (scheduler.h): the running set kept going
+ * with the policy's victims, then the policy's waiting requests; the
+ * policy is told the batch so far (kept) and the batch formed (formed) as
+ * plain data.  A policy with its own form_batch forms it itself.
+ */
+static void form_batch(struct kv_replica *r)
+{
+	const struct kv_sched_ops *o = r->sched;
+
+	if (o->form_batch) {
+		o->form_batch(r->sched_priv, r);
+		return;
+	}
+	kv_replica_keep_running(r, o->pick_victim, r->sched_priv);
+	if (o->kept)
+		o->kept(r->sched_priv, r, r->batch, r->n_batch);
+	admit_waiting(r);
+	if (o->formed)
+		o->formed(r->sched_priv, r, r->batch, r->n_batch);
+}
+
 /* The formed batch's duration, with the host-link copies queued for it. */
 static int iter_ns(struct kv_replica *r, kv_ns *ns)
 {
@@ -609,6 +659,7 @@ static void step_begin(struct kv_replica *r, int again)
 static int form_step(struct kv_replica *r, kv_ns now, kv_ns *ns)
 {
 	struct kv_sim *s = r->sim;
+	uint64_t assigned; /* requests assigned as the batch is formed: a rejection ends one */
 	int again = 0;
 	int rc;
 
@@ -625,7 +676,8 @@ static int form_step(struct kv_replica *r, kv_ns now, kv_ns *ns)
 		if (r->n_running == 0 && r->sched->waiting(r->sched_priv) == 0)
 			return 0;
 		step_begin(r, again);
-		r->sched->form_batch(r->sched_priv, r);
+		assigned = r->n_assigned;
+		form_batch(r);
 		if (s->deferred_rc)
 			return s->deferred_rc;
 		if (r->eng->formed && r->eng->formed(r->eng_priv, r) && !again) {
@@ -637,8 +689,14 @@ static int form_step(struct kv_replica *r, kv_ns now, kv_ns *ns)
 		again = 0;
 		if (r->n_batch)
 			break;
-		if (!r->last_nomem && r->n_running == 0)
-			continue; /* the scheduler rejected a request that was alone: form again */
+		if (!r->last_nomem && r->n_running == 0) {
+			/* a request alone was rejected or restarted: form again; else none would run */
+			KV_CHECK(r->n_assigned != assigned || r->step_preempted,
+				 "replica %u: scheduler %s formed an empty batch, %llu waiting, none refused",
+				 r->idx, r->sched->name,
+				 (unsigned long long)r->sched->waiting(r->sched_priv));
+			continue;
+		}
 		/*
 		 * Nothing could run.  With requests running that is a
 		 * scheduler bug; with none, the memory refused belongs to a
@@ -924,6 +982,10 @@ int kv__replica_init(struct kv_sim *s, struct kv_replica *r, uint32_t idx)
 				   (r->cache->no_extra && r->cache->no_extra(r->cache_priv))),
 		       kv__replica_schedule);
 	r->sched = c->sched;
+	KV_CHECK(c->sched->form_batch || (c->sched->next_waiting && c->sched->took &&
+					  (c->sched->head_blocks || c->sched->refused)),
+		 "scheduler %s: no form_batch, and next_waiting, took or refused missing",
+		 c->sched->name);
 	r->sched_priv = kv_xcalloc(1, c->sched->priv_size ? c->sched->priv_size : 1);
 	memcpy(r->sched_priv, c->sched_opts, c->sched->priv_size);
 	return c->sched->init(r->sched_priv, r, &s->diag);

@@ -2,23 +2,21 @@
  * replica.h -- one replica (one GPU or tensor-parallel group): batch
  * formation, admission, preemption, and the iteration's accounting.
  *
- * The replica owns the mechanism, the scheduler plugin the policy (Linux's
- * core scheduler and sched_class split).  At each iteration boundary the
- * replica asks its scheduler to form the next batch; the scheduler calls,
- * in the order of its policy:
- *   kv_replica_keep_running()  keep the running set going, in admission
- *                              order, asking the policy only which request
- *                              to give up when memory runs out;
- *   kv_replica_schedule()      take one request's next tokens (a decode
- *                              step or a prefill chunk) from the budget and
- *                              reserve its memory;
- *   kv_replica_admit()         a scheduled waiting request joins the
- *                              running set;
- *   kv_replica_preempt(), kv_replica_reject()  a running request leaves.
- * Then the replica asks the perf model (or an executor) for the iteration's
- * time and, when it ends, applies the tokens, ends finished requests and
- * forms the next batch.
- *
+ * The replica owns the mechanism and the one batch-formation loop, the
+ * scheduler plugin the policy (Linux's core scheduler and sched_class
+ * split; vLLM V1's one schedule() loop over a policy-ordered queue).  At
+ * each iteration boundary the replica forms the next batch (scheduler.h
+ * says how): it keeps the running set going in admission order, asking
+ * the policy only which request to give up when memory runs out
+ * (pick_victim), then admits waiting requests in the order the policy
+ * hands them out (next_waiting), telling it what was taken or refused.
+ * The result is plain data, r->batch[0..n_batch) with each request's
+ * batch_tokens.  Then the replica asks the perf model (or an executor)
+ * for the iteration's time and, when it ends, applies the tokens, ends
+ * finished requests and forms the next batch.  The functions under
+ * "forming a batch" are the loop's steps; a policy on the compatibility
+ * path (form_batch: preempt) calls them itself.
+
  * The replica's state (struct kv_replica) lives here, with the inline
  * helpers that read it: the router's bounds of its outstanding tokens
  * (kv__out_bound, kv__out_changed) and its live bytes.  engine.h holds
@@ -296,11 +294,7 @@ uint32_t kv_replica_schedule_running(struct kv_replica *r, uint32_t from, int *e
 /* Moves a waiting q that kv_replica_schedule() accepted into the running set. */
 void kv_replica_admit(struct kv_replica *r, struct kv_req *q);
 
-enum kv_preempt {
-	KV_PREEMPT_AUTO, /* swap when the cache model offloads, else recompute */
-	KV_PREEMPT_RECOMPUTE, /* drop the KV; prefill prompt + generated tokens again */
-	KV_PREEMPT_SWAP, /* copy the KV to host memory; copy it back to resume */
-};
+/* enum kv_preempt (how a request leaves) is scheduler.h's. */
 
 /*
  * Preempts running q and hands it to the scheduler's enqueue.  By recompute:
@@ -322,14 +316,15 @@ void kv_replica_preempt(struct kv_replica *r, struct kv_req *q);
 void kv_replica_reject(struct kv_replica *r, struct kv_req *q);
 
 /*
- * A policy's answer to "grower cannot grow: whom do we give up?".  Called
- * with grower running, not scheduled, refused memory; returns a running
- * request not scheduled in the batch being formed (grower itself when
- * grower should yield) and may set *how (KV_PREEMPT_AUTO on entry).  Must
- * not schedule, admit or preempt anything itself.
+ * A policy's answer to "grower cannot grow: whom do we give up?"
+ * (struct kv_sched_ops pick_victim): called with grower running, not
+ * scheduled, refused memory; returns a running request not scheduled in
+ * the batch being formed (grower itself when grower should yield) and may
+ * set *how (KV_PREEMPT_AUTO on entry).  Must not schedule, admit or
+ * preempt anything itself.
  */
-typedef struct kv_req *(*kv_pick_victim_fn)(void *priv, struct kv_replica *r,
-					    struct kv_req *grower, enum kv_preempt *how);
+typedef struct kv_req *(*kv_pick_victim_fn)(void *priv, const struct kv_replica *r,
+					    const struct kv_req *grower, enum kv_preempt *how);
 
 /*
  * Makes room for running q, which kv_replica_schedule() refused memory:

@@ -112,7 +112,9 @@ struct drf {
 	double cap_cmp; /* C_T: tokens per iteration (charge: cost: byte-steps per iteration) */
 	double rounds; /* R: decayed count of rounds */
 	double decay; /* exp(-(now - last_ns) / tau) for the round being formed */
+	kv_ns decay_ns; /* the now decay was taken for, KV_NS_NEVER once a round closes */
 	int tallied; /* cur_mem and cur_tok are counted for the round being formed */
+	uint64_t skip; /* tenants whose head was refused in the round being formed, bit per tenant */
 	kv_ns last_ns; /* when the last round was formed */
 	struct kv_reqq wait[KV_MAX_TENANTS]; /* per-tenant FIFO queues */
 	double inv_weight[KV_MAX_TENANTS]; /* 1 / W_i */
@@ -162,6 +164,7 @@ static int drf_init_common(struct drf *f, struct kv_replica *r, int weighted, st
 		kv_reqq_init(&f->wait[i]);
 		f->inv_weight[i] = 1 / w;
 	}
+	f->decay_ns = KV_NS_NEVER;
 	f->cap_mem = (double)r->pool.size_bytes;
 	f->cap_cmp = (double)c->max_batch_tokens;
 	if (f->charge == CHARGE_COST)
@@ -224,6 +227,21 @@ static double cur_cmp(const struct drf *f, uint32_t t)
 	return f->charge == CHARGE_COST ? f->pend_cost[t] : (double)f->cur_tok[t];
 }
 
+/* The decay of the history for a round formed at now. */
+static double decay_at(const struct drf *f, kv_ns now)
+{
+	return exp(-(double)(now - f->last_ns) / (double)f->window_ns);
+}
+
+/* Takes the decay for the round formed at now, once per round (tallies and its close). */
+static void decay_for(struct drf *f, kv_ns now)
+{
+	if (f->decay_ns != now) {
+		f->decay = decay_at(f, now);
+		f->decay_ns = now;
+	}
+}
+
 /* s_t, the round being formed counted (weight 1) as charged so far; needs a tally. */
 static double share(const struct drf *f, uint32_t t)
 {
@@ -248,6 +266,7 @@ static void tally(struct drf *f, const struct kv_replica *r)
 {
 	uint32_t i;
 
+	decay_for(f, r->sim->now); /* of the round being formed */
 	for (i = 0; i < f->n_tenants; i++) {
 		f->cur_mem[i] = 0;
 		f->cur_tok[i] = 0;
@@ -291,26 +310,21 @@ static void commit(struct drf *f, const struct kv_replica *r, kv_ns now)
 	}
 	f->rounds = f->rounds * f->decay + 1;
 	f->last_ns = now;
-}
-
-/* The decay of the history for a round formed at now. */
-static double decay_at(const struct drf *f, kv_ns now)
-{
-	return exp(-(double)(now - f->last_ns) / (double)f->window_ns);
+	f->decay_ns = KV_NS_NEVER; /* last_ns moved */
 }
 
 /* --- keeping running requests going -------------------------------------- */
 
 /*
- * The victim for grower q (kv_pick_victim_fn): among running[q..] (none of
+ * The victim for grower q (scheduler.h pick_victim): among running[q..] (none of
  * them scheduled yet; q included), the newest request of the tenant with
  * the highest share.  Scanning from the newest with a strict comparison
  * makes ties go to the newest request; with one tenant it is the newest, as
  * in fifo.  The bytes the victim held leave its tenant's tally (a grower
  * alone on the replica is rejected, not preempted: nothing to uncharge).
  */
-static struct kv_req *pick_victim(void *priv, struct kv_replica *r, struct kv_req *q,
-				  enum kv_preempt *how)
+static struct kv_req *pick_victim(void *priv, const struct kv_replica *r,
+				  const struct kv_req *q, enum kv_preempt *how)
 {
 	struct drf *f = priv;
 	struct kv_req *v = r->running[r->n_running - 1];
@@ -369,48 +383,66 @@ static uint32_t pick_lowest(struct drf *f, const struct kv_replica *r, uint64_t 
 }
 
 /*
- * Admits waiting requests, lowest share first, charging each at once.  A
- * refused head skips its tenant for this round; the round ends when the
- * budget or the sequence cap is spent (KV_ERANGE with nothing left) or no
- * tenant is left.  A KV_ERANGE with budget left is a whole prompt over the
- * rest of the budget (chunked prefill off): only that tenant is skipped.
+ * Progressive filling, as the replica's admission asks (scheduler.h): the
+ * head of the lowest share's queue, tenants refused this round skipped; the
+ * replica ends the round when the budget or the sequence cap is spent.  A
+ * refusal with budget left (memory, or a whole prompt over the rest of the
+ * budget with chunked prefill off) skips only that tenant.  Admitted, a
+ * request is charged at once (its reserved bytes and tokens).
  */
-static void fill(struct drf *f, struct kv_replica *r)
+static struct kv_req *drf_next(void *priv, const struct kv_replica *r)
 {
-	uint64_t skip = 0;
-	uint32_t t;
+	struct drf *f = priv;
+	uint32_t t = pick_lowest(f, r, f->skip);
 
-	while ((t = pick_lowest(f, r, skip)) != KV_NIL) {
-		struct kv_req *q = kv_reqq_head(r->sim, &f->wait[t]);
-		int rc = kv_replica_schedule(r, q);
-
-		if (rc == 0) {
-			kv_reqq_remove(r->sim, &f->wait[t], q);
-			f->n_waiting--;
-			kv_replica_admit(r, q);
-			if (f->tallied) {
-				f->cur_mem[t] += (double)q->kv_bytes;
-				f->cur_tok[t] += q->batch_tokens;
-			}
-		} else if (rc == KV_ERANGE && (!r->budget_tokens || r->n_batch >= r->max_seqs)) {
-			break;
-		} else {
-			skip |= UINT64_C(1) << t;
-		}
-	}
+	return t == KV_NIL ? NULL : kv_reqq_head(r->sim, &f->wait[t]);
 }
 
-static void drf_form_batch(void *priv, struct kv_replica *r)
+static void drf_took(void *priv, const struct kv_replica *r, struct kv_req *q)
 {
 	struct drf *f = priv;
 
-	f->decay = decay_at(f, r->sim->now);
+	kv_reqq_remove(r->sim, &f->wait[q->tenant], q);
+	f->n_waiting--;
+	if (f->tallied) {
+		f->cur_mem[q->tenant] += (double)q->kv_bytes;
+		f->cur_tok[q->tenant] += q->batch_tokens;
+	}
+}
+
+static void drf_refused(void *priv, const struct kv_replica *r, const struct kv_req *q)
+{
+	struct drf *f = priv;
+
+	(void)r;
+	f->skip |= UINT64_C(1) << q->tenant;
+}
+
+/* The running set is scheduled: its growth since a tally for victims is counted again if needed. */
+static void drf_kept(void *priv, const struct kv_replica *r, struct kv_req *const *batch,
+		     uint32_t n)
+{
+	struct drf *f = priv;
+
+	(void)r;
+	(void)batch;
+	(void)n;
 	f->tallied = 0;
-	kv_replica_keep_running(r, pick_victim, f);
-	f->tallied = 0; /* growth since a tally for victims: count again if shares are needed */
-	fill(f, r);
-	if (r->n_batch) /* an empty batch is formed again at the same time */
+	f->skip = 0;
+}
+
+/* The round is formed: it closes (an empty batch is formed again at the same time). */
+static void drf_formed(void *priv, const struct kv_replica *r, struct kv_req *const *batch,
+		       uint32_t n)
+{
+	struct drf *f = priv;
+
+	(void)batch;
+	if (n) {
+		decay_for(f, r->sim->now); /* a tally's, when one counted */
 		commit(f, r, r->sim->now);
+	}
+	f->tallied = 0; /* the next round counts anew */
 }
 
 /*
@@ -440,11 +472,16 @@ const struct kv_sched_ops kv_sched_drf = {
 	.options = drf_options,
 	.init = drf_init,
 	.enqueue = drf_enqueue,
-	.form_batch = drf_form_batch,
+	.next_waiting = drf_next,
+	.took = drf_took,
+	.refused = drf_refused,
+	.pick_victim = pick_victim,
+	.kept = drf_kept,
+	.formed = drf_formed,
 	.dequeue = drf_dequeue,
 	.on_done = drf_on_done,
 	.waiting = drf_waiting,
-	.order = KV_ORDER_FAIR, /* keep_running, then progressive filling, lowest share first */
+	.order = KV_ORDER_FAIR, /* the running set, then progressive filling, lowest share first */
 	.head_blocks = 0, /* a refused head skips its tenant: others are tried */
 	.close_round = drf_close_round,
 };
@@ -456,11 +493,16 @@ const struct kv_sched_ops kv_sched_wdrf = {
 	.options = drf_options,
 	.init = wdrf_init,
 	.enqueue = drf_enqueue,
-	.form_batch = drf_form_batch,
+	.next_waiting = drf_next,
+	.took = drf_took,
+	.refused = drf_refused,
+	.pick_victim = pick_victim,
+	.kept = drf_kept,
+	.formed = drf_formed,
 	.dequeue = drf_dequeue,
 	.on_done = drf_on_done,
 	.waiting = drf_waiting,
-	.order = KV_ORDER_FAIR, /* keep_running, then progressive filling, lowest share first */
+	.order = KV_ORDER_FAIR, /* the running set, then progressive filling, lowest share first */
 	.head_blocks = 0, /* a refused head skips its tenant: others are tried */
 	.close_round = drf_close_round,
 };

@@ -48,18 +48,19 @@ static void fifo_dequeue(void *priv, struct kv_replica *r, struct kv_req *q)
 	kv_reqq_remove(r->sim, &f->wait, q);
 }
 
-static void fifo_form_batch(void *priv, struct kv_replica *r)
+/* The next request to admit: the queue's head (the replica stops at a refused one). */
+static struct kv_req *fifo_next(void *priv, const struct kv_replica *r)
 {
 	struct fifo *f = priv;
-	struct kv_req *q;
 
-	kv_replica_keep_running(r, NULL, NULL); /* victim: the newest running */
-	while ((q = kv_reqq_head(r->sim, &f->wait))) {
-		if (kv_replica_schedule(r, q))
-			break;
-		kv_reqq_remove(r->sim, &f->wait, q);
-		kv_replica_admit(r, q);
-	}
+	return kv_reqq_head(r->sim, &f->wait);
+}
+
+static void fifo_took(void *priv, const struct kv_replica *r, struct kv_req *q)
+{
+	struct fifo *f = priv;
+
+	kv_reqq_remove(r->sim, &f->wait, q);
 }
 
 static uint64_t fifo_waiting(const void *priv)
@@ -76,9 +77,10 @@ const struct kv_sched_ops kv_sched_fifo = {
 	.options = fifo_options,
 	.init = fifo_init,
 	.enqueue = fifo_enqueue,
-	.form_batch = fifo_form_batch,
+	.next_waiting = fifo_next,
+	.took = fifo_took, /* pick_victim NULL: the newest running */
 	.dequeue = fifo_dequeue,
 	.waiting = fifo_waiting,
-	.order = KV_ORDER_FCFS, /* keep_running, then admission in arrival order */
+	.order = KV_ORDER_FCFS, /* the running set, then admission in arrival order */
 	.head_blocks = 1, /* no overtaking */
 };

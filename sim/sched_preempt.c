@@ -491,8 +491,8 @@ static struct kv_req *lowest_running(const struct prio *p, const struct kv_repli
  * the batch with the lowest rank, newest on ties (q included), to leave the
  * way `mode` says (a grower alone on the replica is rejected instead).
  */
-static struct kv_req *pick_victim(void *priv, struct kv_replica *r, struct kv_req *q,
-				  enum kv_preempt *how)
+static struct kv_req *pick_victim(void *priv, const struct kv_replica *r,
+				  const struct kv_req *q, enum kv_preempt *how)
 {
 	struct prio *p = priv;
 	uint64_t bytes;

@@ -12,7 +12,7 @@
  * prices).  Each tenant has a counter c_f of its service divided by its
  * workload weight w_f (tenants[i].weight, default 1).
  *
- * Rules, per iteration (form_batch):
+ * Rules, per iteration (the replica's batch loop, scheduler.h):
  *   1. running requests keep going in admission order (as fifo); when one
  *      cannot grow, the newest running request of the tenant with the
  *      highest counter is preempted (the engine's default, by recompute or
@@ -147,15 +147,19 @@ static void vtc_enqueue(void *priv, struct kv_replica *r, struct kv_req *q)
 }
 
 /* Takes waiting q out of its tenant's queue (admitted or rejected). */
-static void vtc_dequeue(void *priv, struct kv_replica *r, struct kv_req *q)
+static void unqueue(struct vtc *v, struct kv_sim *s, struct kv_req *q)
 {
-	struct vtc *v = priv;
 	struct kv_reqq *qq = &v->q[q->tenant];
 
-	kv_reqq_remove(r->sim, qq, q);
+	kv_reqq_remove(s, qq, q);
 	v->n_waiting--;
 	if (!qq->n)
 		v->last_left = q->tenant;
+}
+
+static void vtc_dequeue(void *priv, struct kv_replica *r, struct kv_req *q)
+{
+	unqueue(priv, r->sim, q);
 }
 
 /*
@@ -198,14 +202,14 @@ static uint32_t lowest(const struct vtc *v)
 
 /*
  * The preemption victim when a running request cannot grow
- * (kv_pick_victim_fn): among running requests not yet scheduled in this
+ * (scheduler.h pick_victim): among running requests not yet scheduled in this
  * batch (the grower among them), the newest of the tenant with the highest
  * counter; ties to the highest tenant index, the mirror of admission's
  * lowest.  (Rejected: fifo's newest overall, which lets the tenant ahead
  * keep its lead and its memory.)  With one tenant this is fifo's victim.
  */
-static struct kv_req *victim(void *priv, struct kv_replica *r, struct kv_req *grower,
-			     enum kv_preempt *how)
+static struct kv_req *victim(void *priv, const struct kv_replica *r,
+			     const struct kv_req *grower, enum kv_preempt *how)
 {
 	const struct vtc *v = priv;
 	struct kv_req *best = NULL;
@@ -225,23 +229,30 @@ static struct kv_req *victim(void *priv, struct kv_replica *r, struct kv_req *gr
 	return best;
 }
 
-static void vtc_form_batch(void *priv, struct kv_replica *r)
+/* The running requests kept going are charged before admission is decided. */
+static void vtc_kept(void *priv, const struct kv_replica *r, struct kv_req *const *batch,
+		     uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		charge(priv, r, batch[i]);
+}
+
+/* The next request to admit: the lowest counter's head (the replica stops at a refused one). */
+static struct kv_req *vtc_next(void *priv, const struct kv_replica *r)
 {
 	struct vtc *v = priv;
-	uint32_t i, t;
+	uint32_t t = lowest(v);
 
-	kv_replica_keep_running(r, victim, v);
-	for (i = 0; i < r->n_batch; i++)
-		charge(v, r, r->batch[i]);
-	while ((t = lowest(v)) != KV_NIL) {
-		struct kv_req *q = kv_reqq_head(r->sim, &v->q[t]);
+	return t == KV_NIL ? NULL : kv_reqq_head(r->sim, &v->q[t]);
+}
 
-		if (kv_replica_schedule(r, q))
-			break;
-		vtc_dequeue(v, r, q);
-		kv_replica_admit(r, q);
-		charge(v, r, q);
-	}
+/* q is admitted: out of its queue, charged at once (before the next lowest is chosen). */
+static void vtc_took(void *priv, const struct kv_replica *r, struct kv_req *q)
+{
+	unqueue(priv, r->sim, q);
+	charge(priv, r, q);
 }
 
 /*
@@ -291,10 +302,13 @@ const struct kv_sched_ops kv_sched_vtc = {
 	.options = vtc_options,
 	.init = vtc_init,
 	.enqueue = vtc_enqueue,
-	.form_batch = vtc_form_batch,
+	.next_waiting = vtc_next,
+	.took = vtc_took,
+	.pick_victim = victim,
+	.kept = vtc_kept,
 	.dequeue = vtc_dequeue,
 	.waiting = vtc_waiting,
-	.order = KV_ORDER_FAIR, /* keep_running, then the lowest counter's head */
+	.order = KV_ORDER_FAIR, /* the running set, then the lowest counter's head */
 	.head_blocks = 1, /* Algorithm 1's break */
 	.charge_decodes = vtc_charge_decodes,
 	.backlogged = vtc_backlogged,

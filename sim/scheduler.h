@@ -6,39 +6,83 @@
  * engine owns the running set.  Each replica has one instance: .priv_size
  * bytes, zeroed, options filled from YAML before .init.
  *
- * Hook by hook, what the engine guarantees and what the hook must do:
+ * The replica owns the one batch-formation loop; the policy answers its
+ * questions with plain data and is told what happened.  Forming a batch
+ * (the replica idle, the batch empty, no running request scheduled):
+ *   1. the running requests keep going, in admission order: each is
+ *      scheduled (a decode step, or the next prefill chunk); one refused
+ *      memory is made room for by preempting pick_victim's answers until it
+ *      fits or is itself the victim; one out of budget sits the iteration
+ *      out.  Then kept(batch so far).
+ *   2. admission: the replica asks next_waiting for a waiting request,
+ *      schedules it, and on success calls took (the policy dequeues it)
+ *      and moves it into the running set; on refusal it stops when
+ *      head_blocks, or when the budget or the sequence cap is spent, else
+ *      calls refused (the policy skips what it must) and asks again.  It
+ *      stops when next_waiting returns NULL.
+ *   3. formed(batch): the batch (r->batch[0..n), each with its
+ *      batch_tokens) is final.  The replica applies it: times the
+ *      iteration, runs it, applies its tokens at its end.
+ * Hook by hook, when it is called, what the replica guarantees, and what
+ * the hook must not do:
  *   init        once per replica, before any request.  Validate options:
  *               fill d and return KV_EINVAL to stop the run (exit 2).
  *   enqueue     a request arrived at this replica, or came back after a
  *               preemption (q->preemptions > 0, its memory already released
  *               when preempted by recompute).  Queue it; do not schedule here.
- *   form_batch  the replica is idle and must form its next iteration.
- *               The batch is empty and every running request is unscheduled.
- *               Call kv_replica_schedule() for the requests to run, in the
- *               order of your policy: running ones first to keep them going
- *               (or preempt with kv_replica_preempt()), then waiting ones to
- *               admit (kv_replica_admit() removes nothing from your queues:
- *               dequeue before you call it).  An empty batch with waiting
- *               requests means none can run now; the engine rejects a
- *               request that cannot fit even in an empty replica.
- *   dequeue     remove waiting q from your queues: the engine rejects it
+ *   next_waiting  (required with no form_batch) during step 2: the waiting
+ *               request to try next, in the policy's order, or NULL to end
+ *               admission.  Must not return a request it was told of by
+ *               refused in this formation, nor one not in its queues.  May
+ *               update the policy's own caches (drf's tally), nothing else.
+ *   took        (required with no form_batch) q, returned by next_waiting,
+ *               was scheduled (q->batch_tokens, q->kv_bytes are its share)
+ *               and joins the running set right after: remove it from the
+ *               queues, charge it if the policy charges at admission.
+ *   refused     (optional; needed when head_blocks is 0) q, returned by
+ *               next_waiting, cannot be scheduled in this formation (memory
+ *               refused, or a whole prompt over the budget left): skip it
+ *               (or its tenant) until the next formation.
+ *   pick_victim (optional; NULL: the newest running request, vLLM's FCFS
+ *               rule) during step 1, running grower was refused memory:
+ *               return a running request not scheduled in this batch
+ *               (grower itself when grower yields) and, if not the
+ *               default, how it leaves (*how, KV_PREEMPT_AUTO on entry).
+ *               Reads r; must not schedule, admit or preempt (the replica
+ *               does), may update only the policy's own caches.
+ *   kept        (optional) after step 1: batch[0..n) are the running
+ *               requests scheduled, in admission order (e.g. vtc charges
+ *               them before admission is decided).
+ *   formed      (optional) after step 2, every formation (n may be 0):
+ *               the formed batch, for per-round accounting (drf closes a
+ *               round when n > 0).
+ *   dequeue     remove waiting q from your queues: the replica rejects it
  *               (it cannot fit even in an empty replica).
  *   on_done     (optional) a request of this replica finished: update
  *               accounting (e.g. per-tenant service).  NULL: no accounting.
  *   waiting     number of requests queued (for metrics and routing).
  *   fini        once at the end.
+ * No hook calls the replica's mechanism (kv_replica_schedule, _admit,
+ * _preempt_as, _reject, _make_room, _keep_running).
+ *
+ * form_batch, the compatibility path: a policy that orders the running
+ * set itself (preempt: ranks, MLFQ; admission interleaved between ranks,
+ * priority preemption of running requests for waiting ones) sets
+ * form_batch and forms the batch through the mechanism's functions
+ * (replica.h), in place of steps 1 and 2 (next_waiting, took, refused,
+ * pick_victim, kept and formed are then unused).
  *
  * What a policy is.  Beside its hooks a scheduler declares, in plain
  * fields, what kind of policy it is, as vLLM V1 reduces a policy to the
  * order of its waiting queue.  The replica's macro-stepping (macro.h) reads
  * nothing else of the policy: from these it derives when a batch of decode
- * steps that form_batch just formed would be formed again, unchanged, at the
+ * steps that the replica just formed would be formed again, unchanged, at the
  * next steps' ends, and how to account for those formations without
- * calling form_batch.  A declaration must be true of form_batch:
+ * forming them again.  A declaration must be true of the policy's formations:
  *   order       how the waiting queue is ordered (enum kv_sched_order).
  *               FCFS and FAIR policies keep the running requests going in
- *               admission order (kv_replica_keep_running) and make no
- *               other decision while nobody can be admitted; a PRIORITY
+ *               admission order (step 1 above) and make no other
+ *               decision while nobody can be admitted; a PRIORITY
  *               policy orders them by priorities that change over time and
  *               says for how long they hold (ranks_hold).  0
  *               (KV_ORDER_UNDECLARED): none of these; every iteration is
@@ -50,18 +94,18 @@
  *               between formations (FCFS; FAIR while one tenant is
  *               backlogged) a blocked head is tried again, and refused
  *               again, by the next formation.
- * Service accounting, for a policy whose form_batch charges what it
+ * Service accounting, for a policy that charges what it
  * schedules (both optional; NULL: forming the same batch again changes
  * nothing of its state that another hook reads):
  *   charge_decodes  additive per token: n decode tokens of tenant's
  *               requests were scheduled (in the same decode-only batch,
- *               formed again); charge them exactly as form_batch's n
+ *               formed again); charge them exactly as the formations' n
  *               one-token charges, made one after another, would (same
  *               floating-point operations in the same order, or sums proved
  *               exact: kv_sum_exact).
  *   close_round per round: another round with the same batch as the last
  *               one formed closed at time t (a decayed history of rounds,
- *               drf): update exactly as form_batch forming it at t would.
+ *               drf): update exactly as forming it at t would (formed).
  * Accessors and bounds, required by some orders:
  *   backlogged  (FAIR with head_blocks) tenants with requests waiting on
  *               this replica: the queues are the policy's, and with one
@@ -71,7 +115,7 @@
  *               would form again at t[1], ..., t[K - 1], each request one
  *               token further.  Return the K' <= K such that up to
  *               t[K' - 1] the policy's priorities keep this batch's order
- *               (the order form_batch gave it is the one it would give
+ *               (the order the formation gave it is the one it would give
  *               again) and no waiting request's priority overtakes a
  *               running one's.  Not derivable from a declaration: the
  *               priorities move with each token run (demotions, segments)
@@ -92,6 +136,12 @@
 struct kv_req;
 struct kv_replica;
 
+enum kv_preempt {
+	KV_PREEMPT_AUTO, /* swap when the cache model offloads, else recompute */
+	KV_PREEMPT_RECOMPUTE, /* drop the KV; prefill prompt + generated tokens again */
+	KV_PREEMPT_SWAP, /* copy the KV to host memory; copy it back to resume */
+};
+
 /* The order of a policy's waiting queue. */
 enum kv_sched_order {
 	KV_ORDER_UNDECLARED = 0, /* none of the below (or not said): no macro steps */
@@ -105,7 +155,17 @@ struct kv_sched_ops {
 	int (*init)(void *priv, struct kv_replica *r, struct kv_diag *d);
 	void (*fini)(void *priv);
 	void (*enqueue)(void *priv, struct kv_replica *r, struct kv_req *q);
-	void (*form_batch)(void *priv, struct kv_replica *r);
+	/* the replica's batch loop (above) */
+	struct kv_req *(*next_waiting)(void *priv, const struct kv_replica *r);
+	void (*took)(void *priv, const struct kv_replica *r, struct kv_req *q);
+	void (*refused)(void *priv, const struct kv_replica *r, const struct kv_req *q); /* optional */
+	struct kv_req *(*pick_victim)(void *priv, const struct kv_replica *r,
+				      const struct kv_req *grower, enum kv_preempt *how); /* optional */
+	void (*kept)(void *priv, const struct kv_replica *r, struct kv_req *const *batch,
+		     uint32_t n); /* optional */
+	void (*formed)(void *priv, const struct kv_replica *r, struct kv_req *const *batch,
+		       uint32_t n); /* optional */
+	void (*form_batch)(void *priv, struct kv_replica *r); /* the compatibility path, or NULL */
 	void (*dequeue)(void *priv, struct kv_replica *r, struct kv_req *q);
 	void (*on_done)(void *priv, struct kv_replica *r, struct kv_req *q); /* optional */
 	uint64_t (*waiting)(const void *priv);

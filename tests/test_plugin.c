@@ -6,7 +6,7 @@
  * form of a line in sim/registry.c.  The meson target `plugin` links this
  * file with tests/test_random.c built with KV_TEST_PLUGINS: the random
  * invariant suite (requests, tokens and memory conserved; every request
- * accounted for; byte-identical reruns) then covers these two plugins,
+ * accounted for; byte-identical reruns) then covers these plugins,
  * paired with fifo and full.
  *
  *   test-sjf    shortest prompt first: admit the waiting request with the
@@ -15,6 +15,9 @@
  *               with the most output tokens still to generate.  Keeps in
  *               its per-request state (req_size) when and how often the
  *               request was queued, and checks it on every hook.
+ *   test-spf    docs/design.md's example scheduler, shortest prompt first,
+ *               compiled from the doc (tests/meson.build) and registered here
+ *               under a test- name.
  *   test-pages  paged KV in pages of `page_tokens` tokens (each rounded up
  *               to whole pool units); its block table lives in its
  *               per-request state, not in the request's words.
@@ -86,11 +89,11 @@ static struct kv_req *shortest(const struct sjf *f, const struct kv_replica *r)
 	return best;
 }
 
-/* kv_pick_victim_fn: the unscheduled running request with the most output left. */
-static struct kv_req *sjf_victim(void *priv, struct kv_replica *r, struct kv_req *grower,
-				 enum kv_preempt *how)
+/* pick_victim: the unscheduled running request with the most output left. */
+static struct kv_req *sjf_victim(void *priv, const struct kv_replica *r,
+				 const struct kv_req *grower, enum kv_preempt *how)
 {
-	struct kv_req *best = grower;
+	struct kv_req *best = r->running[grower->run_idx];
 	uint32_t i;
 
 	(void)priv;
@@ -105,16 +108,22 @@ static struct kv_req *sjf_victim(void *priv, struct kv_replica *r, struct kv_req
 	return best;
 }
 
-static void sjf_form_batch(void *priv, struct kv_replica *r)
+/* next_waiting: the shortest prompt (the replica stops at a refused one: head_blocks). */
+static struct kv_req *sjf_next(void *priv, const struct kv_replica *r)
+{
+	return shortest(priv, r);
+}
+
+/* took: q is admitted; it leaves the queue (the check of sjf_dequeue). */
+static void sjf_took(void *priv, const struct kv_replica *r, struct kv_req *q)
 {
 	struct sjf *f = priv;
-	struct kv_req *q;
+	struct sjf_req *st = kv_req_sched(r->sim, q);
 
-	kv_replica_keep_running(r, sjf_victim, f);
-	while ((q = shortest(f, r)) && kv_replica_schedule(r, q) == 0) {
-		sjf_dequeue(f, r, q);
-		kv_replica_admit(r, q);
-	}
+	KV_CHECK(st->queued && q->batch_tokens, "request %llu taken but not queued or scheduled",
+		 (unsigned long long)q->id);
+	st->queued = 0;
+	kv_reqq_remove(r->sim, &f->wait, q);
 }
 
 static uint64_t sjf_waiting(const void *priv)
@@ -131,7 +140,10 @@ static const struct kv_sched_ops test_sjf = {
 	.req_size = sizeof(struct sjf_req),
 	.init = sjf_init,
 	.enqueue = sjf_enqueue,
-	.form_batch = sjf_form_batch,
+	.next_waiting = sjf_next,
+	.took = sjf_took,
+	.pick_victim = sjf_victim,
+	.head_blocks = 1,
 	.dequeue = sjf_dequeue,
 	.waiting = sjf_waiting,
 };
@@ -224,10 +236,17 @@ static const struct kv_cache_ops test_pages = {
 	.bytes_per_token = pages_bytes_per_token,
 };
 
+/* docs/design.md's example (sched_spf.c, built from the doc), under a test- name. */
+extern const struct kv_sched_ops kv_sched_spf;
+static struct kv_sched_ops test_spf;
+
 /* The registry lines. */
 void kv_test_plugins_register(void);
 void kv_test_plugins_register(void)
 {
+	test_spf = kv_sched_spf;
+	test_spf.name = "test-spf";
+	KV_CHECK(kv_plugin_add(KV_PLUGIN_SCHED, &test_spf.base) == 0, "cannot add test-spf");
 	KV_CHECK(kv_plugin_add(KV_PLUGIN_SCHED, &test_sjf.base) == 0, "cannot add test-sjf");
 	KV_CHECK(kv_plugin_add(KV_PLUGIN_CACHE, &test_pages.base) == 0, "cannot add test-pages");
 }
