@@ -6,6 +6,7 @@
 #include "status.h"
 #include "lib/output.h"
 #include "lib/timeline.h"
+#include "replica.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -362,6 +363,45 @@ static int trace_commit(struct trace_file *tf, int run_ok)
 }
 
 /* Runs the simulation into the output directory; returns the exit status. */
+/*
+ * Tokens per block of a cache model's private state: its `block_tokens`
+ * option, or 0 when it has none or its `layout` option says "full" (a
+ * reservation per request, no blocks).
+ */
+static uint64_t cache_block_tokens(const struct kv_cache_ops *c, const void *priv)
+{
+	uint64_t bt = 0;
+	int layout = -1;
+
+	for (const struct kv_option *o = c->options; o && o->name; o++) {
+		if (!strcmp(o->name, "block_tokens") && o->type == KV_OPT_U64)
+			memcpy(&bt, (const char *)priv + o->offset, sizeof(bt));
+		else if (!strcmp(o->name, "layout") && o->type == KV_OPT_ENUM)
+			memcpy(&layout, (const char *)priv + o->offset, sizeof(layout));
+	}
+	for (const struct kv_option *o = c->options; o && o->name; o++)
+		if (layout >= 0 && !strcmp(o->name, "layout") && !strcmp(o->names[layout], "full"))
+			return 0;
+	return bt;
+}
+
+/* The summary's KV line: the pool in tokens and, for a block cache model, in its own blocks. */
+static void print_kv_line(const struct kv_sim *s, const struct kv_workload *w)
+{
+	const struct kv_replica *r = &s->rep[0];
+	uint64_t bt = cache_block_tokens(r->cache, r->cache_priv);
+	char blocks[64] = "";
+
+	if (bt)
+		snprintf(blocks, sizeof(blocks), " (%llu blocks of %llu)",
+			 (unsigned long long)(s->mem.kv_tokens / bt), (unsigned long long)bt);
+	printf("KV cache: %llu tokens%s per replica, cache %s%s, memory.model %s%s\n",
+	       (unsigned long long)s->mem.kv_tokens, blocks, r->cache->name,
+	       r->cache != w->cfg.cache ? " (the engine's prefix cache)" : "",
+	       kv_mem_model_name(w->cfg.mem.model),
+	       s->mem.pinned ? " (pinned by memory.kv_tokens or kv_blocks)" : "");
+}
+
 static int simulate(struct kv_workload *w, const struct run_args *a, struct kv_sim *s)
 {
 	struct kv_summary sum;
@@ -429,10 +469,7 @@ static int simulate(struct kv_workload *w, const struct run_args *a, struct kv_s
 			 w->cfg.model.name, w->cfg.replicas, w->cfg.device.name,
 			 w->cfg.sched->name, w->cfg.cache->name);
 		kv_summary_print(&sum, title, stdout);
-		printf("KV cache: %llu tokens (%llu blocks of %u) per replica, memory.model %s%s\n",
-		       (unsigned long long)s->mem.kv_tokens, (unsigned long long)s->mem.kv_blocks,
-		       KV_MEM_BLOCK_TOKENS, kv_mem_model_name(w->cfg.mem.model),
-		       s->mem.pinned ? " (pinned by memory.kv_tokens or kv_blocks)" : "");
+		print_kv_line(s, w);
 		kv_health_print(&out.health, stdout);
 		printf("outputs in %s/\n", dir);
 	}
