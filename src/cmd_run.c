@@ -207,6 +207,7 @@ struct trace_file {
 	struct kv_atomic at; /* a file outside DIR (at.f == f), unused when staged */
 	int staged; /* f is in DIR's staging directory (committed with the run) */
 	int pending; /* closed under at.tmp, renamed to at.path after the run's commit */
+	int lock; /* kv_path_lock of a file outside DIR, held to the end of the command; -1: none */
 };
 
 /*
@@ -273,7 +274,9 @@ static int path_in_dir(const char *file, const char *dir)
 /*
  * Opens the timeline file: --trace-out FILE (in the staging directory when
  * FILE is DIR/NAME, so it is committed with the run), else DIR/timeline.json
- * when outputs.timeline is set.  Returns 0 or KV_EIO with d filled.
+ * when outputs.timeline is set.  A file outside DIR is locked (kv_path_lock)
+ * and must be a regular file or new.  Returns 0, or KV_EIO (cannot create,
+ * locked by another kvsim) or KV_EINVAL (a special file) with d filled.
  */
 static int trace_open(struct trace_file *tf, struct kv_out *out, const char *dir,
 		      const struct run_args *a, struct kv_diag *d)
@@ -307,8 +310,12 @@ static int trace_open(struct trace_file *tf, struct kv_out *out, const char *dir
 		}
 		tf->staged = 1;
 	} else {
-		if (kv_atomic_open(&tf->at, a->trace_out, d))
-			return KV_EIO;
+		int rc = kv_atomic_check(a->trace_out, d);
+
+		if (rc || (tf->lock = kv_path_lock(a->trace_out, d)) < 0)
+			return rc ? rc : KV_EIO;
+		if ((rc = kv_atomic_open(&tf->at, a->trace_out, d)))
+			return rc;
 		tf->f = tf->at.f;
 	}
 	setvbuf(tf->f, buf, _IOFBF, sizeof(buf));
@@ -362,7 +369,6 @@ static int trace_commit(struct trace_file *tf, int run_ok)
 	return 1;
 }
 
-/* Runs the simulation into the output directory; returns the exit status. */
 /*
  * Tokens per block of a cache model's private state: its `block_tokens`
  * option, or 0 when it has none or its `layout` option says "full" (a
@@ -402,13 +408,14 @@ static void print_kv_line(const struct kv_sim *s, const struct kv_workload *w)
 	       s->mem.pinned ? " (pinned by memory.kv_tokens or kv_blocks)" : "");
 }
 
-static int simulate(struct kv_workload *w, const struct run_args *a, struct kv_sim *s)
+/* simulate(), with the timeline's state in *tf (its lock for the caller to release). */
+static int simulate_to(struct kv_workload *w, const struct run_args *a, struct kv_sim *s,
+		       struct trace_file *tf)
 {
 	struct kv_summary sum;
 	struct kv_diag d;
 	struct kv_out out;
 	struct kv_sink sink;
-	struct trace_file tf = { 0 };
 	char *dir = out_dir(w, a, &d);
 	int rc, trace_failed;
 
@@ -422,13 +429,13 @@ static int simulate(struct kv_workload *w, const struct run_args *a, struct kv_s
 		return fail(&d, rc == KV_EINVAL ? 2 : 1);
 	}
 	out.header = config_lines(w, a);
-	if ((a->trace_out || w->timeline) && (rc = trace_open(&tf, &out, dir, a, &d))) {
+	if ((a->trace_out || w->timeline) && (rc = trace_open(tf, &out, dir, a, &d))) {
 		kv_out_abort(&out);
 		free(dir);
 		return fail(&d, rc == KV_EINVAL ? 2 : 1);
 	}
-	if (tf.f)
-		kv_timeline_attach(&tf.tl, &w->cfg);
+	if (tf->f)
+		kv_timeline_attach(&tf->tl, &w->cfg);
 	sink = kv_out_sink(&out);
 	s->sink = sink;
 	s->stop = &stop_flag;
@@ -437,7 +444,7 @@ static int simulate(struct kv_workload *w, const struct run_args *a, struct kv_s
 	kv_progress_done();
 	if (rc == KV_EIO)
 		kv_out_error(&out, &d);
-	if (trace_close(&tf, s, a->trace_out ? a->trace_out : "timeline.json", !rc && !stop_flag,
+	if (trace_close(tf, s, a->trace_out ? a->trace_out : "timeline.json", !rc && !stop_flag,
 			&d) && !rc)
 		rc = KV_EIO;
 	if (rc || stop_flag)
@@ -457,7 +464,7 @@ static int simulate(struct kv_workload *w, const struct run_args *a, struct kv_s
 	/* a signal from here on is not honoured: the commit is short and all-or-nothing */
 	rc = kv_out_commit(&out, s, &sum, &d);
 	kv_out_abort(&out);
-	trace_failed = trace_commit(&tf, !rc);
+	trace_failed = trace_commit(tf, !rc);
 	if (rc) {
 		free(dir);
 		return fail(&d, 1);
@@ -481,6 +488,18 @@ static int simulate(struct kv_workload *w, const struct run_args *a, struct kv_s
 		return 1;
 	}
 	return fflush(stdout) || ferror(stdout) ? 1 : 0;
+}
+
+/* Runs the simulation into the output directory; returns the exit status.  A
+ * --trace-out file's lock is held until the timeline is renamed into place. */
+static int simulate(struct kv_workload *w, const struct run_args *a, struct kv_sim *s)
+{
+	struct trace_file tf = { .lock = -1 };
+	int rc = simulate_to(w, a, s, &tf);
+
+	if (tf.lock >= 0)
+		close(tf.lock);
+	return rc;
 }
 
 int kv_cmd_run(int argc, char **argv)
