@@ -5,7 +5,8 @@
 # suites (count and names, tests/meson.build), the example and sweep files
 # of workloads/, the command lines of "Using it" (each command's usage
 # line in its --help), the scheduler and cache tables and the engines named
-# (`kvsim list`), the golden digest and run counts (tests/golden.sha256).
+# (`kvsim list`), the golden digest and run counts (tests/golden.sha256),
+# and that every repository file the docs name in backticks exists.
 # Prints one line per fact; exits 1 naming each that differs.  docs/figures.sh
 # runs it (with or without --check: prose is checked, never rewritten).
 # usage: docs/facts.sh KVSIM
@@ -24,6 +25,10 @@ done > "$tmp/usage"
 for c in calibrate validate; do
   "$kvsim" "$c" --from-run --help | sed -n 's/^usage: //p'
 done >> "$tmp/usage"
+"$kvsim" help | sed -n '/^commands:/,/^$/s/^  \([a-z][-a-z]*\) .*/\1/p' > "$tmp/commands"
+# the quick start's run, small: the files its manifest lists
+"$kvsim" run -q workloads/default.yaml -o "$tmp/run" --set workload.requests=50 > /dev/null
+sed -n 's/^file //p' "$tmp/run/manifest.txt" > "$tmp/run-files"
 
 python3 - "$tmp" <<'PY'
 import glob, os, re, sys
@@ -84,6 +89,23 @@ said = [re.sub(r"\s+#.*", "", l).replace("build/src/", "").strip() for l in bloc
         if l.startswith("build/src/kvsim ") and "COMMAND" not in l]
 fact("usage-lines", [u for u in said if u not in usage], [], "README.md (Using it; the --help usage lines)")
 
+# every command of `kvsim help` has its line in "Using it"
+fact("commands", sorted({u.split()[1] for u in said}), sorted(lines("commands")),
+     "README.md (Using it; kvsim help)")
+
+# the quick start's files (run.png only where gnuplot drew it)
+m = re.search(r"writes `out/default/` with (.*?)\. The second", flat)
+files = lines("run-files")
+got = m and sorted(t for t in ticks(m.group(1)) if t != "run.png" or "run.png" in files)
+fact("quickstart-files", got, sorted(files), "README.md (Quick start; a run's manifest.txt)")
+
+# exit statuses: "N meaning" for each of src/status.h's table
+codes = re.findall(r"X\(\w+, (\d+),", open("src/status.h").read())
+m = re.search(r"Exit statuses, the same for every command \(one table, `src/status.h`\): (.*?)\n\n", readme, re.S)
+said_codes = m and re.sub(r"\s+", " ", re.sub(r"\([^()]*(\([^()]*\)[^()]*)*\)", "", m.group(1)))
+got = m and sorted(c for c in codes if re.search(r"(^|, )%s " % c, said_codes))
+fact("exit-statuses", got, sorted(codes), "README.md")
+
 # the scheduler and cache tables, the count of cache models, the engines
 def table_names(head):
     t = re.search(r"\| %s \| [^|]+ \|\n\|---\|---\|\n(.*?)\n\n" % head, readme, re.S).group(1)
@@ -104,5 +126,18 @@ fact("golden-counts", m and (m.group(1), m.group(2)),
      (str(len(g)), str(len({os.path.dirname(p) for p in g}))), "docs/reliability.md")
 m = re.search(r"under all (\w+) schedulers \(\d+ digests", open("docs/reliability.md").read())
 fact("golden-schedulers", m and m.group(1), words[len(lines("schedulers"))], "docs/reliability.md")
+# every repository path the docs name in backticks (scripts, workloads, sources) exists: from
+# the root, the doc's folder, tests/data/ or tests/fuzz/corpus/; placeholders (NAME) and the
+# fuzz targets' virtual file names aside
+virtual = {"workloads/fuzz-sweep.yaml", "workloads/fuzz.yaml"}
+missing = []
+for doc in ["README.md"] + sorted(glob.glob("docs/*.md")):
+    for tok in sorted(set(re.findall(r"`([\w./-]+/[\w.-]+\.(?:sh|yaml|c|h|cu))`", open(doc).read()))):
+        if tok in virtual or re.search(r"[A-Z]", tok) or tok.startswith(("out/", "build", "/")):
+            continue
+        if not any(os.path.exists(os.path.join(d, tok))
+                   for d in (".", os.path.dirname(doc), "tests/data", "tests/fuzz/corpus")):
+            missing.append("%s: %s" % (doc, tok))
+fact("paths", missing, [], "README.md and docs/ (files named that do not exist)")
 sys.exit(bad)
 PY
