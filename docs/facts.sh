@@ -27,8 +27,11 @@ for c in calibrate validate; do
 done >> "$tmp/usage"
 "$kvsim" help | sed -n '/^commands:/,/^$/s/^  \([a-z][-a-z]*\) .*/\1/p' > "$tmp/commands"
 # the quick start's run, small: the files its manifest lists
-"$kvsim" run -q workloads/default.yaml -o "$tmp/run" --set workload.requests=50 > /dev/null
-sed -n 's/^file //p' "$tmp/run/manifest.txt" > "$tmp/run-files"
+# (skipped without ../shared/traces, whose ShareGPT lengths it reads)
+if [ -d "$root/../shared/traces" ]; then
+  "$kvsim" run -q workloads/default.yaml -o "$tmp/run" --set workload.requests=50 > /dev/null
+  sed -n 's/^file //p' "$tmp/run/manifest.txt" > "$tmp/run-files"
+fi
 
 python3 - "$tmp" <<'PY'
 import glob, os, re, sys
@@ -81,6 +84,22 @@ fact("example-workloads", sorted(t for t in ticks(table) if t.endswith(".yaml"))
      [f for f in files if f not in sweeps], "README.md")
 sw = open("docs/sweeps.md").read()
 fact("sweep-files-docs", sorted(f for f in sweeps if "workloads/" + f in sw), sweeps, "docs/sweeps.md")
+# each example's point count in docs/sweeps.md: the product of its axes' lengths and its seeds
+try:
+    import yaml
+    said, want = {}, {}
+    for f, n in re.findall(r"- `workloads/(sweep-[\w-]+\.yaml)`:.*?\((\d+) points", sw, re.S):
+        y = yaml.safe_load(open("workloads/" + f))
+        if y.get("zip"):
+            continue
+        seeds = y.get("seeds", 1)
+        k = seeds if isinstance(seeds, int) else len(seeds)
+        for v in y["axes"].values():
+            k *= len(v)
+        said[f], want[f] = int(n), k
+    fact("sweep-points", said, want, "docs/sweeps.md (Examples)")
+except ImportError:
+    print("facts.sh: sweep-points: skipped (no python3 yaml)")
 
 # "Using it": each command line is that command's usage line
 usage = lines("usage")
@@ -94,10 +113,13 @@ fact("commands", sorted({u.split()[1] for u in said}), sorted(lines("commands"))
      "README.md (Using it; kvsim help)")
 
 # the quick start's files (run.png only where gnuplot drew it)
-m = re.search(r"writes `out/default/` with (.*?)\. The second", flat)
-files = lines("run-files")
-got = m and sorted(t for t in ticks(m.group(1)) if t != "run.png" or "run.png" in files)
-fact("quickstart-files", got, sorted(files), "README.md (Quick start; a run's manifest.txt)")
+if os.path.exists(os.path.join(tmp, "run-files")):
+    m = re.search(r"writes `out/default/` with (.*?)\. The second", flat)
+    files = lines("run-files")
+    got = m and sorted(t for t in ticks(m.group(1)) if t != "run.png" or "run.png" in files)
+    fact("quickstart-files", got, sorted(files), "README.md (Quick start; a run's manifest.txt)")
+else:
+    print("facts.sh: quickstart-files: skipped (no ../shared/traces)")
 
 # exit statuses: "N meaning" for each of src/status.h's table
 codes = re.findall(r"X\(\w+, (\d+),", open("src/status.h").read())
