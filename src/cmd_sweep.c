@@ -289,6 +289,25 @@ static int out_dir(const struct sweep *sw, const struct sweep_args *a, char *out
 }
 
 /*
+ * The files the sweep writes into DIR at its end are regular or new
+ * (kv_atomic_check), so a special file there is refused before the first
+ * point rather than after the last.  0 or KV_EINVAL with d filled.
+ */
+static int check_outputs(const char *out, struct kv_diag *d)
+{
+	static const char *const names[] = { "sweep.csv", "sweep_stats.csv", "target.csv",
+					     "pareto.csv", "pareto_all.csv", NULL };
+	char path[PT_PATH];
+
+	for (size_t i = 0; names[i]; i++) {
+		snprintf(path, sizeof(path), "%s/%s", out, names[i]);
+		if (kv_atomic_check(path, d))
+			return KV_EINVAL;
+	}
+	return 0;
+}
+
+/*
  * Locks the sweep's directory for the whole sweep (outdir.h's lock beside
  * it) and removes the staging directories of points whose runs were killed
  * (points/.KEY.tmp-*): their runs are this sweep's, so holding the lock
@@ -357,6 +376,13 @@ static int sweep_once(struct sweep_args *a, int finish, int lock)
 		kv_diag_print(&d, stderr);
 		kv__sweep_release(&sw);
 		return 1;
+	}
+	if (check_outputs(r.out, &d)) {
+		kv_diag_print(&d, stderr);
+		kv__sweep_release(&sw);
+		if (r.lock_fd >= 0)
+			close(r.lock_fd);
+		return 2;
 	}
 	for (i = 0; i < sw.n_pt; i++)
 		r.total += kv__sweep_in_shard(a, i);
