@@ -161,5 +161,11 @@ for doc in ["README.md"] + sorted(glob.glob("docs/*.md")):
                    for d in (".", os.path.dirname(doc), "tests/data", "tests/fuzz/corpus")):
             missing.append("%s: %s" % (doc, tok))
 fact("paths", missing, [], "README.md and docs/ (files named that do not exist)")
+# the Layout block's source files exist (src/, src/lib/, sim/, gpu/, tests/)
+layout = re.search(r"## Layout\n\n```\n(.*?)```", readme, re.S).group(1)
+fact("layout-files", sorted(f for f in re.findall(r"\b(\w+\.(?:c|h|cu))\b", layout)
+                            if not any(os.path.exists(os.path.join(d, f))
+                                       for d in ("src", "src/lib", "sim", "gpu", "tests"))),
+     [], "README.md (Layout; files named that do not exist)")
 sys.exit(bad)
 PY
