@@ -7,6 +7,9 @@
 #    pasted as a code block;
 #  - images (--images, minutes): the run and sweep charts the docs show,
 #    rendered from the workloads that produce them.
+#  - facts stated in prose (GPU profiles, meson options, unit suites, the
+#    files of workloads/, the commands' usage lines, the plugins named, the
+#    golden counts): checked by docs/facts.sh, in either mode.
 # Not here: docs/benchmarks.md (bench/run.sh, machine-dependent timings) and
 # the calibration figures of docs/calibration.md (a real backend, see there).
 #
@@ -124,6 +127,9 @@ for t in "${tables[@]}"; do
     echo "figures.sh: $name: written into $doc"
   fi
 done
+
+# the facts stated in prose (counts, lists, command lines): checked, never rewritten
+bash docs/facts.sh "$kvsim" || status=1
 
 if [ $images = 1 ] && [ $check = 1 ]; then
   echo "figures.sh: --check compares tables only; the images are not checked"

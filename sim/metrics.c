@@ -498,10 +498,10 @@ void kv_tenant_summary(const struct kv_sim *s, const struct kv_done_log *log, ui
 	}
 	t->service_share = svc > 0 ? ts->service / svc : 0;
 	t->weight_share = src->tenants[i].weight / wsum;
-	t->ttft_p50_s = (double)kv_hist_quantile(&ts->ttft, 0.5) * 1e-9;
-	t->ttft_p99_s = (double)kv_hist_quantile(&ts->ttft, 0.99) * 1e-9;
-	t->e2e_p50_s = (double)kv_hist_quantile(&ts->e2e, 0.5) * 1e-9;
-	t->e2e_p99_s = (double)kv_hist_quantile(&ts->e2e, 0.99) * 1e-9;
+	t->ttft_p50_s = ts->ttft.n ? (double)kv_hist_quantile(&ts->ttft, 0.5) * 1e-9 : NAN;
+	t->ttft_p99_s = ts->ttft.n ? (double)kv_hist_quantile(&ts->ttft, 0.99) * 1e-9 : NAN;
+	t->e2e_p50_s = ts->e2e.n ? (double)kv_hist_quantile(&ts->e2e, 0.5) * 1e-9 : NAN;
+	t->e2e_p99_s = ts->e2e.n ? (double)kv_hist_quantile(&ts->e2e, 0.99) * 1e-9 : NAN;
 	t->slo_attainment = t->goodput_req_s = t->goodput_tok_s = NAN;
 	if (!log || !log->slo)
 		return;

@@ -167,8 +167,8 @@ double kv_summary_get(const struct kv_summary *sum, const char *name);
 struct kv_tenant_summary {
 	double service_share; /* its service / all tenants' service (0 when none was served) */
 	double weight_share; /* its weight / the sum of weights */
-	double ttft_p50_s, ttft_p99_s; /* time to first token, s */
-	double e2e_p50_s, e2e_p99_s; /* end-to-end latency, s */
+	double ttft_p50_s, ttft_p99_s; /* time to first token, s (NaN: no first token) */
+	double e2e_p50_s, e2e_p99_s; /* end-to-end latency, s (NaN: none completed) */
 	double slo_attainment; /* share of its arrived requests meeting its SLOs (NaN: no slo:) */
 	double goodput_req_s, goodput_tok_s; /* its requests (tokens) meeting them per second */
 };

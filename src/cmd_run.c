@@ -6,6 +6,7 @@
 #include "status.h"
 #include "lib/output.h"
 #include "lib/timeline.h"
+#include "replica.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -206,6 +207,7 @@ struct trace_file {
 	struct kv_atomic at; /* a file outside DIR (at.f == f), unused when staged */
 	int staged; /* f is in DIR's staging directory (committed with the run) */
 	int pending; /* closed under at.tmp, renamed to at.path after the run's commit */
+	int lock; /* kv_path_lock of a file outside DIR, held to the end of the command; -1: none */
 };
 
 /*
@@ -272,7 +274,9 @@ static int path_in_dir(const char *file, const char *dir)
 /*
  * Opens the timeline file: --trace-out FILE (in the staging directory when
  * FILE is DIR/NAME, so it is committed with the run), else DIR/timeline.json
- * when outputs.timeline is set.  Returns 0 or KV_EIO with d filled.
+ * when outputs.timeline is set.  A file outside DIR is locked (kv_path_lock)
+ * and must be a regular file or new.  Returns 0, or KV_EIO (cannot create,
+ * locked by another kvsim) or KV_EINVAL (a special file) with d filled.
  */
 static int trace_open(struct trace_file *tf, struct kv_out *out, const char *dir,
 		      const struct run_args *a, struct kv_diag *d)
@@ -306,8 +310,12 @@ static int trace_open(struct trace_file *tf, struct kv_out *out, const char *dir
 		}
 		tf->staged = 1;
 	} else {
-		if (kv_atomic_open(&tf->at, a->trace_out, d))
-			return KV_EIO;
+		int rc = kv_atomic_check(a->trace_out, d);
+
+		if (rc || (tf->lock = kv_path_lock(a->trace_out, d)) < 0)
+			return rc ? rc : KV_EIO;
+		if ((rc = kv_atomic_open(&tf->at, a->trace_out, d)))
+			return rc;
 		tf->f = tf->at.f;
 	}
 	setvbuf(tf->f, buf, _IOFBF, sizeof(buf));
@@ -361,14 +369,53 @@ static int trace_commit(struct trace_file *tf, int run_ok)
 	return 1;
 }
 
-/* Runs the simulation into the output directory; returns the exit status. */
-static int simulate(struct kv_workload *w, const struct run_args *a, struct kv_sim *s)
+/*
+ * Tokens per block of a cache model's private state: its `block_tokens`
+ * option, or 0 when it has none or its `layout` option says "full" (a
+ * reservation per request, no blocks).
+ */
+static uint64_t cache_block_tokens(const struct kv_cache_ops *c, const void *priv)
+{
+	uint64_t bt = 0;
+	int layout = -1;
+
+	for (const struct kv_option *o = c->options; o && o->name; o++) {
+		if (!strcmp(o->name, "block_tokens") && o->type == KV_OPT_U64)
+			memcpy(&bt, (const char *)priv + o->offset, sizeof(bt));
+		else if (!strcmp(o->name, "layout") && o->type == KV_OPT_ENUM)
+			memcpy(&layout, (const char *)priv + o->offset, sizeof(layout));
+	}
+	for (const struct kv_option *o = c->options; o && o->name; o++)
+		if (layout >= 0 && !strcmp(o->name, "layout") && !strcmp(o->names[layout], "full"))
+			return 0;
+	return bt;
+}
+
+/* The summary's KV line: the pool in tokens and, for a block cache model, in its own blocks. */
+static void print_kv_line(const struct kv_sim *s, const struct kv_workload *w)
+{
+	const struct kv_replica *r = &s->rep[0];
+	uint64_t bt = cache_block_tokens(r->cache, r->cache_priv);
+	char blocks[64] = "";
+
+	if (bt)
+		snprintf(blocks, sizeof(blocks), " (%llu blocks of %llu)",
+			 (unsigned long long)(s->mem.kv_tokens / bt), (unsigned long long)bt);
+	printf("KV cache: %llu tokens%s per replica, cache %s%s, memory.model %s%s\n",
+	       (unsigned long long)s->mem.kv_tokens, blocks, r->cache->name,
+	       r->cache != w->cfg.cache ? " (the engine's prefix cache)" : "",
+	       kv_mem_model_name(w->cfg.mem.model),
+	       s->mem.pinned ? " (pinned by memory.kv_tokens or kv_blocks)" : "");
+}
+
+/* simulate(), with the timeline's state in *tf (its lock for the caller to release). */
+static int simulate_to(struct kv_workload *w, const struct run_args *a, struct kv_sim *s,
+		       struct trace_file *tf)
 {
 	struct kv_summary sum;
 	struct kv_diag d;
 	struct kv_out out;
 	struct kv_sink sink;
-	struct trace_file tf = { 0 };
 	char *dir = out_dir(w, a, &d);
 	int rc, trace_failed;
 
@@ -382,13 +429,13 @@ static int simulate(struct kv_workload *w, const struct run_args *a, struct kv_s
 		return fail(&d, rc == KV_EINVAL ? 2 : 1);
 	}
 	out.header = config_lines(w, a);
-	if ((a->trace_out || w->timeline) && (rc = trace_open(&tf, &out, dir, a, &d))) {
+	if ((a->trace_out || w->timeline) && (rc = trace_open(tf, &out, dir, a, &d))) {
 		kv_out_abort(&out);
 		free(dir);
 		return fail(&d, rc == KV_EINVAL ? 2 : 1);
 	}
-	if (tf.f)
-		kv_timeline_attach(&tf.tl, &w->cfg);
+	if (tf->f)
+		kv_timeline_attach(&tf->tl, &w->cfg);
 	sink = kv_out_sink(&out);
 	s->sink = sink;
 	s->stop = &stop_flag;
@@ -397,7 +444,7 @@ static int simulate(struct kv_workload *w, const struct run_args *a, struct kv_s
 	kv_progress_done();
 	if (rc == KV_EIO)
 		kv_out_error(&out, &d);
-	if (trace_close(&tf, s, a->trace_out ? a->trace_out : "timeline.json", !rc && !stop_flag,
+	if (trace_close(tf, s, a->trace_out ? a->trace_out : "timeline.json", !rc && !stop_flag,
 			&d) && !rc)
 		rc = KV_EIO;
 	if (rc || stop_flag)
@@ -417,7 +464,7 @@ static int simulate(struct kv_workload *w, const struct run_args *a, struct kv_s
 	/* a signal from here on is not honoured: the commit is short and all-or-nothing */
 	rc = kv_out_commit(&out, s, &sum, &d);
 	kv_out_abort(&out);
-	trace_failed = trace_commit(&tf, !rc);
+	trace_failed = trace_commit(tf, !rc);
 	if (rc) {
 		free(dir);
 		return fail(&d, 1);
@@ -429,10 +476,7 @@ static int simulate(struct kv_workload *w, const struct run_args *a, struct kv_s
 			 w->cfg.model.name, w->cfg.replicas, w->cfg.device.name,
 			 w->cfg.sched->name, w->cfg.cache->name);
 		kv_summary_print(&sum, title, stdout);
-		printf("KV cache: %llu tokens (%llu blocks of %u) per replica, memory.model %s%s\n",
-		       (unsigned long long)s->mem.kv_tokens, (unsigned long long)s->mem.kv_blocks,
-		       KV_MEM_BLOCK_TOKENS, kv_mem_model_name(w->cfg.mem.model),
-		       s->mem.pinned ? " (pinned by memory.kv_tokens or kv_blocks)" : "");
+		print_kv_line(s, w);
 		kv_health_print(&out.health, stdout);
 		printf("outputs in %s/\n", dir);
 	}
@@ -444,6 +488,18 @@ static int simulate(struct kv_workload *w, const struct run_args *a, struct kv_s
 		return 1;
 	}
 	return fflush(stdout) || ferror(stdout) ? 1 : 0;
+}
+
+/* Runs the simulation into the output directory; returns the exit status.  A
+ * --trace-out file's lock is held until the timeline is renamed into place. */
+static int simulate(struct kv_workload *w, const struct run_args *a, struct kv_sim *s)
+{
+	struct trace_file tf = { .lock = -1 };
+	int rc = simulate_to(w, a, s, &tf);
+
+	if (tf.lock >= 0)
+		close(tf.lock);
+	return rc;
 }
 
 int kv_cmd_run(int argc, char **argv)

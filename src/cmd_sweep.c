@@ -112,12 +112,73 @@ static int sweep_parse_args(int argc, char **argv, struct sweep_args *a)
 	return kv_cli_parse(&cmd, opts, argc, argv, &a->path);
 }
 
-/* Loads the base workload with the `set:` overrides, so a broken base is a bad sweep file. */
+/* 1 when summary.csv has column `metric` only with a workload `slo:` (sim/metrics.c). */
+static int slo_only(const char *metric)
+{
+	static const char *const names[] = { "slo_attainment", "goodput_req_s", "goodput_tok_s",
+					     "slo_met", "gpus", NULL };
+
+	for (size_t i = 0; names[i]; i++)
+		if (!strcmp(metric, names[i]))
+			return 1;
+	return 0;
+}
+
+/*
+ * The target's node naming metric: target.metric, or the meet string (or
+ * list item) that holds it.
+ */
+static struct kv_cfg_node *target_node(const struct sweep *sw, const char *metric)
+{
+	struct kv_cfg_node *t = kv_cfg_get(sw->doc.root, "target");
+	struct kv_cfg_node *m = kv_cfg_get(t, "meet");
+
+	if (!m)
+		return kv_cfg_get(t, "metric");
+	if (m->type == KV_CFG_SEQ)
+		for (struct kv_cfg_node *c = m->child; c; c = c->next)
+			if (c->value && strstr(c->value, metric))
+				return c;
+	return m;
+}
+
+/*
+ * A target on an SLO column (slo_attainment, goodput, gpus) where no point
+ * has an slo: section (not the base with `set:`, no axis under slo.) would
+ * run every point and judge nothing: refused at the condition, exit 2.
+ */
+static int check_target_slo(const struct sweep *sw, const struct kv_workload *w,
+			    struct kv_diag *d)
+{
+	size_t i;
+
+	if (!sw->has_target || w->slo.on)
+		return 0;
+	for (i = 0; i < sw->n_axes; i++)
+		if (!strncmp(sw->axis[i].key, "slo", 3) && (!sw->axis[i].key[3] ||
+							     sw->axis[i].key[3] == '.'))
+			return 0;
+	for (i = 0; i < sw->n_cond; i++)
+		if (slo_only(sw->cond[i].metric))
+			return kv_cfg_error(target_node(sw, sw->cond[i].metric), d,
+					    "'%s' is a column only with an slo: section, and the base "
+					    "workload %s (with set:) has none: expected slo: in the base "
+					    "or in set: (e.g. set: {slo: {ttft: 1s}})",
+					    sw->cond[i].metric, sw->base);
+	return 0;
+}
+
+/*
+ * Loads the base workload with the `set:` overrides, so a broken base is a
+ * bad sweep file, and checks the target against it (check_target_slo).
+ */
 static int check_base(const struct sweep *sw, struct kv_diag *d)
 {
 	struct kv_workload w;
 	int rc = kv_workload_load(&w, sw->base, sw->sets, sw->n_sets, 0, 0, d);
 
+	if (!rc)
+		rc = check_target_slo(sw, &w, d);
 	kv_workload_release(&w);
 	return rc;
 }
@@ -230,6 +291,25 @@ static int out_dir(const struct sweep *sw, const struct sweep_args *a, char *out
 }
 
 /*
+ * The files the sweep writes into DIR at its end are regular or new
+ * (kv_atomic_check), so a special file there is refused before the first
+ * point rather than after the last.  0 or KV_EINVAL with d filled.
+ */
+static int check_outputs(const char *out, struct kv_diag *d)
+{
+	static const char *const names[] = { "sweep.csv", "sweep_stats.csv", "target.csv",
+					     "pareto.csv", "pareto_all.csv", NULL };
+	char path[PT_PATH];
+
+	for (size_t i = 0; names[i]; i++) {
+		snprintf(path, sizeof(path), "%s/%s", out, names[i]);
+		if (kv_atomic_check(path, d))
+			return KV_EINVAL;
+	}
+	return 0;
+}
+
+/*
  * Locks the sweep's directory for the whole sweep (outdir.h's lock beside
  * it) and removes the staging directories of points whose runs were killed
  * (points/.KEY.tmp-*): their runs are this sweep's, so holding the lock
@@ -298,6 +378,13 @@ static int sweep_once(struct sweep_args *a, int finish, int lock)
 		kv_diag_print(&d, stderr);
 		kv__sweep_release(&sw);
 		return 1;
+	}
+	if (check_outputs(r.out, &d)) {
+		kv_diag_print(&d, stderr);
+		kv__sweep_release(&sw);
+		if (r.lock_fd >= 0)
+			close(r.lock_fd);
+		return 2;
 	}
 	for (i = 0; i < sw.n_pt; i++)
 		r.total += kv__sweep_in_shard(a, i);

@@ -68,11 +68,17 @@ static long group_values(const struct sweep *sw, size_t g, size_t j, double *x)
 
 /* How group g fares against the target. */
 struct verdict {
-	int meets; /* every condition holds on its judged end */
+	enum kv_verdict verdict; /* meets, fails, or cannot be judged (why says why) */
+	int meets; /* verdict == KV_VERDICT_MEETS */
+	char why[160]; /* when it cannot be judged: "a seed failed", "M: no finished seed", ... */
 	size_t seeds, seeds_ok; /* finished seeds, and those meeting every condition alone */
 	struct kv_ci ci[KV_MAX_CONDS]; /* per condition */
 };
 
+/*
+ * Judges group g: meets or fails on the evidence, or cannot be judged (a
+ * failed seed, no finished seed, an empty value) with the reason in v->why.
+ */
 static void judge(const struct sweep *sw, size_t g, const size_t *col, struct verdict *v)
 {
 	double *x = kv_xcalloc(sw->n_cond * sw->n_seeds, sizeof(*x));
@@ -80,19 +86,20 @@ static void judge(const struct sweep *sw, size_t g, const size_t *col, struct ve
 	long n = 0;
 
 	memset(v, 0, sizeof(*v));
+	v->verdict = KV_VERDICT_UNKNOWN;
 	for (k = 0; k < sw->n_cond; k++) {
 		n = group_values(sw, g, col[k], x + k * ns);
 		if (n <= 0) {
+			snprintf(v->why, sizeof(v->why), "%s", n < 0 ? "a seed failed" : "no finished seed");
 			free(x);
 			return;
 		}
 		kv_ci95(x + k * ns, (size_t)n, &v->ci[k]);
 	}
 	v->seeds = (size_t)n;
-	v->meets = 1;
-	for (k = 0; k < sw->n_cond; k++)
-		if (!kv_cond_holds(&sw->cond[k], kv_cond_judged(&sw->cond[k], &v->ci[k], sw->t_mean)))
-			v->meets = 0;
+	v->verdict = kv_conds_verdict(sw->cond, v->ci, sw->n_cond, sw->t_mean, v->why,
+				      sizeof(v->why));
+	v->meets = v->verdict == KV_VERDICT_MEETS;
 	for (s = 0; s < (size_t)n; s++) {
 		int ok = 1;
 
@@ -183,19 +190,28 @@ static int group_ran(const struct sweep *sw, size_t g)
  */
 static void report_others(const struct sweep *sw, size_t ax, const size_t *col, unsigned char *done)
 {
-	size_t g, f, best = SIZE_MAX, dim = sw->axis[ax].dim;
+	size_t g, f, best = SIZE_MAX, dim = sw->axis[ax].dim, n_unknown, n_fail;
 	struct verdict v, bv;
-	struct sbuf b = { 0 };
+	struct sbuf b = { 0 }, unknown = { 0 };
 
 	for (g = 0; g < n_groups(sw); g++) {
 		if (done[g] || !group_ran(sw, g))
 			continue;
 		best = SIZE_MAX;
+		n_unknown = n_fail = 0;
 		for (f = g; f < n_groups(sw); f++) {
 			if (done[f] || !same_others(sw, g, f, dim))
 				continue;
 			done[f] = 1;
 			judge(sw, f, col, &v);
+			n_fail += v.verdict == KV_VERDICT_FAILS;
+			if (v.verdict == KV_VERDICT_UNKNOWN) {
+				kv__sweep_sb_puts(&unknown, "  cannot judge at ");
+				put_others(&unknown, sw, f, dim);
+				kv__sweep_sb_printf(&unknown, ", %s = %s (%s)\n", sw->t_axis,
+						    sw->axis[ax].vals[sw->pt[f * sw->n_seeds].val[ax]], v.why);
+				n_unknown++;
+			}
 			if (v.meets && (best == SIZE_MAX ||
 					axis_x(sw, &sw->axis[ax], sw->pt[f * sw->n_seeds].val[ax]) <
 						axis_x(sw, &sw->axis[ax], sw->pt[best * sw->n_seeds].val[ax]))) {
@@ -206,14 +222,20 @@ static void report_others(const struct sweep *sw, size_t ax, const size_t *col, 
 		kv__sweep_sb_puts(&b, "  at ");
 		put_others(&b, sw, g, dim);
 		if (best == SIZE_MAX) {
-			kv__sweep_sb_printf(&b, ": no value of %s meets the target\n", sw->t_axis);
-			continue;
+			kv__sweep_sb_printf(&b, ": no value of %s meets the target", sw->t_axis);
+			if (n_unknown)
+				kv__sweep_sb_printf(&b, " (%zu miss%s, %zu cannot be judged)", n_fail,
+						    n_fail == 1 ? "" : "es", n_unknown);
+		} else {
+			kv__sweep_sb_printf(&b, ": %s = %s", sw->t_axis,
+					    sw->axis[ax].vals[sw->pt[best * sw->n_seeds].val[ax]]);
+			put_figures(&b, sw, &bv);
 		}
-		kv__sweep_sb_printf(&b, ": %s = %s", sw->t_axis,
-				    sw->axis[ax].vals[sw->pt[best * sw->n_seeds].val[ax]]);
-		put_figures(&b, sw, &bv);
-		kv__sweep_sb_puts(&b, "\n");
+		kv__sweep_sb_printf(&b, "\n%s", unknown.s ? unknown.s : "");
+		if (unknown.s)
+			unknown.s[unknown.len = 0] = 0;
 	}
+	free(unknown.s);
 	if (b.s)
 		fputs(b.s, stdout);
 	free(b.s);
@@ -221,12 +243,15 @@ static void report_others(const struct sweep *sw, size_t ax, const size_t *col, 
 
 /*
  * Whether every group with value v of axis ax (of this shard) meets the
- * target; *v_all sums their seeds and the seeds meeting alone.
+ * target: fails when one fails, else cannot be judged when one cannot
+ * (all->why: its axes and reason), else meets (none of this shard: fails);
+ * *all sums their seeds and the seeds meeting alone.
  */
-static int value_meets(const struct sweep *sw, size_t ax, size_t val, const size_t *col,
-		       struct verdict *all)
+static enum kv_verdict value_meets(const struct sweep *sw, size_t ax, size_t val,
+				   const size_t *col, struct verdict *all)
 {
 	struct verdict v;
+	struct sbuf why = { 0 };
 	size_t g, n = 0;
 
 	memset(all, 0, sizeof(*all));
@@ -234,8 +259,14 @@ static int value_meets(const struct sweep *sw, size_t ax, size_t val, const size
 		if (sw->pt[g * sw->n_seeds].val[ax] != val || !group_ran(sw, g))
 			continue;
 		judge(sw, g, col, &v);
-		if (!v.meets)
-			return 0;
+		if (v.verdict == KV_VERDICT_FAILS) {
+			free(why.s);
+			return KV_VERDICT_FAILS;
+		}
+		if (v.verdict == KV_VERDICT_UNKNOWN && !why.s) {
+			put_others(&why, sw, g, sw->axis[ax].dim);
+			kv__sweep_sb_printf(&why, "%s%s", why.s ? ": " : "", v.why);
+		}
 		if (!n++) {
 			*all = v; /* its figures when it is the only group */
 		} else {
@@ -244,15 +275,21 @@ static int value_meets(const struct sweep *sw, size_t ax, size_t val, const size
 			all->ci[0].n = 0; /* several groups: counts only */
 		}
 	}
-	return n > 0;
+	if (why.s) {
+		snprintf(all->why, sizeof(all->why), "%s", why.s);
+		free(why.s);
+		return KV_VERDICT_UNKNOWN;
+	}
+	return n ? KV_VERDICT_MEETS : KV_VERDICT_FAILS;
 }
 
 void kv__sweep_report_target(const struct sweep *sw)
 {
 	const struct point *h = kv__sweep_header_point(sw);
-	size_t ax, v, k, col[KV_MAX_CONDS], best = SIZE_MAX, others = 0;
+	size_t ax, v, k, col[KV_MAX_CONDS], best = SIZE_MAX, others = 0, n_fail = 0, n_unknown = 0;
 	struct verdict all, bv;
-	struct sbuf b = { 0 };
+	struct sbuf b = { 0 }, unknown = { 0 };
+	enum kv_verdict vv;
 	unsigned char *done;
 
 	for (ax = 0; strcmp(sw->axis[ax].key, sw->t_axis); ax++)
@@ -265,17 +302,28 @@ void kv__sweep_report_target(const struct sweep *sw)
 			return;
 		}
 	}
-	for (v = 0; v < sw->axis[ax].n_vals; v++)
-		if (value_meets(sw, ax, v, col, &all) &&
+	for (v = 0; v < sw->axis[ax].n_vals; v++) {
+		vv = value_meets(sw, ax, v, col, &all);
+		n_fail += vv == KV_VERDICT_FAILS;
+		if (vv == KV_VERDICT_UNKNOWN) {
+			kv__sweep_sb_printf(&unknown, "\n  cannot judge at %s = %s (%s)", sw->t_axis,
+					    sw->axis[ax].vals[v], all.why);
+			n_unknown++;
+		}
+		if (vv == KV_VERDICT_MEETS &&
 		    (best == SIZE_MAX || axis_x(sw, &sw->axis[ax], v) < axis_x(sw, &sw->axis[ax], best))) {
 			best = v;
 			bv = all;
 		}
+	}
 	for (k = 0; k < sw->n_axes; k++)
 		others += sw->axis[k].dim != sw->axis[ax].dim;
 	if (best == SIZE_MAX) {
 		kv__sweep_sb_printf(&b, "capacity: no value of %s meets ", sw->t_axis);
 		put_conds(&b, sw);
+		if (n_unknown)
+			kv__sweep_sb_printf(&b, " (%zu miss%s, %zu cannot be judged)", n_fail,
+					    n_fail == 1 ? "" : "es", n_unknown);
 	} else {
 		kv__sweep_sb_printf(&b, "capacity: %s = %s meets ", sw->t_axis, sw->axis[ax].vals[best]);
 		put_conds(&b, sw);
@@ -290,8 +338,9 @@ void kv__sweep_report_target(const struct sweep *sw)
 		kv__sweep_sb_printf(&b, "\n  (figures: mean [95%% confidence interval] over seeds; the "
 				    "target is judged on %s)", sw->t_mean ? "the mean" :
 				    "the interval's pessimistic end");
-	printf("%s\n", b.s);
+	printf("%s%s\n", b.s, unknown.s ? unknown.s : "");
 	free(b.s);
+	free(unknown.s);
 	if (!others)
 		return;
 	done = kv_xcalloc(n_groups(sw), 1);

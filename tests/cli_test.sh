@@ -109,6 +109,33 @@ if command -v gnuplot >/dev/null; then
     grep -qF 'say_"hi"' "$tmp/q/run.svg" && ok || bad "kvsim plot of quoted names (title and legend)"
 fi
 
+# A tenant that completed nothing (every prompt beyond the context, rejected): its latency
+# percentiles are empty cells, not 0, with and without slo: (its attainment is 0: none met)
+cat > "$tmp/t0.yaml" <<'YAML'
+name: t0
+model: llama-2-7b
+device: a100-80g
+workload:
+  requests: 40
+  oversize: reject
+  arrival: {process: poisson, rate: 4}
+  lengths: {dist: fixed, prompt: 100, output: 10}
+  tenants:
+    - {name: ok, share: 1}
+    - {name: huge, share: 1, lengths: {dist: fixed, prompt: 9000, output: 10}}
+YAML
+for slo in "outputs.requests=true" "slo={ttft: 1s}"; do
+  "$kvsim" run -q "$tmp/t0.yaml" -o "$tmp/t0" --set outputs.chart=false --set "$slo" &&
+    python3 - "$tmp/t0/tenants.csv" <<'PY' && ok || bad "tenants.csv of a tenant with nothing completed ($slo): $(cat "$tmp/t0/tenants.csv")"
+import csv, sys
+r = {x["tenant"]: x for x in csv.DictReader(open(sys.argv[1], newline=""))}
+lat = ("ttft_p50_s", "ttft_p99_s", "e2e_p50_s", "e2e_p99_s")
+assert r["huge"]["completed"] == "0" and all(r["huge"][k] == "" for k in lat), r["huge"]
+assert all(float(r["ok"][k]) > 0 for k in lat), r["ok"]
+assert r["huge"].get("slo_attainment", "0.000000") == "0.000000", r["huge"]  # 0 of 18 arrived met
+PY
+done
+
 # The corpus of bad inputs
 for f in "$src"/tests/data/bad/*.yaml; do
   expect=$(head -n 1 "$f" | sed -n 's/^# expect: //p')

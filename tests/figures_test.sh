@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The docs' generated tables match what is committed: docs/figures.sh --check
 # (the kvsim list metrics page, the fairness and preempt-attribution tables;
-# the last two skipped without ../shared/traces), and docs/charts.sh --check
-# (the chart gallery's text, its PNGs present, every plots/*.gp in it).  A few
-# seconds.
+# the last two skipped without ../shared/traces), the README's and docs' counts
+# and lists against the code (docs/facts.sh), and docs/charts.sh --check (the
+# chart gallery's text, its PNGs present, every plots/*.gp in it).  A few seconds.
 # Usage: figures_test.sh KVSIM SOURCE_DIR
 set -u
 bash "$2/docs/figures.sh" --check "$1"

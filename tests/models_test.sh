@@ -183,5 +183,20 @@ for v in win full; do
 done
 capacity pc "prefix cache, " 0.5
 
+# The summary's KV line names the cache model's own block size, and no block
+# count for a cache model without blocks (full, quantized with layout full).
+kvline() { # WANT SET...: the KV line of workloads/default.yaml under the --set values
+  local want=$1 line args=(); shift
+  for a in "$@"; do args+=(--set "$a"); done
+  line=$("$kvsim" run "$src/workloads/default.yaml" -o "$tmp/kvline" --set engine=vllm-v0 \
+    --set workload.requests=20 "${args[@]}" | grep '^KV cache:')
+  case $line in *"$want"*) ;; *) bad "KV line under $*: expected '$want' in: $line" ;; esac
+}
+kvline "tokens (3407 blocks of 32) per replica, cache chunked" 'cache={name: chunked, block_tokens: 32}'
+kvline "tokens (6815 blocks of 16) per replica, cache chunked" cache=chunked
+kvline "109053 tokens per replica, cache full," cache=full
+kvline "109053 tokens per replica, cache quantized," 'cache={name: quantized, layout: full}'
+kvline "tokens (1703 blocks of 64) per replica, cache sparse" 'cache={name: sparse, block_tokens: 64}'
+
 [ "$fails" -eq 0 ] || { echo "$fails failure(s)" >&2; exit 1; }
 echo "models: all profiles ran"

@@ -87,6 +87,28 @@ if command -v gnuplot >/dev/null; then
   [ -z "$(find "$tmp/q" -maxdepth 1 -name '.*tmp')" ] && ok || bad "commas: plot left temporaries"
 fi
 
+# A target where points failed: the groups that cannot be judged say so, with why, counted
+# apart from misses; a group that meets is still chosen
+"$kvsim" sweep -q "$data/cannot_judge.yaml" -o "$tmp/cj" -j 2 > "$tmp/cj.out" 2>/dev/null; st=$?
+[ $st -eq 1 ] && ok || bad "cannot_judge: exit status $st"
+grep -qx "capacity: no value of memory.share meets ttft_p99_s <= 100 (0 misses, 2 cannot be judged)" "$tmp/cj.out" &&
+  grep -qx "  cannot judge at memory.share = 0.9 (scheduler.name = nope: a seed failed)" "$tmp/cj.out" &&
+  grep -qx "  at scheduler.name = fifo: memory.share = 0.9 (1 of 1 seed; ttft_p99_s [0-9.e-]*)" "$tmp/cj.out" &&
+  grep -qx "  cannot judge at scheduler.name = fifo, memory.share = 0.01 (a seed failed)" "$tmp/cj.out" &&
+  grep -qx "  at scheduler.name = nope: no value of memory.share meets the target (0 misses, 2 cannot be judged)" "$tmp/cj.out" &&
+  ! grep -q "^capacity: no value of memory.share meets ttft_p99_s <= 100$" "$tmp/cj.out" &&
+  ok || bad "cannot_judge: $(cat "$tmp/cj.out")"
+
+# A special file where the sweep writes sweep.csv (or another of its files) is refused before
+# the first point: exit 2, one line naming it, no point run, the FIFO left a FIFO
+mkdir -p "$tmp/spc"
+mkfifo "$tmp/spc/sweep.csv"
+"$kvsim" sweep -q "$data/grid.yaml" -o "$tmp/spc" -j 1 > /dev/null 2> "$tmp/spc.err"; st=$?
+[ $st -eq 2 ] && [ "$(wc -l < "$tmp/spc.err")" -eq 1 ] &&
+  grep -q "^kvsim: $tmp/spc/sweep.csv: is a FIFO: expected a regular file" "$tmp/spc.err" &&
+  [ ! -e "$tmp/spc/points" ] && [ -p "$tmp/spc/sweep.csv" ] && ok ||
+  bad "sweep.csv a FIFO: exit $st, $(cat "$tmp/spc.err")"
+
 # Failing points: recorded with their message, the others complete, exit status 1.
 "$kvsim" sweep -q "$data/fail.yaml" -o "$tmp/f" -j 2 2>"$tmp/f.err"; st=$?
 [ $st -eq 1 ] && ok || bad "failing sweep exit status $st"

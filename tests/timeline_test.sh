@@ -14,7 +14,9 @@
 #     and still pair every b with its e;
 #  5. a failed write anywhere (KVSIM_FAIL_WRITE=1..N): exit 1, no timeline left;
 #  4. outputs.timeline and --trace-out DIR/NAME go through the run
-#     directory's commit (listed in manifest.txt); a bad window exits 2.
+#     directory's commit (listed in manifest.txt); a bad window exits 2;
+#  6. --trace-out onto a FIFO, a directory, a device (a copy of /dev/full as
+#     root) is refused with exit 2 and left as it was; a locked target exits 1.
 # Usage: timeline_test.sh KVSIM SOURCE_DIR
 set -u
 kvsim=$(cd "$(dirname "$1")" && pwd)/$(basename "$1") # absolute: one case changes directory
@@ -162,10 +164,39 @@ n=$(KVSIM_FAIL_WRITE=0 fw_run 2>&1 | sed -n 's/.* \([0-9]*\) output operations.*
 for i in $(seq 1 "${n:-0}"); do
   rm -rf "$tmp/fw/d" "$tmp/fw/t.json"
   KVSIM_FAIL_WRITE=$i fw_run 2> /dev/null; st=$?
-  left=$(ls -A "$tmp/fw" | grep -v '^d$' | grep -v '^\.d\.lock$' | tr '\n' ' ')
+  left=$(ls -A "$tmp/fw" | grep -v '^d$' | grep -v '^\.d\.lock$' | grep -v '^\.t\.json\.lock$' | tr '\n' ' ')
   [ $st = 1 ] && [ -z "$left" ] || { bad "KVSIM_FAIL_WRITE=$i: exit $st, left: $left"; break; }
 done
 [ "$i" = "${n:-0}" ] && ok
+
+# 6. --trace-out onto a special file is refused (exit 2, one line naming it and what it is),
+# never renamed over: a FIFO, a directory, a link to a device, a copy of /dev/full (as root);
+# and a --trace-out file another kvsim holds is an error (exit 1), the holder's file untouched
+mkdir "$tmp/sp" "$tmp/sp/dir"
+mkfifo "$tmp/sp/fifo"
+ln -s /dev/null "$tmp/sp/null"
+targets=("fifo:a FIFO" "dir:a directory" "null:a character device")
+if [ "$(id -u)" = 0 ] && mknod "$tmp/sp/full" c 1 7 2> /dev/null; then
+  targets+=("full:a character device")
+fi
+for t in "${targets[@]}"; do
+  f=${t%%:*} what=${t#*:}
+  before=$(stat -c %F "$tmp/sp/$f")
+  "$kvsim" run "$w" -o "$tmp/sp/o" -q --set workload.requests=20 --trace-out "$tmp/sp/$f" 2> "$tmp/err"
+  st=$?
+  [ $st = 2 ] && [ "$(wc -l < "$tmp/err")" = 1 ] && grep -q "^kvsim: $tmp/sp/$f: is $what: expected a regular file" "$tmp/err" &&
+    [ "$(stat -c %F "$tmp/sp/$f")" = "$before" ] && [ ! -e "$tmp/sp/.$f.lock" ] && ok ||
+    bad "--trace-out onto $what: exit $st, now $(stat -c %F "$tmp/sp/$f"): $(cat "$tmp/err")"
+done
+ls -A "$tmp/sp" | grep -q '\.tmp$' && bad "special files: a temporary left" || ok
+echo old > "$tmp/sp/held.json"
+exec 9> "$tmp/sp/.held.json.lock"
+flock -n 9
+"$kvsim" run "$w" -o "$tmp/sp/o" -q --set workload.requests=20 --trace-out "$tmp/sp/held.json" 2> "$tmp/err"
+st=$?
+exec 9>&-
+[ $st = 1 ] && grep -q "another kvsim is writing it" "$tmp/err" && [ "$(cat "$tmp/sp/held.json")" = old ] && ok ||
+  bad "--trace-out held by another writer: exit $st, $(cat "$tmp/err")"
 
 echo "timeline: $pass passed, $fail failed"
 [ "$fail" = 0 ]

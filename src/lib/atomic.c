@@ -8,7 +8,27 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+/* What a file of mode m is, for a message ("a directory", "a FIFO", ...). */
+static const char *file_kind(mode_t m)
+{
+	return S_ISDIR(m) ? "a directory" : S_ISCHR(m) ? "a character device" :
+	       S_ISBLK(m) ? "a block device" : S_ISFIFO(m) ? "a FIFO" :
+	       S_ISSOCK(m) ? "a socket" : "not a regular file";
+}
+
+int kv_atomic_check(const char *path, struct kv_diag *d)
+{
+	struct stat st;
+
+	if (stat(path, &st) || S_ISREG(st.st_mode))
+		return 0;
+	return kv_diag_set(d, KV_EINVAL, path, 0, 0, "",
+			   "is %s: expected a regular file or a new path (kvsim writes a new file and "
+			   "renames it into place, which would replace it)", file_kind(st.st_mode));
+}
 
 int kv_atomic_open(struct kv_atomic *a, const char *path, struct kv_diag *d)
 {
@@ -16,6 +36,8 @@ int kv_atomic_open(struct kv_atomic *a, const char *path, struct kv_diag *d)
 	int fd = -1, e;
 
 	memset(a, 0, sizeof(*a));
+	if (kv_atomic_check(path, d))
+		return KV_EINVAL;
 	if (strlen(path) + 1 > sizeof(a->path))
 		return kv_diag_set(d, KV_EINVAL, path, 0, 0, "",
 				   "path of %zu bytes is too long: expected at most %zu bytes",

@@ -171,6 +171,12 @@ static int write_summary_csv(struct kv_out *o, const struct kv_summary *sum, str
 	return KV_EIO;
 }
 
+/* ",%.6f" of a tenant's latency in seconds, or "," (an empty cell) for NaN; 1 when it fails. */
+static int put_latency(FILE *f, double s)
+{
+	return (isnan(s) ? fputc(',', f) == EOF : fprintf(f, ",%.6f", s) < 0);
+}
+
 static int write_tenants_csv(struct kv_out *o, const struct kv_sim *s, struct kv_diag *d)
 {
 	const struct kv_source_spec *src = &s->cfg->source;
@@ -192,13 +198,14 @@ static int write_tenants_csv(struct kv_out *o, const struct kv_sim *s, struct kv
 
 		kv_tenant_summary(s, &o->done, i, &ts);
 		neg |= kv_csv_put(f, src->tenants[i].name);
-		neg |= fprintf(f, ",%g,%d,%llu,%llu,%llu,%llu,%llu,%.0f,%.6f,%.6f,%.6e,%.6f,%.6f,%.6f,%.6f",
+		neg |= fprintf(f, ",%g,%d,%llu,%llu,%llu,%llu,%llu,%.0f,%.6f,%.6f,%.6e",
 			src->tenants[i].weight, src->tenants[i].priority,
 			(unsigned long long)t->arrived, (unsigned long long)t->completed,
 			(unsigned long long)t->rejected, (unsigned long long)t->prompt_tokens,
 			(unsigned long long)t->output_tokens, t->service, ts.service_share,
-			ts.weight_share, t->cost, ts.ttft_p50_s, ts.ttft_p99_s, ts.e2e_p50_s,
-			ts.e2e_p99_s) < 0;
+			ts.weight_share, t->cost) < 0;
+		neg |= put_latency(f, ts.ttft_p50_s) | put_latency(f, ts.ttft_p99_s) |
+		       put_latency(f, ts.e2e_p50_s) | put_latency(f, ts.e2e_p99_s);
 		if (o->done.slo && isnan(ts.slo_attainment))
 			neg |= fprintf(f, ",,%.6f,%.6f", ts.goodput_req_s, ts.goodput_tok_s) < 0;
 		else if (o->done.slo)
