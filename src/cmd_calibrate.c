@@ -707,6 +707,11 @@ int kv_cmd_calibrate(int argc, char **argv)
 			}
 		}
 	}
+	/* a special file is refused before its lock file is made beside it (in /dev, say) */
+	if (kv_atomic_check(path, &d)) {
+		kv_diag_print(&d, stderr);
+		return 2;
+	}
 	/* one calibration into a profile at a time: held until exit */
 	if ((lock = kv_path_lock(path, &d)) < 0) {
 		kv_diag_print(&d, stderr);

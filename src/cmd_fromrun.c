@@ -284,6 +284,9 @@ static int fr_begin(struct fr_ctx *c, int argc, char **argv, int validate, char 
 	lock_path = path ? path : c->a.out;
 	if (lock_path && (status = clobbers_input(&c->a, lock_path)))
 		return status;
+	/* a special file is refused before its lock file is made beside it (in /dev, say) */
+	if (lock_path && kv_atomic_check(lock_path, &d))
+		return failed(&d, 2);
 	if (lock_path && (c->lock = kv_path_lock(lock_path, &d)) < 0)
 		return failed(&d, 1);
 	if (kv_run_load(&c->run, c->a.run, &d) ||

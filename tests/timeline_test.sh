@@ -198,5 +198,16 @@ exec 9>&-
 [ $st = 1 ] && grep -q "another kvsim is writing it" "$tmp/err" && [ "$(cat "$tmp/sp/held.json")" = old ] && ok ||
   bad "--trace-out held by another writer: exit $st, $(cat "$tmp/err")"
 
+# calibrate's profile (plain and --from-run) onto a FIFO: refused before a lock file is
+# made beside it, exit 2, the FIFO left as it was
+for form in "calibrate --model tiny -o $tmp/sp/fifo" \
+	    "calibrate --from-run $tmp/sp/no-run.csv -o $tmp/sp/fifo $tmp/sp/no-settings.yaml"; do
+  st=0
+  # shellcheck disable=SC2086
+  "$kvsim" $form > /dev/null 2> "$tmp/err" || st=$?
+  if [ $st = 2 ] && grep -Eq "^kvsim: .*$tmp/sp/fifo(: is a FIFO| exists and is not a regular file)" "$tmp/err" && [ -p "$tmp/sp/fifo" ] &&
+     [ ! -e "$tmp/sp/.fifo.lock" ]; then ok; else bad "$form: exit $st, $(cat "$tmp/err")"; fi
+done
+
 echo "timeline: $pass passed, $fail failed"
 [ "$fail" = 0 ]
