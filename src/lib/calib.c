@@ -14,10 +14,22 @@
 #include <time.h>
 #include <unistd.h>
 
+void kv_req_out_record(struct kv_req_out *o, const struct kv_req *q, enum kv_end e)
+{
+	o->completed = e == KV_END_COMPLETED;
+	o->ttft_s = o->tpot_s = o->e2e_s = NAN;
+	if (!o->completed)
+		return;
+	o->ttft_s = (double)(q->first_token_ns - q->arrival_ns) * 1e-9;
+	o->e2e_s = (double)(q->finish_ns - q->arrival_ns) * 1e-9;
+	if (q->output_tokens > 1)
+		o->tpot_s = (double)(q->finish_ns - q->first_token_ns) * 1e-9 /
+			    (double)(q->output_tokens - 1);
+}
+
 static int on_request(void *ctx, const struct kv_sim *s, const struct kv_req *q, enum kv_end e)
 {
 	struct kv_run_result *res = ctx;
-	struct kv_req_out *o;
 
 	if (q->id >= res->cap_req) {
 		size_t cap = res->cap_req ? res->cap_req : 256;
@@ -34,16 +46,7 @@ static int on_request(void *ctx, const struct kv_sim *s, const struct kv_req *q,
 	if (res->notes) /* the engine's own progress comes every 16k events: rare on a backend */
 		kv_progress_note(0, "real run: %zu requests ended, %.1f s simulated", res->n_ended,
 				 (double)s->now * 1e-9);
-	o = &res->req[q->id];
-	o->completed = e == KV_END_COMPLETED;
-	o->ttft_s = o->tpot_s = o->e2e_s = NAN;
-	if (!o->completed)
-		return 0;
-	o->ttft_s = (double)(q->first_token_ns - q->arrival_ns) * 1e-9;
-	o->e2e_s = (double)(q->finish_ns - q->arrival_ns) * 1e-9;
-	if (q->output_tokens > 1)
-		o->tpot_s = (double)(q->finish_ns - q->first_token_ns) * 1e-9 /
-			    (double)(q->output_tokens - 1);
+	kv_req_out_record(&res->req[q->id], q, e);
 	return 0;
 }
 

@@ -18,6 +18,9 @@ struct kv_req_out {
 	int completed;
 };
 
+/* o from q's end: latencies when e is KV_END_COMPLETED (TPOT from two output tokens), else NaN. */
+void kv_req_out_record(struct kv_req_out *o, const struct kv_req *q, enum kv_end e);
+
 struct kv_run_result {
 	struct kv_req_out *req; /* by request id */
 	size_t n_req, cap_req;

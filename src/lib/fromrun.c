@@ -939,21 +939,11 @@ int kv_replay_init(struct kv_replay *rp, struct kv_workload *w, const struct kv_
 static int on_request(void *ctx, const struct kv_sim *s, const struct kv_req *q, enum kv_end e)
 {
 	struct kv_run_result *res = ctx;
-	struct kv_req_out *o;
 
 	(void)s;
 	if (q->id >= res->n_req)
 		return 0; /* res holds the run's rows; the trace has no more */
-	o = &res->req[q->id];
-	o->completed = e == KV_END_COMPLETED;
-	o->ttft_s = o->tpot_s = o->e2e_s = NAN;
-	if (!o->completed)
-		return 0;
-	o->ttft_s = (double)(q->first_token_ns - q->arrival_ns) * 1e-9;
-	o->e2e_s = (double)(q->finish_ns - q->arrival_ns) * 1e-9;
-	if (q->output_tokens > 1)
-		o->tpot_s = (double)(q->finish_ns - q->first_token_ns) * 1e-9 /
-			    (double)(q->output_tokens - 1);
+	kv_req_out_record(&res->req[q->id], q, e);
 	return 0;
 }
 
