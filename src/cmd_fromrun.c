@@ -298,8 +298,6 @@ static int fr_begin(struct fr_ctx *c, int argc, char **argv, int validate, char 
 				"dropped %zu (runs are cut at %zu requests; docs/calibration.md)\n",
 			c->run.path, c->run.n + c->run.n_dropped, c->run.n, c->run.n_dropped,
 			KV_RUN_MAX_REQUESTS);
-	c->rp.quiet = c->a.quiet;
-	c->rp.progress = c->a.progress;
 	if (kv_replay_init(&c->rp, &c->w, &c->run, &d))
 		return failed(&d, 1);
 	return 0;

@@ -908,13 +908,10 @@ int kv_replay_init(struct kv_replay *rp, struct kv_workload *w, const struct kv_
 	struct kv_source_spec *s = &w->cfg.source;
 	const char *tmp = getenv("TMPDIR");
 	const char *dir = tmp && *tmp ? tmp : "/tmp";
-	int quiet = rp->quiet, progress = rp->progress;
 
 	memset(rp, 0, sizeof(*rp));
 	rp->w = w;
 	rp->run = run;
-	rp->quiet = quiet;
-	rp->progress = progress;
 	errno = 0;
 	if ((rp->fd = unnamed_tmp(dir)) < 0 || trace_name(rp, dir) || write_trace(rp->fd, run)) {
 		kv_diag_set(d, KV_EIO, dir, 0, 0, "", "cannot write the replay's trace there: %s",
@@ -984,7 +981,7 @@ int kv_replay_run(struct kv_replay *rp, const struct kv_device *dev, struct kv_r
 		return rc;
 	}
 	s.stop = &stop_sig;
-	kv_progress_init(rp->quiet, rp->progress);
+	kv_progress_restart();
 	rc = stop_sig ? KV_EINTR : kv_sim_run(&s);
 	kv_progress_done();
 	if (rc == KV_EINTR)

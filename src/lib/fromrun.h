@@ -111,8 +111,6 @@ struct kv_replay {
 	int fd; /* the temporary trace, open; -1 when none */
 	char trace[1000]; /* its name for the simulator: /proc/self/fd/FD, or a file to remove */
 	int named; /* 1: trace is a real name (no /proc), removed by kv_replay_release() */
-	int quiet; /* 1: no progress on stderr (default 0) */
-	int progress; /* 1: progress on stderr even when not a terminal (--progress; default 0) */
 };
 
 /*
@@ -131,7 +129,7 @@ int kv_replay_init(struct kv_replay *rp, struct kv_workload *w, const struct kv_
 /*
  * Replays the run with device dev; res by request (= run row).  0 or a code
  * with d filled; KV_EINTR when SIGINT or SIGTERM came (kv_run_catch_signals).
- * Progress on stderr as kv_progress_init(rp->quiet, rp->progress) says.
+ * Progress on stderr in the mode the command's kv_progress_init chose.
  */
 int kv_replay_run(struct kv_replay *rp, const struct kv_device *dev, struct kv_run_result *res,
 		  struct kv_diag *d);

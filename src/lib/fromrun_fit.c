@@ -44,9 +44,8 @@
  * KVSIM_FIT_TRACE set in the environment prints every replay's
  * coefficients and cost on stderr (for studying a fit that stalls).
  *
- * Progress (stderr, as kv_progress_cb says: a line redrawn on a terminal;
- * with rp->progress or KVSIM_PROGRESS=1 elsewhere, a line every 5 s; none
- * with rp->quiet): replays run of the cap, the best cost, the time spent.
+ * Progress (kv_progress_note, in the mode the command chose): the replays
+ * run of the cap and the best cost.
  */
 #include "fromrun.h"
 #include "output.h"
@@ -60,8 +59,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #define FD_STEP 0.1 /* forward-difference step in the logistic coordinate */
 #define WINDOW 10 /* requests (consecutive by send time) whose metrics are summed in one residual */
@@ -148,45 +145,7 @@ struct fit_ctx {
 	double top_cost, top_x[KV_RFIT_N]; /* the best point of the whole fit */
 	gsl_vector *last_x, *last_f; /* the last point evaluated and its residuals (for df) */
 	int have_last;
-	int progress; /* 0 none, 1 a line redrawn (terminal), 2 a line every 5 s */
-	double t0, shown; /* wall time of the start and of the last progress line, s */
 };
-
-static double wall_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* Progress after a replay: how many of the cap, the best cost, the time. */
-static void show_progress(struct fit_ctx *c)
-{
-	double now = wall_s();
-
-	if (!c->progress || (c->evals > 1 && now - c->shown < (c->progress == 1 ? 0.25 : 5.0)))
-		return; /* the first replay's line at once, then one per interval */
-	c->shown = now;
-	fprintf(stderr, "%skvsim: calibrate: fit: replay %u of at most %u, best cost %.6g, %.0f s%s",
-		c->progress == 1 ? "\r\033[K" : "", c->evals, c->max_evals, c->top_cost, now - c->t0,
-		c->progress == 1 ? "" : "\n");
-}
-
-static void progress_start(struct fit_ctx *c, const struct kv_replay *rp)
-{
-	const char *env = getenv("KVSIM_PROGRESS");
-
-	c->progress = rp->quiet ? 0 : isatty(STDERR_FILENO) ? 1 :
-		      rp->progress || (env && !strcmp(env, "1")) ? 2 : 0;
-	c->t0 = c->shown = wall_s();
-}
-
-static void progress_end(const struct fit_ctx *c)
-{
-	if (c->progress == 1)
-		fputs("\r\033[K", stderr);
-}
 
 static double meas_of(const struct kv_run_req *q, int m)
 {
@@ -275,7 +234,8 @@ static int eval(struct fit_ctx *c, const gsl_vector *x, gsl_vector *f)
 	gsl_vector_memcpy(c->last_x, x);
 	gsl_vector_memcpy(c->last_f, f);
 	c->have_last = 1;
-	show_progress(c);
+	kv_progress_note(0, "calibrate: fit: replay %u of at most %u, best cost %.6g", c->evals,
+			 c->max_evals, c->top_cost);
 	return GSL_SUCCESS;
 }
 
@@ -404,7 +364,6 @@ int kv_run_fit(struct kv_replay *rp, const struct kv_device *start, size_t n_fit
 	c.d = d;
 	c.best_cost = INFINITY;
 	c.top_cost = INFINITY;
-	progress_start(&c, rp);
 	c.last_x = gsl_vector_alloc(KV_RFIT_N);
 	c.last_f = gsl_vector_alloc(n_res);
 	x0 = gsl_vector_alloc(KV_RFIT_N);
@@ -519,7 +478,7 @@ int kv_run_fit(struct kv_replay *rp, const struct kv_device *start, size_t n_fit
 		else
 			intervals(gsl_multifit_nlinear_jac(ws), xs, f->cost, n_res, f);
 	}
-	progress_end(&c);
+	kv_progress_done();
 	gsl_multifit_nlinear_free(ws);
 	gsl_vector_free(x0);
 	gsl_vector_free(fs);

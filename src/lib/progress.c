@@ -64,7 +64,7 @@ void kv_progress_done(void)
 
 void kv_progress_restart(void)
 {
-	progress_t0 = progress_last = wall_now();
+	progress_t0 = wall_now(); /* progress_last kept: the notes between keep their cadence */
 }
 
 void kv_progress_note(int last, const char *fmt, ...)

@@ -16,7 +16,8 @@
 void kv_progress_init(int quiet, int force);
 void kv_progress_cb(void *ctx, const struct kv_sim *s);
 void kv_progress_done(void);
-/* Starts the clocks again for the next simulation of the same command; the mode is kept. */
+/* Starts the clock again for the next simulation of the same command (its ETA and first
+ * second); the mode, and when the last line came, are kept. */
 void kv_progress_restart(void);
 /*
  * A line about a command's own steps (calibrate's grid points, the fit's
