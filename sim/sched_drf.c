@@ -465,46 +465,27 @@ static void drf_close_round(void *priv, struct kv_replica *r, kv_ns t)
 	f->tallied = 0;
 }
 
+/* drf and wdrf differ in their name and init (wdrf divides the shares by the weights). */
+#define DRF_HOOKS(init_fn)                                                                        \
+	.priv_size = sizeof(struct drf), .options = drf_options, .init = (init_fn),              \
+	.enqueue = drf_enqueue, .next_waiting = drf_next, .took = drf_took,                      \
+	.refused = drf_refused, .pick_victim = pick_victim, .kept = drf_kept,                    \
+	.formed = drf_formed, .dequeue = drf_dequeue, .on_done = drf_on_done,                    \
+	.waiting = drf_waiting,                                                                  \
+	.order = KV_ORDER_FAIR,    /* the running set, then progressive filling, lowest share first */ \
+	.head_blocks = 0,          /* a refused head skips its tenant: others are tried */       \
+	.close_round = drf_close_round
+
 const struct kv_sched_ops kv_sched_drf = {
 	.name = "drf",
 	.desc = "dominant resource fairness over KV memory and tokens per iteration: admit from the tenant with the lowest max(S_mem, S_tok), shares decayed over `window`; preempt from the highest",
-	.priv_size = sizeof(struct drf),
-	.options = drf_options,
-	.init = drf_init,
-	.enqueue = drf_enqueue,
-	.next_waiting = drf_next,
-	.took = drf_took,
-	.refused = drf_refused,
-	.pick_victim = pick_victim,
-	.kept = drf_kept,
-	.formed = drf_formed,
-	.dequeue = drf_dequeue,
-	.on_done = drf_on_done,
-	.waiting = drf_waiting,
-	.order = KV_ORDER_FAIR, /* the running set, then progressive filling, lowest share first */
-	.head_blocks = 0, /* a refused head skips its tenant: others are tried */
-	.close_round = drf_close_round,
+	DRF_HOOKS(drf_init),
 };
 
 const struct kv_sched_ops kv_sched_wdrf = {
 	.name = "wdrf",
 	.desc = "weighted dominant resource fairness: drf with shares divided by the tenants' weights, max(S_mem, S_tok) / weight",
-	.priv_size = sizeof(struct drf),
-	.options = drf_options,
-	.init = wdrf_init,
-	.enqueue = drf_enqueue,
-	.next_waiting = drf_next,
-	.took = drf_took,
-	.refused = drf_refused,
-	.pick_victim = pick_victim,
-	.kept = drf_kept,
-	.formed = drf_formed,
-	.dequeue = drf_dequeue,
-	.on_done = drf_on_done,
-	.waiting = drf_waiting,
-	.order = KV_ORDER_FAIR, /* the running set, then progressive filling, lowest share first */
-	.head_blocks = 0, /* a refused head skips its tenant: others are tried */
-	.close_round = drf_close_round,
+	DRF_HOOKS(wdrf_init),
 };
 
 /* --- accounting figures ---------------------------------------------------- */
