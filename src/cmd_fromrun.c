@@ -229,8 +229,8 @@ static int same_file(const char *a, const char *b)
 /*
  * 2 (printed) when an output (out, and calibrate's -fit.csv and
  * -holdout.csv beside it) is the run or the settings file, which writing
- * it would destroy, or exists and is not a regular file (a device, a
- * FIFO: the atomic rename would replace it); else 0.
+ * it would destroy, or exists and is not a regular file (kv_atomic_check:
+ * checked before the lock, so no lock file is made beside a device); else 0.
  */
 static int clobbers_input(const struct fr_args *a, const char *out)
 {
@@ -243,12 +243,10 @@ static int clobbers_input(const struct fr_args *a, const char *out)
 	snprintf(side[1], sizeof(side[1]), "%s-fit.csv", stem);
 	snprintf(side[2], sizeof(side[2]), "%s-holdout.csv", stem);
 	for (i = 0; i < (a->validate ? 1 : 3); i++) {
-		struct stat st;
+		struct kv_diag d;
 
-		if (!stat(side[i], &st) && !S_ISREG(st.st_mode)) {
-			fprintf(stderr, "kvsim: %s: output %s exists and is not a regular file: "
-					"expected a regular file or a new path\n",
-				a->validate ? "validate" : "calibrate", side[i]);
+		if (kv_atomic_check(side[i], &d)) {
+			kv_diag_print(&d, stderr);
 			return 2;
 		}
 		for (k = 0; k < 2; k++)
@@ -284,9 +282,6 @@ static int fr_begin(struct fr_ctx *c, int argc, char **argv, int validate, char 
 	lock_path = path ? path : c->a.out;
 	if (lock_path && (status = clobbers_input(&c->a, lock_path)))
 		return status;
-	/* a special file is refused before its lock file is made beside it (in /dev, say) */
-	if (lock_path && kv_atomic_check(lock_path, &d))
-		return failed(&d, 2);
 	if (lock_path && (c->lock = kv_path_lock(lock_path, &d)) < 0)
 		return failed(&d, 1);
 	if (kv_run_load(&c->run, c->a.run, &d) ||

@@ -148,7 +148,7 @@ set +e
 rc=$?
 set -e
 [ $rc -eq 2 ] && [ -p "$T/fifo" ] || fail "validate -o FIFO: exit $rc (expected 2), or the FIFO was replaced"
-grep -q "exists and is not a regular file" "$T/err" || fail "no message for -o FIFO: $(cat "$T/err")"
+grep -q "is a FIFO: expected a regular file" "$T/err" || fail "no message for -o FIFO: $(cat "$T/err")"
 
 # one writer of a profile at a time: calibrate --from-run takes the lock plain calibrate takes
 # (PARENT/.NAME.lock); a second writer is refused at once, exit 1, naming the lock
