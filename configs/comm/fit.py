@@ -164,6 +164,10 @@ def table(rows, P):
     out.append("")
     out.append("Held-out rows: %d; median |error| %.0f%% before, %.0f%% after." % (
         len(alla), 100 * allb[len(allb) // 2], 100 * alla[len(alla) // 2]))
+    hop = sorted(predict(r, P) / r["time_us"] - 1 for r in rows if r["held_out"] and
+                 r["impl"] == "nccl" and r["collective"] == "allreduce" and r["gpu"] in ("H100", "H20"))
+    out.append("Hopper NCCL all-reduce, held out: %d rows, median error %+.0f%%, middle half %+.0f%% to %+.0f%%." % (
+        len(hop), 100 * hop[len(hop) // 2], 100 * hop[len(hop) // 4], 100 * hop[3 * len(hop) // 4]))
     return "\n".join(out)
 
 
