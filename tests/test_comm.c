@@ -218,6 +218,45 @@ START_TEST(test_tp_allreduce_per_iteration)
 END_TEST
 
 /*
+ * The engine's side (kv_perf_set_comm): the custom all-reduce replaces NCCL
+ * for a TP 2 decode on NVLink (64 one-shot calls of 8192 bytes, 8.746 us +
+ * 5.976 * 8192 B / 370 GB/s each) but not on a datasheet link; the per-step
+ * sync is charged once per step of a multi-GPU replica and never on one GPU.
+ */
+START_TEST(test_engine_comm_terms)
+{
+	struct kv_model m;
+	struct kv_device dev;
+	struct kv_perf p1, p2, q;
+	struct kv_comm_car car = { .impl = KV_CAR_VLLM, .max_bytes = 8388608 };
+	struct kv_batch_shape b;
+	kv_ns base;
+
+	fixture(&m, &dev);
+	kv_perf_init(&p2, &m, &dev, 2);
+	kv_perf_set_comm(&p2, &car, 0.0);
+	CK_NEAR(kv_perf_allreduce_ns(&p2, 1.0), 64.0 * (8746.0 + 5.976 * 8192 / 370e9 * 1e9));
+	b = decode(&m, 1, 100);
+	base = kv_perf_iter_ns(&p2, &b);
+	kv_perf_set_comm(&p2, &car, 250000.0);
+	ck_assert_int_eq(kv_perf_iter_ns(&p2, &b), base + 250000);
+	/* one GPU: no collectives, no sync */
+	kv_perf_init(&p1, &m, &dev, 1);
+	base = kv_perf_iter_ns(&p1, &b);
+	kv_perf_set_comm(&p1, &car, 250000.0);
+	ck_assert_int_eq(kv_perf_iter_ns(&p1, &b), base);
+	/* a datasheet link keeps its all-reduce: the topology is not known */
+	dev.link_type = KV_LINK_DATASHEET;
+	dev.link_busbw_Bps = 0;
+	dev.interconnect_Bps = 300e9;
+	kv_perf_init(&q, &m, &dev, 2);
+	base = kv_perf_iter_ns(&q, &b);
+	kv_perf_set_comm(&q, &car, 0.0);
+	ck_assert_int_eq(kv_perf_iter_ns(&q, &b), base);
+}
+END_TEST
+
+/*
  * Pipeline of 2 stages, memory-bound decode: one sequence leaves a bubble
  * (one micro-batch, each stage reads half the weights, the cycle is two
  * stages) so it costs the single-GPU time plus two activation sends; a
@@ -569,6 +608,7 @@ static Suite *comm_suite(void)
 	tcase_add_test(tc, test_custom_allreduce_vs_published_h100);
 	tcase_add_test(tc, test_custom_allreduce_limits);
 	tcase_add_test(tc, test_busbw_by_gpu_count);
+	tcase_add_test(tc, test_engine_comm_terms);
 	suite_add_tcase(s, tc);
 	return s;
 }
