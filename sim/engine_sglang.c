@@ -54,6 +54,7 @@ struct sglang {
 
 static const struct kv_option sglang_options[] = {
 	KV__ENGINE_BASE_OPTIONS(struct sglang, 128),
+	KV__ENGINE_COMM_OPTIONS(struct sglang, KV_CAR_SGLANG),
 	{ .name = "chunked_prefill_size", .type = KV_OPT_U64,
 	  .offset = offsetof(struct sglang, chunked_prefill_size), .def = 0, .min = 0,
 	  .max = 1 << 24, .units = "tokens",

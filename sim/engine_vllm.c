@@ -43,6 +43,7 @@ struct vllm {
 
 static const struct kv_option vllm_options[] = {
 	KV__ENGINE_BASE_OPTIONS(struct vllm, 128),
+	KV__ENGINE_COMM_OPTIONS(struct vllm, KV_CAR_VLLM),
 	{ .name = "long_prefill_token_threshold", .type = KV_OPT_U64,
 	  .offset = offsetof(struct vllm, long_prefill_token_threshold), .def = 0, .min = 0,
 	  .max = 1 << 24, .units = "tokens",

@@ -45,6 +45,7 @@ static void perf_link(const struct kv_device *dev, struct kv_link *l)
 	l->type = dev->link_type;
 	l->fixed_ns = 0.0;
 	l->overhead_ns = (double)dev->collective_overhead_ns;
+	memcpy(l->busbw_n_Bps, dev->link_busbw_n_Bps, sizeof(l->busbw_n_Bps));
 	if (dev->link_type != KV_LINK_DATASHEET) {
 		l->busbw_Bps = dev->link_busbw_Bps;
 		return;
@@ -144,6 +145,15 @@ double kv_perf_moe_ep_ns(const struct kv_perf *pf, double n_tokens)
 		return 0.0;
 	return 2.0 * pf->ep_moe_layers *
 	       kv_comm_alltoall_ns(&pf->link, n_tokens * pf->ep_bytes_per_token, pf->ep);
+}
+
+void kv_perf_set_comm(struct kv_perf *pf, const struct kv_comm_car *car, double sync_ns)
+{
+	assert(sync_ns >= 0);
+	kv_comm_allreduce_init(&pf->ar, &pf->link, pf->tp);
+	if (pf->nccl)
+		kv_comm_allreduce_set_car(&pf->ar, &pf->link, car);
+	pf->step_sync_ns = pf->tp * pf->pp > 1 ? sync_ns : 0.0;
 }
 
 double kv_perf_allreduce_ns(const struct kv_perf *pf, double n_tokens)
@@ -257,7 +267,7 @@ static double pipeline_ns(const struct kv_perf *pf, const struct kv_batch_shape 
 kv_ns kv_perf_iter_ns(const struct kv_perf *pf, const struct kv_batch_shape *b)
 {
 	uint64_t n_tokens = b->n_decode + b->n_prefill_tokens;
-	double t = pf->overhead_ns + pf->per_seq_ns * b->n_seqs;
+	double t = pf->overhead_ns + pf->per_seq_ns * b->n_seqs + pf->step_sync_ns;
 
 	if (pf->pp > 1) {
 		t += pipeline_ns(pf, b, n_tokens);
@@ -278,7 +288,7 @@ void kv_perf_iter_prep(const struct kv_perf *pf, const struct kv_batch_shape *b,
 {
 	uint64_t n_tokens = b->n_decode + b->n_prefill_tokens;
 
-	run->head_ns = pf->overhead_ns + pf->per_seq_ns * b->n_seqs;
+	run->head_ns = pf->overhead_ns + pf->per_seq_ns * b->n_seqs + pf->step_sync_ns;
 	run->lin_ns = linear_ns(pf, n_tokens, b->n_sample, b->n_prefill_tokens > 0);
 	run->ar_ns = pf->tp > 1 ? kv_perf_allreduce_ns(pf, (double)n_tokens) : 0.0;
 	run->moe_ns = kv_perf_moe_ep_ns(pf, (double)n_tokens);

@@ -109,6 +109,7 @@ struct kv_perf {
 	uint32_t ep; /* expert-parallel degree, >= 1 */
 	double ep_moe_layers; /* MoE layers whose tokens are dispatched and combined; 0: none */
 	double ep_bytes_per_token; /* dispatch bytes per batch token per MoE layer (combine moves the same) */
+	double step_sync_ns; /* driving the workers of a multi-GPU replica, per step, ns; 0 on one GPU */
 };
 
 /* The GPU layout of one replica: tp * pp GPUs; experts spread over ep of them. */
@@ -148,6 +149,15 @@ void kv_perf_set_moe_ep(struct kv_perf *pf, uint32_t moe_layers,
 
 /* The expert-parallel all-to-all time of one pass over n_tokens batch tokens, ns. */
 double kv_perf_moe_ep_ns(const struct kv_perf *pf, double n_tokens);
+
+/*
+ * The engine's side of the collectives (serving.h perf hook): its custom
+ * all-reduce (comm.h; used where kv_comm_car_usable() says the engine would)
+ * and the per-step cost of driving the workers (scheduler output broadcast
+ * and result gather) charged to every step of a replica of more than one
+ * GPU, sync_ns.  Defaults (kv_perf_init): NCCL only, sync 0.
+ */
+void kv_perf_set_comm(struct kv_perf *pf, const struct kv_comm_car *car, double sync_ns);
 
 /* The TP all-reduce time of one pass over n_tokens batch tokens, ns (0 when tp == 1). */
 double kv_perf_allreduce_ns(const struct kv_perf *pf, double n_tokens);

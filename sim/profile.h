@@ -256,6 +256,7 @@ struct kv_device {
 	double flops_fp8; /* peak dense fp8 tensor rate, FLOP/s; 0: no fp8 tensor cores */
 	enum kv_link_type link_type; /* GPU-GPU link kind (comm.h); KV_LINK_DATASHEET: none named */
 	double link_busbw_Bps; /* bus bandwidth NCCL reaches on that link, bytes/s; 0 with datasheet */
+	double link_busbw_n_Bps[KV_LINK_MAX_RANKS + 1]; /* the same at n GPUs (interconnect_busbw_by_gpus), bytes/s; 0: not given */
 	char family[16]; /* architecture family ("ampere", ...), "" when not named */
 	/* Perf-model coefficients (calibrated; datasheet profiles ship defaults). */
 	double eff_bw; /* achieved share of mem_bw_Bps, default 0.83 */

@@ -31,10 +31,17 @@ void kv__engine_base_init(const struct kv__engine_base *b, struct kv_replica *r)
 	r->frontend_ns = b->frontend_ns;
 }
 
+const char *const kv__engine_car_names[] = { "off", "vllm", "sglang", NULL };
+const char *const kv__engine_executor_names[] = { "mp", "ray", NULL };
+
 void kv__engine_base_perf(const struct kv__engine_base *b, struct kv_perf *pf)
 {
+	struct kv_comm_car car = { .impl = b->custom_ar, .max_bytes = (double)b->custom_ar_max };
+	double sync = (double)b->worker_sync_ns + (b->executor ? (double)b->ray_step_ns : 0.0);
+
 	pf->gemm_half_tokens = b->gemm_half_tokens;
 	kv_perf_set_embed_lookup(pf, b->embed_lookup);
+	kv_perf_set_comm(pf, &car, sync);
 }
 
 /* Whether c runs `full` with every option at its default. */

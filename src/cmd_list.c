@@ -71,6 +71,22 @@ static void list_plugins(enum kv_plugin_kind k)
 	}
 }
 
+/* The interconnect_busbw_by_gpus entries, " (2 GPUs 66, 4 GPUs 200 GB/s)"; nothing without. */
+static void show_busbw_table(const struct kv_device *dev)
+{
+	const char *sep = " (";
+	int n;
+
+	for (n = 2; n <= KV_LINK_MAX_RANKS; n++) {
+		if (dev->link_busbw_n_Bps[n] > 0) {
+			printf("%s%d GPUs %.0f", sep, n, dev->link_busbw_n_Bps[n] / 1e9);
+			sep = ", ";
+		}
+	}
+	if (sep[0] == ',')
+		printf(" GB/s)");
+}
+
 static void show_device(const char *name, const char *path, void *arg)
 {
 	struct kv_device dev;
@@ -81,11 +97,13 @@ static void show_device(const char *name, const char *path, void *arg)
 		kv_diag_print(&d, stdout);
 		return;
 	}
-	printf("  %-26s %.0f GB, %.0f GB/s, %.0f dense fp16 TFLOP/s, host link %.0f GB/s; eff_bw %.2f, eff_flops %.2f, overhead %.2f ms, alpha %.2f; link %s %.0f GB/s\n",
+	printf("  %-26s %.0f GB, %.0f GB/s, %.0f dense fp16 TFLOP/s, host link %.0f GB/s; eff_bw %.2f, eff_flops %.2f, overhead %.2f ms, alpha %.2f; link %s %.0f GB/s",
 	       name, (double)dev.mem_bytes / 1e9, dev.mem_bw_Bps / 1e9, dev.flops / 1e12,
 	       dev.host_link_Bps / 1e9, dev.eff_bw, dev.eff_flops, (double)dev.overhead_ns / 1e6,
 	       dev.alpha, kv_link_name(dev.link_type),
 	       (dev.link_type == KV_LINK_DATASHEET ? dev.interconnect_Bps : dev.link_busbw_Bps) / 1e9);
+	show_busbw_table(&dev);
+	printf("\n");
 }
 
 /* The architecture beyond dense attention and MLP, only where the profile has it. */

@@ -82,5 +82,38 @@ grep -v '^interconnect_busbw' "$src/configs/devices/l4.yaml" > "$tmp/nobusbw.yam
 run nobusbw --set device="$tmp/nobusbw.yaml"; st=$?
 [ $st -eq 2 ] && grep -q "interconnect_busbw" "$tmp/nobusbw.err" && ok || bad "missing busbw: status $st"
 
+# bus bandwidth per GPU count: a slow entry for 2 GPUs slows TP 2 only (4 GPUs name the
+# scalar again); a bad count or a
+# table on a datasheet link is an input error naming the key
+sed 's/^interconnect_busbw:.*/&\ninterconnect_busbw_by_gpus: {2: 1, 4: 370}/' "$src/configs/devices/h100-80g.yaml" > "$tmp/h100-t2.yaml"
+run tp2-tab --set device="$tmp/h100-t2.yaml" --set cluster.tensor_parallel=2 &&
+  run tp2-ref --set device=h100-80g --set cluster.tensor_parallel=2 &&
+  run tp4-tab --set device="$tmp/h100-t2.yaml" --set cluster.tensor_parallel=4 &&
+  run tp4-ref --set device=h100-80g --set cluster.tensor_parallel=4 || bad "busbw table runs: $(cat "$tmp"/tp?-*.err)"
+t1=$(col "$tmp/tp2-ref" tpot_p50_s) t2=$(col "$tmp/tp2-tab" tpot_p50_s)
+awk -v a="$t1" -v b="$t2" 'BEGIN { exit !(b > a) }' && ok || bad "busbw 1 GB/s at 2 GPUs: tpot $t2 not above $t1"
+cmp -s "$tmp/tp4-ref/requests.csv" "$tmp/tp4-tab/requests.csv" && ok || bad "the 2-GPU entry changed TP 4"
+sed 's/^interconnect_busbw:.*/&\ninterconnect_busbw_by_gpus: {9: 100}/' "$src/configs/devices/h100-80g.yaml" > "$tmp/badtab.yaml"
+run badtab --set device="$tmp/badtab.yaml"; st=$?
+[ $st -eq 2 ] && grep -q "badtab.yaml:[0-9]*:[0-9]*.*bad GPU count '9'" "$tmp/badtab.err" && ok || bad "busbw table key 9: status $st $(cat "$tmp/badtab.err")"
+sed 's/^interconnect_bandwidth:.*/&\ninterconnect_busbw_by_gpus: {2: 66}/' "$src/configs/devices/a100-80g.yaml" > "$tmp/dstab.yaml"
+run dstab --set device="$tmp/dstab.yaml"; st=$?
+[ $st -eq 2 ] && grep -q "interconnect_busbw_by_gpus needs an interconnect type" "$tmp/dstab.err" && ok ||
+  bad "datasheet busbw table: status $st $(cat "$tmp/dstab.err")"
+
+# the engine's side: executor ray adds its per-step cost at TP 2 and nothing at TP 1;
+# custom all-reduce off (NCCL only) changes a TP 2 run on NVLink
+run ray2 --set device=h100-80g --set cluster.tensor_parallel=2 --set engine.executor=ray &&
+  run ray1 --set device=h100-80g --set engine.executor=ray && run mp1 --set device=h100-80g &&
+  run car0 --set device=h100-80g --set cluster.tensor_parallel=2 --set engine.custom_allreduce=off ||
+  bad "engine option runs: $(cat "$tmp"/ray?.err "$tmp"/mp1.err "$tmp"/car0.err)"
+t1=$(col "$tmp/tp2-ref" tpot_p50_s) t2=$(col "$tmp/ray2" tpot_p50_s)
+awk -v a="$t1" -v b="$t2" 'BEGIN { d = b - a; exit !(d > 0.000270 && d < 0.000300) }' && ok ||
+  bad "executor ray at tp 2: tpot $t2 vs mp $t1"
+cmp -s "$tmp/ray1/requests.csv" "$tmp/mp1/requests.csv" && ok || bad "executor ray changed TP 1"
+cmp -s "$tmp/car0/requests.csv" "$tmp/tp2-ref/requests.csv" && bad "custom_allreduce off changed nothing" || ok
+run badcar --set engine.custom_allreduce=nccl; st=$?
+[ $st -eq 2 ] && grep -q "custom_allreduce" "$tmp/badcar.err" && ok || bad "custom_allreduce nccl: status $st"
+
 echo "parallel: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -31,25 +31,27 @@ static double cost_ns(const struct kv_link *l, uint32_t n, int algo, int proto, 
 }
 
 /*
- * 1 MiB over 4 NVLink ranks at 370 GB/s busbw, 2(n-1) = 6 steps:
- *   ring Simple  (8.4 + 6*3.4) us + 1048576 B / (370e9 * 4/6)        = 33050.983784 ns
- *   ring LL      (6.6 + 6*0.6) us + 1048576 B / (370e9/4 * 4/6)      = 27203.935135 ns
- *   ring LL128   (14 + 6*1.9) us  + 1048576 B / (370e9*0.92 * 4/6)   = 30020.634548 ns
- *   tree Simple  (8.4 + 6*4.0) us + 1048576 B / (min(333e9, 110e9)/2) = 51465.018182 ns
+ * 1 MiB over 4 NVLink ranks at 370 GB/s busbw, 2(n-1) = 6 steps, NCCL's
+ * constants with the fitted NVLink scales (latency 1.05, 0.75, 0.65 and
+ * bandwidth 1.35, 0.95, 1 for LL, LL128, Simple; configs/comm/fit.py):
+ *   ring Simple  0.65 (8.4 + 6*3.4) us + 1048576 B / (370e9 * 4/6)            = 22970.983784 ns
+ *   ring LL      1.05 (6.6 + 6*0.6) us + 1048576 B / (370e9/4*1.35 * 4/6)     = 23305.507508 ns
+ *   ring LL128   0.75 (14 + 6*1.9) us  + 1048576 B / (370e9*0.92*0.95 * 4/6)  = 23913.825840 ns
+ *   tree Simple  0.65 (8.4 + 6*4.0) us + 1048576 B / (min(333e9, 110e9)/2)    = 40125.018182 ns
  */
 START_TEST(test_ring_and_tree_by_hand)
 {
 	double b = 1048576;
 
-	CK_NEAR(cost_ns(&nvlink, 4, KV_COMM_RING, KV_COMM_SIMPLE, b), 33050.983783783784);
-	CK_NEAR(cost_ns(&nvlink, 4, KV_COMM_RING, KV_COMM_LL, b), 27203.935135135136);
-	CK_NEAR(cost_ns(&nvlink, 4, KV_COMM_RING, KV_COMM_LL128, b), 30020.63454759107);
-	CK_NEAR(cost_ns(&nvlink, 4, KV_COMM_TREE, KV_COMM_SIMPLE, b), 51465.01818181818);
-	CK_NEAR(cost_ns(&nvlink, 4, KV_COMM_TREE, KV_COMM_LL128, b), 46012.16623376623);
+	CK_NEAR(cost_ns(&nvlink, 4, KV_COMM_RING, KV_COMM_SIMPLE, b), 22970.983783783784);
+	CK_NEAR(cost_ns(&nvlink, 4, KV_COMM_RING, KV_COMM_LL, b), 23305.507507507504);
+	CK_NEAR(cost_ns(&nvlink, 4, KV_COMM_RING, KV_COMM_LL128, b), 23913.825839569545);
+	CK_NEAR(cost_ns(&nvlink, 4, KV_COMM_TREE, KV_COMM_SIMPLE, b), 40125.01818181818);
+	CK_NEAR(cost_ns(&nvlink, 4, KV_COMM_TREE, KV_COMM_LL128, b), 41927.28024606973);
 }
 END_TEST
 
-/* NCCL picks the cheapest: LL at 1 MiB, Simple ring at 256 MiB; LL128 only on NVLink. */
+/* NCCL picks the cheapest: Simple ring at 1 MiB and 256 MiB (fitted scales); LL128 only on NVLink. */
 START_TEST(test_allreduce_picks_cheapest)
 {
 	struct kv_comm_allreduce ar;
@@ -57,8 +59,8 @@ START_TEST(test_allreduce_picks_cheapest)
 
 	kv_comm_allreduce_init(&ar, &nvlink, 4);
 	ck_assert_uint_eq(ar.n_cand, 6);
-	CK_NEAR(kv_comm_allreduce_ns(&ar, 1048576), 27203.935135135136);
-	CK_NEAR(kv_comm_allreduce_ns(&ar, 268435456), 1117051.8486486487);
+	CK_NEAR(kv_comm_allreduce_ns(&ar, 1048576), 22970.983783783784);
+	CK_NEAR(kv_comm_allreduce_ns(&ar, 268435456), 1106971.8486486487);
 	kv_comm_allreduce_init(&ar, &pcie, 4);
 	ck_assert_uint_eq(ar.n_cand, 4);
 	ck_assert_int_eq(kv_comm_allreduce_cost(&pcie, 4, KV_COMM_RING, KV_COMM_LL128, &c), -1);
@@ -96,11 +98,15 @@ START_TEST(test_datasheet_link)
 }
 END_TEST
 
-/* All-to-all: (8.4 + (n-1)*3.4) us + (n-1)/n * B / busbw; send/recv: (8.4 + 5.7) us + B/busbw on PCIe. */
+/*
+ * All-to-all over NVLink (fitted): 10.8 us + (n-1)/n * B / (busbw * 0.914),
+ * whatever n; send/recv on PCIe: NCCL's (8.4 + 5.7) us + B/busbw.
+ */
 START_TEST(test_alltoall_and_p2p)
 {
-	CK_NEAR(kv_comm_alltoall_ns(&nvlink, 1e6, 8), 32200.0 + 7.0 / 8.0 * 1e6 / 370e9 * 1e9);
-	CK_NEAR(kv_comm_alltoall_ns(&nvlink, 1e6, 2), 11800.0 + 0.5 * 1e6 / 370e9 * 1e9);
+	CK_NEAR(kv_comm_alltoall_ns(&nvlink, 1e6, 8), 10800.0 + 7.0 / 8.0 * 1e6 / (370e9 * 0.914) * 1e9);
+	CK_NEAR(kv_comm_alltoall_ns(&nvlink, 1e6, 2), 10800.0 + 0.5 * 1e6 / (370e9 * 0.914) * 1e9);
+	CK_NEAR(kv_comm_p2p_ns(&nvlink, 1e6), 10800.0 + 1e6 / (370e9 * 0.914) * 1e9);
 	CK_NEAR(kv_comm_alltoall_ns(&nvlink, 1e6, 1), 0.0);
 	CK_NEAR(kv_comm_p2p_ns(&pcie, 1e6), 14100.0 + 1e6 / 24e9 * 1e9);
 }
@@ -118,10 +124,10 @@ START_TEST(test_collective_overhead)
 	struct kv_comm_allreduce ar;
 
 	l.overhead_ns = 20000;
-	CK_NEAR(cost_ns(&l, 4, KV_COMM_RING, KV_COMM_SIMPLE, 1048576), 33050.983783783784 + 20000);
+	CK_NEAR(cost_ns(&l, 4, KV_COMM_RING, KV_COMM_SIMPLE, 1048576), 22970.983783783784 + 20000);
 	kv_comm_allreduce_init(&ar, &l, 4);
-	CK_NEAR(kv_comm_allreduce_ns(&ar, 1048576), 27203.935135135136 + 20000);
-	CK_NEAR(kv_comm_alltoall_ns(&l, 1e6, 8), 32200.0 + 20000 + 7.0 / 8.0 * 1e6 / 370e9 * 1e9);
+	CK_NEAR(kv_comm_allreduce_ns(&ar, 1048576), 22970.983783783784 + 20000);
+	CK_NEAR(kv_comm_alltoall_ns(&l, 1e6, 8), 10800.0 + 20000 + 7.0 / 8.0 * 1e6 / (370e9 * 0.914) * 1e9);
 	CK_NEAR(kv_comm_alltoall_ns(&l, 1e6, 1), 0.0);
 	kv_comm_allreduce_init(&ar, &l, 1);
 	CK_NEAR(kv_comm_allreduce_ns(&ar, 1e6), 0.0);
@@ -184,8 +190,9 @@ static struct kv_batch_shape decode(const struct kv_model *m, uint32_t n, uint64
 
 /*
  * TP 2 over the typed link: 2 * 32 all-reduces of one token's 8192 bytes,
- * each NCCL's cheapest: ring LL, (6.6 + 2*0.6) us + 8192 / (370e9/4 * 2/2)
- * = 7888.562162 ns, so 64 * 7888.562162 = 504867.978378 ns per decode step.
+ * each NCCL's cheapest: ring LL, 1.05 (6.6 + 2*0.6) us + 8192 / (370e9/4 *
+ * 1.35 * 2/2) = 8255.601602 ns, so 64 * 8255.601602 = 528358.502503 ns per
+ * decode step (no engine: NCCL only).
  */
 START_TEST(test_tp_allreduce_per_iteration)
 {
@@ -196,7 +203,7 @@ START_TEST(test_tp_allreduce_per_iteration)
 
 	fixture(&m, &dev);
 	kv_perf_init(&p2, &m, &dev, 2);
-	CK_NEAR(kv_perf_allreduce_ns(&p2, 1.0), 504867.9783783784);
+	CK_NEAR(kv_perf_allreduce_ns(&p2, 1.0), 528358.5025025024);
 	kv_perf_init(&p1, &m, &dev, 1);
 	CK_NEAR(kv_perf_allreduce_ns(&p1, 1.0), 0.0);
 	/* the iteration adds exactly that to the halved linear and attention terms (the
@@ -206,7 +213,46 @@ START_TEST(test_tp_allreduce_per_iteration)
 			       (long long)ceil(1e9 * ((kv_model_weight_bytes(&m) - 32000.0 * 4096 * 2) /
 						      2.0 / (3350e9 * 0.83)) +
 					       1e9 * (100.0 * kv_model_kv_bytes_per_token(&m) / 2.0 /
-						      (3350e9 * 0.83)) + 504867.9783783784)), 1);
+						      (3350e9 * 0.83)) + 528358.5025025024)), 1);
+}
+END_TEST
+
+/*
+ * The engine's side (kv_perf_set_comm): the custom all-reduce replaces NCCL
+ * for a TP 2 decode on NVLink (64 one-shot calls of 8192 bytes, 8.746 us +
+ * 5.976 * 8192 B / 370 GB/s each) but not on a datasheet link; the per-step
+ * sync is charged once per step of a multi-GPU replica and never on one GPU.
+ */
+START_TEST(test_engine_comm_terms)
+{
+	struct kv_model m;
+	struct kv_device dev;
+	struct kv_perf p1, p2, q;
+	struct kv_comm_car car = { .impl = KV_CAR_VLLM, .max_bytes = 8388608 };
+	struct kv_batch_shape b;
+	kv_ns base;
+
+	fixture(&m, &dev);
+	kv_perf_init(&p2, &m, &dev, 2);
+	kv_perf_set_comm(&p2, &car, 0.0);
+	CK_NEAR(kv_perf_allreduce_ns(&p2, 1.0), 64.0 * (8746.0 + 5.976 * 8192 / 370e9 * 1e9));
+	b = decode(&m, 1, 100);
+	base = kv_perf_iter_ns(&p2, &b);
+	kv_perf_set_comm(&p2, &car, 250000.0);
+	ck_assert_int_eq(kv_perf_iter_ns(&p2, &b), base + 250000);
+	/* one GPU: no collectives, no sync */
+	kv_perf_init(&p1, &m, &dev, 1);
+	base = kv_perf_iter_ns(&p1, &b);
+	kv_perf_set_comm(&p1, &car, 250000.0);
+	ck_assert_int_eq(kv_perf_iter_ns(&p1, &b), base);
+	/* a datasheet link keeps its all-reduce: the topology is not known */
+	dev.link_type = KV_LINK_DATASHEET;
+	dev.link_busbw_Bps = 0;
+	dev.interconnect_Bps = 300e9;
+	kv_perf_init(&q, &m, &dev, 2);
+	base = kv_perf_iter_ns(&q, &b);
+	kv_perf_set_comm(&q, &car, 0.0);
+	ck_assert_int_eq(kv_perf_iter_ns(&q, &b), base);
 }
 END_TEST
 
@@ -260,7 +306,7 @@ END_TEST
 /*
  * Expert parallel over 8 GPUs: 24 MoE layers, 2 all-to-alls each, of
  * N * 16384 dispatch bytes: for N = 10,
- * 48 * ((8.4 + 7*3.4) us + 7/8 * 163840 / 370e9) ns.
+ * 48 * (10.8 us + 7/8 * 163840 / (370e9 * 0.914)) ns (the fitted all-to-all).
  */
 START_TEST(test_expert_parallel)
 {
@@ -268,7 +314,7 @@ START_TEST(test_expert_parallel)
 	struct kv_device dev;
 	struct kv_perf pf;
 	struct kv_batch_shape b;
-	double want = 48.0 * (32200.0 + 7.0 / 8.0 * 163840.0 / 370e9 * 1e9);
+	double want = 48.0 * (10800.0 + 7.0 / 8.0 * 163840.0 / (370e9 * 0.914) * 1e9);
 	kv_ns base;
 
 	fixture(&m, &dev);
@@ -289,9 +335,9 @@ END_TEST
  * The finding docs/perf-model.md ("Interconnects") states: gpt-fast's
  * batch-1 decode of Llama-2-7B on A100-80GB (104.9, 168.84, 254.02, 328.43
  * tok/s at TP 1, 2, 4, 8; perf-model.md table B) against the A100 profile
- * with NCCL's NVLink model at NCCL's sm80 cap of 235 GB/s: +3.1% at TP 2,
- * +8.3% at TP 4, +17.4% at TP 8 (the datasheet link, 5 us per all-reduce,
- * is within 5% at each), which is why the A100 profiles keep the datasheet link.
+ * with NCCL's NVLink model (fitted scales) at NCCL's sm80 cap of 235 GB/s:
+ * -5.0% at TP 2, -2.1% at TP 4, +5.1% at TP 8 (the datasheet link, 5 us
+ * per all-reduce, is within 5% at each; the A100 profiles keep it).
  * Each step: 5-token prompt, 199 decodes, mean step time.
  */
 /*
@@ -325,7 +371,7 @@ END_TEST
 START_TEST(test_nccl_on_gpt_fast_a100)
 {
 	static const double tok_s[] = { 168.84, 254.02, 328.43 }; /* tp 2, 4, 8 */
-	static const double lo[] = { -0.055, -0.033, 0.031 }, hi[] = { -0.045, -0.023, 0.041 };
+	static const double lo[] = { -0.055, -0.026, 0.046 }, hi[] = { -0.045, -0.016, 0.056 };
 	struct kv_model m;
 	struct kv_device dev;
 	struct kv_diag d = { 0 };
@@ -354,44 +400,119 @@ START_TEST(test_nccl_on_gpt_fast_a100)
 END_TEST
 
 /*
- * The NVLink model against published all-reduce latencies on H100 (SGLang
- * PR 2904, "optimize custom allreduce kernel", tests/test_trt_reduce.py
- * without CUDA graphs: vLLM's custom all-reduce and SGLang's TensorRT-LLM
- * kernel, the kernels vLLM and SGLang use for decode-size messages).  The
- * model's values (busbw 370 GB/s, NCCL's cheapest candidate) are pinned to
- * 0.05 us; docs/perf-model.md tabulates them with the measurements: within
- * -32% to +62% of vLLM's kernel, 1.8x to 2.8x SGLang's up to 32 KB.
+ * The engine's custom all-reduce against vLLM's kernel on H100 (SGLang PR
+ * 2904, "optimize custom allreduce kernel", tests/test_trt_reduce.py without
+ * CUDA graphs, the 'vllm' table): the fitted one-shot/two-shot model
+ * (configs/comm/fit.py; a third of these rows were held out of its fit) at
+ * busbw 370 GB/s, values by hand pinned to 0.05 us, within 13% of each
+ * measurement.  vLLM switches to two-shot at 512 KiB on 4 GPUs and 256 KiB on
+ * 8; 2 GPUs always run one-shot.
  */
-START_TEST(test_nvlink_vs_published_h100)
+START_TEST(test_custom_allreduce_vs_published_h100)
 {
 	static const struct {
 		double bytes; /* message size */
 		double model_us[3]; /* this model at tp 2, 4, 8 (the equations, by hand) */
 		double vllm_us[3]; /* vLLM custom all-reduce, measured */
 	} row[] = {
-		{ 512, { 7.8, 10.2, 15.0 }, { 9.5, 9.1, 10.1 } },
-		{ 4096, { 7.8, 10.3, 15.1 }, { 8.8, 8.5, 9.3 } },
-		{ 32768, { 8.2, 10.7, 15.6 }, { 8.7, 9.2, 11.8 } },
-		{ 262144, { 10.6, 14.5, 20.0 }, { 12.9, 20.6, 24.1 } },
-		{ 524288, { 13.5, 18.7, 24.9 }, { 17.7, 26.9, 30.4 } },
-		{ 1048576, { 18.0, 27.2, 34.8 }, { 26.6, 40.2, 45.0 } },
+		{ 512, { 8.75, 8.77, 8.80 }, { 9.5, 9.1, 10.1 } },
+		{ 4096, { 8.81, 8.94, 9.21 }, { 8.8, 8.5, 9.3 } },
+		{ 32768, { 9.28, 10.33, 12.45 }, { 8.7, 9.2, 11.8 } },
+		{ 262144, { 12.98, 21.45, 24.01 }, { 12.9, 20.6, 24.1 } },
+		{ 524288, { 17.21, 28.91, 30.87 }, { 17.7, 26.9, 30.4 } },
+		{ 1048576, { 25.68, 40.68, 44.61 }, { 26.6, 40.2, 45.0 } },
 	};
+	struct kv_comm_car car = { .impl = KV_CAR_VLLM, .max_bytes = 8388608 };
 	struct kv_comm_allreduce ar;
 	size_t i;
 	int t;
 
 	for (t = 0; t < 3; t++) {
 		kv_comm_allreduce_init(&ar, &nvlink, 2u << t);
+		ck_assert_int_eq(kv_comm_allreduce_set_car(&ar, &nvlink, &car), 1);
 		for (i = 0; i < sizeof(row) / sizeof(row[0]); i++) {
 			double us = kv_comm_allreduce_ns(&ar, row[i].bytes) / 1e3;
 			double err = us / row[i].vllm_us[t] - 1;
 
 			ck_assert_msg(fabs(us - row[i].model_us[t]) <= 0.05, "%.0f B tp %u: %.2f us",
 				      row[i].bytes, 2u << t, us);
-			ck_assert_msg(err >= -0.33 && err <= 0.63, "%.0f B tp %u: %+.0f%%", row[i].bytes,
+			ck_assert_msg(fabs(err) <= 0.13, "%.0f B tp %u: %+.0f%%", row[i].bytes,
 				      2u << t, 100 * err);
 		}
 	}
+}
+END_TEST
+
+/*
+ * Where the engines run their custom all-reduce (vLLM custom_all_reduce.py):
+ * 2, 4, 6 or 8 GPUs; P2P (never pcie-host, never an unnamed datasheet link);
+ * over more than 2 GPUs only when every pair is linked (NVSwitch/mesh, xGMI,
+ * not a bridge or plain PCIe); below the size limit only, NCCL above it.
+ */
+START_TEST(test_custom_allreduce_limits)
+{
+	struct kv_link bridge = { .type = KV_LINK_NVLINK_BRIDGE, .busbw_Bps = 116e9 };
+	struct kv_link host = { .type = KV_LINK_PCIE_HOST, .busbw_Bps = 12.9e9 };
+	struct kv_link ds = { .type = KV_LINK_DATASHEET, .busbw_Bps = 300e9, .fixed_ns = 5000 };
+	struct kv_link x = { .type = KV_LINK_XGMI, .busbw_Bps = 336e9 };
+	struct kv_comm_car car = { .impl = KV_CAR_VLLM, .max_bytes = 8388608 };
+	struct kv_comm_car off = { .impl = KV_CAR_OFF, .max_bytes = 8388608 };
+	struct kv_comm_allreduce ar, nccl;
+	uint32_t n;
+
+	for (n = 1; n <= 10; n++)
+		ck_assert_int_eq(kv_comm_car_usable(&nvlink, n), n == 2 || n == 4 || n == 6 || n == 8);
+	ck_assert(kv_comm_car_usable(&pcie, 2) && !kv_comm_car_usable(&pcie, 4));
+	ck_assert(kv_comm_car_usable(&bridge, 2) && !kv_comm_car_usable(&bridge, 4));
+	ck_assert(kv_comm_car_usable(&x, 8));
+	ck_assert(!kv_comm_car_usable(&host, 2) && !kv_comm_car_usable(&ds, 2));
+	/* below the limit the custom kernel, from the limit on NCCL */
+	kv_comm_allreduce_init(&nccl, &nvlink, 8);
+	kv_comm_allreduce_init(&ar, &nvlink, 8);
+	ck_assert_int_eq(kv_comm_allreduce_set_car(&ar, &nvlink, &car), 1);
+	ck_assert(kv_comm_allreduce_ns(&ar, 8388607) != kv_comm_allreduce_ns(&nccl, 8388607));
+	CK_NEAR(kv_comm_allreduce_ns(&ar, 8388608), kv_comm_allreduce_ns(&nccl, 8388608));
+	/* one-shot below 256 KiB on 8 GPUs: 8.746 us + 5.976 * 7 * B / busbw */
+	CK_NEAR(kv_comm_allreduce_ns(&ar, 131072), 8746.0 + 5.976 * 7 * 131072 / 370e9 * 1e9);
+	/* two-shot from 256 KiB: 17.141 us + 5.538 * 2 * 7/8 * B / busbw */
+	CK_NEAR(kv_comm_allreduce_ns(&ar, 262144), 17141.0 + 5.538 * 1.75 * 262144 / 370e9 * 1e9);
+	/* off, or a link without P2P: NCCL only */
+	ck_assert_int_eq(kv_comm_allreduce_set_car(&ar, &nvlink, &off), 0);
+	CK_NEAR(kv_comm_allreduce_ns(&ar, 131072), kv_comm_allreduce_ns(&nccl, 131072));
+	kv_comm_allreduce_init(&ar, &host, 2);
+	ck_assert_int_eq(kv_comm_allreduce_set_car(&ar, &host, &car), 0);
+	ck_assert(ar.car_max_bytes == 0);
+}
+END_TEST
+
+/*
+ * Bus bandwidth per GPU count: a board without NVSwitch (the issue's A100
+ * figures: 66 GB/s at 2 GPUs, 200 at 4) names its table; other counts take
+ * the nearest smaller entry, then the nearest larger, then the scalar.
+ */
+START_TEST(test_busbw_by_gpu_count)
+{
+	struct kv_link l = { .type = KV_LINK_NVLINK, .busbw_Bps = 235e9 };
+	struct kv_comm_allreduce a2, a4;
+
+	CK_NEAR(kv_link_busbw(&l, 4), 235e9);
+	l.busbw_n_Bps[2] = 66e9;
+	l.busbw_n_Bps[4] = 200e9;
+	CK_NEAR(kv_link_busbw(&l, 2), 66e9);
+	CK_NEAR(kv_link_busbw(&l, 3), 66e9);
+	CK_NEAR(kv_link_busbw(&l, 4), 200e9);
+	CK_NEAR(kv_link_busbw(&l, 8), 200e9);
+	CK_NEAR(kv_link_busbw(&l, 64), 200e9);
+	l.busbw_n_Bps[2] = 0;
+	CK_NEAR(kv_link_busbw(&l, 2), 200e9);
+	/* the table reaches the all-reduce: 256 MiB over 2 GPUs, Simple ring at 66 GB/s */
+	l.busbw_n_Bps[2] = 66e9;
+	kv_comm_allreduce_init(&a2, &l, 2);
+	kv_comm_allreduce_init(&a4, &l, 4);
+	CK_NEAR(kv_comm_allreduce_ns(&a2, 268435456), 0.65 * (8.4 + 2 * 3.4) * 1e3 + 268435456 / 66e9 * 1e9);
+	ck_assert(kv_comm_allreduce_ns(&a2, 268435456) > 2 * kv_comm_allreduce_ns(&a4, 268435456));
+	/* and the all-to-all and send/recv */
+	CK_NEAR(kv_comm_p2p_ns(&l, 1e6), 10800.0 + 1e6 / (66e9 * 0.914) * 1e9);
 }
 END_TEST
 
@@ -403,10 +524,10 @@ END_TEST
  * benchmarks/kernels/benchmark_device_communicators.py, bf16, hidden 8192,
  * column pynccl (vLLM's NCCL wrapper), ms per all-reduce, at TP 4 and 6.
  * A separate microbenchmark: no fidelity row is involved.  The model (busbw
- * 370 GB/s, NCCL's cheapest candidate; values by hand, pinned to 0.05 us)
- * is above the measurement by -1 to +10 us (mean +7.3 us at TP 4, +2.7 us
- * at TP 6), so a fixed cost on top of it has no support for a graph-captured
- * decode: the measured per-call cost is already inside NCCL's latencies.
+ * 370 GB/s, NCCL's cheapest candidate with the fitted scales, which these
+ * rows helped fit; values by hand, pinned to 0.05 us) is off the measurement
+ * by -7.4 to +4 us (mean +1.25 us at TP 4, -3.3 us at TP 6), so a fixed
+ * cost on top of it has no support for a graph-captured decode.
  */
 START_TEST(test_nccl_vs_vllm_pynccl_h100)
 {
@@ -417,8 +538,8 @@ START_TEST(test_nccl_vs_vllm_pynccl_h100)
 		double pynccl_us[6]; /* measured */
 		double mean_diff_us; /* mean of model - measured */
 	} row[] = {
-		{ 4, { 18.70, 27.20, 32.33, 34.64, 39.26, 43.88 }, { 17, 19, 22, 26, 31, 37 }, 7.34 },
-		{ 6, { 22.05, 31.49, 40.70, 43.27, 48.40, 53.54 }, { 23, 25, 32, 43, 47, 53 }, 2.74 },
+		{ 4, { 17.01, 22.97, 25.10, 27.22, 31.47, 35.72 }, { 17, 19, 22, 26, 31, 37 }, 1.25 },
+		{ 6, { 20.23, 27.23, 32.86, 35.56, 40.96, 46.37 }, { 23, 25, 32, 43, 47, 53 }, -3.30 },
 	};
 	struct kv_comm_allreduce ar;
 	size_t r, i;
@@ -432,7 +553,7 @@ START_TEST(test_nccl_vs_vllm_pynccl_h100)
 
 			ck_assert_msg(fabs(us - row[r].model_us[i]) <= 0.05, "%g MiB tp %u: %.2f us",
 				      mib[i], row[r].n, us);
-			ck_assert_msg(us - row[r].pynccl_us[i] >= -1 && us - row[r].pynccl_us[i] <= 10.4,
+			ck_assert_msg(us - row[r].pynccl_us[i] >= -7.5 && us - row[r].pynccl_us[i] <= 4,
 				      "%g MiB tp %u: model %.2f us, measured %.0f", mib[i], row[r].n,
 				      us, row[r].pynccl_us[i]);
 			sum += us - row[r].pynccl_us[i];
@@ -447,8 +568,8 @@ END_TEST
  * The figures docs/perf-model.md ("Per-collective overhead") uses for vLLM PR
  * 2192's Llama-2-70B decode (64 tokens x 8192 x 2 B = 1 MiB at tp 4): the
  * A100 datasheet link, 5 us + 1 MiB x 6/4 / 300 GB/s = 10.243 us, and NCCL's
- * model at the sm80 cap of 235 GB/s, ring LL128 (14 + 6 x 1.9) us + 1 MiB /
- * (235e9 x 0.92 x 4/6) = 32.675 us.
+ * model at the sm80 cap of 235 GB/s, fitted ring Simple 0.65 (8.4 + 6 x 3.4)
+ * us + 1 MiB / (235e9 x 4/6) = 25.413 us.
  */
 START_TEST(test_a100_link_at_pr2192_size)
 {
@@ -459,8 +580,8 @@ START_TEST(test_a100_link_at_pr2192_size)
 	kv_comm_allreduce_init(&ar, &ds, 4);
 	CK_NEAR(kv_comm_allreduce_ns(&ar, 1048576), 5000.0 + 1048576 * 1.5 / 300e9 * 1e9);
 	kv_comm_allreduce_init(&ar, &nv, 4);
-	CK_NEAR(kv_comm_allreduce_ns(&ar, 1048576), 25400.0 + 1048576 / (235e9 * 0.92 * 4 / 6) * 1e9);
-	CK_NEAR(round(kv_comm_allreduce_ns(&ar, 1048576) / 100), 327.0);
+	CK_NEAR(kv_comm_allreduce_ns(&ar, 1048576), 0.65 * 28800.0 + 1048576 / (235e9 * 4 / 6) * 1e9);
+	CK_NEAR(round(kv_comm_allreduce_ns(&ar, 1048576) / 100), 254.0);
 }
 END_TEST
 
@@ -484,7 +605,10 @@ static Suite *comm_suite(void)
 	tcase_add_test(tc, test_stage_model);
 	tcase_add_test(tc, test_expert_parallel);
 	tcase_add_test(tc, test_nccl_on_gpt_fast_a100);
-	tcase_add_test(tc, test_nvlink_vs_published_h100);
+	tcase_add_test(tc, test_custom_allreduce_vs_published_h100);
+	tcase_add_test(tc, test_custom_allreduce_limits);
+	tcase_add_test(tc, test_busbw_by_gpu_count);
+	tcase_add_test(tc, test_engine_comm_terms);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -42,7 +42,8 @@ static const char *const model_required[] = {
 
 static const char *const device_keys[] = {
 	"name", "memory", "memory_cuda", "mem_bandwidth", "fp16_tflops", "host_link_bandwidth",
-	"interconnect_bandwidth", "interconnect", "interconnect_busbw", "fp8_tflops", "family",
+	"interconnect_bandwidth", "interconnect", "interconnect_busbw", "interconnect_busbw_by_gpus",
+	"fp8_tflops", "family",
 	"perf", "cost", "source", NULL,
 };
 
@@ -475,6 +476,39 @@ static int read_model(struct kv_cfg_doc *doc, void *out, struct kv_diag *d)
  * bus bandwidth NCCL reaches on it; a profile naming neither keeps the
  * datasheet model (interconnect_bandwidth plus perf.allreduce_latency).
  */
+/*
+ * `interconnect_busbw_by_gpus: {2: 66, 4: 200}`: the bus bandwidth at each
+ * GPU count where it differs from interconnect_busbw (a board without
+ * NVSwitch); keys 2..KV_LINK_MAX_RANKS, values bandwidths.  Needs a typed
+ * interconnect.
+ */
+static int read_busbw_table(struct kv_cfg_node *r, struct kv_device *dev, struct kv_diag *d)
+{
+	struct kv_cfg_node *t = kv_cfg_get(r, "interconnect_busbw_by_gpus"), *c;
+	char *end;
+	unsigned long n;
+	int err;
+
+	memset(dev->link_busbw_n_Bps, 0, sizeof(dev->link_busbw_n_Bps));
+	if (!t)
+		return 0;
+	if (dev->link_type == KV_LINK_DATASHEET)
+		return kv_cfg_error(t, d, "interconnect_busbw_by_gpus needs an interconnect type (%s)",
+				    kv_link_names());
+	if (t->type != KV_CFG_MAP)
+		return kv_cfg_error(t, d, "expected a mapping of GPU count to bus bandwidth, "
+				    "e.g. {2: 66, 4: 200}");
+	for (c = t->child; c; c = c->next) {
+		n = strtoul(c->key, &end, 10);
+		if (*end || end == c->key || n < 2 || n > KV_LINK_MAX_RANKS)
+			return kv_cfg_error(c, d, "bad GPU count '%s': expected an integer from 2 to %d",
+					    c->key, KV_LINK_MAX_RANKS);
+		if ((err = read_rate(t, c->key, 0, 0, &dev->link_busbw_n_Bps[n], d)))
+			return err;
+	}
+	return 0;
+}
+
 static int read_link(struct kv_cfg_node *r, struct kv_device *dev, struct kv_diag *d)
 {
 	struct kv_cfg_node *n = kv_cfg_get(r, "interconnect");
@@ -498,7 +532,7 @@ static int read_link(struct kv_cfg_node *r, struct kv_device *dev, struct kv_dia
 		return kv_cfg_error(kv_cfg_get(r, "interconnect_busbw"), d,
 				    "interconnect_busbw needs an interconnect type (%s)",
 				    kv_link_names());
-	return 0;
+	return read_busbw_table(r, dev, d);
 }
 
 static int read_datasheet(struct kv_cfg_node *r, struct kv_device *dev, struct kv_diag *d)
