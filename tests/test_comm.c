@@ -33,7 +33,7 @@ static double cost_ns(const struct kv_link *l, uint32_t n, int algo, int proto, 
 /*
  * 1 MiB over 4 NVLink ranks at 370 GB/s busbw, 2(n-1) = 6 steps, NCCL's
  * constants with the fitted NVLink scales (latency 1.05, 0.75, 0.65 and
- * bandwidth 1.35, 0.95, 1 for LL, LL128, Simple; configs/comm/fit.py):
+ * bandwidth 1.35, 0.95, 1 for LL, LL128, Simple; bench/comm_fit):
  *   ring Simple  0.65 (8.4 + 6*3.4) us + 1048576 B / (370e9 * 4/6)            = 22970.983784 ns
  *   ring LL      1.05 (6.6 + 6*0.6) us + 1048576 B / (370e9/4*1.35 * 4/6)     = 23305.507508 ns
  *   ring LL128   0.75 (14 + 6*1.9) us  + 1048576 B / (370e9*0.92*0.95 * 4/6)  = 23913.825840 ns
@@ -403,7 +403,7 @@ END_TEST
  * The engine's custom all-reduce against vLLM's kernel on H100 (SGLang PR
  * 2904, "optimize custom allreduce kernel", tests/test_trt_reduce.py without
  * CUDA graphs, the 'vllm' table): the fitted one-shot/two-shot model
- * (configs/comm/fit.py; a third of these rows were held out of its fit) at
+ * (bench/comm_fit; a third of these rows were held out of its fit) at
  * busbw 370 GB/s, values by hand pinned to 0.05 us, within 13% of each
  * measurement.  vLLM switches to two-shot at 512 KiB on 4 GPUs and 256 KiB on
  * 8; 2 GPUs always run one-shot.
