@@ -69,7 +69,7 @@ tables=(
   "chunking-overhead|docs/engines.md|0|bash configs/engines/chunking-overhead.sh KVSIM"
   "models|docs/models.md|0|bash configs/models/table.sh KVSIM"
   "devices|docs/perf-model.md|0|bash configs/devices/table.sh KVSIM"
-  "comm-fit|docs/perf-model.md|0|python3 configs/comm/fit.py --table"
+  "comm-fit|docs/perf-model.md|0|\"\$(dirname KVSIM)/../bench/comm_fit\" --table"
   "tp-scaling|docs/perf-model.md|0|bash configs/comm/tp-scaling.sh KVSIM"
   "perf-fit|docs/perf-model.md|0|bash configs/perf-fit/run.sh KVSIM fit-table"
   "perf-table-a|docs/perf-model.md|0|bash configs/perf-fit/run.sh KVSIM table A"

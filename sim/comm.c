@@ -18,8 +18,8 @@
  * Host-staged PCIe (no P2P) uses NCCL's PCI latencies, as NCCL does for any
  * path that is not NVLink; its lower bus bandwidth is the profile's.
  *
- * Fitted (configs/comm/fit.py to configs/comm/nccl-measured.csv; the block
- * below is its --params output, checked by meson test figures): over NVLink
+ * Fitted (bench/comm_fit to configs/comm/nccl-measured.csv; the block below
+ * is its --params output, checked by meson test comm_fit): over NVLink
  * the NCCL latency and bandwidth of each protocol are scaled by COMM_FIT_LAT
  * and COMM_FIT_BW; all-to-all and send/recv take COMM_FIT_A2A_LAT_US and
  * COMM_FIT_A2A_EFF of the bus bandwidth; the engines' custom all-reduce is
@@ -36,18 +36,23 @@
 #include <math.h>
 #include <string.h>
 
-/* configs/comm/fit.py --params: begin */
+/* bench/comm_fit --params: begin */
 #define COMM_FIT_LAT { 1.05, 0.75, 0.65 } /* NCCL latency scale, LL LL128 Simple */
 #define COMM_FIT_BW { 1.35, 0.95, 1.00 } /* NCCL bandwidth scale, LL LL128 Simple */
 #define COMM_FIT_A2A_LAT_US 10.80 /* all-to-all and send/recv latency, us */
 #define COMM_FIT_A2A_EFF 0.914 /* all-to-all share of the bus bandwidth */
 #define COMM_FIT_VLLM_CAR { 8.746, 5.976, 17.141, 5.538 } /* lat1 us, k1, lat2 us, k2 */
 #define COMM_FIT_SGLANG_CAR { 4.346, 5.121, 10.995, 4.652 } /* lat1 us, k1, lat2 us, k2 */
-/* configs/comm/fit.py --params: end */
+/* bench/comm_fit --params: end */
 
-static const double fit_lat[KV_COMM_N_PROTOS] = COMM_FIT_LAT;
-static const double fit_bw[KV_COMM_N_PROTOS] = COMM_FIT_BW;
-static const double fit_car[KV_CAR_N][4] = { { 0, 0, 0, 0 }, COMM_FIT_VLLM_CAR, COMM_FIT_SGLANG_CAR };
+const struct kv_comm_fit kv_comm_fit_shipped = {
+	.lat = COMM_FIT_LAT,
+	.bw = COMM_FIT_BW,
+	.grouped = 1,
+	.a2a_lat_us = COMM_FIT_A2A_LAT_US,
+	.a2a_eff = COMM_FIT_A2A_EFF,
+	.car = { { 0, 0, 0, 0 }, COMM_FIT_VLLM_CAR, COMM_FIT_SGLANG_CAR },
+};
 
 /* One library's tuning constants for one link class. */
 struct comm_tune {
@@ -171,6 +176,12 @@ static const struct comm_tune *tune_of(const struct kv_link *l, uint32_t n)
 int kv_comm_allreduce_cost(const struct kv_link *l, uint32_t n, int algo, int proto,
 			   struct kv_comm_cost *c)
 {
+	return kv_comm_allreduce_cost_fit(l, n, algo, proto, &kv_comm_fit_shipped, c);
+}
+
+int kv_comm_allreduce_cost_fit(const struct kv_link *l, uint32_t n, int algo, int proto,
+			       const struct kv_comm_fit *fit, struct kv_comm_cost *c)
+{
 	const struct comm_tune *t = tune_of(l, n);
 	double steps = 2.0 * (n - 1), bw, busbw = kv_link_busbw(l, n);
 	double lat_f, bw_f;
@@ -188,8 +199,8 @@ int kv_comm_allreduce_cost(const struct kv_link *l, uint32_t n, int algo, int pr
 	}
 	if (proto == KV_COMM_LL128 && !t->ll128)
 		return -1;
-	lat_f = t->fitted ? fit_lat[proto] : 1.0;
-	bw_f = t->fitted ? fit_bw[proto] : 1.0;
+	lat_f = t->fitted ? fit->lat[proto] : 1.0;
+	bw_f = t->fitted ? fit->bw[proto] : 1.0;
 	if (algo == KV_COMM_RING)
 		bw = busbw * t->ring_f[proto] * bw_f * n / steps;
 	else
@@ -202,6 +213,12 @@ int kv_comm_allreduce_cost(const struct kv_link *l, uint32_t n, int algo, int pr
 
 void kv_comm_allreduce_init(struct kv_comm_allreduce *ar, const struct kv_link *l, uint32_t n)
 {
+	kv_comm_allreduce_init_fit(ar, l, n, &kv_comm_fit_shipped);
+}
+
+void kv_comm_allreduce_init_fit(struct kv_comm_allreduce *ar, const struct kv_link *l, uint32_t n,
+				const struct kv_comm_fit *fit)
+{
 	int a, p;
 
 	assert(n >= 1);
@@ -209,7 +226,7 @@ void kv_comm_allreduce_init(struct kv_comm_allreduce *ar, const struct kv_link *
 	ar->n = n;
 	for (a = 0; a < KV_COMM_N_ALGOS; a++)
 		for (p = 0; p < KV_COMM_N_PROTOS; p++)
-			if (!kv_comm_allreduce_cost(l, n, a, p, &ar->c[ar->n_cand]))
+			if (!kv_comm_allreduce_cost_fit(l, n, a, p, fit, &ar->c[ar->n_cand]))
 				ar->n_cand++;
 }
 
@@ -232,7 +249,13 @@ int kv_comm_car_usable(const struct kv_link *l, uint32_t n)
 int kv_comm_allreduce_set_car(struct kv_comm_allreduce *ar, const struct kv_link *l,
 			      const struct kv_comm_car *car)
 {
-	const double *c = fit_car[car->impl];
+	return kv_comm_allreduce_set_car_fit(ar, l, car, &kv_comm_fit_shipped);
+}
+
+int kv_comm_allreduce_set_car_fit(struct kv_comm_allreduce *ar, const struct kv_link *l,
+				  const struct kv_comm_car *car, const struct kv_comm_fit *fit)
+{
+	const double *c = fit->car[car->impl];
 	double busbw = kv_link_busbw(l, ar->n), n = ar->n;
 
 	assert(car->impl >= 0 && car->impl < KV_CAR_N);
@@ -269,44 +292,51 @@ double kv_comm_allreduce_ns(const struct kv_comm_allreduce *ar, double bytes)
 
 /*
  * Latency of a pass of `steps` send/recv steps over n GPUs with the link's
- * per-call overhead, ns: the fitted grouped latency over NVLink, else a
- * Simple-protocol ring of `steps` steps.
+ * per-call overhead, ns: fit's grouped latency over NVLink when fit->grouped,
+ * else a Simple-protocol ring of `steps` steps.
  */
-static double simple_lat_ns(const struct kv_link *l, uint32_t n, double steps)
+static double simple_lat_ns(const struct kv_link *l, uint32_t n, double steps,
+			    const struct kv_comm_fit *fit)
 {
 	const struct comm_tune *t = tune_of(l, n);
 
 	if (l->type == KV_LINK_DATASHEET)
 		return l->fixed_ns + l->overhead_ns;
-	if (t->fitted)
-		return COMM_FIT_A2A_LAT_US * 1e3 + l->overhead_ns;
+	if (t->fitted && fit->grouped)
+		return fit->a2a_lat_us * 1e3 + l->overhead_ns;
 	return (t->base_us[KV_COMM_RING][KV_COMM_SIMPLE] +
 		steps * t->hw_us[KV_COMM_RING][KV_COMM_SIMPLE]) * 1e3 + l->overhead_ns;
 }
 
-/* The bus bandwidth a send/recv pass reaches over n GPUs of l, bytes/s. */
-static double pass_busbw(const struct kv_link *l, uint32_t n)
+/* The bus bandwidth a send/recv pass reaches over n GPUs of l under fit, bytes/s. */
+static double pass_busbw(const struct kv_link *l, uint32_t n, const struct kv_comm_fit *fit)
 {
 	const struct comm_tune *t = tune_of(l, n);
 	double bw = kv_link_busbw(l, n);
 
-	return l->type != KV_LINK_DATASHEET && t->fitted ? bw * COMM_FIT_A2A_EFF : bw;
+	return l->type != KV_LINK_DATASHEET && t->fitted && fit->grouped ? bw * fit->a2a_eff : bw;
 }
 
 double kv_comm_alltoall_ns(const struct kv_link *l, double bytes_per_rank, uint32_t n)
 {
+	return kv_comm_alltoall_fit_ns(l, bytes_per_rank, n, &kv_comm_fit_shipped);
+}
+
+double kv_comm_alltoall_fit_ns(const struct kv_link *l, double bytes_per_rank, uint32_t n,
+			       const struct kv_comm_fit *fit)
+{
 	double bw;
 
-	if (n <= 1 || (bw = pass_busbw(l, n)) <= 0)
+	if (n <= 1 || (bw = pass_busbw(l, n, fit)) <= 0)
 		return 0.0;
-	return simple_lat_ns(l, n, n - 1.0) + (n - 1.0) / n * bytes_per_rank / bw * 1e9;
+	return simple_lat_ns(l, n, n - 1.0, fit) + (n - 1.0) / n * bytes_per_rank / bw * 1e9;
 }
 
 double kv_comm_p2p_ns(const struct kv_link *l, double bytes)
 {
-	double bw = pass_busbw(l, 2);
+	double bw = pass_busbw(l, 2, &kv_comm_fit_shipped);
 
 	if (bw <= 0)
 		return 0.0;
-	return simple_lat_ns(l, 2, 1.0) + bytes / bw * 1e9;
+	return simple_lat_ns(l, 2, 1.0, &kv_comm_fit_shipped) + bytes / bw * 1e9;
 }

@@ -35,14 +35,17 @@
  * NCCL latencies of an engine (vLLM's pynccl on H100) match NCCL's model
  * without one (docs/perf-model.md, "Per-collective overhead").
  *
- * Fitted terms (configs/comm/fit.py, to the published timings of
+ * Fitted terms (bench/comm_fit, to the published timings of
  * configs/comm/nccl-measured.csv; docs/perf-model.md "Collectives against
  * measured NCCL"): over NVLink-class links NCCL's latency and bandwidth
  * are scaled per protocol (the LL, LL128 and Simple size ranges), and an
  * all-to-all or send/recv costs lat_a2a + (n-1)/n * B / (busbw * eff): NCCL
  * posts the n-1 sends of an all-to-all as one group that runs in parallel,
  * so its latency does not grow with n as a ring's does.  PCIe and xGMI keep
- * NCCL's/RCCL's constants (no published table to fit).
+ * NCCL's/RCCL's constants (no published table to fit).  The fitted terms
+ * are one struct kv_comm_fit: the simulator runs kv_comm_fit_shipped, and
+ * the *_fit entry points take any other set, so that bench/comm_fit fits and
+ * checks this very arithmetic.
  *
  * Topology (kv_link.type) and bus bandwidth per GPU count: a board without
  * NVSwitch (NVLink mesh or bridge, PCIe) reaches a different bus bandwidth
@@ -116,6 +119,24 @@ struct kv_comm_allreduce {
 	struct kv_comm_cost car[2]; /* custom all-reduce one-shot, two-shot */
 };
 
+/*
+ * The fitted terms of the model over NVLink-class links (NCCL's constants
+ * elsewhere).  kv_comm_fit_shipped holds what bench/comm_fit fits to
+ * configs/comm/nccl-measured.csv; a set with lat and bw all 1 and grouped 0
+ * is NCCL's own model.
+ */
+struct kv_comm_fit {
+	double lat[KV_COMM_N_PROTOS]; /* scale of NCCL's latency per protocol; 1: NCCL's */
+	double bw[KV_COMM_N_PROTOS]; /* scale of NCCL's algorithm bandwidth per protocol; 1: NCCL's */
+	int grouped; /* 1: all-to-all and send/recv cost a2a_lat_us + B / (busbw * a2a_eff); 0: NCCL's Simple ring */
+	double a2a_lat_us; /* grouped all-to-all and send/recv latency, us */
+	double a2a_eff; /* grouped all-to-all's share of the bus bandwidth, fraction */
+	double car[KV_CAR_N][4]; /* custom all-reduce per KV_CAR_*: lat1 us, k1, lat2 us, k2 */
+};
+
+/* The fitted constants the simulator runs (comm.c, bench/comm_fit --params). */
+extern const struct kv_comm_fit kv_comm_fit_shipped;
+
 /* "nvlink", "pcie-p2p", ...; "datasheet" for KV_LINK_DATASHEET. */
 const char *kv_link_name(enum kv_link_type t);
 
@@ -133,8 +154,16 @@ const char *kv_link_names(void);
 int kv_comm_allreduce_cost(const struct kv_link *l, uint32_t n, int algo, int proto,
 			   struct kv_comm_cost *c);
 
+/* kv_comm_allreduce_cost() under the fitted terms fit instead of kv_comm_fit_shipped. */
+int kv_comm_allreduce_cost_fit(const struct kv_link *l, uint32_t n, int algo, int proto,
+			       const struct kv_comm_fit *fit, struct kv_comm_cost *c);
+
 /* Fills ar with every enabled candidate for n ranks (n >= 1); no custom all-reduce. */
 void kv_comm_allreduce_init(struct kv_comm_allreduce *ar, const struct kv_link *l, uint32_t n);
+
+/* kv_comm_allreduce_init() under fit instead of kv_comm_fit_shipped. */
+void kv_comm_allreduce_init_fit(struct kv_comm_allreduce *ar, const struct kv_link *l, uint32_t n,
+				const struct kv_comm_fit *fit);
 
 /*
  * Bus bandwidth of l at n GPUs: busbw_n_Bps[n] when given, else the entry
@@ -158,6 +187,10 @@ int kv_comm_car_usable(const struct kv_link *l, uint32_t n);
 int kv_comm_allreduce_set_car(struct kv_comm_allreduce *ar, const struct kv_link *l,
 			      const struct kv_comm_car *car);
 
+/* kv_comm_allreduce_set_car() with fit's custom all-reduce terms instead of kv_comm_fit_shipped's. */
+int kv_comm_allreduce_set_car_fit(struct kv_comm_allreduce *ar, const struct kv_link *l,
+				  const struct kv_comm_car *car, const struct kv_comm_fit *fit);
+
 /* All-reduce of bytes over ar's ranks: the custom all-reduce below its limit, else the cheapest candidate, ns (0 when n == 1). */
 double kv_comm_allreduce_ns(const struct kv_comm_allreduce *ar, double bytes);
 
@@ -168,6 +201,10 @@ double kv_comm_allreduce_ns(const struct kv_comm_allreduce *ar, double bytes);
  * (NCCL's Simple ring constants).
  */
 double kv_comm_alltoall_ns(const struct kv_link *l, double bytes_per_rank, uint32_t n);
+
+/* kv_comm_alltoall_ns() under fit instead of kv_comm_fit_shipped. */
+double kv_comm_alltoall_fit_ns(const struct kv_link *l, double bytes_per_rank, uint32_t n,
+			       const struct kv_comm_fit *fit);
 
 /* One send/recv of bytes between two ranks, ns: NVLink lat_a2a + B / busbw(2) (fitted), else base + hw + B / busbw(2). */
 double kv_comm_p2p_ns(const struct kv_link *l, double bytes);

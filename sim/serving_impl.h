@@ -59,7 +59,7 @@ struct kv__engine_base {
 #define KV__ENGINE_COMM_OPTIONS(T, car_def)                                                  \
 	{ .name = "custom_allreduce", .type = KV_OPT_ENUM, .offset = offsetof(T, base.custom_ar), \
 	  .def = car_def, .units = "", .names = kv__engine_car_names,                        \
-	  .help = "all-reduce kernels below custom_allreduce_max where the engine uses them (2/4/6/8 GPUs, P2P; > 2 GPUs fully linked): vllm or sglang (fitted, configs/comm/fit.py); off: NCCL only" }, \
+	  .help = "all-reduce kernels below custom_allreduce_max where the engine uses them (2/4/6/8 GPUs, P2P; > 2 GPUs fully linked): vllm or sglang (fitted, bench/comm_fit); off: NCCL only" }, \
 	{ .name = "custom_allreduce_max", .type = KV_OPT_BYTES,                              \
 	  .offset = offsetof(T, base.custom_ar_max), .def = 8388608, .min = 0, .max = 1e12,  \
 	  .units = "bytes", .help = "custom all-reduce only below this size (vLLM custom_all_reduce.py max_size 8192*1024)" }, \

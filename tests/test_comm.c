@@ -33,7 +33,7 @@ static double cost_ns(const struct kv_link *l, uint32_t n, int algo, int proto, 
 /*
  * 1 MiB over 4 NVLink ranks at 370 GB/s busbw, 2(n-1) = 6 steps, NCCL's
  * constants with the fitted NVLink scales (latency 1.05, 0.75, 0.65 and
- * bandwidth 1.35, 0.95, 1 for LL, LL128, Simple; configs/comm/fit.py):
+ * bandwidth 1.35, 0.95, 1 for LL, LL128, Simple; bench/comm_fit):
  *   ring Simple  0.65 (8.4 + 6*3.4) us + 1048576 B / (370e9 * 4/6)            = 22970.983784 ns
  *   ring LL      1.05 (6.6 + 6*0.6) us + 1048576 B / (370e9/4*1.35 * 4/6)     = 23305.507508 ns
  *   ring LL128   0.75 (14 + 6*1.9) us  + 1048576 B / (370e9*0.92*0.95 * 4/6)  = 23913.825840 ns
@@ -403,7 +403,7 @@ END_TEST
  * The engine's custom all-reduce against vLLM's kernel on H100 (SGLang PR
  * 2904, "optimize custom allreduce kernel", tests/test_trt_reduce.py without
  * CUDA graphs, the 'vllm' table): the fitted one-shot/two-shot model
- * (configs/comm/fit.py; a third of these rows were held out of its fit) at
+ * (bench/comm_fit; a third of these rows were held out of its fit) at
  * busbw 370 GB/s, values by hand pinned to 0.05 us, within 13% of each
  * measurement.  vLLM switches to two-shot at 512 KiB on 4 GPUs and 256 KiB on
  * 8; 2 GPUs always run one-shot.
@@ -585,6 +585,58 @@ START_TEST(test_a100_link_at_pr2192_size)
 }
 END_TEST
 
+/*
+ * The *_fit entry points (what bench/comm_fit fits through): under
+ * kv_comm_fit_shipped they give exactly what the simulator's functions give
+ * on every link type; under NCCL's own set (scales 1, grouped 0) NVLink is
+ * NCCL's model by hand; a scale moves NVLink only (PCIe keeps NCCL's).
+ */
+START_TEST(test_fit_entry_points)
+{
+	static const struct kv_comm_fit nccl = { .lat = { 1, 1, 1 }, .bw = { 1, 1, 1 } };
+	const struct kv_link links[] = {
+		nvlink, pcie, { .type = KV_LINK_NVLINK_BRIDGE, .busbw_Bps = 116e9 },
+		{ .type = KV_LINK_XGMI, .busbw_Bps = 336e9 },
+		{ .type = KV_LINK_DATASHEET, .busbw_Bps = 300e9, .fixed_ns = 13e3 },
+	};
+	const struct kv_comm_car vllm = { .impl = KV_CAR_VLLM, .max_bytes = 8 << 20 };
+	struct kv_comm_allreduce a, b;
+	struct kv_comm_fit f = kv_comm_fit_shipped;
+	const double bytes[] = { 1024, 1 << 20, 64 << 20 };
+	const uint32_t ns[] = { 2, 4, 8 };
+	size_t i, j, k;
+
+	for (i = 0; i < sizeof(links) / sizeof(links[0]); i++)
+		for (j = 0; j < 3; j++) {
+			kv_comm_allreduce_init(&a, &links[i], ns[j]);
+			kv_comm_allreduce_init_fit(&b, &links[i], ns[j], &kv_comm_fit_shipped);
+			ck_assert_int_eq(kv_comm_allreduce_set_car(&a, &links[i], &vllm),
+					 kv_comm_allreduce_set_car_fit(&b, &links[i], &vllm, &kv_comm_fit_shipped));
+			for (k = 0; k < 3; k++) {
+				ck_assert_msg(kv_comm_allreduce_ns(&a, bytes[k]) == kv_comm_allreduce_ns(&b, bytes[k]),
+					      "link %zu n %u bytes %.0f", i, ns[j], bytes[k]);
+				ck_assert_msg(kv_comm_alltoall_ns(&links[i], bytes[k], ns[j]) ==
+						      kv_comm_alltoall_fit_ns(&links[i], bytes[k], ns[j],
+									      &kv_comm_fit_shipped),
+					      "link %zu n %u bytes %.0f", i, ns[j], bytes[k]);
+			}
+		}
+	/* NCCL: all-to-all over 8 GPUs as a Simple ring of 7 steps, (8.4 + 7 * 3.4) us + 7/8 B / busbw */
+	CK_NEAR(kv_comm_alltoall_fit_ns(&nvlink, 1 << 20, 8, &nccl),
+		(8.4 + 7 * 3.4) * 1e3 + 7.0 / 8.0 * 1048576.0 / 370e9 * 1e9);
+	/* NCCL: ring LL128 over 4 GPUs, (14 + 6 * 1.9) us + B / (busbw * 0.92 * 4/6) */
+	ck_assert_int_eq(kv_comm_allreduce_cost_fit(&nvlink, 4, KV_COMM_RING, KV_COMM_LL128, &nccl, &a.c[0]), 0);
+	CK_NEAR(a.c[0].fixed_ns, (14.0 + 6 * 1.9) * 1e3);
+	CK_NEAR(a.c[0].ns_per_byte, 1e9 / (370e9 * 0.92 * 4 / 6));
+	/* Simple's latency scaled by 2: NVLink's ring Simple fixed cost doubles, PCIe's does not */
+	f.lat[KV_COMM_SIMPLE] = 2.0;
+	ck_assert_int_eq(kv_comm_allreduce_cost_fit(&nvlink, 4, KV_COMM_RING, KV_COMM_SIMPLE, &f, &a.c[0]), 0);
+	CK_NEAR(a.c[0].fixed_ns, 2.0 * (8.4 + 6 * 3.4) * 1e3);
+	ck_assert_int_eq(kv_comm_allreduce_cost_fit(&pcie, 4, KV_COMM_RING, KV_COMM_SIMPLE, &f, &a.c[0]), 0);
+	CK_NEAR(a.c[0].fixed_ns, (8.4 + 6 * 5.7) * 1e3);
+}
+END_TEST
+
 static Suite *comm_suite(void)
 {
 	Suite *s = suite_create("comm");
@@ -609,6 +661,7 @@ static Suite *comm_suite(void)
 	tcase_add_test(tc, test_custom_allreduce_limits);
 	tcase_add_test(tc, test_busbw_by_gpu_count);
 	tcase_add_test(tc, test_engine_comm_terms);
+	tcase_add_test(tc, test_fit_entry_points);
 	suite_add_tcase(s, tc);
 	return s;
 }
