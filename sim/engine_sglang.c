@@ -52,8 +52,22 @@ struct sglang {
 	uint64_t closed_at; /* requests ended in the run when admission closed after a retraction; 0: open */
 };
 
+/*
+ * SGLang's versions (docs/engines.md, "Versions"): 0.3 runs every step in
+ * sequence; 0.4 runs the overlap scheduler (on by default since v0.4,
+ * Scheduler.event_loop_overlap: the next batch is scheduled while this one
+ * runs).  Graphs are captured for 1, 2, 4 and multiples of 8 up to 160
+ * (cuda_graph_runner.py get_batch_sizes_to_capture).
+ */
+static const char *const sglang_version_names[] = { "0.4", "0.3", NULL };
+static const struct kv__host_version sglang_versions[] = {
+	{ .name = "0.4", .on = 1, .mode = KV_HOST_ASYNC, .graph_max = 160, .coef = { KV__HOST_SGLANG_COEFS } },
+	{ .name = "0.3", .on = 1, .mode = KV_HOST_SYNC, .graph_max = 160, .coef = { KV__HOST_SGLANG_COEFS } },
+};
+
 static const struct kv_option sglang_options[] = {
 	KV__ENGINE_BASE_OPTIONS(struct sglang, 128),
+	KV__ENGINE_HOST_OPTIONS(struct sglang, sglang_version_names, 0),
 	{ .name = "chunked_prefill_size", .type = KV_OPT_U64,
 	  .offset = offsetof(struct sglang, chunked_prefill_size), .def = 0, .min = 0,
 	  .max = 1 << 24, .units = "tokens",
@@ -105,6 +119,7 @@ static void sglang_perf(const void *priv, struct kv_perf *pf)
 	const struct sglang *g = priv;
 
 	kv__engine_base_perf(&g->base, pf);
+	kv__engine_host_perf(&g->base, &sglang_versions[g->base.version], pf);
 }
 
 /* q's remaining output, clipped: SGLang's min(max_new_tokens - output_len, clip). */

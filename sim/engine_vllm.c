@@ -41,8 +41,22 @@ struct vllm {
 	uint64_t closures; /* steps that closed admission (statistics, tests) */
 };
 
+/*
+ * V1's versions (docs/engines.md, "Versions"): synchronous steps, CUDA
+ * graphs captured for 1, 2, 4 and multiples of 8 up to 512
+ * (SchedulerConfig.cuda_graph_sizes); v1-async schedules the next step
+ * while this one runs (--async-scheduling, vllm/v1/core/sched/async_scheduler.py).
+ */
+static const char *const vllm_version_names[] = { "v1", "0.10", "v1-async", NULL };
+static const struct kv__host_version vllm_versions[] = {
+	{ .name = "v1", .on = 1, .mode = KV_HOST_SYNC, .graph_max = 512, .coef = { KV__HOST_VLLM_V1_COEFS } },
+	{ .name = "0.10", .on = 1, .mode = KV_HOST_SYNC, .graph_max = 512, .coef = { KV__HOST_VLLM_V1_COEFS } },
+	{ .name = "v1-async", .on = 1, .mode = KV_HOST_ASYNC, .graph_max = 512, .coef = { KV__HOST_VLLM_V1_COEFS } },
+};
+
 static const struct kv_option vllm_options[] = {
 	KV__ENGINE_BASE_OPTIONS(struct vllm, 128),
+	KV__ENGINE_HOST_OPTIONS(struct vllm, vllm_version_names, 0),
 	{ .name = "long_prefill_token_threshold", .type = KV_OPT_U64,
 	  .offset = offsetof(struct vllm, long_prefill_token_threshold), .def = 0, .min = 0,
 	  .max = 1 << 24, .units = "tokens",
@@ -129,6 +143,7 @@ static void vllm_perf(const void *priv, struct kv_perf *pf)
 	const struct vllm *v = priv;
 
 	kv__engine_base_perf(&v->base, pf);
+	kv__engine_host_perf(&v->base, &vllm_versions[v->base.version], pf);
 }
 
 /*
@@ -165,9 +180,25 @@ struct vllm_v0 {
 	struct kv__engine_base base; /* only the front end's cost and embed_lookup are used */
 };
 
+/*
+ * V0's versions: "legacy" is kvsim before the host model (no host time, no
+ * graph padding: the golden digests' behaviour); 0.5 runs every step in
+ * sequence, detokenising in the engine; 0.6 overlaps output processing with
+ * the next step (the async output processor) and takes num_scheduler_steps.
+ * Graphs are captured for 1, 2, 4 and multiples of 8 up to 256
+ * (vllm/worker/model_runner.py _BATCH_SIZES_TO_CAPTURE).
+ */
+static const char *const vllm_v0_version_names[] = { "legacy", "0.5", "0.6", NULL };
+static const struct kv__host_version vllm_v0_versions[] = {
+	{ .name = "legacy", .on = 0 },
+	{ .name = "0.5", .on = 1, .mode = KV_HOST_SYNC, .graph_max = 256, .coef = { KV__HOST_VLLM_V0_COEFS } },
+	{ .name = "0.6", .on = 1, .mode = KV_HOST_SYNC, .output_async = 1, .graph_max = 256, .coef = { KV__HOST_VLLM_V0_COEFS } },
+};
+
 static const struct kv_option vllm_v0_options[] = {
 	KV__ENGINE_FRONTEND_OPTION(struct vllm_v0),
 	KV__ENGINE_EMBED_OPTION(struct vllm_v0),
+	KV__ENGINE_HOST_OPTIONS(struct vllm_v0, vllm_v0_version_names, 0),
 	{ .name = NULL },
 };
 
@@ -186,6 +217,7 @@ static void vllm_v0_perf(const void *priv, struct kv_perf *pf)
 	const struct vllm_v0 *v = priv;
 
 	kv_perf_set_embed_lookup(pf, v->base.embed_lookup);
+	kv__engine_host_perf(&v->base, &vllm_v0_versions[v->base.version], pf);
 }
 
 const struct kv_engine_ops kv_engine_vllm_v0 = {
