@@ -88,6 +88,28 @@ static void show_device(const char *name, const char *path, void *arg)
 	       (dev.link_type == KV_LINK_DATASHEET ? dev.interconnect_Bps : dev.link_busbw_Bps) / 1e9);
 }
 
+/* A host profile: its speed and, coefficient by coefficient, where the value comes from. */
+static void show_host(const char *name, const char *path, void *arg)
+{
+	struct kv_host_profile h;
+	struct kv_diag d;
+	int i;
+
+	(void)arg;
+	if (kv_profile_load_host(path, &h, &d)) {
+		kv_diag_print(&d, stdout);
+		return;
+	}
+	printf("  %-26s cpu_speed %.2f x the reference CPU\n", name, h.cpu_speed);
+	for (i = 0; i < KV_HOST_NCOEF; i++) {
+		if (h.set >> i & 1)
+			printf("    %-12s %.0f ns (measured: this profile)\n", kv_host_coef_key(i), h.coef[i]);
+		else
+			printf("    %-12s the engine version's default / %.2f (docs/engines.md, Versions)\n",
+			       kv_host_coef_key(i), h.cpu_speed);
+	}
+}
+
 /* The architecture beyond dense attention and MLP, only where the profile has it. */
 static void show_model_ext(const struct kv_model *m)
 {
@@ -143,12 +165,12 @@ static void list_metrics(void)
 }
 
 static const char *const list_synopsis[] = {
-	"[schedulers|caches|routers|engines|devices|models|metrics]", NULL
+	"[schedulers|caches|routers|engines|devices|hosts|models|metrics]", NULL
 };
 
 static const char list_desc[] =
 	"Prints every plugin with its description and options (name, type,\n"
-	"default, units), and every shipped device and model profile with its\n"
+	"default, units), and every shipped device, host and model profile with its\n"
 	"key figures (from the profiles directory: $KVSIM_CONFIG_DIR or configs/).\n"
 	"`kvsim list metrics`: every column of summary.csv, tenants.csv,\n"
 	"requests.csv, timeseries.csv, tenant_timeseries.csv and health.csv with its\n"
@@ -169,8 +191,8 @@ int kv_cmd_list(int argc, char **argv)
 	all = !strcmp(what, "all");
 	if (!all && strcmp(what, "schedulers") && strcmp(what, "caches") &&
 	    strcmp(what, "routers") && strcmp(what, "engines") && strcmp(what, "devices") &&
-	    strcmp(what, "models") && strcmp(what, "metrics")) {
-		fprintf(stderr, "kvsim: list: unknown kind '%s': expected one of: schedulers, caches, routers, engines, devices, models, metrics\n", what);
+	    strcmp(what, "hosts") && strcmp(what, "models") && strcmp(what, "metrics")) {
+		fprintf(stderr, "kvsim: list: unknown kind '%s': expected one of: schedulers, caches, routers, engines, devices, hosts, models, metrics\n", what);
 		return 2;
 	}
 	for (k = 0; k < KV_PLUGIN_KINDS; k++)
@@ -179,6 +201,10 @@ int kv_cmd_list(int argc, char **argv)
 	if (all || !strcmp(what, "devices")) {
 		puts("devices (device:):");
 		kv_profiles_list("devices", show_device, NULL);
+	}
+	if (all || !strcmp(what, "hosts")) {
+		puts("hosts (host:):");
+		kv_profiles_list("hosts", show_host, NULL);
 	}
 	if (all || !strcmp(what, "models")) {
 		puts("models (model:):");

@@ -113,7 +113,8 @@ const char *kv_profiles_dir(void)
 
 static int kind_ok(const char *kind)
 {
-	return kind && (!strcmp(kind, "models") || !strcmp(kind, "devices"));
+	return kind && (!strcmp(kind, "models") || !strcmp(kind, "devices") ||
+			!strcmp(kind, "hosts"));
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -590,6 +591,50 @@ static int read_device(struct kv_cfg_doc *doc, void *out, struct kv_diag *d)
 	return err ? locate(r, d, err) : 0;
 }
 
+/* ---- host profiles ---- */
+
+static const char *const host_keys[] = { "name", "cpu_speed", "coefficients", "source", NULL };
+static const char *const host_required[] = { "name", "source", NULL };
+
+/* The `coefficients:` mapping: host.h's keys, each a duration; absent ones stay unset. */
+static int read_host_coefs(struct kv_cfg_node *c, struct kv_host_profile *h, struct kv_diag *d)
+{
+	static const char *keys[KV_HOST_NCOEF + 1];
+	kv_ns v;
+	int i, err;
+
+	for (i = 0; i < KV_HOST_NCOEF; i++)
+		keys[i] = kv_host_coef_key(i);
+	if (!c)
+		return 0;
+	if ((err = kv_cfg_expect_map(c, d)) || (err = kv_cfg_check_keys(c, keys, d)))
+		return err;
+	for (i = 0; i < KV_HOST_NCOEF; i++) {
+		if (!kv_cfg_get(c, keys[i]))
+			continue;
+		if ((err = kv_cfg_ns(c, keys[i], 0, 0, KV_NS_PER_S, &v, d)))
+			return err;
+		h->coef[i] = (double)v;
+		h->set |= 1u << i;
+	}
+	return 0;
+}
+
+/* The host reader (struct profile_kind): fills the zeroed struct kv_host_profile at out. */
+static int read_host(struct kv_cfg_doc *doc, void *out, struct kv_diag *d)
+{
+	struct kv_cfg_node *r = doc->root;
+	struct kv_host_profile *h = out;
+	int err;
+
+	if ((err = kv_cfg_check_keys(r, host_keys, d)) ||
+	    (err = require_keys(r, host_required, doc->path, d)) ||
+	    (err = read_name(r, h->name, sizeof(h->name), d)) || (err = read_source(r, d)) ||
+	    (err = kv_cfg_dbl(r, "cpu_speed", 1.0, 0.01, 100.0, &h->cpu_speed, d)))
+		return err;
+	return read_host_coefs(kv_cfg_get(r, "coefficients"), h, d);
+}
+
 /* ---- loading ---- */
 
 /*
@@ -609,6 +654,9 @@ static const struct profile_kind model_kind = { "models", "model", sizeof(struct
 						read_model };
 static const struct profile_kind device_kind = { "devices", "device", sizeof(struct kv_device),
 						 read_device };
+
+static const struct profile_kind host_kind = { "hosts", "host", sizeof(struct kv_host_profile),
+					       read_host };
 
 /* A profile held in memory: len bytes at text, not NUL-terminated. */
 struct profile_text {
@@ -664,4 +712,15 @@ int kv_profile_load_device_mem(const char *name, const char *text, size_t len,
 			       struct kv_device *dev, struct kv_diag *d)
 {
 	return load(&device_kind, name, &(struct profile_text){ text, len }, dev, d);
+}
+
+int kv_profile_load_host(const char *name_or_path, struct kv_host_profile *h, struct kv_diag *d)
+{
+	return load(&host_kind, name_or_path, NULL, h, d);
+}
+
+int kv_profile_load_host_mem(const char *name, const char *text, size_t len,
+			     struct kv_host_profile *h, struct kv_diag *d)
+{
+	return load(&host_kind, name, &(struct profile_text){ text, len }, h, d);
 }
