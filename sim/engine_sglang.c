@@ -102,6 +102,7 @@ static int sglang_init(void *priv, struct kv_replica *r, struct kv_diag *d)
 				   "bad value %g: expected at most init_new_token_ratio (%g)",
 				   g->min_ratio, g->init_ratio);
 	kv__engine_base_init(&g->base, r);
+	kv__engine_host_init(&g->base, &sglang_versions[g->base.version]);
 	g->ratio = g->init_ratio;
 	return 0;
 }
@@ -173,6 +174,9 @@ static int sglang_admit(void *priv, struct kv_replica *r, struct kv_req *q, uint
 	struct sglang *g = priv;
 	double need = (double)(q->prefill_target - q->kv_tokens) + (double)out_left(g, q);
 
+	/* a waiting request makes sglang_macro_steps return 0: no macro step to keep exact */
+	if (kv__engine_lagged(&g->base, r, q))
+		return KV_ERANGE;
 	if (r->n_running || r->n_batch) { /* alone, only memory decides */
 		double bytes = (double)r->pool.free_bytes +
 			       (r->cache->evictable_bytes ?

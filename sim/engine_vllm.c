@@ -39,6 +39,7 @@ struct vllm {
 	uint32_t n_snap, snap_cap; /* requests in snap, its slots */
 	uint64_t closed_at; /* kv__engine_ended() when an older victim closed admission; 0: open */
 	uint64_t closures; /* steps that closed admission (statistics, tests) */
+	int lag_refused; /* this formation refused a request it could not see yet (async mode) */
 };
 
 /*
@@ -70,6 +71,7 @@ static int vllm_init(void *priv, struct kv_replica *r, struct kv_diag *d)
 
 	(void)d;
 	kv__engine_base_init(&v->base, r);
+	kv__engine_host_init(&v->base, &vllm_versions[v->base.version]);
 	r->chunk_cap_tokens = v->long_prefill_token_threshold;
 	/* admission stops at max_seqs running, so the running set never holds more */
 	v->snap_cap = KV_MAX(r->sim->cfg->max_batch_seqs, 1u);
@@ -102,6 +104,7 @@ static void vllm_step(void *priv, struct kv_replica *r, int again)
 	struct vllm *v = priv;
 
 	(void)again;
+	v->lag_refused = 0;
 	if (v->closed_at && (r->n_running == 0 || kv__engine_ended(r->sim) != v->closed_at))
 		v->closed_at = 0;
 	v->n_snap = KV_MIN(r->n_running, v->snap_cap);
@@ -153,12 +156,34 @@ static void vllm_perf(const void *priv, struct kv_perf *pf)
 static int vllm_admit(void *priv, struct kv_replica *r, struct kv_req *q, uint64_t take,
 		      uint64_t *want)
 {
-	const struct vllm *v = priv;
+	struct vllm *v = priv;
 
 	if (r->step_preempted || v->closed_at || r->n_running >= r->sim->cfg->max_batch_seqs)
 		return KV_ERANGE;
+	if (kv__engine_lagged(&v->base, r, q)) {
+		v->lag_refused = 1;
+		return KV_ERANGE;
+	}
 	*want = q->kv_tokens + take;
 	return 0;
+}
+
+/*
+ * Macro steps (serving.h): a formation that refused a request only because
+ * it had not seen it yet (async mode) admits it at the next step end, so its
+ * batch does not repeat: no macro step.  Any other formation repeats as is.
+ */
+static uint32_t vllm_macro_steps(void *priv, struct kv_replica *r, uint32_t K)
+{
+	const struct vllm *v = priv;
+
+	(void)r;
+	return v->lag_refused ? 0 : K;
+}
+
+uint64_t kv_engine_lagged(const void *priv)
+{
+	return ((const struct kv__engine_base *)priv)->lagged;
 }
 
 const struct kv_engine_ops kv_engine_vllm = {
@@ -174,6 +199,7 @@ const struct kv_engine_ops kv_engine_vllm = {
 	.step = vllm_step,
 	.admit = vllm_admit,
 	.formed = vllm_formed,
+	.macro_steps = vllm_macro_steps,
 };
 
 struct vllm_v0 {

@@ -77,6 +77,23 @@ void kv__engine_host_perf(const struct kv__engine_base *b, const struct kv__host
 	h->eager_ns = (double)pf->layers * b->kernels_per_layer * h->launch_ns;
 }
 
+void kv__engine_host_init(struct kv__engine_base *b, const struct kv__host_version *v)
+{
+	int async = b->async_sched == 2 || (b->async_sched == 0 && v->mode == KV_HOST_ASYNC);
+
+	b->async_on = b->host_model && v->on && async;
+}
+
+int kv__engine_lagged(struct kv__engine_base *b, const struct kv_replica *r,
+		      const struct kv_req *q)
+{
+	if (!b->async_on || !r->n_running || r->iter_end_ns != r->sim->now ||
+	    q->arrival_ns <= r->iter_start_ns)
+		return 0;
+	b->lagged++;
+	return 1;
+}
+
 /* Whether c runs `full` with every option at its default. */
 static int plain_full(const struct kv_sim_config *c)
 {

@@ -89,6 +89,9 @@ uint64_t kv_engine_sglang_retractions(const void *priv);
 /* vllm's steps that closed admission after an older victim (the progress guard; priv: r->eng_priv). */
 uint64_t kv_engine_vllm_closures(const void *priv);
 
+/* Waiting requests an async engine's formations did not see yet (serving_impl.h kv__engine_lagged; priv: r->eng_priv of vllm or sglang). */
+uint64_t kv_engine_lagged(const void *priv);
+
 /* The engine a config without one runs: vllm-v0 (today's behaviour). */
 extern const struct kv_engine_ops kv_engine_vllm_v0;
 

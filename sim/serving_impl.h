@@ -30,6 +30,8 @@ struct kv__engine_base {
 	uint64_t graph_max; /* cuda_graph_max: largest captured batch, 0: the version's */
 	double kernels_per_layer; /* kernels_per_layer: launches per layer of an eager step, default 10 */
 	double coef[KV_HOST_NCOEF]; /* host_*: coefficients, ns; -1 (default): the host profile's, else the version's */
+	int async_on; /* resolved at init: the host model runs in the async mode (one batch in flight ahead) */
+	uint64_t lagged; /* waiting requests refused because they arrived after the step being formed was decided (statistics) */
 };
 
 /* One engine version's host defaults (docs/engines.md, "Versions"). */
@@ -133,6 +135,20 @@ extern const char *const kv__async_names[]; /* "version", "off", "on" */
  */
 void kv__engine_host_perf(const struct kv__engine_base *b, const struct kv__host_version *v,
 			  struct kv_perf *pf);
+
+/* Sets b->async_on from the version v and the options (call from the engine's init). */
+void kv__engine_host_init(struct kv__engine_base *b, const struct kv__host_version *v);
+
+/*
+ * One batch in flight ahead (async mode): whether waiting q is unseen by the
+ * step being formed.  An async engine decides step k+1 while step k runs,
+ * about when step k starts, so when it forms a step at the instant the
+ * previous one ended and requests are running (the step has work without
+ * q), a request that arrived after the previous step began is not in it: it
+ * waits one more step.  Counts it in b->lagged.  0 outside the async mode.
+ */
+int kv__engine_lagged(struct kv__engine_base *b, const struct kv_replica *r,
+		      const struct kv_req *q);
 
 void kv__engine_base_init(const struct kv__engine_base *b, struct kv_replica *r);
 void kv__engine_base_perf(const struct kv__engine_base *b, struct kv_perf *pf);
