@@ -148,6 +148,7 @@ static void sglang_step(void *priv, struct kv_replica *r, int again)
 	const struct kv_sim_config *c = r->sim->cfg;
 	uint32_t i;
 
+	kv__engine_host_step(&g->base, r); /* the async mode's view of this formation */
 	if (r->n_running == 0)
 		g->ratio = g->init_ratio; /* idle: the estimate starts over */
 	if (g->closed_at && (r->n_running == 0 || kv__engine_ended(r->sim) != g->closed_at))

@@ -105,6 +105,7 @@ static void vllm_step(void *priv, struct kv_replica *r, int again)
 
 	(void)again;
 	v->lag_refused = 0;
+	kv__engine_host_step(&v->base, r);
 	if (v->closed_at && (r->n_running == 0 || kv__engine_ended(r->sim) != v->closed_at))
 		v->closed_at = 0;
 	v->n_snap = KV_MIN(r->n_running, v->snap_cap);

@@ -84,10 +84,15 @@ void kv__engine_host_init(struct kv__engine_base *b, const struct kv__host_versi
 	b->async_on = b->host_model && v->on && async;
 }
 
+void kv__engine_host_step(struct kv__engine_base *b, const struct kv_replica *r)
+{
+	b->running_at_step = r->n_running;
+}
+
 int kv__engine_lagged(struct kv__engine_base *b, const struct kv_replica *r,
 		      const struct kv_req *q)
 {
-	if (!b->async_on || !r->n_running || r->iter_end_ns != r->sim->now ||
+	if (!b->async_on || !b->running_at_step || r->iter_end_ns != r->sim->now ||
 	    q->arrival_ns <= r->iter_start_ns)
 		return 0;
 	b->lagged++;

@@ -31,6 +31,7 @@ struct kv__engine_base {
 	double kernels_per_layer; /* kernels_per_layer: launches per layer of an eager step, default 10 */
 	double coef[KV_HOST_NCOEF]; /* host_*: coefficients, ns; -1 (default): the host profile's, else the version's */
 	int async_on; /* resolved at init: the host model runs in the async mode (one batch in flight ahead) */
+	uint32_t running_at_step; /* requests running when the step being formed began forming */
 	uint64_t lagged; /* waiting requests refused because they arrived after the step being formed was decided (statistics) */
 };
 
@@ -143,10 +144,13 @@ void kv__engine_host_init(struct kv__engine_base *b, const struct kv__host_versi
  * One batch in flight ahead (async mode): whether waiting q is unseen by the
  * step being formed.  An async engine decides step k+1 while step k runs,
  * about when step k starts, so when it forms a step at the instant the
- * previous one ended and requests are running (the step has work without
- * q), a request that arrived after the previous step began is not in it: it
+ * previous one ended and requests were running as it began forming (the
+ * step has work without q; b->running_at_step, set by the engine's step
+ * hook through kv__engine_host_step), a request that arrived after the previous step began is not in it: it
  * waits one more step.  Counts it in b->lagged.  0 outside the async mode.
  */
+/* Records what kv__engine_lagged reads at the start of a step's formation. */
+void kv__engine_host_step(struct kv__engine_base *b, const struct kv_replica *r);
 int kv__engine_lagged(struct kv__engine_base *b, const struct kv_replica *r,
 		      const struct kv_req *q);
 
