@@ -10,8 +10,10 @@
 #include <math.h>
 #include <string.h>
 
+#include "engine.h"
 #include "perf.h"
 #include "profile_load.h"
+#include "simtest.h"
 
 #include "test_profiles.h"
 
@@ -259,6 +261,76 @@ START_TEST(host_profile_load)
 }
 END_TEST
 
+/* The host model an engine section resolves to (perf.host after the replicas are built). */
+static struct kv_host resolved(const char *engine, const char *host_line)
+{
+	struct kv_workload wl;
+	struct kv_sim s;
+	struct kv_host h;
+	char yaml[1024];
+
+	snprintf(yaml, sizeof(yaml),
+		 "model: llama-2-7b\ndevice: a100-80g\n%sengine: %s\n"
+		 "workload:\n  requests: 1\n  arrival: {process: poisson, rate: 1}\n"
+		 "  lengths: {dist: fixed, prompt: 10, output: 2}\n", host_line, engine);
+	load(&wl, yaml);
+	sim_start(&wl, &s, NULL, 0);
+	h = s.perf.host;
+	kv_sim_release(&s);
+	kv_workload_release(&wl);
+	return h;
+}
+
+/*
+ * Each version's defaults as docs/engines.md tabulates them, and the
+ * figures docs/host-model.md quotes: V1's CPU time of a decode step of 32
+ * and of 100 sequences (1.596 ms and 3.925 ms; with the device's 1.2 ms,
+ * 2.8 and 5.1 ms outside the kernels).
+ */
+START_TEST(engine_versions)
+{
+	struct kv_host h = resolved("vllm", "");
+	struct kv_batch_shape b32 = shape(32, 32, 0, 32), b100 = shape(100, 100, 0, 100);
+
+	ck_assert(h.on && h.mode == KV_HOST_SYNC && !h.output_async && h.graph_max == 512);
+	ck_assert(h.detok_ns == 0 && h.sched_ns == 500e3 && h.hash_ns == 2e3);
+	ck_near(kv_host_cpu_ns(&h, &b32), 1596e3);
+	ck_near(kv_host_cpu_ns(&h, &b100), 3925e3);
+	h = resolved("{name: vllm, version: v1-async}", "");
+	ck_assert(h.mode == KV_HOST_ASYNC && h.sync_ns == 50e3);
+	h = resolved("{name: vllm, async_scheduling: \"on\", cuda_graphs: false}", "");
+	ck_assert(h.mode == KV_HOST_ASYNC && h.graph_max == 0 && h.eager_ns == 32 * 10 * 5e3);
+	h = resolved("vllm-v0", "");
+	ck_assert_msg(!h.on && h.graph_max == 0 && h.eager_ns == 0, "legacy: the GPU model alone");
+	h = resolved("{name: vllm-v0, version: \"0.5\"}", "");
+	ck_assert(h.on && h.mode == KV_HOST_SYNC && h.detok_ns == 10e3 && h.hash_ns == 0);
+	ck_assert_uint_eq(h.graph_max, 256);
+	h = resolved("{name: vllm-v0, version: \"0.6\", num_scheduler_steps: 8}", "");
+	ck_assert(h.mode == KV_HOST_MULTISTEP && h.steps == 8 && h.output_async);
+	h = resolved("sglang", "");
+	ck_assert(h.mode == KV_HOST_ASYNC && h.graph_max == 160 && h.block_ns == 0 && h.sched_ns == 300e3);
+	h = resolved("{name: sglang, version: \"0.3\"}", "");
+	ck_assert(h.mode == KV_HOST_SYNC);
+	h = resolved("{name: vllm, host_model: false}", "");
+	ck_assert(!h.on);
+}
+END_TEST
+
+/* An option beats the host profile, which beats the version's default over cpu_speed. */
+START_TEST(coefficient_precedence)
+{
+	static const char prof[] = "name: t\nsource: test\ncpu_speed: 2\ncoefficients:\n  sample: 3us\n";
+	char line[256];
+	struct kv_host h;
+
+	snprintf(line, sizeof(line), "host: %s\n", temp_file(prof, ".yaml", 1));
+	h = resolved("{name: vllm, host_prep_seq: 7000}", line);
+	ck_near(h.sched_ns, 250e3); /* 500 us / 2 */
+	ck_near(h.sample_ns, 3e3); /* measured on this host */
+	ck_near(h.prep_seq_ns, 7e3); /* the option */
+}
+END_TEST
+
 static Suite *host_suite(void)
 {
 	Suite *s = suite_create("host");
@@ -276,6 +348,8 @@ static Suite *host_suite(void)
 	tcase_add_test(tc, perf_eager_floor);
 	tcase_add_test(tc, perf_async);
 	tcase_add_test(tc, host_profile_load);
+	tcase_add_test(tc, engine_versions);
+	tcase_add_test(tc, coefficient_precedence);
 	suite_add_tcase(s, tc);
 	return s;
 }
