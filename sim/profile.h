@@ -257,6 +257,7 @@ struct kv_device {
 	enum kv_link_type link_type; /* GPU-GPU link kind (comm.h); KV_LINK_DATASHEET: none named */
 	double link_busbw_Bps; /* bus bandwidth NCCL reaches on that link, bytes/s; 0 with datasheet */
 	char family[16]; /* architecture family ("ampere", ...), "" when not named */
+	char host[64]; /* the host profile a workload without `host:` runs (host.h), "" : reference */
 	/* Perf-model coefficients (calibrated; datasheet profiles ship defaults). */
 	double eff_bw; /* achieved share of mem_bw_Bps, default 0.83 */
 	double eff_flops; /* achieved share of flops, default 0.71 (the A100 fit) */

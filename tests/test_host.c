@@ -331,6 +331,25 @@ START_TEST(coefficient_precedence)
 }
 END_TEST
 
+/* A device profile may name the host its workloads run by default; a bad name is its error. */
+START_TEST(device_default_host)
+{
+	static const char dev[] = "name: d\nmemory: 80GB\nmem_bandwidth: 2039GB/s\nfp16_tflops: 312\n"
+				  "host_link_bandwidth: 32\nsource: test\nhost: %s\n";
+	struct kv_device v;
+	struct kv_diag d;
+	char text[512];
+
+	snprintf(text, sizeof(text), dev, "reference");
+	ck_assert_int_eq(kv_profile_load_device_mem("d.yaml", text, strlen(text), &v, &d), 0);
+	ck_assert_str_eq(v.host, "reference");
+	snprintf(text, sizeof(text), dev, "nope");
+	ck_assert_int_ne(kv_profile_load_device_mem("d.yaml", text, strlen(text), &v, &d), 0);
+	ck_assert_msg(d.line == 7 && !strcmp(d.field, "host"), "line %lu field %s: %s", d.line,
+		      d.field, d.msg);
+}
+END_TEST
+
 static Suite *host_suite(void)
 {
 	Suite *s = suite_create("host");
@@ -350,6 +369,7 @@ static Suite *host_suite(void)
 	tcase_add_test(tc, host_profile_load);
 	tcase_add_test(tc, engine_versions);
 	tcase_add_test(tc, coefficient_precedence);
+	tcase_add_test(tc, device_default_host);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -43,7 +43,7 @@ static const char *const model_required[] = {
 static const char *const device_keys[] = {
 	"name", "memory", "memory_cuda", "mem_bandwidth", "fp16_tflops", "host_link_bandwidth",
 	"interconnect_bandwidth", "interconnect", "interconnect_busbw", "fp8_tflops", "family",
-	"perf", "cost", "source", NULL,
+	"host", "perf", "cost", "source", NULL,
 };
 
 static const char *const device_required[] = {
@@ -541,6 +541,47 @@ static int read_family(struct kv_cfg_node *r, struct kv_device *dev, struct kv_d
 	return 0;
 }
 
+/*
+ * A kind of profile: where its files are, what messages call it, and its
+ * reader, which fills the record (zeroed first) from the parsed document.
+ * One loader serves both kinds and both sources; a new kind is a reader
+ * and one of these.
+ */
+struct profile_kind {
+	const char *dir; /* its directory under kv_profiles_dir() */
+	const char *what; /* its name in messages */
+	size_t size; /* bytes of its record */
+	int (*read)(struct kv_cfg_doc *doc, void *out, struct kv_diag *d);
+};
+
+/* A profile held in memory: len bytes at text, not NUL-terminated. */
+struct profile_text {
+	const char *text;
+	size_t len;
+};
+
+static int read_host(struct kv_cfg_doc *doc, void *out, struct kv_diag *d);
+static const struct profile_kind host_kind = { "hosts", "host", sizeof(struct kv_host_profile),
+					       read_host };
+static int load(const struct profile_kind *k, const char *name_or_path,
+		const struct profile_text *mem, void *out, struct kv_diag *d);
+
+/* `host:` names a shipped host profile (checked here, so the error points at the device's key). */
+static int read_device_host(struct kv_cfg_node *r, struct kv_device *dev, struct kv_diag *d)
+{
+	struct kv_host_profile h;
+	struct kv_diag e;
+	int err = kv_cfg_str(r, "host", "", dev->host, sizeof(dev->host), d);
+
+	if (err || !dev->host[0])
+		return err;
+	if (looks_like_path(dev->host) || load(&host_kind, dev->host, NULL, &h, &e))
+		return kv_cfg_error(kv_cfg_get(r, "host"), d,
+				    "bad value '%s': expected the name of a host profile (kvsim list hosts)",
+				    dev->host);
+	return 0;
+}
+
 /* The `perf:` mapping; absent keys keep their defaults. */
 static int read_perf(struct kv_cfg_node *p, struct kv_device *dev, struct kv_diag *d)
 {
@@ -584,6 +625,7 @@ static int read_device(struct kv_cfg_doc *doc, void *out, struct kv_diag *d)
 	    (err = read_name(r, dev->name, sizeof(dev->name), d)) ||
 	    (err = read_source(r, d)) || (err = read_datasheet(r, dev, d)) ||
 	    (err = read_family(r, dev, d)) ||
+	    (err = read_device_host(r, dev, d)) ||
 	    (err = read_perf(kv_cfg_get(r, "perf"), dev, d)) ||
 	    (err = read_cost(kv_cfg_get(r, "cost"), dev, d)))
 		return err;
@@ -637,32 +679,12 @@ static int read_host(struct kv_cfg_doc *doc, void *out, struct kv_diag *d)
 
 /* ---- loading ---- */
 
-/*
- * A kind of profile: where its files are, what messages call it, and its
- * reader, which fills the record (zeroed first) from the parsed document.
- * One loader serves both kinds and both sources; a new kind is a reader
- * and one of these.
- */
-struct profile_kind {
-	const char *dir; /* its directory under kv_profiles_dir() */
-	const char *what; /* its name in messages */
-	size_t size; /* bytes of its record */
-	int (*read)(struct kv_cfg_doc *doc, void *out, struct kv_diag *d);
-};
-
 static const struct profile_kind model_kind = { "models", "model", sizeof(struct kv_model),
 						read_model };
 static const struct profile_kind device_kind = { "devices", "device", sizeof(struct kv_device),
 						 read_device };
 
-static const struct profile_kind host_kind = { "hosts", "host", sizeof(struct kv_host_profile),
-					       read_host };
 
-/* A profile held in memory: len bytes at text, not NUL-terminated. */
-struct profile_text {
-	const char *text;
-	size_t len;
-};
 
 /*
  * Loads a profile of kind k into out: from mem, reported as file

@@ -21,7 +21,8 @@
  * memory (bytes with unit, e.g. "80GB" = 80e9 bytes), mem_bandwidth
  * ("2039GB/s", "3.35TB/s" or a number of GB/s), fp16_tflops (dense),
  * host_link_bandwidth (GB/s, one direction), source, all required;
- * interconnect_bandwidth (GB/s, one direction; default 0: none), a `perf:`
+ * interconnect_bandwidth (GB/s, one direction; default 0: none), host (the
+ * host profile a workload without `host:` runs; default: reference), a `perf:`
  * mapping with eff_bw, eff_flops, overhead (duration), per_seq (duration),
  * allreduce_latency (duration), collective_overhead (duration added to every
  * collective over more than one rank), dequant_flops_per_byte, and `cost:` with

@@ -249,7 +249,8 @@ static int read_profiles(struct kv_cfg_doc *doc, struct kv_sim_config *c, struct
 {
 	TRY(read_profile(doc, "model", "llama-2-7b", c, d));
 	TRY(read_profile(doc, "device", "a100-80g", c, d));
-	return read_profile(doc, "host", "reference", c, d); /* the CPU (host.h) */
+	/* the CPU (host.h): the workload's, else the device profile's default, else the reference */
+	return read_profile(doc, "host", c->device.host[0] ? c->device.host : "reference", c, d);
 }
 
 /*
