@@ -60,9 +60,10 @@ struct sglang {
  * (cuda_graph_runner.py get_batch_sizes_to_capture).
  */
 static const char *const sglang_version_names[] = { "0.4", "0.3", NULL };
-static const struct kv__host_version sglang_versions[] = {
+static const struct kv_host_version sglang_versions[] = {
 	{ .name = "0.4", .on = 1, .mode = KV_HOST_ASYNC, .graph_max = 160, .coef = { KV__HOST_SGLANG_COEFS } },
 	{ .name = "0.3", .on = 1, .mode = KV_HOST_SYNC, .graph_max = 160, .coef = { KV__HOST_SGLANG_COEFS } },
+	{ .name = NULL },
 };
 
 static const struct kv_option sglang_options[] = {
@@ -280,6 +281,7 @@ const struct kv_engine_ops kv_engine_sglang = {
 	.desc = "SGLang: prefill and decode batches apart (unless mixed chunk); admit while prefill + min(max_new, clip) < free + evictable - ratio * running outputs; ratio decays per decode step, raised on retraction; radix cache as block hashes",
 	.priv_size = sizeof(struct sglang),
 	.options = sglang_options,
+	.versions = sglang_versions,
 	.init = sglang_init,
 	.cache = sglang_cache,
 	.perf = sglang_perf,

@@ -49,10 +49,11 @@ struct vllm {
  * while this one runs (--async-scheduling, vllm/v1/core/sched/async_scheduler.py).
  */
 static const char *const vllm_version_names[] = { "v1", "0.10", "v1-async", NULL };
-static const struct kv__host_version vllm_versions[] = {
+static const struct kv_host_version vllm_versions[] = {
 	{ .name = "v1", .on = 1, .mode = KV_HOST_SYNC, .graph_max = 512, .coef = { KV__HOST_VLLM_V1_COEFS } },
 	{ .name = "0.10", .on = 1, .mode = KV_HOST_SYNC, .graph_max = 512, .coef = { KV__HOST_VLLM_V1_COEFS } },
 	{ .name = "v1-async", .on = 1, .mode = KV_HOST_ASYNC, .graph_max = 512, .coef = { KV__HOST_VLLM_V1_COEFS } },
+	{ .name = NULL },
 };
 
 static const struct kv_option vllm_options[] = {
@@ -193,6 +194,7 @@ const struct kv_engine_ops kv_engine_vllm = {
 	.desc = "vLLM V1: one token budget per step, running requests first; KV allocated per step; on allocation failure preempt the scheduler's victim by recompute and admit nobody that step; prefix cache keeps freed blocks until evicted LRU",
 	.priv_size = sizeof(struct vllm),
 	.options = vllm_options,
+	.versions = vllm_versions,
 	.init = vllm_init,
 	.fini = vllm_fini,
 	.cache = vllm_cache,
@@ -216,10 +218,11 @@ struct vllm_v0 {
  * (vllm/worker/model_runner.py _BATCH_SIZES_TO_CAPTURE).
  */
 static const char *const vllm_v0_version_names[] = { "legacy", "0.5", "0.6", NULL };
-static const struct kv__host_version vllm_v0_versions[] = {
+static const struct kv_host_version vllm_v0_versions[] = {
 	{ .name = "legacy", .on = 0 },
 	{ .name = "0.5", .on = 1, .mode = KV_HOST_SYNC, .graph_max = 256, .coef = { KV__HOST_VLLM_V0_COEFS } },
 	{ .name = "0.6", .on = 1, .mode = KV_HOST_SYNC, .output_async = 1, .graph_max = 256, .coef = { KV__HOST_VLLM_V0_COEFS } },
+	{ .name = NULL },
 };
 
 static const struct kv_option vllm_v0_options[] = {
@@ -253,6 +256,7 @@ const struct kv_engine_ops kv_engine_vllm_v0 = {
 	.desc = "vLLM V0 (kvsim before engines): admission reserves the whole prefill; the configured cache model as is; no GEMM ramp",
 	.priv_size = sizeof(struct vllm_v0),
 	.options = vllm_v0_options,
+	.versions = vllm_v0_versions,
 	.init = vllm_v0_init,
 	.perf = vllm_v0_perf,
 };

@@ -67,6 +67,11 @@ double kv_host_step_ns(const struct kv_host *h, const struct kv_batch_shape *b, 
 	}
 }
 
+const char *kv_host_mode_name(enum kv_host_mode m)
+{
+	return m == KV_HOST_ASYNC ? "async" : m == KV_HOST_MULTISTEP ? "multi-step" : "sync";
+}
+
 const char *kv_host_coef_key(enum kv_host_coef i)
 {
 	static const char *const keys[] = {

@@ -118,6 +118,22 @@ struct kv_host_profile {
 	double coef[KV_HOST_NCOEF]; /* measured on this host, ns (where set) */
 };
 
+/*
+ * One engine version's host defaults (docs/engines.md, "Versions"): an
+ * engine's table of them ends with a NULL name.
+ */
+struct kv_host_version {
+	const char *name; /* the engine's `version:` value, e.g. "0.6"; NULL ends a table */
+	int on; /* 0: no host model (kvsim's behaviour before it) */
+	enum kv_host_mode mode; /* how CPU and GPU time combine */
+	int output_async; /* output processing overlaps the GPU */
+	uint32_t graph_max; /* largest captured CUDA-graph decode batch */
+	double coef[KV_HOST_NCOEF]; /* ns on the reference CPU, by enum kv_host_coef */
+};
+
+/* "sync", "multi-step" or "async". */
+const char *kv_host_mode_name(enum kv_host_mode m);
+
 /* The CPU time of one step of shape b, ns (0 when the model is off). */
 double kv_host_cpu_ns(const struct kv_host *h, const struct kv_batch_shape *b);
 

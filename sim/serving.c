@@ -40,7 +40,7 @@ void kv__engine_base_perf(const struct kv__engine_base *b, struct kv_perf *pf)
 const char *const kv__async_names[] = { "version", "off", "on", NULL };
 
 /* Coefficient i: an option >= 0, else the host profile's, else the version's / cpu_speed. */
-static double host_coef(const struct kv__engine_base *b, const struct kv__host_version *v,
+static double host_coef(const struct kv__engine_base *b, const struct kv_host_version *v,
 			const struct kv_host_profile *hp, enum kv_host_coef i)
 {
 	double speed = hp && hp->cpu_speed > 0 ? hp->cpu_speed : 1.0;
@@ -52,7 +52,7 @@ static double host_coef(const struct kv__engine_base *b, const struct kv__host_v
 	return v->coef[i] / speed;
 }
 
-void kv__engine_host_perf(const struct kv__engine_base *b, const struct kv__host_version *v,
+void kv__engine_host_perf(const struct kv__engine_base *b, const struct kv_host_version *v,
 			  struct kv_perf *pf)
 {
 	struct kv_host *h = &pf->host;
@@ -77,7 +77,7 @@ void kv__engine_host_perf(const struct kv__engine_base *b, const struct kv__host
 	h->eager_ns = (double)pf->layers * b->kernels_per_layer * h->launch_ns;
 }
 
-void kv__engine_host_init(struct kv__engine_base *b, const struct kv__host_version *v)
+void kv__engine_host_init(struct kv__engine_base *b, const struct kv_host_version *v)
 {
 	int async = b->async_sched == 2 || (b->async_sched == 0 && v->mode == KV_HOST_ASYNC);
 

@@ -65,8 +65,11 @@ enum {
 	KV_STEP_NO_PREEMPT = 4, /* a running request refused memory sits the step out (no victim) */
 };
 
+struct kv_host_version;
+
 struct kv_engine_ops {
 	KV_PLUGIN_BASE; /* name ("vllm", ...), desc, priv_size (per replica), options */
+	const struct kv_host_version *versions; /* its `version:` values in option order, NULL-name-ended (host.h) */
 	int (*init)(void *priv, struct kv_replica *r, struct kv_diag *d);
 	void (*fini)(void *priv);
 	const struct kv_cache_ops *(*cache)(const void *priv, const struct kv_sim_config *c,

@@ -35,15 +35,6 @@ struct kv__engine_base {
 	uint64_t lagged; /* waiting requests refused because they arrived after the step being formed was decided (statistics) */
 };
 
-/* One engine version's host defaults (docs/engines.md, "Versions"). */
-struct kv__host_version {
-	const char *name; /* the `version:` value, e.g. "0.6" */
-	int on; /* 0: no host model (kvsim's behaviour before it) */
-	enum kv_host_mode mode; /* how CPU and GPU time combine */
-	int output_async; /* output processing overlaps the GPU */
-	uint32_t graph_max; /* largest captured CUDA-graph decode batch */
-	double coef[KV_HOST_NCOEF]; /* ns on the reference CPU, by enum kv_host_coef */
-};
 
 /* Option-table entries of the base, for an engine whose private struct is T. */
 #define KV__ENGINE_FRONTEND_OPTION(T)                                                        \
@@ -134,11 +125,11 @@ extern const char *const kv__async_names[]; /* "version", "off", "on" */
  * coefficients, each replaced by the host profile's measured value
  * (pf->host_prof) or scaled by its cpu_speed, then by an option >= 0.
  */
-void kv__engine_host_perf(const struct kv__engine_base *b, const struct kv__host_version *v,
+void kv__engine_host_perf(const struct kv__engine_base *b, const struct kv_host_version *v,
 			  struct kv_perf *pf);
 
 /* Sets b->async_on from the version v and the options (call from the engine's init). */
-void kv__engine_host_init(struct kv__engine_base *b, const struct kv__host_version *v);
+void kv__engine_host_init(struct kv__engine_base *b, const struct kv_host_version *v);
 
 /*
  * One batch in flight ahead (async mode): whether waiting q is unseen by the

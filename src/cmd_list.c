@@ -58,6 +58,28 @@ static void print_options(const struct kv_option *o)
 	}
 }
 
+/*
+ * An engine's versions (engine.version) with the host model's mode and
+ * default coefficients on the reference CPU, each the source
+ * docs/host-model.md "Defaults" cites.
+ */
+static void print_versions(const struct kv_host_version *v)
+{
+	int i;
+
+	for (; v && v->name; v++) {
+		if (!v->on) {
+			printf("      version %-12s no host model (the GPU model alone)\n", v->name);
+			continue;
+		}
+		printf("      version %-12s %s%s, CUDA graphs up to %u;", v->name, kv_host_mode_name(v->mode),
+		       v->output_async ? " (output processing overlapped)" : "", v->graph_max);
+		for (i = 0; i < KV_HOST_NCOEF; i++)
+			printf(" %s %g us", kv_host_coef_key(i), v->coef[i] / 1e3);
+		printf(" (reference CPU; docs/host-model.md, Defaults)\n");
+	}
+}
+
 /* Every plugin of kind k with its description and options. */
 static void list_plugins(enum kv_plugin_kind k)
 {
@@ -68,6 +90,8 @@ static void list_plugins(enum kv_plugin_kind k)
 	for (i = 0; (p = kv_plugin_at(k, i)); i++) {
 		printf("  %-26s %s\n", p->name, p->desc);
 		print_options(p->options);
+		if (k == KV_PLUGIN_ENGINE)
+			print_versions(((const struct kv_engine_ops *)(const void *)p)->versions);
 	}
 }
 
