@@ -365,6 +365,7 @@ int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct 
 	kv_perf_init_parallel(&s->perf, &cfg->model, &cfg->device,
 			      &(struct kv_parallel){ .tp = cfg->tp, .pp = cfg->pp ? cfg->pp : 1,
 						     .ep = cfg->ep ? cfg->ep : 1 });
+	s->perf.host_prof = &cfg->host; /* the engines' perf hooks resolve the host model with it */
 	kv_heap_init(&s->heap, 1024);
 	kv_hist_init(&s->ttft);
 	kv_hist_init(&s->tpot);

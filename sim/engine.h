@@ -155,6 +155,7 @@ struct kv_observer {
 struct kv_sim_config {
 	struct kv_model model; /* served model */
 	struct kv_device device; /* one replica's GPU */
+	struct kv_host_profile host; /* the host CPU (host.h); all zero: the reference CPU */
 	uint32_t replicas; /* replicas in the cluster, >= 1 */
 	uint32_t tp; /* GPUs per replica (tensor parallel), >= 1 */
 	uint32_t pp; /* pipeline stages per replica (GPUs = tp * pp), >= 1; 0 reads as 1 */

@@ -52,9 +52,24 @@ struct sglang {
 	uint64_t closed_at; /* requests ended in the run when admission closed after a retraction; 0: open */
 };
 
+/*
+ * SGLang's versions (docs/engines.md, "Versions"): 0.3 runs every step in
+ * sequence; 0.4 runs the overlap scheduler (on by default since v0.4,
+ * Scheduler.event_loop_overlap: the next batch is scheduled while this one
+ * runs).  Graphs are captured for 1, 2, 4 and multiples of 8 up to 160
+ * (cuda_graph_runner.py get_batch_sizes_to_capture).
+ */
+static const char *const sglang_version_names[] = { "0.4", "0.3", NULL };
+static const struct kv_host_version sglang_versions[] = {
+	{ .name = "0.4", .on = 1, .mode = KV_HOST_ASYNC, .graph_max = 160, .coef = { KV__HOST_SGLANG_COEFS } },
+	{ .name = "0.3", .on = 1, .mode = KV_HOST_SYNC, .graph_max = 160, .coef = { KV__HOST_SGLANG_COEFS } },
+	{ .name = NULL },
+};
+
 static const struct kv_option sglang_options[] = {
 	KV__ENGINE_BASE_OPTIONS(struct sglang, 128),
 	KV__ENGINE_COMM_OPTIONS(struct sglang, KV_CAR_SGLANG),
+	KV__ENGINE_HOST_OPTIONS(struct sglang, sglang_version_names, 0),
 	{ .name = "chunked_prefill_size", .type = KV_OPT_U64,
 	  .offset = offsetof(struct sglang, chunked_prefill_size), .def = 0, .min = 0,
 	  .max = 1 << 24, .units = "tokens",
@@ -89,6 +104,7 @@ static int sglang_init(void *priv, struct kv_replica *r, struct kv_diag *d)
 				   "bad value %g: expected at most init_new_token_ratio (%g)",
 				   g->min_ratio, g->init_ratio);
 	kv__engine_base_init(&g->base, r);
+	kv__engine_host_init(&g->base, &sglang_versions[g->base.version]);
 	g->ratio = g->init_ratio;
 	return 0;
 }
@@ -106,6 +122,7 @@ static void sglang_perf(const void *priv, struct kv_perf *pf)
 	const struct sglang *g = priv;
 
 	kv__engine_base_perf(&g->base, pf);
+	kv__engine_host_perf(&g->base, &sglang_versions[g->base.version], pf);
 }
 
 /* q's remaining output, clipped: SGLang's min(max_new_tokens - output_len, clip). */
@@ -133,6 +150,7 @@ static void sglang_step(void *priv, struct kv_replica *r, int again)
 	const struct kv_sim_config *c = r->sim->cfg;
 	uint32_t i;
 
+	kv__engine_host_step(&g->base, r); /* the async mode's view of this formation */
 	if (r->n_running == 0)
 		g->ratio = g->init_ratio; /* idle: the estimate starts over */
 	if (g->closed_at && (r->n_running == 0 || kv__engine_ended(r->sim) != g->closed_at))
@@ -159,6 +177,9 @@ static int sglang_admit(void *priv, struct kv_replica *r, struct kv_req *q, uint
 	struct sglang *g = priv;
 	double need = (double)(q->prefill_target - q->kv_tokens) + (double)out_left(g, q);
 
+	/* a waiting request makes sglang_macro_steps return 0: no macro step to keep exact */
+	if (kv__engine_lagged(&g->base, r, q))
+		return KV_ERANGE;
 	if (r->n_running || r->n_batch) { /* alone, only memory decides */
 		double bytes = (double)r->pool.free_bytes +
 			       (r->cache->evictable_bytes ?
@@ -261,6 +282,7 @@ const struct kv_engine_ops kv_engine_sglang = {
 	.desc = "SGLang: prefill and decode batches apart (unless mixed chunk); admit while prefill + min(max_new, clip) < free + evictable - ratio * running outputs; ratio decays per decode step, raised on retraction; radix cache as block hashes",
 	.priv_size = sizeof(struct sglang),
 	.options = sglang_options,
+	.versions = sglang_versions,
 	.init = sglang_init,
 	.cache = sglang_cache,
 	.perf = sglang_perf,

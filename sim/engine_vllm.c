@@ -39,11 +39,27 @@ struct vllm {
 	uint32_t n_snap, snap_cap; /* requests in snap, its slots */
 	uint64_t closed_at; /* kv__engine_ended() when an older victim closed admission; 0: open */
 	uint64_t closures; /* steps that closed admission (statistics, tests) */
+	int lag_refused; /* this formation refused a request it could not see yet (async mode) */
+};
+
+/*
+ * V1's versions (docs/engines.md, "Versions"): synchronous steps, CUDA
+ * graphs captured for 1, 2, 4 and multiples of 8 up to 512
+ * (SchedulerConfig.cuda_graph_sizes); v1-async schedules the next step
+ * while this one runs (--async-scheduling, vllm/v1/core/sched/async_scheduler.py).
+ */
+static const char *const vllm_version_names[] = { "v1", "0.10", "v1-async", NULL };
+static const struct kv_host_version vllm_versions[] = {
+	{ .name = "v1", .on = 1, .mode = KV_HOST_SYNC, .graph_max = 512, .coef = { KV__HOST_VLLM_V1_COEFS } },
+	{ .name = "0.10", .on = 1, .mode = KV_HOST_SYNC, .graph_max = 512, .coef = { KV__HOST_VLLM_V1_COEFS } },
+	{ .name = "v1-async", .on = 1, .mode = KV_HOST_ASYNC, .graph_max = 512, .coef = { KV__HOST_VLLM_V1_COEFS } },
+	{ .name = NULL },
 };
 
 static const struct kv_option vllm_options[] = {
 	KV__ENGINE_BASE_OPTIONS(struct vllm, 128),
 	KV__ENGINE_COMM_OPTIONS(struct vllm, KV_CAR_VLLM),
+	KV__ENGINE_HOST_OPTIONS(struct vllm, vllm_version_names, 0),
 	{ .name = "long_prefill_token_threshold", .type = KV_OPT_U64,
 	  .offset = offsetof(struct vllm, long_prefill_token_threshold), .def = 0, .min = 0,
 	  .max = 1 << 24, .units = "tokens",
@@ -57,6 +73,7 @@ static int vllm_init(void *priv, struct kv_replica *r, struct kv_diag *d)
 
 	(void)d;
 	kv__engine_base_init(&v->base, r);
+	kv__engine_host_init(&v->base, &vllm_versions[v->base.version]);
 	r->chunk_cap_tokens = v->long_prefill_token_threshold;
 	/* admission stops at max_seqs running, so the running set never holds more */
 	v->snap_cap = KV_MAX(r->sim->cfg->max_batch_seqs, 1u);
@@ -89,6 +106,8 @@ static void vllm_step(void *priv, struct kv_replica *r, int again)
 	struct vllm *v = priv;
 
 	(void)again;
+	v->lag_refused = 0;
+	kv__engine_host_step(&v->base, r);
 	if (v->closed_at && (r->n_running == 0 || kv__engine_ended(r->sim) != v->closed_at))
 		v->closed_at = 0;
 	v->n_snap = KV_MIN(r->n_running, v->snap_cap);
@@ -130,6 +149,7 @@ static void vllm_perf(const void *priv, struct kv_perf *pf)
 	const struct vllm *v = priv;
 
 	kv__engine_base_perf(&v->base, pf);
+	kv__engine_host_perf(&v->base, &vllm_versions[v->base.version], pf);
 }
 
 /*
@@ -139,12 +159,34 @@ static void vllm_perf(const void *priv, struct kv_perf *pf)
 static int vllm_admit(void *priv, struct kv_replica *r, struct kv_req *q, uint64_t take,
 		      uint64_t *want)
 {
-	const struct vllm *v = priv;
+	struct vllm *v = priv;
 
 	if (r->step_preempted || v->closed_at || r->n_running >= r->sim->cfg->max_batch_seqs)
 		return KV_ERANGE;
+	if (kv__engine_lagged(&v->base, r, q)) {
+		v->lag_refused = 1;
+		return KV_ERANGE;
+	}
 	*want = q->kv_tokens + take;
 	return 0;
+}
+
+/*
+ * Macro steps (serving.h): a formation that refused a request only because
+ * it had not seen it yet (async mode) admits it at the next step end, so its
+ * batch does not repeat: no macro step.  Any other formation repeats as is.
+ */
+static uint32_t vllm_macro_steps(void *priv, struct kv_replica *r, uint32_t K)
+{
+	const struct vllm *v = priv;
+
+	(void)r;
+	return v->lag_refused ? 0 : K;
+}
+
+uint64_t kv_engine_lagged(const void *priv)
+{
+	return ((const struct kv__engine_base *)priv)->lagged;
 }
 
 const struct kv_engine_ops kv_engine_vllm = {
@@ -153,6 +195,7 @@ const struct kv_engine_ops kv_engine_vllm = {
 	.desc = "vLLM V1: one token budget per step, running requests first; KV allocated per step; on allocation failure preempt the scheduler's victim by recompute and admit nobody that step; prefix cache keeps freed blocks until evicted LRU",
 	.priv_size = sizeof(struct vllm),
 	.options = vllm_options,
+	.versions = vllm_versions,
 	.init = vllm_init,
 	.fini = vllm_fini,
 	.cache = vllm_cache,
@@ -160,15 +203,33 @@ const struct kv_engine_ops kv_engine_vllm = {
 	.step = vllm_step,
 	.admit = vllm_admit,
 	.formed = vllm_formed,
+	.macro_steps = vllm_macro_steps,
 };
 
 struct vllm_v0 {
 	struct kv__engine_base base; /* only the front end's cost and embed_lookup are used */
 };
 
+/*
+ * V0's versions: "legacy" is kvsim before the host model (no host time, no
+ * graph padding: the golden digests' behaviour); 0.5 runs every step in
+ * sequence, detokenising in the engine; 0.6 overlaps output processing with
+ * the next step (the async output processor) and takes num_scheduler_steps.
+ * Graphs are captured for 1, 2, 4 and multiples of 8 up to 256
+ * (vllm/worker/model_runner.py _BATCH_SIZES_TO_CAPTURE).
+ */
+static const char *const vllm_v0_version_names[] = { "legacy", "0.5", "0.6", NULL };
+static const struct kv_host_version vllm_v0_versions[] = {
+	{ .name = "legacy", .on = 0 },
+	{ .name = "0.5", .on = 1, .mode = KV_HOST_SYNC, .graph_max = 256, .coef = { KV__HOST_VLLM_V0_COEFS } },
+	{ .name = "0.6", .on = 1, .mode = KV_HOST_SYNC, .output_async = 1, .graph_max = 256, .coef = { KV__HOST_VLLM_V0_COEFS } },
+	{ .name = NULL },
+};
+
 static const struct kv_option vllm_v0_options[] = {
 	KV__ENGINE_FRONTEND_OPTION(struct vllm_v0),
 	KV__ENGINE_EMBED_OPTION(struct vllm_v0),
+	KV__ENGINE_HOST_OPTIONS(struct vllm_v0, vllm_v0_version_names, 0),
 	{ .name = NULL },
 };
 
@@ -187,6 +248,7 @@ static void vllm_v0_perf(const void *priv, struct kv_perf *pf)
 	const struct vllm_v0 *v = priv;
 
 	kv_perf_set_embed_lookup(pf, v->base.embed_lookup);
+	kv__engine_host_perf(&v->base, &vllm_v0_versions[v->base.version], pf);
 }
 
 const struct kv_engine_ops kv_engine_vllm_v0 = {
@@ -195,6 +257,7 @@ const struct kv_engine_ops kv_engine_vllm_v0 = {
 	.desc = "vLLM V0 (kvsim before engines): admission reserves the whole prefill; the configured cache model as is; no GEMM ramp",
 	.priv_size = sizeof(struct vllm_v0),
 	.options = vllm_v0_options,
+	.versions = vllm_v0_versions,
 	.init = vllm_v0_init,
 	.perf = vllm_v0_perf,
 };

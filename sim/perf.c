@@ -126,6 +126,7 @@ void kv_perf_init_parallel(struct kv_perf *pf, const struct kv_model *m,
 	pf->stage_frac = (double)((m->layers + par->pp - 1) / par->pp) / m->layers;
 	pf->head_flops_on_stage = pf->head_flops_per_sample;
 	pf->ep = par->ep;
+	pf->layers = m->layers;
 	kv_perf_set_moe_ep(pf, kv_model_moe_layers(m), kv_model_moe_dispatch_bytes_per_token(m),
 			   par->ep);
 }
@@ -264,11 +265,64 @@ static double pipeline_ns(const struct kv_perf *pf, const struct kv_batch_shape 
 	return pf->pp * stage;
 }
 
+/*
+ * The batch the linear layers compute for (host.h): a decode-only step of
+ * n sequences with a captured CUDA graph runs g >= n rows (tokens and
+ * sampled rows both padded to g); any other step keeps its own and is eager
+ * (returns 1) when the host model has a launch floor.
+ */
+static int graph_batch(const struct kv_perf *pf, const struct kv_batch_shape *b,
+		       uint64_t *n_tokens, uint32_t *n_sample)
+{
+	uint32_t g;
+
+	if (!pf->host.on)
+		return 0;
+	g = b->n_prefill_tokens == 0 ? kv_host_graph_size(&pf->host, b->n_decode) : 0;
+	if (!g)
+		return pf->host.eager_ns > 0;
+	*n_tokens = g;
+	*n_sample = g;
+	return 0;
+}
+
+/* The time of a step whose GPU part is t plus kernels k: the launch floor, then the host. */
+static kv_ns host_total(const struct kv_perf *pf, const struct kv_batch_shape *b, double t,
+			double k, int eager, double cpu_ns)
+{
+	t += eager ? kv_host_eager_ns(&pf->host, k) : k;
+	t += (double)b->extra_ns;
+	t = kv_host_step_ns(&pf->host, b, cpu_ns, t);
+	t = ceil(t);
+	return t < 1.0 ? 1 : t < PERF_MAX_NS ? (kv_ns)t : (kv_ns)PERF_MAX_NS;
+}
+
+/* kv_perf_iter_ns with the host model on: the same terms, padded or floored, then combined (host.h). */
+static kv_ns host_iter_ns(const struct kv_perf *pf, const struct kv_batch_shape *b)
+{
+	uint64_t n_tokens = b->n_decode + b->n_prefill_tokens, n_lin = n_tokens;
+	uint32_t n_sample = b->n_sample;
+	double t = pf->overhead_ns + pf->per_seq_ns * b->n_seqs, k;
+	double cpu = kv_host_cpu_ns(&pf->host, b);
+	int eager;
+
+	if (pf->pp > 1)
+		return host_total(pf, b, t, pipeline_ns(pf, b, n_tokens), 0, cpu);
+	eager = graph_batch(pf, b, &n_lin, &n_sample);
+	k = linear_ns(pf, n_lin, n_sample, b->n_prefill_tokens > 0) + attention_ns(pf, b);
+	if (pf->tp > 1)
+		k += kv_perf_allreduce_ns(pf, (double)n_tokens);
+	k += kv_perf_moe_ep_ns(pf, (double)n_tokens);
+	return host_total(pf, b, t, k, eager, cpu);
+}
+
 kv_ns kv_perf_iter_ns(const struct kv_perf *pf, const struct kv_batch_shape *b)
 {
 	uint64_t n_tokens = b->n_decode + b->n_prefill_tokens;
 	double t = pf->overhead_ns + pf->per_seq_ns * b->n_seqs + pf->step_sync_ns;
 
+	if (pf->host.on)
+		return host_iter_ns(pf, b);
 	if (pf->pp > 1) {
 		t += pipeline_ns(pf, b, n_tokens);
 	} else {
@@ -286,10 +340,13 @@ kv_ns kv_perf_iter_ns(const struct kv_perf *pf, const struct kv_batch_shape *b)
 void kv_perf_iter_prep(const struct kv_perf *pf, const struct kv_batch_shape *b,
 		       struct kv_perf_run *run)
 {
-	uint64_t n_tokens = b->n_decode + b->n_prefill_tokens;
+	uint64_t n_tokens = b->n_decode + b->n_prefill_tokens, n_lin = n_tokens;
+	uint32_t n_sample = b->n_sample;
 
+	run->eager = graph_batch(pf, b, &n_lin, &n_sample);
+	run->cpu_ns = kv_host_cpu_ns(&pf->host, b);
 	run->head_ns = pf->overhead_ns + pf->per_seq_ns * b->n_seqs + pf->step_sync_ns;
-	run->lin_ns = linear_ns(pf, n_tokens, b->n_sample, b->n_prefill_tokens > 0);
+	run->lin_ns = linear_ns(pf, n_lin, n_sample, b->n_prefill_tokens > 0);
 	run->ar_ns = pf->tp > 1 ? kv_perf_allreduce_ns(pf, (double)n_tokens) : 0.0;
 	run->moe_ns = kv_perf_moe_ep_ns(pf, (double)n_tokens);
 	run->skip_pairs = pf->window_frac * (double)b->window_skip_pairs;
@@ -317,10 +374,17 @@ static double run_attention_ns(const struct kv_perf *pf, const struct kv_perf_ru
 kv_ns kv_perf_iter_run_ns(const struct kv_perf *pf, const struct kv_perf_run *run,
 			  const struct kv_batch_shape *b)
 {
-	double t = run->head_ns;
+	double t = run->head_ns, k;
 
 	if (pf->pp > 1)
 		return kv_perf_iter_ns(pf, b); /* a pipeline cycle mixes every term */
+	if (pf->host.on) { /* kv_perf_iter_ns's host path, term for term */
+		k = run->lin_ns + run_attention_ns(pf, run, b);
+		if (pf->tp > 1)
+			k += run->ar_ns;
+		k += run->moe_ns;
+		return host_total(pf, b, t, k, run->eager, run->cpu_ns);
+	}
 	/* kv_perf_iter_ns's operations, term for term */
 	t += run->lin_ns + run_attention_ns(pf, run, b);
 	if (pf->tp > 1)

@@ -52,6 +52,14 @@
  * with fewer micro-batches than stages (m < pp) the pipeline has a bubble
  * of 1 - m/pp.
  *
+ * The engine's host side (host.h, when an engine turns it on): a
+ * decode-only step runs the CUDA graph of the next captured batch size, its
+ * linear layers computed for the padded batch; any other step runs eagerly,
+ * its kernels floored by their launches; and the step's CPU time combines
+ * with the time above per the engine version's mode (kv_host_step_ns).
+ * overhead then stands for the GPU side of a step only (launch gaps,
+ * synchronisation), as in the C++ runtimes its value was fitted on.
+ *
  * docs/perf-model.md derives the terms and compares the model to published
  * measurements.  The functions here are pure and allocation-free: they sit
  * on the simulator's hot path.
@@ -60,6 +68,7 @@
 #define KV_PERF_H
 
 #include "comm.h"
+#include "host.h"
 #include "profile.h"
 
 /* The shape of one iteration's batch, filled by the engine. */
@@ -110,6 +119,10 @@ struct kv_perf {
 	double ep_moe_layers; /* MoE layers whose tokens are dispatched and combined; 0: none */
 	double ep_bytes_per_token; /* dispatch bytes per batch token per MoE layer (combine moves the same) */
 	double step_sync_ns; /* driving the workers of a multi-GPU replica, per step, ns; 0 on one GPU */
+	/* The engine's host side (host.h): off unless the engine's perf hook turns it on. */
+	struct kv_host host; /* CPU time, how it combines with the GPU's, CUDA graphs */
+	uint32_t layers; /* the model's layers (the eager launch floor counts kernels per layer) */
+	const struct kv_host_profile *host_prof; /* the run's host profile (engine.c), NULL: the reference CPU */
 };
 
 /* The GPU layout of one replica: tp * pp GPUs; experts spread over ep of them. */
@@ -207,6 +220,8 @@ struct kv_perf_run {
 	double moe_ns; /* expert-parallel all-to-all, ns */
 	double skip_pairs; /* window_frac * window_skip_pairs: pairs the windowed layers skip */
 	double dequant_flops; /* dequantisation FLOPs per GPU, as attention_ns computes them */
+	double cpu_ns; /* the host's CPU time of the step (host.h), ns */
+	int eager; /* 1: the step runs without a CUDA graph (the launch floor applies) */
 };
 void kv_perf_iter_prep(const struct kv_perf *pf, const struct kv_batch_shape *b,
 		       struct kv_perf_run *run);

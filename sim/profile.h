@@ -258,6 +258,7 @@ struct kv_device {
 	double link_busbw_Bps; /* bus bandwidth NCCL reaches on that link, bytes/s; 0 with datasheet */
 	double link_busbw_n_Bps[KV_LINK_MAX_RANKS + 1]; /* the same at n GPUs (interconnect_busbw_by_gpus), bytes/s; 0: not given */
 	char family[16]; /* architecture family ("ampere", ...), "" when not named */
+	char host[64]; /* the host profile a workload without `host:` runs (host.h), "" : reference */
 	/* Perf-model coefficients (calibrated; datasheet profiles ship defaults). */
 	double eff_bw; /* achieved share of mem_bw_Bps, default 0.83 */
 	double eff_flops; /* achieved share of flops, default 0.71 (the A100 fit) */

@@ -776,6 +776,7 @@ static uint32_t step_apply(struct kv_replica *r, kv_ns now)
 
 	rep_acct_at(r, now);
 	r->busy = 0;
+	r->iter_end_ns = now;
 	r->busy_ns += now - r->iter_start_ns;
 	r->iterations++;
 	observe(r, KV_OBS_ITER_END, NULL, 0);
@@ -940,6 +941,7 @@ int kv__replica_init(struct kv_sim *s, struct kv_replica *r, uint32_t idx)
 
 	r->sim = s;
 	r->idx = idx;
+	r->iter_end_ns = KV_NS_NEVER;
 	rc = replica_engine(s, r);
 	if (rc)
 		return rc;

@@ -53,7 +53,8 @@ struct kv_replica {
 	struct kv_batch_shape shape; /* of the batch being formed / in flight */
 	uint64_t ctx_tokens; /* context tokens read by the batch (when the cache has no read_bytes) */
 	int busy; /* an iteration is in flight */
-	kv_ns iter_start_ns; /* start of the iteration in flight */
+	kv_ns iter_start_ns; /* start of the iteration in flight (after it ends: of the last one) */
+	kv_ns iter_end_ns; /* end of the last iteration applied; KV_NS_NEVER before the first */
 	uint64_t live_tokens; /* sum of kv_tokens over its requests */
 	uint64_t outstanding_tokens; /* prompt + output tokens not yet processed, assigned here */
 	uint64_t n_assigned; /* requests assigned, not yet ended */

@@ -44,6 +44,68 @@ void kv__engine_base_perf(const struct kv__engine_base *b, struct kv_perf *pf)
 	kv_perf_set_comm(pf, &car, sync);
 }
 
+const char *const kv__async_names[] = { "version", "off", "on", NULL };
+
+/* Coefficient i: an option >= 0, else the host profile's, else the version's / cpu_speed. */
+static double host_coef(const struct kv__engine_base *b, const struct kv_host_version *v,
+			const struct kv_host_profile *hp, enum kv_host_coef i)
+{
+	double speed = hp && hp->cpu_speed > 0 ? hp->cpu_speed : 1.0;
+
+	if (b->coef[i] >= 0)
+		return b->coef[i];
+	if (hp && hp->set >> i & 1)
+		return hp->coef[i];
+	return v->coef[i] / speed;
+}
+
+void kv__engine_host_perf(const struct kv__engine_base *b, const struct kv_host_version *v,
+			  struct kv_perf *pf)
+{
+	struct kv_host *h = &pf->host;
+	uint64_t block = b->block_tokens ? b->block_tokens : 16;
+	int i;
+
+	memset(h, 0, sizeof(*h));
+	if (!b->host_model || !v->on)
+		return; /* the GPU model alone, as before the host model */
+	h->on = 1;
+	h->mode = b->async_sched == 2 ? KV_HOST_ASYNC : b->async_sched == 1 ? KV_HOST_SYNC : v->mode;
+	h->output_async = v->output_async;
+	h->steps = (double)(b->sched_steps ? b->sched_steps : 1);
+	if (h->mode == KV_HOST_SYNC && h->steps > 1)
+		h->mode = KV_HOST_MULTISTEP;
+	for (i = 0; i < KV_HOST_NCOEF; i++)
+		*kv_host_coef(h, i) = host_coef(b, v, pf->host_prof, i);
+	if (!b->prefix_caching)
+		h->hash_ns = 0; /* nothing is hashed without a prefix cache */
+	h->inv_block_tokens = 1.0 / (double)block;
+	h->graph_max = b->cuda_graphs ? (uint32_t)(b->graph_max ? b->graph_max : v->graph_max) : 0;
+	h->eager_ns = (double)pf->layers * b->kernels_per_layer * h->launch_ns;
+}
+
+void kv__engine_host_init(struct kv__engine_base *b, const struct kv_host_version *v)
+{
+	int async = b->async_sched == 2 || (b->async_sched == 0 && v->mode == KV_HOST_ASYNC);
+
+	b->async_on = b->host_model && v->on && async;
+}
+
+void kv__engine_host_step(struct kv__engine_base *b, const struct kv_replica *r)
+{
+	b->running_at_step = r->n_running;
+}
+
+int kv__engine_lagged(struct kv__engine_base *b, const struct kv_replica *r,
+		      const struct kv_req *q)
+{
+	if (!b->async_on || !b->running_at_step || r->iter_end_ns != r->sim->now ||
+	    q->arrival_ns <= r->iter_start_ns)
+		return 0;
+	b->lagged++;
+	return 1;
+}
+
 /* Whether c runs `full` with every option at its default. */
 static int plain_full(const struct kv_sim_config *c)
 {

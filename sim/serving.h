@@ -65,8 +65,11 @@ enum {
 	KV_STEP_NO_PREEMPT = 4, /* a running request refused memory sits the step out (no victim) */
 };
 
+struct kv_host_version;
+
 struct kv_engine_ops {
 	KV_PLUGIN_BASE; /* name ("vllm", ...), desc, priv_size (per replica), options */
+	const struct kv_host_version *versions; /* its `version:` values in option order, NULL-name-ended (host.h) */
 	int (*init)(void *priv, struct kv_replica *r, struct kv_diag *d);
 	void (*fini)(void *priv);
 	const struct kv_cache_ops *(*cache)(const void *priv, const struct kv_sim_config *c,
@@ -88,6 +91,9 @@ double kv_engine_sglang_ratio(const void *priv);
 uint64_t kv_engine_sglang_retractions(const void *priv);
 /* vllm's steps that closed admission after an older victim (the progress guard; priv: r->eng_priv). */
 uint64_t kv_engine_vllm_closures(const void *priv);
+
+/* Waiting requests an async engine's formations did not see yet (serving_impl.h kv__engine_lagged; priv: r->eng_priv of vllm or sglang). */
+uint64_t kv_engine_lagged(const void *priv);
 
 /* The engine a config without one runs: vllm-v0 (today's behaviour). */
 extern const struct kv_engine_ops kv_engine_vllm_v0;

@@ -6,6 +6,7 @@
 #ifndef KV_SERVING_IMPL_H
 #define KV_SERVING_IMPL_H
 
+#include "host.h"
 #include "serving.h"
 
 #include <stddef.h>
@@ -26,7 +27,20 @@ struct kv__engine_base {
 	int executor; /* executor: 0 mp (shared-memory broadcast), 1 ray */
 	kv_ns worker_sync_ns; /* worker_sync: per-step cost of driving the workers (mp), ns; default 0 */
 	kv_ns ray_step_ns; /* ray_step_overhead: what the Ray executor adds per step, ns */
+	/* The host model (host.h; docs/host-model.md): the version's defaults unless an option says otherwise. */
+	int version; /* version: index into the engine's version table */
+	int host_model; /* host_model: 1 (default) runs the host model where the version has one */
+	int async_sched; /* async_scheduling: 0 the version's mode, 1 off, 2 on */
+	uint64_t sched_steps; /* num_scheduler_steps: decode steps per scheduling pass, default 1 */
+	int cuda_graphs; /* cuda_graphs: 1 (default) decode steps run captured graphs; 0: eager (enforce_eager) */
+	uint64_t graph_max; /* cuda_graph_max: largest captured batch, 0: the version's */
+	double kernels_per_layer; /* kernels_per_layer: launches per layer of an eager step, default 10 */
+	double coef[KV_HOST_NCOEF]; /* host_*: coefficients, ns; -1 (default): the host profile's, else the version's */
+	int async_on; /* resolved at init: the host model runs in the async mode (one batch in flight ahead) */
+	uint32_t running_at_step; /* requests running when the step being formed began forming */
+	uint64_t lagged; /* waiting requests refused because they arrived after the step being formed was decided (statistics) */
 };
+
 
 /* Option-table entries of the base, for an engine whose private struct is T. */
 #define KV__ENGINE_FRONTEND_OPTION(T)                                                        \
@@ -75,6 +89,91 @@ struct kv__engine_base {
 
 extern const char *const kv__engine_car_names[];
 extern const char *const kv__engine_executor_names[];
+/* The host options, for an engine whose private struct is T and whose versions are named by names (default def). */
+#define KV__HOST_COEF_OPTION(T, i, key, what)                                               \
+	{ .name = "host_" key, .type = KV_OPT_DBL, .offset = offsetof(T, base.coef[i]),    \
+	  .def = -1, .min = -1, .max = 1e9, .units = "ns",                                 \
+	  .help = what " (-1: the host profile's, else the version's; docs/host-model.md)" }
+#define KV__ENGINE_HOST_OPTIONS(T, vnames, vdef)                                              \
+	{ .name = "version", .type = KV_OPT_ENUM, .offset = offsetof(T, base.version),     \
+	  .def = vdef, .units = "", .names = vnames,                                       \
+	  .help = "engine version: selects the host model's mode and defaults (docs/engines.md, Versions)" }, \
+	{ .name = "host_model", .type = KV_OPT_BOOL, .offset = offsetof(T, base.host_model), \
+	  .def = 1, .min = 0, .max = 1, .units = "",                                       \
+	  .help = "charge the engine's per-step CPU time (host.h) where the version has a host model" }, \
+	{ .name = "async_scheduling", .type = KV_OPT_ENUM, .offset = offsetof(T, base.async_sched), \
+	  .def = 0, .units = "", .names = kv__async_names,                                 \
+	  .help = "schedule the next step while this one runs: max(CPU, GPU) + sync (version: the version's mode)" }, \
+	{ .name = "num_scheduler_steps", .type = KV_OPT_U64, .offset = offsetof(T, base.sched_steps), \
+	  .def = 1, .min = 1, .max = 1024, .units = "steps",                               \
+	  .help = "decode steps per scheduling pass (vLLM 0.6 multi-step scheduling): scheduling and input preparation paid once per n" }, \
+	{ .name = "cuda_graphs", .type = KV_OPT_BOOL, .offset = offsetof(T, base.cuda_graphs), \
+	  .def = 1, .min = 0, .max = 1, .units = "",                                       \
+	  .help = "decode steps run captured CUDA graphs (padded to the captured size); false: eager (enforce_eager)" }, \
+	{ .name = "cuda_graph_max", .type = KV_OPT_U64, .offset = offsetof(T, base.graph_max), \
+	  .def = 0, .min = 0, .max = 1 << 20, .units = "sequences",                        \
+	  .help = "largest captured decode batch; larger ones run eagerly (0: the version's)" }, \
+	{ .name = "kernels_per_layer", .type = KV_OPT_DBL, .offset = offsetof(T, base.kernels_per_layer), \
+	  .def = 10, .min = 0, .max = 1000, .units = "kernels",                            \
+	  .help = "kernel launches per layer of an eager step (the launch floor: layers x kernels x host_launch)" }, \
+	KV__HOST_COEF_OPTION(T, KV_HOSTC_SCHED, "sched", "scheduler, fixed per step"),      \
+	KV__HOST_COEF_OPTION(T, KV_HOSTC_SCHED_SEQ, "sched_seq", "scheduler, per scheduled sequence"), \
+	KV__HOST_COEF_OPTION(T, KV_HOSTC_PREP_TOKEN, "prep_token", "input preparation, per scheduled token"), \
+	KV__HOST_COEF_OPTION(T, KV_HOSTC_PREP_SEQ, "prep_seq", "input preparation, per scheduled sequence"), \
+	KV__HOST_COEF_OPTION(T, KV_HOSTC_BLOCK, "block", "block-table update, per new KV block"), \
+	KV__HOST_COEF_OPTION(T, KV_HOSTC_HASH, "hash", "prefix hashing, per full block (prefix caching only)"), \
+	KV__HOST_COEF_OPTION(T, KV_HOSTC_SAMPLE, "sample", "sampling and output processing, per sampling sequence"), \
+	KV__HOST_COEF_OPTION(T, KV_HOSTC_DETOK, "detok", "detokenisation in the engine process, per sampling sequence"), \
+	KV__HOST_COEF_OPTION(T, KV_HOSTC_SYNC, "sync", "async mode: synchronisation per step"), \
+	KV__HOST_COEF_OPTION(T, KV_HOSTC_LAUNCH, "launch", "one kernel launch of an eager step")
+
+/*
+ * Reference-CPU coefficients, ns (docs/host-model.md, "Defaults", gives the
+ * source of each): vLLM V0 as profiled by its 0.6.0 release, V1 the same
+ * terms less detokenisation (moved to the front-end process), SGLang's.
+ */
+#define KV__HOST_VLLM_V0_COEFS                                                              \
+	[KV_HOSTC_SCHED] = 500e3, [KV_HOSTC_SCHED_SEQ] = 15e3, [KV_HOSTC_PREP_TOKEN] = 1e3, \
+	[KV_HOSTC_PREP_SEQ] = 10e3, [KV_HOSTC_BLOCK] = 2e3, [KV_HOSTC_HASH] = 2e3,          \
+	[KV_HOSTC_SAMPLE] = 8e3, [KV_HOSTC_DETOK] = 10e3, [KV_HOSTC_SYNC] = 50e3,           \
+	[KV_HOSTC_LAUNCH] = 5e3
+#define KV__HOST_VLLM_V1_COEFS                                                              \
+	[KV_HOSTC_SCHED] = 500e3, [KV_HOSTC_SCHED_SEQ] = 15e3, [KV_HOSTC_PREP_TOKEN] = 1e3, \
+	[KV_HOSTC_PREP_SEQ] = 10e3, [KV_HOSTC_BLOCK] = 2e3, [KV_HOSTC_HASH] = 2e3,          \
+	[KV_HOSTC_SAMPLE] = 8e3, [KV_HOSTC_DETOK] = 0, [KV_HOSTC_SYNC] = 50e3,              \
+	[KV_HOSTC_LAUNCH] = 5e3
+#define KV__HOST_SGLANG_COEFS                                                               \
+	[KV_HOSTC_SCHED] = 300e3, [KV_HOSTC_SCHED_SEQ] = 5e3, [KV_HOSTC_PREP_TOKEN] = 0.5e3, \
+	[KV_HOSTC_PREP_SEQ] = 3e3, [KV_HOSTC_BLOCK] = 0, [KV_HOSTC_HASH] = 0,               \
+	[KV_HOSTC_SAMPLE] = 5e3, [KV_HOSTC_DETOK] = 0, [KV_HOSTC_SYNC] = 50e3,              \
+	[KV_HOSTC_LAUNCH] = 5e3
+
+extern const char *const kv__async_names[]; /* "version", "off", "on" */
+
+/*
+ * Resolves the host model into pf->host (host.h): the version v's mode and
+ * coefficients, each replaced by the host profile's measured value
+ * (pf->host_prof) or scaled by its cpu_speed, then by an option >= 0.
+ */
+void kv__engine_host_perf(const struct kv__engine_base *b, const struct kv_host_version *v,
+			  struct kv_perf *pf);
+
+/* Sets b->async_on from the version v and the options (call from the engine's init). */
+void kv__engine_host_init(struct kv__engine_base *b, const struct kv_host_version *v);
+
+/*
+ * One batch in flight ahead (async mode): whether waiting q is unseen by the
+ * step being formed.  An async engine decides step k+1 while step k runs,
+ * about when step k starts, so when it forms a step at the instant the
+ * previous one ended and requests were running as it began forming (the
+ * step has work without q; b->running_at_step, set by the engine's step
+ * hook through kv__engine_host_step), a request that arrived after the previous step began is not in it: it
+ * waits one more step.  Counts it in b->lagged.  0 outside the async mode.
+ */
+/* Records what kv__engine_lagged reads at the start of a step's formation. */
+void kv__engine_host_step(struct kv__engine_base *b, const struct kv_replica *r);
+int kv__engine_lagged(struct kv__engine_base *b, const struct kv_replica *r,
+		      const struct kv_req *q);
 
 void kv__engine_base_init(const struct kv__engine_base *b, struct kv_replica *r);
 void kv__engine_base_perf(const struct kv__engine_base *b, struct kv_perf *pf);

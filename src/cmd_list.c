@@ -58,6 +58,28 @@ static void print_options(const struct kv_option *o)
 	}
 }
 
+/*
+ * An engine's versions (engine.version) with the host model's mode and
+ * default coefficients on the reference CPU, each the source
+ * docs/host-model.md "Defaults" cites.
+ */
+static void print_versions(const struct kv_host_version *v)
+{
+	int i;
+
+	for (; v && v->name; v++) {
+		if (!v->on) {
+			printf("      version %-12s no host model (the GPU model alone)\n", v->name);
+			continue;
+		}
+		printf("      version %-12s %s%s, CUDA graphs up to %u;", v->name, kv_host_mode_name(v->mode),
+		       v->output_async ? " (output processing overlapped)" : "", v->graph_max);
+		for (i = 0; i < KV_HOST_NCOEF; i++)
+			printf(" %s %g us", kv_host_coef_key(i), v->coef[i] / 1e3);
+		printf(" (reference CPU; docs/host-model.md, Defaults)\n");
+	}
+}
+
 /* Every plugin of kind k with its description and options. */
 static void list_plugins(enum kv_plugin_kind k)
 {
@@ -68,6 +90,8 @@ static void list_plugins(enum kv_plugin_kind k)
 	for (i = 0; (p = kv_plugin_at(k, i)); i++) {
 		printf("  %-26s %s\n", p->name, p->desc);
 		print_options(p->options);
+		if (k == KV_PLUGIN_ENGINE)
+			print_versions(((const struct kv_engine_ops *)(const void *)p)->versions);
 	}
 }
 
@@ -104,6 +128,28 @@ static void show_device(const char *name, const char *path, void *arg)
 	       (dev.link_type == KV_LINK_DATASHEET ? dev.interconnect_Bps : dev.link_busbw_Bps) / 1e9);
 	show_busbw_table(&dev);
 	printf("\n");
+}
+
+/* A host profile: its speed and, coefficient by coefficient, where the value comes from. */
+static void show_host(const char *name, const char *path, void *arg)
+{
+	struct kv_host_profile h;
+	struct kv_diag d;
+	int i;
+
+	(void)arg;
+	if (kv_profile_load_host(path, &h, &d)) {
+		kv_diag_print(&d, stdout);
+		return;
+	}
+	printf("  %-26s cpu_speed %.2f x the reference CPU\n", name, h.cpu_speed);
+	for (i = 0; i < KV_HOST_NCOEF; i++) {
+		if (h.set >> i & 1)
+			printf("    %-12s %.0f ns (measured: this profile)\n", kv_host_coef_key(i), h.coef[i]);
+		else
+			printf("    %-12s the engine version's default / %.2f (docs/engines.md, Versions)\n",
+			       kv_host_coef_key(i), h.cpu_speed);
+	}
 }
 
 /* The architecture beyond dense attention and MLP, only where the profile has it. */
@@ -161,12 +207,12 @@ static void list_metrics(void)
 }
 
 static const char *const list_synopsis[] = {
-	"[schedulers|caches|routers|engines|devices|models|metrics]", NULL
+	"[schedulers|caches|routers|engines|devices|hosts|models|metrics]", NULL
 };
 
 static const char list_desc[] =
 	"Prints every plugin with its description and options (name, type,\n"
-	"default, units), and every shipped device and model profile with its\n"
+	"default, units), and every shipped device, host and model profile with its\n"
 	"key figures (from the profiles directory: $KVSIM_CONFIG_DIR or configs/).\n"
 	"`kvsim list metrics`: every column of summary.csv, tenants.csv,\n"
 	"requests.csv, timeseries.csv, tenant_timeseries.csv and health.csv with its\n"
@@ -187,8 +233,8 @@ int kv_cmd_list(int argc, char **argv)
 	all = !strcmp(what, "all");
 	if (!all && strcmp(what, "schedulers") && strcmp(what, "caches") &&
 	    strcmp(what, "routers") && strcmp(what, "engines") && strcmp(what, "devices") &&
-	    strcmp(what, "models") && strcmp(what, "metrics")) {
-		fprintf(stderr, "kvsim: list: unknown kind '%s': expected one of: schedulers, caches, routers, engines, devices, models, metrics\n", what);
+	    strcmp(what, "hosts") && strcmp(what, "models") && strcmp(what, "metrics")) {
+		fprintf(stderr, "kvsim: list: unknown kind '%s': expected one of: schedulers, caches, routers, engines, devices, hosts, models, metrics\n", what);
 		return 2;
 	}
 	for (k = 0; k < KV_PLUGIN_KINDS; k++)
@@ -197,6 +243,10 @@ int kv_cmd_list(int argc, char **argv)
 	if (all || !strcmp(what, "devices")) {
 		puts("devices (device:):");
 		kv_profiles_list("devices", show_device, NULL);
+	}
+	if (all || !strcmp(what, "hosts")) {
+		puts("hosts (host:):");
+		kv_profiles_list("hosts", show_host, NULL);
 	}
 	if (all || !strcmp(what, "models")) {
 		puts("models (model:):");

@@ -412,6 +412,38 @@ START_TEST(sglang_steps_by_hand)
 END_TEST
 
 /*
+ * One batch in flight ahead (docs/host-model.md): W runs from t = 0, A
+ * arrives 1 us later, during W's first step.  A synchronous engine forms
+ * step 2 at step 1's end and admits A; an async one decided step 2 while
+ * step 1 ran, before A arrived, so A starts in step 3.  W, arriving at an
+ * idle replica, starts at once either way.
+ */
+START_TEST(async_sees_arrivals_one_step_late)
+{
+	static const char *const eng[4] = {
+		"{name: vllm, prefix_caching: false, version: v1}",
+		"{name: vllm, prefix_caching: false, version: v1-async}",
+		"{name: sglang, prefix_caching: false, version: \"0.3\"}",
+		"{name: sglang, prefix_caching: false, version: \"0.4\"}",
+	};
+	static const uint64_t admit_a[4] = { 2, 3, 2, 3 };
+	struct steps t;
+	char head[512];
+	int e;
+
+	for (e = 0; e < 4; e++) {
+		snprintf(head, sizeof(head), BASE "engine: %s\nbatching: {max_tokens: 512, max_seqs: 8}\n",
+			 eng[e]);
+		steps_run(head, "0,1,10\n0.000001,20,5\n", &t);
+		if (t.admit[0] != 1 || t.admit[1] != admit_a[e])
+			steps_print(eng[e], &t, 2);
+		ck_assert_uint_eq(t.admit[0], 1);
+		ck_assert_uint_eq(t.admit[1], admit_a[e]);
+	}
+}
+END_TEST
+
+/*
  * The progress guard: under fifo the victim is always the newest and the
  * guard never closes; under drf (victims by dominant share, two tenants of
  * different weights) an older request is preempted and admission closes, and
@@ -504,6 +536,7 @@ static Suite *engines_suite(void)
 	tcase_add_test(tc, vllm_steps_by_hand);
 	tcase_add_test(tc, sglang_steps_by_hand);
 	tcase_add_test(tc, vllm_progress_guard);
+	tcase_add_test(tc, async_sees_arrivals_one_step_late);
 	tcase_add_test(tc, vllm_alone_restarts_in_empty_pool);
 	suite_add_tcase(s, tc);
 	return s;

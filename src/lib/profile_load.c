@@ -44,7 +44,7 @@ static const char *const device_keys[] = {
 	"name", "memory", "memory_cuda", "mem_bandwidth", "fp16_tflops", "host_link_bandwidth",
 	"interconnect_bandwidth", "interconnect", "interconnect_busbw", "interconnect_busbw_by_gpus",
 	"fp8_tflops", "family",
-	"perf", "cost", "source", NULL,
+	"host", "perf", "cost", "source", NULL,
 };
 
 static const char *const device_required[] = {
@@ -114,7 +114,8 @@ const char *kv_profiles_dir(void)
 
 static int kind_ok(const char *kind)
 {
-	return kind && (!strcmp(kind, "models") || !strcmp(kind, "devices"));
+	return kind && (!strcmp(kind, "models") || !strcmp(kind, "devices") ||
+			!strcmp(kind, "hosts"));
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -574,6 +575,47 @@ static int read_family(struct kv_cfg_node *r, struct kv_device *dev, struct kv_d
 	return 0;
 }
 
+/*
+ * A kind of profile: where its files are, what messages call it, and its
+ * reader, which fills the record (zeroed first) from the parsed document.
+ * One loader serves both kinds and both sources; a new kind is a reader
+ * and one of these.
+ */
+struct profile_kind {
+	const char *dir; /* its directory under kv_profiles_dir() */
+	const char *what; /* its name in messages */
+	size_t size; /* bytes of its record */
+	int (*read)(struct kv_cfg_doc *doc, void *out, struct kv_diag *d);
+};
+
+/* A profile held in memory: len bytes at text, not NUL-terminated. */
+struct profile_text {
+	const char *text;
+	size_t len;
+};
+
+static int read_host(struct kv_cfg_doc *doc, void *out, struct kv_diag *d);
+static const struct profile_kind host_kind = { "hosts", "host", sizeof(struct kv_host_profile),
+					       read_host };
+static int load(const struct profile_kind *k, const char *name_or_path,
+		const struct profile_text *mem, void *out, struct kv_diag *d);
+
+/* `host:` names a shipped host profile (checked here, so the error points at the device's key). */
+static int read_device_host(struct kv_cfg_node *r, struct kv_device *dev, struct kv_diag *d)
+{
+	struct kv_host_profile h;
+	struct kv_diag e;
+	int err = kv_cfg_str(r, "host", "", dev->host, sizeof(dev->host), d);
+
+	if (err || !dev->host[0])
+		return err;
+	if (looks_like_path(dev->host) || load(&host_kind, dev->host, NULL, &h, &e))
+		return kv_cfg_error(kv_cfg_get(r, "host"), d,
+				    "bad value '%s': expected the name of a host profile (kvsim list hosts)",
+				    dev->host);
+	return 0;
+}
+
 /* The `perf:` mapping; absent keys keep their defaults. */
 static int read_perf(struct kv_cfg_node *p, struct kv_device *dev, struct kv_diag *d)
 {
@@ -617,6 +659,7 @@ static int read_device(struct kv_cfg_doc *doc, void *out, struct kv_diag *d)
 	    (err = read_name(r, dev->name, sizeof(dev->name), d)) ||
 	    (err = read_source(r, d)) || (err = read_datasheet(r, dev, d)) ||
 	    (err = read_family(r, dev, d)) ||
+	    (err = read_device_host(r, dev, d)) ||
 	    (err = read_perf(kv_cfg_get(r, "perf"), dev, d)) ||
 	    (err = read_cost(kv_cfg_get(r, "cost"), dev, d)))
 		return err;
@@ -624,31 +667,58 @@ static int read_device(struct kv_cfg_doc *doc, void *out, struct kv_diag *d)
 	return err ? locate(r, d, err) : 0;
 }
 
-/* ---- loading ---- */
+/* ---- host profiles ---- */
 
-/*
- * A kind of profile: where its files are, what messages call it, and its
- * reader, which fills the record (zeroed first) from the parsed document.
- * One loader serves both kinds and both sources; a new kind is a reader
- * and one of these.
- */
-struct profile_kind {
-	const char *dir; /* its directory under kv_profiles_dir() */
-	const char *what; /* its name in messages */
-	size_t size; /* bytes of its record */
-	int (*read)(struct kv_cfg_doc *doc, void *out, struct kv_diag *d);
-};
+static const char *const host_keys[] = { "name", "cpu_speed", "coefficients", "source", NULL };
+static const char *const host_required[] = { "name", "source", NULL };
+
+/* The `coefficients:` mapping: host.h's keys, each a duration; absent ones stay unset. */
+static int read_host_coefs(struct kv_cfg_node *c, struct kv_host_profile *h, struct kv_diag *d)
+{
+	static const char *keys[KV_HOST_NCOEF + 1];
+	kv_ns v;
+	int i, err;
+
+	for (i = 0; i < KV_HOST_NCOEF; i++)
+		keys[i] = kv_host_coef_key(i);
+	if (!c)
+		return 0;
+	if ((err = kv_cfg_expect_map(c, d)) || (err = kv_cfg_check_keys(c, keys, d)))
+		return err;
+	for (i = 0; i < KV_HOST_NCOEF; i++) {
+		if (!kv_cfg_get(c, keys[i]))
+			continue;
+		if ((err = kv_cfg_ns(c, keys[i], 0, 0, KV_NS_PER_S, &v, d)))
+			return err;
+		h->coef[i] = (double)v;
+		h->set |= 1u << i;
+	}
+	return 0;
+}
+
+/* The host reader (struct profile_kind): fills the zeroed struct kv_host_profile at out. */
+static int read_host(struct kv_cfg_doc *doc, void *out, struct kv_diag *d)
+{
+	struct kv_cfg_node *r = doc->root;
+	struct kv_host_profile *h = out;
+	int err;
+
+	if ((err = kv_cfg_check_keys(r, host_keys, d)) ||
+	    (err = require_keys(r, host_required, doc->path, d)) ||
+	    (err = read_name(r, h->name, sizeof(h->name), d)) || (err = read_source(r, d)) ||
+	    (err = kv_cfg_dbl(r, "cpu_speed", 1.0, 0.01, 100.0, &h->cpu_speed, d)))
+		return err;
+	return read_host_coefs(kv_cfg_get(r, "coefficients"), h, d);
+}
+
+/* ---- loading ---- */
 
 static const struct profile_kind model_kind = { "models", "model", sizeof(struct kv_model),
 						read_model };
 static const struct profile_kind device_kind = { "devices", "device", sizeof(struct kv_device),
 						 read_device };
 
-/* A profile held in memory: len bytes at text, not NUL-terminated. */
-struct profile_text {
-	const char *text;
-	size_t len;
-};
+
 
 /*
  * Loads a profile of kind k into out: from mem, reported as file
@@ -698,4 +768,15 @@ int kv_profile_load_device_mem(const char *name, const char *text, size_t len,
 			       struct kv_device *dev, struct kv_diag *d)
 {
 	return load(&device_kind, name, &(struct profile_text){ text, len }, dev, d);
+}
+
+int kv_profile_load_host(const char *name_or_path, struct kv_host_profile *h, struct kv_diag *d)
+{
+	return load(&host_kind, name_or_path, NULL, h, d);
+}
+
+int kv_profile_load_host_mem(const char *name, const char *text, size_t len,
+			     struct kv_host_profile *h, struct kv_diag *d)
+{
+	return load(&host_kind, name, &(struct profile_text){ text, len }, h, d);
 }

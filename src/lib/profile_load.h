@@ -21,16 +21,23 @@
  * memory (bytes with unit, e.g. "80GB" = 80e9 bytes), mem_bandwidth
  * ("2039GB/s", "3.35TB/s" or a number of GB/s), fp16_tflops (dense),
  * host_link_bandwidth (GB/s, one direction), source, all required;
- * interconnect_bandwidth (GB/s, one direction; default 0: none), a `perf:`
+ * interconnect_bandwidth (GB/s, one direction; default 0: none), host (the
+ * host profile a workload without `host:` runs; default: reference), a `perf:`
  * mapping with eff_bw, eff_flops, overhead (duration), per_seq (duration),
  * allreduce_latency (duration), collective_overhead (duration added to every
  * collective over more than one rank), dequant_flops_per_byte, and `cost:` with
  * alpha, each defaulting to profile.h's KV_DEV_DEFAULT_*.  Unknown keys are
- * errors.  An error in a file names its line, column and key.
+ * errors.  Host file keys (configs/hosts/): name, source, both required;
+ * cpu_speed (work per second relative to the reference CPU, default 1) and
+ * `coefficients:`, a mapping of host.h's coefficient keys (sched,
+ * sched_seq, prep_token, prep_seq, block, hash, sample, detok, sync,
+ * launch) to durations measured on that host.  An error in a file names
+ * its line, column and key.
  */
 #ifndef KV_PROFILE_LOAD_H
 #define KV_PROFILE_LOAD_H
 
+#include "../../sim/host.h"
 #include "../../sim/profile.h"
 
 /* Directory holding models/ and devices/ (no trailing slash). */
@@ -57,9 +64,14 @@ int kv_profile_load_model_mem(const char *name, const char *text, size_t len, st
 int kv_profile_load_device_mem(const char *name, const char *text, size_t len,
 			       struct kv_device *dev, struct kv_diag *d);
 
+/* Loads a host profile by name or path; returns as kv_profile_load_model. */
+int kv_profile_load_host(const char *name_or_path, struct kv_host_profile *h, struct kv_diag *d);
+int kv_profile_load_host_mem(const char *name, const char *text, size_t len,
+			     struct kv_host_profile *h, struct kv_diag *d);
+
 /*
- * Calls fn(name, path, arg) for each profile of a kind ("models" or
- * "devices") in name order.  Returns the number listed, or a negative code.
+ * Calls fn(name, path, arg) for each profile of a kind ("models",
+ * "devices" or "hosts") in name order.  Returns the number listed, or a negative code.
  */
 int kv_profiles_list(const char *kind, void (*fn)(const char *name, const char *path, void *arg),
 		     void *arg);

@@ -234,11 +234,13 @@ static int read_profile(struct kv_cfg_doc *doc, const char *key, const char *def
 	} else {
 		snprintf(path, sizeof(path), "%s", name);
 	}
-	rc = !strcmp(key, "model") ? kv_profile_load_model(path, &c->model, d) :
-				     kv_profile_load_device(path, &c->device, d);
+	rc = !strcmp(key, "model")  ? kv_profile_load_model(path, &c->model, d) :
+	     !strcmp(key, "device") ? kv_profile_load_device(path, &c->device, d) :
+				      kv_profile_load_host(path, &c->host, d);
 	if (rc != KV_ENOENT || is_path || !n)
 		return rc;
-	kv_profiles_list(!strcmp(key, "model") ? "models" : "devices", list_profile, names);
+	kv_profiles_list(!strcmp(key, "model") ? "models" : !strcmp(key, "device") ? "devices" : "hosts",
+			 list_profile, names);
 	return kv_cfg_error(n, d, "unknown %s '%s': expected one of: %s (or a path to a .yaml profile)",
 			    key, name, names);
 }
@@ -246,7 +248,9 @@ static int read_profile(struct kv_cfg_doc *doc, const char *key, const char *def
 static int read_profiles(struct kv_cfg_doc *doc, struct kv_sim_config *c, struct kv_diag *d)
 {
 	TRY(read_profile(doc, "model", "llama-2-7b", c, d));
-	return read_profile(doc, "device", "a100-80g", c, d);
+	TRY(read_profile(doc, "device", "a100-80g", c, d));
+	/* the CPU (host.h): the workload's, else the device profile's default, else the reference */
+	return read_profile(doc, "host", c->device.host[0] ? c->device.host : "reference", c, d);
 }
 
 /*
@@ -954,7 +958,7 @@ static void default_name(struct kv_workload *w, const char *path)
 static int read_top(struct kv_cfg_doc *doc, struct kv_workload *w, int has_seed, uint64_t seed,
 		    struct kv_diag *d)
 {
-	static const char *const keys[] = { "name", "description", "model", "device", "seed",
+	static const char *const keys[] = { "name", "description", "model", "device", "host", "seed",
 					    "cluster", "memory", "batching", "scheduler",
 					    "cache", "engine", "workload", "fairness", "outputs",
 					    "check_pool", "slo", "health", "exact_steps",

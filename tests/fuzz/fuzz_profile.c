@@ -1,5 +1,5 @@
 /*
- * fuzz_profile.c -- libFuzzer target for the model and device profile
+ * fuzz_profile.c -- libFuzzer target for the model, device and host profile
  * readers (src/lib/profile_load.c over src/lib/cfg_*.c, and the validation
  * of sim/profile.c).  Users write their own profiles, so both readers take
  * any bytes.
@@ -17,7 +17,10 @@
  * model (sim/perf.c) runs the profile against a stock partner (a model on
  * configs/devices/a100-80g.yaml, a device under configs/models/llama-2-7b.yaml)
  * at TP 1, 2 and 8: a decode step and a prefill step must take at least 1 ns
- * (UBSan catches a duration too large for kv_ns).
+ * (UBSan catches a duration too large for kv_ns).  Read as a host profile
+ * (kv_profile_load_host_mem, configs/hosts/fuzz.yaml) the same bytes must
+ * load the same twice, with cpu_speed in [0.01, 100] and every coefficient
+ * it sets finite and at least 0.
  */
 #include "fuzz.h"
 #include "perf.h"
@@ -155,6 +158,30 @@ static void check_device(const struct kv_device *v)
 	check_perf(stock_model(), v);
 }
 
+/* The host reader: deterministic, and what loads is in range. */
+static void check_host(const char *text, size_t size)
+{
+	static const char host_file[] = KV_SOURCE_DIR "/configs/hosts/fuzz.yaml";
+	struct kv_host_profile h, h2;
+	struct kv_diag d, d2;
+	int rc, rc2, i;
+
+	memset(&d, 0, sizeof(d));
+	memset(&d2, 0, sizeof(d2));
+	rc = kv_profile_load_host_mem(host_file, text, size, &h, &d);
+	rc2 = kv_profile_load_host_mem(host_file, text, size, &h2, &d2);
+	fuzz_check_rc(rc, &d);
+	if (rc != rc2 || strcmp(d.msg, d2.msg) || (!rc && memcmp(&h, &h2, sizeof(h))))
+		fuzz_fail("host: two reads differ: %d '%s' then %d '%s'", rc, d.msg, rc2, d2.msg);
+	if (rc)
+		return;
+	if (!(h.cpu_speed >= 0.01 && h.cpu_speed <= 100))
+		fuzz_fail("host: cpu_speed %g out of range", h.cpu_speed);
+	for (i = 0; i < KV_HOST_NCOEF; i++)
+		if (h.set >> i & 1 && !(h.coef[i] >= 0 && isfinite(h.coef[i])))
+			fuzz_fail("host: %s is %g", kv_host_coef_key(i), h.coef[i]);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const char model_file[] = KV_SOURCE_DIR "/configs/models/fuzz.yaml";
@@ -184,5 +211,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fuzz_fail("device: two reads differ: %d '%s' then %d '%s'", rc, d.msg, rc2, d2.msg);
 	if (!rc)
 		check_device(&v);
+	check_host(text, size);
 	return 0;
 }
