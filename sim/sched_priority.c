@@ -3,9 +3,11 @@
  * priority): requests carry an integer priority (kv_req.priority, from the
  * trace's `priority` field or the tenant's request_priority), lower first.
  *
- * As vLLM V1 (vllm/v1/core/sched/request_queue.py PriorityRequestQueue;
- * scheduler.py Scheduler.schedule(), read at vllm-project/vllm commit
- * 00024d314514900f361ad072af6931e403b7f589):
+ * As vLLM V1 (vllm-project/vllm: vllm/v1/core/sched/scheduler.py
+ * Scheduler.schedule() at commit 00024d314514900f361ad072af6931e403b7f589;
+ * vllm/v1/core/sched/request_queue.py PriorityRequestQueue at
+ * 0097c7ed191ad98928976a47ae63ab625a5d112f; vllm/v1/request.py
+ * Request.__lt__; docs/schedulers.md):
  *   - the waiting queue is a heap ordered by (priority, arrival time, id):
  *     Request.__lt__ compares priority, then arrival_time, then request_id
  *     (kvsim's id, the arrival order, for the string vLLM compares); a
