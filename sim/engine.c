@@ -149,6 +149,7 @@ static int on_arrival(struct kv_sim *s, const struct kv_event *ev)
 	q->output_tokens = a->output_tokens;
 	q->prefill_target = a->prompt_tokens;
 	q->tenant = a->tenant;
+	q->priority = a->priority;
 	q->origin_line = a->origin_line;
 	kv__hashes_store(s, q, a);
 	q->mem_t0_ns = s->now;

@@ -95,10 +95,12 @@ struct kv_req {
 	uint32_t preemptions; /* times preempted */
 	uint32_t slot; /* own slot index */
 	uint32_t q_prev, q_next; /* scheduler queue links (slots), KV_NIL at ends */
+	int32_t priority; /* vLLM's request priority: lower is served first (sched priority), default 0 */
 	unsigned long origin_line; /* trace line, 0 when generated */
 	uint64_t swapped_bytes; /* KV bytes held in host memory after a swap-out, 0 when none */
 	uint32_t hash_page; /* first page of its prefix-block hashes (KV_NIL: none) */
 	uint32_t n_hashes; /* prefix-block hashes (Mooncake hash_ids), 512 tokens each */
+	uint64_t batch_extra; /* extra_prefill_tokens its batch entry charged this iteration (a withdrawal gives them back) */
 };
 
 struct kv_sim;

@@ -99,7 +99,9 @@ static void vllm_fini(void *priv)
  * suite found one: wdrf, threshold 41).  So: when a step preempted a request
  * older than one it kept (not the newest-first order vLLM follows), no waiting
  * request is admitted until some request ends or nothing runs.  Under fifo
- * the victims are always the newest and the guard never closes.
+ * the victims are always the newest and the guard never closes; under
+ * priority (a KEYED order) the victims are vLLM's own, by a key each request
+ * keeps, so the guard stays open there too.
  */
 static void vllm_step(void *priv, struct kv_replica *r, int again)
 {
@@ -122,6 +124,7 @@ static int vllm_formed(void *priv, struct kv_replica *r)
 
 	/* kept = the first n of the step's start iff every victim was newer than every survivor */
 	if (r->step_preempted && !v->closed_at && n && n <= v->n_snap &&
+	    r->sched->order != KV_ORDER_KEYED &&
 	    r->running[n - 1] != v->snap[n - 1]) {
 		v->closed_at = kv__engine_ended(r->sim);
 		v->closures++;

@@ -17,6 +17,7 @@ int kv__macro_sched_ok(const struct kv_sched_ops *ops)
 {
 	switch (ops->order) {
 	case KV_ORDER_FCFS:
+	case KV_ORDER_KEYED:
 		return 1;
 	case KV_ORDER_FAIR:
 		return !ops->head_blocks || ops->backlogged;
@@ -32,7 +33,7 @@ int kv__macro_sched_ok(const struct kv_sched_ops *ops)
  * the same order and stops where this one stopped (scheduler.h): its
  * refused head blocks its queue, and the queue's order cannot change
  * between formations of the run (nothing arrives or leaves: an arrival cuts
- * the run).  FCFS: its order is fixed.  FAIR: the least-served backlogged
+ * the run).  FCFS and KEYED: its order is fixed.  FAIR: the least-served backlogged
  * tenant goes first, and service changes with every formation; with one
  * tenant backlogged that tenant is first whatever the service (with two,
  * the charges could reorder them).  PRIORITY: priorities move as requests
@@ -44,7 +45,7 @@ static int head_repeats(const struct kv_replica *r)
 
 	if (!o->head_blocks)
 		return 0;
-	if (o->order == KV_ORDER_FCFS)
+	if (o->order == KV_ORDER_FCFS || o->order == KV_ORDER_KEYED)
 		return 1;
 	return o->order == KV_ORDER_FAIR && o->backlogged(r->sched_priv) == 1;
 }

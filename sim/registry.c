@@ -10,7 +10,7 @@
 #include <string.h>
 
 extern const struct kv_sched_ops kv_sched_fifo, kv_sched_drf, kv_sched_wdrf, kv_sched_vtc,
-	kv_sched_preempt;
+	kv_sched_preempt, kv_sched_priority;
 extern const struct kv_cache_ops kv_cache_full, kv_cache_chunked, kv_cache_quantized,
 	kv_cache_sparse, kv_cache_shared;
 extern const struct kv_router_ops kv_router_rr, kv_router_lot;
@@ -22,6 +22,7 @@ static const struct kv_plugin *const sched_registry[] = {
 	&kv_sched_wdrf.base,
 	&kv_sched_vtc.base,
 	&kv_sched_preempt.base,
+	&kv_sched_priority.base,
 	NULL,
 };
 

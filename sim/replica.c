@@ -346,6 +346,7 @@ static void batch_add(struct kv_replica *r, struct kv_req *q, uint64_t take)
 		if (r->cache->extra_prefill_tokens) {
 			uint64_t x = r->cache->extra_prefill_tokens(r->cache_priv, q);
 
+			q->batch_extra = x;
 			r->shape.n_prefill_tokens += x;
 			r->shape.attn_pairs += x * ctx;
 			r->shape.window_skip_pairs += x * skip;
@@ -358,6 +359,55 @@ static void batch_add(struct kv_replica *r, struct kv_req *q, uint64_t take)
 	else {
 		r->ctx_tokens += ctx; /* times beta once the batch is formed */
 		r->win_excess += ctx > r->window_tokens ? ctx - r->window_tokens : 0;
+	}
+}
+
+/*
+ * Takes q, scheduled in the batch being formed, back out of it: its tokens
+ * return to the budget and its share of the batch's shape (what batch_add
+ * or kv__decodes_add added, computed again from q's unchanged kv_tokens and
+ * batch_tokens) leaves the counters.  Its memory stays reserved (the caller
+ * preempts it next).  A sparse model's recompute charge (batch_extra) leaves
+ * the shape; the model's own statistics keep it.  For vLLM V1's PRIORITY
+ * victim, which may be a request already scheduled this step
+ * (scheduler.py schedule(): scheduled_running_reqs.remove, token_budget +=).
+ */
+static void batch_withdraw(struct kv_replica *r, struct kv_req *q)
+{
+	uint64_t take = q->batch_tokens, ctx = q->kv_tokens + take;
+	uint64_t skip = ctx > r->window_tokens ? ctx - r->window_tokens : 0;
+	uint32_t i = 0;
+
+	while (r->batch[i] != q)
+		i++;
+	assert(i < r->n_batch && take > 0);
+	memmove(&r->batch[i], &r->batch[i + 1], (r->n_batch - i - 1) * sizeof(*r->batch));
+	r->n_batch--;
+	kv__out_changed(r); /* n_batch: the tokens' lower bound */
+	q->batch_tokens = 0;
+	r->budget_tokens += take; /* a request over the budget ran alone: nobody after it asks for memory */
+	r->shape.n_seqs--;
+	if (q->kv_tokens < q->prefill_target) {
+		r->shape.n_sample -= ctx >= q->prefill_target;
+		r->shape.n_prefill_tokens -= take;
+		r->shape.attn_pairs -= kv_perf_prefill_pairs(q->kv_tokens, take);
+		r->shape.window_skip_pairs -=
+			kv_perf_window_skip_pairs(q->kv_tokens, take, r->window_tokens);
+	} else {
+		r->shape.n_decode--;
+		r->shape.n_sample--;
+		r->shape.attn_pairs -= ctx * (1 + q->batch_extra);
+		r->shape.window_skip_pairs -= skip * (1 + q->batch_extra);
+		r->shape.n_prefill_tokens -= q->batch_extra;
+	}
+	q->batch_extra = 0;
+	if (r->cache->dequant_bytes)
+		r->shape.dequant_bytes -= r->cache->dequant_bytes(r->cache_priv, ctx);
+	if (r->cache->read_bytes) {
+		r->shape.kv_read_bytes -= r->cache->read_bytes(r->cache_priv, ctx);
+	} else {
+		r->ctx_tokens -= ctx;
+		r->win_excess -= skip;
 	}
 }
 
@@ -544,7 +594,9 @@ uint32_t kv_replica_make_room(struct kv_replica *r, struct kv_req *q, kv_pick_vi
 		struct kv_req *v = pick ? pick(priv, r, q, &how) : r->running[r->n_running - 1];
 		uint32_t at = q->run_idx;
 
-		assert(v && v->state == KV_REQ_RUNNING && !v->batch_tokens);
+		assert(v && v->state == KV_REQ_RUNNING);
+		if (v->batch_tokens)
+			batch_withdraw(r, v); /* scheduled before q: vLLM's PRIORITY victim */
 		if (v == q) {
 			if (r->n_running == 1 && !restart_alone(r, q)) {
 				kv_replica_reject(r, q); /* cannot grow even in an empty pool */
@@ -574,8 +626,17 @@ void kv_replica_keep_running(struct kv_replica *r, kv_pick_victim_fn pick, void 
 	uint32_t i = 0;
 	int err;
 
-	while ((i = kv_replica_schedule_running(r, i, &err)) < r->n_running)
-		i = err == KV_ENOMEM ? kv_replica_make_room(r, r->running[i], pick, priv) : i + 1;
+	while ((i = kv_replica_schedule_running(r, i, &err)) < r->n_running) {
+		const struct kv_req *q = r->running[i];
+
+		if (err != KV_ENOMEM) {
+			i++;
+			continue;
+		}
+		i = kv_replica_make_room(r, r->running[i], pick, priv);
+		if (r->sched->yield_stops && (i == 0 || r->running[i - 1] != q))
+			break; /* q yielded its own place: vLLM V1 ends the running pass */
+	}
 }
 
 /*

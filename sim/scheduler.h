@@ -45,9 +45,12 @@
  *               (or its tenant) until the next formation.
  *   pick_victim (optional; NULL: the newest running request, vLLM's FCFS
  *               rule) during step 1, running grower was refused memory:
- *               return a running request not scheduled in this batch
- *               (grower itself when grower yields) and, if not the
- *               default, how it leaves (*how, KV_PREEMPT_AUTO on entry).
+ *               return a running request (grower itself when grower
+ *               yields) and, if not the default, how it leaves (*how,
+ *               KV_PREEMPT_AUTO on entry).  One already scheduled in this
+ *               batch is taken back out of it first (its tokens return to
+ *               the budget), as vLLM V1's PRIORITY rule does; the policies
+ *               that pick by service return one not scheduled.
  *               Reads r; must not schedule, admit or preempt (the replica
  *               does), may update only the policy's own caches.
  *   kept        (optional) after step 1: batch[0..n) are the running
@@ -80,13 +83,20 @@
  * next steps' ends, and how to account for those formations without
  * forming them again.  A declaration must be true of the policy's formations:
  *   order       how the waiting queue is ordered (enum kv_sched_order).
- *               FCFS and FAIR policies keep the running requests going in
- *               admission order (step 1 above) and make no other
- *               decision while nobody can be admitted; a PRIORITY
+ *               FCFS, KEYED and FAIR policies keep the running requests
+ *               going in admission order (step 1 above) and make no other
+ *               decision while nobody can be admitted (a KEYED queue's
+ *               order, by a key each request keeps, changes only when a
+ *               request joins or leaves it, as FCFS's); a PRIORITY
  *               policy orders them by priorities that change over time and
  *               says for how long they hold (ranks_hold).  0
  *               (KV_ORDER_UNDECLARED): none of these; every iteration is
  *               an event of its own (a new policy works unchanged).
+ *   yield_stops 1 when a running request that yields its own place (its
+ *               pick_victim answer was itself) ends step 1: the running
+ *               requests after it sit the iteration out (vLLM V1 breaks its
+ *               running loop there; under fifo the grower that yields is
+ *               the last running one, so it changes nothing).
  *   head_blocks 1 when a waiting request that cannot be scheduled stops
  *               admission for the iteration (no backfilling behind it:
  *               fifo, vtc, preempt); 0 when the policy tries others (drf
@@ -148,6 +158,7 @@ enum kv_sched_order {
 	KV_ORDER_FCFS, /* one queue in arrival order, preempted requests back at its front (fifo) */
 	KV_ORDER_FAIR, /* a FCFS queue per tenant; the backlogged tenant least served goes first (vtc, drf) */
 	KV_ORDER_PRIORITY, /* by priorities that change as requests run and wait (preempt; ranks_hold) */
+	KV_ORDER_KEYED, /* one queue by a key fixed per request (priority: vLLM's (priority, arrival)) */
 };
 
 struct kv_sched_ops {
@@ -172,6 +183,7 @@ struct kv_sched_ops {
 	/* what the policy is (see above) */
 	enum kv_sched_order order; /* its waiting queue's order; 0: undeclared */
 	int head_blocks; /* 1: a refused waiting request stops admission for the iteration */
+	int yield_stops; /* 1: a running request that yields its place ends the running pass */
 	void (*charge_decodes)(void *priv, uint32_t tenant, uint64_t n); /* optional: additive service */
 	void (*close_round)(void *priv, struct kv_replica *r, kv_ns t); /* optional: per-round service */
 	uint32_t (*backlogged)(const void *priv); /* FAIR with head_blocks: tenants waiting */

@@ -48,6 +48,7 @@ struct kv_source {
 	kv_ns clock_ns; /* time of the last generated arrival */
 	int done; /* the stream has ended; next() keeps returning 0 */
 	struct kv_trace_row row; /* the one buffered trace row */
+	int row_prio; /* the row that supplied this arrival's lengths gave its priority */
 };
 
 /* ---- checking the spec ------------------------------------------------- */
@@ -438,6 +439,8 @@ static void take_row(struct kv_source *s, struct kv_arrival *a, const char *path
 	a->hashes = s->row.n_hashes ? s->row.hashes : NULL;
 	a->origin_file = path;
 	a->origin_line = s->row.line;
+	a->priority = s->row.priority;
+	s->row_prio = s->row.has_priority;
 }
 
 /* Lengths from the next row of a length trace, rewinding at its end.  0 or < 0. */
@@ -518,9 +521,22 @@ static int draw_lengths(struct kv_source *s, struct kv_arrival *a, struct kv_dia
 	return 0;
 }
 
+/*
+ * a's priority (source.h): its arrival row's, else its lengths row's (set by
+ * take_row), else its tenant's request_priority.  arr: the arrival row gave one.
+ */
+static void set_priority(struct kv_source *s, struct kv_arrival *a, int arr, int32_t prio)
+{
+	if (arr)
+		a->priority = prio;
+	else if (!s->row_prio)
+		a->priority = s->spec.tenants[a->tenant].request_priority;
+}
+
 int kv_source_next(struct kv_source *s, struct kv_arrival *a, struct kv_diag *d)
 {
-	int r;
+	int32_t prio;
+	int r, arr;
 
 	if (s->done || (s->spec.requests && s->next_id >= s->spec.requests))
 		return 0;
@@ -531,9 +547,13 @@ int kv_source_next(struct kv_source *s, struct kv_arrival *a, struct kv_diag *d)
 		s->done = 1;
 	if (r <= 0)
 		return r;
+	arr = s->arrivals && s->row.has_priority;
+	prio = s->row.priority;
+	s->row_prio = 0;
 	r = draw_lengths(s, a, d);
 	if (r < 0)
 		return r;
+	set_priority(s, a, arr, prio);
 	a->id = s->next_id++;
 	return 1;
 }

@@ -42,6 +42,10 @@
  *    every sample interval until the last request ends, stays within
  *    KV_MAX_SAMPLES rows (a stray year-2200 timestamp would otherwise make
  *    the run write billions of samples of an idle cluster);
+ *  - a request's priority (kv_arrival.priority, vLLM's: lower first) is its
+ *    arrival row's `priority` field when the arrival trace has one, else its
+ *    lengths row's, else its tenant's request_priority (0 by default); it
+ *    takes no draw, so streams without priorities are unchanged;
  *  - origin_file/origin_line name the row that supplied the lengths, or the
  *    arrival row when the lengths were drawn; NULL/0 when all was drawn;
  *  - a draw of the tenant happens only when there are two or more tenants;
@@ -83,6 +87,7 @@ struct kv_tenant_spec {
 	double share; /* share of arrivals, > 0 (normalised over tenants) */
 	double weight; /* fairness weight, > 0, default 1 */
 	int priority; /* scheduling priority, higher first, default 0 */
+	int32_t request_priority; /* priority its requests carry when no trace row gives one (vLLM's: lower first), default 0 */
 	int has_lengths; /* 1 if `lengths` overrides the workload's */
 	struct kv_length_spec lengths; /* per-tenant lengths */
 };
@@ -110,6 +115,7 @@ struct kv_arrival {
 	uint64_t prompt_tokens; /* >= 1 */
 	uint64_t output_tokens; /* >= 0 */
 	uint32_t tenant; /* index into spec tenants */
+	int32_t priority; /* request priority, lower first: the trace row's, else the tenant's request_priority */
 	uint32_t n_hashes; /* prefix-block hashes (trace only) */
 	const uint64_t *hashes; /* valid until the next kv_source_next() */
 	const char *origin_file; /* file of the row (for error messages), or NULL */

@@ -8,7 +8,8 @@
  * does not depend on the trace's length.
  *
  * CSV rows are split at commas and the fields are matched to three roles
- * (time, prompt, output) through a column map built from the header.  JSON
+ * (time, prompt, output) through a column map built from the header, plus
+ * the optional `priority` column (any CSV format; JSON: the key).  JSON
  * lines (Mooncake) go through a small strict parser for one flat object.
  * Both hand the role fields, as (pointer, length, column) spans, to one
  * converter, so every format checks its rows the same way.
@@ -90,6 +91,7 @@ struct kv_trace {
 	char **names; /* CSV: names[i] points at column i's name in hdr */
 	unsigned ncols; /* CSV: columns in the header */
 	int col[N_ROLES]; /* CSV: column index of each role, -1 when absent */
+	int col_prio; /* CSV: column index of `priority`, -1 when absent */
 	int have_prev; /* a timed row was read since open or rewind */
 	int64_t first_ns; /* absolute time of the first row, ns */
 	int64_t prev_ns; /* absolute time of the previous row, ns */
@@ -133,6 +135,9 @@ static int is_digit(char c)
 	return c >= '0' && c <= '9';
 }
 
+#define PRIO_NAME "priority" /* the optional priority field of every format */
+#define PRIO_EXPECTED "an integer priority from -2147483648 to 2147483647 (lower is served first)"
+
 /* Parses a non-negative decimal integer filling all of s.  0 or -1. */
 static int parse_u64(struct span s, uint64_t *out)
 {
@@ -150,6 +155,21 @@ static int parse_u64(struct span s, uint64_t *out)
 		v = v * 10 + dig;
 	}
 	*out = v;
+	return 0;
+}
+
+/* Parses a decimal integer in int32_t's range, an optional '-' first, filling all of s.  0 or -1. */
+static int parse_i32(struct span s, int32_t *out)
+{
+	struct span m = s;
+	uint64_t v;
+	int neg = s.n > 0 && s.p[0] == '-';
+
+	m.p += neg;
+	m.n -= (size_t)neg;
+	if (parse_u64(m, &v) || v > (uint64_t)INT32_MAX + (uint64_t)neg)
+		return -1;
+	*out = neg ? (int32_t)(-(int64_t)v) : (int32_t)v;
 	return 0;
 }
 
@@ -348,14 +368,20 @@ static int order_time(struct kv_trace *t, struct span s, int64_t abs, kv_ns *rel
 	return 0;
 }
 
-/* Converts and checks the role fields f[] into row.  0 or KV_EINVAL. */
-static int fill_row(struct kv_trace *t, const struct span *f, struct kv_trace_row *row,
-		    struct kv_diag *d)
+/*
+ * Converts and checks the role fields f[] into row, and the priority field
+ * prio when the row has one (NULL: none).  0 or KV_EINVAL.
+ */
+static int fill_row(struct kv_trace *t, const struct span *f, const struct span *prio,
+		    struct kv_trace_row *row, struct kv_diag *d)
 {
 	const char *const *name = t->lay->name;
 	int64_t abs = 0; /* set by the time parser before use; 0 quiets -O3's maybe-uninitialized */
 	int err;
 
+	if (prio && parse_i32(*prio, &row->priority))
+		return bad_value(t, *prio, PRIO_NAME, PRIO_EXPECTED, d);
+	row->has_priority = prio != NULL;
 	if (parse_u64(f[ROLE_PROMPT], &row->prompt_tokens))
 		return bad_value(t, f[ROLE_PROMPT], name[ROLE_PROMPT],
 				 "a non-negative integer count of tokens", d);
@@ -416,7 +442,7 @@ static int csv_quoted(struct kv_trace *t, struct span s, unsigned i, struct kv_d
 /* Splits the current line at commas and converts its role fields. */
 static int csv_row(struct kv_trace *t, struct kv_trace_row *row, struct kv_diag *d)
 {
-	struct span f[N_ROLES] = { { NULL, 0, 0 } };
+	struct span f[N_ROLES] = { { NULL, 0, 0 } }, prio = { NULL, 0, 0 };
 	const char *p = t->buf, *end = t->buf + t->len, *q;
 	unsigned i;
 	int r;
@@ -435,12 +461,14 @@ static int csv_row(struct kv_trace *t, struct kv_trace_row *row, struct kv_diag 
 		for (r = 0; r < N_ROLES; r++)
 			if (t->col[r] == (int)i)
 				f[r] = s;
+		if (t->col_prio == (int)i)
+			prio = s;
 		if (!q)
 			break;
 	}
 	if (i + 1 < t->ncols)
 		return csv_missing(t, i + 1, d);
-	return fill_row(t, f, row, d);
+	return fill_row(t, f, t->col_prio >= 0 ? &prio : NULL, row, d);
 }
 
 /* Strips blanks and one pair of double quotes around a header name, in place. */
@@ -552,8 +580,15 @@ static int csv_header(struct kv_trace *t, const char *line, enum kv_trace_format
 		    (fmt != KV_TRACE_AUTO && fmt != layouts[i].fmt))
 			continue;
 		r = map_layout(t, &layouts[i], d);
-		if (r)
-			return r < 0 ? r : 0;
+		if (r < 0)
+			return r;
+		if (r) {
+			t->col_prio = find_col(t, PRIO_NAME);
+			return t->col_prio == -2 ?
+				       kv_diag_set(d, KV_EINVAL, t->path, 1, 0, PRIO_NAME,
+						   "duplicate column '%s' in the header", PRIO_NAME) :
+				       0;
+		}
 	}
 	if (fmt != KV_TRACE_AUTO)
 		return kv_diag_set(d, KV_EINVAL, t->path, 1, 1, "header",
@@ -675,7 +710,10 @@ static int json_hashes(struct kv_trace *t, struct jcur *c, struct kv_trace_row *
 	return 0;
 }
 
-/* Which role a key names: ROLE_*, N_ROLES for hash_ids, -1 if unknown. */
+#define KEY_HASHES N_ROLES /* key_role() of hash_ids */
+#define KEY_PRIO (N_ROLES + 1) /* key_role() of priority */
+
+/* Which role a key names: ROLE_*, KEY_HASHES, KEY_PRIO, -1 if unknown. */
 static int key_role(struct span key)
 {
 	const struct layout *lay = &layouts[KV_ARRAY_LEN(layouts) - 1];
@@ -685,7 +723,9 @@ static int key_role(struct span key)
 		if (strlen(lay->name[r]) == key.n && !memcmp(lay->name[r], key.p, key.n))
 			return r;
 	if (key.n == 8 && !memcmp(key.p, "hash_ids", 8))
-		return N_ROLES;
+		return KEY_HASHES;
+	if (key.n == strlen(PRIO_NAME) && !memcmp(key.p, PRIO_NAME, key.n))
+		return KEY_PRIO;
 	return -1;
 }
 
@@ -700,7 +740,7 @@ static int key_error(struct kv_trace *t, struct span key, const char *what,
 			   name, expected);
 }
 
-/* One "key": value member; seen[] marks the keys already read. */
+/* One "key": value member; seen[] marks the keys already read (f[KEY_PRIO]: priority). */
 static int json_member(struct kv_trace *t, struct jcur *c, struct span *f, int *seen,
 		       struct kv_trace_row *row, struct kv_diag *d)
 {
@@ -712,15 +752,16 @@ static int json_member(struct kv_trace *t, struct jcur *c, struct span *f, int *
 	r = key_role(key);
 	if (r < 0)
 		return key_error(t, key, "unknown key",
-				 ": expected timestamp, input_length, output_length or hash_ids", d);
+				 ": expected timestamp, input_length, output_length, hash_ids or priority", d);
 	if (seen[r])
 		return key_error(t, key, "duplicate key", "", d);
 	seen[r] = 1;
 	skip_ws(c);
 	if (!eat(c, ':'))
-		return jerr(t, c, r < N_ROLES ? t->lay->name[r] : "hash_ids", "expected ':'", d);
+		return jerr(t, c, r < N_ROLES ? t->lay->name[r] : r == KEY_PRIO ? PRIO_NAME : "hash_ids",
+			    "expected ':'", d);
 	skip_ws(c);
-	if (r == N_ROLES)
+	if (r == KEY_HASHES)
 		return json_hashes(t, c, row, d);
 	f[r] = json_scalar(c);
 	return 0;
@@ -730,8 +771,8 @@ static int json_member(struct kv_trace *t, struct jcur *c, struct span *f, int *
 static int mooncake_row(struct kv_trace *t, struct kv_trace_row *row, struct kv_diag *d)
 {
 	struct jcur c = { t->buf, t->buf + t->len, t->buf };
-	struct span f[N_ROLES] = { { NULL, 0, 0 } };
-	int seen[N_ROLES + 1] = { 0 }, r, err;
+	struct span f[KEY_PRIO + 1] = { { NULL, 0, 0 } }; /* the roles, an unused slot, the priority */
+	int seen[KEY_PRIO + 1] = { 0 }, r, err;
 
 	skip_ws(&c);
 	if (!eat(&c, '{'))
@@ -756,7 +797,7 @@ static int mooncake_row(struct kv_trace *t, struct kv_trace_row *row, struct kv_
 	skip_ws(&c);
 	if (c.p != c.end)
 		return jerr(t, &c, "", "expected the end of the line after the object", d);
-	return fill_row(t, f, row, d);
+	return fill_row(t, f, seen[KEY_PRIO] ? &f[KEY_PRIO] : NULL, row, d);
 }
 
 /* ---- reader ------------------------------------------------------------ */
@@ -900,6 +941,7 @@ static int open_stream(FILE *f, const char *path, enum kv_trace_format fmt,
 	t = kv_xcalloc(1, sizeof(*t));
 	t->path = kv_xstrdup(path);
 	t->f = f;
+	t->col_prio = -1;
 	err = read_header(t, fmt, d);
 	if (err)
 		goto fail;
@@ -950,6 +992,8 @@ int kv_trace_next(struct kv_trace *t, struct kv_trace_row *row, struct kv_diag *
 	row->t_ns = 0;
 	row->n_hashes = 0;
 	row->n_hashes_dropped = 0;
+	row->priority = 0;
+	row->has_priority = 0;
 	if (t->fmt == KV_TRACE_MOONCAKE)
 		r = mooncake_row(t, row, d);
 	else

@@ -21,6 +21,12 @@
  *                     and the count of the rest in n_hashes_dropped; any
  *                     other key is an error naming it).
  *
+ * Priority: every format may carry a request priority, an integer in
+ * [-2^31, 2^31) where lower is served first (vLLM's `priority`): a CSV
+ * column named `priority` (optional; when present every row fills it), a
+ * JSON key "priority" (optional per line).  A row without one has
+ * has_priority 0 and priority 0.  Detection ignores it.
+ *
  * Detection (KV_TRACE_AUTO): a first line starting with '{' is JSON lines;
  * otherwise the first line is a CSV header and the first of azure, vidur,
  * lengths whose columns it holds wins.  An explicit format still needs its
@@ -71,6 +77,8 @@ struct kv_trace_row {
 	uint32_t n_hashes; /* prefix-block hashes kept in hashes[] */
 	uint32_t n_hashes_dropped; /* hash_ids beyond KV_TRACE_MAX_HASHES, counted, not kept */
 	uint64_t hashes[KV_TRACE_MAX_HASHES]; /* Mooncake hash_ids, one per 512-token block */
+	int32_t priority; /* the row's `priority` (vLLM's: lower first); 0 when it has none */
+	int has_priority; /* 1 when the row gives a priority (CSV: the column exists; JSON: the key) */
 	unsigned long line; /* 1-based line in the file */
 };
 

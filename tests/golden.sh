@@ -3,7 +3,7 @@
 # recorded once and checked after a change that must not change results
 # (a refactoring).  The set:
 #   - every run workload of workloads/ (sweep files run as sweeps below),
-#     under each scheduler (fifo, drf, wdrf, vtc, preempt);
+#     under each scheduler (fifo, drf, wdrf, vtc, preempt, priority);
 #   - every real trace of ../shared/traces that no workload replays, through
 #     default.yaml's lengths (workload.lengths.trace), under each scheduler;
 #   - every sweep file of workloads/ (sweep.csv);
@@ -34,7 +34,7 @@ traces="$src/../shared/traces"
 # bytes key the sweep points, so they cannot name it; docs/engines.md).
 export KVSIM_ENGINE=vllm-v0
 [ -d "$traces" ] || { echo "no $traces: skipped"; exit 77; }
-scheds=(fifo drf wdrf vtc preempt)
+scheds=(fifo drf wdrf vtc preempt priority)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/d" "$tmp/o"

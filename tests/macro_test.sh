@@ -37,7 +37,7 @@ jobs=2
 traces="$src/../shared/traces"
 [ -d "$traces" ] || { echo "no $traces: skipped"; exit 77; }
 engines=(vllm-v0 vllm sglang)
-scheds=(fifo drf wdrf vtc preempt)
+scheds=(fifo drf wdrf vtc preempt priority)
 caches=(full chunked quantized sparse shared)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -664,6 +664,7 @@ START_TEST(macro_tenants)
 	static const char *const scheds[] = {
 		"{name: vtc, output_weight: 0.1}", "drf", "{name: wdrf, window: 2s}",
 		"{name: preempt, priority: mlfq, aging: 3s, segment_tokens: 48}", "{name: preempt, aging: 2s}",
+		"priority",
 	};
 	static struct rec r[2];
 	char yaml[1024];
@@ -682,9 +683,9 @@ START_TEST(macro_tenants)
 			 "  arrival: {process: poisson, rate: 8}\n"
 			 "  lengths: {dist: uniform, prompt_min: 20, prompt_max: 400, output_min: 1, output_max: 200}\n"
 			 "  tenants:\n"
-			 "    - {name: a, share: 2, weight: 1, priority: 0}\n"
-			 "    - {name: b, share: 1, weight: 2, priority: 2}\n"
-			 "    - {name: c, share: 1, weight: 0.5, priority: 1}\n",
+			 "    - {name: a, share: 2, weight: 1, priority: 0, request_priority: 2}\n"
+			 "    - {name: b, share: 1, weight: 2, priority: 2, request_priority: 0}\n"
+			 "    - {name: c, share: 1, weight: 0.5, priority: 1, request_priority: 1}\n",
 			 scheds[i]);
 		for (exact = 0; exact < 2; exact++) {
 			struct kv_workload w;
@@ -731,7 +732,7 @@ END_TEST
  */
 START_TEST(macro_declarations)
 {
-	static const char *const names[] = { "fifo", "drf", "wdrf", "vtc", "preempt" };
+	static const char *const names[] = { "fifo", "drf", "wdrf", "vtc", "preempt", "priority" };
 	struct kv_sched_ops o;
 	size_t i;
 

@@ -479,6 +479,7 @@ static void draw_tenants(gsl_rng *g, struct rcase *c)
 		t->weight = c->idx % 4 == 3 ? loguni(g, 0.25, 4) :
 			    c->idx % 2 ? ldexp(1, (int)uni(g, 0, 4) - 2) : 1;
 		t->priority = (int)uni(g, 0, 3) - 1;
+		t->request_priority = 1 - t->priority; /* vLLM's order, reversed (no draw: the cases stay) */
 		if (gsl_rng_uniform(g) < 0.08) {
 			static const uint64_t fixed[][2] = { { 1, 1 }, { 1, 0 }, { 0, 1 } };
 			uint64_t k = uni(g, 0, 2);
@@ -488,8 +489,9 @@ static void draw_tenants(gsl_rng *g, struct rcase *c)
 			t->lengths.prompt = fixed[k][0] ? fixed[k][0] : c->max_ctx - 1;
 			t->lengths.output = fixed[k][1];
 		}
-		appendf(c->desc, sizeof(c->desc), "%s{share: %.3f, weight: %.3f, priority: %d",
-			i ? ", " : "", t->share, t->weight, t->priority);
+		appendf(c->desc, sizeof(c->desc),
+			"%s{share: %.3f, weight: %.3f, priority: %d, request_priority: %d",
+			i ? ", " : "", t->share, t->weight, t->priority, (int)t->request_priority);
 		if (t->has_lengths)
 			appendf(c->desc, sizeof(c->desc), ", lengths: %" PRIu64 "+%" PRIu64,
 				t->lengths.prompt, t->lengths.output);

@@ -539,6 +539,54 @@ END_TEST
  * far-future timestamp must not make a run sample an idle cluster for
  * centuries); rows before it, and duration_ns ending the stream first, are fine.
  */
+/*
+ * A request's priority (source.h): its arrival row's, else its lengths
+ * row's, else its tenant's request_priority; no draw, so the stream's other
+ * fields do not change.
+ */
+START_TEST(test_priority_precedence)
+{
+	char arr[] = "/tmp/kvsim_prio_arr_XXXXXX", len[] = "/tmp/kvsim_prio_len_XXXXXX";
+	char plain[] = "/tmp/kvsim_prio_plain_XXXXXX";
+	struct kv_source *s;
+	struct kv_arrival a;
+
+	write_temp(arr, "arrived_at,num_prefill_tokens,num_decode_tokens,priority\n0,5,1,7\n1,5,1,-3\n");
+	write_temp(plain, "arrived_at,num_prefill_tokens,num_decode_tokens\n0,5,1\n1,5,1\n");
+	write_temp(len, "num_prefill_tokens,num_decode_tokens,priority\n9,2,4\n");
+	base_spec();
+	spec.tenants[0].request_priority = 11;
+	s = open_ok(1); /* generated: the tenant's */
+	ck_assert_int_eq(next_ok(s, &a), 1);
+	ck_assert_int_eq(a.priority, 11);
+	kv_source_close(s);
+	spec.arrival = KV_ARRIVAL_TRACE;
+	snprintf(spec.trace_path, sizeof(spec.trace_path), "%s", arr);
+	s = open_ok(1); /* the arrival row's, its lengths too */
+	ck_assert(next_ok(s, &a) == 1 && a.priority == 7);
+	ck_assert(next_ok(s, &a) == 1 && a.priority == -3);
+	kv_source_close(s);
+	spec.lengths_set = 1;
+	set_trace_lengths(&spec.lengths, len);
+	s = open_ok(1); /* both rows have one: the arrival row's */
+	ck_assert(next_ok(s, &a) == 1 && a.priority == 7 && a.prompt_tokens == 9);
+	kv_source_close(s);
+	snprintf(spec.trace_path, sizeof(spec.trace_path), "%s", plain);
+	s = open_ok(1); /* the arrival row has none: the lengths row's */
+	ck_assert(next_ok(s, &a) == 1 && a.priority == 4);
+	kv_source_close(s);
+	spec.lengths.kind = KV_LEN_FIXED;
+	spec.lengths.prompt = 100;
+	spec.lengths.output = 10;
+	s = open_ok(1); /* no row has one: the tenant's */
+	ck_assert(next_ok(s, &a) == 1 && a.priority == 11);
+	kv_source_close(s);
+	unlink(arr);
+	unlink(len);
+	unlink(plain);
+}
+END_TEST
+
 START_TEST(test_trace_horizon)
 {
 	char path[] = "/tmp/kvsim_src_XXXXXX";
@@ -624,6 +672,7 @@ static Suite *source_suite(void)
 	tcase_add_test(tc, test_real_trace_replay);
 	tcase_add_test(tc, test_empty_trace_both_ways);
 	tcase_add_test(tc, test_trace_horizon);
+	tcase_add_test(tc, test_priority_precedence);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -243,6 +243,16 @@ static const struct bad_case bad_cases[] = {
 	{ VI_HDR "1.5,1,1\n1.25,1,1\n", 3, "1.25", "arrived_at",
 	  "unsorted timestamps: 1.25 is before the previous row's 1.5" },
 	{ VI_HDR "-1.0,1,1\n", 2, "-1.0", "arrived_at", "bad value '-1.0'" },
+	{ "arrived_at,num_prefill_tokens,num_decode_tokens,priority\n0,1,1,1.5\n", 2, "1.5",
+	  "priority", "bad value '1.5': expected an integer priority" },
+	{ "arrived_at,num_prefill_tokens,num_decode_tokens,priority\n0,1,1,2147483648\n", 2,
+	  "2147483648", "priority", "from -2147483648 to 2147483647" },
+	{ "arrived_at,num_prefill_tokens,num_decode_tokens,priority\n0,1,1,\n", 2, "$",
+	  "priority", "bad value ''" },
+	{ "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"priority\": \"2\"}\n",
+	  1, "\"2\"}", "priority", "expected an integer priority" },
+	{ "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"priority\": 1, \"priority\": 2}\n",
+	  1, "\"priority\": 2", "priority", "duplicate key 'priority'" },
 	{ VI_HDR "1.0,1.5,1\n", 2, "1.5", "num_prefill_tokens", "bad value '1.5'" },
 	{ VI_HDR "1e999,1,1\n", 2, "1e999", "arrived_at", "bad value" },
 	{ VI_HDR "1.0,99999999999999999999,1\n", 2, "9", "num_prefill_tokens", "bad value" },
@@ -334,6 +344,48 @@ static int open_fails(const char *text, struct kv_diag *d)
 	unlink(path);
 	return err;
 }
+
+/*
+ * The optional priority field: a CSV column in any format (its rows all have
+ * one), a JSON key per line; a row without one reads priority 0.
+ */
+START_TEST(test_priority_field)
+{
+	static const struct {
+		const char *text;
+		int32_t prio[3];
+		int has[3];
+	} cases[] = {
+		{ "arrived_at,num_prefill_tokens,num_decode_tokens,priority\n0,5,1,3\n1,5,1,-2\n2,5,1,-2147483648\n",
+		  { 3, -2, INT32_MIN }, { 1, 1, 1 } },
+		{ "priority,num_prefill_tokens,num_decode_tokens\n2147483647,5,1\n0,5,1\n007,5,1\n",
+		  { INT32_MAX, 0, 7 }, { 1, 1, 1 } },
+		{ "arrived_at,num_prefill_tokens,num_decode_tokens\n0,5,1\n1,5,1\n2,5,1\n",
+		  { 0, 0, 0 }, { 0, 0, 0 } },
+		{ "{\"priority\": 4, \"timestamp\": 0, \"input_length\": 5, \"output_length\": 1}\n"
+		  "{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 1}\n"
+		  "{\"timestamp\": 2, \"input_length\": 5, \"output_length\": 1, \"priority\": -1}\n",
+		  { 4, 0, -1 }, { 1, 0, 1 } },
+	};
+	size_t i;
+	int k;
+
+	for (i = 0; i < KV_ARRAY_LEN(cases); i++) {
+		const char *path = temp_file(cases[i].text);
+		struct kv_trace *t = open_ok(path, KV_TRACE_AUTO);
+
+		for (k = 0; k < 3; k++) {
+			next_ok(t);
+			ck_assert_msg(row.priority == cases[i].prio[k] && row.has_priority == cases[i].has[k],
+				      "case %zu row %d: priority %d (has %d), want %d (has %d)", i, k,
+				      row.priority, row.has_priority, cases[i].prio[k], cases[i].has[k]);
+		}
+		expect_eof(t);
+		kv_trace_close(t);
+		unlink(path);
+	}
+}
+END_TEST
 
 START_TEST(test_bad_headers)
 {
@@ -627,6 +679,7 @@ static Suite *trace_suite(void)
 	tcase_add_test(tc, test_mooncake_many_hashes);
 	tcase_add_loop_test(tc, test_bad_rows, 0, (int)KV_ARRAY_LEN(bad_cases));
 	tcase_add_test(tc, test_bad_headers);
+	tcase_add_test(tc, test_priority_field);
 	tcase_add_test(tc, test_missing_file);
 	tcase_add_test(tc, test_rewind);
 	tcase_add_loop_test(tc, test_real_traces, 0, (int)KV_ARRAY_LEN(real_cases));

@@ -71,7 +71,7 @@ static const struct kv_metric_doc docs[] = {
 
 	{ T, "tenant", "", "tenant", "the tenant's name" },
 	{ T, "weight", "", "weight", "fairness weight (workload.tenants[].weight)" },
-	{ T, "priority", "", "priority", "scheduling priority (higher first, priority schedulers)" },
+	{ T, "priority", "", "priority", "the tenant's rank for the preempt scheduler (workload.tenants[].priority, higher first)" },
 	{ T, "arrived", "", "requests arrived", "the tenant's requests arrived" },
 	{ T, "completed", "", "completed requests", "the tenant's requests completed" },
 	{ T, "rejected", "", "rejected requests", "the tenant's requests rejected (context or pool)" },

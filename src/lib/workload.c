@@ -602,10 +602,28 @@ static int read_arrival(struct kv_cfg_doc *doc, struct kv_cfg_node *w, struct kv
 			       s->trace_path, sizeof(s->trace_path), d);
 }
 
+/*
+ * A tenant's request_priority: the priority its requests carry when no trace
+ * row gives one (vLLM's `priority`: an integer, lower is served first; the
+ * `priority` scheduler reads it).  Default 0.
+ */
+static int read_request_priority(struct kv_cfg_node *n, int32_t *out, struct kv_diag *d)
+{
+	double v;
+
+	TRY(kv_cfg_dbl(n, "request_priority", 0, INT32_MIN, INT32_MAX, &v, d));
+	if (v != floor(v))
+		return kv_cfg_error(kv_cfg_get(n, "request_priority"), d,
+				    "bad value %g: expected an integer priority (lower is served first)", v);
+	*out = (int32_t)v;
+	return 0;
+}
+
 static int read_tenant(struct kv_cfg_doc *doc, struct kv_cfg_node *n, struct kv_source_spec *s,
 		       uint32_t i, struct kv_diag *d)
 {
-	static const char *const keys[] = { "name", "share", "weight", "priority", "lengths", NULL };
+	static const char *const keys[] = { "name",	"share",   "weight", "priority",
+					    "request_priority", "lengths", NULL };
 	struct kv_tenant_spec *t = &s->tenants[i];
 	char def[32];
 	double prio;
@@ -628,6 +646,7 @@ static int read_tenant(struct kv_cfg_doc *doc, struct kv_cfg_node *n, struct kv_
 	TRY(kv_cfg_dbl(n, "weight", 1, 1e-9, 1e9, &t->weight, d));
 	TRY(kv_cfg_dbl(n, "priority", 0, -1e6, 1e6, &prio, d));
 	t->priority = (int)prio;
+	TRY(read_request_priority(n, &t->request_priority, d));
 	if (!kv_cfg_get(n, "lengths"))
 		return 0;
 	t->has_lengths = 1;

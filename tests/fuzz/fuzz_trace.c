@@ -35,6 +35,8 @@ struct pass {
 		kv_ns t_ns;
 		uint64_t prompt, output, hash0;
 		uint32_t n_hashes, dropped;
+		int32_t priority;
+		int has_priority;
 		unsigned long line;
 	} row[MAX_ROWS];
 };
@@ -50,6 +52,8 @@ static void check_row(const struct kv_trace *t, const struct kv_trace_row *r,
 	    (r->n_hashes_dropped && r->n_hashes != KV_TRACE_MAX_HASHES))
 		fuzz_fail("line %lu: %u hashes kept, %u dropped", r->line, r->n_hashes,
 			  r->n_hashes_dropped);
+	if (!r->has_priority && r->priority)
+		fuzz_fail("line %lu: priority %d without a priority field", r->line, (int)r->priority);
 	if (!kv_trace_has_times(t) && r->t_ns)
 		fuzz_fail("line %lu: a time %llu in a format without times", r->line,
 			  (unsigned long long)r->t_ns);
@@ -83,6 +87,8 @@ static void read_pass(struct kv_trace *t, struct pass *p, struct kv_trace_row *r
 			p->row[p->n].hash0 = r->n_hashes ? r->hashes[0] : 0;
 			p->row[p->n].n_hashes = r->n_hashes;
 			p->row[p->n].dropped = r->n_hashes_dropped;
+			p->row[p->n].priority = r->priority;
+			p->row[p->n].has_priority = r->has_priority;
 			p->row[p->n].line = r->line;
 		} else {
 			p->sum = (p->sum ^ r->t_ns ^ r->prompt_tokens ^ r->output_tokens) *
