@@ -9,6 +9,7 @@
 #include "serving_impl.h"
 
 #include <assert.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,7 +149,8 @@ static void enqueue(struct kv_replica *r, struct kv_req *q)
 	r->sched->enqueue(r->sched_priv, r, q);
 }
 
-void kv_replica_admit(struct kv_replica *r, struct kv_req *q)
+/* Moves a waiting q that schedule() accepted into the running set. */
+static void admit(struct kv_replica *r, struct kv_req *q)
 {
 	tenant_unqueued(r->sim, q);
 	KV_CHECK(q->state == KV_REQ_WAITING, "admitting request %llu in state %u",
@@ -476,7 +478,28 @@ int kv__replica_schedule(struct kv_replica *r, struct kv_req *q)
 	return 0;
 }
 
-uint32_t kv_replica_schedule_running(struct kv_replica *r, uint32_t from, int *err)
+/* kv__replica_schedule, decode steps inside their holdings through the fast path. */
+static inline int schedule(struct kv_replica *r, struct kv_req *q)
+{
+	struct kv__decodes d;
+
+	if (q->state != KV_REQ_RUNNING ||
+	    !kv__decode_fits(q, r->n_batch, kv__decodes_cap(r), r->budget_tokens))
+		return kv__replica_schedule(r, q);
+	kv__decodes_begin(r, &d);
+	kv__decodes_add(&d, q);
+	kv__decodes_end(r, &d);
+	return 0;
+}
+
+/*
+ * Schedules running[from], running[from + 1], ... in order, as schedule()
+ * would, stopping at the first that fails.  Returns the index of that
+ * request (n_running when all were scheduled) and stores its error in *err
+ * (0 when none failed).  Equivalent to the loop over schedule(), only
+ * faster.
+ */
+static uint32_t schedule_running(struct kv_replica *r, uint32_t from, int *err)
 {
 	uint32_t i = from, cap = kv__decodes_cap(r);
 	int rc = 0;
@@ -502,7 +525,16 @@ uint32_t kv_replica_schedule_running(struct kv_replica *r, uint32_t from, int *e
 	return i;
 }
 
-void kv_replica_preempt_as(struct kv_replica *r, struct kv_req *q, enum kv_preempt how)
+/*
+ * Preempts running q and hands it to the scheduler's enqueue.  By recompute:
+ * releases its memory and sets it back to prefill its prompt plus the
+ * tokens generated so far.  By swap: copies its KV bytes to host memory
+ * over the host link (time added to the next iteration, or overlapped with
+ * it, as the cache model says), releases the device memory, and copies them
+ * back when it is scheduled again.  q must not be scheduled in the batch
+ * being formed.
+ */
+static void preempt_as(struct kv_replica *r, struct kv_req *q, enum kv_preempt how)
 {
 	KV_CHECK(q->state == KV_REQ_RUNNING && q->batch_tokens == 0,
 		 "preempting request %llu that is not running or already scheduled",
@@ -521,12 +553,12 @@ void kv_replica_preempt_as(struct kv_replica *r, struct kv_req *q, enum kv_preem
 	enqueue(r, q);
 }
 
-void kv_replica_preempt(struct kv_replica *r, struct kv_req *q)
-{
-	kv_replica_preempt_as(r, q, KV_PREEMPT_AUTO);
-}
-
-void kv_replica_reject(struct kv_replica *r, struct kv_req *q)
+/*
+ * Ends running q as rejected (KV_END_REJECTED_POOL): it cannot grow although
+ * it is alone on the replica.  q must not be scheduled in the batch being
+ * formed.
+ */
+static void reject(struct kv_replica *r, struct kv_req *q)
 {
 	struct kv_sim *s = r->sim;
 	int rc;
@@ -583,15 +615,94 @@ static int restart_alone(struct kv_replica *r, struct kv_req *q)
 	return rc == 0;
 }
 
-uint32_t kv_replica_make_room(struct kv_replica *r, struct kv_req *q, kv_pick_victim_fn pick,
-			      void *priv)
+/*
+ * The running request not in the batch with the lowest rank below `below`
+ * (a ranked policy's), the newest on ties, or NULL; *bytes sums the KV
+ * bytes of all such.
+ */
+static struct kv_req *lowest_ranked(const struct kv_replica *r, int below, uint64_t *bytes)
+{
+	const struct kv_sched_ops *o = r->sched;
+	struct kv_req *best = NULL;
+	int best_rank = 0;
+	uint32_t i;
+
+	*bytes = 0;
+	for (i = 0; i < r->n_running; i++) {
+		struct kv_req *c = r->running[i];
+		int rk;
+
+		if (c->batch_tokens || (rk = o->rank(r->sched_priv, r, c)) >= below)
+			continue;
+		*bytes += c->kv_bytes;
+		if (!best || rk <= best_rank) {
+			best = c;
+			best_rank = rk;
+		}
+	}
+	return best;
+}
+
+/*
+ * The victim for grower q, running and refused memory: pick_victim's (it may
+ * set *how), else a ranked policy's lowest rank, else the newest running
+ * request (vLLM's FCFS rule).
+ */
+static struct kv_req *victim(const struct kv_replica *r, const struct kv_req *q,
+			     enum kv_preempt *how)
+{
+	const struct kv_sched_ops *o = r->sched;
+	uint64_t bytes;
+
+	if (o->pick_victim)
+		return o->pick_victim(r->sched_priv, r, q, how);
+	if (o->rank)
+		return lowest_ranked(r, INT_MAX, &bytes);
+	return r->running[r->n_running - 1];
+}
+
+/*
+ * Preempts running v by the policy's rules: as `how` says, or as victim_how
+ * says for a policy without pick_victim; a preemptive policy's formation
+ * remembers it (evicted_now).
+ */
+static void evict(struct kv_replica *r, struct kv_req *v, enum kv_preempt how)
+{
+	const struct kv_sched_ops *o = r->sched;
+
+	if (!o->pick_victim && o->victim_how)
+		how = o->victim_how(r->sched_priv, r, v); /* reads v's KV before it leaves */
+	if (r->evicted && r->n_evicted < KV_FORM_EVICTED)
+		r->evicted[r->n_evicted++] = v;
+	preempt_as(r, v, how);
+}
+
+/* Waiting q was preempted while this batch is formed (a preemptive policy's record). */
+static int evicted_now(const struct kv_replica *r, const struct kv_req *q)
+{
+	uint32_t i;
+
+	for (i = 0; i < r->n_evicted; i++)
+		if (r->evicted[i] == q)
+			return 1;
+	return 0;
+}
+
+/*
+ * Makes room for running q, which schedule() refused memory: preempts
+ * victims (victim()) until q is scheduled or out of budget.  A q that is
+ * its own victim is preempted, or, alone on the replica, restarted or
+ * rejected (restart_alone).  Returns the index of the next running request
+ * to look at: after q when q stayed, q's old index when q left.
+ */
+static uint32_t make_room(struct kv_replica *r, struct kv_req *q)
 {
 	assert(q->state == KV_REQ_RUNNING && !q->batch_tokens);
 	if (r->step_flags & KV_STEP_NO_PREEMPT)
 		return q->run_idx + 1; /* the engine preempts in no step of this kind (SGLang's prefill) */
 	for (;;) {
 		enum kv_preempt how = KV_PREEMPT_AUTO;
-		struct kv_req *v = pick ? pick(priv, r, q, &how) : r->running[r->n_running - 1];
+		struct kv_req *v = victim(r, q, &how);
 		uint32_t at = q->run_idx;
 
 		assert(v && v->state == KV_REQ_RUNNING);
@@ -599,92 +710,234 @@ uint32_t kv_replica_make_room(struct kv_replica *r, struct kv_req *q, kv_pick_vi
 			batch_withdraw(r, v); /* scheduled before q: vLLM's PRIORITY victim */
 		if (v == q) {
 			if (r->n_running == 1 && !restart_alone(r, q)) {
-				kv_replica_reject(r, q); /* cannot grow even in an empty pool */
+				reject(r, q); /* cannot grow even in an empty pool */
 			} else if (r->n_running == 1) {
 				/* alone: restart it in an empty pool, free of other requests' holes */
-				kv_replica_preempt_as(r, q, KV_PREEMPT_RECOMPUTE);
+				preempt_as(r, q, KV_PREEMPT_RECOMPUTE);
 				r->step_preempted++;
 				r->restarted = q;
 				r->restarted_ended = kv__engine_ended(r->sim);
 				if (r->last_nomem == q)
 					r->last_nomem = NULL; /* it waits: form_step must not reject it */
 			} else {
-				kv_replica_preempt_as(r, q, how);
+				evict(r, q, how);
 				r->step_preempted++;
 			}
 			return at;
 		}
-		kv_replica_preempt_as(r, v, how);
+		evict(r, v, how);
 		r->step_preempted++;
-		if (kv_replica_schedule(r, q) != KV_ENOMEM)
+		if (schedule(r, q) != KV_ENOMEM)
 			return q->run_idx + 1;
 	}
 }
 
-void kv_replica_keep_running(struct kv_replica *r, kv_pick_victim_fn pick, void *priv)
+/*
+ * Keeps the running requests going, in admission order (scheduler.h, step
+ * 1): schedules each, making room for one refused memory; one out of
+ * budget sits this iteration out.
+ */
+static void keep_running(struct kv_replica *r)
 {
 	uint32_t i = 0;
 	int err;
 
-	while ((i = kv_replica_schedule_running(r, i, &err)) < r->n_running) {
+	while ((i = schedule_running(r, i, &err)) < r->n_running) {
 		const struct kv_req *q = r->running[i];
 
 		if (err != KV_ENOMEM) {
 			i++;
 			continue;
 		}
-		i = kv_replica_make_room(r, r->running[i], pick, priv);
+		i = make_room(r, r->running[i]);
 		if (r->sched->yield_stops && (i == 0 || r->running[i - 1] != q))
 			break; /* q yielded its own place: vLLM V1 ends the running pass */
 	}
 }
 
 /*
- * Admits waiting requests in the order the policy hands them out
- * (scheduler.h, step 2): each taken is dequeued by the policy (took)
- * before it joins the running set; a refusal ends admission when the
- * policy's head blocks or the budget or the sequence cap is spent, else
- * the policy skips it (refused) and is asked again.
+ * Keeps the running requests of rank `rank` not in the batch going, in
+ * admission order, as keep_running() does the whole set.
  */
-static void admit_waiting(struct kv_replica *r)
+static void keep_rank(struct kv_replica *r, int rank)
+{
+	const struct kv_sched_ops *o = r->sched;
+	uint32_t i = 0;
+
+	while (i < r->n_running) {
+		struct kv_req *q = r->running[i];
+
+		if (q->batch_tokens || o->rank(r->sched_priv, r, q) != rank)
+			i++;
+		else if (schedule(r, q) == KV_ENOMEM)
+			i = make_room(r, q);
+		else
+			i++; /* scheduled, or out of budget: it sits this iteration out */
+	}
+}
+
+/*
+ * The highest rank below `below` among the running requests not in the
+ * batch, -1 when none; *uniform says they all have one rank.
+ */
+static int top_rank(const struct kv_replica *r, int below, int *uniform)
+{
+	const struct kv_sched_ops *o = r->sched;
+	int top = -1, first = -1;
+	uint32_t i;
+
+	*uniform = 1;
+	for (i = 0; i < r->n_running; i++) {
+		const struct kv_req *q = r->running[i];
+		int rk;
+
+		if (q->batch_tokens)
+			continue;
+		rk = o->rank(r->sched_priv, r, q);
+		assert(rk >= 0);
+		if (first < 0)
+			first = rk;
+		*uniform &= rk == first;
+		if (rk < below && rk > top)
+			top = rk;
+	}
+	return top;
+}
+
+/*
+ * Schedules waiting w of rank `rank`; returns schedule()'s code.  A
+ * preemptive policy's w refused memory evicts the running requests not in
+ * the batch ranked below it, lowest first, until w is scheduled -- when
+ * the free memory plus theirs covers w, else none (scheduler.h).
+ */
+static int schedule_waiting(struct kv_replica *r, struct kv_req *w, int rank)
+{
+	int preemptive = r->sched->preemptive, rc;
+	double need = preemptive ? (double)KV_MAX(w->prefill_target, w->kv_tokens + 1) *
+					   r->beta_bytes : 0; /* bytes; as w is before the try */
+	uint64_t bytes;
+	struct kv_req *c;
+
+	rc = schedule(r, w);
+	if (rc != KV_ENOMEM || !preemptive)
+		return rc;
+	c = lowest_ranked(r, rank, &bytes);
+	if (!c || (double)(r->pool.free_bytes + bytes) < need)
+		return rc; /* evicting all of them would not do: evict none */
+	do {
+		evict(r, c, KV_PREEMPT_AUTO);
+		rc = schedule(r, w);
+	} while (rc == KV_ENOMEM && (c = lowest_ranked(r, rank, &bytes)));
+	return rc;
+}
+
+/*
+ * Admits waiting requests in the order the policy hands them out
+ * (scheduler.h, step 2), a ranked policy's while they rank above `above`
+ * (-1: any): each taken is dequeued by the policy (took) before it joins
+ * the running set; a refusal closes admission when the policy's head
+ * blocks or the budget or the sequence cap is spent, else the policy skips
+ * it (refused) and is asked again.  A preemptive policy's request
+ * preempted in this formation closes it too.  Returns 0 once admission is
+ * closed for the formation, 1 while it stays open.
+ */
+static int admit_waiting(struct kv_replica *r, int above)
 {
 	const struct kv_sched_ops *o = r->sched;
 	void *p = r->sched_priv;
 	struct kv_req *q;
 
 	while ((q = o->next_waiting(p, r))) {
-		int rc = kv_replica_schedule(r, q);
+		int rk = o->rank ? o->rank(p, r, q) : 0, rc;
 
+		if (rk <= above)
+			return 1; /* the running requests of rank `above` go first */
+		if (evicted_now(r, q))
+			return 0;
+		rc = schedule_waiting(r, q, rk);
 		if (!rc) {
 			o->took(p, r, q);
-			kv_replica_admit(r, q);
+			admit(r, q);
+			r->admitted_rank = KV_MAX(r->admitted_rank, rk);
 		} else if (o->head_blocks ||
 			   (rc == KV_ERANGE && (!r->budget_tokens || r->n_batch >= r->max_seqs))) {
-			break;
+			return 0;
 		} else {
 			o->refused(p, r, q);
 		}
 	}
+	return 1;
+}
+
+/*
+ * When the sequence cap is what is full and a request was admitted, the
+ * running requests not in the batch that yield (a ranked policy's yields)
+ * and rank below the highest rank admitted give their seats back: they are
+ * preempted and queue again.
+ */
+static void yield_displaced(struct kv_replica *r)
+{
+	const struct kv_sched_ops *o = r->sched;
+	uint32_t i = 0;
+
+	if (r->admitted_rank < 0 || r->n_batch < r->max_seqs)
+		return;
+	while (i < r->n_running) {
+		struct kv_req *q = r->running[i];
+
+		if (!q->batch_tokens && o->yields(r->sched_priv, r, q) &&
+		    o->rank(r->sched_priv, r, q) < r->admitted_rank)
+			evict(r, q, KV_PREEMPT_AUTO); /* running[i] is now the next one */
+		else
+			i++;
+	}
+}
+
+/*
+ * Step 1 of a ranked policy (scheduler.h): the running requests kept going
+ * rank by rank from the highest, the waiting requests of a higher rank
+ * admitted before each.  Returns admit_waiting()'s 0 once admission closed.
+ */
+static int keep_ranked(struct kv_replica *r)
+{
+	int open = 1, rank = INT_MAX, uniform;
+
+	r->n_evicted = 0;
+	r->admitted_rank = -1;
+	while ((rank = top_rank(r, rank, &uniform)) >= 0) {
+		if (open)
+			open = admit_waiting(r, rank);
+		if (uniform && r->n_batch == 0) {
+			keep_running(r); /* one rank, nobody admitted before it: the fast path */
+			break;
+		}
+		keep_rank(r, rank);
+	}
+	return open;
 }
 
 /*
  * The one batch-formation loop (scheduler.h): the running set kept going
- * with the policy's victims, then the policy's waiting requests; the
- * policy is told the batch so far (kept) and the batch formed (formed) as
- * plain data.  A policy with its own form_batch forms it itself.
+ * with the policy's victims (a ranked policy's rank by rank, admitting
+ * waiting requests of a higher rank before each), then the policy's
+ * waiting requests, then a ranked policy's yields.  The policy is told the
+ * batch so far (kept) and the batch formed (formed) as plain data.
  */
 static void form_batch(struct kv_replica *r)
 {
 	const struct kv_sched_ops *o = r->sched;
+	int open = 1;
 
-	if (o->form_batch) {
-		o->form_batch(r->sched_priv, r);
-		return;
-	}
-	kv_replica_keep_running(r, o->pick_victim, r->sched_priv);
+	if (o->rank)
+		open = keep_ranked(r);
+	else
+		keep_running(r);
 	if (o->kept)
 		o->kept(r->sched_priv, r, r->batch, r->n_batch);
-	admit_waiting(r);
+	if (open)
+		admit_waiting(r, -1);
+	if (o->yields)
+		yield_displaced(r);
 	if (o->formed)
 		o->formed(r->sched_priv, r, r->batch, r->n_batch);
 }
@@ -1045,10 +1298,13 @@ int kv__replica_init(struct kv_sim *s, struct kv_replica *r, uint32_t idx)
 				   (r->cache->no_extra && r->cache->no_extra(r->cache_priv))),
 		       kv__replica_schedule);
 	r->sched = c->sched;
-	KV_CHECK(c->sched->form_batch || (c->sched->next_waiting && c->sched->took &&
-					  (c->sched->head_blocks || c->sched->refused)),
-		 "scheduler %s: no form_batch, and next_waiting, took or refused missing",
+	KV_CHECK(c->sched->next_waiting && c->sched->took &&
+			 (c->sched->head_blocks || c->sched->refused) &&
+			 (c->sched->rank || (!c->sched->preemptive && !c->sched->yields)),
+		 "scheduler %s: next_waiting, took or refused missing, or preemptive or yields without rank",
 		 c->sched->name);
+	if (c->sched->preemptive)
+		r->evicted = kv_xcalloc(KV_FORM_EVICTED, sizeof(*r->evicted));
 	r->sched_priv = kv_xcalloc(1, c->sched->priv_size ? c->sched->priv_size : 1);
 	memcpy(r->sched_priv, c->sched_opts, c->sched->priv_size);
 	return c->sched->init(r->sched_priv, r, &s->diag);
@@ -1068,6 +1324,7 @@ void kv__replica_release(struct kv_replica *r)
 	free(r->eng_priv);
 	free(r->running);
 	free(r->batch);
+	free(r->evicted);
 	kv__macro_release(r);
 	kv_pool_release(&r->pool);
 }

@@ -6,16 +6,17 @@
  * scheduler plugin the policy (Linux's core scheduler and sched_class
  * split; vLLM V1's one schedule() loop over a policy-ordered queue).  At
  * each iteration boundary the replica forms the next batch (scheduler.h
- * says how): it keeps the running set going in admission order, asking
- * the policy only which request to give up when memory runs out
- * (pick_victim), then admits waiting requests in the order the policy
- * hands them out (next_waiting), telling it what was taken or refused.
- * The result is plain data, r->batch[0..n_batch) with each request's
- * batch_tokens.  Then the replica asks the perf model (or an executor)
- * for the iteration's time and, when it ends, applies the tokens, ends
- * finished requests and forms the next batch.  The functions under
- * "forming a batch" are the loop's steps; a policy on the compatibility
- * path (form_batch: preempt) calls them itself.
+ * says how): it keeps the running set going in admission order (a ranked
+ * policy's rank by rank, from the highest), asking the policy only which
+ * request to give up when memory runs out (pick_victim, victim_how), and
+ * admits waiting requests in the order the policy hands them out
+ * (next_waiting), telling it what was taken or refused.  The result is
+ * plain data, r->batch[0..n_batch) with each request's batch_tokens.
+ * Then the replica asks the perf model (or an executor) for the
+ * iteration's time and, when it ends, applies the tokens, ends finished
+ * requests and forms the next batch.  The mechanism (scheduling,
+ * admission, preemption, rejection) is static to replica.c: no policy
+ * calls it.
 
  * The replica's state (struct kv_replica) lives here, with the inline
  * helpers that read it: the router's bounds of its outstanding tokens
@@ -92,6 +93,9 @@ struct kv_replica {
 	void *cache_opts_own; /* options of an engine-chosen cache model (freed with the replica) */
 	struct kv_req *ref_q[KV_MACRO_REFUSED]; /* waiting requests refused memory forming the batch, in call order */
 	uint32_t n_ref; /* those refusals (may exceed KV_MACRO_REFUSED: then no macro step) */
+	struct kv_req **evicted; /* preemptive policy: preempted while the batch is formed (KV_FORM_EVICTED), else NULL */
+	uint32_t n_evicted; /* entries of evicted[] */
+	int admitted_rank; /* ranked policy: highest rank admitted while the batch is formed, -1 none */
 	struct kv_macro macro; /* its run of macro steps (macro.h) */
 };
 
@@ -257,7 +261,7 @@ static inline int kv__decode_fits(const struct kv_req *q, uint32_t n, uint32_t c
 	       q->kv_tokens < q->kv_cap_tokens && !q->batch_tokens;
 }
 
-/* --- forming a batch (for schedulers) ------------------------------------- */
+/* --- forming a batch (replica.c's loop; macro.c repeats refusals) ----------- */
 
 /*
  * Schedules q (running or waiting on r) for the iteration being formed:
@@ -266,84 +270,11 @@ static inline int kv__decode_fits(const struct kv_req *q, uint32_t n, uint32_t c
  * prefill is on) and reserves the memory through the cache model.
  * Returns 0 when scheduled; KV_ERANGE when the token budget or the sequence
  * cap is spent (q untouched); KV_ENOMEM when its memory cannot be reserved
- * (q untouched).  A waiting q must be admitted with kv_replica_admit()
- * after a 0 return.
+ * (q untouched).  A waiting q scheduled joins the running set next.  The
+ * general path: replica.c sends decode steps inside their holdings through
+ * the decode fast path first.
  */
 int kv__replica_schedule(struct kv_replica *r, struct kv_req *q);
-static inline int kv_replica_schedule(struct kv_replica *r, struct kv_req *q)
-{
-	struct kv__decodes d;
-
-	if (q->state != KV_REQ_RUNNING ||
-	    !kv__decode_fits(q, r->n_batch, kv__decodes_cap(r), r->budget_tokens))
-		return kv__replica_schedule(r, q);
-	kv__decodes_begin(r, &d);
-	kv__decodes_add(&d, q);
-	kv__decodes_end(r, &d);
-	return 0;
-}
-
-/*
- * Schedules running[from], running[from + 1], ... in order, as
- * kv_replica_schedule() would, stopping at the first that fails.  Returns
- * the index of that request (n_running when all were scheduled) and stores
- * its error in *err (0 when none failed).  Equivalent to the loop over
- * kv_replica_schedule(), only faster.
- */
-uint32_t kv_replica_schedule_running(struct kv_replica *r, uint32_t from, int *err);
-
-/* Moves a waiting q that kv_replica_schedule() accepted into the running set. */
-void kv_replica_admit(struct kv_replica *r, struct kv_req *q);
-
-/* enum kv_preempt (how a request leaves) is scheduler.h's. */
-
-/*
- * Preempts running q and hands it to the scheduler's enqueue.  By recompute:
- * releases its memory and sets it back to prefill its prompt plus the
- * tokens generated so far.  By swap: copies its KV bytes to host memory
- * over the host link (time added to the next iteration, or overlapped with
- * it, as the cache model says), releases the device memory, and copies them
- * back when it is scheduled again.  q must not be scheduled in the batch
- * being formed.  kv_replica_preempt() is the KV_PREEMPT_AUTO case.
- */
-void kv_replica_preempt_as(struct kv_replica *r, struct kv_req *q, enum kv_preempt how);
-void kv_replica_preempt(struct kv_replica *r, struct kv_req *q);
-
-/*
- * Ends running q as rejected (KV_END_REJECTED_POOL): for a request that
- * cannot grow although it is alone on the replica.  q must not be scheduled
- * in the batch being formed.
- */
-void kv_replica_reject(struct kv_replica *r, struct kv_req *q);
-
-/*
- * A policy's answer to "grower cannot grow: whom do we give up?"
- * (struct kv_sched_ops pick_victim): called with grower running, not
- * scheduled, refused memory; returns a running request not scheduled in
- * the batch being formed (grower itself when grower should yield) and may
- * set *how (KV_PREEMPT_AUTO on entry).  Must not schedule, admit or
- * preempt anything itself.
- */
-typedef struct kv_req *(*kv_pick_victim_fn)(void *priv, const struct kv_replica *r,
-					    const struct kv_req *grower, enum kv_preempt *how);
-
-/*
- * Makes room for running q, which kv_replica_schedule() refused memory:
- * preempts pick's victims (pick NULL: the newest running request, fifo's
- * rule) until q is scheduled or out of budget.  A q that is its own victim
- * is preempted, or rejected when it runs alone (it cannot grow even in an
- * empty replica).  Returns the index of the next running request to look
- * at: after q when q stayed, q's old index when q left.
- */
-uint32_t kv_replica_make_room(struct kv_replica *r, struct kv_req *q, kv_pick_victim_fn pick,
-			      void *priv);
-
-/*
- * Keeps the running requests going, in admission order: schedules each,
- * making room (kv_replica_make_room) for one refused memory; one out of
- * budget sits this iteration out.  pick as for kv_replica_make_room.
- */
-void kv_replica_keep_running(struct kv_replica *r, kv_pick_victim_fn pick, void *priv);
 
 /* Tokens q would take from the budget now (ignoring the budget's size). */
 uint64_t kv_req_next_tokens(const struct kv_req *q);

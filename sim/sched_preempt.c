@@ -82,6 +82,12 @@
  * passes its segment or is demoted, or the victim ages another level.
  * Levels, ranks and queues are per replica.
  *
+ * Formation.  The replica's one loop forms the batch from this policy's
+ * answers (scheduler.h, a ranked and preemptive policy): prio_rank gives
+ * the ranks above, prio_next and prio_took the waiting queues' best,
+ * prio_victim_how the eviction's mode, prio_yields the segments' end.  The
+ * order, the evictions and the closing of admission are the replica's.
+ *
  * Per-request state (struct prio_req, req_size): waiting, its virtual wait
  * start (now - W); running, W in ns and the KV tokens its segment counts
  * from.  Nothing
@@ -98,7 +104,6 @@
 
 #define MAX_LEVELS 64 /* KV_MAX_TENANTS distinct priorities, or mlfq levels */
 #define RANK_WORDS (3 * MAX_LEVELS / 64) /* bitmap words over ranks 0 .. 3 * MAX_LEVELS - 1 */
-#define MAX_VICTIMS 256 /* preemptions remembered while one batch is formed */
 
 enum { PRIO_TENANT, PRIO_MLFQ };
 enum { MODE_SWAP, MODE_RECOMPUTE, MODE_CHEAPER };
@@ -116,9 +121,6 @@ struct prio {
 	uint64_t quantum[MAX_LEVELS]; /* mlfq: output tokens of queue k (k = 0 first) */
 	uint64_t join_prompt[MAX_LEVELS]; /* mlfq: longest prompt that skip-joins queue k */
 	uint64_t n_waiting; /* requests queued */
-	int admitted_rank; /* highest rank admitted while the current batch is formed, -1 none */
-	uint32_t n_victims; /* entries of victims[] */
-	struct kv_req *victims[MAX_VICTIMS]; /* preempted while the current batch is formed */
 	struct kv_reqq wait[MAX_LEVELS]; /* waiting, by base level, ascending virtual wait start */
 };
 
@@ -429,211 +431,69 @@ static struct kv_req *best_waiting(const struct prio *p, const struct kv_replica
 	return best;
 }
 
-/* --- preemption ----------------------------------------------------------- */
+/* --- the replica's questions ---------------------------------------------- */
 
-static int preempted_now(const struct prio *p, const struct kv_req *q)
+/* next_waiting: the best waiting request (the highest rank, the longest wait, arrival). */
+static struct kv_req *prio_next(void *priv, const struct kv_replica *r)
 {
-	uint32_t i;
+	int rank;
 
-	for (i = 0; i < p->n_victims; i++)
-		if (p->victims[i] == q)
-			return 1;
-	return 0;
+	return best_waiting(priv, r, &rank);
 }
 
-/* How running q leaves, as `mode` says; remembers it as preempted in this batch. */
-static enum kv_preempt victim_mode(struct prio *p, const struct kv_replica *r,
-				   struct kv_req *q)
+/*
+ * took: q leaves its queue.  The wait so far, exact: its level running is
+ * its level waiting.  The segment counts from the KV it holds now (a cached
+ * prefix the engine found included), or for a preempted request from the
+ * end of its prefill: rebuilding what it lost is not progress.
+ */
+static void prio_took(void *priv, const struct kv_replica *r, struct kv_req *q)
 {
-	if (p->n_victims < MAX_VICTIMS)
-		p->victims[p->n_victims++] = q;
+	struct prio *p = priv;
+	struct prio_req *st = req_of(r->sim, q);
+
+	kv_reqq_remove(r->sim, &p->wait[base_level(p, q)], q);
+	p->n_waiting--;
+	st->waited_ns = r->sim->now - st->wait_start_ns;
+	st->mark_tokens = q->preemptions ? KV_MAX(q->kv_tokens, q->prefill_target) : q->kv_tokens;
+}
+
+/* rank: running, 3e + 2 (3e past its segment); waiting, 3e + 1 at its queue's level. */
+static int prio_rank(void *priv, const struct kv_replica *r, const struct kv_req *q)
+{
+	const struct prio *p = priv;
+
+	if (q->state != KV_REQ_RUNNING)
+		return wait_rank(p, r, q, base_level(p, q));
+	/* one level and no segments: every running request ranks 2 */
+	return p->n_levels == 1 && !p->segment_tokens ? 2 : run_rank(p, r, q);
+}
+
+/* victim_how: as `mode` says; cheaper compares the copies with a lone prefill of q's KV. */
+static enum kv_preempt prio_victim_how(void *priv, const struct kv_replica *r,
+				       const struct kv_req *q)
+{
+	const struct prio *p = priv;
+
 	if (p->mode == MODE_SWAP ||
 	    (p->mode == MODE_CHEAPER && swap_ns(r, q) < prefill_ns(r, q->kv_tokens)))
 		return KV_PREEMPT_SWAP;
 	return KV_PREEMPT_RECOMPUTE;
 }
 
-/* Preempts running q the way `mode` says and remembers it for this batch. */
-static void evict(struct prio *p, struct kv_replica *r, struct kv_req *q)
-{
-	kv_replica_preempt_as(r, q, victim_mode(p, r, q));
-}
-
 /*
- * The running request not in the batch with the lowest rank below `below`,
- * the newest on ties, or NULL.  *bytes sums the KV bytes of all such.
+ * yields: running q is past its segment.  The replica then preempts it when
+ * the sequence cap is what is full and a request of higher rank was
+ * admitted in its place: the round-robin of long requests when seats, not
+ * memory, are short (memory makes it through the evictions of a waiting
+ * request refused memory).  Rejected: yielding whenever displaced, also by
+ * the token budget -- prefill chunks of each admission then evict every
+ * decoding request past its segment, and an overloaded replica churns
+ * through swaps.
  */
-static struct kv_req *lowest_running(const struct prio *p, const struct kv_replica *r,
-				     int below, uint64_t *bytes)
+static int prio_yields(void *priv, const struct kv_replica *r, const struct kv_req *q)
 {
-	struct kv_req *best = NULL;
-	int best_rank = 0;
-	uint32_t i;
-
-	*bytes = 0;
-	for (i = 0; i < r->n_running; i++) {
-		struct kv_req *c = r->running[i];
-		int rk;
-
-		if (c->batch_tokens || (rk = run_rank(p, r, c)) >= below)
-			continue;
-		*bytes += c->kv_bytes;
-		if (!best || rk <= best_rank) {
-			best = c;
-			best_rank = rk;
-		}
-	}
-	return best;
-}
-
-/*
- * The victim for grower q (kv_pick_victim_fn): the running request not in
- * the batch with the lowest rank, newest on ties (q included), to leave the
- * way `mode` says (a grower alone on the replica is rejected instead).
- */
-static struct kv_req *pick_victim(void *priv, const struct kv_replica *r,
-				  const struct kv_req *q, enum kv_preempt *how)
-{
-	struct prio *p = priv;
-	uint64_t bytes;
-	struct kv_req *c = lowest_running(p, r, 3 * MAX_LEVELS, &bytes);
-
-	if (c != q || r->n_running > 1)
-		*how = victim_mode(p, r, c);
-	return c;
-}
-
-/*
- * Schedules waiting w of rank `rank`, evicting running requests of lower
- * rank not in the batch when memory is short and they can make enough room.
- * Returns kv_replica_schedule()'s code.
- */
-static int schedule_waiting(struct prio *p, struct kv_replica *r, struct kv_req *w, int rank)
-{
-	double need = (double)KV_MAX(w->prefill_target, w->kv_tokens + 1) * r->beta_bytes;
-	uint64_t bytes;
-	struct kv_req *c;
-	int rc = kv_replica_schedule(r, w);
-
-	if (rc != KV_ENOMEM)
-		return rc;
-	c = lowest_running(p, r, rank, &bytes);
-	if (!c || (double)(r->pool.free_bytes + bytes) < need)
-		return rc; /* evicting all of them would not do: evict none */
-	do {
-		evict(p, r, c);
-		rc = kv_replica_schedule(r, w);
-	} while (rc == KV_ENOMEM && (c = lowest_running(p, r, rank, &bytes)));
-	return rc;
-}
-
-/*
- * Admits waiting requests of rank above `above`, best first.  Returns 1
- * while admission stays open, 0 once a request could not be admitted.
- */
-static int admit_above(struct prio *p, struct kv_replica *r, int above)
-{
-	struct kv_req *w;
-	int rank;
-
-	while ((w = best_waiting(p, r, &rank)) && rank > above) {
-		struct prio_req *st = req_of(r->sim, w);
-
-		if (preempted_now(p, w) || schedule_waiting(p, r, w, rank))
-			return 0;
-		prio_dequeue(p, r, w);
-		/*
-		 * The wait so far, exact: its level running is its level waiting.
-		 * The segment counts from the KV it holds now (a cached prefix
-		 * the engine found included), or for a preempted request from
-		 * the end of its prefill: rebuilding what it lost is not progress.
-		 */
-		st->waited_ns = r->sim->now - st->wait_start_ns;
-		st->mark_tokens = w->preemptions ? KV_MAX(w->kv_tokens, w->prefill_target) :
-						   w->kv_tokens;
-		kv_replica_admit(r, w);
-		p->admitted_rank = KV_MAX(p->admitted_rank, rank);
-	}
-	return 1;
-}
-
-/*
- * Schedules the running requests of rank `rank`, in admission order; `all`
- * says every running request has that rank (fifo's fast path then).
- */
-static void schedule_rank(struct prio *p, struct kv_replica *r, int rank, int all)
-{
-	uint32_t i = 0;
-
-	if (all) {
-		kv_replica_keep_running(r, pick_victim, p);
-		return;
-	}
-	while (i < r->n_running) {
-		struct kv_req *q = r->running[i];
-
-		if (q->batch_tokens || run_rank(p, r, q) != rank)
-			i++;
-		else if (kv_replica_schedule(r, q) == KV_ENOMEM)
-			i = kv_replica_make_room(r, q, pick_victim, p);
-		else
-			i++; /* scheduled, or out of budget: it sits this iteration out */
-	}
-}
-
-/*
- * When the sequence cap is what is full, running requests past their
- * segment that a request of higher rank admitted in this batch displaced
- * (they are not in it) give their memory back and queue again behind those
- * that waited longer: the round-robin of long requests when seats, not
- * memory, are short (memory makes it through schedule_waiting's evictions).
- * Rejected: yielding whenever displaced, also by the token budget -- prefill
- * chunks of each admission then evict every decoding request past its
- * segment, and an overloaded replica churns through swaps.
- */
-static void yield_displaced(struct prio *p, struct kv_replica *r)
-{
-	uint32_t i = 0;
-
-	if (!p->segment_tokens || p->admitted_rank < 0 || r->n_batch < r->max_seqs)
-		return;
-	while (i < r->n_running) {
-		struct kv_req *q = r->running[i];
-
-		if (!q->batch_tokens && past_segment(p, r, q) && run_rank(p, r, q) < p->admitted_rank)
-			evict(p, r, q); /* running[i] is now the next one */
-		else
-			i++;
-	}
-}
-
-static void prio_form_batch(void *priv, struct kv_replica *r)
-{
-	struct prio *p = priv;
-	uint64_t ranks[RANK_WORDS] = { 0 };
-	uint32_t i, n_ranks = 0;
-	int rank, open = 1;
-
-	p->n_victims = 0;
-	p->admitted_rank = -1;
-	for (i = 0; i < r->n_running; i++) {
-		/* one level and no segments: every running request ranks 2 */
-		int rk = p->n_levels == 1 && !p->segment_tokens ? 2 : run_rank(p, r, r->running[i]);
-
-		n_ranks += !(ranks[rk / 64] >> (rk % 64) & 1);
-		ranks[rk / 64] |= 1ULL << (rk % 64);
-	}
-	for (rank = 3 * MAX_LEVELS - 1; rank >= 0; rank--) {
-		if (!(ranks[rank / 64] >> (rank % 64) & 1))
-			continue;
-		if (open)
-			open = admit_above(p, r, rank);
-		/* one rank and nothing admitted before it: fifo's fast path */
-		schedule_rank(p, r, rank, n_ranks == 1 && r->n_batch == 0);
-	}
-	if (open)
-		admit_above(p, r, -1);
-	yield_displaced(p, r);
+	return past_segment(priv, r, q);
 }
 
 /*
@@ -692,10 +552,10 @@ static kv_ns aging_reaches(const struct prio *p, const struct kv_replica *r, int
  * t[j] (j >= 1) of the same decode batch schedules the
  * running requests by descending rank, admission order within a rank, as
  * ranked j steps on; it admits nobody while every waiting request ranks
- * below every running one (admit_above asks only above a running rank,
+ * below every running one (the replica admits only above a running rank,
  * and the last call, with the batch full, is refused before any eviction)
- * and evicts nobody (no growth fails, nobody is admitted for
- * yield_displaced).  So the run lasts while the ranks at j = 1 hold (a
+ * and evicts nobody (no growth fails, nobody is admitted for the
+ * yields).  So the run lasts while the ranks at j = 1 hold (a
  * demotion or a segment's end changes the order: the bound) and the batch
  * is in that order, and until the first t[j] at which a waiting request's
  * aging reaches the lowest running rank (its promotion is the next
@@ -742,7 +602,12 @@ const struct kv_sched_ops kv_sched_preempt = {
 	.options = prio_options,
 	.init = prio_init,
 	.enqueue = prio_enqueue,
-	.form_batch = prio_form_batch,
+	.next_waiting = prio_next,
+	.took = prio_took,
+	.victim_how = prio_victim_how,
+	.rank = prio_rank,
+	.preemptive = 1, /* waiting requests evict lower ranks; the evicted stay out this batch */
+	.yields = prio_yields,
 	.dequeue = prio_dequeue,
 	.waiting = prio_waiting,
 	.order = KV_ORDER_PRIORITY, /* by rank, which moves as requests run and wait */

@@ -7,13 +7,14 @@
  * bytes, zeroed, options filled from YAML before .init.
  *
  * The replica owns the one batch-formation loop; the policy answers its
- * questions with plain data and is told what happened.  Forming a batch
- * (the replica idle, the batch empty, no running request scheduled):
+ * questions with plain data and is told what happened.  No scheduler forms
+ * its own batch.  Forming a batch (the replica idle, the batch empty, no
+ * running request scheduled):
  *   1. the running requests keep going, in admission order: each is
  *      scheduled (a decode step, or the next prefill chunk); one refused
- *      memory is made room for by preempting pick_victim's answers until it
- *      fits or is itself the victim; one out of budget sits the iteration
- *      out.  Then kept(batch so far).
+ *      memory is made room for by preempting victims (pick_victim's, or
+ *      the default below) until it fits or is itself the victim; one out of
+ *      budget sits the iteration out.  Then kept(batch so far).
  *   2. admission: the replica asks next_waiting for a waiting request,
  *      schedules it, and on success calls took (the policy dequeues it)
  *      and moves it into the running set; on refusal it stops when
@@ -23,6 +24,30 @@
  *   3. formed(batch): the batch (r->batch[0..n), each with its
  *      batch_tokens) is final.  The replica applies it: times the
  *      iteration, runs it, applies its tokens at its end.
+ * A ranked policy (rank set) has the same loop in descending rank: the
+ * running requests are kept going one rank at a time, from the highest
+ * (admission order within a rank), and before each rank the waiting
+ * requests ranked above it are admitted (step 2, pausing at the first
+ * that next_waiting hands out at or below that rank; a refusal under
+ * head_blocks closes admission for the rest of the formation); then
+ * kept, the waiting requests of any rank (step 2), the yields (below),
+ * formed.  A ranked policy's victims, without pick_victim: the running
+ * request not in the batch with the lowest rank, the newest on ties (the
+ * grower included).  A preemptive one adds two rules:
+ *   - a waiting request w refused memory evicts running requests not in
+ *     the batch ranked below w, lowest rank first, newest on ties, until
+ *     w is scheduled -- when the free memory plus theirs covers w's prefill
+ *     target (at least its KV tokens + 1) at beta bytes a token; else none;
+ *   - a request preempted in this formation (up to KV_FORM_EVICTED of
+ *     them; a grower restarted alone is not one) is not admitted again in
+ *     it: when next_waiting hands it out above the rank in hand, admission
+ *     closes for the formation.
+ * Yields (with rank and yields): when the sequence cap is what is full and
+ * a request was admitted, each running request not in the batch that
+ * yields and ranks below the highest rank admitted is preempted.  Every
+ * request the policy's rules preempt (victims, evictions, yields; not a
+ * grower restarted alone or rejected) leaves as victim_how says, unless
+ * pick_victim said.
  * Hook by hook, when it is called, what the replica guarantees, and what
  * the hook must not do:
  *   init        once per replica, before any request.  Validate options:
@@ -30,50 +55,60 @@
  *   enqueue     a request arrived at this replica, or came back after a
  *               preemption (q->preemptions > 0, its memory already released
  *               when preempted by recompute).  Queue it; do not schedule here.
- *   next_waiting  (required with no form_batch) during step 2: the waiting
- *               request to try next, in the policy's order, or NULL to end
- *               admission.  Must not return a request it was told of by
- *               refused in this formation, nor one not in its queues.  May
- *               update the policy's own caches (drf's tally), nothing else.
- *   took        (required with no form_batch) q, returned by next_waiting,
- *               was scheduled (q->batch_tokens, q->kv_bytes are its share)
- *               and joins the running set right after: remove it from the
- *               queues, charge it if the policy charges at admission.
+ *   next_waiting  (required) during step 2: the waiting request to try
+ *               next, in the policy's order (a ranked policy: the highest
+ *               rank first), or NULL to end admission.  Must not return a
+ *               request it was told of by refused in this formation, nor
+ *               one not in its queues.  May update the policy's own caches
+ *               (drf's tally), nothing else.
+ *   took        (required) q, returned by next_waiting, was scheduled
+ *               (q->batch_tokens, q->kv_bytes are its share) and joins the
+ *               running set right after: remove it from the queues, charge
+ *               it if the policy charges at admission.
  *   refused     (optional; needed when head_blocks is 0) q, returned by
  *               next_waiting, cannot be scheduled in this formation (memory
  *               refused, or a whole prompt over the budget left): skip it
  *               (or its tenant) until the next formation.
- *   pick_victim (optional; NULL: the newest running request, vLLM's FCFS
- *               rule) during step 1, running grower was refused memory:
- *               return a running request (grower itself when grower
- *               yields) and, if not the default, how it leaves (*how,
- *               KV_PREEMPT_AUTO on entry).  One already scheduled in this
- *               batch is taken back out of it first (its tokens return to
- *               the budget), as vLLM V1's PRIORITY rule does; the policies
- *               that pick by service return one not scheduled.
- *               Reads r; must not schedule, admit or preempt (the replica
- *               does), may update only the policy's own caches.
- *   kept        (optional) after step 1: batch[0..n) are the running
- *               requests scheduled, in admission order (e.g. vtc charges
- *               them before admission is decided).
- *   formed      (optional) after step 2, every formation (n may be 0):
- *               the formed batch, for per-round accounting (drf closes a
- *               round when n > 0).
+ *   pick_victim (optional; NULL: the default victim: the newest running
+ *               request, vLLM's FCFS rule, or a ranked policy's above)
+ *               during step 1, running grower was refused memory: return a
+ *               running request (grower itself when grower yields) and, if
+ *               not the default, how it leaves (*how, KV_PREEMPT_AUTO on
+ *               entry).  One already scheduled in this batch is taken back
+ *               out of it first (its tokens return to the budget), as vLLM
+ *               V1's PRIORITY rule does; the policies that pick by service
+ *               return one not scheduled.  Reads r; must not schedule,
+ *               admit or preempt (the replica does), may update only the
+ *               policy's own caches.
+ *   victim_how  (optional; used without pick_victim; NULL: KV_PREEMPT_AUTO)
+ *               running q, not in the batch, is about to be preempted by
+ *               the policy's rules: how it leaves.  Reads q as it is
+ *               before the preemption (its KV held).
+ *   rank        (optional; sets the ranked loop) q's rank now, >= 0, higher
+ *               first: a running q's while the batch is formed (it must
+ *               not change during a formation), or waiting q's, as
+ *               next_waiting handed it out.  Called often: O(running) per
+ *               rank present.
+ *   preemptive  (plain field, with rank) 1: the two rules above.
+ *   yields      (optional, with rank) running q, not in the batch, would
+ *               give its seat to a request of a higher rank admitted in
+ *               this formation (preempt: past its segment).
+ *   kept        (optional) after step 1 (a ranked policy: after its
+ *               lowest rank, admissions of higher ranks included):
+ *               batch[0..n) are the requests scheduled so far (e.g. vtc
+ *               charges them before admission is decided).
+ *   formed      (optional) after step 2 (and the yields), every formation
+ *               (n may be 0): the formed batch, for per-round accounting
+ *               (drf closes a round when n > 0).
  *   dequeue     remove waiting q from your queues: the replica rejects it
  *               (it cannot fit even in an empty replica).
  *   on_done     (optional) a request of this replica finished: update
  *               accounting (e.g. per-tenant service).  NULL: no accounting.
  *   waiting     number of requests queued (for metrics and routing).
  *   fini        once at the end.
- * No hook calls the replica's mechanism (kv_replica_schedule, _admit,
- * _preempt_as, _reject, _make_room, _keep_running).
- *
- * form_batch, the compatibility path: a policy that orders the running
- * set itself (preempt: ranks, MLFQ; admission interleaved between ranks,
- * priority preemption of running requests for waiting ones) sets
- * form_batch and forms the batch through the mechanism's functions
- * (replica.h), in place of steps 1 and 2 (next_waiting, took, refused,
- * pick_victim, kept and formed are then unused).
+ * The loop's hooks (next_waiting to yields) read r and may update only the
+ * policy's own caches; no hook schedules, admits, preempts or rejects (the
+ * replica's mechanism is static to sim/replica.c).
  *
  * What a policy is.  Beside its hooks a scheduler declares, in plain
  * fields, what kind of policy it is, as vLLM V1 reduces a policy to the
@@ -152,6 +187,13 @@ enum kv_preempt {
 	KV_PREEMPT_SWAP, /* copy the KV to host memory; copy it back to resume */
 };
 
+/*
+ * Requests preempted in one formation that a preemptive policy's replica
+ * remembers to keep out of it (scheduler.h above); later ones in the same
+ * formation may come back in it.
+ */
+#define KV_FORM_EVICTED 256
+
 /* The order of a policy's waiting queue. */
 enum kv_sched_order {
 	KV_ORDER_UNDECLARED = 0, /* none of the below (or not said): no macro steps */
@@ -176,7 +218,12 @@ struct kv_sched_ops {
 		     uint32_t n); /* optional */
 	void (*formed)(void *priv, const struct kv_replica *r, struct kv_req *const *batch,
 		       uint32_t n); /* optional */
-	void (*form_batch)(void *priv, struct kv_replica *r); /* the compatibility path, or NULL */
+	enum kv_preempt (*victim_how)(void *priv, const struct kv_replica *r,
+				      const struct kv_req *q); /* optional */
+	/* a ranked policy (all optional; see above) */
+	int (*rank)(void *priv, const struct kv_replica *r, const struct kv_req *q);
+	int preemptive; /* 1: waiting requests evict lower ranks; the evicted stay out this formation */
+	int (*yields)(void *priv, const struct kv_replica *r, const struct kv_req *q);
 	void (*dequeue)(void *priv, struct kv_replica *r, struct kv_req *q);
 	void (*on_done)(void *priv, struct kv_replica *r, struct kv_req *q); /* optional */
 	uint64_t (*waiting)(const void *priv);

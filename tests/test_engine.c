@@ -371,9 +371,9 @@ END_TEST
  * Every path that adds a decode step counts it the same way: with memory to
  * spare and prompts within one budget, the batches of fifo and of preempt
  * with two priority levels hold the same requests, so each request ends at
- * the same time.  preempt's ranked pass schedules running requests one by
- * one through the inline kv_replica_schedule(); fifo through the batched
- * kv_replica_schedule_running().  (The inline path once left n_sample out,
+ * the same time.  The replica's ranked pass (preempt) schedules running
+ * requests one by one through the inline schedule(); fifo's through the
+ * batched schedule_running() (sim/replica.c).  (The inline path once left n_sample out,
  * and preempt's iterations came out shorter.)
  */
 START_TEST(decode_paths_agree)
