@@ -302,7 +302,7 @@ static kv_ns host_iter_ns(const struct kv_perf *pf, const struct kv_batch_shape 
 {
 	uint64_t n_tokens = b->n_decode + b->n_prefill_tokens, n_lin = n_tokens;
 	uint32_t n_sample = b->n_sample;
-	double t = pf->overhead_ns + pf->per_seq_ns * b->n_seqs, k;
+	double t = pf->overhead_ns + pf->per_seq_ns * b->n_seqs + pf->step_sync_ns, k;
 	double cpu = kv_host_cpu_ns(&pf->host, b);
 	int eager;
 
