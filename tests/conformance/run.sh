@@ -18,7 +18,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # Checks: TEST|WORKLOAD|ENGINE|--set OPTIONS (space-separated, or -)|STEP|EXPECTED "batch prefill decode"
-# STEP: a step number from 1, or "2+" for the first step from 2 on with prefill tokens.
+# STEP: a step number from 1, "2+" for the first step from 2 on with prefill tokens, "last"
+# for the last step with prefill tokens.
 checks=(
   # ten requests added before the first schedule() all run in it, each its whole prompt
   "test_schedule|ten_at_zero|vllm|-|1|10 160 0"
@@ -36,6 +37,11 @@ checks=(
   "concurrent prefix hit (cache_full_blocks)|shared_prefix|vllm|-|1|1 65 0"
   "concurrent prefix hit (cache_full_blocks)|shared_prefix|vllm|-|2+|2 1 1"
   "concurrent prefix hit (cache_unfinished_req)|shared_prefix|sglang|-|2+|1 1 0"
+  # test_prefix_caching.py: 48 common tokens; req1 (53) hits 48 while req0 (55) runs,
+  # req2 (54) hits 48 after both ended
+  "test_prefill|prefill_hits|vllm|-|1|1 55 0"
+  "test_prefill|prefill_hits|vllm|-|2+|2 5 1"
+  "test_prefill|prefill_hits|vllm|-|last|1 6 0"
 )
 
 # The tests of test_scheduler.py read so far that kvsim cannot express, and why.
@@ -47,6 +53,7 @@ skipped=(
   "test_schedule_concurrent_batches, test_preempt_during_execution, test_async_scheduling_pp_*|more than one batch in flight (async scheduling, pipeline parallelism)"
   "test_scheduler_publishes_eagle_blocks_*, test_connector_finish_*, test_prefix_cache_query_not_inflated_by_connector_defer|KV connector and EAGLE: not modelled"
   "test_priority_scheduling_*|needs per-request priority and vLLM's priority policy"
+  "test_prefix_caching.py: the block-id and free-queue-order asserts of test_prefill|block ids and the order of vLLM's free queue are not kvsim outputs (its LRU order is tested in tests/test_shared.c)"
 )
 
 # steps NAME ENGINE SETS: the run's iterations as "batch prefill decode" lines, in order
@@ -73,6 +80,8 @@ for c in "${checks[@]}"; do
   s=$(steps "$wl" "$engine" "$sets")
   if [ "$step" = 2+ ]; then
     got=$(sed -n '2,$p' <<< "$s" | awk '$2 > 0' | head -n 1)
+  elif [ "$step" = last ]; then
+    got=$(awk '$2 > 0' <<< "$s" | tail -n 1)
   else
     got=$(sed -n "${step}p" <<< "$s")
   fi
