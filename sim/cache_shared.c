@@ -62,6 +62,15 @@
  *               Entries are released deepest first so that a prefix's tail
  *               is evicted before its head (vLLM frees a request's blocks in
  *               reverse order for the same reason).
+ *   publish     (option publish = 1, the vllm and sglang engines) after a
+ *               reserve, the complete prompt blocks it covers become index
+ *               entries in place: the entry names the request's own pool
+ *               blocks, which gain the index's reference, and the request
+ *               is its one sharer (owner[e]), so a request admitted later
+ *               finds them while it runs (vLLM V1 cache_full_blocks).  At
+ *               release its table's reference goes with the table and its
+ *               sharing with the entry's count; a block published but never
+ *               computed is forgotten.
  *   flush       frees every cached entry (all counts must be 0 then).
  *
  * Memory, for a request holding n tokens of which m blocks are shared:
@@ -72,9 +81,11 @@
  * counts the shared extents too (what the request reads and keeps alive),
  * so summing kv_bytes over requests counts a shared block once per sharer;
  * the pool's own byte counters count it once.  kv_cap_tokens = mB plus the
- * own blocks' tokens.  Conservation: every pool block belongs to exactly
- * one owner -- a request's table or an index entry -- and an entry's blocks
- * carry exactly 1 + count references (KV_CHECK on every reference change).
+ * own blocks' tokens.  Conservation: every pool block belongs to a
+ * request's table or an index entry, both only when published (its
+ * publisher's table holds the reference the publisher counts for as a
+ * sharer), and an entry's blocks carry exactly 1 + count references
+ * (KV_CHECK on every reference change).
  *
  * Sliding window (a model with sliding_window W on Lw of its L layers, b a
  * multiple of L): the layers form two groups, as in vLLM V1's hybrid
@@ -103,7 +114,8 @@
  *
  * Per-request words: cache[0] the own block table (valid when cache[2] is
  * nonzero), cache[1] matched blocks m (low 32 bits) and PENDING (bit 63:
- * the lookup is not yet counted in the statistics), cache[2] own bytes.
+ * the lookup is not yet counted in the statistics), cache[2] own bytes,
+ * cache[3] the prompt blocks examined for publishing (0 before the first).
  * With a window: cache[0] and cache[2] the own full and windowed tables
  * (valid when cache[3] is nonzero), cache[1] also lo (bits 32-62), cache[3]
  * own bytes.  All zero when the request holds nothing.
@@ -111,7 +123,8 @@
  * Statistics (summed over admissions: the first successful reserve after a
  * lookup): hit_tokens = m*B, lookup_tokens = prompt tokens, bytes_saved =
  * m * extent(B * b) (with a window the entries referenced at the hit);
- * hit_rate = hit_tokens / lookup_tokens.
+ * hit_rate = hit_tokens / lookup_tokens; self_hit_tokens the hits on
+ * entries the request itself computed (origin[e], before a preemption).
  */
 #include "engine.h"
 #include "winblocks.h"
