@@ -65,6 +65,7 @@ PY
 # 1 ../shared/traces, 2 traces and minutes (rewritten and checked only with --images)
 tables=(
   "metrics|docs/metrics.md|0|KVSIM list metrics"
+  "conformance|docs/conformance.md|0|bash tests/conformance/run.sh KVSIM . --table"
   "fidelity|docs/fidelity.md|0|bash configs/fidelity/run.sh -k KVSIM"
   "chunking-overhead|docs/engines.md|0|bash configs/engines/chunking-overhead.sh KVSIM"
   "models|docs/models.md|0|bash configs/models/table.sh KVSIM"

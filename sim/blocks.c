@@ -133,6 +133,18 @@ static uint64_t cut(struct kv_blocks *b, uint64_t *t, uint64_t keep)
 	return bytes;
 }
 
+uint32_t kv_blocks_at(const struct kv_blocks *b, uint64_t t, uint64_t i)
+{
+	uint64_t count = kv_blocks_count(t), back;
+	uint32_t page;
+
+	assert(i < count);
+	page = t_last(t);
+	for (back = (count - 1) / KV_BLOCKS_PER_PAGE - i / KV_BLOCKS_PER_PAGE; back; back--)
+		page = b->pages[page].prev;
+	return b->pages[page].off[i % KV_BLOCKS_PER_PAGE];
+}
+
 void kv_blocks_truncate(struct kv_blocks *b, uint64_t *t, uint64_t saved)
 {
 	cut(b, t, kv_blocks_count(saved));

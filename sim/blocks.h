@@ -111,6 +111,9 @@ uint64_t kv_blocks_free(struct kv_blocks *b, uint64_t *t);
  */
 uint64_t kv_blocks_list_units(const struct kv_blocks *b, uint64_t t, uint32_t *out, uint64_t max);
 
+/* The offset of block i (table order, i < count) of table t; walks its pages from the last. */
+uint32_t kv_blocks_at(const struct kv_blocks *b, uint64_t t, uint64_t i);
+
 /* Number of blocks in table t. */
 static inline uint64_t kv_blocks_count(uint64_t t)
 {

@@ -105,6 +105,7 @@ enum kv_offload { KV_OFFLOAD_NONE, KV_OFFLOAD_SERIAL, KV_OFFLOAD_OVERLAP };
 struct kv_cache_stats {
 	double hit_rate; /* model-defined: prefix tokens found / looked up, or attention mass kept */
 	uint64_t hit_tokens; /* tokens served from cache (prefix sharing) */
+	uint64_t self_hit_tokens; /* of hit_tokens, in blocks the request had computed itself (a preempted request resuming) */
 	uint64_t lookup_tokens; /* tokens looked up */
 	uint64_t bytes_saved; /* KV bytes not stored thanks to the model, summed over admissions */
 	uint64_t recompute_tokens; /* tokens recomputed for dropped context */

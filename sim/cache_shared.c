@@ -11,8 +11,12 @@
  * A request's prompt is cut into prefix blocks of B = prefix_block_tokens
  * tokens.  Block i (tokens [iB, (i+1)B)) has a key only when its content is
  * known to be shareable:
- *   - Mooncake requests carry hash ids, one per 512-token block; block i's
- *     key chains the ids that cover it;
+ *   - Mooncake requests carry hash ids, one per hash_block_tokens = H
+ *     tokens (512 in Mooncake's traces); block i's key chains the ids that
+ *     cover tokens [0, (i+1)B), so a hash id of H tokens covers H / B
+ *     engine blocks (32 of vLLM's 16-token blocks): two requests whose ids
+ *     agree on their first k match floor(kH / B) blocks, and a block that
+ *     straddles two ids needs both;
  *   - other requests, with system_prompt_tokens S > 0, share their first
  *     min(S, prompt) tokens: block i is keyed "system block i" when
  *     (i+1)B <= min(S, prompt);
@@ -58,6 +62,15 @@
  *               Entries are released deepest first so that a prefix's tail
  *               is evicted before its head (vLLM frees a request's blocks in
  *               reverse order for the same reason).
+ *   publish     (option publish = 1, the vllm and sglang engines) after a
+ *               reserve, the complete prompt blocks it covers become index
+ *               entries in place: the entry names the request's own pool
+ *               blocks, which gain the index's reference, and the request
+ *               is its one sharer (owner[e]), so a request admitted later
+ *               finds them while it runs (vLLM V1 cache_full_blocks).  At
+ *               release its table's reference goes with the table and its
+ *               sharing with the entry's count; a block published but never
+ *               computed is forgotten.
  *   flush       frees every cached entry (all counts must be 0 then).
  *
  * Memory, for a request holding n tokens of which m blocks are shared:
@@ -68,9 +81,11 @@
  * counts the shared extents too (what the request reads and keeps alive),
  * so summing kv_bytes over requests counts a shared block once per sharer;
  * the pool's own byte counters count it once.  kv_cap_tokens = mB plus the
- * own blocks' tokens.  Conservation: every pool block belongs to exactly
- * one owner -- a request's table or an index entry -- and an entry's blocks
- * carry exactly 1 + count references (KV_CHECK on every reference change).
+ * own blocks' tokens.  Conservation: every pool block belongs to a
+ * request's table or an index entry, both only when published (its
+ * publisher's table holds the reference the publisher counts for as a
+ * sharer), and an entry's blocks carry exactly 1 + count references
+ * (KV_CHECK on every reference change).
  *
  * Sliding window (a model with sliding_window W on Lw of its L layers, b a
  * multiple of L): the layers form two groups, as in vLLM V1's hybrid
@@ -99,7 +114,8 @@
  *
  * Per-request words: cache[0] the own block table (valid when cache[2] is
  * nonzero), cache[1] matched blocks m (low 32 bits) and PENDING (bit 63:
- * the lookup is not yet counted in the statistics), cache[2] own bytes.
+ * the lookup is not yet counted in the statistics), cache[2] own bytes,
+ * cache[3] the prompt blocks examined for publishing (0 before the first).
  * With a window: cache[0] and cache[2] the own full and windowed tables
  * (valid when cache[3] is nonzero), cache[1] also lo (bits 32-62), cache[3]
  * own bytes.  All zero when the request holds nothing.
@@ -107,7 +123,8 @@
  * Statistics (summed over admissions: the first successful reserve after a
  * lookup): hit_tokens = m*B, lookup_tokens = prompt tokens, bytes_saved =
  * m * extent(B * b) (with a window the entries referenced at the hit);
- * hit_rate = hit_tokens / lookup_tokens.
+ * hit_rate = hit_tokens / lookup_tokens; self_hit_tokens the hits on
+ * entries the request itself computed (origin[e], before a preemption).
  */
 #include "engine.h"
 #include "winblocks.h"
@@ -117,7 +134,6 @@
 #include <string.h>
 
 #define NIL UINT32_MAX
-#define HASH_BLOCK_TOKENS 512 /* Mooncake: one hash id per 512-token block */
 #define PENDING (1ULL << 63) /* cache[1]: lookup not yet counted */
 #define SHARERS_MAX (UINT16_MAX - 1) /* sharers per entry: pool counts stop at 65535 */
 #define SEED_HASHED 0x6d6f6f6e63616b65ULL /* chain start for hash-id keys */
@@ -133,6 +149,8 @@ struct shared {
 	uint64_t system_prompt_tokens; /* option: tokens of a prompt prefix every request shares, default 0 */
 	uint64_t block_tokens; /* option: tokens per block of a request's own KV, default 16 */
 	int request_blocks; /* option: key a request's other prompt blocks by its id, default 0 */
+	uint64_t publish; /* option: when a request's prompt blocks become findable: PUBLISH_*, default at release */
+	uint64_t hash_block_tokens; /* option: tokens one trace hash id covers, default 512 (Mooncake) */
 	struct kv_blocks blocks; /* requests' own block tables */
 	struct kv_pool *pool; /* the replica's pool */
 	const struct kv_sim *sim; /* the simulation, for reading requests' hash ids */
@@ -155,7 +173,9 @@ struct shared {
 	uint64_t *key; /* chained key */
 	uint32_t *off; /* buddy block offsets, ext_max per entry */
 	unsigned char *grp; /* its group, G_FULL or G_WIN */
-	uint32_t *refs; /* requests using it */
+	uint32_t *refs; /* requests using it (its publisher included, which holds it through its own table) */
+	uint32_t *owner; /* slot of the running request whose own table holds the entry's blocks (published), NIL */
+	uint64_t *origin; /* id of the request that computed it (published or donated it) */
 	uint32_t *prev, *next; /* LRU links (toward head / tail), NIL at the ends */
 	uint32_t lru_head, lru_tail; /* least / most recently used, NIL when empty */
 	uint64_t lru_bytes; /* bytes of the entries on the LRU list (evictable) */
@@ -169,6 +189,14 @@ struct shared {
 	uint64_t hit_tokens, lookup_tokens, bytes_saved; /* summed over admissions */
 	uint64_t evictions; /* entries evicted to make room */
 	uint64_t donations; /* entries inserted by releasing requests */
+	uint64_t published; /* entries published by running requests */
+	uint64_t self_hit_tokens; /* of hit_tokens, those in blocks the request had computed itself */
+};
+
+/* cache.publish: when a request's complete prompt blocks enter the index. */
+enum {
+	PUBLISH_RELEASE, /* when it finishes or is preempted (donated) */
+	PUBLISH_ALLOCATED, /* as soon as a reserve covers them (vLLM V1 cache_full_blocks) */
 };
 
 static const struct kv_option shared_options[] = {
@@ -186,6 +214,13 @@ static const struct kv_option shared_options[] = {
 	{ .name = "request_blocks", .type = KV_OPT_BOOL,
 	  .offset = offsetof(struct shared, request_blocks), .def = 0, .min = 0, .max = 1,
 	  .units = "", .help = "also cache a request's other prompt blocks, keyed by its id, so it finds them when it resumes (the engines' prefix cache)" },
+	{ .name = "hash_block_tokens", .type = KV_OPT_U64,
+	  .offset = offsetof(struct shared, hash_block_tokens), .def = 512, .min = 1,
+	  .max = 1 << 20, .units = "tokens",
+	  .help = "tokens one hash id of the trace covers (Mooncake's 512), whatever the prefix block: a prefix block matches when every hash id covering it and its prefix does" },
+	{ .name = "publish", .type = KV_OPT_U64,
+	  .offset = offsetof(struct shared, publish), .def = PUBLISH_RELEASE, .min = 0, .max = 1,
+	  .units = "", .help = "when a running request's complete prompt blocks become findable: 0 at release, 1 when allocated (vLLM V1; SGLang one step later); 1 needs prefix_block_tokens = block_tokens and no sliding window, else 0" },
 	{ .name = NULL },
 };
 
@@ -209,17 +244,19 @@ struct keys {
 	uint64_t n_shared; /* blocks keyed by content (the rest by the request's id) */
 	uint64_t own; /* the request's own seed (request_blocks) */
 	uint64_t B; /* prefix block tokens */
+	uint64_t H; /* tokens per trace hash id */
 	int hashed; /* keys from hash ids, else from the system prompt */
 };
 
 static void keys_init(struct keys *k, struct shared *c, const struct kv_req *q)
 {
 	k->B = c->prefix_block_tokens;
+	k->H = c->hash_block_tokens;
 	k->i = 0;
 	k->n_read = 0;
 	k->hashed = q->n_hashes > 0;
 	if (k->hashed) {
-		uint64_t covered = (uint64_t)q->n_hashes * HASH_BLOCK_TOKENS;
+		uint64_t covered = (uint64_t)q->n_hashes * k->H;
 
 		kv_hash_iter_init(&k->it, c->sim, q);
 		k->n = KV_MIN(q->prompt_tokens, covered) / k->B;
@@ -237,7 +274,10 @@ static void keys_init(struct keys *k, struct shared *c, const struct kv_req *q)
 /*
  * Stores the key of the next prefix block in *key and returns 1, or returns 0
  * past the last keyed block.  A hashed block's key folds in every hash id
- * covering its tokens (one when B divides 512, B/512 when 512 divides B).
+ * covering its tokens [iB, (i+1)B), H tokens per id: ids floor(iB / H) to
+ * floor(((i+1)B - 1) / H) (one when B divides H, B/H when H divides B, and
+ * two where a block straddles two ids), so with the chain block i matches
+ * exactly when every id covering tokens [0, (i+1)B) does.
  */
 static int keys_next(struct keys *k, uint64_t *key)
 {
@@ -248,8 +288,8 @@ static int keys_next(struct keys *k, uint64_t *key)
 	if (k->i >= k->n_shared) {
 		v = k->own ^ k->i; /* the request's own block */
 	} else if (k->hashed) {
-		last = ((k->i + 1) * k->B - 1) / HASH_BLOCK_TOKENS;
-		for (j = k->i * k->B / HASH_BLOCK_TOKENS; j <= last; j++) {
+		last = ((k->i + 1) * k->B - 1) / k->H;
+		for (j = k->i * k->B / k->H; j <= last; j++) {
 			while (k->n_read <= j) {
 				int ok = kv_hash_iter_next(&k->it, &k->id);
 
@@ -385,7 +425,7 @@ static int extent_alloc(struct shared *c, uint32_t *off, int g)
 }
 
 /* A new cached entry of group g for key, count 0, most recently used; NIL when memory is short. */
-static uint32_t entry_new(struct shared *c, uint64_t key, int g)
+static uint32_t entry_new(struct shared *c, uint64_t key, int g, uint64_t origin)
 {
 	uint32_t e = c->free_entry;
 
@@ -395,11 +435,45 @@ static uint32_t entry_new(struct shared *c, uint64_t key, int g)
 	c->key[e] = key;
 	c->grp[e] = (unsigned char)g;
 	c->refs[e] = 0;
+	c->origin[e] = origin;
 	c->n++;
 	index_insert(c, e);
 	lru_push(c, e);
 	c->donations++;
 	return e;
+}
+
+/*
+ * Publishes own block j of running request q (table t) as the entry for
+ * key, in place: the entry names the same pool blocks, which gain the
+ * index's reference, and q counts as its one sharer (its table holds its
+ * reference), so the blocks carry 1 + refs references as every entry's do.
+ * Nothing moves and no memory is taken.  Returns 0, or NIL-like 1 when no
+ * entry is free (cannot happen below cap: one entry per pool extent).
+ */
+static int entry_adopt(struct shared *c, const struct kv_req *q, uint64_t t, uint64_t j,
+		       uint64_t key)
+{
+	uint32_t e = c->free_entry, *off, k;
+
+	if (e == NIL)
+		return 1;
+	c->free_entry = c->next[e];
+	off = entry_off(c, e);
+	for (k = 0; k < c->ext_blocks[G_FULL]; k++) {
+		off[k] = kv_blocks_at(&c->blocks, t, j * c->ext_blocks[G_FULL] + k);
+		KV_CHECK(kv_pool_ref(c->pool, off[k]) == 2, "published block %u shared already",
+			 off[k]);
+	}
+	c->key[e] = key;
+	c->grp[e] = G_FULL;
+	c->refs[e] = 1;
+	c->owner[e] = q->slot;
+	c->origin[e] = q->id;
+	c->n++;
+	index_insert(c, e);
+	c->published++;
+	return 0;
 }
 
 /* Adds one sharer to e: one pool reference per block. */
@@ -511,6 +585,9 @@ static void arrays_init(struct shared *c)
 	c->off = kv_xcalloc(((size_t)c->cap + 1) * c->ext_max, sizeof(*c->off));
 	c->grp = kv_xcalloc(c->cap + 1, sizeof(*c->grp));
 	c->refs = kv_xcalloc(c->cap + 1, sizeof(*c->refs));
+	c->owner = kv_xmalloc((c->cap + 1) * sizeof(*c->owner));
+	memset(c->owner, 0xff, (c->cap + 1) * sizeof(*c->owner)); /* NIL */
+	c->origin = kv_xcalloc(c->cap + 1, sizeof(*c->origin));
 	c->prev = kv_xcalloc(c->cap + 1, sizeof(*c->prev));
 	c->next = kv_xcalloc(c->cap + 1, sizeof(*c->next));
 	c->scratch = kv_xcalloc(c->max_blocks + 1, sizeof(*c->scratch));
@@ -578,6 +655,8 @@ static int shared_init(void *priv, const struct kv_cache_env *env, struct kv_dia
 	c->chunk_units = kv_blocks_units(&c->blocks, c->chunk_bytes, 0);
 	groups_init(c, env->model);
 	c->max_blocks = (uint32_t)(env->model->max_ctx_tokens / c->prefix_block_tokens);
+	if (c->prefix_block_tokens != c->block_tokens || c->win.win_tokens)
+		c->publish = PUBLISH_RELEASE; /* an entry is one own block (adopted in place) */
 	arrays_init(c);
 	return 0;
 }
@@ -591,6 +670,8 @@ static void shared_fini(void *priv)
 	free(c->key);
 	free(c->off);
 	free(c->refs);
+	free(c->owner);
+	free(c->origin);
 	free(c->prev);
 	free(c->next);
 	free(c->scratch);
@@ -693,7 +774,7 @@ static uint64_t shared_prefix_hit(void *priv, struct kv_req *q)
 	}
 	q->cache[0] = KV_BLOCKS_EMPTY;
 	q->cache[1] = m | PENDING;
-	q->cache[2] = 0;
+	q->cache[2] = q->cache[3] = 0;
 	q->kv_bytes = m * c->entry_bytes[G_FULL];
 	q->kv_cap_tokens = m * c->prefix_block_tokens;
 	return q->kv_cap_tokens;
@@ -708,11 +789,32 @@ static int grow_one(struct shared *c, uint64_t *t, uint64_t *held)
 	return 0;
 }
 
+/*
+ * Of q's m hit blocks, those it had computed itself (before a preemption):
+ * their entries' origin is q.  A windowed model's G_WIN-only entries may be
+ * gone below the window; those count as another's.
+ */
+static uint64_t self_hits(const struct shared *c, const struct kv_req *q, uint64_t m)
+{
+	uint64_t i = 0, self = 0, key;
+	struct keys k;
+
+	keys_init(&k, (struct shared *)c, q);
+	while (i++ < m && keys_next(&k, &key)) {
+		uint32_t e = index_find(c, c->has_full ? key : win_key(key));
+
+		self += e != NIL && c->origin[e] == q->id;
+	}
+	return self;
+}
+
 /* Counts an admission's lookup once, at its first successful reserve. */
 static void count_lookup(struct shared *c, struct kv_req *q)
 {
 	uint64_t m = (uint32_t)q->cache[1];
 
+	if (m)
+		c->self_hit_tokens += self_hits(c, q, m) * c->prefix_block_tokens;
 	c->hit_tokens += m * c->prefix_block_tokens;
 	c->lookup_tokens += q->prompt_tokens;
 	if (c->win.win_tokens) /* held at the hit: m G_FULL entries, the last min(m, win_need) G_WIN ones */
@@ -792,13 +894,28 @@ static int reserve_window(struct shared *c, struct kv_req *q, uint64_t tokens)
 	return 0;
 }
 
-/* Drops q's sharing of e (held: block i < m) or touches e (a block q donated or found cached). */
-static void release_entry(struct shared *c, uint32_t e, int held)
+/*
+ * Drops q's sharing of e (held: block i < m; or published by q, whose
+ * table's reference the caller has dropped) or touches e (a block q
+ * donated or found cached).  A block q published but never computed
+ * (unset: q leaves before the step that computes it; the oracle of the
+ * random tests does) is forgotten when nobody else uses it.
+ */
+static void release_entry(struct shared *c, uint32_t e, int held, const struct kv_req *q,
+			  int computed)
 {
 	if (e == NIL)
 		return;
 	if (held) {
 		entry_unref(c, e);
+	} else if (c->owner[e] == q->slot) {
+		KV_CHECK(c->refs[e] > 0, "published entry %u with no sharer", e);
+		c->owner[e] = NIL;
+		if (--c->refs[e] == 0) {
+			lru_push(c, e); /* cached, most recently used */
+			if (!computed)
+				entry_drop(c, e);
+		}
 	} else if (c->refs[e] == 0) {
 		lru_unlink(c, e); /* touch: most recently used */
 		lru_push(c, e);
@@ -823,7 +940,7 @@ static uint64_t donate_full(struct shared *c, const struct kv_req *q, uint64_t m
 			e = index_find(c, c->keybuf[i]);
 			KV_CHECK(i >= m || e != NIL, "request %llu lost shared block %llu",
 				 (unsigned long long)q->id, (unsigned long long)i);
-			if (e == NIL && (e = entry_new(c, c->keybuf[i], G_FULL)) == NIL)
+			if (e == NIL && (e = entry_new(c, c->keybuf[i], G_FULL, q->id)) == NIL)
 				break;
 		}
 		c->scratch[i] = e;
@@ -853,7 +970,7 @@ static void donate_win(struct shared *c, const struct kv_req *q, uint64_t m, uin
 
 		KV_CHECK(i >= m || i < lo || e != NIL, "request %llu lost windowed block %llu",
 			 (unsigned long long)q->id, (unsigned long long)i);
-		if (e == NIL && i >= m && room && (e = entry_new(c, wk, G_WIN)) == NIL)
+		if (e == NIL && i >= m && room && (e = entry_new(c, wk, G_WIN, q->id)) == NIL)
 			room = 0;
 		c->wscratch[i] = e;
 	}
@@ -889,17 +1006,54 @@ static void release_window(struct shared *c, struct kv_req *q)
 	donate_win(c, q, m, lo, f);
 	gone = KV_MIN(kv_win_excess(q->kv_tokens + 1, c->win.win_tokens) / PB, f);
 	for (i = 0; i < gone; i++) {
-		release_entry(c, c->wscratch[i], i < m);
+		release_entry(c, c->wscratch[i], i < m, q, 1);
 		c->wscratch[i] = NIL;
 	}
 	for (i = f; i-- > 0;) {
-		release_entry(c, c->wscratch[i], i < m);
-		release_entry(c, c->scratch[i], i < m);
+		release_entry(c, c->wscratch[i], i < m, q, 1);
+		release_entry(c, c->scratch[i], i < m, q, 1);
 	}
 	q->cache[0] = q->cache[2] = KV_BLOCKS_EMPTY;
 	q->cache[1] = q->cache[3] = 0;
 	q->kv_bytes = 0;
 	q->kv_cap_tokens = 0;
+}
+
+/*
+ * Publishes q's complete prompt blocks from p = cache[3] (blocks examined
+ * so far, at least m) up to those `tokens` cover: vLLM V1 caches a
+ * block's hash when allocate_slots covers it (vllm/v1/core/block_pool.py
+ * cache_full_blocks).  SGLang inserts a request's computed prefix into its
+ * radix tree after each prefill step (scheduler_output_processor_mixin.py
+ * process_batch_result_prefill, cache_unfinished_req: "This updates radix
+ * so others can match"), one step later: kvsim's sglang finds a block a
+ * step early only for a request admitted in the step that computes it
+ * (no end-of-step hook of the cache model: rejected for the hot path).  Each becomes
+ * the index's entry in place (entry_adopt), so a request admitted later,
+ * in the same step under vLLM, finds it while q runs.  A block whose key is
+ * already cached (another request computed it meanwhile) stays q's own, as
+ * vLLM keeps a duplicate block.  O(p) keys walked per call: reserve runs
+ * once per prefill chunk and once per block of decode growth.
+ */
+static void publish(struct shared *c, struct kv_req *q, uint64_t tokens)
+{
+	uint64_t B = c->prefix_block_tokens, m = (uint32_t)q->cache[1], i = 0, key;
+	uint64_t p = KV_MAX(q->cache[3], m);
+	uint64_t full = KV_MIN(tokens, q->prompt_tokens) / B;
+	struct keys k;
+
+	if (full <= p)
+		return;
+	keys_init(&k, c, q);
+	while (i < full && keys_next(&k, &key)) {
+		if (i++ < p || index_find(c, key) != NIL)
+			continue;
+		if (entry_adopt(c, q, q->cache[0], i - 1 - m, key)) {
+			i--;
+			break;
+		}
+	}
+	q->cache[3] = i < full && k.i < k.n ? i : full; /* keys ended: nothing more to publish */
 }
 
 /*
@@ -933,6 +1087,8 @@ static int shared_reserve(void *priv, struct kv_req *q, uint64_t tokens)
 	q->kv_bytes += held;
 	if (q->cache[1] & PENDING)
 		count_lookup(c, q);
+	if (c->publish != PUBLISH_RELEASE)
+		publish(c, q, tokens);
 	return 0;
 }
 
@@ -944,8 +1100,9 @@ static int shared_reserve(void *priv, struct kv_req *q, uint64_t tokens)
 static uint32_t collect(struct shared *c, const struct kv_req *q, uint64_t m)
 {
 	uint64_t done = KV_MIN(q->kv_tokens, q->prompt_tokens) / c->prefix_block_tokens;
-	uint64_t key, end = KV_MAX(m, done);
+	uint64_t key, end = KV_MAX(KV_MAX(m, done), q->cache[3]);
 	uint32_t n = 0;
+	int room = 1;
 	struct keys k;
 
 	keys_init(&k, c, q);
@@ -956,8 +1113,11 @@ static uint32_t collect(struct shared *c, const struct kv_req *q, uint64_t m)
 			 (unsigned long long)q->id, n);
 		KV_CHECK(n <= c->max_blocks, "request %llu has over %u prefix blocks",
 			 (unsigned long long)q->id, c->max_blocks);
-		if (e == NIL && (e = entry_new(c, key, G_FULL)) == NIL)
-			break; /* no room: later blocks could not match without this one */
+		/* past a failed donation or its computed blocks, only the entries q published */
+		if (e != NIL && n >= m && (!room || n >= done) && c->owner[e] != q->slot)
+			e = NIL;
+		else if (e == NIL && room && n < done && (e = entry_new(c, key, G_FULL, q->id)) == NIL)
+			room = 0; /* no room: later blocks could not match without this one */
 		c->scratch[n++] = e;
 	}
 	KV_CHECK(n >= m, "request %llu matched %llu blocks, found %u",
@@ -969,6 +1129,7 @@ static void shared_release(void *priv, struct kv_req *q)
 {
 	struct shared *c = priv;
 	uint64_t m = (uint32_t)q->cache[1];
+	uint64_t done = KV_MIN(q->kv_tokens, q->prompt_tokens) / c->prefix_block_tokens;
 	uint32_t n, i;
 
 	if (c->win.win_tokens) {
@@ -980,9 +1141,9 @@ static void shared_release(void *priv, struct kv_req *q)
 	n = collect(c, q, m);
 	/* Deepest first, so a prefix's head ends up the most recently used. */
 	for (i = n; i-- > 0;)
-		release_entry(c, c->scratch[i], i < m);
+		release_entry(c, c->scratch[i], i < m, q, i < done);
 	q->cache[0] = KV_BLOCKS_EMPTY;
-	q->cache[1] = q->cache[2] = 0;
+	q->cache[1] = q->cache[2] = q->cache[3] = 0;
 	q->kv_bytes = 0;
 	q->kv_cap_tokens = 0;
 }
@@ -1010,6 +1171,7 @@ static void shared_stats(const void *priv, struct kv_cache_stats *st)
 	st->hit_rate = c->lookup_tokens ? (double)c->hit_tokens / (double)c->lookup_tokens : 0;
 	st->bytes_saved = c->bytes_saved;
 	st->evictions = c->evictions;
+	st->self_hit_tokens = c->self_hit_tokens;
 }
 
 static uint64_t shared_evictable_bytes(const void *priv)

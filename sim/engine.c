@@ -62,9 +62,33 @@ static int next_arrival(struct kv_sim *s)
 	if (rc) {
 		KV_CHECK(s->pending.t_ns >= s->now, "arrival %llu goes back in time",
 			 (unsigned long long)s->pending.id);
-		kv_heap_push(&s->heap, s->pending.t_ns, KV_EV_ARRIVAL, 0, 0);
+		/* push time 0: before every other event of its instant (engine.h) */
+		kv_heap_push_at(&s->heap, s->pending.t_ns, 0, KV_EV_ARRIVAL, 0, 0);
 	}
 	return 0;
+}
+
+/*
+ * Forms a batch on each idle replica that got a request at this instant,
+ * in the order they got their first; called after the instant's last
+ * arrival, so a batch sees every request of the instant (ten requests at
+ * t = 0 share the first step, as vLLM's engine adds every request its
+ * front end has before it schedules).  Returns 0 or a sink's code.
+ */
+static int kick_due(struct kv_sim *s)
+{
+	uint32_t i, n = s->n_kick;
+	int rc = 0;
+
+	s->n_kick = 0;
+	for (i = 0; i < n; i++) {
+		struct kv_replica *r = &s->rep[s->kick[i]];
+
+		r->kick_due = 0;
+		if (!rc)
+			rc = kv__replica_kick(r);
+	}
+	return rc;
 }
 
 /*
@@ -158,8 +182,20 @@ static int on_arrival(struct kv_sim *s, const struct kv_event *ev)
 	r->n_assigned++;
 	r->outstanding_tokens += q->prompt_tokens + q->output_tokens;
 	kv__out_changed(r);
-	ok = ok ? kv__replica_arrive(r, q) : kv__replica_end(r, q, KV_END_REJECTED_CONTEXT);
-	return ok ? ok : next_arrival(s);
+	if (ok) {
+		kv__replica_arrive(r, q);
+		if (!r->busy && !r->kick_due) {
+			r->kick_due = 1;
+			s->kick[s->n_kick++] = r->idx;
+		}
+		ok = 0;
+	} else {
+		ok = kv__replica_end(r, q, KV_END_REJECTED_CONTEXT);
+	}
+	ok = ok ? ok : next_arrival(s); /* a is s->pending: read no more of it below */
+	if (ok || (s->have_pending && s->pending.t_ns == s->now))
+		return ok; /* another arrival at this instant: it is queued first */
+	return kick_due(s);
 }
 
 /* --- the loop ------------------------------------------------------------ */
@@ -394,6 +430,7 @@ int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct 
 		kv_mintree_init(&s->exp_tree, s->n_rep, KV_NS_NEVER);
 		s->due = kv_xmalloc(s->n_rep * sizeof(*s->due));
 	}
+	s->kick = kv_xmalloc(s->n_rep * sizeof(*s->kick));
 	s->rep = kv_xcalloc(s->n_rep, sizeof(*s->rep));
 	for (i = 0; i < s->n_rep; i++) {
 		rc = kv__replica_init(s, &s->rep[i], i);
@@ -416,6 +453,7 @@ void kv_sim_release(struct kv_sim *s)
 	kv_mintree_release(&s->low_tree);
 	kv_mintree_release(&s->exp_tree);
 	free(s->due);
+	free(s->kick);
 	kv__slots_release(s);
 	if (s->src)
 		kv_source_close(s->src);

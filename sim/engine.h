@@ -206,7 +206,12 @@ struct kv_tenant_stats {
 };
 
 
-/* Events: few and explicit; the heap orders them by (time, insertion). */
+/*
+ * Events: few and explicit; the heap orders them by (time, push time,
+ * insertion).  An arrival is queued with push time 0, so at equal times
+ * every arrival pops before any iteration's end or sample: all requests
+ * arriving at t are queued before a replica forms a batch at t (engine.c).
+ */
 enum kv_event_kind {
 	KV_EV_ARRIVAL = 1, /* the pending arrival (s->pending) arrives */
 	KV_EV_ITER_DONE, /* replica `target` ends its iteration */
@@ -266,6 +271,8 @@ struct kv_sim {
 	struct kv_mintree low_tree; /* lower bounds of those views (kv__out_bound), tokens; UINT64_MAX: exact */
 	struct kv_mintree exp_tree; /* when each of those bounds lapses (kv__out_bound), ns; KV_NS_NEVER: never */
 	uint32_t *due; /* n_rep scratch indices: the replicas an arrival brings up */
+	uint32_t *kick; /* n_rep: idle replicas that got a request this instant, to form a batch after its last arrival */
+	uint32_t n_kick; /* entries of kick */
 	uint64_t macro_steps; /* iterations applied inside macro steps (statistics, in no output) */
 	struct kv_event ev; /* the event being processed */
 };

@@ -114,7 +114,7 @@ static const struct kv_cache_ops *sglang_cache(const void *priv, const struct kv
 {
 	const struct sglang *g = priv;
 
-	return kv__engine_base_cache(&g->base, c, opts);
+	return kv__engine_base_cache(&g->base, c, opts, 1); /* cache_unfinished_req (cache_shared.c publish) */
 }
 
 static void sglang_perf(const void *priv, struct kv_perf *pf)

@@ -144,7 +144,7 @@ static const struct kv_cache_ops *vllm_cache(const void *priv, const struct kv_s
 {
 	const struct vllm *v = priv;
 
-	return kv__engine_base_cache(&v->base, c, opts);
+	return kv__engine_base_cache(&v->base, c, opts, 1); /* cache_full_blocks: when allocated */
 }
 
 static void vllm_perf(const void *priv, struct kv_perf *pf)

@@ -5,10 +5,11 @@
  * Ties in time pop in insertion order, so a run is deterministic whatever
  * the heap's internal layout.  The push time is the time of the last event
  * popped when the event was pushed (kv_heap_push), so (push time, seq) is
- * the insertion order itself; kv_heap_push_at names an explicit, later push
- * time: the macro-stepping engine (macro.h) queues the end of a run of
- * decode steps where the per-step engine would have queued its last step,
- * and the order stays that of the per-step run.  Events are small values stored inline in one
+ * the insertion order itself; kv_heap_push_at names an explicit push time:
+ * the macro-stepping engine (macro.h) queues the end of a run of decode
+ * steps where the per-step engine would have queued its last step, and the
+ * order stays that of the per-step run; the engine queues arrivals at push
+ * time 0, ahead of every other event of their instant (engine.h).  Events are small values stored inline in one
  * flat array that doubles when full (amortised O(1), no allocation once the
  * high-water mark is reached).  push and pop are O(log n).
  */

@@ -238,7 +238,8 @@ const char *const kv_summary_names[] = {
 	"makespan_s", "throughput_tok_s", "output_tok_s", "requests_per_s", "ttft_p50_s",
 	"ttft_p90_s", "ttft_p99_s", "tpot_p50_s", "tpot_p90_s", "tpot_p99_s", "e2e_p50_s",
 	"e2e_p90_s", "e2e_p99_s", "mem_reserved_util", "mem_used_util", "mem_useful_share",
-	"ext_frag_mean", "alloc_fail_frag", "cache_hit_rate", "cache_bytes_saved",
+	"ext_frag_mean", "alloc_fail_frag", "cache_hit_rate", "cache_hit_rate_cross",
+	"cache_hit_rate_self", "cache_bytes_saved",
 	"cache_recompute_tokens", "cache_evictions", "swap_out_bytes", "swap_in_bytes",
 	"kv_pool_bytes", "kv_peak_reserved_bytes", "jain_fairness", "service_diff_max",
 	"service_diff_mean", "short_e2e_std_s", "long_e2e_p99_s", "iter_mean_s", "iterations",
@@ -313,6 +314,7 @@ static void add_cache_stats(const struct kv_sim *s, struct kv_summary *sum)
 		r->cache->stats(r->cache_priv, &st);
 		rate += st.hit_rate / s->n_rep;
 		t.hit_tokens += st.hit_tokens;
+		t.self_hit_tokens += st.self_hit_tokens;
 		t.lookup_tokens += st.lookup_tokens;
 		t.bytes_saved += st.bytes_saved;
 		t.recompute_tokens += st.recompute_tokens;
@@ -323,6 +325,11 @@ static void add_cache_stats(const struct kv_sim *s, struct kv_summary *sum)
 	else if (t.lookup_tokens)
 		rate = (double)t.hit_tokens / (double)t.lookup_tokens;
 	add(sum, "cache_hit_rate", "", rate, 0);
+	/* the hits split: blocks other requests computed, and blocks a resumed request computed itself */
+	add(sum, "cache_hit_rate_cross", "", isnan(rate) ? rate : !t.lookup_tokens ? 0 :
+		(double)(t.hit_tokens - t.self_hit_tokens) / (double)t.lookup_tokens, 0);
+	add(sum, "cache_hit_rate_self", "", isnan(rate) ? rate : !t.lookup_tokens ? 0 :
+		(double)t.self_hit_tokens / (double)t.lookup_tokens, 0);
 	add(sum, "cache_bytes_saved", "bytes", (double)t.bytes_saved, 1);
 	add(sum, "cache_recompute_tokens", "tokens", (double)t.recompute_tokens, 1);
 	add(sum, "cache_evictions", "entries", (double)t.evictions, 1);

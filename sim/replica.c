@@ -1329,13 +1329,17 @@ void kv__replica_release(struct kv_replica *r)
 	kv_pool_release(&r->pool);
 }
 
-int kv__replica_arrive(struct kv_replica *r, struct kv_req *q)
+void kv__replica_arrive(struct kv_replica *r, struct kv_req *q)
 {
 	q->state = KV_REQ_WAITING;
 	if (r->macro.K)
 		kv__macro_cut(r); /* the next step may admit q; the scheduler's state as of now */
 	enqueue(r, q);
 	observe(r, KV_OBS_ARRIVE, q, 0);
+}
+
+int kv__replica_kick(struct kv_replica *r)
+{
 	return kick(r);
 }
 

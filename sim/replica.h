@@ -54,6 +54,7 @@ struct kv_replica {
 	struct kv_batch_shape shape; /* of the batch being formed / in flight */
 	uint64_t ctx_tokens; /* context tokens read by the batch (when the cache has no read_bytes) */
 	int busy; /* an iteration is in flight */
+	int kick_due; /* idle with a request arrived this instant: listed in sim->kick, formed after the instant's last arrival */
 	kv_ns iter_start_ns; /* start of the iteration in flight (after it ends: of the last one) */
 	kv_ns iter_end_ns; /* end of the last iteration applied; KV_NS_NEVER before the first */
 	uint64_t live_tokens; /* sum of kv_tokens over its requests */
@@ -287,8 +288,13 @@ uint64_t kv_req_next_tokens(const struct kv_req *q);
  */
 int kv__replica_init(struct kv_sim *s, struct kv_replica *r, uint32_t idx);
 void kv__replica_release(struct kv_replica *r);
-/* A new request q (state waiting) joins r: queued, and r starts an iteration if idle. */
-int kv__replica_arrive(struct kv_replica *r, struct kv_req *q);
+/*
+ * A new request q (state waiting) joins r's queue; r forms no batch: the
+ * engine calls kv__replica_kick once every arrival of the instant is queued.
+ */
+void kv__replica_arrive(struct kv_replica *r, struct kv_req *q);
+/* Forms and starts r's next iteration if r is idle; 0 or a code (a sink failed). */
+int kv__replica_kick(struct kv_replica *r);
 /* r's iteration ended at s->now: applies its tokens, ends the finished, forms the next. */
 int kv__replica_iter_done(struct kv_replica *r);
 /*

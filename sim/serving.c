@@ -4,11 +4,13 @@
  * cache the vllm and sglang engines run on.
  *
  * The prefix cache is the `shared` cache model (cache_shared.c) with
- * request_blocks on and blocks of block_size tokens: the blocks a request
- * frees (finished, or preempted by recompute) stay cached under their hash
- * chain until evicted LRU, and a later request with the same prefix (a
- * Mooncake hash id chain, a system prompt) or the same request resuming
- * finds them.  Chosen over a new model: it already keeps reference counts,
+ * request_blocks on and blocks of block_size tokens: a running request's
+ * complete prompt blocks are findable as the engine makes them so (its
+ * `publish`: vLLM V1 when allocated, SGLang when computed), the blocks a
+ * request frees (finished, or preempted by recompute) stay cached under
+ * their hash chain until evicted LRU, and a later request with the same
+ * prefix (a Mooncake hash id chain, a system prompt), a concurrent one, or
+ * the same request resuming finds them.  Chosen over a new model: it already keeps reference counts,
  * the LRU list and a flat index, and its invariants are tested.  Only the
  * default `full` model (and `shared` itself) is replaced; a `full` with
  * non-default options and the other models (quantized, sparse, chunked)
@@ -122,7 +124,8 @@ static int plain_full(const struct kv_sim_config *c)
 }
 
 const struct kv_cache_ops *kv__engine_base_cache(const struct kv__engine_base *b,
-						 const struct kv_sim_config *c, void **opts)
+						 const struct kv_sim_config *c, void **opts,
+						 unsigned publish)
 {
 	const struct kv_cache_ops *sh = &kv_cache_shared;
 
@@ -137,6 +140,7 @@ const struct kv_cache_ops *kv__engine_base_cache(const struct kv__engine_base *b
 		kv_option_set(sh->options, *opts, "block_tokens", (double)b->block_tokens);
 	}
 	kv_option_set(sh->options, *opts, "request_blocks", 1);
+	kv_option_set(sh->options, *opts, "publish", (double)publish);
 	return sh;
 }
 

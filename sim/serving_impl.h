@@ -181,6 +181,7 @@ void kv__engine_base_perf(const struct kv__engine_base *b, struct kv_perf *pf);
 uint64_t kv__engine_ended(const struct kv_sim *s);
 /* The prefix cache to run instead of c's model, or NULL (serving.h cache hook). */
 const struct kv_cache_ops *kv__engine_base_cache(const struct kv__engine_base *b,
-						 const struct kv_sim_config *c, void **opts);
+						 const struct kv_sim_config *c, void **opts,
+						 unsigned publish);
 
 #endif /* KV_SERVING_IMPL_H */

@@ -75,6 +75,7 @@ static struct kv_cache_stats stats(const struct kv_sim *s)
 		ck_assert(s->rep[i].cache->stats != NULL);
 		s->rep[i].cache->stats(s->rep[i].cache_priv, &st);
 		t.hit_tokens += st.hit_tokens;
+		t.self_hit_tokens += st.self_hit_tokens;
 		t.lookup_tokens += st.lookup_tokens;
 		t.bytes_saved += st.bytes_saved;
 		t.evictions += st.evictions;
@@ -337,6 +338,49 @@ static void hashed_blocks(const char *B, uint64_t want)
 	kv_sim_release(&s);
 	kv_workload_release(&w);
 }
+
+/*
+ * Hash ids of any block size under engine vllm's 16-token blocks
+ * (published while running): with H = 512 (Mooncake) R1 matches R0's
+ * first two ids, 2 x 32 blocks, R2 one id, 32 blocks: 1536 tokens; with H
+ * = 256 the three ids cover 768 tokens: 512 + 256; with H = 24 a block
+ * can straddle two ids and matches only if both do: R1 (ids 1, 2 of 1, 2,
+ * 3) matches blocks 0-2 (tokens 0-47), R2 (id 1 only) block 0: 48 + 16.
+ */
+static void engine_hashed(const char *cache, uint64_t want)
+{
+	const char *trace = temp_file(
+		"{\"timestamp\": 0, \"input_length\": 1500, \"output_length\": 4, \"hash_ids\": [1, 2, 3]}\n"
+		"{\"timestamp\": 100000, \"input_length\": 1500, \"output_length\": 4, \"hash_ids\": [1, 2, 4]}\n"
+		"{\"timestamp\": 200000, \"input_length\": 1500, \"output_length\": 4, \"hash_ids\": [1, 5, 6]}\n"
+		"{\"timestamp\": 300000, \"input_length\": 1500, \"output_length\": 4, \"hash_ids\": [9, 2, 3]}\n",
+		".jsonl", 1);
+	char yaml[1024];
+	struct kv_workload w;
+	struct kv_sim s;
+	struct rec r = { 0 };
+
+	snprintf(yaml, sizeof(yaml),
+		 LLAMA "engine: {name: vllm}\ncache: %s\n"
+		       "workload:\n  arrival: {process: trace, trace: %s, format: mooncake}\n",
+		 cache, trace);
+	load(&w, yaml);
+	run(&w, &r, &s, 1);
+	unlink(trace);
+	ck_assert_uint_eq(r.ended[KV_END_COMPLETED], 4);
+	ck_assert_msg(stats(&s).hit_tokens == want, "cache %s: %llu hit tokens, expected %llu",
+		      cache, (unsigned long long)stats(&s).hit_tokens, (unsigned long long)want);
+	kv_sim_release(&s);
+	kv_workload_release(&w);
+}
+
+START_TEST(hash_block_sizes)
+{
+	engine_hashed("full", 1024 + 512);
+	engine_hashed("{name: shared, prefix_block_tokens: 16, hash_block_tokens: 256}", 512 + 256);
+	engine_hashed("{name: shared, prefix_block_tokens: 16, hash_block_tokens: 24}", 48 + 16);
+}
+END_TEST
 
 START_TEST(hash_id_keys)
 {
@@ -641,6 +685,47 @@ START_TEST(window_hit_rule)
 END_TEST
 
 /*
+ * Engines vllm and sglang publish a running request's complete prompt
+ * blocks as they are allocated: eight requests sharing a 64-token system
+ * prompt, arriving within a few milliseconds while the first is still
+ * running (no request ends before the last arrives), all but the first
+ * find its 64 tokens (four 16-token blocks; the 65th token is computed),
+ * none of them their own blocks.  Released only at the end, the blocks
+ * would give no hit at all.  The pool is checked after every event.
+ */
+START_TEST(concurrent_hit)
+{
+	static const char *const engines[] = { "vllm", "sglang" };
+	char yaml[1024];
+	size_t i;
+
+	for (i = 0; i < KV_ARRAY_LEN(engines); i++) {
+		struct kv_workload w;
+		struct kv_sim s;
+		struct rec r = { 0 };
+		struct kv_cache_stats st;
+
+		snprintf(yaml, sizeof(yaml),
+			 "model: llama-2-7b\ndevice: a100-80g\nengine: {name: %s}\n"
+			 "cache: {name: shared, prefix_block_tokens: 16, block_tokens: 16, system_prompt_tokens: 64}\n"
+			 "outputs: {sample_interval: 0}\nworkload:\n  requests: 8\n"
+			 "  arrival: {process: poisson, rate: 1000}\n"
+			 "  lengths: {dist: uniform, prompt_min: 65, prompt_max: 65, output_min: 200, output_max: 200}\n",
+			 engines[i]);
+		load(&w, yaml);
+		run(&w, &r, &s, 1);
+		st = stats(&s);
+		ck_assert_uint_eq(r.ended[KV_END_COMPLETED], 8);
+		ck_assert_msg(st.hit_tokens == 7 * 64 && st.self_hit_tokens == 0,
+			      "%s: %llu hit tokens (%llu self), expected 448 (0)", engines[i],
+			      (unsigned long long)st.hit_tokens, (unsigned long long)st.self_hit_tokens);
+		kv_sim_release(&s);
+		kv_workload_release(&w);
+	}
+}
+END_TEST
+
+/*
  * Under pressure on the windowed model (Gemma-2-9B on an L40S, engine vllm,
  * 16-token prefix blocks, request_blocks on, the pool checked after every
  * event), with a 2048-token system prompt every request shares and
@@ -749,6 +834,8 @@ static Suite *shared_suite(void)
 	tcase_add_test(tc, bad_options);
 	tcase_add_test(tc, window_prefix);
 	tcase_add_test(tc, window_hit_rule);
+	tcase_add_test(tc, concurrent_hit);
+	tcase_add_test(tc, hash_block_sizes);
 	tcase_add_test(tc, window_pressure);
 	tcase_add_test(tc, window_never_leaves);
 	tcase_set_timeout(tc, 600);

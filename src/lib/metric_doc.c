@@ -44,6 +44,8 @@ static const struct kv_metric_doc docs[] = {
 	{ S, "ext_frag_mean", "", "external fragmentation", "time-average of 1 - (free bytes in largest-order blocks) / free bytes, mean over replicas" },
 	{ S, "alloc_fail_frag", "", "allocations refused by fragmentation", "allocations refused although the pool had enough free bytes in total" },
 	{ S, "cache_hit_rate", "", "cache hit rate", "prefix/cache tokens found / tokens looked up (cache models with statistics; empty otherwise)" },
+	{ S, "cache_hit_rate_cross", "", "cross-request hit rate", "prefix tokens found in blocks another request computed / tokens looked up (shared and the engines' prefix cache; 0 for other models with statistics)" },
+	{ S, "cache_hit_rate_self", "", "self hit rate", "prefix tokens a request resumed after a preemption found in blocks it had computed itself / tokens looked up; cross + self = cache_hit_rate" },
 	{ S, "cache_bytes_saved", "bytes", "cache bytes saved", "KV bytes the cache model did not have to store or recompute" },
 	{ S, "cache_recompute_tokens", "tokens", "tokens recomputed", "tokens the cache model recomputed (evicted or dropped KV)" },
 	{ S, "cache_evictions", "", "cache evictions", "entries the cache model evicted" },

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Conformance: scenarios of vLLM's own scheduler tests (tests/v1/core/
+# test_scheduler.py, test_prefix_caching.py) replayed as kvsim workloads and
+# checked step by step against the engine's expected values.  A step is
+# read from the timeline (docs/timeline.md: one `iteration` slice per step
+# with its batch size and prefill and decode tokens) as "batch prefill
+# decode".  Every check below cites the test it ports; `skipped` lists the
+# tests kvsim cannot express yet, and why.  docs/conformance.md's table is
+# this script's --table output (docs/figures.sh writes and checks it).
+# usage: tests/conformance/run.sh KVSIM SOURCE_DIR [--table]
+set -euo pipefail
+[ $# -ge 2 ] || { echo "usage: $0 KVSIM SOURCE_DIR [--table]" >&2; exit 2; }
+kvsim=$(realpath "$1")
+dir=$(realpath "$2")/tests/conformance
+table=0
+[ "${3:-}" = --table ] && table=1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# Checks: TEST|WORKLOAD|ENGINE|--set OPTIONS (space-separated, or -)|STEP|EXPECTED "batch prefill decode"
+# STEP: a step number from 1, "2+" for the first step from 2 on with prefill tokens, "last"
+# for the last step with prefill tokens.
+checks=(
+  # ten requests added before the first schedule() all run in it, each its whole prompt
+  "test_schedule|ten_at_zero|vllm|-|1|10 160 0"
+  "test_schedule|ten_at_zero|sglang|-|1|10 160 0"
+  "test_schedule|ten_at_zero|vllm-v0|-|1|10 160 0"
+  # long_prefill_token_threshold 400, budget 1024: 400+400+224 twice, then 1+1+352
+  "test_schedule_concurrent_partial_requests|concurrent_partial|vllm|-|1|3 1024 0"
+  "test_schedule_concurrent_partial_requests|concurrent_partial|vllm|-|2|3 1024 0"
+  "test_schedule_concurrent_partial_requests|concurrent_partial|vllm|-|3|3 352 2"
+  # chunked: both long prompts in step 1 (800 + 224); not chunked: only the first
+  "test_schedule_order[True]|schedule_order|vllm|-|1|2 1024 0"
+  "test_schedule_order[False]|schedule_order|vllm|batching.chunked_prefill=false|1|1 800 0"
+  # a running request's full blocks are cached at allocation (block_pool.py cache_full_blocks):
+  # the second finds 64 of its 65 tokens and prefills 1
+  "concurrent prefix hit (cache_full_blocks)|shared_prefix|vllm|-|1|1 65 0"
+  "concurrent prefix hit (cache_full_blocks)|shared_prefix|vllm|-|2+|2 1 1"
+  "concurrent prefix hit (cache_unfinished_req)|shared_prefix|sglang|-|2+|1 1 0"
+  # test_prefix_caching.py: 48 common tokens; req1 (53) hits 48 while req0 (55) runs,
+  # req2 (54) hits 48 after both ended
+  "test_prefill|prefill_hits|vllm|-|1|1 55 0"
+  "test_prefill|prefill_hits|vllm|-|2+|2 5 1"
+  "test_prefill|prefill_hits|vllm|-|last|1 6 0"
+)
+
+# The tests of test_scheduler.py read so far that kvsim cannot express, and why.
+skipped=(
+  "test_add_requests, test_finish_request, test_get_num_unfinished_requests|queue bookkeeping (abort, counts): no schedule to compare"
+  "test_schedule_multimodal_requests, test_schedule_partial_requests, test_no_mm_input_chunking|multimodal encoder budget: kvsim models text tokens only"
+  "test_schedule_prefills_gating, test_throttle_*|data-parallel prefill throttling: not modelled"
+  "test_stop_via_update_from_output, test_check_stop_min_tokens|stop tokens, speculative tokens: kvsim's outputs have fixed lengths"
+  "test_schedule_concurrent_batches, test_preempt_during_execution, test_async_scheduling_pp_*|more than one batch in flight (async scheduling, pipeline parallelism)"
+  "test_scheduler_publishes_eagle_blocks_*, test_connector_finish_*, test_prefix_cache_query_not_inflated_by_connector_defer|KV connector and EAGLE: not modelled"
+  "test_priority_scheduling_*|needs per-request priority and vLLM's priority policy"
+  "test_prefix_caching.py: the block-id and free-queue-order asserts of test_prefill|block ids and the order of vLLM's free queue are not kvsim outputs (its LRU order is tested in tests/test_shared.c)"
+)
+
+# steps NAME ENGINE SETS: the run's iterations as "batch prefill decode" lines, in order
+steps() {
+  local out="$tmp/$1-$2-${3//[^a-z0-9]/_}" set=()
+  [ "$3" = - ] || for o in $3; do set+=(--set "$o"); done
+  mkdir -p "$out"
+  (cd "$dir" && "$kvsim" run -q "$1.yaml" -o "$out/run" --set engine.name="$2" "${set[@]}" \
+     --trace-out "$out/timeline.json") >/dev/null
+  python3 - "$out/timeline.json" <<'PY'
+import json, sys
+ev = json.load(open(sys.argv[1]))
+ev = ev["traceEvents"] if isinstance(ev, dict) else ev
+for e in sorted((e for e in ev if e.get("ph") == "X" and e.get("name") == "iteration"),
+                key=lambda e: e["ts"]):
+    a = e["args"]
+    print(a["batch"], a["prefill_tokens"], a["decode_tokens"])
+PY
+}
+
+fail=0 pass=0 rows=()
+for c in "${checks[@]}"; do
+  IFS='|' read -r test wl engine sets step want <<< "$c"
+  s=$(steps "$wl" "$engine" "$sets")
+  if [ "$step" = 2+ ]; then
+    got=$(sed -n '2,$p' <<< "$s" | awk '$2 > 0' | head -n 1)
+  elif [ "$step" = last ]; then
+    got=$(awk '$2 > 0' <<< "$s" | tail -n 1)
+  else
+    got=$(sed -n "${step}p" <<< "$s")
+  fi
+  if [ "$got" = "$want" ]; then
+    pass=$((pass + 1)); r=pass
+    [ $table = 1 ] || echo "ok   $test ($engine, step $step): $got"
+  else
+    fail=$((fail + 1)); r="FAIL (got $got)"
+    echo "FAIL $test ($engine, step $step): got '$got', expected '$want'" >&2
+  fi
+  extra=
+  [ "$sets" = - ] || extra=", \`--set $sets\`"
+  rows+=("| \`$test\` | yes | $engine, \`$wl.yaml\`$extra, step $step: \`$want\` | $r |")
+done
+if [ $table = 1 ]; then
+  echo "| vLLM test | expressed | kvsim scenario: step, expected \`batch prefill decode\` | result |"
+  echo "|---|---|---|---|"
+  printf '%s\n' "${rows[@]}"
+  for k in "${skipped[@]}"; do
+    IFS='|' read -r tests why <<< "$k"
+    echo "| \`${tests//, /\`, \`}\` | no | $why | - |"
+  done
+  echo
+  echo "$pass of $((pass + fail)) checks pass."
+else
+  echo "conformance: $pass passed, $fail failed"
+fi
+[ "$fail" = 0 ]
