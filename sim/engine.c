@@ -157,7 +157,7 @@ static int on_arrival(struct kv_sim *s, const struct kv_event *ev)
 	r->n_assigned++;
 	r->outstanding_tokens += q->prompt_tokens + q->output_tokens;
 	kv__out_changed(r);
-	ok = ok ? kv__replica_arrive(r, q) : kv__replica_end(r, q, KV_END_REJECTED_CONTEXT);
+	ok = ok ? kv__frontend_arrive(r, q) : kv__replica_end(r, q, KV_END_REJECTED_CONTEXT);
 	return ok ? ok : next_arrival(s);
 }
 
@@ -211,6 +211,9 @@ static int dispatch(struct kv_sim *s, const struct kv_event *ev)
 		break;
 	case KV_EV_SAMPLE:
 		rc = on_sample(s, ev);
+		break;
+	case KV_EV_ENQUEUE: /* tokenised: joins its replica's scheduler */
+		rc = kv__replica_arrive(&s->rep[ev->target], kv_sim_req(s, (uint32_t)ev->arg));
 		break;
 	default:
 		kv__check_fail(__FILE__, __LINE__, "event kind", "unknown event %u", ev->kind);

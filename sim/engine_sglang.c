@@ -53,6 +53,7 @@ struct sglang {
 };
 
 static const struct kv_option sglang_options[] = {
+	KV__ENGINE_FRONTEND_OPTION(struct sglang, 1000, 2),
 	KV__ENGINE_BASE_OPTIONS(struct sglang, 128),
 	{ .name = "chunked_prefill_size", .type = KV_OPT_U64,
 	  .offset = offsetof(struct sglang, chunked_prefill_size), .def = 0, .min = 0,

@@ -42,6 +42,7 @@ struct vllm {
 };
 
 static const struct kv_option vllm_options[] = {
+	KV__ENGINE_FRONTEND_OPTION(struct vllm, 1000, 1),
 	KV__ENGINE_BASE_OPTIONS(struct vllm, 128),
 	{ .name = "long_prefill_token_threshold", .type = KV_OPT_U64,
 	  .offset = offsetof(struct vllm, long_prefill_token_threshold), .def = 0, .min = 0,
@@ -166,7 +167,7 @@ struct vllm_v0 {
 };
 
 static const struct kv_option vllm_v0_options[] = {
-	KV__ENGINE_FRONTEND_OPTION(struct vllm_v0),
+	KV__ENGINE_FRONTEND_OPTION(struct vllm_v0, 0, 1), /* V0 detokenises in the engine process */
 	KV__ENGINE_EMBED_OPTION(struct vllm_v0),
 	{ .name = NULL },
 };
