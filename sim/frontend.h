@@ -98,7 +98,7 @@ void kv__frontend_out(const struct kv_replica *r, struct kv_req *q);
 	  .help = "API-server time per prompt token: HF tokenizers, 1.1 s for ~1M tokens on one core (charlesxu.io/parallel-tokenizer)" }, \
 	{ .name = "ipc_hop", .type = KV_OPT_NS, .offset = offsetof(T, F.hop_ns),             \
 	  .def = 28000, .min = 0, .max = 1e9, .units = "ns",                                    \
-	  .help = "one process hop between API server and engine core (ZMQ): 28 us mean over 500,000 messages (stackoverflow q. 62191322)" }, \
+	  .help = "one process hop between API server and engine core (ZMQ): 28 us mean over 500,000 inproc messages (stackoverflow q. 62191322)" }, \
 	{ .name = "ipc_hops_out", .type = KV_OPT_U64, .offset = offsetof(T, F.hops_out),     \
 	  .def = hops_out_def, .min = 0, .max = 16, .units = "hops",                            \
 	  .help = "process hops an output token crosses to the API server (vLLM V1: engine core -> API server, 1; SGLang: scheduler -> detokenizer -> tokenizer manager, 2)" }, \
