@@ -16,6 +16,9 @@ void kv__frontend_init(struct kv_frontend *f, const struct kv_frontend_cfg *c, k
 
 	kv__frontend_release(f);
 	f->c = *c;
+	if (!c->api_server) /* the offline engine: nothing between the caller and the scheduler */
+		f->c = (struct kv_frontend_cfg){ .stream_interval = c->stream_interval,
+						 .api_servers = c->api_servers };
 	if (!f->c.stream_interval)
 		f->c.stream_interval = 1;
 	if (!f->c.api_servers)

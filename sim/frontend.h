@@ -49,6 +49,7 @@ struct kv_frontend_cfg {
 	kv_ns chunk_ns; /* stream_chunk: per SSE chunk sent (framing, write), ns */
 	uint64_t stream_interval; /* stream_interval: tokens per chunk after the first, >= 1 */
 	uint64_t api_servers; /* api_servers: API-server processes per replica, >= 1 */
+	int api_server; /* api_server: requests come through the API server (default); 0: the offline engine, no front end */
 };
 
 /* A replica's front end: its parameters and its servers' state. */
@@ -62,6 +63,7 @@ struct kv_frontend {
 /*
  * Sets f up from c (extra_ns: frontend_overhead).  Allocates the servers'
  * state when the way in takes any time; release with kv__frontend_release.
+ * Without an API server (c->api_server 0) every cost is 0 but extra_ns.
  */
 void kv__frontend_init(struct kv_frontend *f, const struct kv_frontend_cfg *c, kv_ns extra_ns);
 void kv__frontend_release(struct kv_frontend *f);
@@ -113,6 +115,9 @@ void kv__frontend_out(const struct kv_replica *r, struct kv_req *q);
 	  .help = "tokens per SSE chunk after the first (vLLM/SGLang --stream-interval, default 1)" }, \
 	{ .name = "api_servers", .type = KV_OPT_U64, .offset = offsetof(T, F.api_servers),   \
 	  .def = 1, .min = 1, .max = 1024, .units = "processes",                                \
-	  .help = "API-server processes per replica, each a FIFO queue (vLLM --api-server-count, default 1)" }
+	  .help = "API-server processes per replica, each a FIFO queue (vLLM --api-server-count, default 1)" }, \
+	{ .name = "api_server", .type = KV_OPT_BOOL, .offset = offsetof(T, F.api_server),    \
+	  .def = 1, .min = 0, .max = 1, .units = "",                                            \
+	  .help = "requests come through the engine's API server (OpenAI server, benchmark_serving); false: the offline engine (LLM class, benchmark_latency/throughput), no front end" }
 
 #endif /* KV_FRONTEND_H */

@@ -64,8 +64,9 @@ static int on_request(void *ctx, const struct kv_sim *s, const struct kv_req *q,
 /*
  * Runs n requests of P prompt and T output tokens, all sent at t = 0, on
  * engine `name` with the front end on (on = 1: the parameters above,
- * stream_interval k, `servers` API servers) or off (on = 0), every step
- * STEP_NS long; fills *w.
+ * stream_interval k, `servers` API servers), off (on = 0: every cost 0) or
+ * absent (on = 2: the parameters above with api_server false, the offline
+ * engine), every step STEP_NS long; fills *w.
  */
 static void run(const char *name, int on, uint64_t k, uint64_t servers, int n, struct seen *w)
 {
@@ -84,13 +85,13 @@ static void run(const char *name, int on, uint64_t k, uint64_t servers, int n, s
 		 "model: llama-2-7b\ndevice: a100-80g\nscheduler: fifo\ncache: chunked\n"
 		 "engine: {name: %s, request_cpu: %dns, tokenize_per_token: %dns, ipc_hop: %dns,"
 		 " ipc_hops_out: %d, detokenize_per_token: %dns, stream_chunk: %dns,"
-		 " stream_interval: %llu, api_servers: %llu}\n"
+		 " stream_interval: %llu, api_servers: %llu, api_server: %s}\n"
 		 "workload:\n  requests: %d\n  arrival: {process: trace, trace: %s, format: vidur}\n"
 		 "  lengths: {dist: fixed, prompt: 100, output: 10}\n"
 		 "outputs: {sample_interval: 0}\n",
 		 name, on ? REQ_NS : 0, on ? TOK_NS : 0, on ? HOP_NS : 0, HOPS_OUT,
 		 on ? DETOK_NS : 0, on ? CHUNK_NS : 0, (unsigned long long)k,
-		 (unsigned long long)servers, n, trace);
+		 (unsigned long long)servers, on == 2 ? "false" : "true", n, trace);
 	memset(w, 0, sizeof(*w));
 	load(&wl, yaml);
 	wl.cfg.exec = &x;
@@ -132,12 +133,16 @@ END_TEST
 START_TEST(lone_request_exact)
 {
 	static const char *const engines[] = { "vllm", "sglang", "vllm-v0" };
-	struct seen off, on;
+	struct seen off, on, offline;
 	int e;
 
 	for (e = 0; e < 3; e++) {
 		run(engines[e], 0, 1, 1, 1, &off);
 		run(engines[e], 1, 1, 1, 1, &on);
+		run(engines[e], 2, 1, 1, 1, &offline); /* api_server false: as if every cost were 0 */
+		ck_assert_uint_eq(offline.first[0], off.first[0]);
+		ck_assert_uint_eq(offline.finish[0], off.finish[0]);
+		ck_assert_uint_eq(offline.fe_in[0], 0);
 		ck_assert_uint_eq(off.first[0] - off.arrival[0], STEP_NS); /* one prefill step */
 		ck_assert_uint_eq(off.finish[0] - off.arrival[0], T * STEP_NS);
 		ck_assert_uint_eq(on.fe_in[0], IN_NS);
