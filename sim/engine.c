@@ -125,6 +125,22 @@ static void sync_route(struct kv_sim *s, const struct kv_event *e)
 			kv__macro_sync_outstanding(&s->rep[i], e);
 }
 
+/*
+ * Routed q enters r's front end (frontend.h): it joins r's scheduler now
+ * when the way in takes no time, else when the front end hands it over
+ * (KV_EV_ENQUEUE).
+ */
+static int frontend_arrive(struct kv_sim *s, struct kv_replica *r, struct kv_req *q)
+{
+	kv_ns t = kv__frontend_in(&r->fe, q, s->now);
+
+	if (t == s->now)
+		return kv__replica_arrive(r, q);
+	q->state = KV_REQ_FRONTEND;
+	kv_heap_push(&s->heap, t, KV_EV_ENQUEUE, r->idx, q->slot);
+	return 0;
+}
+
 static int on_arrival(struct kv_sim *s, const struct kv_event *ev)
 {
 	struct kv_arrival *a = &s->pending;
@@ -157,7 +173,7 @@ static int on_arrival(struct kv_sim *s, const struct kv_event *ev)
 	r->n_assigned++;
 	r->outstanding_tokens += q->prompt_tokens + q->output_tokens;
 	kv__out_changed(r);
-	ok = ok ? kv__frontend_arrive(r, q) : kv__replica_end(r, q, KV_END_REJECTED_CONTEXT);
+	ok = ok ? frontend_arrive(s, r, q) : kv__replica_end(r, q, KV_END_REJECTED_CONTEXT);
 	return ok ? ok : next_arrival(s);
 }
 

@@ -5,7 +5,7 @@
  */
 #include "frontend.h"
 
-#include "replica.h"
+#include "engine.h"
 
 #include <assert.h>
 #include <stdlib.h>
@@ -81,25 +81,17 @@ static kv_ns frontend_charge(struct kv_frontend *f, const struct kv_req *q, kv_n
 	return done + c->hop_ns;
 }
 
-int kv__frontend_arrive(struct kv_replica *r, struct kv_req *q)
+kv_ns kv__frontend_in(struct kv_frontend *f, struct kv_req *q, kv_ns now)
 {
-	struct kv_sim *s = r->sim;
-	kv_ns t;
+	kv_ns t = f->free_ns ? frontend_charge(f, q, now) : now;
 
-	if (!r->fe.free_ns)
-		return kv__replica_arrive(r, q);
-	t = frontend_charge(&r->fe, q, s->now);
-	q->fe_in_ns = t - s->now;
-	if (t == s->now)
-		return kv__replica_arrive(r, q);
-	q->state = KV_REQ_FRONTEND;
-	kv_heap_push(&s->heap, t, KV_EV_ENQUEUE, r->idx, q->slot);
-	return 0;
+	q->fe_in_ns = t - now;
+	return t;
 }
 
-void kv__frontend_out(const struct kv_replica *r, struct kv_req *q)
+void kv__frontend_out(const struct kv_frontend *f, struct kv_req *q)
 {
-	kv_ns d = r->fe.out_ns + r->fe.extra_ns;
+	kv_ns d = f->out_ns + f->extra_ns;
 
 	q->first_token_ns += d;
 	q->finish_ns += d;

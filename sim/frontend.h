@@ -36,7 +36,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct kv_replica;
 struct kv_req;
 
 /* The front end's parameters (engine options, serving_impl.h). */
@@ -78,17 +77,18 @@ uint64_t kv_frontend_chunks(uint64_t k, uint64_t T);
 uint64_t kv_frontend_sent_with(uint64_t k, uint64_t T, uint64_t j);
 
 /*
- * A routed request q (arrived at s->now) enters replica r's front end: it
- * joins r's scheduler now when the way in takes no time, else at
- * t_engine (a KV_EV_ENQUEUE event).  Returns kv__replica_arrive's code, or 0.
+ * A routed request q, sent at now, enters front end f: charges its work to
+ * the first free server, stores the way in (t_engine - now) in q->fe_in_ns
+ * and returns t_engine, when q joins its replica's scheduler (now when the
+ * way in takes no time; the engine queues a KV_EV_ENQUEUE otherwise).
  */
-int kv__frontend_arrive(struct kv_replica *r, struct kv_req *q);
+kv_ns kv__frontend_in(struct kv_frontend *f, struct kv_req *q, kv_ns now);
 
 /*
- * Completed q leaves through r's front end: its first-token and finish
- * times move from the engine's to the client's (+ out_ns + extra_ns).
+ * Completed q leaves through front end f: its first-token and finish times
+ * move from the engine's to the client's (+ out_ns + extra_ns).
  */
-void kv__frontend_out(const struct kv_replica *r, struct kv_req *q);
+void kv__frontend_out(const struct kv_frontend *f, struct kv_req *q);
 
 /* Option-table entries for an engine whose private struct T holds the config at field F. */
 #define KV__FRONTEND_OPTIONS(T, F, detok_def, hops_out_def)                                   \

@@ -198,7 +198,7 @@ int kv__replica_end(struct kv_replica *r, struct kv_req *q, enum kv_end e)
 			  r->beta_bytes * L * (double)q->output_tokens;
 		if (q->first_token_ns == KV_NS_NEVER)
 			q->first_token_ns = s->now;
-		kv__frontend_out(r, q); /* what the client sees: the front end's way out */
+		kv__frontend_out(&r->fe, q); /* what the client sees: the front end's way out */
 		kv_hist_add(&s->ttft, q->first_token_ns - q->arrival_ns);
 		kv_hist_add(&s->e2e, q->finish_ns - q->arrival_ns);
 		if (q->output_tokens > 1)
