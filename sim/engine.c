@@ -149,6 +149,51 @@ static void sync_route(struct kv_sim *s, const struct kv_event *e)
 			kv__macro_sync_outstanding(&s->rep[i], e);
 }
 
+/* Idle r got a request at this instant: it forms a batch after the instant's last one (kick_due). */
+static void mark_due(struct kv_sim *s, struct kv_replica *r)
+{
+	if (!r->busy && !r->kick_due) {
+		r->kick_due = 1;
+		s->kick[s->n_kick++] = r->idx;
+	}
+}
+
+/*
+ * Routed q enters r's front end (frontend.h): it joins r's scheduler now
+ * when the way in takes no time, else when the front end hands it over
+ * (KV_EV_ENQUEUE).
+ */
+static void frontend_arrive(struct kv_sim *s, struct kv_replica *r, struct kv_req *q)
+{
+	kv_ns t = kv__frontend_in(&r->fe, q, s->now);
+
+	if (t == s->now) {
+		kv__replica_arrive(r, q);
+		mark_due(s, r);
+		return;
+	}
+	q->state = KV_REQ_FRONTEND;
+	kv_heap_push(&s->heap, t, KV_EV_ENQUEUE, r->idx, q->slot);
+}
+
+/*
+ * A request the front end hands over joins its replica's scheduler; the
+ * replicas form their batches after the instant's last hand-over (and any
+ * arrival of the instant), as after arrivals.
+ */
+static int on_enqueue(struct kv_sim *s, const struct kv_event *ev)
+{
+	struct kv_replica *r = &s->rep[ev->target];
+	const struct kv_event *next = kv_heap_peek(&s->heap);
+
+	kv__replica_arrive(r, kv_sim_req(s, (uint32_t)ev->arg));
+	mark_due(s, r);
+	if ((next && next->t_ns == s->now && next->kind == KV_EV_ENQUEUE) ||
+	    (s->have_pending && s->pending.t_ns == s->now))
+		return 0; /* another hand-over or arrival at this instant comes first */
+	return kick_due(s);
+}
+
 static int on_arrival(struct kv_sim *s, const struct kv_event *ev)
 {
 	struct kv_arrival *a = &s->pending;
@@ -183,11 +228,7 @@ static int on_arrival(struct kv_sim *s, const struct kv_event *ev)
 	r->outstanding_tokens += q->prompt_tokens + q->output_tokens;
 	kv__out_changed(r);
 	if (ok) {
-		kv__replica_arrive(r, q);
-		if (!r->busy && !r->kick_due) {
-			r->kick_due = 1;
-			s->kick[s->n_kick++] = r->idx;
-		}
+		frontend_arrive(s, r, q);
 		ok = 0;
 	} else {
 		ok = kv__replica_end(r, q, KV_END_REJECTED_CONTEXT);
@@ -248,6 +289,9 @@ static int dispatch(struct kv_sim *s, const struct kv_event *ev)
 		break;
 	case KV_EV_SAMPLE:
 		rc = on_sample(s, ev);
+		break;
+	case KV_EV_ENQUEUE: /* tokenised: joins its replica's scheduler */
+		rc = on_enqueue(s, ev);
 		break;
 	default:
 		kv__check_fail(__FILE__, __LINE__, "event kind", "unknown event %u", ev->kind);

@@ -53,6 +53,7 @@ enum kv_req_state {
 	KV_REQ_FREE = 0, /* slot unused */
 	KV_REQ_WAITING, /* queued in its replica's scheduler */
 	KV_REQ_RUNNING, /* admitted: in the replica's running set */
+	KV_REQ_FRONTEND, /* routed, in its replica's front end: not yet queued (frontend.h) */
 };
 
 /* Why a request ended. */
@@ -101,6 +102,7 @@ struct kv_req {
 	uint32_t hash_page; /* first page of its prefix-block hashes (KV_NIL: none) */
 	uint32_t n_hashes; /* prefix-block hashes (Mooncake hash_ids), 512 tokens each */
 	uint64_t batch_extra; /* extra_prefill_tokens its batch entry charged this iteration (a withdrawal gives them back) */
+	kv_ns fe_in_ns; /* client arrival -> its scheduler: the front end's way in (frontend.h), ns */
 };
 
 struct kv_sim;
@@ -216,6 +218,7 @@ enum kv_event_kind {
 	KV_EV_ARRIVAL = 1, /* the pending arrival (s->pending) arrives */
 	KV_EV_ITER_DONE, /* replica `target` ends its iteration */
 	KV_EV_SAMPLE, /* a timeseries sample is due */
+	KV_EV_ENQUEUE, /* request in slot `arg` leaves the front end for replica `target` (frontend.h) */
 };
 
 /* A plugin kind's per-request state: req_size bytes per slot, in pages parallel to the slots'. */

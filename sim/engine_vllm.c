@@ -57,6 +57,7 @@ static const struct kv_host_version vllm_versions[] = {
 };
 
 static const struct kv_option vllm_options[] = {
+	KV__ENGINE_FRONTEND_OPTION(struct vllm, 1000, 1),
 	KV__ENGINE_BASE_OPTIONS(struct vllm, 128),
 	KV__ENGINE_COMM_OPTIONS(struct vllm, KV_CAR_VLLM),
 	KV__ENGINE_HOST_OPTIONS(struct vllm, vllm_version_names, 0),
@@ -230,7 +231,7 @@ static const struct kv_host_version vllm_v0_versions[] = {
 };
 
 static const struct kv_option vllm_v0_options[] = {
-	KV__ENGINE_FRONTEND_OPTION(struct vllm_v0),
+	KV__ENGINE_FRONTEND_OPTION(struct vllm_v0, 0, 1), /* V0 detokenises in the engine process */
 	KV__ENGINE_EMBED_OPTION(struct vllm_v0),
 	KV__ENGINE_HOST_OPTIONS(struct vllm_v0, vllm_v0_version_names, 0),
 	{ .name = NULL },

@@ -200,9 +200,7 @@ int kv__replica_end(struct kv_replica *r, struct kv_req *q, enum kv_end e)
 			  r->beta_bytes * L * (double)q->output_tokens;
 		if (q->first_token_ns == KV_NS_NEVER)
 			q->first_token_ns = s->now;
-		/* the front end's cost (API server, tokeniser, detokeniser) delays what the user sees */
-		q->first_token_ns += r->frontend_ns;
-		q->finish_ns += r->frontend_ns;
+		kv__frontend_out(&r->fe, q); /* what the client sees: the front end's way out */
 		kv_hist_add(&s->ttft, q->first_token_ns - q->arrival_ns);
 		kv_hist_add(&s->e2e, q->finish_ns - q->arrival_ns);
 		if (q->output_tokens > 1)
@@ -1322,6 +1320,7 @@ void kv__replica_release(struct kv_replica *r)
 	free(r->cache_priv);
 	free(r->cache_opts_own);
 	free(r->eng_priv);
+	kv__frontend_release(&r->fe);
 	free(r->running);
 	free(r->batch);
 	free(r->evicted);

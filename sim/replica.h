@@ -34,6 +34,7 @@
 #define KV_REPLICA_H
 
 #include "engine.h"
+#include "frontend.h"
 #include "macro.h"
 
 /* --- the replica's state ------------------------------------------------- */
@@ -90,7 +91,7 @@ struct kv_replica {
 	uint32_t step_preempted; /* requests preempted to make room in the step being formed */
 	uint32_t decode_cap; /* batch length below which decodes take the fast path, this step (0: never) */
 	uint64_t chunk_cap_tokens; /* largest prefill chunk, 0 = the budget (vLLM long_prefill_token_threshold) */
-	kv_ns frontend_ns; /* per-request front-end cost added to TTFT and E2E, 0 = none */
+	struct kv_frontend fe; /* the front end: API servers, hops, streaming (frontend.h) */
 	void *cache_opts_own; /* options of an engine-chosen cache model (freed with the replica) */
 	struct kv_req *ref_q[KV_MACRO_REFUSED]; /* waiting requests refused memory forming the batch, in call order */
 	uint32_t n_ref; /* those refusals (may exceed KV_MACRO_REFUSED: then no macro step) */

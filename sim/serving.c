@@ -30,7 +30,7 @@ extern const struct kv_cache_ops kv_cache_full, kv_cache_shared;
 
 void kv__engine_base_init(const struct kv__engine_base *b, struct kv_replica *r)
 {
-	r->frontend_ns = b->frontend_ns;
+	kv__frontend_init(&r->fe, &b->fe, b->frontend_ns);
 }
 
 const char *const kv__engine_car_names[] = { "off", "vllm", "sglang", NULL };

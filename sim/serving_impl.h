@@ -7,6 +7,7 @@
 #define KV_SERVING_IMPL_H
 
 #include "host.h"
+#include "frontend.h"
 #include "serving.h"
 
 #include <stddef.h>
@@ -16,7 +17,8 @@ struct kv_sim;
 
 /* The first member of every engine's private state. */
 struct kv__engine_base {
-	kv_ns frontend_ns; /* frontend_overhead: per-request front-end cost added to TTFT and E2E, ns; default 0 */
+	kv_ns frontend_ns; /* frontend_overhead: a constant added to TTFT and E2E beyond the front-end model, ns; default 0 */
+	struct kv_frontend_cfg fe; /* the front end's model (frontend.h): request_cpu, tokenize_per_token, ... */
 	int prefix_caching; /* prefix_caching: run the engine's prefix cache (serving.c), default on */
 	uint64_t block_tokens; /* block_size: KV block tokens of the prefix cache, default 16 */
 	double gemm_half_tokens; /* gemm_half_tokens: GEMM ramp n_half of perf.h, tokens */
@@ -41,14 +43,18 @@ struct kv__engine_base {
 	uint64_t lagged; /* waiting requests refused because they arrived after the step being formed was decided (statistics) */
 };
 
-
-/* Option-table entries of the base, for an engine whose private struct is T. */
-#define KV__ENGINE_FRONTEND_OPTION(T)                                                        \
+/*
+ * Option-table entries of the base, for an engine whose private struct is T;
+ * the front end's (KV__ENGINE_FRONTEND_OPTION) are listed by each engine,
+ * with its own defaults: detokenisation in the front end (detok_def, ns per
+ * token) and the hops an output token crosses (hops_out_def).
+ */
+#define KV__ENGINE_FRONTEND_OPTION(T, detok_def, hops_out_def)                               \
 	{ .name = "frontend_overhead", .type = KV_OPT_NS,                                    \
 	  .offset = offsetof(T, base.frontend_ns), .def = 0, .min = 0, .max = 60e9,          \
-	  .units = "ns", .help = "per-request front-end cost (API server, tokenisation, detokenisation, streaming) added to TTFT and E2E; no solid published figure: 0" }
+	  .units = "ns", .help = "a constant added to each request's TTFT and E2E beyond the front-end model (docs/frontend.md); 0" }, \
+	KV__FRONTEND_OPTIONS(T, base.fe, detok_def, hops_out_def)
 #define KV__ENGINE_BASE_OPTIONS(T, gemm_def)                                                 \
-	KV__ENGINE_FRONTEND_OPTION(T),                                                       \
 	{ .name = "prefix_caching", .type = KV_OPT_BOOL,                                     \
 	  .offset = offsetof(T, base.prefix_caching), .def = 1, .min = 0, .max = 1,          \
 	  .units = "", .help = "keep freed blocks' hashes and reuse them until evicted LRU (cache full or shared)" }, \

@@ -69,6 +69,16 @@ static kv_ns prefill_ns(const struct kv_sim *s, uint64_t done, uint64_t chunk, i
 	return kv_perf_iter_ns(&s->perf, &b);
 }
 
+/*
+ * The front end's share of q's latency (frontend.h): its way in (queue,
+ * request_cpu, tokenisation, hop) and its way out (hops, detokenisation,
+ * SSE chunk, frontend_overhead).  The engine's own time is the rest.
+ */
+static kv_ns fe_ns(const struct kv_sim *s, const struct kv_req *q)
+{
+	return q->fe_in_ns + s->rep[q->replica].fe.out_ns + s->rep[q->replica].fe.extra_ns;
+}
+
 #define LONE "model: llama-2-7b\ndevice: a100-80g\nscheduler: fifo\ncache: full\n" \
 	     "outputs: {sample_interval: 0}\n"
 
@@ -84,7 +94,7 @@ START_TEST(lone_request_exact_time)
 	load(&w, LONE "workload:\n  requests: 1\n  arrival: {process: poisson, rate: 1}\n"
 		      "  lengths: {dist: fixed, prompt: 100, output: 10}\n");
 	run(&w, &r, &s);
-	want_first = prefill_ns(&s, 0, P, 1);
+	want_first = prefill_ns(&s, 0, P, 1) + fe_ns(&s, &r.last);
 	want_total = want_first;
 	for (i = 1; i < T; i++)
 		want_total += decode_ns(&s, P + i);
@@ -119,7 +129,7 @@ START_TEST(chunked_prefill_iterations)
 	run(&w, &r, &s);
 	want = prefill_ns(&s, 0, 1024, 0) + prefill_ns(&s, 1024, 1024, 0) +
 	       prefill_ns(&s, 2048, 952, 1) +
-	       decode_ns(&s, 3001);
+	       decode_ns(&s, 3001) + fe_ns(&s, &r.last);
 	ck_assert_uint_eq(s.rep[0].iterations, 4);
 	ck_assert_msg(r.last.finish_ns - r.last.arrival_ns == want, "E2E %llu, expected %llu",
 		      (unsigned long long)(r.last.finish_ns - r.last.arrival_ns),
@@ -142,7 +152,7 @@ START_TEST(unchunked_prefill)
 	run(&w, &r, &s);
 	ck_assert_uint_eq(s.rep[0].iterations, 2);
 	ck_assert_uint_eq(r.last.finish_ns - r.last.arrival_ns,
-			  prefill_ns(&s, 0, 3000, 1) + decode_ns(&s, 3001));
+			  prefill_ns(&s, 0, 3000, 1) + decode_ns(&s, 3001) + fe_ns(&s, &r.last));
 	kv_sim_release(&s);
 	kv_workload_release(&w);
 }
@@ -480,9 +490,9 @@ static void macro_lone(const char *cache, uint64_t P, uint64_t T, uint64_t want_
 	ck_assert_uint_eq(macro[1], 0);
 	ck_assert_uint_eq(iters[0], T);
 	ck_assert_uint_eq(iters[1], T);
-	/* the arrival, then one ITER_DONE per iteration */
-	ck_assert_uint_eq(events[0], 1 + T);
-	ck_assert_uint_eq(events[1], 1 + T);
+	/* the arrival, its hand-off from the front end, then one ITER_DONE per iteration */
+	ck_assert_uint_eq(events[0], 2 + T);
+	ck_assert_uint_eq(events[1], 2 + T);
 	ck_assert_uint_eq(r[0].last.finish_ns, r[1].last.finish_ns);
 	ck_assert_uint_eq(r[0].last.first_token_ns, r[1].last.first_token_ns);
 	ck_assert_uint_eq(pk[0], peak);
@@ -552,8 +562,8 @@ START_TEST(macro_refused)
 	ck_assert_uint_eq(frag[1], 0);
 	ck_assert_uint_eq(macro[0], 2 * (T - 2)); /* before refusals were repeated: T - 2 */
 	ck_assert_uint_eq(macro[1], 0);
-	ck_assert_uint_eq(events[0], 2 + 2 * T);
-	ck_assert_uint_eq(events[1], 2 + 2 * T);
+	ck_assert_uint_eq(events[0], 4 + 2 * T); /* two arrivals and their front-end hand-offs */
+	ck_assert_uint_eq(events[1], 4 + 2 * T);
 	ck_assert_uint_eq(r[0].finish[0], r[1].finish[0]);
 	ck_assert_uint_eq(r[0].finish[1], r[1].finish[1]);
 	ck_assert_uint_gt(r[0].finish[1], r[0].finish[0]);
@@ -601,8 +611,8 @@ START_TEST(macro_sglang)
 	}
 	ck_assert_uint_eq(macro[0], (12 - 1) + (16 - 1) + (11 - 1));
 	ck_assert_uint_eq(macro[1], 0);
-	ck_assert_uint_eq(events[0], 1 + T);
-	ck_assert_uint_eq(events[1], 1 + T);
+	ck_assert_uint_eq(events[0], 2 + T); /* with the front end's hand-off */
+	ck_assert_uint_eq(events[1], 2 + T);
 	ck_assert_msg(memcmp(&ratio[0], &want, sizeof(double)) == 0 &&
 			      memcmp(&ratio[1], &want, sizeof(double)) == 0,
 		      "ratio %.17g macro, %.17g exact, %.17g by hand", ratio[0], ratio[1], want);

@@ -311,6 +311,9 @@ static void aging_exact_run(const char *aging, struct ends *r)
 
 	snprintf(yaml, sizeof(yaml),
 		 "model: llama-2-7b\ndevice: a100-80g\ncache: chunked\n"
+		 /* the engine's steps alone: no front end (frontend.h) */
+		 "engine: {name: vllm-v0, request_cpu: 0, tokenize_per_token: 0, ipc_hop: 0,"
+		 " detokenize_per_token: 0, stream_chunk: 0}\n"
 		 "scheduler: {name: preempt, aging: %s}\nbatching: {max_seqs: 1}\n"
 		 "workload:\n  requests: 5\n  arrival: {process: trace, trace: %s, format: vidur}\n"
 		 "  tenants:\n"

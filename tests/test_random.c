@@ -891,15 +891,10 @@ static void digest_request(struct seen *w, const struct kv_req *q, enum kv_end e
 	w->digest = fnv(w->digest, r, sizeof(r));
 }
 
-/* The engine's front-end cost as the case drew it (0 when the engine has none). */
-static kv_ns frontend_ns(const struct rcase *c)
+/* The front end's way out on q's replica (frontend.h: out_ns + frontend_overhead). */
+static kv_ns frontend_ns(const struct kv_sim *s, const struct kv_req *q)
 {
-	const struct kv_option *o;
-
-	for (o = c->ev.options; c->cfg.engine_opts && o && o->name; o++)
-		if (!strcmp(o->name, "frontend_overhead") && o->type == KV_OPT_NS)
-			return *(const kv_ns *)opt_field(c->cfg.engine_opts, o);
-	return 0;
+	return s->rep[q->replica].fe.out_ns + s->rep[q->replica].fe.extra_ns;
 }
 
 static int on_request(void *ctx, const struct kv_sim *s, const struct kv_req *q, enum kv_end e)
@@ -907,7 +902,7 @@ static int on_request(void *ctx, const struct kv_sim *s, const struct kv_req *q,
 	struct seen *w = ctx;
 	const struct rcase *c = w->c;
 	/* a completed request's finish carries the front end's cost; other ends do not */
-	kv_ns fe = e == KV_END_COMPLETED ? frontend_ns(c) : 0;
+	kv_ns fe = e == KV_END_COMPLETED ? frontend_ns(s, q) : 0;
 
 	CHECK(q->id < c->n && !w->ended[q->id]++, "request %" PRIu64 " ended twice (or unknown)",
 	      q->id);

@@ -17,7 +17,7 @@
 /* The CSV headers (kvsim list metrics documents every column: metric_doc.h). */
 const char kv_csv_header_requests[] =
 	"id,tenant,replica,status,arrival_s,first_token_s,finish_s,prompt_tokens,"
-	"output_tokens,ttft_s,tpot_s,e2e_s,preemptions,cost_byte_steps,memtime_byte_s\n";
+	"output_tokens,ttft_s,tpot_s,e2e_s,preemptions,cost_byte_steps,memtime_byte_s,frontend_in_s,frontend_out_s\n";
 const char kv_csv_header_timeseries[] =
 	"t_s,replica,waiting,running,kv_used_bytes,kv_reserved_bytes,kv_internal_waste_bytes,"
 	"largest_free_bytes,ext_frag,alloc_fail_frag\n";
@@ -190,6 +190,11 @@ static int write_request(void *ctx, const struct kv_sim *s, const struct kv_req 
 	p = put_u64(p, (uint64_t)llround(q->cost));
 	*p++ = ',';
 	p = put_milli(p, q->memtime_Bs);
+	*p++ = ',';
+	p = put_sec(p, q->fe_in_ns);
+	*p++ = ',';
+	if (done) /* the front end's way out, frontend.h */
+		p = put_sec(p, s->rep[q->replica].fe.out_ns + s->rep[q->replica].fe.extra_ns);
 	*p++ = '\n';
 	/* the stream is this thread's alone: no lock per row */
 	if (fwrite_unlocked(line, 1, (size_t)(p - line), o->req) != (size_t)(p - line))
