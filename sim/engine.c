@@ -137,6 +137,7 @@ static int on_arrival(struct kv_sim *s, const struct kv_event *ev)
 	sync_route(s, ev); /* what the router reads of the replicas */
 	if (s->arrived == 0)
 		s->first_arrival_ns = s->now;
+	s->last_arrival_ns = s->now;
 	s->arrived++;
 	s->n_live++;
 	if (s->n_live > s->peak_live)
@@ -365,6 +366,8 @@ int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct 
 	kv_perf_init_parallel(&s->perf, &cfg->model, &cfg->device,
 			      &(struct kv_parallel){ .tp = cfg->tp, .pp = cfg->pp ? cfg->pp : 1,
 						     .ep = cfg->ep ? cfg->ep : 1 });
+	if (cfg->step_scale > 0)
+		s->perf.step_scale = cfg->step_scale;
 	kv_heap_init(&s->heap, 1024);
 	kv_hist_init(&s->ttft);
 	kv_hist_init(&s->tpot);

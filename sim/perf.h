@@ -109,6 +109,7 @@ struct kv_perf {
 	uint32_t ep; /* expert-parallel degree, >= 1 */
 	double ep_moe_layers; /* MoE layers whose tokens are dispatched and combined; 0: none */
 	double ep_bytes_per_token; /* dispatch bytes per batch token per MoE layer (combine moves the same) */
+	double step_scale; /* every step's time (extra_ns included) is multiplied by this before rounding, default 1 (the sensitivity runs of sim/load.h) */
 };
 
 /* The GPU layout of one replica: tp * pp GPUs; experts spread over ep of them. */
