@@ -268,6 +268,11 @@ struct kv_sim {
 	uint32_t *due; /* n_rep scratch indices: the replicas an arrival brings up */
 	uint64_t macro_steps; /* iterations applied inside macro steps (statistics, in no output) */
 	struct kv_event ev; /* the event being processed */
+	/* the longest context against the KV cache (memory.h enum kv_ctx_check) */
+	uint64_t ctx_cap_tokens; /* tokens one replica's KV cache holds (the check's bound) */
+	int ctx_warn; /* 1: over-capacity contexts warn (SGLang); 0: they are an error (vLLM) */
+	uint64_t ctx_over_requests; /* requests (warn) whose prompt + output exceeded ctx_cap_tokens */
+	uint64_t ctx_over_max_tokens; /* the longest such context, or max_context when it exceeds the cache; 0: none */
 };
 
 

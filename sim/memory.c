@@ -40,6 +40,7 @@ void kv_mem_cfg_init(struct kv_mem_cfg *c)
 	c->cuda_graph_bytes = 0;
 	c->non_torch_bytes = KV_MEM_AUTO;
 	c->kv_tokens = 0;
+	c->context_check = KV_CTX_CHECK_AUTO;
 }
 
 const char *kv_mem_model_name(enum kv_mem_model m)

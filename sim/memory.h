@@ -47,6 +47,20 @@
 
 enum kv_mem_model { KV_MEM_SHARE, KV_MEM_VLLM, KV_MEM_SGLANG };
 
+/*
+ * What a run does when its longest context (workload max_context, else the
+ * longest request) is more than one replica's KV cache holds
+ * (`memory.context_check`): vLLM refuses to start ("ValueError: The
+ * model's max seq len (N) is larger than the maximum number of tokens that
+ * can be stored in KV cache (M)", vllm/worker/worker.py
+ * raise_if_cache_size_invalid; V1: kv_cache_utils.py
+ * check_enough_kv_cache_memory); SGLang starts and caps a request at the
+ * pool (tp_worker.py: max_req_len = min(context_len - 1,
+ * max_total_num_tokens - 1)), rejecting longer ones.  auto: error under a
+ * vllm* engine, warn under sglang.
+ */
+enum kv_ctx_check { KV_CTX_CHECK_AUTO, KV_CTX_CHECK_ERROR, KV_CTX_CHECK_WARN };
+
 /* The workload's `memory:` keys that size the KV cache. */
 struct kv_mem_cfg {
 	enum kv_mem_model model; /* share (default) | vllm | sglang */
@@ -57,6 +71,7 @@ struct kv_mem_cfg {
 	uint64_t cuda_graph_bytes; /* vllm: graph pool subtracted per GPU, default 0 (see .c) */
 	uint64_t non_torch_bytes; /* per GPU; KV_MEM_AUTO: KV_MEM_NON_TORCH_BYTES (x2 at TP > 1) */
 	uint64_t kv_tokens; /* pin: the engine log's "GPU KV cache size"; 0 (default): estimate */
+	enum kv_ctx_check context_check; /* longest context beyond the KV cache: auto (default), error, warn */
 };
 
 /* One replica's memory, per GPU unless said otherwise. */

@@ -61,7 +61,7 @@ static const char run_desc[] =
 	"tenants.csv, health.csv and run.png (when gnuplot is installed); prints the\n"
 	"summary as a table and the health report (docs/health.md).  Near saturation\n"
 	"(offered load above 90% of capacity) it warns with the TTFT p50 at -3% and\n"
-	"+3% step time (two more runs).\n";
+	"+3% step time (two more runs; above twice capacity, a warning alone).\n";
 
 static const char run_notes[] =
 	"exit status: 0 done, 1 output error (another kvsim writing DIR, a failed\n"
@@ -432,6 +432,12 @@ struct extra {
 
 /* Step-time change of the sensitivity runs near saturation: +-3%. */
 #define SENSITIVITY_REL 0.03
+/*
+ * Above this share of capacity a run is overloaded, not near the knee: its
+ * queue grows through the arrivals whatever a few percent of step time do,
+ * so the warning says so without the two extra runs.
+ */
+#define OVERLOAD_SHARE 2.0
 
 /*
  * The runs after the main one, before the commit: near saturation two runs
@@ -450,7 +456,8 @@ static int extra_runs(const struct kv_workload *w, const struct run_args *a,
 	kv_band_metrics(s, point);
 	x->ttft_p50_s = point[1];
 	x->warn = x->load.share > KV_LOAD_WARN_SHARE && !sweep_flags;
-	if (x->warn && (rc = kv_sensitivity(&w->cfg, SENSITIVITY_REL, &stop_flag, x->sens, d)))
+	if (x->warn && x->load.share <= OVERLOAD_SHARE &&
+	    (rc = kv_sensitivity(&w->cfg, SENSITIVITY_REL, &stop_flag, x->sens, d)))
 		return rc;
 	if (!a->uncertainty)
 		return 0;
@@ -460,11 +467,32 @@ static int extra_runs(const struct kv_workload *w, const struct run_args *a,
 	return kv_bands_write(&x->bands, out->od.stage, w->name, w->chart, &x->chart_failed, d);
 }
 
+/* The longest-context warning (memory.context_check warn, SGLang's default) on stderr. */
+static void warn_context(const struct kv_sim *s)
+{
+	if (!s->ctx_over_max_tokens)
+		return;
+	fprintf(stderr,
+		"kvsim: warning: the longest context, %llu tokens, is more than one replica's KV cache "
+		"holds (%llu tokens); %llu requests beyond it were rejected, as SGLang caps a request at "
+		"its pool (vLLM would refuse to start; memory.context_check, docs/memory.md)\n",
+		(unsigned long long)s->ctx_over_max_tokens, (unsigned long long)s->ctx_cap_tokens,
+		(unsigned long long)s->ctx_over_requests);
+}
+
 /* The saturation warning on stderr (printed with -q too). */
 static void warn_saturation(const struct extra *x)
 {
 	if (!x->warn)
 		return;
+	if (x->load.share > OVERLOAD_SHARE) {
+		fprintf(stderr,
+			"kvsim: warning: offered load is %.3g times capacity (%.4g of %.4g req/s): the "
+			"cluster is overloaded and its queue grows through the arrivals, so latencies "
+			"reflect the run's length (docs/metrics.md \"Load\")\n",
+			x->load.share, x->load.offered_req_s, x->load.capacity_req_s);
+		return;
+	}
 	fprintf(stderr,
 		"kvsim: warning: offered load is %.0f%% of capacity (%.4g of %.4g req/s): near "
 		"saturation the prediction is knife-edge; TTFT p50 %.4g s becomes %.4g s at -3%% "
@@ -555,6 +583,7 @@ static int simulate_to(struct kv_workload *w, const struct run_args *a, struct k
 			kv_bands_print(&x.bands, stdout);
 		printf("outputs in %s/\n", dir);
 	}
+	warn_context(s);
 	warn_saturation(&x);
 	free(dir);
 	if (trace_failed)

@@ -7,7 +7,10 @@
 #     metric that contains the run's own value, the same bytes for the same
 #     seed (a second run), and the printed summary shows the bands;
 #   - the step-time scale is off by default: a run with --uncertainty
-#     writes the same summary.csv as one without.
+#     writes the same summary.csv as one without;
+#   - memory.context_check: a workload whose longest context is more than
+#     the KV cache is an error under vllm (exit 2, the message), a warning
+#     under sglang or context_check: warn.
 set -u
 kvsim=$1
 . "$(dirname "$0")/testutil.sh"
@@ -76,6 +79,26 @@ grep -q '^uncertainty: 5-95% band over 40 draws' "$tmp/u1.out" && grep -q '^  tt
   bad "the printed summary has no bands"
 grep -q '^file uncertainty.csv$' "$tmp/u1/manifest.txt" && ok || bad "manifest.txt does not list uncertainty.csv"
 "$kvsim" run -q -o "$tmp/u3" --uncertainty 0 "$tmp/w.yaml" 2> "$tmp/u3.err" && bad "--uncertainty 0 accepted" || ok
+
+# The longest context against the KV cache (docs/memory.md "The longest context"): a pool
+# pinned at 1000 tokens, contexts of 2048 (max_context) or 1200 (a request).
+workload 1
+ctx() { "$kvsim" run -q -o "$tmp/ctx" "$tmp/w.yaml" --set memory.kv_tokens=1000 "$@" > /dev/null 2> "$tmp/ctx.err"; }
+ctx --set workload.max_context=2048 && bad "vllm: max_context beyond the KV cache accepted" ||
+  { [ $? = 2 ] && grep -q 'workload.max_context: 2048 tokens, more than one replica.s KV cache holds (1000 tokens.*vLLM refuses to start' "$tmp/ctx.err" && ok ||
+    bad "vllm max_context message: $(cat "$tmp/ctx.err")"; }
+ctx --set workload.lengths.prompt=1100 && bad "vllm: a request beyond the KV cache accepted" ||
+  { [ $? = 2 ] && grep -q 'request 0 has 1100 prompt + 128 output tokens, more than one replica.s KV cache holds (1000 tokens)' "$tmp/ctx.err" && ok ||
+    bad "vllm request message: $(cat "$tmp/ctx.err")"; }
+ctx --set workload.max_context=2048 --set memory.context_check=warn &&
+  grep -q 'kvsim: warning: the longest context, 2048 tokens, is more than one replica.s KV cache holds (1000 tokens)' "$tmp/ctx.err" && ok ||
+  bad "context_check warn: $(cat "$tmp/ctx.err")"
+ctx --set workload.lengths.prompt=1100 --set engine=sglang &&
+  grep -q 'kvsim: warning: the longest context, 1228 tokens, .*600 requests beyond it were rejected' "$tmp/ctx.err" &&
+  [ "$(col "$tmp/ctx/summary.csv" rejected_pool)" = 600 ] && ok || bad "sglang: $(cat "$tmp/ctx.err")"
+ctx --set workload.max_context=1000 && [ ! -s "$tmp/ctx.err" ] && ok || bad "max_context at the KV cache refused: $(cat "$tmp/ctx.err")"
+ctx --set memory.context_check=maybe && bad "context_check maybe accepted" ||
+  grep -q "memory.context_check: bad value 'maybe'" "$tmp/ctx.err" && ok || bad "context_check value: $(cat "$tmp/ctx.err")"
 
 echo "uncert_test: $pass passed, $fail failed"
 [ "$fail" = 0 ]
