@@ -9,6 +9,7 @@
 #include "lib/profile_load.h"
 
 #include "../sim/engine.h"
+#include "../sim/uncert.h"
 
 #include <math.h>
 #include <string.h>
@@ -71,6 +72,24 @@ static void list_plugins(enum kv_plugin_kind k)
 	}
 }
 
+/* The end of a device's line: its coefficient intervals (its `uncertainty:` block or the A100 fit's). */
+static void show_uncertainty(const struct kv_device *dev)
+{
+	size_t i;
+	int n = 0;
+
+	for (i = 0; i < kv_unc_n; i++) {
+		if (dev->unc.rel_sd[i] <= 0 && dev->unc.abs_sd_ns[i] <= 0)
+			continue;
+		printf("%s%s", n++ ? ", " : "; sd ", kv_unc_coefs[i].name);
+		if (dev->unc.rel_sd[i] > 0)
+			printf(" %.1f%%", 100 * dev->unc.rel_sd[i]);
+		if (dev->unc.abs_sd_ns[i] > 0)
+			printf(" %.3g us", dev->unc.abs_sd_ns[i] / 1e3);
+	}
+	printf("\n");
+}
+
 static void show_device(const char *name, const char *path, void *arg)
 {
 	struct kv_device dev;
@@ -81,11 +100,12 @@ static void show_device(const char *name, const char *path, void *arg)
 		kv_diag_print(&d, stdout);
 		return;
 	}
-	printf("  %-26s %.0f GB, %.0f GB/s, %.0f dense fp16 TFLOP/s, host link %.0f GB/s; eff_bw %.2f, eff_flops %.2f, overhead %.2f ms, alpha %.2f; link %s %.0f GB/s\n",
+	printf("  %-26s %.0f GB, %.0f GB/s, %.0f dense fp16 TFLOP/s, host link %.0f GB/s; eff_bw %.2f, eff_flops %.2f, overhead %.2f ms, alpha %.2f; link %s %.0f GB/s",
 	       name, (double)dev.mem_bytes / 1e9, dev.mem_bw_Bps / 1e9, dev.flops / 1e12,
 	       dev.host_link_Bps / 1e9, dev.eff_bw, dev.eff_flops, (double)dev.overhead_ns / 1e6,
 	       dev.alpha, kv_link_name(dev.link_type),
 	       (dev.link_type == KV_LINK_DATASHEET ? dev.interconnect_Bps : dev.link_busbw_Bps) / 1e9);
+	show_uncertainty(&dev);
 }
 
 /* The architecture beyond dense attention and MLP, only where the profile has it. */
