@@ -592,7 +592,8 @@ static int read_uncertainty(struct kv_cfg_node *u, struct kv_device *dev, struct
 		}
 		if (k < 0)
 			return kv_cfg_error(n, d, "unknown key '%s': expected a perf coefficient (%s) "
-					    "with a relative sd, or DURATION_abs with an absolute one", n->key,
+					    "with a relative sd, or a duration's NAME_abs (overhead_abs, per_seq_abs, "
+					    "...) with an absolute one", n->key,
 					    kv_unc_names());
 	}
 	for (i = 0; i < kv_unc_n; i++) {
