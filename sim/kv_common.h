@@ -66,7 +66,7 @@ struct kv_diag {
 	unsigned long line; /* 1-based line, 0 when unknown */
 	unsigned long col; /* 1-based column, 0 when unknown */
 	char field[128]; /* key path or column name, "" when none */
-	char msg[768]; /* what was wrong: bad value and what was expected */
+	char msg[1024]; /* what was wrong: bad value and what was expected (room for the list of summary columns) */
 };
 
 /* Fills d (when non-NULL) and returns err, so parsers can `return kv_diag_set(...)`. */
