@@ -32,6 +32,9 @@
  *   fit-table  the optima as a Markdown table (docs/perf-model.md): charged
  *              with the LM head on every prompt token (the model the first
  *              coefficients were chosen under), charged, looked up
+ *   loo        each coefficient's interval: the fit redone without each fit
+ *              row in turn, the jackknife sd (configs/perf-fit/intervals.csv,
+ *              the device profiles' `uncertainty:` block)
  *   table X    table X at the shipped a100-80g profile, as Markdown
  *   --head all charge the LM head for every prompt token, as the model did
  *              when the shipped coefficients were first chosen (to reproduce them)
@@ -441,6 +444,91 @@ static void fit(int lookup, int markdown)
 	       100 * amax, 100 * amean, 100 * dmax);
 }
 
+/* ---- the coefficients' intervals (`loo`) ---- */
+
+/* Jackknife standard deviation of x[0..n): sqrt((n-1)/n * sum (x_i - mean)^2). */
+static double jackknife_sd(const double *x, size_t n)
+{
+	double mean = 0, ss = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		mean += x[i] / (double)n;
+	for (i = 0; i < n; i++)
+		ss += (x[i] - mean) * (x[i] - mean);
+	return n > 1 ? sqrt((double)(n - 1) / (double)n * ss) : 0.0;
+}
+
+/* Root mean square relative error of the held-out decode rows (table A) under dev. */
+static double decode_rms(const struct kv_device *dev, int lookup)
+{
+	double ss = 0;
+	size_t i, n = 0;
+
+	for (i = 0; i < n_rows; i++) {
+		double e;
+
+		if (rows[i].kind != K_DECODE || rows[i].role != R_HELDOUT)
+			continue;
+		e = rel_err(&rows[i], predict(&rows[i], dev, lookup));
+		ss += e * e;
+		n++;
+	}
+	return n ? sqrt(ss / (double)n) : 0.0;
+}
+
+static void loo_line(const char *name, double full, const double *x, size_t n, const char *unit,
+		     double scale)
+{
+	double sd = jackknife_sd(x, n);
+
+	printf("%s,%.6g,%.6g,%.6g,%s,%.4f,leave-one-out jackknife over the %zu fit rows\n", name,
+	       full * scale, x[0] * scale, sd * scale, unit, full > 0 ? sd / full : 0.0, n);
+}
+
+/*
+ * The interval of each fitted coefficient: the grid refitted without each
+ * row of role fit in turn (leave-one-out), and the jackknife standard
+ * deviation of the n refits (Efron & Stein; Quenouille): sd^2 = (n-1)/n *
+ * sum (theta_i - mean)^2.  eff_bw is not fitted (gpt-fast's achieved
+ * bandwidth): its relative sd is the rms relative error of the held-out
+ * decode rows (table A, bandwidth-bound steps) at the full fit.  Prints a
+ * CSV: coefficient, full-fit value, first refit, sd, unit, relative sd, method.
+ */
+static void loo(int lookup)
+{
+	struct kv_device dev = load_a100();
+	double f[MAX_ROWS], o[MAX_ROWS], ps[MAX_ROWS], ar[MAX_ROWS];
+	struct coef full, c;
+	struct score sc;
+	size_t i, n = 0;
+
+	full = grid(&dev, lookup, &sc);
+	for (i = 0; i < n_rows; i++) {
+		if (rows[i].role != R_FIT)
+			continue;
+		rows[i].role = R_SHOWN;
+		c = grid(&dev, lookup, &sc);
+		rows[i].role = R_FIT;
+		f[n] = c.eff_flops;
+		o[n] = (double)c.overhead_ns;
+		ps[n] = (double)c.per_seq_ns;
+		ar[n] = (double)c.allreduce_ns;
+		fprintf(stderr, "perf_fit loo: without row %zu (table %c %s tp %u batch %u): eff_flops %.2f overhead %.1f ms per_seq %g us allreduce_latency %g us\n",
+			i, rows[i].table, rows[i].model, rows[i].tp, rows[i].batch, c.eff_flops,
+			c.overhead_ns / 1e6, c.per_seq_ns / 1e3, c.allreduce_ns / 1e3);
+		n++;
+	}
+	set_coef(&dev, &full);
+	printf("coefficient,value,first_refit,sd,unit,rel_sd,method\n");
+	loo_line("eff_flops", full.eff_flops, f, n, "", 1);
+	loo_line("overhead", (double)full.overhead_ns, o, n, "us", 1e-3);
+	loo_line("per_seq", (double)full.per_seq_ns, ps, n, "us", 1e-3);
+	loo_line("allreduce_latency", (double)full.allreduce_ns, ar, n, "us", 1e-3);
+	printf("eff_bw,%.6g,,,,%.4f,rms relative error of the held-out decode rows (table A) at the full fit\n",
+	       dev.eff_bw, decode_rms(&dev, lookup));
+}
+
 /* ---- tables A-D at the shipped profile ---- */
 
 static const char *role_mark(const struct row *r)
@@ -504,7 +592,7 @@ static void table(char t)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: perf_fit fit|fit-table|table A|B|C|D [-d DATA] "
+	fprintf(stderr, "usage: perf_fit fit|fit-table|loo|table A|B|C|D [-d DATA] "
 			"[--embed lookup|charged] [--head all] [--at F,O,S,A]\n");
 	exit(2);
 }
@@ -522,7 +610,7 @@ int main(int argc, char **argv)
 			usage();
 		tab = argv[2];
 		i = 3;
-	} else if (strcmp(cmd, "fit") && strcmp(cmd, "fit-table")) {
+	} else if (strcmp(cmd, "fit") && strcmp(cmd, "fit-table") && strcmp(cmd, "loo")) {
 		usage();
 	}
 	for (; i < argc; i++) {
@@ -544,6 +632,8 @@ int main(int argc, char **argv)
 	load_rows(data);
 	if (tab) {
 		table(tab[0]);
+	} else if (!strcmp(cmd, "loo")) {
+		loo(embed == 0 ? 0 : KV_PERF_EMBED_LOOKUP_DEFAULT);
 	} else if (!strcmp(cmd, "fit-table")) {
 		printf("| embedding | LM head in a prefill | eff_bw (fixed) | eff_flops | overhead | per_seq | allreduce_latency | largest fit error (row) | held-out A: largest | held-out A: mean | held-out D (LMDeploy 2048): largest |\n"
 		       "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");

@@ -52,6 +52,32 @@ static int check_context(struct kv_sim *s, struct kv_arrival *a)
 	}
 }
 
+/*
+ * A request whose context is more than a replica's KV cache holds: under
+ * vLLM the engine would not have started (its max_model_len is at least
+ * this request's length), an error naming the request; under SGLang it is
+ * counted (the run warns) and left to be rejected for its size as SGLang
+ * rejects requests beyond max_req_len.  Returns 0 or KV_EINVAL.
+ */
+static int check_capacity(struct kv_sim *s, const struct kv_arrival *a)
+{
+	uint64_t need = a->prompt_tokens + a->output_tokens; /* both within the context: no wrap */
+
+	if (!s->ctx_cap_tokens || need <= s->ctx_cap_tokens)
+		return 0;
+	if (!s->ctx_warn)
+		return kv_diag_set(&s->diag, KV_EINVAL, a->origin_file, a->origin_line, 0,
+				   a->origin_file ? "tokens" : "workload.lengths",
+				   "request %llu has %llu prompt + %llu output tokens, more than one replica's KV cache holds (%llu tokens): vLLM refuses to start when max_model_len, at least this request's length, exceeds its KV capacity (\"larger than the maximum number of tokens that can be stored in KV cache\"); expected workload.max_context of at most %llu (longer requests are then rejected), more memory per replica, or memory.context_check: warn (such requests are rejected, as SGLang does)",
+				   (unsigned long long)a->id, (unsigned long long)a->prompt_tokens,
+				   (unsigned long long)a->output_tokens,
+				   (unsigned long long)s->ctx_cap_tokens,
+				   (unsigned long long)s->ctx_cap_tokens);
+	s->ctx_over_requests++;
+	s->ctx_over_max_tokens = KV_MAX(s->ctx_over_max_tokens, need);
+	return 0;
+}
+
 static int next_arrival(struct kv_sim *s)
 {
 	int rc = kv_source_next(s->src, &s->pending, &s->diag);
@@ -203,9 +229,12 @@ static int on_arrival(struct kv_sim *s, const struct kv_event *ev)
 
 	if (ok < 0)
 		return ok;
+	if (ok && check_capacity(s, a))
+		return KV_EINVAL;
 	sync_route(s, ev); /* what the router reads of the replicas */
 	if (s->arrived == 0)
 		s->first_arrival_ns = s->now;
+	s->last_arrival_ns = s->now;
 	s->arrived++;
 	s->n_live++;
 	if (s->n_live > s->peak_live)
@@ -427,6 +456,36 @@ static int macro_allowed(const struct kv_sim_config *c)
 	return 1;
 }
 
+/*
+ * Sets the longest-context check (memory.h enum kv_ctx_check): the bound is
+ * the tokens replica 0's pool holds under its cache model; auto is a
+ * warning under an sglang engine, an error otherwise.  An explicit
+ * max_context beyond it is vLLM's start-up refusal: KV_EINVAL naming
+ * workload.max_context, or (warn) recorded in ctx_over_max_tokens.
+ */
+static int context_bound(struct kv_sim *s)
+{
+	const struct kv_sim_config *c = s->cfg;
+	const struct kv_replica *r = &s->rep[0];
+	enum kv_ctx_check k = c->mem.context_check;
+	uint64_t ctx = c->max_context_tokens;
+
+	s->ctx_cap_tokens = r->beta_bytes > 0 ? (uint64_t)((double)s->pool_bytes / r->beta_bytes) :
+						s->mem.kv_tokens;
+	s->ctx_warn = k == KV_CTX_CHECK_WARN ||
+		      (k == KV_CTX_CHECK_AUTO && c->engine && !strncmp(c->engine->name, "sglang", 6));
+	if (!ctx || ctx <= s->ctx_cap_tokens)
+		return 0;
+	if (s->ctx_warn) {
+		s->ctx_over_max_tokens = ctx;
+		return 0;
+	}
+	return kv_diag_set(&s->diag, KV_EINVAL, "", 0, 0, "workload.max_context",
+			   "%llu tokens, more than one replica's KV cache holds (%llu tokens, memory.model %s): vLLM refuses to start when max_model_len exceeds its KV capacity (\"larger than the maximum number of tokens that can be stored in KV cache\"); expected at most %llu, more memory per replica, or memory.context_check: warn (requests longer than the cache are then rejected, as SGLang does)",
+			   (unsigned long long)ctx, (unsigned long long)s->ctx_cap_tokens,
+			   kv_mem_model_name(c->mem.model), (unsigned long long)s->ctx_cap_tokens);
+}
+
 int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct kv_sink *sink)
 {
 	uint32_t i;
@@ -447,6 +506,8 @@ int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct 
 			      &(struct kv_parallel){ .tp = cfg->tp, .pp = cfg->pp ? cfg->pp : 1,
 						     .ep = cfg->ep ? cfg->ep : 1 });
 	s->perf.host_prof = &cfg->host; /* the engines' perf hooks resolve the host model with it */
+	if (cfg->step_scale > 0)
+		s->perf.step_scale = cfg->step_scale;
 	kv_heap_init(&s->heap, 1024);
 	kv_hist_init(&s->ttft);
 	kv_hist_init(&s->tpot);
@@ -481,6 +542,8 @@ int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct 
 		if (rc)
 			return rc;
 	}
+	if ((rc = context_bound(s)))
+		return rc;
 	return kv_source_open(&cfg->source, cfg->seed, &s->src, &s->diag);
 }
 

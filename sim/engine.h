@@ -187,6 +187,7 @@ struct kv_sim_config {
 	const struct kv_executor *exec; /* NULL: the perf model times batches (the simulator) */
 	struct kv_observer observer; /* step and request-state hook (the timeline), fn NULL: none */
 	int exact_steps; /* 1: one event per iteration, no macro steps; set for any per-iteration consumer (an observer) */
+	double step_scale; /* multiplies every step's time (perf.h kv_perf.step_scale); 0 reads as 1, the default */
 };
 
 /* Where results go; any callback may be NULL.  Returning nonzero stops the run with KV_EIO. */
@@ -255,6 +256,7 @@ struct kv_sim {
 	uint64_t arrived; /* requests arrived */
 	uint64_t ended[KV_END_N]; /* requests ended, by reason */
 	uint64_t prompt_tokens_done, output_tokens_done; /* of completed requests */
+	double kv_token_steps_done; /* sum over completed requests of output * (prompt + output/2): KV held over their decode steps, token-steps (load.h) */
 	uint64_t preemptions; /* total */
 	struct kv_hist ttft, tpot, e2e; /* ns */
 	struct kv_tenant_stats *tenant; /* cfg->source.n_tenants entries */
@@ -262,6 +264,7 @@ struct kv_sim {
 	double svc_diff_max, svc_diff_sum; /* service difference between backlogged tenants, over samples */
 	uint64_t svc_diff_samples; /* samples with at least two tenants backlogged */
 	kv_ns first_arrival_ns, last_finish_ns; /* makespan bounds */
+	kv_ns last_arrival_ns; /* the latest arrival (load.h's offered rate) */
 	struct kv_hash_page *hash_pages; /* arena of prefix-block hash pages */
 	uint32_t n_hash_pages; /* pages in the arena */
 	uint32_t free_hash_page; /* free list head, KV_NIL */
@@ -278,6 +281,11 @@ struct kv_sim {
 	uint32_t n_kick; /* entries of kick */
 	uint64_t macro_steps; /* iterations applied inside macro steps (statistics, in no output) */
 	struct kv_event ev; /* the event being processed */
+	/* the longest context against the KV cache (memory.h enum kv_ctx_check) */
+	uint64_t ctx_cap_tokens; /* tokens one replica's KV cache holds (the check's bound) */
+	int ctx_warn; /* 1: over-capacity contexts warn (SGLang); 0: they are an error (vLLM) */
+	uint64_t ctx_over_requests; /* requests (warn) whose prompt + output exceeded ctx_cap_tokens */
+	uint64_t ctx_over_max_tokens; /* the longest such context, or max_context when it exceeds the cache; 0: none */
 };
 
 

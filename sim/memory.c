@@ -40,6 +40,7 @@ void kv_mem_cfg_init(struct kv_mem_cfg *c)
 	c->cuda_graph_bytes = 0;
 	c->non_torch_bytes = KV_MEM_AUTO;
 	c->kv_tokens = 0;
+	c->context_check = KV_CTX_CHECK_AUTO;
 }
 
 const char *kv_mem_model_name(enum kv_mem_model m)
@@ -95,14 +96,16 @@ uint64_t kv_mem_activation_bytes(const struct kv_model *m, uint64_t max_batch_to
 {
 	uint64_t k = m->gated_mlp ? 3 : 2;
 	uint64_t tok_bytes = sat_mul(max_batch_tokens, m->dtype_bytes);
-	uint64_t mlp = sat_mul(sat_mul(tok_bytes, k), m->intermediate);
+	uint64_t mlp = sat_mul(sat_mul(tok_bytes, k), m->intermediate / KV_MAX(tp, 1U));
 	uint64_t rows = KV_MIN((uint64_t)max_seqs, max_batch_tokens);
+	uint64_t forward, sampler;
 
 	if (m->experts)
 		mlp = KV_MAX(m->dense_layers ? mlp : 0,
 			     kv_mem_moe_workspace_bytes(m, max_batch_tokens, tp));
-	return sat_add(sat_add(sat_mul(sat_mul(tok_bytes, 2), m->hidden), mlp),
-		       sat_mul(sat_mul(rows, m->vocab), 12));
+	forward = sat_add(sat_mul(sat_mul(tok_bytes, 2), m->hidden), mlp);
+	sampler = sat_mul(sat_mul(rows, m->vocab), KV_MEM_SAMPLER_BYTES_PER_LOGIT);
+	return KV_MAX(forward, sampler);
 }
 
 double kv_mem_sglang_fraction(uint64_t total_bytes, uint32_t tp)

@@ -47,6 +47,20 @@
 
 enum kv_mem_model { KV_MEM_SHARE, KV_MEM_VLLM, KV_MEM_SGLANG };
 
+/*
+ * What a run does when its longest context (workload max_context, else the
+ * longest request) is more than one replica's KV cache holds
+ * (`memory.context_check`): vLLM refuses to start ("ValueError: The
+ * model's max seq len (N) is larger than the maximum number of tokens that
+ * can be stored in KV cache (M)", vllm/worker/worker.py
+ * raise_if_cache_size_invalid; V1: kv_cache_utils.py
+ * check_enough_kv_cache_memory); SGLang starts and caps a request at the
+ * pool (tp_worker.py: max_req_len = min(context_len - 1,
+ * max_total_num_tokens - 1)), rejecting longer ones.  auto: error under a
+ * vllm* engine, warn under sglang.
+ */
+enum kv_ctx_check { KV_CTX_CHECK_AUTO, KV_CTX_CHECK_ERROR, KV_CTX_CHECK_WARN };
+
 /* The workload's `memory:` keys that size the KV cache. */
 struct kv_mem_cfg {
 	enum kv_mem_model model; /* share (default) | vllm | sglang */
@@ -57,6 +71,7 @@ struct kv_mem_cfg {
 	uint64_t cuda_graph_bytes; /* vllm: graph pool subtracted per GPU, default 0 (see .c) */
 	uint64_t non_torch_bytes; /* per GPU; KV_MEM_AUTO: KV_MEM_NON_TORCH_BYTES (x2 at TP > 1) */
 	uint64_t kv_tokens; /* pin: the engine log's "GPU KV cache size"; 0 (default): estimate */
+	enum kv_ctx_check context_check; /* longest context beyond the KV cache: auto (default), error, warn */
 };
 
 /* One replica's memory, per GPU unless said otherwise. */
@@ -84,17 +99,29 @@ const char *kv_mem_model_name(enum kv_mem_model m);
 /*
  * Peak activation of vLLM's profiling run (gpu_model_runner.py profile_run:
  * a dummy forward of max_num_batched_tokens tokens, then the sampler on
- * min(max_num_seqs, tokens) rows of logits), per GPU of a tp group:
- *   T * dtype * 2 * hidden  +  mlp  +  S * vocab * 4 * 3
- * with T = max_batch_tokens, S = min(max_seqs, T), three fp32 copies of the
- * logits (logits, probabilities, log-probabilities) and mlp the MLP's live
- * tensors at its peak: T * dtype * k * intermediate, k = 3 (gated MLP:
- * gate_up then act) or 2, for a dense model (not divided by TP: vLLM
- * logged the same 1.26 GiB at TP 1 and 2, PR 10511); for a MoE model the
- * larger of the dense layers' term (dense_layers > 0) and the fused_moe
- * buffers of one MoE layer (kv_mem_moe_workspace_bytes).  Both saturate at
- * 2^60 bytes rather than wrap (memory.c, KV_MEM_SAT_BYTES).
+ * min(max_num_seqs, tokens) rows of logits), per GPU of a tp group: the
+ * larger of the two phases' live tensors, since the forward's are freed
+ * before the sampler runs,
+ *   max(T * dtype * (2 * hidden + k * intermediate / tp),  S * vocab * 42)
+ * with T = max_batch_tokens, S = min(max_seqs, T).  The forward's peak is
+ * in the MLP: its input and the residual (hidden wide, whole on every GPU)
+ * and gate_up and act (intermediate wide, column-parallel: 1/tp of it per
+ * GPU), k = 3 for a gated MLP, else 2; for a MoE model the MLP term is the
+ * larger of the dense layers' (dense_layers > 0) and the fused_moe buffers
+ * of one MoE layer (kv_mem_moe_workspace_bytes).  The sampler's peak is in
+ * its top-k/top-p pass, which the profile run turns on (SamplingParams
+ * top_p 0.99, top_k vocab - 1, "to reflect the accurate memory usage";
+ * vllm/model_executor/layers/sampler.py _apply_top_k_top_p), per logit:
+ * the fp32 logits 4, the sort's values 4 and int64 indices 8 and the sort's
+ * scratch copy of both 12, softmax 4, cumsum 4, two bool masks 2 and the
+ * scattered result 4: KV_MEM_SAMPLER_BYTES_PER_LOGIT = 42.  The whole
+ * vocabulary on every GPU (the logits are gathered before sampling).  So
+ * Llama-3-8B at 8192 tokens and 256 sequences peaks in the sampler at both
+ * TP 1 and TP 2 (1.28 GiB; vLLM logged 1.26 GiB at both, PR 10511), while a
+ * 70B model at 24 272 tokens peaks in the MLP.  Both saturate at 2^60 bytes
+ * rather than wrap (memory.c, KV_MEM_SAT_BYTES).
  */
+#define KV_MEM_SAMPLER_BYTES_PER_LOGIT 42ULL
 uint64_t kv_mem_activation_bytes(const struct kv_model *m, uint64_t max_batch_tokens,
 				 uint32_t max_seqs, uint32_t tp);
 

@@ -1,6 +1,7 @@
 /* metrics.c -- log-linear histograms, Jain's index and the run's summary; see metrics.h. */
 #include "metrics.h"
 #include "engine.h"
+#include "load.h"
 #include "replica.h"
 
 #include <assert.h>
@@ -243,7 +244,7 @@ const char *const kv_summary_names[] = {
 	"cache_recompute_tokens", "cache_evictions", "swap_out_bytes", "swap_in_bytes",
 	"kv_pool_bytes", "kv_peak_reserved_bytes", "jain_fairness", "service_diff_max",
 	"service_diff_mean", "short_e2e_std_s", "long_e2e_p99_s", "iter_mean_s", "iterations",
-	"events", "peak_in_flight",
+	"events", "peak_in_flight", "load_share", "capacity_req_s", "busy_share",
 	"kv_capacity_tokens", "kv_capacity_blocks", /* only off memory.model share: see below */
 	"slo_attainment", "goodput_req_s", "goodput_tok_s", "slo_met", "gpus", /* only with slo: */
 	NULL,
@@ -454,6 +455,7 @@ static void add_slo(const struct kv_sim *s, const struct kv_done_log *l, struct 
 void kv_summary_compute(const struct kv_sim *s, struct kv_done_log *log, struct kv_summary *sum)
 {
 	double short_std, long_p99;
+	struct kv_load load;
 	struct rep_totals t;
 
 	rep_totals(s, &t);
@@ -471,6 +473,10 @@ void kv_summary_compute(const struct kv_sim *s, struct kv_done_log *log, struct 
 	add(sum, "iterations", "", (double)t.iters, 1);
 	add(sum, "events", "", (double)s->events, 1);
 	add(sum, "peak_in_flight", "requests", (double)s->peak_live, 1);
+	kv_load_compute(s, &load);
+	add(sum, "load_share", "offered / capacity", load.share, 0);
+	add(sum, "capacity_req_s", "req/s, saturated cluster", load.capacity_req_s, 0);
+	add(sum, "busy_share", "time in iterations", load.busy_share, 0);
 	/* the engines' capacity figures; only off the share model, so its columns stay as they were */
 	if (s->cfg->mem.model != KV_MEM_SHARE || s->mem.pinned) {
 		add(sum, "kv_capacity_tokens", "tokens per replica", (double)s->mem.kv_tokens, 1);

@@ -89,6 +89,7 @@ void kv_perf_init_parallel(struct kv_perf *pf, const struct kv_model *m,
 	assert(tp >= 1 && par->pp >= 1 && par->ep >= 1);
 	memset(pf, 0, sizeof(*pf));
 	pf->tp = tp;
+	pf->step_scale = 1.0;
 	pf->gemm_half_tokens = 0.0; /* an engine sets it (serving.h perf hook) */
 	pf->weight_bytes_per_gpu = kv_model_weight_read_bytes(m, 0.0, 0) / tp;
 	pf->embed_table_bytes_per_gpu =
@@ -293,7 +294,7 @@ static kv_ns host_total(const struct kv_perf *pf, const struct kv_batch_shape *b
 	t += eager ? kv_host_eager_ns(&pf->host, k) : k;
 	t += (double)b->extra_ns;
 	t = kv_host_step_ns(&pf->host, b, cpu_ns, t);
-	t = ceil(t);
+	t = ceil(t * pf->step_scale); /* the whole step, host included (load.h's sensitivity runs) */
 	return t < 1.0 ? 1 : t < PERF_MAX_NS ? (kv_ns)t : (kv_ns)PERF_MAX_NS;
 }
 
@@ -333,7 +334,7 @@ kv_ns kv_perf_iter_ns(const struct kv_perf *pf, const struct kv_batch_shape *b)
 		t += kv_perf_moe_ep_ns(pf, (double)n_tokens);
 	}
 	t += (double)b->extra_ns;
-	t = ceil(t);
+	t = ceil(t * pf->step_scale); /* x * 1.0 is x: the default changes nothing */
 	return t < 1.0 ? 1 : t < PERF_MAX_NS ? (kv_ns)t : (kv_ns)PERF_MAX_NS;
 }
 
@@ -391,6 +392,6 @@ kv_ns kv_perf_iter_run_ns(const struct kv_perf *pf, const struct kv_perf_run *ru
 		t += run->ar_ns;
 	t += run->moe_ns;
 	t += (double)b->extra_ns;
-	t = ceil(t);
+	t = ceil(t * pf->step_scale); /* x * 1.0 is x: the default changes nothing */
 	return t < 1.0 ? 1 : t < PERF_MAX_NS ? (kv_ns)t : (kv_ns)PERF_MAX_NS;
 }

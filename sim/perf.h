@@ -123,6 +123,7 @@ struct kv_perf {
 	struct kv_host host; /* CPU time, how it combines with the GPU's, CUDA graphs */
 	uint32_t layers; /* the model's layers (the eager launch floor counts kernels per layer) */
 	const struct kv_host_profile *host_prof; /* the run's host profile (engine.c), NULL: the reference CPU */
+	double step_scale; /* every step's time (extra_ns included) is multiplied by this before rounding, default 1 (the sensitivity runs of sim/load.h) */
 };
 
 /* The GPU layout of one replica: tp * pp GPUs; experts spread over ep of them. */

@@ -7,6 +7,7 @@
  * key ("kv_heads", "perf.eff_bw") so the loader can point at the line.
  */
 #include "profile.h"
+#include "uncert.h"
 
 #include <math.h>
 #include <string.h>
@@ -475,6 +476,7 @@ void kv_device_set_defaults(struct kv_device *dev)
 	dev->collective_overhead_ns = KV_DEV_DEFAULT_COLLECTIVE_OVERHEAD_NS;
 	dev->dequant_flops_per_byte = KV_DEV_DEFAULT_DEQUANT_FLOPS_PER_BYTE;
 	dev->alpha = KV_DEV_DEFAULT_ALPHA;
+	kv_unc_defaults(dev);
 }
 
 /*

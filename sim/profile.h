@@ -245,6 +245,9 @@ double kv_model_attn_flops_per_pair(const struct kv_model *m);
  */
 int kv_model_validate(const struct kv_model *m, struct kv_diag *d, const char *file);
 
+/* Rows of uncert.h's coefficient table the device can hold. */
+#define KV_UNC_MAX 16
+
 struct kv_device {
 	char name[64]; /* e.g. "a100-80g" */
 	uint64_t mem_bytes; /* device memory, bytes (datasheet GB = 1e9 bytes) */
@@ -270,6 +273,11 @@ struct kv_device {
 	double dequant_flops_per_byte; /* dequantisation work per KV byte read, default 2 */
 	/* Cost-model coefficient. */
 	double alpha; /* base-memory factor: resident bytes per weight byte, default 1.1 */
+	/* The perf coefficients' fitted intervals, indexed like uncert.h's KV_UNC_COEFS. */
+	struct {
+		double rel_sd[KV_UNC_MAX]; /* relative standard deviation, default the A100 fit's */
+		double abs_sd_ns[KV_UNC_MAX]; /* absolute standard deviation of a duration, ns */
+	} unc;
 };
 
 /*

@@ -214,6 +214,8 @@ int kv__replica_end(struct kv_replica *r, struct kv_req *q, enum kv_end e)
 		ts->cost += q->cost;
 		s->prompt_tokens_done += q->prompt_tokens;
 		s->output_tokens_done += q->output_tokens;
+		s->kv_token_steps_done += (double)q->output_tokens *
+					  ((double)q->prompt_tokens + (double)q->output_tokens / 2.0);
 		if (r->sched->on_done)
 			r->sched->on_done(r->sched_priv, r, q);
 	} else {

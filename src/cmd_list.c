@@ -9,6 +9,7 @@
 #include "lib/profile_load.h"
 
 #include "../sim/engine.h"
+#include "../sim/uncert.h"
 
 #include <math.h>
 #include <string.h>
@@ -111,6 +112,24 @@ static void show_busbw_table(const struct kv_device *dev)
 		printf(" GB/s)");
 }
 
+/* The end of a device's line: its coefficient intervals (its `uncertainty:` block or the A100 fit's). */
+static void show_uncertainty(const struct kv_device *dev)
+{
+	size_t i;
+	int n = 0;
+
+	for (i = 0; i < kv_unc_n; i++) {
+		if (dev->unc.rel_sd[i] <= 0 && dev->unc.abs_sd_ns[i] <= 0)
+			continue;
+		printf("%s%s", n++ ? ", " : "; sd ", kv_unc_coefs[i].name);
+		if (dev->unc.rel_sd[i] > 0)
+			printf(" %.1f%%", 100 * dev->unc.rel_sd[i]);
+		if (dev->unc.abs_sd_ns[i] > 0)
+			printf(" %.3g us", dev->unc.abs_sd_ns[i] / 1e3);
+	}
+	printf("\n");
+}
+
 static void show_device(const char *name, const char *path, void *arg)
 {
 	struct kv_device dev;
@@ -127,7 +146,7 @@ static void show_device(const char *name, const char *path, void *arg)
 	       dev.alpha, kv_link_name(dev.link_type),
 	       (dev.link_type == KV_LINK_DATASHEET ? dev.interconnect_Bps : dev.link_busbw_Bps) / 1e9);
 	show_busbw_table(&dev);
-	printf("\n");
+	show_uncertainty(&dev);
 }
 
 /* A host profile: its speed and, coefficient by coefficient, where the value comes from. */

@@ -6,6 +6,8 @@
 #include "status.h"
 #include "lib/output.h"
 #include "lib/timeline.h"
+#include "lib/uncert_run.h"
+#include "load.h"
 #include "replica.h"
 
 #include <errno.h>
@@ -57,7 +59,9 @@ static const char run_desc[] =
 	"Simulates the workload and writes, in DIR (default: outputs.dir of the\n"
 	"workload, else out/NAME): requests.csv, timeseries.csv, summary.csv,\n"
 	"tenants.csv, health.csv and run.png (when gnuplot is installed); prints the\n"
-	"summary as a table and the health report (docs/health.md).\n";
+	"summary as a table and the health report (docs/health.md).  Near saturation\n"
+	"(offered load above 90% of capacity) it warns with the TTFT p50 at -3% and\n"
+	"+3% step time (two more runs; above twice capacity, a warning alone).\n";
 
 static const char run_notes[] =
 	"exit status: 0 done, 1 output error (another kvsim writing DIR, a failed\n"
@@ -71,6 +75,7 @@ struct run_args {
 	size_t n_sets;
 	int has_seed, quiet, check_pool, force, progress, exact_steps;
 	uint64_t seed;
+	uint64_t uncertainty; /* --uncertainty N: draws of the coefficients, 0: none */
 	const char *trace_out; /* --trace-out FILE, or NULL */
 	struct kv_timeline_opts trace; /* --trace-window, --trace-sample, --trace-max-events */
 	struct kv_cli_sets set; /* --set, into sets[] */
@@ -101,6 +106,12 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		{ .name = "exact-steps", .short_name = 'x', .kind = KV_CLI_FLAG, .dst = &a->exact_steps,
 		  .help = "one event per iteration, no macro steps (same outputs,\n"
 			  "slower; also `exact_steps: true` in the workload)" },
+		{ .name = "uncertainty", .short_name = 'u', .kind = KV_CLI_U64, .dst = &a->uncertainty,
+		  .min = 1, .max = 100000, .what = "an integer from 1 to 100000", .arg = "N",
+		  .help = "rerun N times with the step-time coefficients drawn from\n"
+			  "their fitted intervals; a 5-95% band for every latency\n"
+			  "metric in DIR/uncertainty.csv, uncertainty.png and the\n"
+			  "printed summary (docs/metrics.md)" },
 		{ .name = "quiet", .short_name = 'q', .kind = KV_CLI_FLAG, .dst = &a->quiet,
 		  .help = "no progress line and no table" },
 		{ .name = "progress", .kind = KV_CLI_FLAG, .dst = &a->progress,
@@ -408,6 +419,88 @@ static void print_kv_line(const struct kv_sim *s, const struct kv_workload *w)
 	       s->mem.pinned ? " (pinned by memory.kv_tokens or kv_blocks)" : "");
 }
 
+/* What the runs after the main one found: the saturation check and the bands. */
+struct extra {
+	struct kv_load load; /* offered load against capacity */
+	int warn; /* load.share above KV_LOAD_WARN_SHARE: the sensitivity was run */
+	double ttft_p50_s; /* the run's TTFT p50, s */
+	double sens[2]; /* TTFT p50 at step time -3% and +3%, s */
+	int bands_on; /* --uncertainty N given */
+	struct kv_bands bands; /* their bands */
+	int chart_failed; /* uncertainty.png failed */
+};
+
+/* Step-time change of the sensitivity runs near saturation: +-3%. */
+#define SENSITIVITY_REL 0.03
+/*
+ * Above this share of capacity a run is overloaded, not near the knee: its
+ * queue grows through the arrivals whatever a few percent of step time do,
+ * so the warning says so without the two extra runs.
+ */
+#define OVERLOAD_SHARE 2.0
+
+/*
+ * The runs after the main one, before the commit: near saturation two runs
+ * at +-3% step time (not in a sweep's points: a sweep crosses the knee on
+ * purpose), and --uncertainty's draws, written into the staging directory.
+ * Returns 0 or an error code with d filled.
+ */
+static int extra_runs(const struct kv_workload *w, const struct run_args *a,
+		      const struct kv_sim *s, struct kv_out *out, struct extra *x, struct kv_diag *d)
+{
+	double point[KV_BAND_METRICS];
+	int rc = 0;
+
+	memset(x, 0, sizeof(*x));
+	kv_load_compute(s, &x->load);
+	kv_band_metrics(s, point);
+	x->ttft_p50_s = point[1];
+	x->warn = x->load.share > KV_LOAD_WARN_SHARE && !sweep_flags;
+	if (x->warn && x->load.share <= OVERLOAD_SHARE &&
+	    (rc = kv_sensitivity(&w->cfg, SENSITIVITY_REL, &stop_flag, x->sens, d)))
+		return rc;
+	if (!a->uncertainty)
+		return 0;
+	x->bands_on = 1;
+	if ((rc = kv_bands_run(&w->cfg, (uint32_t)a->uncertainty, point, &stop_flag, &x->bands, d)))
+		return rc;
+	return kv_bands_write(&x->bands, out->od.stage, w->name, w->chart, &x->chart_failed, d);
+}
+
+/* The longest-context warning (memory.context_check warn, SGLang's default) on stderr. */
+static void warn_context(const struct kv_sim *s)
+{
+	if (!s->ctx_over_max_tokens)
+		return;
+	fprintf(stderr,
+		"kvsim: warning: the longest context, %llu tokens, is more than one replica's KV cache "
+		"holds (%llu tokens); %llu requests beyond it were rejected, as SGLang caps a request at "
+		"its pool (vLLM would refuse to start; memory.context_check, docs/memory.md)\n",
+		(unsigned long long)s->ctx_over_max_tokens, (unsigned long long)s->ctx_cap_tokens,
+		(unsigned long long)s->ctx_over_requests);
+}
+
+/* The saturation warning on stderr (printed with -q too). */
+static void warn_saturation(const struct extra *x)
+{
+	if (!x->warn)
+		return;
+	if (x->load.share > OVERLOAD_SHARE) {
+		fprintf(stderr,
+			"kvsim: warning: offered load is %.3g times capacity (%.4g of %.4g req/s): the "
+			"cluster is overloaded and its queue grows through the arrivals, so latencies "
+			"reflect the run's length (docs/metrics.md \"Load\")\n",
+			x->load.share, x->load.offered_req_s, x->load.capacity_req_s);
+		return;
+	}
+	fprintf(stderr,
+		"kvsim: warning: offered load is %.0f%% of capacity (%.4g of %.4g req/s): near "
+		"saturation the prediction is knife-edge; TTFT p50 %.4g s becomes %.4g s at -3%% "
+		"step time and %.4g s at +3%% (docs/metrics.md \"Load\")\n",
+		100 * x->load.share, x->load.offered_req_s, x->load.capacity_req_s, x->ttft_p50_s,
+		x->sens[0], x->sens[1]);
+}
+
 /* simulate(), with the timeline's state in *tf (its lock for the caller to release). */
 static int simulate_to(struct kv_workload *w, const struct run_args *a, struct kv_sim *s,
 		       struct trace_file *tf)
@@ -416,6 +509,7 @@ static int simulate_to(struct kv_workload *w, const struct run_args *a, struct k
 	struct kv_diag d;
 	struct kv_out out;
 	struct kv_sink sink;
+	struct extra x;
 	char *dir = out_dir(w, a, &d);
 	int rc, trace_failed;
 
@@ -461,6 +555,13 @@ static int simulate_to(struct kv_workload *w, const struct run_args *a, struct k
 				 (int)sizeof(s->diag.file) - 1, w->path);
 		return fail(&s->diag, 2);
 	}
+	if ((rc = extra_runs(w, a, s, &out, &x, &d))) {
+		kv_out_abort(&out);
+		free(dir);
+		if (stop_flag)
+			return interrupted(s, "after");
+		return fail(&d, rc == KV_EIO ? 1 : 2);
+	}
 	/* a signal from here on is not honoured: the commit is short and all-or-nothing */
 	rc = kv_out_commit(&out, s, &sum, &d);
 	kv_out_abort(&out);
@@ -478,12 +579,16 @@ static int simulate_to(struct kv_workload *w, const struct run_args *a, struct k
 		kv_summary_print(&sum, title, stdout);
 		print_kv_line(s, w);
 		kv_health_print(&out.health, stdout);
+		if (x.bands_on)
+			kv_bands_print(&x.bands, stdout);
 		printf("outputs in %s/\n", dir);
 	}
+	warn_context(s);
+	warn_saturation(&x);
 	free(dir);
 	if (trace_failed)
 		return 1;
-	if (out.chart_failed) {
+	if (out.chart_failed || x.chart_failed) {
 		fprintf(stderr, "kvsim: the CSVs are written, the chart is not: retry with kvsim plot DIR\n");
 		return 1;
 	}

@@ -614,6 +614,9 @@ static void set_source(struct rcase *c)
 	snprintf(sp->trace_path, sizeof(sp->trace_path), "%s", c->trace);
 	sp->trace_format = KV_TRACE_MOONCAKE;
 	c->cfg.check_pool = 1;
+	/* requests larger than the pool are the oracle's case: rejected for their size (as SGLang
+	 * does) rather than the run refused (vLLM's rule, memory.context_check error) */
+	c->cfg.mem.context_check = KV_CTX_CHECK_WARN;
 }
 
 /* --- building a case -------------------------------------------------------- */

@@ -11,6 +11,7 @@
  */
 #include "profile_load.h"
 #include "cfg.h"
+#include "uncert.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -44,7 +45,7 @@ static const char *const device_keys[] = {
 	"name", "memory", "memory_cuda", "mem_bandwidth", "fp16_tflops", "host_link_bandwidth",
 	"interconnect_bandwidth", "interconnect", "interconnect_busbw", "interconnect_busbw_by_gpus",
 	"fp8_tflops", "family",
-	"host", "perf", "cost", "source", NULL,
+	"host", "perf", "cost", "source", "uncertainty", NULL,
 };
 
 static const char *const device_required[] = {
@@ -637,6 +638,54 @@ static int read_perf(struct kv_cfg_node *p, struct kv_device *dev, struct kv_dia
 			  &dev->dequant_flops_per_byte, d);
 }
 
+/*
+ * The `uncertainty:` mapping (sim/uncert.h): per coefficient of
+ * KV_UNC_COEFS, KEY: a relative standard deviation (0 to 5), and for a
+ * duration KEY_abs: an absolute one ("4us").  Absent keys keep the
+ * defaults (the A100 fit's intervals).
+ */
+static int read_uncertainty(struct kv_cfg_node *u, struct kv_device *dev, struct kv_diag *d)
+{
+	const kv_ns max_ns = 10 * KV_NS_PER_S;
+	struct kv_cfg_node *n;
+	char key[64];
+	size_t i;
+	int err;
+
+	if (!u)
+		return 0;
+	if ((err = kv_cfg_expect_map(u, d)))
+		return err;
+	for (n = u->child; n; n = n->next) {
+		size_t len = strlen(n->key);
+		int k = kv_unc_find(n->key);
+
+		if (k < 0 && len > 4 && !strcmp(n->key + len - 4, "_abs")) {
+			snprintf(key, sizeof(key), "%.*s", (int)(len - 4), n->key);
+			k = kv_unc_find(key);
+			if (k >= 0 && kv_unc_coefs[k].kind != KV_UNC_NS)
+				k = -1;
+		}
+		if (k < 0)
+			return kv_cfg_error(n, d, "unknown key '%s': expected a perf coefficient (%s) "
+					    "with a relative sd, or a duration's NAME_abs (overhead_abs, per_seq_abs, "
+					    "...) with an absolute one", n->key,
+					    kv_unc_names());
+	}
+	for (i = 0; i < kv_unc_n; i++) {
+		kv_ns abs = (kv_ns)dev->unc.abs_sd_ns[i];
+
+		snprintf(key, sizeof(key), "%s_abs", kv_unc_coefs[i].name);
+		if ((err = kv_cfg_dbl(u, kv_unc_coefs[i].name, dev->unc.rel_sd[i], 0, 5,
+				      &dev->unc.rel_sd[i], d)) ||
+		    (kv_unc_coefs[i].kind == KV_UNC_NS &&
+		     (err = kv_cfg_ns(u, key, abs, 0, max_ns, &abs, d))))
+			return err;
+		dev->unc.abs_sd_ns[i] = (double)abs;
+	}
+	return 0;
+}
+
 static int read_cost(struct kv_cfg_node *c, struct kv_device *dev, struct kv_diag *d)
 {
 	int err;
@@ -661,7 +710,8 @@ static int read_device(struct kv_cfg_doc *doc, void *out, struct kv_diag *d)
 	    (err = read_family(r, dev, d)) ||
 	    (err = read_device_host(r, dev, d)) ||
 	    (err = read_perf(kv_cfg_get(r, "perf"), dev, d)) ||
-	    (err = read_cost(kv_cfg_get(r, "cost"), dev, d)))
+	    (err = read_cost(kv_cfg_get(r, "cost"), dev, d)) ||
+	    (err = read_uncertainty(kv_cfg_get(r, "uncertainty"), dev, d)))
 		return err;
 	err = kv_device_validate(dev, d, doc->path);
 	return err ? locate(r, d, err) : 0;

@@ -372,6 +372,7 @@ static int read_auto_bytes(struct kv_cfg_node *n, const char *key, uint64_t *out
 static int read_memory_model(struct kv_cfg_node *n, struct kv_mem_cfg *m, struct kv_diag *d)
 {
 	static const char *const models[] = { "share", "vllm", "sglang", NULL };
+	static const char *const checks[] = { "auto", "error", "warn", NULL };
 	const uint64_t big = 1ULL << 50;
 	uint64_t blocks;
 	int i;
@@ -386,6 +387,8 @@ static int read_memory_model(struct kv_cfg_node *n, struct kv_mem_cfg *m, struct
 	TRY(kv_cfg_bytes(n, "cuda_graph_bytes", 0, 0, big, &m->cuda_graph_bytes, d));
 	TRY(read_auto_bytes(n, "non_torch_bytes", &m->non_torch_bytes, d));
 	TRY(kv_cfg_u64(n, "kv_tokens", 0, 0, big, &m->kv_tokens, d)); /* 0: estimate */
+	TRY(kv_cfg_enum(n, "context_check", checks, KV_CTX_CHECK_AUTO, &i, d));
+	m->context_check = (enum kv_ctx_check)i;
 	TRY(kv_cfg_u64(n, "kv_blocks", 0, 0, big / KV_MEM_BLOCK_TOKENS, &blocks, d));
 	if (blocks && m->kv_tokens)
 		return kv_cfg_error(kv_cfg_get(n, "kv_blocks"), d,
@@ -422,7 +425,7 @@ static int read_memory(struct kv_cfg_node *root, struct kv_sim_config *c, struct
 	static const char *const keys[] = { "model", "share", "gpu_memory_utilization",
 					    "mem_fraction_static", "activation_bytes",
 					    "cuda_graph_bytes", "non_torch_bytes", "kv_tokens",
-					    "kv_blocks", "min_block", "max_block", NULL };
+					    "kv_blocks", "min_block", "max_block", "context_check", NULL };
 	struct kv_cfg_node *n = kv_cfg_get(root, "memory");
 
 	TRY(kv_cfg_expect_map(n, d));
