@@ -102,7 +102,7 @@ int kv__engine_lagged(struct kv__engine_base *b, const struct kv_replica *r,
 		      const struct kv_req *q)
 {
 	if (!b->async_on || !b->running_at_step || r->iter_end_ns != r->sim->now ||
-	    q->arrival_ns <= r->iter_start_ns)
+	    q->arrival_ns + q->fe_in_ns <= r->iter_start_ns) /* reached the scheduler (front end passed) */
 		return 0;
 	b->lagged++;
 	return 1;
