@@ -222,6 +222,7 @@ static const struct {
 	{ "cluster.tensor_parallel", "tensor-parallel GPUs per replica" },
 	{ "cluster.pipeline_parallel", "pipeline stages per replica" },
 	{ "cluster.expert_parallel", "expert-parallel GPUs per replica" },
+	{ "cluster.data_parallel", "data-parallel attention ranks per replica" },
 	{ "scheduler.name", "scheduler" },
 	{ "scheduler", "scheduler" },
 	{ "cache.name", "cache model" },
