@@ -39,6 +39,7 @@ void kv_mem_cfg_init(struct kv_mem_cfg *c)
 	c->activation_bytes = KV_MEM_AUTO;
 	c->cuda_graph_bytes = 0;
 	c->non_torch_bytes = KV_MEM_AUTO;
+	c->dp = 1;
 	c->kv_tokens = 0;
 }
 
