@@ -67,7 +67,7 @@ static const struct kv_metric_doc docs[] = {
 	{ S, "goodput_req_s", "req/s", "goodput", "requests meeting every per-request SLO / makespan (DistServe's goodput; only with slo:)" },
 	{ S, "goodput_tok_s", "tokens/s", "goodput in tokens", "prompt+output tokens of requests meeting every per-request SLO / makespan (only with slo:)" },
 	{ S, "slo_met", "0 or 1", "percentile SLOs met", "1 when every percentile SLO (e.g. ttft p99 <= 1 s) holds over the run, 0 when one fails, empty when none is set or one has no value to judge (no completed request) and none fails (only with slo:)" },
-	{ S, "gpus", "GPUs", "GPUs used", "GPUs the configuration occupies: replicas x tensor parallel x pipeline stages (only with slo:)" },
+	{ S, "gpus", "GPUs", "GPUs used", "GPUs the configuration occupies: replicas x tensor parallel x pipeline stages x data-parallel ranks (only with slo:)" },
 
 	{ T, "tenant", "", "tenant", "the tenant's name" },
 	{ T, "weight", "", "weight", "fairness weight (workload.tenants[].weight)" },
