@@ -504,7 +504,8 @@ int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct 
 		cfg->pool_min_block_bytes : kv_mem_pool_unit(s->token_bytes, cfg->pool_max_block_bytes);
 	kv_perf_init_parallel(&s->perf, &cfg->model, &cfg->device,
 			      &(struct kv_parallel){ .tp = cfg->tp, .pp = cfg->pp ? cfg->pp : 1,
-						     .ep = cfg->ep ? cfg->ep : 1 });
+						     .ep = cfg->ep ? cfg->ep : 1,
+						     .dp = cfg->dp ? cfg->dp : 1 });
 	s->perf.host_prof = &cfg->host; /* the engines' perf hooks resolve the host model with it */
 	if (cfg->step_scale > 0)
 		s->perf.step_scale = cfg->step_scale;

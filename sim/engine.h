@@ -164,6 +164,7 @@ struct kv_sim_config {
 	uint32_t tp; /* GPUs per replica (tensor parallel), >= 1 */
 	uint32_t pp; /* pipeline stages per replica (GPUs = tp * pp), >= 1; 0 reads as 1 */
 	uint32_t ep; /* expert-parallel degree, >= 1; 0 reads as 1 (perf.h kv_perf_set_moe_ep) */
+	uint32_t dp; /* data-parallel attention ranks per replica in lockstep (ep = dp * tp); 0, 1: off */
 	const struct kv_router_ops *router; /* arrival routing */
 	const struct kv_sched_ops *sched; /* scheduler */
 	void *sched_opts; /* sched->priv_size bytes with options filled */

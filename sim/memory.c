@@ -39,6 +39,7 @@ void kv_mem_cfg_init(struct kv_mem_cfg *c)
 	c->activation_bytes = KV_MEM_AUTO;
 	c->cuda_graph_bytes = 0;
 	c->non_torch_bytes = KV_MEM_AUTO;
+	c->dp = 1;
 	c->kv_tokens = 0;
 	c->context_check = KV_CTX_CHECK_AUTO;
 }
@@ -211,6 +212,47 @@ int kv_mem_pin_bytes(uint64_t kv_tokens, const struct kv_model *m, uint64_t *poo
 			   KV_MEM_BLOCK_TOKENS);
 }
 
+uint64_t kv_mem_expert_bytes(const struct kv_model *m)
+{
+	uint64_t per = kv_model_expert_params(m) * kv_dtype_bits(m->weight_dtype, m->dtype_bytes);
+
+	return m->experts ? (uint64_t)kv_model_moe_layers(m) * m->experts * per / 8 : 0;
+}
+
+uint64_t kv_mem_weights_per_gpu(const struct kv_model *m, uint32_t tp, uint32_t ep)
+{
+	uint64_t all = kv_model_weight_bytes(m), exp = KV_MIN(kv_mem_expert_bytes(m), all);
+
+	assert(tp >= 1 && ep >= 1);
+	if (ep == 1 || !exp)
+		return all / tp;
+	return (all - exp) / tp + exp / ep;
+}
+
+/* One rank of a data-parallel group: its own budget, its KV capacity times dp. */
+static int budget_dp(const struct kv_mem_cfg *c, const struct kv_model *m,
+		     const struct kv_device *dev, uint32_t tp, uint64_t max_batch_tokens,
+		     uint32_t max_seqs, struct kv_mem_budget *b, struct kv_diag *d)
+{
+	struct kv_mem_cfg rank = *c;
+	uint32_t dp = c->dp;
+	int rc;
+
+	rank.dp = 1;
+	rank.kv_tokens = 0;
+	if (c->non_torch_bytes == KV_MEM_AUTO)
+		rank.non_torch_bytes = KV_MEM_NON_TORCH_BYTES * 2; /* a multi-GPU engine */
+	b->weights_bytes = kv_mem_weights_per_gpu(m, tp, dp * tp);
+	rc = budget_engine(&rank, m, dev, tp, kv_div_ceil(max_batch_tokens, dp),
+			   (uint32_t)kv_div_ceil(max_seqs, dp), b, d);
+	if (rc && !c->kv_tokens)
+		return rc;
+	b->kv_tokens = (c->kv_tokens ? c->kv_tokens : b->kv_tokens) * dp;
+	b->pinned = c->kv_tokens != 0;
+	b->kv_blocks = b->kv_tokens / KV_MEM_BLOCK_TOKENS;
+	return kv_mem_pin_bytes(b->kv_tokens, m, &b->pool_bytes, d);
+}
+
 int kv_mem_budget(const struct kv_mem_cfg *c, const struct kv_model *m,
 		  const struct kv_device *dev, uint32_t tp, uint64_t max_batch_tokens,
 		  uint32_t max_seqs, struct kv_mem_budget *b, struct kv_diag *d)
@@ -219,6 +261,11 @@ int kv_mem_budget(const struct kv_mem_cfg *c, const struct kv_model *m,
 
 	assert(tp >= 1);
 	memset(b, 0, sizeof(*b));
+	if (c->dp > 1) {
+		assert(c->model != KV_MEM_SHARE);
+		b->token_bytes = kv_mem_token_bytes(m, tp);
+		return budget_dp(c, m, dev, tp, max_batch_tokens, max_seqs, b, d);
+	}
 	b->weights_bytes = kv_model_weight_bytes(m) / tp;
 	b->token_bytes = kv_mem_token_bytes(m, tp);
 	if (c->model == KV_MEM_SHARE)

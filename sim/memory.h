@@ -72,6 +72,7 @@ struct kv_mem_cfg {
 	uint64_t non_torch_bytes; /* per GPU; KV_MEM_AUTO: KV_MEM_NON_TORCH_BYTES (x2 at TP > 1) */
 	uint64_t kv_tokens; /* pin: the engine log's "GPU KV cache size"; 0 (default): estimate */
 	enum kv_ctx_check context_check; /* longest context beyond the KV cache: auto (default), error, warn */
+	uint32_t dp; /* data-parallel attention ranks per replica (cluster.data_parallel); 0 or 1: off */
 };
 
 /* One replica's memory, per GPU unless said otherwise. */
@@ -172,7 +173,24 @@ int kv_mem_pin_bytes(uint64_t kv_tokens, const struct kv_model *m, uint64_t *poo
 		     struct kv_diag *d);
 
 /*
- * Fills *b for the model c->model.  The share model gives the pool of
+ * Weights on one GPU of a data-parallel, expert-parallel group (dp ranks of
+ * tp GPUs, experts over ep = dp * tp GPUs): the non-expert weights split
+ * over the rank's tp GPUs (replicated in every rank) plus E / ep routed
+ * experts of every MoE layer,
+ *   (M - W_exp) / tp + W_exp / ep,  W_exp = L_moe * E * P_expert * bits / 8.
+ * ep 1 (or a dense model) gives M / tp, as kv_mem_budget has it.
+ */
+uint64_t kv_mem_weights_per_gpu(const struct kv_model *m, uint32_t tp, uint32_t ep);
+
+/* Routed-expert weight bytes of the whole model, W_exp above; 0 for a dense model. */
+uint64_t kv_mem_expert_bytes(const struct kv_model *m);
+
+/*
+ * Fills *b for the model c->model.  With c->dp > 1 (vllm and sglang models
+ * only) the replica is dp ranks: max_batch_tokens and max_seqs are the
+ * group's and each rank profiles a dp-th of them, weights per GPU are
+ * kv_mem_weights_per_gpu(m, tp, dp * tp), and kv_tokens (a pin included,
+ * read as one rank's) is dp times one rank's.  The share model gives the pool of
  * tp * memory * share - alpha * M (datasheet memory) and reports its
  * capacity in fp16 tokens; vllm and sglang as in the header.  A pin sets
  * kv_tokens whatever the model.  Returns 0, or KV_EINVAL with d naming

@@ -125,7 +125,8 @@ int kv_slo_meets(const struct kv_slo_limits *l, kv_ns ttft_ns, kv_ns tpot_ns, kv
 
 uint64_t kv_cfg_gpus(const struct kv_sim_config *c)
 {
-	return (uint64_t)c->replicas * c->tp * (c->pp ? c->pp : 1); /* pp 0 reads as 1 */
+	/* pp 0 and dp 0 read as 1 */
+	return (uint64_t)c->replicas * c->tp * (c->pp ? c->pp : 1) * (c->dp ? c->dp : 1);
 }
 
 int kv_done_log_init(struct kv_done_log *l, uint64_t max_len, const struct kv_slo_cfg *slo,

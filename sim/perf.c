@@ -126,6 +126,7 @@ void kv_perf_init_parallel(struct kv_perf *pf, const struct kv_model *m,
 	pf->pp = par->pp;
 	pf->stage_frac = (double)((m->layers + par->pp - 1) / par->pp) / m->layers;
 	pf->head_flops_on_stage = pf->head_flops_per_sample;
+	pf->dp = par->dp > 1 ? par->dp : 1;
 	pf->ep = par->ep;
 	pf->layers = m->layers;
 	kv_perf_set_moe_ep(pf, kv_model_moe_layers(m), kv_model_moe_dispatch_bytes_per_token(m),
@@ -317,11 +318,78 @@ static kv_ns host_iter_ns(const struct kv_perf *pf, const struct kv_batch_shape 
 	return host_total(pf, b, t, k, eager, cpu);
 }
 
+static uint64_t ceil_div_u64(uint64_t x, uint32_t d)
+{
+	return x / d + (x % d != 0);
+}
+
+/* ceil(x * num / den) without overflow for num <= den, den > 0. */
+static uint64_t share_ceil(uint64_t x, uint64_t num, uint64_t den)
+{
+	return x / den * num + ceil_div_u64(x % den * num, (uint32_t)den);
+}
+
+void kv_perf_dp_rank_shape(const struct kv_batch_shape *b, uint32_t dp,
+			   struct kv_batch_shape *rank)
+{
+	uint64_t s = b->n_seqs, sr;
+
+	assert(dp >= 1);
+	*rank = *b;
+	if (dp == 1 || s == 0)
+		return;
+	sr = ceil_div_u64(s, dp);
+	rank->n_seqs = (uint32_t)sr;
+	rank->n_decode = (uint32_t)ceil_div_u64(b->n_decode, dp);
+	rank->n_sample = (uint32_t)ceil_div_u64(b->n_sample, dp);
+	rank->n_prefill_tokens = KV_MIN(b->n_prefill_tokens,
+					KV_MAX(ceil_div_u64(b->n_prefill_tokens, dp),
+					       b->max_chunk_tokens));
+	rank->attn_pairs = KV_MIN(b->attn_pairs, KV_MAX(share_ceil(b->attn_pairs, sr, s),
+							b->max_chunk_pairs));
+	rank->kv_read_bytes = share_ceil(b->kv_read_bytes, sr, s);
+	rank->dequant_bytes = share_ceil(b->dequant_bytes, sr, s);
+	rank->window_skip_pairs = KV_MIN(rank->attn_pairs,
+					 b->window_skip_pairs - share_ceil(b->window_skip_pairs,
+									   s - sr, s));
+}
+
+/*
+ * The slowest rank's step (perf.h): its own share of the dense layers and
+ * attention, the experts its GPU holds touched by the whole group's tokens,
+ * and the all-to-alls over ep ranks of its own tokens.
+ */
+kv_ns kv_perf_dp_iter_ns(const struct kv_perf *pf, const struct kv_batch_shape *b)
+{
+	struct kv_batch_shape r;
+	uint64_t n_group = b->n_decode + b->n_prefill_tokens, n_rank;
+	double t, mem, cmp, n, k;
+
+	kv_perf_dp_rank_shape(b, pf->dp, &r);
+	n_rank = r.n_decode + r.n_prefill_tokens;
+	t = pf->overhead_ns + pf->per_seq_ns * r.n_seqs + pf->step_sync_ns;
+	mem = weights_read_bytes(pf, (double)n_group) / pf->bw_Bps;
+	n = (double)n_rank + (r.n_prefill_tokens > 0 ? pf->gemm_half_tokens : 0.0);
+	cmp = (pf->lin_flops_per_token * n + pf->head_flops_per_sample * (double)r.n_sample) /
+	      pf->flops_per_s;
+	k = 1e9 * max_d(mem, cmp) + attention_ns(pf, &r);
+	if (pf->tp > 1)
+		k += kv_perf_allreduce_ns(pf, (double)n_rank);
+	k += kv_perf_moe_ep_ns(pf, (double)n_rank);
+	if (pf->host.on) /* each rank's engine core schedules its own share; no graph padding modelled here */
+		return host_total(pf, b, t, k, 0, kv_host_cpu_ns(&pf->host, &r));
+	t += k + (double)b->extra_ns;
+	t = ceil(t * pf->step_scale);
+	return t < 1.0 ? 1 : t < PERF_MAX_NS ? (kv_ns)t : (kv_ns)PERF_MAX_NS;
+}
+
 kv_ns kv_perf_iter_ns(const struct kv_perf *pf, const struct kv_batch_shape *b)
 {
 	uint64_t n_tokens = b->n_decode + b->n_prefill_tokens;
 	double t = pf->overhead_ns + pf->per_seq_ns * b->n_seqs + pf->step_sync_ns;
 
+	if (pf->dp > 1)
+		return kv_perf_dp_iter_ns(pf, b);
 	if (pf->host.on)
 		return host_iter_ns(pf, b);
 	if (pf->pp > 1) {
@@ -377,8 +445,8 @@ kv_ns kv_perf_iter_run_ns(const struct kv_perf *pf, const struct kv_perf_run *ru
 {
 	double t = run->head_ns, k;
 
-	if (pf->pp > 1)
-		return kv_perf_iter_ns(pf, b); /* a pipeline cycle mixes every term */
+	if (pf->pp > 1 || pf->dp > 1)
+		return kv_perf_iter_ns(pf, b); /* a pipeline cycle, a lockstep group: every term */
 	if (pf->host.on) { /* kv_perf_iter_ns's host path, term for term */
 		k = run->lin_ns + run_attention_ns(pf, run, b);
 		if (pf->tp > 1)

@@ -82,6 +82,8 @@ struct kv_batch_shape {
 	uint64_t dequant_bytes; /* KV bytes that need dequantisation (quantized caches) */
 	uint64_t window_skip_pairs; /* pairs a sliding-window layer skips (keys older than the window), per windowed layer */
 	uint64_t extra_ns; /* added time: swaps, recompute not in the batch, ... */
+	uint64_t max_chunk_tokens; /* the largest prefill chunk of the batch, tokens (read only at dp > 1) */
+	uint64_t max_chunk_pairs; /* that chunk's query-context pairs (read only at dp > 1) */
 };
 
 /* Precomputed per (model, device, tp) constants. */
@@ -124,6 +126,7 @@ struct kv_perf {
 	uint32_t layers; /* the model's layers (the eager launch floor counts kernels per layer) */
 	const struct kv_host_profile *host_prof; /* the run's host profile (engine.c), NULL: the reference CPU */
 	double step_scale; /* every step's time (extra_ns included) is multiplied by this before rounding, default 1 (the sensitivity runs of sim/load.h) */
+	uint32_t dp; /* data-parallel attention ranks stepping in lockstep per replica, >= 1 (1: off) */
 };
 
 /* The GPU layout of one replica: tp * pp GPUs; experts spread over ep of them. */
@@ -131,6 +134,7 @@ struct kv_parallel {
 	uint32_t tp; /* tensor-parallel degree, >= 1 */
 	uint32_t pp; /* pipeline stages, >= 1 */
 	uint32_t ep; /* expert-parallel degree, >= 1 (needs MoE layers: kv_perf_set_moe_ep) */
+	uint32_t dp; /* data-parallel attention ranks, each tp GPUs; 0 or 1: off (kv_perf_dp_iter_ns) */
 };
 
 /*
@@ -204,6 +208,38 @@ void kv_perf_embed_lookup(struct kv_perf *pf);
  * so small prefill chunks run the GEMMs below their peak.  Decode-only
  * batches keep the plain roofline (it is what the decode calibration fits).
  */
+
+/*
+ * Data-parallel attention with expert parallelism (dp > 1; docs/perf-model.md
+ * "Data-parallel attention"): a replica is a group of dp attention ranks of
+ * tp GPUs each, with its own share of the batch and of the KV cache, whose
+ * MoE layers' routed experts are spread over all ep = dp * tp GPUs.  The
+ * ranks step in lockstep, so a step lasts as long as its slowest rank.  b is
+ * the group's batch, split as a load-balancing router leaves it (vLLM's DP
+ * coordinator and SGLang's data-parallel controller send each request to
+ * the least-loaded rank): the slowest rank holds S_r = ceil(S / dp) of the
+ * S sequences, ceil(x / dp) of the decodes and samples, the share S_r / S
+ * of the attention pairs and KV read, and at least the batch's largest
+ * prefill chunk (a chunk does not split across ranks).  A rank with nothing
+ * to do runs a dummy batch in parallel and costs nothing extra.  Its step is
+ *   overhead + per_seq * S_r + sync
+ *   + max(W_dense / B + W_exp * E * (1 - (1 - k/E)^N) / B, F_lin * N_r / P)
+ *   + attention(rank share) + allreduce(N_r over tp) + 2 L_moe A2A(N_r * d, ep)
+ * with N the group's tokens (every rank's tokens reach the experts of every
+ * GPU) and N_r = ceil(N / dp).  kv_perf_iter_ns() calls it when dp > 1.
+ */
+kv_ns kv_perf_dp_iter_ns(const struct kv_perf *pf, const struct kv_batch_shape *b);
+
+/*
+ * The slowest rank's share of a group's batch over dp ranks, as
+ * kv_perf_dp_iter_ns's comment has it: S_r = ceil(S / dp) sequences;
+ * ceil(x / dp) decodes and samples; prefill tokens max(ceil(P / dp),
+ * largest chunk); attention pairs max(ceil(pairs * S_r / S), the largest
+ * chunk's); KV and dequantised bytes ceil(x * S_r / S); window-skipped
+ * pairs floor(x * S_r / S), at most the rank's pairs.  dp 1 copies b.
+ */
+void kv_perf_dp_rank_shape(const struct kv_batch_shape *b, uint32_t dp,
+			   struct kv_batch_shape *rank);
 
 /* Iteration duration in ns (>= 1) for a batch shape. */
 kv_ns kv_perf_iter_ns(const struct kv_perf *pf, const struct kv_batch_shape *b);

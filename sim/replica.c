@@ -335,6 +335,10 @@ static void batch_add(struct kv_replica *r, struct kv_req *q, uint64_t take)
 		r->shape.n_sample += ctx >= q->prefill_target;
 		r->shape.n_prefill_tokens += take;
 		r->shape.attn_pairs += kv_perf_prefill_pairs(q->kv_tokens, take);
+		if (take > r->shape.max_chunk_tokens) { /* a lockstep group's slowest rank (perf.h) */
+			r->shape.max_chunk_tokens = take;
+			r->shape.max_chunk_pairs = kv_perf_prefill_pairs(q->kv_tokens, take);
+		}
 		/* windowed layers skip the keys before each query's window (perf.h) */
 		r->shape.window_skip_pairs +=
 			kv_perf_window_skip_pairs(q->kv_tokens, take, r->window_tokens);

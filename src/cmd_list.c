@@ -225,14 +225,37 @@ static void list_metrics(void)
 	}
 }
 
+/* The cluster: keys (src/lib/workload.c read_cluster), default and meaning. */
+static const struct {
+	const char *key, *def, *help;
+} cluster_keys[] = {
+	{ "replicas", "1", "independent copies behind the router" },
+	{ "tensor_parallel", "1", "GPUs per replica (per attention rank with data_parallel), 1..64" },
+	{ "pipeline_parallel", "1", "pipeline stages per replica, 1..64" },
+	{ "expert_parallel", "1", "GPUs the routed experts spread over; data_parallel x tensor_parallel with data_parallel" },
+	{ "data_parallel", "1", "MoE: attention ranks with their own batch and KV sharing the experts, stepping in lockstep, 1..64" },
+	{ "router", "round-robin", "arrival routing over the replicas (routers above)" },
+};
+
+static void list_cluster(void)
+{
+	size_t i;
+
+	puts("cluster keys (cluster:):");
+	for (i = 0; i < sizeof(cluster_keys) / sizeof(cluster_keys[0]); i++)
+		printf("  %-26s default %-12s %s\n", cluster_keys[i].key, cluster_keys[i].def,
+		       cluster_keys[i].help);
+}
+
 static const char *const list_synopsis[] = {
-	"[schedulers|caches|routers|engines|devices|hosts|models|metrics]", NULL
+	"[schedulers|caches|routers|engines|devices|hosts|models|metrics|cluster]", NULL
 };
 
 static const char list_desc[] =
 	"Prints every plugin with its description and options (name, type,\n"
 	"default, units), and every shipped device, host and model profile with its\n"
 	"key figures (from the profiles directory: $KVSIM_CONFIG_DIR or configs/).\n"
+	"`kvsim list cluster`: the cluster: keys with their defaults.\n"
 	"`kvsim list metrics`: every column of summary.csv, tenants.csv,\n"
 	"requests.csv, timeseries.csv, tenant_timeseries.csv and health.csv with its\n"
 	"unit and definition (what `kvsim plot --metric` and a sweep's target take).\n";
@@ -252,13 +275,16 @@ int kv_cmd_list(int argc, char **argv)
 	all = !strcmp(what, "all");
 	if (!all && strcmp(what, "schedulers") && strcmp(what, "caches") &&
 	    strcmp(what, "routers") && strcmp(what, "engines") && strcmp(what, "devices") &&
-	    strcmp(what, "hosts") && strcmp(what, "models") && strcmp(what, "metrics")) {
-		fprintf(stderr, "kvsim: list: unknown kind '%s': expected one of: schedulers, caches, routers, engines, devices, hosts, models, metrics\n", what);
+	    strcmp(what, "hosts") && strcmp(what, "models") && strcmp(what, "metrics") &&
+	    strcmp(what, "cluster")) {
+		fprintf(stderr, "kvsim: list: unknown kind '%s': expected one of: schedulers, caches, routers, engines, devices, hosts, models, metrics, cluster\n", what);
 		return 2;
 	}
 	for (k = 0; k < KV_PLUGIN_KINDS; k++)
 		if (all || !strcmp(what, kv_plugin_kind_plural(k)))
 			list_plugins(k);
+	if (all || !strcmp(what, "cluster"))
+		list_cluster();
 	if (all || !strcmp(what, "devices")) {
 		puts("devices (device:):");
 		kv_profiles_list("devices", show_device, NULL);

@@ -72,7 +72,7 @@ static const struct kv_metric_doc docs[] = {
 	{ S, "goodput_req_s", "req/s", "goodput", "requests meeting every per-request SLO / makespan (DistServe's goodput; only with slo:)" },
 	{ S, "goodput_tok_s", "tokens/s", "goodput in tokens", "prompt+output tokens of requests meeting every per-request SLO / makespan (only with slo:)" },
 	{ S, "slo_met", "0 or 1", "percentile SLOs met", "1 when every percentile SLO (e.g. ttft p99 <= 1 s) holds over the run, 0 when one fails, empty when none is set or one has no value to judge (no completed request) and none fails (only with slo:)" },
-	{ S, "gpus", "GPUs", "GPUs used", "GPUs the configuration occupies: replicas x tensor parallel x pipeline stages (only with slo:)" },
+	{ S, "gpus", "GPUs", "GPUs used", "GPUs the configuration occupies: replicas x tensor parallel x pipeline stages x data-parallel ranks (only with slo:)" },
 
 	{ T, "tenant", "", "tenant", "the tenant's name" },
 	{ T, "weight", "", "weight", "fairness weight (workload.tenants[].weight)" },
@@ -229,6 +229,7 @@ static const struct {
 	{ "cluster.tensor_parallel", "tensor-parallel GPUs per replica" },
 	{ "cluster.pipeline_parallel", "pipeline stages per replica" },
 	{ "cluster.expert_parallel", "expert-parallel GPUs per replica" },
+	{ "cluster.data_parallel", "data-parallel attention ranks per replica" },
 	{ "scheduler.name", "scheduler" },
 	{ "scheduler", "scheduler" },
 	{ "cache.name", "cache model" },

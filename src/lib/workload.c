@@ -295,6 +295,44 @@ static int ep_ok(uint32_t ep, uint32_t experts, uint32_t tp)
 	return experts % ep == 0 && tp % ep == 0;
 }
 
+/*
+ * Data-parallel attention with expert parallelism (perf.h kv_perf_dp_iter_ns):
+ * dp ranks of tp GPUs whose experts spread over all of them, as vLLM's
+ * --data-parallel-size with --enable-expert-parallel (the expert group is
+ * DP x TP) and SGLang's --enable-dp-attention with --ep-size equal to its
+ * --tp-size (every GPU) run it.  So a MoE model, ep = dp * tp, experts % ep
+ * == 0, one pipeline stage.
+ */
+static int check_dp(struct kv_cfg_node *n, const struct kv_sim_config *c, struct kv_diag *d)
+{
+	const struct kv_model *m = &c->model;
+	uint32_t g = c->dp * c->tp;
+
+	if (c->dp <= 1)
+		return 0;
+	if (!m->experts)
+		return kv_cfg_error(kv_cfg_get(n, "data_parallel"), d,
+				    "data_parallel %u for %s (dense: no experts): expected a MoE "
+				    "model (data-parallel attention shards routed experts), or "
+				    "cluster.replicas for independent copies", c->dp, m->name);
+	if (c->pp > 1)
+		return kv_cfg_error(kv_cfg_get(n, "pipeline_parallel"), d,
+				    "pipeline_parallel %u with data_parallel %u: expected 1 (a "
+				    "data-parallel group is one pipeline stage)", c->pp, c->dp);
+	if (c->ep != g)
+		return kv_cfg_error(kv_cfg_get(n, "expert_parallel") ? kv_cfg_get(n, "expert_parallel")
+								      : kv_cfg_get(n, "data_parallel"), d,
+				    "expert_parallel %u with data_parallel %u x tensor_parallel %u: "
+				    "expected %u (the experts spread over every GPU of the group)",
+				    c->ep, c->dp, c->tp, g);
+	if (m->experts % g)
+		return kv_cfg_error(kv_cfg_get(n, "data_parallel"), d,
+				    "data_parallel %u x tensor_parallel %u = %u GPUs for %s's %u routed "
+				    "experts: expected a GPU count that divides the experts",
+				    c->dp, c->tp, g, m->name, m->experts);
+	return 0;
+}
+
 /* A tp and ep the model's heads and experts can be split by (after the model is read). */
 static int check_parallel(struct kv_cfg_node *n, const struct kv_sim_config *c, struct kv_diag *d)
 {
@@ -310,6 +348,8 @@ static int check_parallel(struct kv_cfg_node *n, const struct kv_sim_config *c, 
 				    kvh ? "a divisor of the heads that divides the KV heads or is a "
 					  "multiple of them" : "a divisor of the heads",
 				    list_ok(tp_ok, m->heads, kvh, ok, sizeof(ok)));
+	if (c->dp > 1)
+		return check_dp(n, c, d);
 	if (ep_ok(c->ep, m->experts, c->tp))
 		return 0;
 	if (m->experts)
@@ -326,7 +366,7 @@ static int check_parallel(struct kv_cfg_node *n, const struct kv_sim_config *c, 
 static int read_cluster(struct kv_cfg_node *root, struct kv_sim_config *c, struct kv_diag *d)
 {
 	static const char *const keys[] = { "replicas", "tensor_parallel", "pipeline_parallel",
-					    "expert_parallel", "router", NULL };
+					    "expert_parallel", "data_parallel", "router", NULL };
 	struct kv_cfg_node *n = kv_cfg_get(root, "cluster");
 	char name[64], buf[256];
 	uint64_t u;
@@ -339,7 +379,9 @@ static int read_cluster(struct kv_cfg_node *root, struct kv_sim_config *c, struc
 	c->tp = (uint32_t)u;
 	TRY(kv_cfg_u64(n, "pipeline_parallel", 1, 1, 64, &u, d));
 	c->pp = (uint32_t)u;
-	TRY(kv_cfg_u64(n, "expert_parallel", 1, 1, 64, &u, d));
+	TRY(kv_cfg_u64(n, "data_parallel", 1, 1, 64, &u, d));
+	c->dp = (uint32_t)u;
+	TRY(kv_cfg_u64(n, "expert_parallel", 1, 1, 512, &u, d));
 	c->ep = (uint32_t)u;
 	TRY(check_parallel(n, c, d));
 	TRY(kv_cfg_str(n, "router", "round-robin", name, sizeof(name), d));
@@ -431,6 +473,11 @@ static int read_memory(struct kv_cfg_node *root, struct kv_sim_config *c, struct
 	TRY(kv_cfg_expect_map(n, d));
 	TRY(kv_cfg_check_keys(n, keys, d));
 	TRY(read_memory_model(n, &c->mem, d));
+	c->mem.dp = c->dp;
+	if (c->dp > 1 && c->mem.model == KV_MEM_SHARE)
+		return kv_cfg_error(kv_cfg_get(n, "model") ? kv_cfg_get(n, "model") : n ? n : root, d,
+				    "memory.model share with cluster.data_parallel %u: expected vllm "
+				    "or sglang (expert placement sets each rank's KV capacity)", c->dp);
 	TRY(check_pin(n, c, d)); /* the product below is checked */
 	if (kv_cfg_get(n, "min_block") && !strcmp(kv_cfg_get(n, "min_block")->value ?
 						  kv_cfg_get(n, "min_block")->value : "", "auto"))
@@ -519,6 +566,10 @@ static int read_batching(struct kv_cfg_node *root, struct kv_sim_config *c, stru
 	TRY(kv_cfg_u64(n, "max_tokens", 2048, 1, 1 << 24, &c->max_batch_tokens, d));
 	TRY(kv_cfg_u64(n, "max_seqs", 256, 1, 65536, &u, d));
 	c->max_batch_seqs = (uint32_t)u;
+	if (c->dp > 1) { /* per rank in YAML, as the engines take them; the group steps dp ranks */
+		c->max_batch_tokens *= c->dp;
+		c->max_batch_seqs *= c->dp;
+	}
 	return kv_cfg_bool(n, "chunked_prefill", 1, &c->chunked_prefill, d);
 }
 
