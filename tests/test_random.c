@@ -24,7 +24,9 @@
  *    empty pool (an oracle: a fresh instance of the case's cache model on an
  *    empty pool of the same geometry); clipped lengths fit the context;
  *  - a completed request generated exactly its output tokens, arrived when
- *    the trace says, and holds no memory when it ends;
+ *    the trace says, holds no memory when it ends, and its final holding
+ *    (on a sliding-window model, only the blocks its last window reads)
+ *    fits the oracle's empty pool;
  *  - simulated time seen by the sink never goes backwards;
  *  - at every sample: each replica's live tokens, outstanding tokens and
  *    assigned requests equal the sums over its requests in flight, and
