@@ -56,12 +56,13 @@ skipped=(
   "test_prefix_caching.py: the block-id and free-queue-order asserts of test_prefill|block ids and the order of vLLM's free queue are not kvsim outputs (its LRU order is tested in tests/test_shared.c)"
 )
 
-# steps NAME ENGINE SETS: the run's iterations as "batch prefill decode" lines, in order
+# steps NAME ENGINE SETS: the run's iterations as "batch prefill decode" lines, in order.
+# The engines' tests add requests to the scheduler itself, so no API server stands before it.
 steps() {
   local out="$tmp/$1-$2-${3//[^a-z0-9]/_}" set=()
   [ "$3" = - ] || for o in $3; do set+=(--set "$o"); done
   mkdir -p "$out"
-  (cd "$dir" && "$kvsim" run -q "$1.yaml" -o "$out/run" --set engine.name="$2" "${set[@]}" \
+  (cd "$dir" && "$kvsim" run -q "$1.yaml" -o "$out/run" --set engine.name="$2" --set engine.api_server=false "${set[@]}" \
      --trace-out "$out/timeline.json") >/dev/null
   python3 - "$out/timeline.json" <<'PY'
 import json, sys
