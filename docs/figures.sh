@@ -13,18 +13,24 @@
 # Not here: docs/benchmarks.md (bench/run.sh, machine-dependent timings) and
 # the calibration figures of docs/calibration.md (a real backend, see there).
 #
-# usage: docs/figures.sh [--check] [--images] [KVSIM]
+# usage: docs/figures.sh [--check] [--images] [--only=N,...] [--skip=N,...] [KVSIM]
 #   --check   compare the tables with what is committed instead of rewriting
 #             them; exit 1 naming each one that differs (tests/figures_test.sh)
 #   --images  also regenerate the PNGs (needs gnuplot) and the slow tables (minutes)
+#   --only    just the tables named (no facts.sh, no images): a test whose script
+#             makes a table checks it this way, so the script runs once per test run
+#   --skip    every table but those named (tests/figures_test.sh skips the tables
+#             that their own tests check)
 # KVSIM defaults to build-release/src/kvsim, else build/src/kvsim.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-check=0 images=0 kvsim=
+check=0 images=0 kvsim= only= skip=
 for a in "$@"; do
   case $a in
     --check) check=1 ;;
     --images) images=1 ;;
+    --only=*) only=",${a#--only=}," ;;
+    --skip=*) skip=",${a#--skip=}," ;;
     -*) echo "figures.sh: unknown option $a" >&2; exit 2 ;;
     *) kvsim=$a ;;
   esac
@@ -102,10 +108,18 @@ open(doc, "w").write(text)
 PY
 }
 
+# a name in --only or --skip that no table has would drop a check unnoticed
+for n in ${only//,/ } ${skip//,/ }; do
+  printf '%s\n' "${tables[@]}" | grep -q "^$n|" || { echo "figures.sh: no table $n" >&2; exit 2; }
+done
+
 status=0
 cd "$root"
 for t in "${tables[@]}"; do
   IFS='|' read -r name doc needs cmd <<< "$t"
+  if [ -n "$only" ] && [[ $only != *",$name,"* ]] || [[ $skip == *",$name,"* ]]; then
+    continue
+  fi
   if [ "$needs" -ge 1 ] && [ ! -d "$traces" ]; then
     echo "figures.sh: $name: skipped (no ../shared/traces)"
     continue
@@ -130,6 +144,9 @@ for t in "${tables[@]}"; do
     echo "figures.sh: $name: written into $doc"
   fi
 done
+
+# the tables named alone: their test checks them, figures_test.sh the rest and the facts
+[ -n "$only" ] && exit $status
 
 # the facts stated in prose (counts, lists, command lines): checked, never rewritten
 bash docs/facts.sh "$kvsim" || status=1
