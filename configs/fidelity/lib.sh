@@ -52,12 +52,12 @@ fid_lines() {
       printf "%s|%s|%s|%s\n", w, dev, perf, sets }' "$tmp/only" "$vals" "$here/coefficients.csv" "$tmp/desc"
 }
 
-# fid_run LINES: runs each line not cached yet, two at a time.
+# fid_run LINES: runs each line not cached yet, FID_JOBS (default 2) at a time.
 fid_run() {
   local line
   while IFS= read -r line; do
     [ -s "$cache/${line//[|\/ ;]/+}.m" ] || printf '%s\0' "$line"
-  done < "$1" | xargs -0 -r -P2 -n1 bash "$here/run1.sh" "$kvsim" "$cache"
+  done < "$1" | xargs -0 -r -P"${FID_JOBS:-2}" -n1 bash "$here/run1.sh" "$kvsim" "$cache"
 }
 
 # fid_metrics LINES: "workload metric value" for each line (run by fid_run), "workload failed x"

@@ -30,9 +30,12 @@ if [ -n "$perf" ]; then
   args+=(--set "device=$tmp/device.yaml")
 fi
 for s in $sets; do args+=(--set "$s"); done
-if ! "$kvsim" run -q "$here/$w.yaml" -o "$tmp/o" --set outputs.chart=false \
-    ${args[@]+"${args[@]}"} > /dev/null 2> "$tmp/err"; then
+rc=0
+"$kvsim" run -q "$here/$w.yaml" -o "$tmp/o" --set outputs.chart=false \
+  ${args[@]+"${args[@]}"} > /dev/null 2> "$tmp/err" || rc=$?
+if [ $rc -ne 0 ]; then
   echo "fidelity: kvsim run $w.yaml ${args[*]-} failed: $(head -c 300 "$tmp/err")" >&2
+  [ $rc -ge 126 ] && exit 1   # kvsim did not start: nothing to cache
   echo failed > "$cache/$name.m"
   exit 0
 fi
