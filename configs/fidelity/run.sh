@@ -93,6 +93,9 @@ awk -F, '
     unit = ($6 ~ /^(ttft|tpot|itl|e2e)_/) ? " ms" : ($6 == "req_s" ? " req/s" : " tok/s")
     tol = ($4 ~ /\(MoE\)/ || $5 >= 2) ? 20 : ($6 ~ /^(tpot|itl)_/ ? 10 : 15)
     n++; met[1] += within(e[1], tol); met[2] += within(e[2], tol); met[3] += within(e[3], tol)
+    cls = ($4 ~ /\(MoE\)/) ? "MoE" : ($5 >= 2 ? "dense TP 2-8" : "dense TP 1")
+    cn[cls]++; cm1[cls] += within(e[1], tol); cm2[cls] += within(e[2], tol)
+    worst[n] = (e[2] < 0 ? -e[2] : e[2]); wtxt[n] = sprintf("%s, %s, %s: %+.1f%%", $1, $6, $3, e[2])
     for (t = 1; t <= 3; t++) abse[t] += e[t] < 0 ? -e[t] : e[t]
     if (!($2 in src)) { src[$2] = 1; ns++ }
     printf "| %s | %s | %s | %s | %s%s | %s%s | %+.1f%% | %s%s | %+.1f%% | %+.1f%% | %s (%d%%) |\n", $3, $4, $5, $6,
@@ -104,6 +107,13 @@ awk -F, '
         n, ns, met[1], 100 * met[1] / n, met[2], 100 * met[2] / n, met[3], 100 * met[3] / n
       printf "Mean |error|: stock %.1f%%, cross-validated %.1f%%, in sample %.1f%%.\n",
         abse[1] / n, abse[2] / n, abse[3] / n
+      split("dense TP 1|dense TP 2-8|MoE", cl, "|")
+      for (c = 1; c <= 3; c++) if (cn[cl[c]])
+        printf "%s: %d rows, met stock %d, cross-validated %d.\n", cl[c], cn[cl[c]], cm1[cl[c]], cm2[cl[c]]
+      printf "Worst cross-validated rows:\n"
+      for (q = 1; q <= 8 && q <= n; q++) { b = 0
+        for (i = 1; i <= n; i++) if (!(i in done) && (b == 0 || worst[i] > worst[b])) b = i
+        done[b] = 1; printf "- %s\n", wtxt[b] }
     }
     exit bad
   }' "$tmp/metrics" "$here/measured.csv"
