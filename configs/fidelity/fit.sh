@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The global fit of kvsim's shared coefficients to every fidelity row, and its leave-one-source-
 # out cross-validation; writes configs/fidelity/fitted.csv, which run.sh (docs/fidelity.md's
-# table) reads.  Slow (minutes: thousands of cached runs); not part of the tests.
+# table) reads.  Slow (about an hour on a loaded 2-core machine: thousands of cached runs, FID_JOBS
+# at a time, default 2); not part of the tests.
 #
 # The coefficients are the rows of coefficients.csv (a kvsim --set key, or device.perf.KEY, with
 # its bounds, scale, starting value and the workloads it applies to), all fitted at once:
@@ -10,22 +11,22 @@
 # however many rows it gives (a run that fails or lacks the metric counts ln 20).  The search is a
 # bounded coordinate search from the starting values: each coefficient in turn moves up or down
 # by its step while that lowers the objective; after each pass the steps shrink (a log-scale
-# coefficient's factor 2 -> 1.41 -> 1.19, a linear one's quarter of its range halves),
+# coefficient's factor 2, then 1.41, 1.19..., a linear one's quarter of its range, then halves),
 # and values are rounded to 3 significant digits so that the folds share cached runs.
 # Fold "all" fits every row (in sample); fold S fits every row whose sid is not S, and
 # predicts S's rows in run.sh: the headline error.
 #
-# usage: configs/fidelity/fit.sh [-k KVSIM] [-c CACHE] [-f FOLD]...
+# usage: configs/fidelity/fit.sh [-k KVSIM] [-c CACHE] [-f FOLD]... [-o OUT] [-p PASSES]
 #   KVSIM default build/src/kvsim; CACHE default build/fidelity-cache (runs kept across calls);
 #   -f fits only the named folds ("all" or a sid) and keeps the others of OUT; OUT default
-#   configs/fidelity/fitted.csv; PASSES (default 3) the step sizes tried.
+#   configs/fidelity/fitted.csv; PASSES (default 2, what fitted.csv holds) the step sizes tried.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 kvsim=$here/../../build/src/kvsim
 cache=$here/../../build/fidelity-cache
 folds=()
 out=$here/fitted.csv
-passes=3
+passes=2
 while getopts k:c:f:o:p: opt; do
   case $opt in
     o) out=$OPTARG ;;
