@@ -63,7 +63,7 @@ struct kv__engine_base {
 	  .help = "tokens per KV block of the prefix cache" },                               \
 	{ .name = "gemm_half_tokens", .type = KV_OPT_DBL,                                    \
 	  .offset = offsetof(T, base.gemm_half_tokens), .def = gemm_def, .min = 0, .max = 1e6, \
-	  .units = "tokens", .help = "GEMM ramp: batches with prefill compute as if n_half more tokens ran (assumed, not fitted)" }, \
+	  .units = "tokens", .help = "GEMM ramp: batches with prefill compute as if n_half more tokens ran; 128 reproduces the chunking overhead Sarathi-Serve measures (docs/engines.md), which the serving rows of docs/fidelity.md cannot separate from eff_flops" }, \
 	KV__ENGINE_EMBED_OPTION(T)
 /* The embedding option alone (vllm-v0 takes it without the rest of the base). */
 #define KV__ENGINE_EMBED_OPTION(T)                                                           \

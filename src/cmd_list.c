@@ -5,12 +5,14 @@
  */
 #include "commands.h"
 #include "opts.h"
+#include "lib/cfg.h"
 #include "lib/metric_doc.h"
 #include "lib/profile_load.h"
 
 #include "../sim/engine.h"
 #include "../sim/uncert.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <string.h>
 
@@ -171,6 +173,39 @@ static void show_host(const char *name, const char *path, void *arg)
 	}
 }
 
+/*
+ * A profile's `source` text (where its datasheet figures and coefficients come
+ * from), its whitespace runs collapsed to one space, under its name.
+ */
+static void show_source(const char *name, const char *path, void *arg)
+{
+	struct kv_cfg_doc doc;
+	struct kv_diag d;
+	struct kv_cfg_node *n;
+	const char *s;
+	int gap = 0;
+
+	(void)arg;
+	if (kv_cfg_load(&doc, path, &d)) {
+		kv_diag_print(&d, stdout);
+		return;
+	}
+	n = kv_cfg_get(doc.root, "source");
+	printf("  %s\n     ", name);
+	for (s = n && n->value ? n->value : "(none)"; *s; s++) {
+		if (isspace((unsigned char)*s)) {
+			gap = 1;
+			continue;
+		}
+		if (gap)
+			putchar(' ');
+		gap = 0;
+		putchar(*s);
+	}
+	putchar('\n');
+	kv_cfg_free(&doc);
+}
+
 /* The architecture beyond dense attention and MLP, only where the profile has it. */
 static void show_model_ext(const struct kv_model *m)
 {
@@ -248,7 +283,7 @@ static void list_cluster(void)
 }
 
 static const char *const list_synopsis[] = {
-	"[schedulers|caches|routers|engines|devices|hosts|models|metrics|cluster]", NULL
+	"[schedulers|caches|routers|engines|devices|hosts|models|metrics|cluster|sources]", NULL
 };
 
 static const char list_desc[] =
@@ -258,7 +293,9 @@ static const char list_desc[] =
 	"`kvsim list cluster`: the cluster: keys with their defaults.\n"
 	"`kvsim list metrics`: every column of summary.csv, tenants.csv,\n"
 	"requests.csv, timeseries.csv, tenant_timeseries.csv and health.csv with its\n"
-	"unit and definition (what `kvsim plot --metric` and a sweep's target take).\n";
+	"unit and definition (what `kvsim plot --metric` and a sweep's target take).\n"
+	"`kvsim list sources`: each device profile's `source` text, where its datasheet\n"
+	"figures and perf coefficients come from.\n";
 
 int kv_cmd_list(int argc, char **argv)
 {
@@ -276,8 +313,8 @@ int kv_cmd_list(int argc, char **argv)
 	if (!all && strcmp(what, "schedulers") && strcmp(what, "caches") &&
 	    strcmp(what, "routers") && strcmp(what, "engines") && strcmp(what, "devices") &&
 	    strcmp(what, "hosts") && strcmp(what, "models") && strcmp(what, "metrics") &&
-	    strcmp(what, "cluster")) {
-		fprintf(stderr, "kvsim: list: unknown kind '%s': expected one of: schedulers, caches, routers, engines, devices, hosts, models, metrics, cluster\n", what);
+	    strcmp(what, "cluster") && strcmp(what, "sources")) {
+		fprintf(stderr, "kvsim: list: unknown kind '%s': expected one of: schedulers, caches, routers, engines, devices, hosts, models, metrics, cluster, sources\n", what);
 		return 2;
 	}
 	for (k = 0; k < KV_PLUGIN_KINDS; k++)
@@ -300,6 +337,10 @@ int kv_cmd_list(int argc, char **argv)
 	if (all || !strcmp(what, "metrics")) {
 		puts("metrics (columns of a run's CSVs: name, unit, definition):");
 		list_metrics();
+	}
+	if (all || !strcmp(what, "sources")) {
+		puts("sources (where each device profile's figures and perf coefficients come from; engine coefficients: their option's help above):");
+		kv_profiles_list("devices", show_source, NULL);
 	}
 	return fflush(stdout) || ferror(stdout) ? 1 : 0;
 }

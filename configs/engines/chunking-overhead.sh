@@ -17,19 +17,24 @@
 # engine vllm (GEMM ramp on) and vllm-v0 (no ramp); its TTFT is the prefill time. Prefix caching
 # is off, as Sarathi's runs had none.
 #
-# usage: configs/engines/chunking-overhead.sh [KVSIM]   (default build/src/kvsim)
+# usage: configs/engines/chunking-overhead.sh [KVSIM [DEVICE [N_HALF]]]   (default build/src/kvsim,
+#   device a100-80g, vllm's default gemm_half_tokens; DEVICE a profile name or path, N_HALF the
+#   gemm_half_tokens of the vllm runs: the what-if runs of docs/engines.md)
 # Exits 1 when a run fails or when vllm does not make 512-token chunks cost more than one
 # whole-prompt step at every prompt length (the effect the engine models).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 kvsim=${1:-$here/../../build/src/kvsim}
+device=${2:-a100-80g}
+case $device in */*) device=$(cd "$(dirname "$device")" && pwd)/$(basename "$device") ;; esac
+nhalf=${3-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 cat > "$tmp/w.yaml" <<YAML
 name: chunking-overhead
 model: yi-34b-200k
-device: a100-80g
+device: $device
 cluster: {tensor_parallel: 2}
 scheduler: fifo
 cache: chunked
@@ -47,6 +52,7 @@ ttft() {
   for t in 0 100 200 300 400; do printf '%s,%s,1\n' "$t" "$1" >> "$tmp/t.csv"; done
   local pc=()
   [ "$3" = vllm ] && pc=(--set engine.prefix_caching=false)
+  [ "$3" = vllm ] && [ -n "$nhalf" ] && pc+=(--set engine.gemm_half_tokens="$nhalf")
   rm -rf "$tmp/o"
   "$kvsim" run -q "$tmp/w.yaml" -o "$tmp/o" --set batching.max_tokens="$2" \
     --set engine.name="$3" "${pc[@]}" > /dev/null || return 1

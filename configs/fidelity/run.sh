@@ -3,14 +3,16 @@
 # Markdown table of docs/fidelity.md (docs/figures.sh writes it there and checks it).
 #
 # measured.csv holds one row per published figure: the workload that reproduces its setup
-# (configs/fidelity/WORKLOAD.yaml, whose header cites the source), the metric, the value and
-# the citation. Each workload runs once with the stock device and model profiles (datasheet
-# figures and the shipped perf coefficients: nothing here is fitted to these numbers); the
-# metric is computed from its requests.csv and summary.csv, and the signed error
-# kvsim / measured - 1 is printed. The targets (dense models at TP 1 to 4, issue 15: TTFT and
-# E2E within 15%, TPOT/ITL within 10%; MoE rows, setup marked "(MoE)", within 20%; none at
-# TP 8) are checked on the statistic the source gives (mean or median; e2e_max, the last
-# completion, for benchmark_latency's static batches).
+# (configs/fidelity/WORKLOAD.yaml, whose header cites the source), the source id (sid: rows of
+# one publication share it), the metric, the value and the citation.  Each workload runs
+#  - with the stock device and engine profiles ("stock": nothing fitted to these rows);
+#  - cross-validated ("CV", the headline): with the coefficients of coefficients.csv as fitted
+#    to every row of the other sources (fitted.csv, fold = the row's sid; fit.sh wrote it);
+#  - in sample: with the coefficients fitted to every row (fold "all"), shown beside CV.
+# The signed error kvsim / measured - 1 of each is printed.  Targets (issue 23), on every row:
+# dense models at TP 1 within 15% (TPOT and ITL 10%), TP 2 to 8 and MoE models (setup marked
+# "(MoE)") within 20%.  Checked on the statistic the source gives (mean or median; e2e_max,
+# the last completion, for benchmark_latency's static batches; throughputs).
 #
 # usage: configs/fidelity/run.sh [-k KVSIM] [-w WORKLOAD]... [-s KEY=VALUE]...
 #   (default build/src/kvsim, every workload; -s passes --set KEY=VALUE to every run, for
@@ -26,79 +28,92 @@ while getopts k:w:s: opt; do
   case $opt in
     k) kvsim=$OPTARG ;;
     w) only+=("$OPTARG") ;;
-    s) sets+=(--set "$OPTARG") ;;
+    s) sets+=("$OPTARG") ;;
     *) echo "usage: $0 [-k KVSIM] [-w WORKLOAD]... [-s KEY=VALUE]..." >&2; exit 2 ;;
   esac
 done
+kvsim=$(cd "$(dirname "$kvsim")" && pwd)/$(basename "$kvsim")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+cache=$tmp/cache
+. "$here/lib.sh"
+fid_init
+extra=${sets[*]-}
 
-# metrics DIR: print "name value" lines, latencies in ms, throughputs per second.
-# Means, nearest-rank percentiles and maxima over completed requests; itl_mean is the token-weighted
-# mean gap (total decode time / total gaps), as benchmark_serving's "Mean ITL"; itl_p50 is
-# approximated by the median TPOT (kvsim does not record every gap).
-metrics() {
-  local d=$1 c
-  for c in ttft_s tpot_s e2e_s; do
-    awk -F, -v col="$c" 'NR == 1 { for (i = 1; i <= NF; i++) h[$i] = i; next }
-      $h["status"] == "completed" && $h["output_tokens"] > 1 || col != "tpot_s" && $h["status"] == "completed" {
-        print $h[col] * 1000 }' "$d/requests.csv" | sort -g > "$tmp/v"
-    awk -v n="${c%_s}" '{ v[NR] = $1; s += $1 } END {
-      if (NR == 0) exit; printf "%s_mean %.6g\n", n, s / NR
-      split("50 90 99", p, " ")
-      for (k = 1; k <= 3; k++) { r = int((p[k] * NR + 99) / 100); if (r < 1) r = 1
-        printf "%s_p%s %.6g\n", n, p[k], v[r] }
-      printf "%s_max %.6g\n", n, v[NR] }' "$tmp/v"
-  done
-  awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) h[$i] = i; next }
-    $h["status"] == "completed" && $h["output_tokens"] > 1 {
-      t += $h["e2e_s"] - $h["ttft_s"]; g += $h["output_tokens"] - 1 }
-    END { if (g) printf "itl_mean %.6g\n", 1000 * t / g }' "$d/requests.csv"
-  awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) h[$i] = i; next } NR == 2 {
-    printf "req_s %s\nout_tok_s %s\ntok_s %s\n", $h["requests_per_s"], $h["output_tok_s"],
-      $h["throughput_tok_s"] }' "$d/summary.csv"
+# lines TAG VALUES WORKLOAD...: run1.sh lines tagged "TAG " (the -s sets appended)
+lines() {
+  local tag=$1 vals=$2; shift 2
+  fid_lines "$vals" "$@" | awk -v t="$tag" -v x="$extra" '{
+    if (x != "") { n = split($0, f, "|"); $0 = f[1] "|" f[2] "|" f[3] "|" f[4] (f[4] == "" ? "" : " ") x }
+    print t, $0 }'
 }
-
-want() { # WORKLOAD: is it selected?
-  [ ${#only[@]} -eq 0 ] && return 0
-  local w; for w in "${only[@]}"; do [ "$w" = "$1" ] && return 0; done; return 1
-}
-
-bad=0
-for w in $(awk -F, 'NR > 1 { print $1 }' "$here/measured.csv" | awk '!seen[$0]++'); do
-  want "$w" || continue
-  if ! "$kvsim" run -q "$here/$w.yaml" -o "$tmp/$w" --set outputs.chart=false ${sets[@]+"${sets[@]}"} > /dev/null; then
-    echo "fidelity: kvsim run $w.yaml failed" >&2; bad=1; continue
-  fi
-  metrics "$tmp/$w" > "$tmp/m.part"
-  awk '$1 == "tpot_p50" { print "itl_p50", $2 }' "$tmp/m.part" >> "$tmp/m.part"
-  sed "s/^/$w /" "$tmp/m.part" >> "$tmp/metrics"
+ws=$(awk -F, -v sel=" ${only[*]-} " 'NR > 1 && !seen[$1]++ && (sel == "  " || index(sel, " " $1 " ")) { print $1 }' \
+  "$here/measured.csv")
+[ -n "$ws" ] || { echo "fidelity: no workload selected" >&2; exit 1; }
+: > "$tmp/empty"
+# shellcheck disable=SC2086
+lines stock "$tmp/empty" $ws > "$tmp/tagged"
+fid_values all > "$tmp/v.all"
+[ -s "$tmp/v.all" ] || { echo "fidelity: $here/fitted.csv has no fold all (run fit.sh)" >&2; exit 1; }
+# shellcheck disable=SC2086
+lines insample "$tmp/v.all" $ws >> "$tmp/tagged"
+for s in $(awk -F, 'NR > 1 && !seen[$2]++ { print $2 }' "$here/measured.csv"); do
+  sw=$(awk -F, -v s="$s" -v sel=" $(echo $ws) " 'NR > 1 && $2 == s && !seen[$1]++ && index(sel, " " $1 " ") { print $1 }' \
+    "$here/measured.csv")
+  [ -n "$sw" ] || continue
+  fid_values "$s" > "$tmp/v.$s"
+  [ -s "$tmp/v.$s" ] || { echo "fidelity: $here/fitted.csv has no fold $s (run fit.sh)" >&2; exit 1; }
+  # shellcheck disable=SC2086
+  lines cv "$tmp/v.$s" $sw >> "$tmp/tagged"
 done
-[ -f "$tmp/metrics" ] || { echo "fidelity: no workload selected" >&2; exit 1; }
+cut -d' ' -f2- "$tmp/tagged" > "$tmp/lines"
+fid_run "$tmp/lines"
+: > "$tmp/metrics"
+while read -r tag line; do
+  printf '%s\n' "$line" > "$tmp/one"
+  fid_metrics "$tmp/one" | sed "s/^/$tag /" >> "$tmp/metrics"
+done < "$tmp/tagged"
 
-printf '| source | setup | TP | metric | measured | kvsim | error | target |\n'
-printf '|---|---|---|---|---:|---:|---:|---|\n'
-awk -F, -v bad="$bad" '
+printf '| source | setup | TP | metric | measured | stock | error | CV | error | in-sample error | target (CV) |\n'
+printf '|---|---|---|---|---:|---:|---:|---:|---:|---:|---|\n'
+awk -F, '
   function num(v) { return v >= 10000 ? sprintf("%.0f", v) : sprintf("%.4g", v) }
-  FNR == NR { split($0, f, " "); got[f[1] " " f[2]] = f[3]; next }
+  function err(k, m) { return 100 * (k / m - 1) }
+  function within(e, t) { return e <= t && e >= -t }
+  FNR == NR { split($0, f, " "); got[f[1] " " f[2] " " f[3]] = f[4]; if (f[3] == "failed") bad = 1
+    seen[f[2]] = 1; next }
   FNR == 1 { next }
-  !(($1 " ttft_mean") in got) { next }   # workload not selected
+  !($1 in seen) { next }   # workload not selected
   {
-    key = $1 " " $5
-    if (!(key in got)) { printf "fidelity: %s: no metric %s\n", $1, $5 > "/dev/stderr"; bad = 1; next }
-    k = got[key]; m = $6; e = 100 * (k / m - 1)
-    lat = ($5 ~ /^(ttft|tpot|itl|e2e)_/)
-    unit = lat ? " ms" : ($5 == "req_s" ? " req/s" : " tok/s")
-    tol = ($5 ~ /^(tpot|itl)_/) ? 10 : 15
-    if ($3 ~ /\(MoE\)/) tol = 20   # issue 15: MoE models within 20%
-    tgt = "-"
-    if ($4 <= 4 && lat && $5 ~ /_(mean|p50|max)$/) {
-      tgt = sprintf("%s (%d%%)", (e <= tol && e >= -tol) ? "met" : "missed", tol)
-      n++; if (tgt ~ /^met/) met++
-    }
-    printf "| %s | %s | %s | %s | %s%s | %s%s | %+.1f%% | %s |\n", $2, $3, $4, $5, num(m), unit, num(k), unit, e, tgt
+    for (t = 1; t <= 3; t++) { tag = t == 1 ? "stock" : (t == 2 ? "cv" : "insample")
+      key = tag " " $1 " " $6
+      if (!(key in got)) { printf "fidelity: %s (%s): no metric %s\n", $1, tag, $6 > "/dev/stderr"; bad = 1; next }
+      k[t] = got[key]; e[t] = err(k[t], $7) }
+    m = $7
+    unit = ($6 ~ /^(ttft|tpot|itl|e2e)_/) ? " ms" : ($6 == "req_s" ? " req/s" : " tok/s")
+    tol = ($4 ~ /\(MoE\)/ || $5 >= 2) ? 20 : ($6 ~ /^(tpot|itl)_/ ? 10 : 15)
+    n++; met[1] += within(e[1], tol); met[2] += within(e[2], tol); met[3] += within(e[3], tol)
+    cls = ($4 ~ /\(MoE\)/) ? "MoE" : ($5 >= 2 ? "dense TP 2-8" : "dense TP 1")
+    cn[cls]++; cm1[cls] += within(e[1], tol); cm2[cls] += within(e[2], tol)
+    worst[n] = (e[2] < 0 ? -e[2] : e[2]); wtxt[n] = sprintf("%s, %s, %s: %+.1f%%", $1, $6, $3, e[2])
+    for (t = 1; t <= 3; t++) abse[t] += e[t] < 0 ? -e[t] : e[t]
+    if (!($2 in src)) { src[$2] = 1; ns++ }
+    printf "| %s | %s | %s | %s | %s%s | %s%s | %+.1f%% | %s%s | %+.1f%% | %+.1f%% | %s (%d%%) |\n", $3, $4, $5, $6,
+      num(m), unit, num(k[1]), unit, e[1], num(k[2]), unit, e[2], e[3], within(e[2], tol) ? "met" : "missed", tol
   }
   END {
-    if (n) printf "\nTargets (TP 1 to 4, latency mean or median, or a static batch'"'"'s last completion; MoE rows 20%%): %d of %d met.\n", met, n
+    if (n) {
+      printf "\n%d rows from %d sources.  Targets met: stock %d (%.0f%%), cross-validated %d (%.0f%%), in sample %d (%.0f%%).\n",
+        n, ns, met[1], 100 * met[1] / n, met[2], 100 * met[2] / n, met[3], 100 * met[3] / n
+      printf "Mean |error|: stock %.1f%%, cross-validated %.1f%%, in sample %.1f%%.\n",
+        abse[1] / n, abse[2] / n, abse[3] / n
+      split("dense TP 1|dense TP 2-8|MoE", cl, "|")
+      for (c = 1; c <= 3; c++) if (cn[cl[c]])
+        printf "%s: %d rows, met stock %d, cross-validated %d.\n", cl[c], cn[cl[c]], cm1[cl[c]], cm2[cl[c]]
+      printf "Worst cross-validated rows:\n"
+      for (q = 1; q <= 8 && q <= n; q++) { b = 0
+        for (i = 1; i <= n; i++) if (!(i in done) && (b == 0 || worst[i] > worst[b])) b = i
+        done[b] = 1; printf "- %s\n", wtxt[b] }
+    }
     exit bad
   }' "$tmp/metrics" "$here/measured.csv"
