@@ -71,6 +71,8 @@ void kv_load_compute(const struct kv_sim *s, struct kv_load *l)
 	l->offered_req_s = s->arrived >= 2 && arr_span > 0 ? (double)(s->arrived - 1) / arr_span : NAN;
 	l->capacity_req_s = run_mix(s, &x) ? (double)s->n_rep * kv_load_replica_capacity(&s->perf, &x) :
 					     NAN;
-	l->share = l->capacity_req_s > 0 ? l->offered_req_s / l->capacity_req_s : NAN;
+	l->arrival_span_s = arr_span;
+	l->burst = s->arrived >= 2 && l->capacity_req_s > 0 && arr_span * l->capacity_req_s < 1.0;
+	l->share = l->capacity_req_s > 0 && !l->burst ? l->offered_req_s / l->capacity_req_s : NAN;
 	l->busy_share = span > 0 && s->n_rep ? (double)busy * 1e-9 / (span * s->n_rep) : NAN;
 }

@@ -29,6 +29,12 @@
  * The offered rate is the run's own: (arrived - 1) / (last arrival -
  * first arrival).  A second, measured view is the busy share: the
  * replicas' time in iterations / (replicas * makespan).
+ *
+ * A burst (an offline batch: every request present at once, as in a
+ * throughput benchmark) has no arrival rate to speak of: at least 2 arrivals
+ * whose span is shorter than 1 / capacity, the time the saturated cluster
+ * takes per request, so the cluster could not have served even one request
+ * between the first arrival and the last.  Its share is NaN (undefined).
  * docs/metrics.md "Load" derives and discusses both.  Pure functions.
  */
 #ifndef KV_LOAD_H
@@ -40,7 +46,9 @@
 struct kv_load {
 	double offered_req_s; /* arrivals per second over the arrival span; NaN: under 2 arrivals */
 	double capacity_req_s; /* cluster's saturated request rate on the run's length mix; NaN: none completed */
-	double share; /* offered_req_s / capacity_req_s; NaN when either is */
+	double share; /* offered_req_s / capacity_req_s; NaN when either is or in a burst */
+	double arrival_span_s; /* last arrival - first arrival, s */
+	int burst; /* 1: the arrivals form a burst (header), share is NaN */
 	double busy_share; /* time in iterations / (replicas * makespan), 0..1; NaN: empty run */
 };
 

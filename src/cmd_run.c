@@ -480,9 +480,18 @@ static void warn_context(const struct kv_sim *s)
 		(unsigned long long)s->ctx_over_requests);
 }
 
-/* The saturation warning on stderr (printed with -q too). */
-static void warn_saturation(const struct extra *x)
+/* The saturation warning on stderr (printed with -q too); a burst's note instead. */
+static void warn_saturation(const struct kv_sim *s, const struct extra *x)
 {
+	if (x->load.burst && !sweep_flags) {
+		fprintf(stderr,
+			"kvsim: note: all %llu requests arrive within %.3g s, less than the %.3g s the "
+			"cluster takes per request at capacity: an offline batch, so load_share is not "
+			"defined (docs/metrics.md \"Load\")\n",
+			(unsigned long long)s->arrived, x->load.arrival_span_s,
+			1.0 / x->load.capacity_req_s);
+		return;
+	}
 	if (!x->warn)
 		return;
 	if (x->load.share > OVERLOAD_SHARE) {
@@ -584,7 +593,7 @@ static int simulate_to(struct kv_workload *w, const struct run_args *a, struct k
 		printf("outputs in %s/\n", dir);
 	}
 	warn_context(s);
-	warn_saturation(&x);
+	warn_saturation(s, &x);
 	free(dir);
 	if (trace_failed)
 		return 1;

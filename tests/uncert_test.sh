@@ -3,6 +3,9 @@
 #   - summary.csv's load_share is the arrival rate over capacity_req_s;
 #   - the saturation warning (stderr) fires at 95% of capacity, with the
 #     TTFT p50 at -3% and +3% step time, and stays quiet at 50%;
+#   - an offline burst (all arrivals within 1 / capacity) has an empty
+#     load_share and a note, not the "times capacity" warning, while a
+#     Poisson run at 5x capacity still gets that warning;
 #   - --uncertainty N: uncertainty.csv has a 5-95% band for every latency
 #     metric that contains the run's own value, the same bytes for the same
 #     seed (a second run), and the printed summary shows the bands;
@@ -65,6 +68,17 @@ for pct in 50 95; do
     [ -s "$tmp/r50.err" ] && bad "stderr at 50%: $(cat "$tmp/r50.err")" || ok
   fi
 done
+
+workload 1000000
+"$kvsim" run -q -o "$tmp/burst" "$tmp/w.yaml" 2> "$tmp/burst.err" || bad "burst run failed"
+grep -q 'times capacity' "$tmp/burst.err" && bad "burst run warns of overload: $(cat "$tmp/burst.err")" || ok
+grep -q '^kvsim: note: all 600 requests arrive within .* s, less than the .* s the cluster takes per request at capacity: an offline batch' \
+  "$tmp/burst.err" && ok || bad "no offline-batch note: $(cat "$tmp/burst.err")"
+[ -z "$(col "$tmp/burst/summary.csv" load_share)" ] && ok || bad "burst load_share not empty: $(col "$tmp/burst/summary.csv" load_share)"
+workload "$(awk -v c="$cap" 'BEGIN { printf "%.4f", c * 5 }')"
+"$kvsim" run -q -o "$tmp/over" "$tmp/w.yaml" 2> "$tmp/over.err" || bad "run at 5x capacity failed"
+grep -q 'kvsim: warning: offered load is .* times capacity' "$tmp/over.err" && ! grep -q note "$tmp/over.err" && ok ||
+  bad "no overload warning at 5x capacity: $(cat "$tmp/over.err")"
 
 workload "$(awk -v c="$cap" 'BEGIN { printf "%.4f", c * 0.6 }')"
 "$kvsim" run -q -o "$tmp/plain" "$tmp/w.yaml" || bad "plain run failed"

@@ -62,7 +62,7 @@ static const struct kv_metric_doc docs[] = {
 	{ S, "iterations", "", "iterations", "engine iterations (batches), all replicas" },
 	{ S, "events", "", "events", "simulation events processed" },
 	{ S, "peak_in_flight", "requests", "peak requests in flight", "largest number of requests arrived and not ended at once" },
-	{ S, "load_share", "", "offered load / capacity", "arrival rate / capacity_req_s: the offered load as a share of the cluster's saturated service rate (above 0.9 the run warns: docs/metrics.md \"Load\"); empty with under 2 arrivals or none completed" },
+	{ S, "load_share", "", "offered load / capacity", "arrival rate / capacity_req_s: the offered load as a share of the cluster's saturated service rate (above 0.9 the run warns: docs/metrics.md \"Load\"); empty with under 2 arrivals, none completed or an offline burst (arrivals spanning less than 1 / capacity_req_s)" },
 	{ S, "capacity_req_s", "req/s", "service capacity", "requests/s the cluster sustains when never idle, from the perf model on the completed requests' mean prompt and output lengths at the batch limits (docs/metrics.md \"Load\")" },
 	{ S, "busy_share", "", "busy share", "time the replicas spend in iterations / (replicas x makespan): the measured utilisation" },
 	{ S, "kv_capacity_tokens", "tokens", "KV capacity", "KV tokens one replica's pool holds (only off memory.model share)" },
