@@ -342,15 +342,20 @@ static int parse_time(struct kv_trace *t, struct span s, int64_t *abs, struct kv
 	}
 }
 
+/* The longest a trace may run from its first row: 100 years, ns (int64 ns holds 292). */
+#define TRACE_MAX_SPAN_NS ((int64_t)100 * 365 * 24 * 3600 * 1000000000)
+
 /*
- * Checks that abs does not go back from the previous row and makes it
- * relative to the first row since open or rewind.  0 or KV_EINVAL.
+ * Checks that abs does not go back from the previous row, nor more than
+ * TRACE_MAX_SPAN_NS past the first, and makes it relative to the first
+ * row since open or rewind.  0 or KV_EINVAL.
  */
 static int order_time(struct kv_trace *t, struct span s, int64_t abs, kv_ns *rel,
 		      struct kv_diag *d)
 {
 	size_t n = KV_MIN(s.n, sizeof(t->prev_text) - 1);
 	char v[SHOWBUF];
+	int64_t span;
 
 	if (!t->have_prev) {
 		t->first_ns = abs;
@@ -361,10 +366,15 @@ static int order_time(struct kv_trace *t, struct span s, int64_t abs, kv_ns *rel
 				   "unsorted timestamps: %s is before the previous row's %s",
 				   show(s.p, s.n, v), t->prev_text);
 	}
+	if (__builtin_sub_overflow(abs, t->first_ns, &span) || span > TRACE_MAX_SPAN_NS)
+		return kv_diag_set(d, KV_EINVAL, t->path, t->line, s.col,
+				   t->lay->name[ROLE_TIME],
+				   "timestamp %s is more than 100 years after the first row's",
+				   show(s.p, s.n, v));
 	t->prev_ns = abs;
 	memcpy(t->prev_text, s.p, n);
 	t->prev_text[n] = '\0';
-	*rel = (kv_ns)(abs - t->first_ns);
+	*rel = (kv_ns)span;
 	return 0;
 }
 

@@ -46,11 +46,13 @@ static size_t collect_sets(const uint8_t *data, size_t size, char **sets)
  * What a loaded workload promises beyond each key's range: a pinned pool
  * (tokens x KV bytes per token) that neither wraps nor passes
  * KV_MEM_POOL_MAX_BYTES, and a tp and ep the model's heads and experts
- * split by.
+ * split by: ep divides tp, or with data-parallel attention (dp > 1) ep is
+ * dp x tp, vLLM's expert-parallel size.
  */
 static void check_derived(const struct kv_sim_config *c)
 {
 	const struct kv_model *m = &c->model;
+	uint32_t dp = c->dp > 1 ? c->dp : 1;
 	uint64_t bytes;
 
 	if (c->mem.kv_tokens &&
@@ -61,9 +63,9 @@ static void check_derived(const struct kv_sim_config *c)
 	if (m->heads % c->tp || (!m->kv_lora_rank && m->kv_heads % c->tp && c->tp % m->kv_heads))
 		fuzz_fail("loaded tensor_parallel %u for %u heads, %u KV heads", c->tp, m->heads,
 			  m->kv_heads);
-	if (c->ep && (m->experts % c->ep || c->tp % c->ep))
-		fuzz_fail("loaded expert_parallel %u for %u experts at tp %u", c->ep, m->experts,
-			  c->tp);
+	if (c->ep && (m->experts % c->ep || (dp > 1 ? c->ep != dp * c->tp : c->tp % c->ep)))
+		fuzz_fail("loaded expert_parallel %u for %u experts at tp %u, dp %u", c->ep,
+			  m->experts, c->tp, dp);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
