@@ -342,13 +342,11 @@ static int parse_time(struct kv_trace *t, struct span s, int64_t *abs, struct kv
 	}
 }
 
-/* The longest a trace may run from its first row: 100 years, ns (int64 ns holds 292). */
-#define TRACE_MAX_SPAN_NS ((int64_t)100 * 365 * 24 * 3600 * 1000000000)
-
 /*
- * Checks that abs does not go back from the previous row, nor more than
- * TRACE_MAX_SPAN_NS past the first, and makes it relative to the first
- * row since open or rewind.  0 or KV_EINVAL.
+ * Checks that abs does not go back from the previous row, nor so far past
+ * the first that the difference leaves int64 ns (292 years; the arrival
+ * bound, far smaller, is checked by the caller), and makes it relative to
+ * the first row since open or rewind.  0 or KV_EINVAL.
  */
 static int order_time(struct kv_trace *t, struct span s, int64_t abs, kv_ns *rel,
 		      struct kv_diag *d)
@@ -366,10 +364,10 @@ static int order_time(struct kv_trace *t, struct span s, int64_t abs, kv_ns *rel
 				   "unsorted timestamps: %s is before the previous row's %s",
 				   show(s.p, s.n, v), t->prev_text);
 	}
-	if (__builtin_sub_overflow(abs, t->first_ns, &span) || span > TRACE_MAX_SPAN_NS)
+	if (__builtin_sub_overflow(abs, t->first_ns, &span))
 		return kv_diag_set(d, KV_EINVAL, t->path, t->line, s.col,
 				   t->lay->name[ROLE_TIME],
-				   "timestamp %s is more than 100 years after the first row's",
+				   "timestamp %s is more than 292 years after the first row's",
 				   show(s.p, s.n, v));
 	t->prev_ns = abs;
 	memcpy(t->prev_text, s.p, n);
