@@ -74,10 +74,15 @@ tables=(
   "conformance|docs/conformance.md|0|bash tests/conformance/run.sh KVSIM . --table"
   "fidelity|docs/fidelity.md|0|bash configs/fidelity/run.sh -k KVSIM"
   "chunking-overhead|docs/engines.md|0|bash configs/engines/chunking-overhead.sh KVSIM"
+  "frontend-defaults|docs/frontend.md|0|bash configs/engines/frontend-defaults.sh KVSIM"
   "models|docs/models.md|0|bash configs/models/table.sh KVSIM"
   "devices|docs/perf-model.md|0|bash configs/devices/table.sh KVSIM"
   "comm-fit|docs/perf-model.md|0|\"\$(dirname KVSIM)/../bench/comm_fit\" --table"
   "tp-scaling|docs/perf-model.md|0|bash configs/comm/tp-scaling.sh KVSIM"
+  "dp-ep|docs/perf-model.md|1|bash configs/moe/dp-ep.sh KVSIM"
+  "load-share|docs/metrics.md|1|bash configs/load/metrics.sh KVSIM load"
+  "load-warning|docs/metrics.md|1|bash configs/load/metrics.sh KVSIM warning"
+  "uncertainty-example|docs/metrics.md|1|bash configs/load/metrics.sh KVSIM uncertainty"
   "perf-fit|docs/perf-model.md|0|bash configs/perf-fit/run.sh KVSIM fit-table"
   "perf-table-a|docs/perf-model.md|0|bash configs/perf-fit/run.sh KVSIM table A"
   "perf-table-b|docs/perf-model.md|0|bash configs/perf-fit/run.sh KVSIM table B"
@@ -89,23 +94,27 @@ tables=(
   "sweep-200|docs/sweeps.md|2|sweep_means workloads/sweep-200.yaml ttft_p99_s scheduler.name cache.name"
 )
 
-# replace DOC NAME FILE: the block between NAME's markers becomes FILE in a code block, or
-# FILE as it is when it is a Markdown table (its first line begins with "|")
+# replace DOC NAME FILE: the lines between NAME's marker lines become FILE (less its trailing
+# empty lines) in a code block, or FILE as it is when it is a Markdown table (its first line
+# begins with "|")
 replace() {
-  python3 - "$@" <<'PY'
-import re, sys
-doc, name, body = sys.argv[1], sys.argv[2], open(sys.argv[3]).read()
-text = open(doc).read()
-begin, end = "<!-- figures.sh %s -->" % name, "<!-- /figures.sh %s -->" % name
-if text.count(begin) != 1 or text.count(end) != 1:
-    sys.exit("%s: expected one pair of markers for %s" % (doc, name))
-a, b = text.index(begin) + len(begin), text.index(end)
-if body.startswith("|"):
-    text = text[:a] + "\n" + body.rstrip("\n") + "\n" + text[b:]
-else:
-    text = text[:a] + "\n```\n" + body.rstrip("\n") + "\n```\n" + text[b:]
-open(doc, "w").write(text)
-PY
+  awk -v name="$2" -v body="$3" '
+    BEGIN {
+      begin = "<!-- figures.sh " name " -->"; end = "<!-- /figures.sh " name " -->"
+      while ((getline l < body) > 0) b[++n] = l
+      while (n > 0 && b[n] == "") n--
+    }
+    $0 == begin { nb++; out[++m] = $0; if (b[1] !~ /^\|/) out[++m] = "```"
+                  for (i = 1; i <= n; i++) out[++m] = b[i]
+                  if (!n) out[++m] = ""
+                  if (b[1] !~ /^\|/) out[++m] = "```"
+                  skip = 1; next }
+    $0 == end { ne++; skip = 0 }
+    !skip { out[++m] = $0 }
+    END {
+      if (nb != 1 || ne != 1) { printf "%s: expected one pair of markers for %s\n", FILENAME, name > "/dev/stderr"; exit 1 }
+      for (i = 1; i <= m; i++) print out[i] > FILENAME
+    }' "$1"
 }
 
 # a name in --only or --skip that no table has would drop a check unnoticed

@@ -67,10 +67,7 @@ static const struct kv_host_version sglang_versions[] = {
 };
 
 static const struct kv_option sglang_options[] = {
-	KV__ENGINE_FRONTEND_OPTION(struct sglang, 1000, 2),
-	KV__ENGINE_BASE_OPTIONS(struct sglang, 128),
-	KV__ENGINE_COMM_OPTIONS(struct sglang, KV_CAR_SGLANG),
-	KV__ENGINE_HOST_OPTIONS(struct sglang, sglang_version_names, 0),
+	KV__ENGINE_OPTIONS(struct sglang, 1000, 2, 128, KV_CAR_SGLANG, sglang_version_names, 0),
 	{ .name = "chunked_prefill_size", .type = KV_OPT_U64,
 	  .offset = offsetof(struct sglang, chunked_prefill_size), .def = 0, .min = 0,
 	  .max = 1 << 24, .units = "tokens",

@@ -57,10 +57,7 @@ static const struct kv_host_version vllm_versions[] = {
 };
 
 static const struct kv_option vllm_options[] = {
-	KV__ENGINE_FRONTEND_OPTION(struct vllm, 1000, 1),
-	KV__ENGINE_BASE_OPTIONS(struct vllm, 128),
-	KV__ENGINE_COMM_OPTIONS(struct vllm, KV_CAR_VLLM),
-	KV__ENGINE_HOST_OPTIONS(struct vllm, vllm_version_names, 0),
+	KV__ENGINE_OPTIONS(struct vllm, 1000, 1, 128, KV_CAR_VLLM, vllm_version_names, 0),
 	{ .name = "long_prefill_token_threshold", .type = KV_OPT_U64,
 	  .offset = offsetof(struct vllm, long_prefill_token_threshold), .def = 0, .min = 0,
 	  .max = 1 << 24, .units = "tokens",

@@ -134,6 +134,18 @@ extern const char *const kv__engine_executor_names[];
 	KV__HOST_COEF_OPTION(T, KV_HOSTC_LAUNCH, "launch", "one kernel launch of an eager step")
 
 /*
+ * Every option of the base, for an engine whose private struct is T and
+ * that takes them all (vllm, sglang): the front end's (detok_def, ns per
+ * token; hops_out_def, hops), the GEMM ramp (gemm_def, tokens), the custom
+ * all-reduce (car_def, KV_CAR_*) and the versions (vnames, default vdef).
+ */
+#define KV__ENGINE_OPTIONS(T, detok_def, hops_out_def, gemm_def, car_def, vnames, vdef)      \
+	KV__ENGINE_FRONTEND_OPTION(T, detok_def, hops_out_def),                              \
+	KV__ENGINE_BASE_OPTIONS(T, gemm_def),                                                \
+	KV__ENGINE_COMM_OPTIONS(T, car_def),                                                 \
+	KV__ENGINE_HOST_OPTIONS(T, vnames, vdef)
+
+/*
  * Reference-CPU coefficients, ns (docs/host-model.md, "Defaults", gives the
  * source of each): vLLM V0 as profiled by its 0.6.0 release, V1 the same
  * terms less detokenisation (moved to the front-end process), SGLang's.

@@ -24,19 +24,38 @@
 #   - replica groups: workloads/groups.yaml (two models, three groups) runs
 #     above; here its groups also mix engines, schedulers and caches (the
 #     second group sglang, the third another scheduler or cache model).
+# That is the full matrix (--full; `meson test --suite slow macro-full`).  By
+# default (the e2e test `macro`) a covering subset runs instead, so that the
+# test costs a third as much: workloads/default.yaml and the Azure
+# conversation trace keep every engine x scheduler and engine x cache pair;
+# every other workload and trace, and tests/data/macro/tenants.yaml's engine x
+# scheduler x cache cube, run the cells whose indices sum to a multiple of 3
+# (each scheduler and each cache model under one engine per workload, a
+# different one from one workload to the next, so every engine x scheduler
+# and engine x cache pair still runs on several workloads), plus every cell
+# the checks below name; bench/million-tenants.yaml runs 5,000 requests
+# instead of 20,000.  Everything else runs as in the full matrix.
 # Compared: every *.csv the run writes (requests, timeseries, summary with
 # its event count, tenants).  Also checked: macro steps did run (the
 # KVSIM_MACRO_STATS line) in the fifo runs, and in every scheduler's
 # multi-tenant runs, so the comparison is not vacuous; with memory-refused
 # waiters (fifo and vtc, full, vllm-v0 and vllm) most events are macro steps; sglang,
 # quantized, sparse and the windowed model take them.
-# usage: tests/macro_test.sh KVSIM SOURCE_DIR [-j JOBS]; exits 77 without traces.
+# usage: tests/macro_test.sh KVSIM SOURCE_DIR [-j JOBS] [--full]; exits 77 without traces.
 set -euo pipefail
-[ $# -ge 2 ] || { echo "usage: $0 KVSIM SOURCE_DIR [-j JOBS]" >&2; exit 2; }
+usage="usage: $0 KVSIM SOURCE_DIR [-j JOBS] [--full]"
+[ $# -ge 2 ] || { echo "$usage" >&2; exit 2; }
 kvsim=$(realpath "$1")
 src=$(realpath "$2")
-jobs=2
-[ "${3:-}" = -j ] && jobs=$4
+shift 2
+jobs=2 full=0
+while [ $# -gt 0 ]; do
+  case $1 in
+  -j) jobs=$2; shift 2 ;;
+  --full) full=1; shift ;;
+  *) echo "$usage" >&2; exit 2 ;;
+  esac
+done
 traces="$src/../shared/traces"
 [ -d "$traces" ] || { echo "no $traces: skipped"; exit 77; }
 engines=(vllm-v0 vllm sglang)
@@ -48,6 +67,15 @@ mkdir -p "$tmp/o" "$tmp/r"
 gw="$tmp/gemma-w200.yaml" # a windowed model whose window short requests pass
 sed 's/^sliding_window: 4096$/sliding_window: 200/' "$src/configs/models/gemma-2-9b.yaml" > "$gw"
 grep -q '^sliding_window: 200$' "$gw" || { echo "macro: no window in $gw" >&2; exit 1; }
+
+# cell ALL I J...: whether a matrix cell runs: always under --full or when ALL is 1, else when
+# the indices sum to a multiple of 3 (a Latin-square rotation over the 3 engines)
+cell() {
+  local all=$1 sum=0 i
+  shift
+  for i in "$@"; do sum=$((sum + i)); done
+  [ $full = 1 ] || [ "$all" = 1 ] || [ $((sum % 3)) = 0 ]
+}
 
 # pair LABEL WORKLOAD [kvsim run options...]: runs both ways, compares every CSV
 pair() {
@@ -71,26 +99,46 @@ pair() {
 }
 
 {
+  wi=0
   for w in "$src"/workloads/*.yaml; do
     n=$(basename "$w" .yaml)
     grep -q '^axes:' "$w" && continue # a sweep file: its base workloads run here
     grep -q 'validate-cuda\|calibrate' <<<"$n" && continue # need a device or a run log
     short="--set workload.requests=300"
-    for e in "${engines[@]}"; do
-      for sc in "${scheds[@]}"; do echo "pair w/$n/$e/$sc $w $short --set engine=$e --set scheduler.name=$sc"; done
-      for c in "${caches[@]}"; do echo "pair w/$n/$e/fifo/$c $w $short --set engine=$e --set cache=$c --set scheduler.name=fifo"; done
+    all=0
+    [ "$n" = default ] && all=1
+    for ei in "${!engines[@]}"; do
+      e=${engines[ei]}
+      for si in "${!scheds[@]}"; do
+        sc=${scheds[si]}
+        cell $all $wi $ei $si && echo "pair w/$n/$e/$sc $w $short --set engine=$e --set scheduler.name=$sc"
+      done
+      for ci in "${!caches[@]}"; do
+        c=${caches[ci]}
+        cell $all $wi $ei $ci && echo "pair w/$n/$e/fifo/$c $w $short --set engine=$e --set cache=$c --set scheduler.name=fifo"
+      done
     done
+    wi=$((wi + 1))
   done
+  ti=0
   for t in "$traces"/*.csv "$traces"/*.jsonl; do
     b=$(basename "$t")
-    for e in "${engines[@]}"; do
-      for c in "${caches[@]}"; do
-        echo "pair t/$b/$e/fifo/$c $src/workloads/default.yaml --set workload.requests=300 --set workload.lengths.trace=$t --set engine=$e --set cache=$c --set scheduler.name=fifo"
+    all=0
+    [ "$b" = AzureLLMInferenceTrace_conv.csv ] && all=1
+    for ei in "${!engines[@]}"; do
+      e=${engines[ei]}
+      for ci in "${!caches[@]}"; do
+        c=${caches[ci]}
+        cell $all $ti $ei $ci &&
+          echo "pair t/$b/$e/fifo/$c $src/workloads/default.yaml --set workload.requests=300 --set workload.lengths.trace=$t --set engine=$e --set cache=$c --set scheduler.name=fifo"
       done
-      for sc in "${scheds[@]:1}"; do
-        echo "pair t/$b/$e/$sc $src/workloads/default.yaml --set workload.requests=300 --set workload.lengths.trace=$t --set engine=$e --set scheduler.name=$sc"
+      for si in 1 2 3 4 5; do
+        sc=${scheds[si]}
+        cell $all $ti $ei $si &&
+          echo "pair t/$b/$e/$sc $src/workloads/default.yaml --set workload.requests=300 --set workload.lengths.trace=$t --set engine=$e --set scheduler.name=$sc"
       done
     done
+    ti=$((ti + 1))
   done
   for e in vllm-v0 vllm; do
     for c in full chunked; do
@@ -100,9 +148,18 @@ pair() {
   echo "pair fleet64 $src/bench/fleet.yaml --set workload.requests=20000 --set cluster.replicas=64 --set workload.arrival.rate=160"
   echo "pair fleet1000 $src/bench/fleet.yaml --set workload.requests=30000 --set cluster.replicas=1000 --set workload.arrival.rate=2500"
   mt="$src/tests/data/macro/tenants.yaml"
-  for e in "${engines[@]}"; do
-    for sc in "${scheds[@]}"; do
-      for c in "${caches[@]}"; do echo "pair mt/$e/$sc/$c $mt --set engine=$e --set scheduler.name=$sc --set cache=$c"; done
+  mtm_requests=5000
+  [ $full = 0 ] || mtm_requests=20000
+  for ei in "${!engines[@]}"; do
+    e=${engines[ei]}
+    for si in "${!scheds[@]}"; do
+      sc=${scheds[si]}
+      for ci in "${!caches[@]}"; do
+        c=${caches[ci]}
+        all=0
+        [ "$e/$c" = vllm-v0/chunked ] && all=1 # checked below
+        cell $all $ei $si $ci && echo "pair mt/$e/$sc/$c $mt --set engine=$e --set scheduler.name=$sc --set cache=$c"
+      done
     done
   done
   for v in priority=mlfq segment_tokens=64 aging=2s mode=swap; do
@@ -110,7 +167,7 @@ pair() {
   done
   for e in vllm-v0 vllm; do
     for sc in "${scheds[@]}"; do
-      echo "pair mtm/$e/$sc $src/bench/million-tenants.yaml --set workload.requests=20000 --set engine=$e --set scheduler.name=$sc"
+      echo "pair mtm/$e/$sc $src/bench/million-tenants.yaml --set workload.requests=$mtm_requests --set engine=$e --set scheduler.name=$sc"
     done
   done
   for e in vllm-v0 "vllm --set engine.prefix_caching=false" sglang; do
@@ -166,4 +223,5 @@ for l in msat_vllm-v0_chunked msat_vllm_chunked msat_sglang_full msat_sglang_chu
   read -r st ev < "$tmp/r/$l"
   [ "$st" -gt 0 ] || { echo "macro: no macro steps in $l" >&2; exit 1; }
 done
-echo "macro: $runs runs byte-identical with --exact-steps; $used took macro steps ($steps iterations)"
+[ $full = 1 ] && set=full || set="covering subset; --full for every cell"
+echo "macro ($set): $runs runs byte-identical with --exact-steps; $used took macro steps ($steps iterations)"

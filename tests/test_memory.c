@@ -345,15 +345,6 @@ START_TEST(test_activation_saturates)
 }
 END_TEST
 
-/* Loads a workload from text; returns the code, d filled. */
-static int load_text(struct kv_workload *w, const char *text, struct kv_diag *d)
-{
-	int rc = kv_workload_load_mem(w, "w.yaml", text, strlen(text), NULL, 0, 0, 0, d);
-
-	kv_workload_release(w);
-	return rc;
-}
-
 #define LOAD_TAIL "workload: {requests: 10, arrival: {rate: 1}}\n"
 
 /*
@@ -405,23 +396,12 @@ START_TEST(test_workload_parallel)
 		{ "model: llama-2-7b\ncluster: {tensor_parallel: 2, expert_parallel: 2}", "" },
 		{ "model: llama-2-7b\ncluster: {expert_parallel: 2}", "dense: no experts" },
 	};
-	struct kv_workload w;
-	struct kv_diag d;
 	char text[512];
 	size_t i;
-	int rc;
 
 	for (i = 0; i < KV_ARRAY_LEN(cases); i++) {
-		memset(&d, 0, sizeof(d));
 		snprintf(text, sizeof(text), "device: h200\n%s\n" LOAD_TAIL, cases[i].cluster);
-		rc = load_text(&w, text, &d);
-		if (!*cases[i].want) {
-			ck_assert_msg(!rc, "%s: refused: %s", cases[i].cluster, d.msg);
-			continue;
-		}
-		ck_assert_msg(rc == KV_EINVAL && strstr(d.msg, cases[i].want) && d.line == 3,
-			      "%s: rc %d line %lu message '%s' lacks '%s'", cases[i].cluster, rc,
-			      d.line, d.msg, cases[i].want);
+		check_load(text, cases[i].want, "", 3);
 	}
 }
 END_TEST

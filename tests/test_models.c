@@ -18,6 +18,7 @@
 #include "perf.h"
 #include "profile_load.h"
 
+#include "test_moe.h"
 #include "test_profiles.h"
 
 /* The published parameter counts (HF model pages) and the architecture's. */
@@ -273,10 +274,9 @@ START_TEST(test_perf_moe)
 {
 	struct kv_model m = load_model("mixtral-8x7b");
 	struct kv_device dev = load_device("h200");
-	struct kv_batch_shape b = { .n_seqs = 1, .n_decode = 1, .n_sample = 1,
-				    .attn_pairs = 1000, .kv_read_bytes = 1000ULL * 131072 };
+	struct kv_batch_shape b = mixtral_decodes(1, 1000);
 	struct kv_perf pf;
-	double bw = dev.mem_bw_Bps * dev.eff_bw, lin, attn, ar, want;
+	double bw = dev.mem_bw_Bps * dev.eff_bw, lin, ar, want;
 
 	kv_perf_init(&pf, &m, &dev, 2);
 	/* the input embedding (32000 * 4096 * 2 = 262144000 bytes) is looked up, not read */
@@ -285,12 +285,9 @@ START_TEST(test_perf_moe)
 	lin = fmax((3211272192.0 - 262144000.0 + 2 * 32.0 * 352321536.0) / 2 / bw,
 		   ((25497706496.0 - 2.0 * 32000 * 4096) / 2 + 2.0 * 32000 * 4096 / 2) /
 			   (dev.flops * dev.eff_flops));
-	attn = fmax(1000.0 * 131072 / 2 / bw, 4.0 * 32 * 32 * 128 * 1000 / 2 /
-						       (dev.flops * dev.eff_flops));
 	ar = kv_perf_allreduce_ns(&pf, 1.0); /* comm.h: H200 names its NVLink */
-	want = ceil((double)dev.overhead_ns + 1e9 * (lin + attn) + ar);
-	ck_assert_msg(fabs((double)kv_perf_iter_ns(&pf, &b) - want) <= 1.0, "got %llu want %.0f",
-		      (unsigned long long)kv_perf_iter_ns(&pf, &b), want);
+	want = ceil((double)dev.overhead_ns + 1e9 * (lin + mixtral_attn_s(&dev, 1000)) + ar);
+	check_iter_ns(&pf, &b, want);
 	/* a bigger batch touches more experts: never faster, and bounded by all of them */
 	b.n_decode = b.n_seqs = b.n_sample = 64;
 	ck_assert_uint_gt(kv_perf_iter_ns(&pf, &b), want);
@@ -322,11 +319,10 @@ START_TEST(test_perf_moe_ep)
 {
 	struct kv_model m = load_model("mixtral-8x7b");
 	struct kv_device dev = load_device("h200");
-	struct kv_batch_shape b = { .n_seqs = 1, .n_decode = 1, .n_sample = 1,
-				    .attn_pairs = 1000, .kv_read_bytes = 1000ULL * 131072 };
+	struct kv_batch_shape b = mixtral_decodes(1, 1000);
 	struct kv_parallel par = { .tp = 2, .pp = 1, .ep = 2 };
 	struct kv_perf pf;
-	double bw = dev.mem_bw_Bps * dev.eff_bw, lin, attn, ar, a2a, want;
+	double bw = dev.mem_bw_Bps * dev.eff_bw, lin, ar, a2a, want;
 
 	ck_assert_int_eq(dev.link_type, KV_LINK_NVLINK);
 	ck_assert(dev.link_busbw_Bps == 370e9);
@@ -336,21 +332,17 @@ START_TEST(test_perf_moe_ep)
 	ck_assert(pf.ep_bytes_per_token == 16384.0);
 	lin = fmax((3211272192.0 - 262144000.0 + 2 * 32.0 * 352321536.0) / 2 / bw,
 		   (25497706496.0 / 2) / (dev.flops * dev.eff_flops));
-	attn = fmax(1000.0 * 131072 / 2 / bw, 4.0 * 32 * 32 * 128 * 1000 / 2 /
-						       (dev.flops * dev.eff_flops));
 	ar = 64.0 * (1.05 * 7800.0 + 8192.0 / (92.5e9 * 1.35) * 1e9);
-	a2a = 2.0 * 32 * (10800.0 + 0.5 * 16384.0 / (370e9 * 0.914) * 1e9);
+	a2a = mixtral_a2a_ns(1.0, 2.0);
 	ck_assert_double_eq_tol(kv_perf_allreduce_ns(&pf, 1.0), ar, 1e-6);
 	ck_assert_double_eq_tol(kv_perf_moe_ep_ns(&pf, 1.0), a2a, 1e-6);
-	want = ceil((double)dev.overhead_ns + 1e9 * (lin + attn) + ar + a2a);
-	ck_assert_msg(fabs((double)kv_perf_iter_ns(&pf, &b) - want) <= 1.0, "got %llu want %.0f",
-		      (unsigned long long)kv_perf_iter_ns(&pf, &b), want);
+	want = ceil((double)dev.overhead_ns + 1e9 * (lin + mixtral_attn_s(&dev, 1000)) + ar + a2a);
+	check_iter_ns(&pf, &b, want);
 	/* ep 4 with tp 2: experts four ways, all-to-alls over 4 ranks, 16 tokens */
 	par.ep = 4;
 	kv_perf_init_parallel(&pf, &m, &dev, &par);
 	ck_assert_double_eq_tol(pf.expert_bytes_per_gpu, 32.0 * 352321536.0 / 4, 0.5);
-	ck_assert_double_eq_tol(kv_perf_moe_ep_ns(&pf, 16.0),
-				64.0 * (10800.0 + 0.75 * 16.0 * 16384.0 / (370e9 * 0.914) * 1e9), 1e-6);
+	ck_assert_double_eq_tol(kv_perf_moe_ep_ns(&pf, 16.0), mixtral_a2a_ns(16.0, 4.0), 1e-6);
 	/* a dense model under ep pays nothing */
 	m = load_model("llama-3.1-8b");
 	kv_perf_init_parallel(&pf, &m, &dev, &par);

@@ -17,6 +17,7 @@
 #include "profile_load.h"
 #include "workload.h"
 
+#include "test_moe.h"
 #include "test_profiles.h"
 
 /*
@@ -142,13 +143,12 @@ START_TEST(test_lockstep_slowest_rank)
 {
 	struct kv_model m = load_model("mixtral-8x7b");
 	struct kv_device dev = load_device("h200");
-	struct kv_batch_shape b = { .n_seqs = 3, .n_decode = 3, .n_sample = 3,
-				    .attn_pairs = 3000, .kv_read_bytes = 3000ULL * 131072 };
+	struct kv_batch_shape b = mixtral_decodes(3, 3000);
 	struct kv_parallel par = { .tp = 2, .pp = 1, .ep = 4, .dp = 2 };
 	struct kv_batch_shape r;
 	struct kv_perf pf;
 	double bw = dev.mem_bw_Bps * dev.eff_bw, fl = dev.flops * dev.eff_flops;
-	double lin, attn, ar, a2a, want;
+	double lin, ar, a2a, want;
 
 	kv_perf_init_parallel(&pf, &m, &dev, &par);
 	ck_assert_uint_eq(pf.dp, 2);
@@ -161,14 +161,13 @@ START_TEST(test_lockstep_slowest_rank)
 	lin = fmax(((3211272192.0 - 262144000.0) / 2 +
 		    32.0 * 352321536.0 / 4 * 8 * (1 - pow(0.75, 3))) / bw,
 		   2 * (25497706496.0 / 2) / fl);
-	attn = fmax(2000.0 * 131072 / 2 / bw, 4.0 * 32 * 32 * 128 * 2000 / 2 / fl);
 	ar = kv_perf_allreduce_ns(&pf, 2.0);
 	ck_assert(ar > 0);
-	a2a = 2.0 * 32 * (10800.0 + 0.75 * 2 * 16384.0 / (370e9 * 0.914) * 1e9);
+	a2a = mixtral_a2a_ns(2.0, 4.0);
 	ck_assert_double_eq_tol(kv_perf_moe_ep_ns(&pf, 2.0), a2a, 1e-6);
-	want = ceil((double)dev.overhead_ns + 2.0 * dev.per_seq_ns + 1e9 * (lin + attn) + ar + a2a);
-	ck_assert_msg(fabs((double)kv_perf_iter_ns(&pf, &b) - want) <= 1.0, "got %llu want %.0f",
-		      (unsigned long long)kv_perf_iter_ns(&pf, &b), want);
+	want = ceil((double)dev.overhead_ns + 2.0 * dev.per_seq_ns +
+		    1e9 * (lin + mixtral_attn_s(&dev, 2000)) + ar + a2a);
+	check_iter_ns(&pf, &b, want);
 	/* the macro-step path gives the same step */
 	{
 		struct kv_perf_run run;
@@ -232,14 +231,6 @@ START_TEST(test_dp1_unchanged)
 }
 END_TEST
 
-static int load_text(struct kv_workload *w, const char *text, struct kv_diag *d)
-{
-	int rc = kv_workload_load_mem(w, "w.yaml", text, strlen(text), NULL, 0, 0, 0, d);
-
-	kv_workload_release(w);
-	return rc;
-}
-
 /* cluster.data_parallel: loads where it can run, else names the key and what it expects. */
 START_TEST(test_workload_dp)
 {
@@ -269,24 +260,13 @@ START_TEST(test_workload_dp)
 		{ "model: qwen3-30b-a3b\ncluster: {data_parallel: 2, expert_parallel: 2}\n"
 		  "memory: {model: share}", "expected vllm or sglang", "memory.model" },
 	};
-	struct kv_workload w;
-	struct kv_diag d;
 	char text[512];
 	size_t i;
-	int rc;
 
 	for (i = 0; i < KV_ARRAY_LEN(cases); i++) {
-		memset(&d, 0, sizeof(d));
 		snprintf(text, sizeof(text), "device: h200\n%s\n"
 			 "workload: {requests: 10, arrival: {rate: 1}}\n", cases[i].text);
-		rc = load_text(&w, text, &d);
-		if (!*cases[i].want) {
-			ck_assert_msg(rc == 0, "case %zu: %s", i, d.msg);
-			continue;
-		}
-		ck_assert_msg(rc == KV_EINVAL && strstr(d.msg, cases[i].want) &&
-				      !strncmp(d.field, cases[i].field, strlen(cases[i].field)),
-			      "case %zu: rc %d field '%s' msg '%s'", i, rc, d.field, d.msg);
+		check_load(text, cases[i].want, cases[i].field, 0);
 	}
 }
 END_TEST

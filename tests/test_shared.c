@@ -308,11 +308,13 @@ START_TEST(deterministic)
 END_TEST
 
 /*
- * Hash-id keys at B = 256, 512, 1024: R1 shares R0's first two ids (1024
- * tokens), R2 only the first, R3 none in its first block (so its later
- * equal ids must not match: the chain).  Expected hit tokens per B.
+ * Four Mooncake requests of 1500 prompt tokens (ids of 512 tokens): R1
+ * shares R0's first two hash ids, R2 only the first, R3 none in its first
+ * block (so its later equal ids must not match: the chain).  Runs them on
+ * LLAMA plus config (YAML lines: engine and cache) and checks that all four
+ * complete and the cache's hit tokens are want.
  */
-static void hashed_blocks(const char *B, uint64_t want)
+static void mooncake_hits(const char *config, uint64_t want)
 {
 	const char *trace = temp_file(
 		"{\"timestamp\": 0, \"input_length\": 1500, \"output_length\": 4, \"hash_ids\": [1, 2, 3]}\n"
@@ -326,17 +328,25 @@ static void hashed_blocks(const char *B, uint64_t want)
 	struct rec r = { 0 };
 
 	snprintf(yaml, sizeof(yaml),
-		 LLAMA "cache: {name: shared, prefix_block_tokens: %s}\n"
-		       "workload:\n  arrival: {process: trace, trace: %s, format: mooncake}\n",
-		 B, trace);
+		 LLAMA "%sworkload:\n  arrival: {process: trace, trace: %s, format: mooncake}\n",
+		 config, trace);
 	load(&w, yaml);
 	run(&w, &r, &s, 1);
 	unlink(trace);
 	ck_assert_uint_eq(r.ended[KV_END_COMPLETED], 4);
-	ck_assert_msg(stats(&s).hit_tokens == want, "B = %s: %llu hit tokens, expected %llu", B,
+	ck_assert_msg(stats(&s).hit_tokens == want, "%s: %llu hit tokens, expected %llu", config,
 		      (unsigned long long)stats(&s).hit_tokens, (unsigned long long)want);
 	kv_sim_release(&s);
 	kv_workload_release(&w);
+}
+
+/* Hash-id keys at B = 128, 256, 512, 1024 (the trace of mooncake_hits): expected hit tokens per B. */
+static void hashed_blocks(const char *B, uint64_t want)
+{
+	char config[256];
+
+	snprintf(config, sizeof(config), "cache: {name: shared, prefix_block_tokens: %s}\n", B);
+	mooncake_hits(config, want);
 }
 
 /*
@@ -349,29 +359,10 @@ static void hashed_blocks(const char *B, uint64_t want)
  */
 static void engine_hashed(const char *cache, uint64_t want)
 {
-	const char *trace = temp_file(
-		"{\"timestamp\": 0, \"input_length\": 1500, \"output_length\": 4, \"hash_ids\": [1, 2, 3]}\n"
-		"{\"timestamp\": 100000, \"input_length\": 1500, \"output_length\": 4, \"hash_ids\": [1, 2, 4]}\n"
-		"{\"timestamp\": 200000, \"input_length\": 1500, \"output_length\": 4, \"hash_ids\": [1, 5, 6]}\n"
-		"{\"timestamp\": 300000, \"input_length\": 1500, \"output_length\": 4, \"hash_ids\": [9, 2, 3]}\n",
-		".jsonl", 1);
-	char yaml[1024];
-	struct kv_workload w;
-	struct kv_sim s;
-	struct rec r = { 0 };
+	char config[256];
 
-	snprintf(yaml, sizeof(yaml),
-		 LLAMA "engine: {name: vllm}\ncache: %s\n"
-		       "workload:\n  arrival: {process: trace, trace: %s, format: mooncake}\n",
-		 cache, trace);
-	load(&w, yaml);
-	run(&w, &r, &s, 1);
-	unlink(trace);
-	ck_assert_uint_eq(r.ended[KV_END_COMPLETED], 4);
-	ck_assert_msg(stats(&s).hit_tokens == want, "cache %s: %llu hit tokens, expected %llu",
-		      cache, (unsigned long long)stats(&s).hit_tokens, (unsigned long long)want);
-	kv_sim_release(&s);
-	kv_workload_release(&w);
+	snprintf(config, sizeof(config), "engine: {name: vllm}\ncache: %s\n", cache);
+	mooncake_hits(config, want);
 }
 
 START_TEST(hash_block_sizes)
@@ -512,6 +503,23 @@ static uint64_t pool_used(const struct kv_replica *rep)
 }
 
 /*
+ * Starts the simulator of window_prefix and window_hit_rule: Gemma-2-9B on
+ * an H200 with a 16384-token pool under the shared cache (512-token prefix
+ * blocks, a 6144-token system prompt), its sliding window cut to window
+ * tokens (0: the model's).  Returns replica 0; the caller releases s and w.
+ */
+static struct kv_replica *gemma_start(struct kv_workload *w, struct kv_sim *s, uint32_t window)
+{
+	load(w, "model: gemma-2-9b\ndevice: h200\nscheduler: fifo\nmemory: {kv_tokens: 16384}\n"
+		"cache: {name: shared, prefix_block_tokens: 512, block_tokens: 16, system_prompt_tokens: 6144}\n"
+		"outputs: {sample_interval: 0}\nworkload: {requests: 1, arrival: {rate: 1}}\n");
+	if (window)
+		w->cfg.model.sliding_window = window;
+	sim_start(w, s, NULL, 0);
+	return &s->rep[0];
+}
+
+/*
  * Prefix sharing on a sliding-window model, as vLLM V1's hybrid manager
  * does it.  Gemma-2-9B: 42 layers, 21 windowed, W = 4096, 8192 bytes per
  * layer per token; prefix blocks of 512 tokens, own blocks of 16, a
@@ -553,11 +561,7 @@ START_TEST(window_prefix)
 	struct kv_req a = fake_req(0, 7000, 100), b = fake_req(1, 7000, 100);
 	struct kv_req c = fake_req(3, 7000, 100), d = fake_req(2, 100, 100);
 
-	load(&w, "model: gemma-2-9b\ndevice: h200\nscheduler: fifo\nmemory: {kv_tokens: 16384}\n"
-		 "cache: {name: shared, prefix_block_tokens: 512, block_tokens: 16, system_prompt_tokens: 6144}\n"
-		 "outputs: {sample_interval: 0}\nworkload: {requests: 1, arrival: {rate: 1}}\n");
-	sim_start(&w, &s, NULL, 0);
-	rep = &s.rep[0];
+	rep = gemma_start(&w, &s, 0);
 	ck_assert_uint_eq(rep->pool.unit_bytes, 128 * 1024);
 	ck_assert_uint_eq(rep->pool.size_bytes, 2048 * G);
 	ck_assert_uint_eq(rep->cache->prefix_hit(rep->cache_priv, &a), 0);
@@ -645,12 +649,7 @@ START_TEST(window_hit_rule)
 	struct kv_req c = fake_req(3, 6000, 100), d = fake_req(2, 100, 100);
 	struct kv_req q = fake_req(4, 3000, 100);
 
-	load(&w, "model: gemma-2-9b\ndevice: h200\nscheduler: fifo\nmemory: {kv_tokens: 16384}\n"
-		 "cache: {name: shared, prefix_block_tokens: 512, block_tokens: 16, system_prompt_tokens: 6144}\n"
-		 "outputs: {sample_interval: 0}\nworkload: {requests: 1, arrival: {rate: 1}}\n");
-	w.cfg.model.sliding_window = 1025;
-	sim_start(&w, &s, NULL, 0);
-	rep = &s.rep[0];
+	rep = gemma_start(&w, &s, 1025);
 	ck_assert_uint_eq(rep->pool.size_bytes, 64 * E);
 	ck_assert_uint_eq(rep->cache->prefix_hit(rep->cache_priv, &a), 0);
 	grow(rep, &a, 0, 7000);

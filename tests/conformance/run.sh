@@ -64,15 +64,14 @@ steps() {
   mkdir -p "$out"
   (cd "$dir" && "$kvsim" run -q "$1.yaml" -o "$out/run" --set engine.name="$2" --set engine.api_server=false "${set[@]}" \
      --trace-out "$out/timeline.json") >/dev/null
-  python3 - "$out/timeline.json" <<'PY'
-import json, sys
-ev = json.load(open(sys.argv[1]))
-ev = ev["traceEvents"] if isinstance(ev, dict) else ev
-for e in sorted((e for e in ev if e.get("ph") == "X" and e.get("name") == "iteration"),
-                key=lambda e: e["ts"]):
-    a = e["args"]
-    print(a["batch"], a["prefill_tokens"], a["decode_tokens"])
-PY
+  # one trace event a line (docs/timeline.md); "iteration" slices by start time, ties in file order
+  awk 'function num(k,  m) {
+         if (!match($0, "\"" k "\":-?[0-9.eE+-]+")) { print "conformance: no " k " in: " $0 > "/dev/stderr"; bad = 1; exit 1 }
+         m = substr($0, RSTART, RLENGTH); sub(/^[^:]*:/, "", m); return m }
+       /"ph":"X"/ && /"name":"iteration"/ { print num("ts"), num("batch"), num("prefill_tokens"), num("decode_tokens"); n++ }
+       END { if (bad) exit 1; if (!n) { print "conformance: no iteration in " FILENAME > "/dev/stderr"; exit 1 } }' \
+    "$out/timeline.json" > "$out/steps" || return 1
+  sort -s -g -k1,1 "$out/steps" | cut -d' ' -f2-
 }
 
 fail=0 pass=0 rows=()
