@@ -214,7 +214,28 @@ static int on_enqueue(struct kv_sim *s, const struct kv_event *ev)
 
 	kv__replica_arrive(r, kv_sim_req(s, (uint32_t)ev->arg));
 	mark_due(s, r);
-	if ((next && next->t_ns == s->now && next->kind == KV_EV_ENQUEUE) ||
+	if ((next && next->t_ns == s->now &&
+	     (next->kind == KV_EV_ENQUEUE || next->kind == KV_EV_XFER_DONE)) ||
+	    (s->have_pending && s->pending.t_ns == s->now))
+		return 0; /* another hand-over or arrival at this instant comes first */
+	return kick_due(s);
+}
+
+/*
+ * A KV transfer arrived (disagg.h): its request joins the decode replica's
+ * scheduler and the prefill replica's memory frees; both form a batch after
+ * the instant's last hand-over or arrival, as after arrivals.
+ */
+static int on_xfer_done(struct kv_sim *s, const struct kv_event *ev)
+{
+	const struct kv_event *next = kv_heap_peek(&s->heap);
+	struct kv_replica *p, *d;
+
+	kv__disagg_done(s, ev, &p, &d);
+	mark_due(s, p);
+	mark_due(s, d);
+	if ((next && next->t_ns == s->now &&
+	     (next->kind == KV_EV_ENQUEUE || next->kind == KV_EV_XFER_DONE)) ||
 	    (s->have_pending && s->pending.t_ns == s->now))
 		return 0; /* another hand-over or arrival at this instant comes first */
 	return kick_due(s);
@@ -315,6 +336,11 @@ static int dispatch(struct kv_sim *s, const struct kv_event *ev)
 		break;
 	case KV_EV_ITER_DONE:
 		rc = kv__replica_iter_done(&s->rep[ev->target]);
+		if (!rc && s->rep[ev->target].n_handoff)
+			kv__disagg_send(s, &s->rep[ev->target]); /* prefills done: KV to decode replicas */
+		break;
+	case KV_EV_XFER_DONE:
+		rc = on_xfer_done(s, ev);
 		break;
 	case KV_EV_SAMPLE:
 		rc = on_sample(s, ev);
@@ -350,6 +376,7 @@ static void final_checks(struct kv_sim *s)
 		 (unsigned long long)ended, (unsigned long long)s->n_live);
 	for (i = 0; i < s->n_rep; i++)
 		kv__replica_final(&s->rep[i]);
+	kv__disagg_final(s);
 }
 
 int kv_sim_run(struct kv_sim *s)
@@ -543,6 +570,8 @@ int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct 
 		if (rc)
 			return rc;
 	}
+	if ((rc = kv__disagg_init(s)))
+		return rc;
 	if ((rc = context_bound(s)))
 		return rc;
 	return kv_source_open(&cfg->source, cfg->seed, &s->src, &s->diag);
@@ -552,6 +581,7 @@ void kv_sim_release(struct kv_sim *s)
 {
 	uint32_t i;
 
+	kv__disagg_release(s);
 	for (i = 0; i < s->n_rep; i++)
 		kv__replica_release(&s->rep[i]);
 	free(s->rep);

@@ -15,7 +15,7 @@
 static uint32_t rr_pick(struct kv_sim *s, const struct kv_req *q, uint64_t *state)
 {
 	(void)q;
-	return (uint32_t)((*state)++ % s->n_rep);
+	return (uint32_t)((*state)++ % (s->cfg->pd_prefill ? s->cfg->pd_prefill : s->n_rep));
 }
 
 static uint32_t lot_pick(struct kv_sim *s, const struct kv_req *q, uint64_t *state)
@@ -24,9 +24,9 @@ static uint32_t lot_pick(struct kv_sim *s, const struct kv_req *q, uint64_t *sta
 
 	(void)q;
 	(void)state;
-	if (s->out_tree.key) /* the engine's tournament tree: O(1), the scan's ties */
+	if (s->out_tree.key && !s->cfg->pd_prefill) /* the engine's tournament tree: O(1), the scan's ties */
 		return kv_mintree_min(&s->out_tree);
-	for (i = 1; i < s->n_rep; i++)
+	for (i = 1; i < (s->cfg->pd_prefill ? s->cfg->pd_prefill : s->n_rep); i++)
 		if (s->rep[i].outstanding_tokens < s->rep[best].outstanding_tokens)
 			best = i;
 	return best;

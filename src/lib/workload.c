@@ -366,7 +366,8 @@ static int check_parallel(struct kv_cfg_node *n, const struct kv_sim_config *c, 
 static int read_cluster(struct kv_cfg_node *root, struct kv_sim_config *c, struct kv_diag *d)
 {
 	static const char *const keys[] = { "replicas", "tensor_parallel", "pipeline_parallel",
-					    "expert_parallel", "data_parallel", "router", NULL };
+					    "expert_parallel", "data_parallel", "router",
+					    "prefill_replicas", "kv_transfer", NULL };
 	struct kv_cfg_node *n = kv_cfg_get(root, "cluster");
 	char name[64], buf[256];
 	uint64_t u;
@@ -375,6 +376,9 @@ static int read_cluster(struct kv_cfg_node *root, struct kv_sim_config *c, struc
 	TRY(kv_cfg_check_keys(n, keys, d));
 	TRY(kv_cfg_u64(n, "replicas", 1, 1, 65536, &u, d));
 	c->replicas = (uint32_t)u;
+	TRY(kv_cfg_u64(n, "prefill_replicas", 0, 0, 65535, &u, d));
+	c->pd_prefill = (uint32_t)u;
+	TRY(kv_workload_kv_transfer(n, &c->xfer, d));
 	TRY(kv_cfg_u64(n, "tensor_parallel", 1, 1, 64, &u, d));
 	c->tp = (uint32_t)u;
 	TRY(kv_cfg_u64(n, "pipeline_parallel", 1, 1, 64, &u, d));
