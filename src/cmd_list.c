@@ -270,6 +270,12 @@ static const struct {
 	{ "expert_parallel", "1", "GPUs the routed experts spread over; data_parallel x tensor_parallel with data_parallel" },
 	{ "data_parallel", "1", "MoE: attention ranks with their own batch and KV sharing the experts, stepping in lockstep, 1..64" },
 	{ "router", "round-robin", "arrival routing over the replicas (routers above)" },
+	{ "prefill_replicas", "0", "prefill/decode disaggregation: replicas [0, N) prefill, the rest decode; 0: off (docs/cluster.md)" },
+	{ "kv_transfer.bandwidth", "50GB/s", "a prefill group's KV link bandwidth, per link (400 Gb/s NDR InfiniBand / RoCE)" },
+	{ "kv_transfer.latency", "20us", "latency of one KV transfer" },
+	{ "kv_transfer.layerwise", "false", "stream the KV layer by layer while the prefill runs" },
+	{ "kv_transfer.topology", "prefill", "links: prefill (one per prefill replica) | pair (per prefill-decode pair) | shared (one per prefill group)" },
+	{ "kv_transfer.placement", "least-kv", "decode replica: least-kv (least reserved + inbound KV / pool) | round-robin" },
 };
 
 static void list_cluster(void)

@@ -308,6 +308,19 @@ START_TEST(bad_options)
 		if (!rc)
 			kv_workload_release(&w);
 	}
+	{
+		struct kv_workload w;
+		struct kv_diag d;
+		int rc = try_load(&w, BASE "cluster: {replicas: 2, prefill_replicas: 2}\n"
+					    "workload: {requests: 1, arrival: {process: poisson, rate: 1}}\n",
+				  &d);
+
+		EXPECT(rc != 0 && !strcmp(d.field, "cluster.prefill_replicas") &&
+			       strstr(d.msg, "fewer than cluster.replicas"),
+		       "every replica prefilling: rc %d, field '%s' (%s)", rc, d.field, d.msg);
+		if (!rc)
+			kv_workload_release(&w);
+	}
 }
 END_TEST
 

@@ -556,6 +556,32 @@ static double share_for(const struct kv_sim_config *cfg, uint64_t target)
 	return KV_MIN((base + (double)target) / mem, 1.0);
 }
 
+/*
+ * Prefill/decode disaggregation (docs/cluster.md), in 40% of the cases with
+ * 3 replicas: 1 or 2 prefill replicas, slow or fast links of every
+ * topology, layer-wise or not, either placement.  Drawn after everything
+ * else so the other draws keep their stream.
+ */
+static void draw_disagg(gsl_rng *g, struct rcase *c, unsigned replicas)
+{
+	struct kv_xfer_cfg *x = &c->cfg.xfer;
+
+	if (replicas < 3 || gsl_rng_uniform(g) >= 0.4)
+		return;
+	c->cfg.pd_prefill = (uint32_t)uni(g, 1, 2);
+	x->bw_bytes_s = (uint64_t)(loguni(g, 1e8, 1e12));
+	x->latency_ns = (kv_ns)uni(g, 0, 2000000);
+	x->has_latency = 1;
+	x->layerwise = gsl_rng_uniform(g) < 0.5;
+	x->topo = (enum kv_xfer_topo)uni(g, 0, 2);
+	x->place = (enum kv_place)uni(g, 0, 1);
+	appendf(c->desc, sizeof(c->desc),
+		" prefill_replicas: %u kv_transfer{bandwidth: %" PRIu64 ", latency: %" PRIu64
+		"ns, layerwise: %d, topology: %s, placement: %s}",
+		c->cfg.pd_prefill, x->bw_bytes_s, x->latency_ns, x->layerwise,
+		kv_xfer_topo_names[x->topo], kv_place_names[x->place]);
+}
+
 /* The cluster, memory and batching of a case. */
 static void draw_cluster(gsl_rng *g, struct rcase *c, unsigned replicas)
 {
@@ -604,6 +630,7 @@ static void draw_cluster(gsl_rng *g, struct rcase *c, unsigned replicas)
 	/* expert parallelism, MoE models only (drawn after pp for the same reason) */
 	cfg->ep = cfg->model.experts && gsl_rng_uniform(g) < 0.6 ? (uint32_t)uni(g, 2, 4) : 1;
 	appendf(c->desc, sizeof(c->desc), " ep: %u", cfg->ep);
+	draw_disagg(g, c, replicas);
 }
 
 /* The source: the case's trace, its rows' lengths and hash ids, the tenants. */

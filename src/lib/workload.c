@@ -378,6 +378,10 @@ static int read_cluster(struct kv_cfg_node *root, struct kv_sim_config *c, struc
 	c->replicas = (uint32_t)u;
 	TRY(kv_cfg_u64(n, "prefill_replicas", 0, 0, 65535, &u, d));
 	c->pd_prefill = (uint32_t)u;
+	if (c->pd_prefill && c->pd_prefill >= c->replicas)
+		return kv_cfg_error(kv_cfg_get(n, "prefill_replicas"), d,
+				    "%u of %u replicas prefill: expected fewer than cluster.replicas (at least one replica decodes)",
+				    c->pd_prefill, c->replicas);
 	TRY(kv_workload_kv_transfer(n, &c->xfer, d));
 	TRY(kv_cfg_u64(n, "tensor_parallel", 1, 1, 64, &u, d));
 	c->tp = (uint32_t)u;
