@@ -25,8 +25,9 @@
  *      the model's layers as the prefill iteration produces them (kvlink.h).
  *   3. When the last byte arrives (one KV_EV_XFER_DONE event per
  *      transfer, at a time fixed at submission) the prefill replica frees
- *      the request's blocks -- vLLM's NIXL connector and Mooncake keep the
- *      prefill side's blocks until the decode side has read them -- and
+ *      the request's blocks -- vLLM's NixlConnector and MooncakeConnector
+ *      answer delay_free_blocks for a length-capped prefill and free the
+ *      blocks once the decode side has read them -- and
  *      the request joins the decode replica's scheduler queue, its KV
  *      landed but not on the device (q->xfer_bytes).  It is admitted when
  *      the scheduler takes it and memory allows: its holding is reserved

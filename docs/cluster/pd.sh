@@ -48,6 +48,7 @@ for d in "${deployments[@]}"; do
       att=$(python3 -c "import csv; print(next(csv.DictReader(open('$tmp/o/summary.csv')))['slo_attainment'])")
       echo "$name|$gpus|$r|$seed|$att" >> "$tmp/points"
       if [ $req = true ]; then
+        python3 -c "import csv; r = next(csv.DictReader(open('$tmp/o/summary.csv'))); print('$name|' + r['ttft_p90_s'] + '|' + r['tpot_p90_s'])" >> "$tmp/p90"
         python3 - "$tmp/o/requests.csv" "$name" >> "$tmp/scaled" <<'PY'
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
@@ -60,7 +61,7 @@ PY
     done
   done
 done
-python3 - "$tmp/points" "$rates" "$tmp/scaled" <<'PY'
+python3 - "$tmp/points" "$rates" "$tmp/scaled" "$tmp/p90" <<'PY'
 import collections, sys
 rows = collections.OrderedDict()
 for line in open(sys.argv[1]):
@@ -94,11 +95,18 @@ print()
 print("SLO attainment at 1.5 req/s per GPU with both SLOs scaled (1.0: TTFT 0.25 s, TPOT 0.1 s):")
 print()
 scales = list(next(iter(scaled.values())))
-print("| deployment | " + " | ".join("%g" % x for x in scales) + " | tightest scale at 90% |")
-print("|---|" + "---:|" * len(scales) + "---:|")
+p90 = collections.defaultdict(list)
+for line in open(sys.argv[4]):
+    name, ttft, tpot = line.rstrip("\n").split("|")
+    p90[name].append((float(ttft), float(tpot)))
+print("| deployment | " + " | ".join("%g" % x for x in scales) +
+      " | tightest scale at 90% | TTFT p90 (s) | TPOT p90 (s) |")
+print("|---|" + "---:|" * len(scales) + "---:|---:|---:|")
 for name, curve in scaled.items():
     ys = [sum(v) / len(v) for v in curve.values()]
     tight = [x for x, y in zip(scales, ys) if y >= 0.9]
-    print("| %s | %s | %s |" % (name, " | ".join("%.0f%%" % (100 * y) for y in ys),
-                                "%g" % min(tight) if tight else "none"))
+    pts = p90[name]
+    print("| %s | %s | %s | %.3f | %.3f |" % (name, " | ".join("%.0f%%" % (100 * y) for y in ys),
+                                "%g" % min(tight) if tight else "none",
+                                sum(t for t, _ in pts) / len(pts), sum(t for _, t in pts) / len(pts)))
 PY
