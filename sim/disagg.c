@@ -204,6 +204,21 @@ void kv__disagg_send(struct kv_sim *s, struct kv_replica *r)
 	r->n_handoff = 0;
 }
 
+/*
+ * q's per-request state of the decode replica's scheduler and cache model,
+ * as at an arrival: the prefill replica's instances kept theirs (zeroed,
+ * as kv__slot_alloc zeroes them; its holding is released already).
+ */
+static void fresh_state(struct kv_sim *s, struct kv_req *q)
+{
+	uint32_t k;
+
+	memset(q->cache, 0, sizeof(q->cache));
+	for (k = 0; k < KV_PLUGIN_KINDS; k++)
+		if (s->req_state[k].size)
+			memset(kv__req_state(s, (enum kv_plugin_kind)k, q), 0, s->req_state[k].size);
+}
+
 void kv__disagg_done(struct kv_sim *s, const struct kv_event *ev, struct kv_replica **p,
 		     struct kv_replica **d)
 {
@@ -221,6 +236,7 @@ void kv__disagg_done(struct kv_sim *s, const struct kv_event *ev, struct kv_repl
 		 (unsigned long long)q->id, (unsigned long long)q->xfer_done_ns,
 		 (unsigned long long)s->now);
 	kv__replica_xfer_release(*p, q);
+	fresh_state(s, q);
 	q->xfer_bytes = bytes;
 	q->replica = (*d)->idx;
 	kv__replica_arrive(*d, q); /* waits in its scheduler: admitted when memory allows */

@@ -981,16 +981,21 @@ static void check_flight(struct seen *w, const struct kv_sim *s)
 {
 	uint64_t live[3] = { 0 }, bytes[3] = { 0 }, todo[3] = { 0 }, assigned[3] = { 0 };
 	uint32_t slot, n_slots = KV_MIN(w->c->n, s->n_pages * 4096), i;
+	int handoff;
 
 	for (slot = 0; slot < n_slots; slot++) {
 		const struct kv_req *q = kv_sim_req(s, slot);
 
 		if (q->state == KV_REQ_FREE)
 			continue;
-		assigned[q->replica]++;
+		/* handed off (disagg.h): its prefill replica holds its KV but no longer counts it */
+		handoff = q->state == KV_REQ_HANDOFF;
+		assigned[q->replica] += !handoff;
 		bytes[q->replica] += q->kv_bytes;
-		live[q->replica] += q->swapped_bytes ? 0 : q->kv_tokens;
-		todo[q->replica] += (q->kv_tokens < q->prefill_target ?
+		/* on host after a swap, or landed from a link and not yet admitted: not live */
+		live[q->replica] += q->swapped_bytes || q->xfer_bytes ? 0 : q->kv_tokens;
+		todo[q->replica] += handoff ? 0 :
+				    (q->kv_tokens < q->prefill_target ?
 					     q->prefill_target - q->kv_tokens : 0) +
 				    q->output_tokens - q->generated;
 	}
