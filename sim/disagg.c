@@ -85,16 +85,68 @@ static int plan_split(struct kv_sim *s)
 	pg->dec = kv_xmalloc((s->n_rep - pg->count) * sizeof(*pg->dec));
 	for (i = pg->count; i < s->n_rep; i++)
 		pg->dec[pg->n_dec++] = i;
-	resolve(pg, c, s->token_bytes);
+	resolve(pg, c, s->grp[0].token_bytes);
 	group_links(s, s->pd, pg);
+	return 0;
+}
+
+/* Lists the replicas of the decode groups serving g's model into pg->dec; 0 or KV_EINVAL. */
+static int find_decoders(struct kv_sim *s, const struct kv_group *g, struct kv_pd_group *pg)
+{
+	uint32_t i, j;
+
+	pg->dec = kv_xmalloc((size_t)s->n_rep * sizeof(*pg->dec));
+	for (i = 0; i < s->n_grp; i++) {
+		const struct kv_group *h = &s->grp[i];
+
+		if (h->cfg->role != KV_ROLE_DECODE || strcmp(h->cfg->model.name, g->cfg->model.name))
+			continue;
+		if (!pg->n_dec)
+			pg->dec_name = h->cfg->group_name;
+		for (j = h->first; j < h->first + h->count; j++)
+			pg->dec[pg->n_dec++] = j;
+	}
+	if (pg->n_dec)
+		return 0;
+	return kv_diag_set(&s->diag, KV_EINVAL, "", 0, 0, "cluster.groups.role",
+			   "group '%s' prefills %s but no decode group serves that model: expected a group with role: decode and model: %s",
+			   g->cfg->group_name, g->cfg->model.name, g->cfg->model.name);
+}
+
+/* The groups with the prefill role, each sending to the decode groups of its model. */
+static int plan_groups(struct kv_sim *s)
+{
+	uint32_t i, n = 0;
+	int rc;
+
+	for (i = 0; i < s->n_grp; i++)
+		n += s->grp[i].cfg->role == KV_ROLE_PREFILL;
+	if (!n)
+		return 0;
+	s->pd = pd_new(s, n);
+	for (i = 0; i < s->n_grp; i++) {
+		const struct kv_group *g = &s->grp[i];
+		struct kv_pd_group *pg;
+
+		if (g->cfg->role != KV_ROLE_PREFILL)
+			continue;
+		pg = &s->pd->pg[s->pd->n_pg++];
+		pg->name = g->cfg->group_name;
+		pg->first = g->first;
+		pg->count = g->count;
+		if ((rc = find_decoders(s, g, pg)))
+			return rc;
+		resolve(pg, g->cfg, g->token_bytes);
+		group_links(s, s->pd, pg);
+	}
 	return 0;
 }
 
 int kv__disagg_init(struct kv_sim *s)
 {
-	if (s->cfg->pd_prefill)
+	if (s->cfg->pd_prefill && !s->cfg->n_groups) /* with groups, roles say it */
 		return plan_split(s);
-	return 0;
+	return plan_groups(s);
 }
 
 void kv__disagg_release(struct kv_sim *s)

@@ -21,6 +21,9 @@
 #     overlapped copies), also under tests/data/macro/tenants.yaml with vtc;
 #   - a windowed model: Gemma-2-9B with its window cut to 200 tokens (so
 #     contexts pass it), under every engine and cache model;
+#   - replica groups: workloads/groups.yaml (two models, three groups) runs
+#     above; here its groups also mix engines, schedulers and caches (the
+#     second group sglang, the third another scheduler or cache model);
 #   - prefill/decode disaggregation: tests/data/macro/tenants.yaml on 1
 #     prefill + 2 decode replicas over 5 GB/s layer-wise links under every
 #     engine and scheduler with full, chunked and shared, and
@@ -137,6 +140,13 @@ pair() {
     for c in "${caches[@]}"; do
       echo "pair win/$e/$c $src/workloads/default.yaml --set workload.requests=300 --set model=$gw --set engine=$e --set cache=$c"
     done
+  done
+  gr="$src/workloads/groups.yaml"
+  for sc in "${scheds[@]}"; do
+    echo "pair groups/mix/$sc $gr --set workload.requests=400 --set cluster.groups[1].engine=sglang --set \\'cluster.groups[1].memory={model: sglang}\\' --set cluster.groups[2].scheduler=$sc"
+  done
+  for c in "${caches[@]}"; do
+    echo "pair groups/cache/$c $gr --set workload.requests=400 --set cluster.groups[0].engine=vllm --set cluster.groups[2].cache=$c"
   done
 } > "$tmp/jobs"
 

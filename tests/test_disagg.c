@@ -84,7 +84,7 @@ START_TEST(lone_request_times)
 		    "workload:\n  requests: 1\n  arrival: {process: poisson, rate: 1}\n"
 		    "  lengths: {dist: fixed, prompt: 1000, output: 5}\n",
 	       &r, &s, &w, 0);
-	ser = kv_kvlink_ser_ns(10000000000ULL, P * s.token_bytes);
+	ser = kv_kvlink_ser_ns(10000000000ULL, P * s.grp[0].token_bytes);
 	xfer = 100000 + ser;
 	ck_assert_uint_eq(r.completed, 1);
 	EXPECT(q->xfer_ns == xfer && q->replica == 1, "xfer %llu ns, expected %llu; replica %u",
@@ -93,9 +93,9 @@ START_TEST(lone_request_times)
 	ck_assert_uint_eq(s.rep[1].iterations, T - 1);
 	ck_assert_uint_eq(s.rep[0].handoffs, 1);
 	bytes = link_bytes(&s, &n);
-	EXPECT(bytes == P * s.token_bytes && n == 1 && s.rep[1].xfer_in_bytes == bytes,
+	EXPECT(bytes == P * s.grp[0].token_bytes && n == 1 && s.rep[1].xfer_in_bytes == bytes,
 	       "link bytes %llu, expected %llu; admitted %llu", (unsigned long long)bytes,
-	       (unsigned long long)(P * s.token_bytes),
+	       (unsigned long long)(P * s.grp[0].token_bytes),
 	       (unsigned long long)s.rep[1].xfer_in_bytes);
 	/* the decode replica starts when the KV lands: finish - first = xfer + its steps */
 	EXPECT(q->finish_ns - q->first_token_ns >= xfer + s.rep[1].busy_ns &&
@@ -131,7 +131,7 @@ START_TEST(link_contention)
 		      "workload:\n  requests: 4\n  arrival: {process: trace, trace: %s, format: vidur}\n",
 		 trace);
 	pd_run(yaml, &r, &s, &w, 0);
-	ser = kv_kvlink_ser_ns(1000000000ULL, 256 * s.token_bytes);
+	ser = kv_kvlink_ser_ns(1000000000ULL, 256 * s.grp[0].token_bytes);
 	ck_assert_uint_eq(r.completed, 4);
 	/* in prefill order: each starts when its prefill ends or the link frees, FIFO */
 	for (k = 0; k < 4; k++) {
@@ -324,6 +324,107 @@ START_TEST(bad_options)
 }
 END_TEST
 
+#define GROUPS "model: llama-2-7b\ndevice: a100-80g\nscheduler: fifo\ncache: full\n" \
+	       "engine: {name: %s}\noutputs: {sample_interval: 0}\n" \
+	       "cluster:\n  kv_transfer: {bandwidth: 20GB/s, layerwise: true}\n  groups:\n" \
+	       "    - {name: p, role: prefill, replicas: 2, device: h100-80g, tensor_parallel: 2,\n" \
+	       "       kv_transfer: {placement: round-robin, topology: pair}}\n" \
+	       "    - {name: d, role: decode, replicas: 2}\n" \
+	       "    - {name: m, replicas: 1}\n" \
+	       "workload:\n  requests: 150\n  oversize: clip\n  arrival: {process: poisson, rate: 8}\n" \
+	       "  lengths: {dist: uniform, prompt_min: 16, prompt_max: 2000, output_min: 1, output_max: 200}\n"
+
+/*
+ * Groups with roles: a prefill group on H100s at tensor parallel 2 sends to
+ * a decode group of A100s (its own kv_transfer keys over the cluster's);
+ * a mixed group serves as before.  No arrival joins the decode group; the
+ * prefill group decodes nothing; macro steps match exact ones.
+ */
+START_TEST(group_roles)
+{
+	static const char *const eng[] = { "vllm", "vllm-v0", "sglang" };
+	char yaml[2048];
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		static struct pd_rec a, b;
+		struct kv_workload w;
+		struct kv_sim s;
+		uint64_t k, n, handoffs = 0;
+
+		snprintf(yaml, sizeof(yaml), GROUPS, eng[i]);
+		pd_run(yaml, &a, &s, &w, 0);
+		for (k = 0; k < 2; k++)
+			handoffs += s.rep[k].handoffs;
+		EXPECT(s.grp[1].arrived == 0 && s.grp[0].arrived > 0 && s.grp[2].arrived > 0 &&
+			       a.n == 150 && s.pd->n_pg == 1 && s.pd->pg[0].n_dec == 2 &&
+			       s.pd->pg[0].x.place == KV_PLACE_ROUND_ROBIN &&
+			       s.pd->pg[0].x.bw_bytes_s == 20000000000ULL && s.pd->n_link == 4,
+		       "%s: arrivals p %llu d %llu m %llu; %llu ended; %u links", eng[i],
+		       (unsigned long long)s.grp[0].arrived, (unsigned long long)s.grp[1].arrived,
+		       (unsigned long long)s.grp[2].arrived, (unsigned long long)a.n, s.pd->n_link);
+		EXPECT(handoffs > 0 && handoffs == s.pd->sent && link_bytes(&s, &n) > 0 &&
+			       s.rep[2].handoffs == 0 && s.rep[4].handoffs == 0,
+		       "%s: %llu hand-offs, %llu sent", eng[i], (unsigned long long)handoffs,
+		       (unsigned long long)s.pd->sent);
+		kv_sim_release(&s);
+		kv_workload_release(&w);
+		pd_run(yaml, &b, &s, &w, 1);
+		kv_sim_release(&s);
+		kv_workload_release(&w);
+		for (k = 0; k < 150; k++)
+			EXPECT(a.q[k].finish_ns == b.q[k].finish_ns && a.q[k].replica == b.q[k].replica,
+			       "%s: request %llu: macro finish %llu, exact %llu", eng[i],
+			       (unsigned long long)k, (unsigned long long)a.q[k].finish_ns,
+			       (unsigned long long)b.q[k].finish_ns);
+	}
+}
+END_TEST
+
+/* A prefill group needs a decode group of its model, and the other way; no split with groups. */
+START_TEST(role_errors)
+{
+	static const char *const bad[][2] = {
+		{ "    - {name: p, role: prefill}\n    - {name: m}\n", "cluster.groups" },
+		{ "    - {name: d, role: decode}\n", "cluster.groups" },
+		{ "    - {name: p, role: prefill}\n    - {name: d, role: decode, model: llama-2-13b}\n",
+		  "cluster.groups" },
+	};
+	char yaml[1024];
+	size_t i;
+
+	for (i = 0; i < KV_ARRAY_LEN(bad); i++) {
+		struct kv_workload w;
+		struct kv_diag d;
+		int rc;
+
+		snprintf(yaml, sizeof(yaml),
+			 BASE "cluster:\n  groups:\n%s"
+			      "workload: {requests: 1, arrival: {process: poisson, rate: 1}}\n",
+			 bad[i][0]);
+		rc = try_load(&w, yaml, &d);
+		EXPECT(rc != 0 && strstr(d.field, bad[i][1]) && strstr(d.field, "role") &&
+			       strstr(d.msg, "no group with role"),
+		       "case %zu: rc %d, field '%s' (%s)", i, rc, d.field, d.msg);
+		if (!rc)
+			kv_workload_release(&w);
+	}
+	{
+		struct kv_workload w;
+		struct kv_diag d;
+		int rc = try_load(&w, BASE "cluster:\n  prefill_replicas: 1\n  groups:\n"
+					    "    - {name: a, replicas: 2}\n"
+					    "workload: {requests: 1, arrival: {process: poisson, rate: 1}}\n",
+				  &d);
+
+		EXPECT(rc != 0 && !strcmp(d.field, "cluster.prefill_replicas"),
+		       "prefill_replicas with groups: rc %d, field '%s' (%s)", rc, d.field, d.msg);
+		if (!rc)
+			kv_workload_release(&w);
+	}
+}
+END_TEST
+
 static Suite *disagg_suite(void)
 {
 	Suite *s = suite_create("disagg");
@@ -335,6 +436,8 @@ static Suite *disagg_suite(void)
 	tcase_add_test(tc, never_before_transfer);
 	tcase_add_test(tc, macro_exact);
 	tcase_add_test(tc, bad_options);
+	tcase_add_test(tc, group_roles);
+	tcase_add_test(tc, role_errors);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -67,7 +67,45 @@ static int read_bw(struct kv_cfg_node *m, uint64_t *out, struct kv_diag *d)
 
 int kv_workload_disagg(const struct kv_sim_config *c)
 {
+	uint32_t i;
+
+	for (i = 0; i < c->n_groups; i++)
+		if (c->groups[i].role == KV_ROLE_PREFILL)
+			return 1;
 	return c->pd_prefill > 0;
+}
+
+/* Whether a group of c with role `want` serves model m. */
+static int has_role(const struct kv_sim_config *c, enum kv_group_role want, const char *m)
+{
+	uint32_t i;
+
+	for (i = 0; i < c->n_groups; i++)
+		if (c->groups[i].role == want && !strcmp(c->groups[i].model.name, m))
+			return 1;
+	return 0;
+}
+
+int kv_workload_check_roles(struct kv_cfg_node *groups, const struct kv_sim_config *c,
+			    struct kv_diag *d)
+{
+	struct kv_cfg_node *it = groups ? groups->child : NULL;
+	uint32_t i;
+
+	for (i = 0; i < c->n_groups && it; i++, it = it->next) {
+		const struct kv_sim_config *g = &c->groups[i];
+		enum kv_group_role other = g->role == KV_ROLE_PREFILL ? KV_ROLE_DECODE : KV_ROLE_PREFILL;
+
+		if (g->role == KV_ROLE_MIXED || has_role(c, other, g->model.name))
+			continue;
+		return kv_cfg_error(kv_cfg_get(it, "role"), d,
+				    "group '%s' has role %s for %s but no group with role %s serves "
+				    "that model: expected a %s group of model %s",
+				    g->group_name, kv_group_role_names[g->role], g->model.name,
+				    kv_group_role_names[other], kv_group_role_names[other],
+				    g->model.name);
+	}
+	return 0;
 }
 
 int kv_workload_kv_transfer(struct kv_cfg_node *parent, struct kv_xfer_cfg *x,
