@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # DistServe's headline comparison in kvsim (docs/cluster.md "Prefill/decode
 # disaggregation"): SLO attainment against per-GPU request rate for a
-# colocated and disaggregated deployments of OPT-13B on three A100-80GB GPUs,
+# colocated and disaggregated deployments of OPT-13B on three A100-80GB GPUs
+# (splits of replicas, and prefill and decode groups at tensor parallel 2),
 # ShareGPT lengths within OPT's 2048-token context, Poisson arrivals, a
 # request meeting its SLO when TTFT <= 0.25 s and TPOT <= 0.1 s (DistServe,
 # OSDI 2024, Fig. 8 upper left; its artifact's plotting script sets these
@@ -26,11 +27,13 @@ awk -F, 'NR == 1 { print "num_prefill_tokens,num_decode_tokens"; next }
          $1 + $2 <= 2048 { print $1 "," $2 }' "$trace" > "$tmp/sharegpt-opt.csv"
 cp "$root/docs/cluster/distserve-opt13b.yaml" "$tmp/w.yaml"
 
-# NAME|GPUS|--set assignments of the deployment
+# NAME|GPUS|--set assignments of the deployment, separated by ';'
 deployments=(
   "colocated: 3 replicas|3|cluster.replicas=3"
-  "disaggregated: 2 prefill + 1 decode|3|cluster.replicas=3 cluster.prefill_replicas=2"
-  "disaggregated: 1 prefill + 2 decode|3|cluster.replicas=3 cluster.prefill_replicas=1"
+  "disaggregated: 2 prefill + 1 decode|3|cluster.replicas=3;cluster.prefill_replicas=2"
+  "disaggregated: 1 prefill + 2 decode|3|cluster.replicas=3;cluster.prefill_replicas=1"
+  "disaggregated: prefill TP2 + decode TP1|3|cluster={groups: [{name: p, role: prefill, tensor_parallel: 2}, {name: d, role: decode}]}"
+  "disaggregated: prefill TP1 + decode TP2|3|cluster={groups: [{name: p, role: prefill}, {name: d, role: decode, tensor_parallel: 2}]}"
 )
 rates="0.25 0.5 0.75 1 1.25 1.5 1.75 2 2.25 2.5 3"
 seeds="1 2 3"
@@ -40,7 +43,8 @@ for d in "${deployments[@]}"; do
     for seed in $seeds; do
       total=$(awk -v r="$r" -v g="$gpus" 'BEGIN { printf "%.6g", r * g }')
       set_args=()
-      for a in $sets; do set_args+=(--set "$a"); done
+      IFS=';' read -r -a assigns <<< "$sets"
+      for a in "${assigns[@]}"; do set_args+=(--set "$a"); done
       req=false
       [ "$r" = 1.5 ] && req=true
       "$kvsim" run "$tmp/w.yaml" -o "$tmp/o" -q --set seed="$seed" --set outputs.requests=$req \
