@@ -92,6 +92,7 @@ tables=(
   "fairness|docs/schedulers.md|1|bash configs/experiments/fairness.sh KVSIM"
   "preempt-attribution|docs/schedulers.md|1|bash configs/experiments/preempt-attribution.sh KVSIM"
   "sweep-200|docs/sweeps.md|2|sweep_means workloads/sweep-200.yaml ttft_p99_s scheduler.name cache.name"
+  "pd-distserve|docs/cluster.md|2|bash docs/cluster/pd.sh KVSIM"
 )
 
 # replace DOC NAME FILE: the lines between NAME's marker lines become FILE (less its trailing

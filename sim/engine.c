@@ -243,7 +243,28 @@ static int on_enqueue(struct kv_sim *s, const struct kv_event *ev)
 
 	kv__replica_arrive(r, kv_sim_req(s, (uint32_t)ev->arg));
 	mark_due(s, r);
-	if ((next && next->t_ns == s->now && next->kind == KV_EV_ENQUEUE) ||
+	if ((next && next->t_ns == s->now &&
+	     (next->kind == KV_EV_ENQUEUE || next->kind == KV_EV_XFER_DONE)) ||
+	    (s->have_pending && s->pending.t_ns == s->now))
+		return 0; /* another hand-over or arrival at this instant comes first */
+	return kick_due(s);
+}
+
+/*
+ * A KV transfer arrived (disagg.h): its request joins the decode replica's
+ * scheduler and the prefill replica's memory frees; both form a batch after
+ * the instant's last hand-over or arrival, as after arrivals.
+ */
+static int on_xfer_done(struct kv_sim *s, const struct kv_event *ev)
+{
+	const struct kv_event *next = kv_heap_peek(&s->heap);
+	struct kv_replica *p, *d;
+
+	kv__disagg_done(s, ev, &p, &d);
+	mark_due(s, p);
+	mark_due(s, d);
+	if ((next && next->t_ns == s->now &&
+	     (next->kind == KV_EV_ENQUEUE || next->kind == KV_EV_XFER_DONE)) ||
 	    (s->have_pending && s->pending.t_ns == s->now))
 		return 0; /* another hand-over or arrival at this instant comes first */
 	return kick_due(s);
@@ -282,7 +303,9 @@ static int on_arrival(struct kv_sim *s, const struct kv_event *ev)
 	q->origin_line = a->origin_line;
 	kv__hashes_store(s, q, a);
 	q->mem_t0_ns = s->now;
-	q->replica = s->cfg->router->pick(s, q, g->first, g->first + g->count, &g->router_state);
+	q->replica = s->cfg->router->pick(s, q, g->first,
+					  g->first + (g->cfg->pd_prefill ? g->cfg->pd_prefill : g->count),
+					  &g->router_state); /* a split group: its prefill replicas (disagg.h) */
 	r = &s->rep[q->replica];
 	r->n_assigned++;
 	r->outstanding_tokens += q->prompt_tokens + q->output_tokens;
@@ -346,6 +369,11 @@ static int dispatch(struct kv_sim *s, const struct kv_event *ev)
 		break;
 	case KV_EV_ITER_DONE:
 		rc = kv__replica_iter_done(&s->rep[ev->target]);
+		if (!rc && s->rep[ev->target].n_handoff)
+			kv__disagg_send(s, &s->rep[ev->target]); /* prefills done: KV to decode replicas */
+		break;
+	case KV_EV_XFER_DONE:
+		rc = on_xfer_done(s, ev);
 		break;
 	case KV_EV_SAMPLE:
 		rc = on_sample(s, ev);
@@ -381,6 +409,7 @@ static void final_checks(struct kv_sim *s)
 		 (unsigned long long)ended, (unsigned long long)s->n_live);
 	for (i = 0; i < s->n_rep; i++)
 		kv__replica_final(&s->rep[i]);
+	kv__disagg_final(s);
 }
 
 int kv_sim_run(struct kv_sim *s)
@@ -560,7 +589,8 @@ static uint32_t class_add(struct kv_sim *s, const char *m)
 
 	k->off = s->n_cls * s->n_grp;
 	for (i = 0; i < s->n_grp; i++)
-		if (!strcmp(s->grp[i].cfg->model.name, m)) {
+		if (s->grp[i].cfg->role != KV_ROLE_DECODE && /* decode groups get prefilled requests only */
+		    !strcmp(s->grp[i].cfg->model.name, m)) {
 			s->grp_of[k->off + k->n++] = i;
 			k->weight_sum += (double)s->grp[i].count;
 		}
@@ -675,7 +705,7 @@ int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct 
 		s->due = kv_xmalloc(s->n_rep * sizeof(*s->due));
 	}
 	s->kick = kv_xmalloc(s->n_rep * sizeof(*s->kick));
-	if ((rc = build_groups(s, cfg)))
+	if ((rc = build_groups(s, cfg)) || (rc = kv__disagg_init(s)))
 		return rc;
 	return kv_source_open(&cfg->source, cfg->seed, &s->src, &s->diag);
 }
@@ -684,6 +714,7 @@ void kv_sim_release(struct kv_sim *s)
 {
 	uint32_t i;
 
+	kv__disagg_release(s);
 	for (i = 0; s->rep && i < s->n_rep; i++)
 		kv__replica_release(&s->rep[i]);
 	free(s->rep);

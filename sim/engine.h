@@ -35,6 +35,7 @@
 #define KV_ENGINE_H
 
 #include "cache.h"
+#include "disagg.h"
 #include "heap.h"
 #include "memory.h"
 #include "metrics.h"
@@ -54,6 +55,7 @@ enum kv_req_state {
 	KV_REQ_WAITING, /* queued in its replica's scheduler */
 	KV_REQ_RUNNING, /* admitted: in the replica's running set */
 	KV_REQ_FRONTEND, /* routed, in its replica's front end: not yet queued (frontend.h) */
+	KV_REQ_HANDOFF, /* its prefill done on a prefill replica: its KV waits for or is on a link (disagg.h) */
 };
 
 /* Why a request ended. */
@@ -103,6 +105,11 @@ struct kv_req {
 	uint32_t n_hashes; /* prefix-block hashes (Mooncake hash_ids), 512 tokens each */
 	uint64_t batch_extra; /* extra_prefill_tokens its batch entry charged this iteration (a withdrawal gives them back) */
 	kv_ns fe_in_ns; /* client arrival -> its scheduler: the front end's way in (frontend.h), ns */
+	kv_ns queued_ns; /* when it last joined a scheduler's queue (queueing statistics), ns */
+	/* prefill/decode disaggregation (disagg.h); all 0 when the run has none */
+	uint64_t xfer_bytes; /* KV bytes landed from its transfer, not yet on the device; nonzero marks it */
+	kv_ns xfer_done_ns; /* when its KV transfer completed: it is never scheduled before */
+	kv_ns xfer_ns; /* its prefill's end -> its KV's arrival at the decode replica, ns */
 };
 
 struct kv_sim;
@@ -212,6 +219,8 @@ struct kv_sim_config {
 	uint32_t n_groups; /* entries of groups, 0: the single group */
 	char group_name[32]; /* this group's name (cluster.groups[i].name), "" for the single group */
 	enum kv_group_role role; /* this group's role, default mixed */
+	struct kv_xfer_cfg xfer; /* a prefill group's KV transfer links (kv_transfer:, disagg.h); all 0: the defaults */
+	uint32_t pd_prefill; /* replicas [0, pd_prefill) prefill, the rest decode (disagg.h); 0: no split */
 };
 
 /* Where results go; any callback may be NULL.  Returning nonzero stops the run with KV_EIO. */
@@ -244,6 +253,7 @@ enum kv_event_kind {
 	KV_EV_ITER_DONE, /* replica `target` ends its iteration */
 	KV_EV_SAMPLE, /* a timeseries sample is due */
 	KV_EV_ENQUEUE, /* request in slot `arg` leaves the front end for replica `target` (frontend.h) */
+	KV_EV_XFER_DONE, /* the oldest transfer on KV link `target` arrives (disagg.h) */
 };
 
 /* A plugin kind's per-request state: req_size bytes per slot, in pages parallel to the slots'. */
@@ -341,6 +351,7 @@ struct kv_sim {
 	uint32_t n_kick; /* entries of kick */
 	uint64_t macro_steps; /* iterations applied inside macro steps (statistics, in no output) */
 	struct kv_event ev; /* the event being processed */
+	struct kv_disagg *pd; /* prefill/decode disaggregation (disagg.h), NULL when no replica prefills only */
 	/* the longest context against the KV cache (memory.h enum kv_ctx_check; bounds per group) */
 	uint64_t ctx_over_requests; /* requests (warn) whose prompt + output exceeded ctx_cap_tokens */
 	uint64_t ctx_over_max_tokens; /* the longest such context, or max_context when it exceeds the cache; 0: none */

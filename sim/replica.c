@@ -145,6 +145,7 @@ static inline void observe(const struct kv_replica *r, enum kv_obs_event ev, con
 
 static void enqueue(struct kv_replica *r, struct kv_req *q)
 {
+	q->queued_ns = r->sim->now;
 	tenant_queued(r->sim, q);
 	r->sched->enqueue(r->sched_priv, r, q);
 }
@@ -160,6 +161,8 @@ static void admit(struct kv_replica *r, struct kv_req *q)
 		r->running = kv_xrealloc(r->running, r->running_cap * sizeof(*r->running));
 	}
 	q->state = KV_REQ_RUNNING;
+	r->wait_ns += r->sim->now - q->queued_ns;
+	r->admits++;
 	q->run_idx = r->n_running;
 	r->running[r->n_running++] = q;
 	observe(r, KV_OBS_ADMIT, q, 0);
@@ -186,6 +189,11 @@ int kv__replica_end(struct kv_replica *r, struct kv_req *q, enum kv_end e)
 	if (q->swapped_bytes) { /* ends on host: its copy is dropped */
 		r->swap_dropped_bytes += q->swapped_bytes;
 		q->swapped_bytes = 0;
+	} else if (q->xfer_bytes) { /* landed from a link, never admitted: dropped */
+		r->xfer_dropped_bytes += q->xfer_bytes;
+		r->inbound_bytes -= q->xfer_bytes;
+		q->xfer_bytes = 0;
+		q->kv_tokens = 0;
 	} else if (q->kv_bytes || q->kv_tokens) {
 		req_release(r, q);
 	}
@@ -264,6 +272,19 @@ static void swap_out(struct kv_replica *r, struct kv_req *q)
 	r->swap_out_bytes += q->swapped_bytes;
 	r->swaps++;
 	r->copy_ns += copy_time_ns(r, bytes);
+}
+
+/*
+ * Puts the KV that q's transfer landed (disagg.h) on the device after its
+ * memory was reserved: no copy time, the link has carried it.
+ */
+static void xfer_land(struct kv_replica *r, struct kv_req *q)
+{
+	r->live_tokens += q->kv_tokens;
+	r->live_win_excess += kv_win_excess(q->kv_tokens, r->window_tokens);
+	r->xfer_in_bytes += q->xfer_bytes;
+	r->inbound_bytes -= q->xfer_bytes;
+	q->xfer_bytes = 0;
 }
 
 /* Brings a swapped q's KV back after its memory was reserved. */
@@ -433,6 +454,10 @@ int kv__replica_schedule(struct kv_replica *r, struct kv_req *q)
 
 	KV_CHECK(q->batch_tokens == 0, "request %llu scheduled twice",
 		 (unsigned long long)q->id);
+	KV_CHECK(q->xfer_done_ns <= r->sim->now && q->state != KV_REQ_HANDOFF,
+		 "request %llu scheduled at %llu ns before its KV transfer completes (%llu ns)",
+		 (unsigned long long)q->id, (unsigned long long)r->sim->now,
+		 (unsigned long long)q->xfer_done_ns);
 	if (r->n_batch >= c->max_batch_seqs || r->budget_tokens == 0)
 		return KV_ERANGE;
 	if (q->state == KV_REQ_WAITING ? (r->step_flags & KV_STEP_NO_ADMIT) :
@@ -478,12 +503,15 @@ int kv__replica_schedule(struct kv_replica *r, struct kv_req *q)
 				r->n_ref++;
 			}
 		}
-		if (q->state == KV_REQ_WAITING && !q->swapped_bytes && (q->kv_bytes || q->kv_tokens))
+		if (q->state == KV_REQ_WAITING && !q->swapped_bytes && !q->xfer_bytes &&
+		    (q->kv_bytes || q->kv_tokens))
 			drop_prefix(r, q); /* not admitted: give the cached prefix back */
 		return rc;
 	}
 	if (q->swapped_bytes)
 		swap_in(r, q);
+	else if (q->xfer_bytes)
+		xfer_land(r, q);
 	batch_add(r, q, take);
 	return 0;
 }
@@ -719,7 +747,7 @@ static uint32_t make_room(struct kv_replica *r, struct kv_req *q)
 		if (v->batch_tokens)
 			batch_withdraw(r, v); /* scheduled before q: vLLM's PRIORITY victim */
 		if (v == q) {
-			if (r->n_running == 1 && !restart_alone(r, q)) {
+			if (r->n_running == 1 && !r->n_xfer_held && !restart_alone(r, q)) {
 				reject(r, q); /* cannot grow even in an empty pool */
 			} else if (r->n_running == 1) {
 				/* alone: restart it in an empty pool, free of other requests' holes */
@@ -1013,6 +1041,8 @@ static int form_step(struct kv_replica *r, kv_ns now, kv_ns *ns)
 		again = 0;
 		if (r->n_batch)
 			break;
+		if (r->n_xfer_held && r->n_running == 0 && r->last_nomem)
+			return 0; /* KV on links holds the memory: wait for its release (disagg.h) */
 		if (!r->last_nomem && r->n_running == 0) {
 			/* a request alone was rejected or restarted: form again; else none would run */
 			KV_CHECK(r->n_assigned != assigned || r->step_preempted,
@@ -1123,6 +1153,9 @@ static uint32_t step_apply(struct kv_replica *r, kv_ns now)
 		if (apply_tokens(q, now, &done)) {
 			q->state = KV_REQ_FREE; /* mark; removed below */
 			finished++;
+		} else if (r->prefill_only && q->kv_tokens >= q->prefill_target) {
+			q->state = KV_REQ_HANDOFF; /* its first token out: it leaves for a decode replica */
+			finished++;
 		}
 		r->live_win_excess += kv_win_excess(q->kv_tokens, r->window_tokens) - ex;
 		svc = (double)in * fw->input_weight + (double)(q->generated - gen) * fw->output_weight;
@@ -1137,6 +1170,41 @@ static uint32_t step_apply(struct kv_replica *r, kv_ns now)
 	r->outstanding_tokens -= done;
 	kv__out_changed(r);
 	return finished;
+}
+
+/*
+ * A prefill replica's q has emitted its first token: it leaves r's
+ * accounting (its holding stays until its transfer completes,
+ * kv__replica_xfer_release) and waits in r->handoff for the engine to send
+ * its KV (disagg.h).
+ */
+static void handoff(struct kv_replica *r, struct kv_req *q)
+{
+	r->outstanding_tokens -= q->output_tokens - q->generated;
+	kv__out_changed(r);
+	r->n_assigned--;
+	r->handoffs++;
+	r->n_xfer_held++;
+	if (r->restarted == q)
+		r->restarted = NULL;
+	if (r->n_handoff == r->handoff_cap) {
+		r->handoff_cap = r->handoff_cap ? 2 * r->handoff_cap : 16;
+		r->handoff = kv_xrealloc(r->handoff, r->handoff_cap * sizeof(*r->handoff));
+	}
+	r->handoff[r->n_handoff++] = q;
+}
+
+void kv__replica_xfer_release(struct kv_replica *r, struct kv_req *q)
+{
+	KV_CHECK(q->state == KV_REQ_HANDOFF && q->replica == r->idx,
+		 "request %llu released by replica %u in state %u", (unsigned long long)q->id,
+		 r->idx, q->state);
+	if (r->macro.K)
+		kv__macro_cut(r); /* memory frees: the next formation may change */
+	rep_acct(r);
+	if (q->kv_bytes || q->kv_tokens)
+		req_release(r, q);
+	r->n_xfer_held--;
 }
 
 int kv__replica_iter_done(struct kv_replica *r)
@@ -1168,6 +1236,8 @@ int kv__replica_iter_done(struct kv_replica *r)
 
 		if (q->state == KV_REQ_FREE && !rc)
 			rc = kv__replica_end(r, q, KV_END_COMPLETED);
+		else if (q->state == KV_REQ_HANDOFF)
+			handoff(r, q);
 	}
 	r->n_batch = 0;
 	kv__out_changed(r); /* n_batch: the tokens' lower bound */
@@ -1337,6 +1407,7 @@ void kv__replica_release(struct kv_replica *r)
 	free(r->eng_priv);
 	kv__frontend_release(&r->fe);
 	free(r->running);
+	free(r->handoff);
 	free(r->batch);
 	free(r->evicted);
 	kv__macro_release(r);
@@ -1362,6 +1433,9 @@ void kv__replica_final(struct kv_replica *r)
 	rep_acct(r);
 	if (r->cache->flush)
 		r->cache->flush(r->cache_priv);
+	KV_CHECK(r->n_handoff == 0 && r->inbound_bytes == 0 && r->n_xfer_held == 0,
+		 "replica %u: %u requests not handed off, %llu KV bytes inbound", r->idx,
+		 r->n_handoff, (unsigned long long)r->inbound_bytes);
 	KV_CHECK(r->swap_out_bytes == r->swap_in_bytes + r->swap_dropped_bytes,
 		 "replica %u: %llu bytes swapped out, %llu in, %llu dropped", r->idx,
 		 (unsigned long long)r->swap_out_bytes, (unsigned long long)r->swap_in_bytes,

@@ -101,6 +101,17 @@ struct kv_replica {
 	uint32_t n_evicted; /* entries of evicted[] */
 	int admitted_rank; /* ranked policy: highest rank admitted while the batch is formed, -1 none */
 	struct kv_macro macro; /* its run of macro steps (macro.h) */
+	/* prefill/decode disaggregation (disagg.h) */
+	int prefill_only; /* a prefill replica: a request leaves when its prefill emits the first token */
+	struct kv_req **handoff; /* requests whose prefill ended this iteration, to send (KV_REQ_HANDOFF) */
+	uint32_t n_handoff, handoff_cap; /* entries of handoff, its capacity (doubles) */
+	uint64_t handoffs; /* requests handed off */
+	uint32_t n_xfer_held; /* handed-off requests whose holding waits for their transfer to complete */
+	uint64_t xfer_in_bytes; /* KV bytes landed from links and admitted here */
+	uint64_t xfer_dropped_bytes; /* KV bytes landed here whose request ended before admission */
+	uint64_t inbound_bytes; /* KV bytes sent here and not yet admitted (placement's view) */
+	kv_ns wait_ns; /* sum over admissions of the time queued (queued_ns -> admission), ns */
+	uint64_t admits; /* admissions counted in wait_ns */
 };
 
 
@@ -306,6 +317,13 @@ int kv__replica_iter_done(struct kv_replica *r);
  * figures, calls the sink, frees its slot.  Returns 0 or KV_EIO (sink).
  */
 int kv__replica_end(struct kv_replica *r, struct kv_req *q, enum kv_end e);
+/*
+ * Disaggregation (disagg.h).  Releases the device holding of q, handed off
+ * by prefill replica r, once its transfer has completed (vLLM's disaggregated
+ * prefill frees the prefill side's blocks when the decode side has read
+ * them); cuts r's macro run, if any, first.
+ */
+void kv__replica_xfer_release(struct kv_replica *r, struct kv_req *q);
 /* End-of-run accounting and leak checks (aborts on a leak). */
 void kv__replica_final(struct kv_replica *r);
 /* The pool integrity check (aborts on a broken pool). */

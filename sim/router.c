@@ -31,7 +31,7 @@ static uint32_t lot_pick(struct kv_sim *s, const struct kv_req *q, uint32_t lo, 
 
 	(void)q;
 	(void)state;
-	if (s->out_tree.key) /* the engine's tournament tree (one group: lo..hi is all): O(1), the scan's ties */
+	if (s->out_tree.key && hi - lo == s->n_rep) /* the engine's tournament tree (lo..hi is all): O(1), the scan's ties */
 		return kv_mintree_min(&s->out_tree);
 	for (i = lo + 1; i < hi; i++)
 		if (s->rep[i].outstanding_tokens < s->rep[best].outstanding_tokens)

@@ -279,6 +279,13 @@ static const struct {
 	{ "groups[i].host", "top level", "its host CPU profile" },
 	{ "groups[i].tensor_parallel", "top level", "and pipeline_parallel, expert_parallel, data_parallel: as above, per group" },
 	{ "groups[i].engine", "top level", "and scheduler, cache, memory, batching: a section given replaces the top level's whole" },
+	{ "groups[i].kv_transfer", "cluster's", "a prefill group's KV links: the cluster's kv_transfer with these keys in place" },
+	{ "prefill_replicas", "0", "prefill/decode disaggregation: replicas [0, N) prefill, the rest decode; 0: off (docs/cluster.md)" },
+	{ "kv_transfer.bandwidth", "50GB/s", "a prefill group's KV link bandwidth, per link (400 Gb/s NDR InfiniBand / RoCE)" },
+	{ "kv_transfer.latency", "20us", "latency of one KV transfer" },
+	{ "kv_transfer.layerwise", "false", "stream the KV layer by layer while the prefill runs" },
+	{ "kv_transfer.topology", "prefill", "links: prefill (one per prefill replica) | pair (per prefill-decode pair) | shared (one per prefill group)" },
+	{ "kv_transfer.placement", "least-kv", "decode replica: least-kv (least reserved + inbound KV / pool) | round-robin" },
 };
 
 static void list_cluster(void)

@@ -23,7 +23,11 @@
 #     contexts pass it), under every engine and cache model;
 #   - replica groups: workloads/groups.yaml (two models, three groups) runs
 #     above; here its groups also mix engines, schedulers and caches (the
-#     second group sglang, the third another scheduler or cache model).
+#     second group sglang, the third another scheduler or cache model);
+#   - prefill/decode disaggregation: tests/data/macro/tenants.yaml on 1
+#     prefill + 2 decode replicas over 5 GB/s layer-wise links under every
+#     engine and scheduler with full, chunked and shared, and
+#     bench/million.yaml saturated on 2 + 2 sharing one 2 GB/s link.
 # That is the full matrix (--full; `meson test --suite slow macro-full`).  By
 # default (the e2e test `macro`) a covering subset runs instead, so that the
 # test costs a third as much: workloads/default.yaml and the Azure
@@ -180,6 +184,20 @@ pair() {
     echo "pair off/$ov $src/bench/million.yaml --set workload.requests=5000 --set workload.arrival.rate=80 --set \\'cache={name: chunked, offload: true, overlap: $ov}\\'"
     echo "pair off/mt/$ov $src/tests/data/macro/tenants.yaml --set engine=vllm-v0 --set scheduler.name=vtc --set \\'cache={name: chunked, offload: true, overlap: $ov}\\'"
   done
+  # prefill/decode disaggregation (docs/cluster.md): transfers' arrivals cut decode replicas' runs
+  for ei in "${!engines[@]}"; do
+    e=${engines[ei]}
+    for si in "${!scheds[@]}"; do
+      sc=${scheds[si]}
+      pdc=(full chunked shared)
+      for ci in 0 1 2; do
+        c=${pdc[ci]}
+        cell 0 $ei $si $ci || continue
+        echo "pair pd/mt/$e/$sc/$c $mt --set engine=$e --set scheduler.name=$sc --set cache=$c --set cluster.replicas=3 --set cluster.prefill_replicas=1 --set \\'cluster.kv_transfer={bandwidth: 5GB/s, layerwise: true, placement: least-kv}\\'"
+      done
+    done
+    echo "pair pd/msat/$e $src/bench/million.yaml --set workload.requests=5000 --set workload.arrival.rate=80 --set engine=$e --set cluster.replicas=4 --set cluster.prefill_replicas=2 --set \\'cluster.kv_transfer={bandwidth: 2GB/s, topology: shared, placement: round-robin}\\'"
+  done
   for e in "${engines[@]}"; do
     for c in "${caches[@]}"; do
       echo "pair win/$e/$c $src/workloads/default.yaml --set workload.requests=300 --set model=$gw --set engine=$e --set cache=$c"
@@ -219,7 +237,8 @@ done
 for l in msat_vllm-v0_chunked msat_vllm_chunked msat_sglang_full msat_sglang_chunked w_default_sglang_fifo \
          t_AzureLLMInferenceTrace_conv_csv_sglang_fifo_full w_default_vllm-v0_fifo_quantized \
          w_default_vllm-v0_fifo_sparse win_vllm-v0_full win_vllm-v0_chunked win_vllm-v0_quantized \
-         win_vllm-v0_sparse win_sglang_shared off_false off_true off_mt_false off_mt_true; do
+         win_vllm-v0_sparse win_sglang_shared off_false off_true off_mt_false off_mt_true \
+         pd_mt_vllm-v0_fifo_full pd_mt_vllm_fifo_chunked pd_msat_vllm-v0; do
   read -r st ev < "$tmp/r/$l"
   [ "$st" -gt 0 ] || { echo "macro: no macro steps in $l" >&2; exit 1; }
 done

@@ -82,7 +82,7 @@ START_TEST(test_inherit)
 		"model: llama-2-7b\ndevice: a100-80g\nscheduler: vtc\n"
 		"batching: {max_tokens: 1024, max_seqs: 64}\nmemory: {share: 0.8}\n"
 		"cluster:\n  tensor_parallel: 2\n  groups:\n"
-		"    - {name: a, replicas: 3}\n"
+		"    - {name: a, replicas: 3, role: prefill}\n"
 		"    - {name: b, device: h100-80g, tensor_parallel: 1, role: decode,\n"
 		"       memory: {model: vllm}, scheduler: {name: fifo}}\n" WORKLOAD;
 	struct kv_workload w;
@@ -98,7 +98,7 @@ START_TEST(test_inherit)
 	ck_assert_uint_eq(a->tp, 2);
 	ck_assert_str_eq(a->device.name, "a100-80g");
 	ck_assert_str_eq(a->sched->name, "vtc");
-	ck_assert_int_eq(a->role, KV_ROLE_MIXED);
+	ck_assert_int_eq(a->role, KV_ROLE_PREFILL); /* a decode group needs one (docs/cluster.md) */
 	ck_assert_double_eq(a->mem.share, 0.8);
 	ck_assert_uint_eq(a->max_batch_tokens, 1024);
 	ck_assert_str_eq(b->group_name, "b");

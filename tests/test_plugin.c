@@ -36,7 +36,8 @@ struct sjf {
 struct sjf_req { /* per-request state, zeroed at arrival */
 	kv_ns queued_ns; /* when it was queued last */
 	uint32_t queued; /* 1 while in wait */
-	uint32_t times; /* times queued (1 + preemptions) */
+	uint32_t times; /* times queued on this replica (1 + preemptions here) */
+	uint32_t base; /* preemptions before it arrived here (a decode replica: on its prefill replica) */
 };
 
 static int sjf_init(void *priv, struct kv_replica *r, struct kv_diag *d)
@@ -54,9 +55,11 @@ static void sjf_enqueue(void *priv, struct kv_replica *r, struct kv_req *q)
 	struct sjf *f = priv;
 	struct sjf_req *st = kv_req_sched(r->sim, q);
 
-	KV_CHECK(!st->queued && st->times == q->preemptions,
-		 "request %llu queued %u, %u times, %u preemptions", (unsigned long long)q->id,
-		 st->queued, st->times, q->preemptions);
+	if (!st->times)
+		st->base = q->preemptions;
+	KV_CHECK(!st->queued && st->times == q->preemptions - st->base,
+		 "request %llu queued %u, %u times, %u preemptions (%u before it arrived)",
+		 (unsigned long long)q->id, st->queued, st->times, q->preemptions, st->base);
 	st->queued = 1;
 	st->times++;
 	st->queued_ns = r->sim->now;

@@ -559,6 +559,33 @@ static double share_for(const struct kv_sim_config *cfg, uint64_t target)
 	return KV_MIN((base + (double)target) / mem, 1.0);
 }
 
+/*
+ * Prefill/decode disaggregation (docs/cluster.md), in 40% of the cases with
+ * 3 replicas: 1 or 2 prefill replicas of the one group (in a split case:
+ * the first group prefills, the second decodes), slow or fast links of
+ * every topology, layer-wise or not, either placement.  Drawn after everything
+ * else so the other draws keep their stream.
+ */
+static void draw_disagg(gsl_rng *g, struct rcase *c, unsigned replicas)
+{
+	struct kv_xfer_cfg *x = &c->cfg.xfer;
+
+	if (replicas < 3 || gsl_rng_uniform(g) >= 0.4)
+		return;
+	c->cfg.pd_prefill = (uint32_t)uni(g, 1, 2);
+	x->bw_bytes_s = (uint64_t)(loguni(g, 1e8, 1e12));
+	x->latency_ns = (kv_ns)uni(g, 0, 2000000);
+	x->has_latency = 1;
+	x->layerwise = gsl_rng_uniform(g) < 0.5;
+	x->topo = (enum kv_xfer_topo)uni(g, 0, 2);
+	x->place = (enum kv_place)uni(g, 0, 1);
+	appendf(c->desc, sizeof(c->desc),
+		" prefill_replicas: %u kv_transfer{bandwidth: %" PRIu64 ", latency: %" PRIu64
+		"ns, layerwise: %d, topology: %s, placement: %s}",
+		c->cfg.pd_prefill, x->bw_bytes_s, x->latency_ns, x->layerwise,
+		kv_xfer_topo_names[x->topo], kv_place_names[x->place]);
+}
+
 /* The cluster, memory and batching of a case. */
 static void draw_cluster(gsl_rng *g, struct rcase *c, unsigned replicas)
 {
@@ -607,6 +634,7 @@ static void draw_cluster(gsl_rng *g, struct rcase *c, unsigned replicas)
 	/* expert parallelism, MoE models only (drawn after pp for the same reason) */
 	cfg->ep = cfg->model.experts && gsl_rng_uniform(g) < 0.6 ? (uint32_t)uni(g, 2, 4) : 1;
 	appendf(c->desc, sizeof(c->desc), " ep: %u", cfg->ep);
+	draw_disagg(g, c, replicas);
 }
 
 /* The source: the case's trace, its rows' lengths and hash ids, the tenants. */
@@ -646,6 +674,10 @@ static void split_groups(struct rcase *c)
 		c->groups[i] = c->cfg;
 		c->groups[i].replicas = i || c->cfg.replicas == 1 ? 1 : 2;
 		snprintf(c->groups[i].group_name, sizeof(c->groups[i].group_name), "g%u", i);
+		/* a disaggregated case: the first group prefills, the second decodes (roles, not the split) */
+		c->groups[i].pd_prefill = 0;
+		if (c->cfg.pd_prefill)
+			c->groups[i].role = i ? KV_ROLE_DECODE : KV_ROLE_PREFILL;
 	}
 	c->cfg.groups = c->groups;
 	c->cfg.n_groups = 2;
@@ -988,16 +1020,21 @@ static void check_flight(struct seen *w, const struct kv_sim *s)
 {
 	uint64_t live[3] = { 0 }, bytes[3] = { 0 }, todo[3] = { 0 }, assigned[3] = { 0 };
 	uint32_t slot, n_slots = KV_MIN(w->c->n, s->n_pages * 4096), i;
+	int handoff;
 
 	for (slot = 0; slot < n_slots; slot++) {
 		const struct kv_req *q = kv_sim_req(s, slot);
 
 		if (q->state == KV_REQ_FREE)
 			continue;
-		assigned[q->replica]++;
+		/* handed off (disagg.h): its prefill replica holds its KV but no longer counts it */
+		handoff = q->state == KV_REQ_HANDOFF;
+		assigned[q->replica] += !handoff;
 		bytes[q->replica] += q->kv_bytes;
-		live[q->replica] += q->swapped_bytes ? 0 : q->kv_tokens;
-		todo[q->replica] += (q->kv_tokens < q->prefill_target ?
+		/* on host after a swap, or landed from a link and not yet admitted: not live */
+		live[q->replica] += q->swapped_bytes || q->xfer_bytes ? 0 : q->kv_tokens;
+		todo[q->replica] += handoff ? 0 :
+				    (q->kv_tokens < q->prefill_target ?
 					     q->prefill_target - q->kv_tokens : 0) +
 				    q->output_tokens - q->generated;
 	}

@@ -17,6 +17,7 @@
 #define TS "timeseries.csv"
 #define TT "tenant_timeseries.csv"
 #define H "health.csv"
+#define D "disagg.csv"
 
 static const struct kv_metric_doc docs[] = {
 	{ S, "workload", "", "workload", "the workload's name" },
@@ -111,6 +112,7 @@ static const struct kv_metric_doc docs[] = {
 	{ R, "memtime_byte_s", "byte-s", "KV memory-time", "integral of the request's KV bytes over time" },
 	{ R, "frontend_in_s", "s", "front end, way in", "client arrival to the scheduler: API-server queue, request_cpu, tokenisation, one hop (docs/frontend.md); arrival_s + frontend_in_s is the engine's arrival" },
 	{ R, "frontend_out_s", "s", "front end, way out", "engine emission to the client per chunk: hops, detokenisation, SSE chunk, frontend_overhead; first_token_s and finish_s less this are the engine's (completed only)" },
+	{ R, "xfer_s", "s", "KV transfer time", "only with prefill/decode disaggregation: the prefill's end to its KV's arrival at the decode replica, link queueing included (docs/cluster.md); empty when the request moved no KV" },
 
 	{ TS, "t_s", "s", "simulated time", "sample time (outputs.sample_interval apart)" },
 	{ TS, "replica", "", "replica", "replica index, from 0" },
@@ -129,6 +131,23 @@ static const struct kv_metric_doc docs[] = {
 	{ TT, "service", "weighted tokens", "service", "weighted tokens served so far (as in tenants.csv)" },
 	{ TT, "virtual_service", "weighted tokens / weight", "virtual service", "service / weight, lifted on becoming backlogged (VTC's counter)" },
 
+	/* prefill/decode disaggregation (src/lib/out_disagg.c, docs/cluster.md): only such runs write it */
+	{ D, "group", "", "group", "the replica group's name (cluster.groups[i].name)" },
+	{ D, "role", "", "role", "mixed, prefill or decode" },
+	{ D, "replicas", "replicas", "replicas", "the group's replicas" },
+	{ D, "busy_util", "share of time", "busy share", "sum of the replicas' iteration time / (replicas x last finish)" },
+	{ D, "admissions", "", "admissions", "requests its schedulers admitted (again after a preemption)" },
+	{ D, "queue_mean_s", "s", "queueing before admission", "mean time from joining a scheduler's queue (arrival, KV landed, or preemption) to admission: prefill queueing on a prefill group, decode queueing on a decode group" },
+	{ D, "handoffs", "", "hand-offs", "requests whose prefill ended here and whose KV left for a decode replica" },
+	{ D, "links", "", "KV links", "links of a prefill group (kv_transfer.topology); empty for other groups" },
+	{ D, "transfers", "", "KV transfers", "transfers submitted on its links" },
+	{ D, "bytes", "bytes", "KV bytes moved", "bytes submitted on its links (all arrive: conservation is checked)" },
+	{ D, "link_util_mean", "share of time", "link utilisation, mean", "mean over its links of busy time (bytes / bandwidth) / last finish" },
+	{ D, "link_util_max", "share of time", "link utilisation, max", "the busiest link's utilisation" },
+	{ D, "link_queue_mean_s", "s", "link queueing, mean", "mean time a transfer waited for its link (FIFO) after its first byte was ready" },
+	{ D, "link_queue_max_s", "s", "link queueing, max", "the longest such wait" },
+	{ D, "xfer_mean_s", "s", "KV transfer time, mean", "mean of the prefill's end (last layer ready) to the KV's arrival" },
+
 	/* the health report (src/lib/health.c, docs/health.md) */
 	{ H, "check", "", "check", "cache_hit_rate, mem_util, fairness, max_block_bytes, e2e_tail_ratio or mem_growth (docs/health.md)" },
 	{ H, "target", "", "target", "the threshold as text, from health: (e.g. \">= 0.85\", \"0.60..0.80\")" },
@@ -137,7 +156,7 @@ static const struct kv_metric_doc docs[] = {
 	{ H, "cause", "", "cause", "warn: the likely cause with this run's numbers; n/a: why; pass: empty" },
 };
 
-const char *const kv_metric_files[] = { S, T, R, TS, TT, H, NULL };
+const char *const kv_metric_files[] = { S, T, R, TS, TT, H, D, NULL };
 
 const struct kv_metric_doc *kv_metric_doc(const char *file, const char *name)
 {
@@ -170,8 +189,8 @@ static const char *const *split(const char *header, char *buf, size_t len, const
 
 const char *const *kv_metric_columns(const char *file)
 {
-	static char buf[5][1024];
-	static const char *cols[5][MAX_COLS];
+	static char buf[6][1024];
+	static const char *cols[6][MAX_COLS];
 	static const char *sum[MAX_COLS];
 	size_t i;
 
@@ -191,8 +210,15 @@ const char *const *kv_metric_columns(const char *file)
 	}
 	if (!strcmp(file, H))
 		return split(kv_csv_header_health, buf[4], sizeof(buf[4]), cols[4]);
-	if (!strcmp(file, R))
-		return split(kv_csv_header_requests, buf[1], sizeof(buf[1]), cols[1]);
+	if (!strcmp(file, R)) { /* the header, then xfer_s written with disaggregation */
+		char hdr[1024];
+
+		snprintf(hdr, sizeof(hdr), "%.*s,xfer_s", (int)strcspn(kv_csv_header_requests, "\n"),
+			 kv_csv_header_requests);
+		return split(hdr, buf[1], sizeof(buf[1]), cols[1]);
+	}
+	if (!strcmp(file, D))
+		return split(kv_csv_header_disagg, buf[5], sizeof(buf[5]), cols[5]);
 	if (!strcmp(file, TS))
 		return split(kv_csv_header_timeseries, buf[2], sizeof(buf[2]), cols[2]);
 	if (!strcmp(file, TT))

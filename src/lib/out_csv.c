@@ -195,6 +195,11 @@ static int write_request(void *ctx, const struct kv_sim *s, const struct kv_req 
 	*p++ = ',';
 	if (done) /* the front end's way out, frontend.h */
 		p = put_sec(p, s->rep[q->replica].fe.out_ns + s->rep[q->replica].fe.extra_ns);
+	if (o->disagg) { /* prefill end -> KV arrival; empty when it moved no KV */
+		*p++ = ',';
+		if (q->xfer_ns)
+			p = put_sec(p, q->xfer_ns);
+	}
 	*p++ = '\n';
 	/* the stream is this thread's alone: no lock per row */
 	if (fwrite_unlocked(line, 1, (size_t)(p - line), o->req) != (size_t)(p - line))

@@ -19,7 +19,7 @@
 static const char *const file_names[KV_OUT_FILES] = { "requests.csv", "timeseries.csv",
 						      "summary.csv", "tenants.csv",
 						      "tenant_timeseries.csv", "run.png",
-						      "health.csv", "groups.csv" };
+						      "health.csv", "groups.csv", "disagg.csv" };
 
 /* --- opening and committing ---------------------------------------------------- */
 
@@ -88,12 +88,18 @@ int kv_out_open(struct kv_out *o, const char *dir, const struct kv_workload *w, 
 	open_out = o;
 	if ((rc = kv_outdir_open(&o->od, dir, flags, d)))
 		return rc;
+	o->disagg = kv_workload_disagg(&w->cfg);
 	if (w->requests_csv) {
 		if (!(o->req = open_tmp(o, KV_OUT_REQ, d)))
 			return KV_EIO;
 		setvbuf(o->req, buf_req, _IOFBF, sizeof(buf_req));
-		put_header(o, o->req, KV_OUT_REQ,
-			   kv_csv_header_requests);
+		if (o->disagg) { /* one more column, only then: other runs' files stay as they were */
+			if (fprintf(o->req, "%.*s,xfer_s\n", (int)strlen(kv_csv_header_requests) - 1,
+				    kv_csv_header_requests) < 0)
+				kv__out_failed(o, KV_OUT_REQ);
+		} else {
+			put_header(o, o->req, KV_OUT_REQ, kv_csv_header_requests);
+		}
 	}
 	if (!(o->ts = open_tmp(o, KV_OUT_TS, d)))
 		return KV_EIO;
@@ -217,6 +223,23 @@ static int write_tenants_csv(struct kv_out *o, const struct kv_sim *s, struct kv
 	if (neg)
 		printf_failed(o, KV_OUT_TEN);
 	if (!close_checked(o, &f, KV_OUT_TEN) && !neg)
+		return 0;
+	kv_out_error(o, d);
+	return KV_EIO;
+}
+
+/* disagg.csv: per group, its role, busy share, queueing and KV links (out_disagg.c). */
+static int write_disagg_csv(struct kv_out *o, const struct kv_sim *s, struct kv_diag *d)
+{
+	FILE *f = open_tmp(o, KV_OUT_DISAGG, d);
+	int neg;
+
+	if (!f)
+		return KV_EIO;
+	neg = kv_out_disagg_rows(f, s) < 0;
+	if (neg)
+		printf_failed(o, KV_OUT_DISAGG);
+	if (!close_checked(o, &f, KV_OUT_DISAGG) && !neg)
 		return 0;
 	kv_out_error(o, d);
 	return KV_EIO;
@@ -407,6 +430,8 @@ int kv_out_commit(struct kv_out *o, const struct kv_sim *s, struct kv_summary *s
 		rc = write_health_csv(o, s, sum, d);
 	if (!rc)
 		rc = write_groups_csv(o, s, d);
+	if (!rc && s->pd)
+		rc = write_disagg_csv(o, s, d);
 	if (rc)
 		return rc;
 	if (o->w->chart)

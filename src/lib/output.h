@@ -36,6 +36,7 @@ enum {
 	KV_OUT_PNG, /* run.png */
 	KV_OUT_HEALTH, /* health.csv */
 	KV_OUT_GROUPS, /* groups.csv (only with cluster.groups) */
+	KV_OUT_DISAGG, /* disagg.csv (prefill/decode disaggregation only) */
 	KV_OUT_FILES
 };
 
@@ -50,6 +51,7 @@ struct kv_out {
 	int fail_idx; /* the first failed file: index into final[], -1 for the scratch file */
 	int fail_errno; /* errno of the first failure */
 	int chart_failed; /* the chart was asked for, gnuplot is there, and it failed */
+	int disagg; /* the run disaggregates prefill and decode: requests.csv has xfer_s, disagg.csv is written */
 	struct kv_done_log done; /* completed requests' lengths and latencies, for the summary */
 	struct kv_health health; /* the health report, filled by kv_out_commit (health.csv) */
 	struct kv_mem_trend trend; /* samples summed over replicas, for the health report's growth check */
@@ -58,6 +60,10 @@ struct kv_out {
 /* The header lines of requests.csv, timeseries.csv, tenant_timeseries.csv and tenants.csv. */
 extern const char kv_csv_header_requests[], kv_csv_header_timeseries[],
 	kv_csv_header_tenant_timeseries[], kv_csv_header_tenants[];
+
+/* disagg.csv's header; its rows (out_disagg.c): 0, or -1 when a write failed. */
+extern const char kv_csv_header_disagg[];
+int kv_out_disagg_rows(FILE *f, const struct kv_sim *s);
 
 /* Prints the summary as an aligned table. */
 void kv_summary_print(const struct kv_summary *sum, const char *title, FILE *f);

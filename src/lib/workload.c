@@ -387,7 +387,7 @@ static int read_cluster(struct kv_cfg_node *root, struct kv_sim_config *c, struc
 {
 	static const char *const keys[] = { "replicas", "tensor_parallel", "pipeline_parallel",
 					    "expert_parallel", "data_parallel", "router", "groups",
-					    NULL };
+					    "prefill_replicas", "kv_transfer", NULL };
 	struct kv_cfg_node *n = kv_cfg_get(root, "cluster");
 	char name[64], buf[256];
 	uint64_t u;
@@ -402,6 +402,17 @@ static int read_cluster(struct kv_cfg_node *root, struct kv_sim_config *c, struc
 				    "each group (cluster.groups[i].replicas)");
 	c->tp = c->pp = c->dp = c->ep = 1;
 	TRY(read_parallel(n, c, d));
+	TRY(kv_cfg_u64(n, "prefill_replicas", 0, 0, 65535, &u, d));
+	c->pd_prefill = (uint32_t)u;
+	if (c->pd_prefill && kv_cfg_get(n, "groups"))
+		return kv_cfg_error(kv_cfg_get(n, "prefill_replicas"), d,
+				    "cluster.prefill_replicas with cluster.groups: expected role: prefill "
+				    "and role: decode on the groups");
+	if (c->pd_prefill && c->pd_prefill >= c->replicas)
+		return kv_cfg_error(kv_cfg_get(n, "prefill_replicas"), d,
+				    "%u of %u replicas prefill: expected fewer than cluster.replicas (at least one replica decodes)",
+				    c->pd_prefill, c->replicas);
+	TRY(kv_workload_kv_transfer(n, &c->xfer, d));
 	TRY(kv_cfg_str(n, "router", "round-robin", name, sizeof(name), d));
 	c->router = kv_router_find(name);
 	if (!c->router)
@@ -1136,7 +1147,7 @@ static int read_group(struct kv_cfg_doc *doc, struct kv_cfg_node *n, const struc
 	static const char *const keys[] = { "name", "replicas", "role", "model", "device", "host",
 					    "tensor_parallel", "pipeline_parallel",
 					    "expert_parallel", "data_parallel", "engine", "scheduler",
-					    "cache", "memory", "batching", NULL };
+					    "cache", "memory", "batching", "kv_transfer", NULL };
 	struct kv_sim_config *g = &groups[i];
 	uint64_t u;
 	int role;
@@ -1152,6 +1163,7 @@ static int read_group(struct kv_cfg_doc *doc, struct kv_cfg_node *n, const struc
 	g->replicas = (uint32_t)u;
 	TRY(kv_cfg_enum(n, "role", kv_group_role_names, KV_ROLE_MIXED, &role, d));
 	g->role = (enum kv_group_role)role;
+	TRY(kv_workload_kv_transfer(n, &g->xfer, d)); /* the cluster's, then the group's keys */
 	TRY(read_group_profiles(doc, n, g, d));
 	TRY(at_group(read_parallel(n, g, d), n, d));
 	TRY(at_group(read_memory(owner(doc, n, "memory"), g, d), n, d));
@@ -1224,6 +1236,7 @@ static int read_groups(struct kv_cfg_doc *doc, struct kv_workload *w, struct kv_
 		c->replicas += groups[i].replicas;
 	}
 	c->n_groups = i;
+	TRY(kv_workload_check_roles(n, c, d));
 	if (c->replicas > 65536)
 		return kv_cfg_error(n, d, "%u replicas over the groups: expected at most 65536",
 				    c->replicas);

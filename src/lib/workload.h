@@ -60,4 +60,23 @@ int kv_workload_load_mem(struct kv_workload *w, const char *name, const char *te
 
 void kv_workload_release(struct kv_workload *w);
 
+/*
+ * Reads parent's `kv_transfer:` mapping (prefill/decode disaggregation,
+ * sim/disagg.h) into *x, whose fields stay as they are for absent keys (a
+ * group's starts from the cluster's).  Returns 0, or KV_EINVAL/KV_ERANGE
+ * with d naming the field, the bad value and what was expected.
+ */
+struct kv_cfg_node;
+/* Whether configuration c has a prefill-role group (its run disaggregates). */
+int kv_workload_disagg(const struct kv_sim_config *c);
+/*
+ * Each prefill group of c has a decode group serving its model and each
+ * decode group a prefill group (groups: the cluster.groups node, for the
+ * message); 0 or KV_EINVAL naming the group's role.
+ */
+int kv_workload_check_roles(struct kv_cfg_node *groups, const struct kv_sim_config *c,
+			    struct kv_diag *d);
+int kv_workload_kv_transfer(struct kv_cfg_node *parent, struct kv_xfer_cfg *x,
+			    struct kv_diag *d);
+
 #endif /* KV_WORKLOAD_H */

@@ -64,6 +64,10 @@ static void check_derived(const struct kv_sim_config *c)
 	if (m->heads % c->tp || (!m->kv_lora_rank && m->kv_heads % c->tp && c->tp % m->kv_heads))
 		fuzz_fail("loaded tensor_parallel %u for %u heads, %u KV heads", c->tp, m->heads,
 			  m->kv_heads);
+	if (c->pd_prefill && (c->pd_prefill >= c->replicas || c->xfer.topo > KV_XFER_SHARED ||
+			      c->xfer.place > KV_PLACE_ROUND_ROBIN))
+		fuzz_fail("loaded prefill_replicas %u of %u, topology %d, placement %d",
+			  c->pd_prefill, c->replicas, (int)c->xfer.topo, (int)c->xfer.place);
 	if (c->ep && (m->experts % c->ep || (dp > 1 ? c->ep != dp * c->tp : c->tp % c->ep)))
 		fuzz_fail("loaded expert_parallel %u for %u experts at tp %u, dp %u", c->ep,
 			  m->experts, c->tp, dp);
