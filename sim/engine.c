@@ -305,6 +305,19 @@ static int on_sample(struct kv_sim *s, const struct kv_event *ev)
 	return 0;
 }
 
+/* An autoscaling decision (autoscale.h) on replicas brought up to date; the next one queued. */
+static int on_scale(struct kv_sim *s, const struct kv_event *ev)
+{
+	int rc;
+
+	sync_all(s, ev, 1);
+	if ((rc = kv__autoscale_tick(s)))
+		return rc;
+	if (s->have_pending || s->n_live)
+		kv_heap_push(&s->heap, s->now + s->as->cfg->interval_ns, KV_EV_SCALE, 0, 0);
+	return 0;
+}
+
 static int dispatch(struct kv_sim *s, const struct kv_event *ev)
 {
 	int rc;
@@ -322,9 +335,18 @@ static int dispatch(struct kv_sim *s, const struct kv_event *ev)
 	case KV_EV_ENQUEUE: /* tokenised: joins its replica's scheduler */
 		rc = on_enqueue(s, ev);
 		break;
+	case KV_EV_SCALE:
+		rc = on_scale(s, ev);
+		break;
+	case KV_EV_SCALE_READY: /* its cold start is over: routed to from now */
+		kv__autoscale_ready(s, ev->target);
+		rc = 0;
+		break;
 	default:
 		kv__check_fail(__FILE__, __LINE__, "event kind", "unknown event %u", ev->kind);
 	}
+	if (!rc && s->as && (ev->kind == KV_EV_ITER_DONE || ev->kind == KV_EV_ENQUEUE))
+		kv__autoscale_check(s, &s->rep[ev->target]); /* a draining one may be empty now */
 	if (!rc && s->cfg->check_pool) {
 		uint32_t i;
 
@@ -350,6 +372,8 @@ static void final_checks(struct kv_sim *s)
 		 (unsigned long long)ended, (unsigned long long)s->n_live);
 	for (i = 0; i < s->n_rep; i++)
 		kv__replica_final(&s->rep[i]);
+	if (s->as)
+		kv__autoscale_final(s);
 }
 
 int kv_sim_run(struct kv_sim *s)
@@ -369,6 +393,8 @@ int kv_sim_run(struct kv_sim *s)
 		return rc;
 	if (s->cfg->sample_interval_ns)
 		kv_heap_push(&s->heap, 0, KV_EV_SAMPLE, 0, 0);
+	if (s->as)
+		kv_heap_push(&s->heap, s->as->cfg->interval_ns, KV_EV_SCALE, 0, 0);
 	while (kv_heap_pop(&s->heap, &ev)) {
 		if (ev.kind == KV_EV_ITER_DONE && ev.arg != s->rep[ev.target].macro.gen)
 			continue; /* a macro step's end, cut short since */
@@ -543,6 +569,12 @@ int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct 
 		if (rc)
 			return rc;
 	}
+	if (cfg->autoscale.on) { /* the whole cluster is the one autoscaled range */
+		if ((rc = kv__autoscale_init(s, &s->as_state, &cfg->autoscale, 0, s->n_rep)))
+			return rc;
+		for (i = 0; i < s->n_rep; i++)
+			kv__out_changed(&s->rep[i]); /* the replicas off: out of the router's tree */
+	}
 	if ((rc = context_bound(s)))
 		return rc;
 	return kv_source_open(&cfg->source, cfg->seed, &s->src, &s->diag);
@@ -555,6 +587,7 @@ void kv_sim_release(struct kv_sim *s)
 	for (i = 0; i < s->n_rep; i++)
 		kv__replica_release(&s->rep[i]);
 	free(s->rep);
+	kv__autoscale_release(&s->as_state);
 	free(s->macro_next);
 	free(s->macro_onext);
 	kv_mintree_release(&s->out_tree);

@@ -9,13 +9,22 @@
  *                             From 64 replicas, read off the root of the
  *                             engine's tournament tree (mintree.h), kept as
  *                             the counts change; below, a scan.
+ *
+ * With autoscaling (autoscale.h) both pick active replicas only: round-robin
+ * skips the others in its cycle; the tree keys them UINT64_MAX (larger than
+ * any count, so an active replica always wins), the scan skips them.
  */
 #include "replica.h"
 
 static uint32_t rr_pick(struct kv_sim *s, const struct kv_req *q, uint64_t *state)
 {
+	uint32_t i;
+
 	(void)q;
-	return (uint32_t)((*state)++ % s->n_rep);
+	do /* skips the replicas autoscaling keeps out (one at least is active) */
+		i = (uint32_t)((*state)++ % s->n_rep);
+	while (!kv_rep_routable(s, i));
+	return i;
 }
 
 static uint32_t lot_pick(struct kv_sim *s, const struct kv_req *q, uint64_t *state)
@@ -26,8 +35,15 @@ static uint32_t lot_pick(struct kv_sim *s, const struct kv_req *q, uint64_t *sta
 	(void)state;
 	if (s->out_tree.key) /* the engine's tournament tree: O(1), the scan's ties */
 		return kv_mintree_min(&s->out_tree);
-	for (i = 1; i < s->n_rep; i++)
-		if (s->rep[i].outstanding_tokens < s->rep[best].outstanding_tokens)
+	if (!s->as) {
+		for (i = 1; i < s->n_rep; i++)
+			if (s->rep[i].outstanding_tokens < s->rep[best].outstanding_tokens)
+				best = i;
+		return best;
+	}
+	for (best = UINT32_MAX, i = 0; i < s->n_rep; i++) /* the active replicas only */
+		if (kv_rep_routable(s, i) &&
+		    (best == UINT32_MAX || s->rep[i].outstanding_tokens < s->rep[best].outstanding_tokens))
 			best = i;
 	return best;
 }

@@ -17,6 +17,7 @@
 #define TS "timeseries.csv"
 #define TT "tenant_timeseries.csv"
 #define H "health.csv"
+#define AS "autoscale.csv"
 
 static const struct kv_metric_doc docs[] = {
 	{ S, "workload", "", "workload", "the workload's name" },
@@ -129,6 +130,17 @@ static const struct kv_metric_doc docs[] = {
 	{ TT, "service", "weighted tokens", "service", "weighted tokens served so far (as in tenants.csv)" },
 	{ TT, "virtual_service", "weighted tokens / weight", "virtual service", "service / weight, lifted on becoming backlogged (VTC's counter)" },
 
+	/* autoscaling (sim/autoscale.h, docs/cluster.md "Autoscaling"): one row per decision, then the run's end */
+	{ AS, "t_s", "s", "simulated time", "the decision's time (autoscale.interval apart); the last row: the end of billing (the last request's end or later scale action)" },
+	{ AS, "active", "replicas", "active replicas", "replicas the router sends requests to, after the decision" },
+	{ AS, "starting", "replicas", "starting replicas", "replicas in their cold start (weights / load_bandwidth + start_time), after the decision" },
+	{ AS, "draining", "replicas", "draining replicas", "replicas finishing their requests before going off, after the decision" },
+	{ AS, "off", "replicas", "replicas off", "replicas holding nothing and billed nothing, after the decision" },
+	{ AS, "metric", "per policy", "the policy's metric", "over the window: waiting requests per active or starting replica (queue), mean KV use (kv_util), or share of ended requests meeting slo: (slo); empty when it has no value" },
+	{ AS, "delta", "replicas", "scale action", "replicas added (> 0) or removed (< 0) by the decision" },
+	{ AS, "slo_attainment", "", "SLO attainment", "share of the requests ended since the previous decision that met slo: (rejected ones did not); empty without slo: or with none ended" },
+	{ AS, "gpu_hours", "GPU-h", "GPU-hours billed", "integral of (starting + active + draining) x GPUs per replica, up to t_s" },
+
 	/* the health report (src/lib/health.c, docs/health.md) */
 	{ H, "check", "", "check", "cache_hit_rate, mem_util, fairness, max_block_bytes, e2e_tail_ratio or mem_growth (docs/health.md)" },
 	{ H, "target", "", "target", "the threshold as text, from health: (e.g. \">= 0.85\", \"0.60..0.80\")" },
@@ -137,7 +149,7 @@ static const struct kv_metric_doc docs[] = {
 	{ H, "cause", "", "cause", "warn: the likely cause with this run's numbers; n/a: why; pass: empty" },
 };
 
-const char *const kv_metric_files[] = { S, T, R, TS, TT, H, NULL };
+const char *const kv_metric_files[] = { S, T, R, TS, TT, H, AS, NULL };
 
 const struct kv_metric_doc *kv_metric_doc(const char *file, const char *name)
 {
@@ -170,8 +182,8 @@ static const char *const *split(const char *header, char *buf, size_t len, const
 
 const char *const *kv_metric_columns(const char *file)
 {
-	static char buf[5][1024];
-	static const char *cols[5][MAX_COLS];
+	static char buf[6][1024];
+	static const char *cols[6][MAX_COLS];
 	static const char *sum[MAX_COLS];
 	size_t i;
 
@@ -197,6 +209,8 @@ const char *const *kv_metric_columns(const char *file)
 		return split(kv_csv_header_timeseries, buf[2], sizeof(buf[2]), cols[2]);
 	if (!strcmp(file, TT))
 		return split(kv_csv_header_tenant_timeseries, buf[3], sizeof(buf[3]), cols[3]);
+	if (!strcmp(file, AS))
+		return split(kv_csv_header_autoscale, buf[5], sizeof(buf[5]), cols[5]);
 	return NULL;
 }
 
