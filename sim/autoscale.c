@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const kv_as_policy_names[KV_AS_POLICIES + 1] = { "queue", "kv_util", "slo", NULL };
+const char *const kv_as_policy_names[KV_AS_POLICIES + 1] = { "queue", "kv_util", "slo", "concurrency", NULL };
 const char *const kv_rep_state_names[KV_REP_STATES] = { "active", "off", "starting", "draining" };
 
 kv_ns kv_autoscale_cold_ns(const struct kv_autoscale_cfg *c, uint64_t shard_bytes)
@@ -132,6 +132,8 @@ static void sample(const struct kv_sim *s, const struct kv_autoscale *a, double 
 			continue;
 		if (a->cfg->policy == KV_AS_QUEUE)
 			*num += (double)r->sched->waiting(r->sched_priv);
+		else if (a->cfg->policy == KV_AS_CONCURRENCY)
+			*num += (double)r->n_assigned;
 		else
 			*num += kv_replica_live_bytes(r) / (double)r->pool.size_bytes;
 	}
@@ -150,14 +152,23 @@ static double window_metric(const struct kv_autoscale *a)
 	return den > 0 ? num / den : NAN;
 }
 
-/* +1: the metric asks for more replicas, -1 for fewer, 0 neither (or NaN). */
-static int direction(const struct kv_autoscale_cfg *c, double m)
+/*
+ * +1: the metric m asks for more replicas, -1 for fewer, 0 neither (or
+ * NaN).  A load metric asks for fewer only when what n - 1 of the n active
+ * replicas would see, m * n / (n - 1), stays below up.
+ */
+static int direction(const struct kv_autoscale *a, double m)
 {
+	const struct kv_autoscale_cfg *c = a->cfg;
+	uint32_t n = a->n[KV_REP_ACTIVE];
+
 	if (isnan(m))
 		return 0;
 	if (c->policy == KV_AS_SLO) /* attainment: higher is better */
 		return m < c->up ? 1 : m >= c->down ? -1 : 0;
-	return m > c->up ? 1 : m < c->down ? -1 : 0;
+	if (m > c->up)
+		return 1;
+	return m < c->down && n > 1 && m * n / (n - 1) < c->up ? -1 : 0;
 }
 
 /* Adds one replica: a draining one taken back, else the lowest-numbered off one started. */
@@ -240,7 +251,7 @@ int kv__autoscale_tick(struct kv_sim *s)
 	row.slo_attainment = a->cfg->slo && a->ended ? (double)a->met / (double)a->ended : NAN;
 	a->met = a->ended = 0;
 	if (a->filled == a->k) /* a whole window measured since the last action */
-		row.delta = act(s, direction(a->cfg, row.metric));
+		row.delta = act(s, direction(a, row.metric));
 	if (row.delta) { /* what the window saw was another fleet: measure afresh */
 		memset(a->num, 0, a->k * sizeof(*a->num));
 		memset(a->den, 0, a->k * sizeof(*a->den));

@@ -26,11 +26,16 @@
  * replica is starting, and never below min active-or-starting replicas.
  * Under slo no scale-up starts while a replica is starting either: the
  * attainment of the requests served cannot see the replicas coming (queue
- * and kv_util count a starting replica as an empty one).
+ * and kv_util count a starting replica as an empty one).  Other than under
+ * slo, a scale-down also needs the metric it would leave, m * n / (n - 1)
+ * for n active replicas, to stay below `up`: the load of the drained one
+ * spread over the rest must not call for a scale-up at once.
  * No scale-up within cooldown_up of the last action, no scale-down within
  * cooldown_down of it.
  *
  *   queue    waiting requests (scheduler queues) per active or starting replica
+ *   concurrency  requests in flight (assigned: waiting, running, in the front end)
+ *            per active or starting replica (Knative's autoscaling metric)
  *   kv_util  used KV bytes / pool bytes, mean over active and starting replicas
  *            (a starting replica counts as empty)
  *   slo      share of the requests ended in the window that met the workload's
@@ -65,7 +70,7 @@ enum kv_rep_state {
 	KV_REP_STATES
 };
 
-enum kv_as_policy { KV_AS_QUEUE, KV_AS_KV_UTIL, KV_AS_SLO, KV_AS_POLICIES };
+enum kv_as_policy { KV_AS_QUEUE, KV_AS_KV_UTIL, KV_AS_SLO, KV_AS_CONCURRENCY, KV_AS_POLICIES };
 
 extern const char *const kv_as_policy_names[KV_AS_POLICIES + 1]; /* NULL-terminated */
 extern const char *const kv_rep_state_names[KV_REP_STATES];

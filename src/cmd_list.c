@@ -278,9 +278,9 @@ static const struct {
 } autoscale_keys[] = {
 	{ "min", "1", "replicas active or starting at least (cluster.replicas: active at the start, default min)" },
 	{ "max", "min", "replicas at most: the cluster allocates max, the rest off" },
-	{ "policy", "queue", "queue: waiting requests per replica; kv_util: mean KV use; slo: share of ended requests meeting slo:" },
-	{ "up", "4|0.8|0.95", "scale up above it (queue, kv_util) or below it (slo); by policy" },
-	{ "down", "0.5|0.4|0.99", "scale down below it (queue, kv_util) or at or above it (slo); by policy" },
+	{ "policy", "queue", "queue: waiting requests per replica; kv_util: mean KV use; slo: share of ended requests meeting slo:; concurrency: requests in flight per replica" },
+	{ "up", "4|0.8|0.95|16", "scale up above it (queue, kv_util, concurrency) or below it (slo); by policy" },
+	{ "down", "0.5|0.4|0.99|6", "scale down below it (queue, kv_util, concurrency; if n-1 replicas would stay below up) or at or above it (slo)" },
 	{ "step", "1", "replicas added or removed per decision" },
 	{ "interval", "15s", "decision period" },
 	{ "window", "60s", "the metric is the mean over this window of per-interval values" },

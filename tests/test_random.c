@@ -579,9 +579,13 @@ static void draw_autoscale(gsl_rng *g, struct rcase *c, unsigned replicas)
 	a->initial = (uint32_t)uni(g, a->min, replicas);
 	a->policy = (enum kv_as_policy)uni(g, 0, KV_AS_POLICIES - 1);
 	a->slo = as_slo;
-	a->down = a->policy == KV_AS_QUEUE ? loguni(g, 0.01, 2) : gsl_rng_uniform(g) * 0.5;
-	a->up = a->policy == KV_AS_QUEUE ? a->down * loguni(g, 1.01, 10) :
-					   a->down + (1 - a->down) * gsl_rng_uniform(g);
+	if (a->policy == KV_AS_QUEUE || a->policy == KV_AS_CONCURRENCY) {
+		a->down = loguni(g, 0.01, 4);
+		a->up = a->down * loguni(g, 1.01, 10);
+	} else {
+		a->down = gsl_rng_uniform(g) * 0.5;
+		a->up = a->down + (1 - a->down) * gsl_rng_uniform(g);
+	}
 	if (a->policy == KV_AS_SLO) { /* up below down */
 		double t = a->up;
 

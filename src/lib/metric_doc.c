@@ -136,7 +136,7 @@ static const struct kv_metric_doc docs[] = {
 	{ AS, "starting", "replicas", "starting replicas", "replicas in their cold start (weights / load_bandwidth + start_time), after the decision" },
 	{ AS, "draining", "replicas", "draining replicas", "replicas finishing their requests before going off, after the decision" },
 	{ AS, "off", "replicas", "replicas off", "replicas holding nothing and billed nothing, after the decision" },
-	{ AS, "metric", "per policy", "the policy's metric", "over the window: waiting requests per active or starting replica (queue), mean KV use (kv_util), or share of ended requests meeting slo: (slo); empty when it has no value" },
+	{ AS, "metric", "per policy", "the policy's metric", "over the window: waiting requests per active or starting replica (queue), requests in flight per active or starting replica (concurrency), mean KV use (kv_util), or share of ended requests meeting slo: (slo); empty when it has no value" },
 	{ AS, "delta", "replicas", "scale action", "replicas added (> 0) or removed (< 0) by the decision" },
 	{ AS, "slo_attainment", "", "SLO attainment", "share of the requests ended since the previous decision that met slo: (rejected ones did not); empty without slo: or with none ended" },
 	{ AS, "gpu_hours", "GPU-h", "GPU-hours billed", "integral of (starting + active + draining) x GPUs per replica, up to t_s" },

@@ -1003,12 +1003,19 @@ static int read_slo(struct kv_cfg_node *root, struct kv_sim_config *c, struct kv
 /*
  * Default thresholds (up, down) per policy (autoscale.h): kvsim's choices,
  * docs/cluster.md "Autoscaling": 4 waiting requests per replica up, 0.5
- * down; KV use 80% up, 40% down; SLO attainment 95% up, 99% down.
+ * down; KV use 80% up, 40% down; SLO attainment 95% up, 99% down;
+ * 16 requests in flight per replica up, 6 down.
  */
-static const double as_def_up[KV_AS_POLICIES] = { 4, 0.8, 0.95 };
-static const double as_def_down[KV_AS_POLICIES] = { 0.5, 0.4, 0.99 };
+static const double as_def_up[KV_AS_POLICIES] = { 4, 0.8, 0.95, 16 };
+static const double as_def_down[KV_AS_POLICIES] = { 0.5, 0.4, 0.99, 6 };
 
-/* The thresholds' order: up above down (queue, kv_util), below it (slo). */
+/* 1 when policy i's metric is a share (0..1): kv_util, slo. */
+static int as_ratio(int i)
+{
+	return i == KV_AS_KV_UTIL || i == KV_AS_SLO;
+}
+
+/* The thresholds' order: up above down (queue, kv_util, concurrency), below it (slo). */
 static int check_as_thresholds(struct kv_cfg_node *n, const struct kv_autoscale_cfg *a,
 			       struct kv_diag *d)
 {
@@ -1067,8 +1074,8 @@ static int read_autoscale(struct kv_cfg_node *root, struct kv_sim_config *c,
 	TRY(read_as_counts(root, n, c, d));
 	TRY(kv_cfg_enum(n, "policy", kv_as_policy_names, KV_AS_QUEUE, &i, d));
 	a->policy = (enum kv_as_policy)i;
-	TRY(kv_cfg_dbl(n, "up", as_def_up[i], 0, i == KV_AS_QUEUE ? 1e9 : 1, &a->up, d));
-	TRY(kv_cfg_dbl(n, "down", as_def_down[i], 0, i == KV_AS_QUEUE ? 1e9 : 1, &a->down, d));
+	TRY(kv_cfg_dbl(n, "up", as_def_up[i], 0, as_ratio(i) ? 1 : 1e9, &a->up, d));
+	TRY(kv_cfg_dbl(n, "down", as_def_down[i], 0, as_ratio(i) ? 1 : 1e9, &a->down, d));
 	TRY(check_as_thresholds(n, a, d));
 	TRY(kv_cfg_u64(n, "step", 1, 1, 65536, &u, d));
 	a->step = (uint32_t)u;
