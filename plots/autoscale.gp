@@ -16,9 +16,10 @@ unit = hours ? 3600.0 : 1.0
 set xlabel (hours ? "time (h)" : "time (s)")
 set ylabel "replicas"
 set yrange [0:*]
+set ytics 1
 set grid
 set key outside right top box
-set style fill solid 0.55 noborder
+set style fill solid 1.0 noborder
 if (with_slo) {
 	set y2label "SLO attainment per interval"
 	set y2range [0:1.05]
