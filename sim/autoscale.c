@@ -36,9 +36,8 @@ static void bill(struct kv_autoscale *a, kv_ns t)
 }
 
 /* Replica i moves to state st at s->now: counts, bill, the router's view. */
-static void set_state(struct kv_sim *s, uint32_t i, enum kv_rep_state st)
+static void set_state(struct kv_sim *s, struct kv_autoscale *a, uint32_t i, enum kv_rep_state st)
 {
-	struct kv_autoscale *a = s->as;
 
 	assert(i >= a->lo && i < a->hi && a->state[i] != st);
 	bill(a, s->now);
@@ -53,7 +52,7 @@ static void set_state(struct kv_sim *s, uint32_t i, enum kv_rep_state st)
 }
 
 int kv__autoscale_init(struct kv_sim *s, struct kv_autoscale *a, const struct kv_autoscale_cfg *cfg,
-		       uint32_t lo, uint32_t hi)
+		       uint32_t lo, uint32_t hi, uint32_t group)
 {
 	const struct kv_sim_config *c = s->cfg;
 	uint64_t gpus = (uint64_t)c->tp * (c->pp ? c->pp : 1) * (c->dp ? c->dp : 1);
@@ -70,10 +69,11 @@ int kv__autoscale_init(struct kv_sim *s, struct kv_autoscale *a, const struct kv
 	a->cfg = cfg;
 	a->lo = lo;
 	a->hi = hi;
+	a->group = group;
 	a->gpus = (uint32_t)gpus;
 	a->cold_ns = kv_autoscale_cold_ns(cfg, kv_model_weight_bytes(&c->model) / (c->tp * (c->pp ? c->pp : 1)));
 	a->last_action_ns = KV_NS_NEVER;
-	a->state = kv_xcalloc(s->n_rep, sizeof(*a->state)); /* all active */
+	a->state = s->rep_state;
 	a->n[KV_REP_ACTIVE] = hi - lo;
 	for (i = lo + cfg->initial; i < hi; i++) {
 		a->state[i] = KV_REP_OFF;
@@ -85,13 +85,21 @@ int kv__autoscale_init(struct kv_sim *s, struct kv_autoscale *a, const struct kv
 	a->k = KV_MAX(a->k, 1u);
 	a->num = kv_xcalloc(a->k, sizeof(*a->num));
 	a->den = kv_xcalloc(a->k, sizeof(*a->den));
-	s->as = a;
 	return 0;
+}
+
+struct kv_autoscale *kv__autoscale_of(const struct kv_sim *s, uint32_t i)
+{
+	uint32_t j;
+
+	for (j = 0; j < s->n_as; j++)
+		if (i >= s->as[j].lo && i < s->as[j].hi)
+			return &s->as[j];
+	return NULL;
 }
 
 void kv__autoscale_release(struct kv_autoscale *a)
 {
-	free(a->state);
 	free(a->num);
 	free(a->den);
 	memset(a, 0, sizeof(*a));
@@ -172,9 +180,8 @@ static int direction(const struct kv_autoscale *a, double m)
 }
 
 /* Adds one replica: a draining one taken back, else the lowest-numbered off one started. */
-static int scale_up_one(struct kv_sim *s)
+static int scale_up_one(struct kv_sim *s, struct kv_autoscale *a)
 {
-	struct kv_autoscale *a = s->as;
 	uint32_t i;
 
 	if (a->n[KV_REP_ACTIVE] + a->n[KV_REP_STARTING] >= a->cfg->max)
@@ -183,12 +190,12 @@ static int scale_up_one(struct kv_sim *s)
 		return 0; /* attainment cannot see the replicas coming: wait for them */
 	for (i = a->lo; i < a->hi; i++)
 		if (a->state[i] == KV_REP_DRAINING) {
-			set_state(s, i, KV_REP_ACTIVE);
+			set_state(s, a, i, KV_REP_ACTIVE);
 			return 1;
 		}
 	for (i = a->lo; i < a->hi; i++)
 		if (a->state[i] == KV_REP_OFF) {
-			set_state(s, i, KV_REP_STARTING);
+			set_state(s, a, i, KV_REP_STARTING);
 			kv_heap_push(&s->heap, s->now + a->cold_ns, KV_EV_SCALE_READY, i, 0);
 			return 1;
 		}
@@ -196,16 +203,15 @@ static int scale_up_one(struct kv_sim *s)
 }
 
 /* Removes one replica: the highest-numbered active one drains (off at once when idle). */
-static int scale_down_one(struct kv_sim *s)
+static int scale_down_one(struct kv_sim *s, struct kv_autoscale *a)
 {
-	struct kv_autoscale *a = s->as;
 	uint32_t i;
 
 	if (a->n[KV_REP_STARTING] || a->n[KV_REP_ACTIVE] <= a->cfg->min)
 		return 0;
 	for (i = a->hi; i-- > a->lo;)
 		if (a->state[i] == KV_REP_ACTIVE) {
-			set_state(s, i, KV_REP_DRAINING);
+			set_state(s, a, i, KV_REP_DRAINING);
 			kv__autoscale_check(s, &s->rep[i]);
 			return 1;
 		}
@@ -213,9 +219,8 @@ static int scale_down_one(struct kv_sim *s)
 }
 
 /* Applies direction dir (up to cfg->step replicas) unless a cooldown holds it; returns the change. */
-static int act(struct kv_sim *s, int dir)
+static int act(struct kv_sim *s, struct kv_autoscale *a, int dir)
 {
-	struct kv_autoscale *a = s->as;
 	const struct kv_autoscale_cfg *c = a->cfg;
 	kv_ns since = a->last_action_ns == KV_NS_NEVER ? KV_NS_NEVER : s->now - a->last_action_ns;
 	int n = 0;
@@ -224,7 +229,7 @@ static int act(struct kv_sim *s, int dir)
 	if (!dir || since < (dir > 0 ? c->cooldown_up_ns : c->cooldown_down_ns))
 		return 0;
 	for (j = 0; j < c->step; j++)
-		n += dir > 0 ? scale_up_one(s) : -scale_down_one(s);
+		n += dir > 0 ? scale_up_one(s, a) : -scale_down_one(s, a);
 	if (n) {
 		a->last_action_ns = s->now;
 		if (n > 0)
@@ -235,10 +240,9 @@ static int act(struct kv_sim *s, int dir)
 	return n;
 }
 
-int kv__autoscale_tick(struct kv_sim *s)
+int kv__autoscale_tick(struct kv_sim *s, struct kv_autoscale *a)
 {
-	struct kv_autoscale *a = s->as;
-	struct kv_as_row row = { .t_ns = s->now };
+	struct kv_as_row row = { .t_ns = s->now, .group = a->group };
 	uint32_t i;
 
 	for (i = a->lo; i < a->hi; i++) /* an idle draining one found by no event */
@@ -251,7 +255,7 @@ int kv__autoscale_tick(struct kv_sim *s)
 	row.slo_attainment = a->cfg->slo && a->ended ? (double)a->met / (double)a->ended : NAN;
 	a->met = a->ended = 0;
 	if (a->filled == a->k) /* a whole window measured since the last action */
-		row.delta = act(s, direction(a, row.metric));
+		row.delta = act(s, a, direction(a, row.metric));
 	if (row.delta) { /* what the window saw was another fleet: measure afresh */
 		memset(a->num, 0, a->k * sizeof(*a->num));
 		memset(a->den, 0, a->k * sizeof(*a->den));
@@ -266,15 +270,13 @@ int kv__autoscale_tick(struct kv_sim *s)
 
 void kv__autoscale_ready(struct kv_sim *s, uint32_t i)
 {
-	if (s->as->state[i] == KV_REP_STARTING)
-		set_state(s, i, KV_REP_ACTIVE);
+	if (s->rep_state[i] == KV_REP_STARTING)
+		set_state(s, kv__autoscale_of(s, i), i, KV_REP_ACTIVE);
 }
 
 void kv__autoscale_check(struct kv_sim *s, struct kv_replica *r)
 {
-	struct kv_autoscale *a = s->as;
-
-	if (a->state[r->idx] != KV_REP_DRAINING || r->n_assigned)
+	if (s->rep_state[r->idx] != KV_REP_DRAINING || r->n_assigned)
 		return;
 	KV_CHECK(r->n_running == 0 && r->live_tokens == 0 && r->outstanding_tokens == 0 &&
 			 r->sched->waiting(r->sched_priv) == 0,
@@ -286,12 +288,10 @@ void kv__autoscale_check(struct kv_sim *s, struct kv_replica *r)
 	KV_CHECK(r->pool.free_bytes == r->pool.size_bytes,
 		 "replica %u drained with %llu pool bytes held", r->idx,
 		 (unsigned long long)(r->pool.size_bytes - r->pool.free_bytes));
-	set_state(s, r->idx, KV_REP_OFF);
+	set_state(s, kv__autoscale_of(s, r->idx), r->idx, KV_REP_OFF);
 }
 
-void kv__autoscale_final(struct kv_sim *s)
+void kv__autoscale_final(struct kv_sim *s, struct kv_autoscale *a)
 {
-	struct kv_autoscale *a = s->as;
-
 	bill(a, s->now); /* the last event: the last request's end or a later decision */
 }

@@ -103,6 +103,7 @@ struct kv_autoscale_cfg {
 /* One decision, for the sink (the autoscale.csv row). */
 struct kv_as_row {
 	kv_ns t_ns; /* when */
+	uint32_t group; /* the autoscaled range's group (0: the one group) */
 	uint32_t n[KV_REP_STATES]; /* replicas per state after the decision */
 	double metric; /* the policy's metric over the window; NaN: no value (no request ended) */
 	int delta; /* replicas added (> 0) or removed (< 0) by this decision */
@@ -110,11 +111,12 @@ struct kv_as_row {
 	double gpu_s; /* GPU-seconds billed so far */
 };
 
-/* The state of one autoscaled range [lo, hi) of a cluster. */
+/* The state of one autoscaled range [lo, hi) of a cluster (a group's replicas). */
 struct kv_autoscale {
 	const struct kv_autoscale_cfg *cfg;
 	uint32_t lo, hi; /* the range: replicas lo..hi-1 (hi - lo = cfg->max) */
-	uint8_t *state; /* per replica of the cluster (enum kv_rep_state); outside the range: active */
+	uint32_t group; /* its group (the autoscale.csv column) */
+	uint8_t *state; /* the cluster's s->rep_state (enum kv_rep_state per replica; not owned) */
 	uint32_t n[KV_REP_STATES]; /* replicas of the range per state */
 	uint32_t gpus; /* GPUs per replica */
 	kv_ns cold_ns; /* cold-start delay of a replica */
@@ -130,23 +132,27 @@ struct kv_autoscale {
 };
 
 /* 1 when replica i of s may be routed to (no autoscaling: always). */
-#define kv_rep_routable(s, i) (!(s)->as || (s)->as->state[i] == KV_REP_ACTIVE)
+#define kv_rep_routable(s, i) (!(s)->rep_state || (s)->rep_state[i] == KV_REP_ACTIVE)
 
 /*
- * Sets up autoscaling of replicas [lo, hi) of s (hi - lo = cfg->max), the
- * first cfg->initial active and the rest off; s->rep, s->n_rep are built.
- * The engine pushes the first decision.  Returns 0, or KV_EINVAL with
- * s->diag filled (the slo policy without slo: limits).
+ * Sets up autoscaling of replicas [lo, hi) of s, group `group` (hi - lo =
+ * cfg->max), the first cfg->initial active and the rest off; s->rep,
+ * s->n_rep and s->rep_state (all active) are built.  The engine pushes the
+ * first decision.  Returns 0, or KV_EINVAL with s->diag filled (the slo
+ * policy without slo: limits).
  */
 int kv__autoscale_init(struct kv_sim *s, struct kv_autoscale *a, const struct kv_autoscale_cfg *cfg,
-		       uint32_t lo, uint32_t hi);
+		       uint32_t lo, uint32_t hi, uint32_t group);
 void kv__autoscale_release(struct kv_autoscale *a);
 
+/* The autoscaler of replica i, NULL when its group has none. */
+struct kv_autoscale *kv__autoscale_of(const struct kv_sim *s, uint32_t i);
+
 /*
- * The periodic decision at s->now: every replica brought up to date by the
- * caller.  Reports the row to the sink.  Returns 0 or KV_EIO (sink).
+ * The periodic decision of a at s->now: every replica brought up to date by
+ * the caller.  Reports the row to the sink.  Returns 0 or KV_EIO (sink).
  */
-int kv__autoscale_tick(struct kv_sim *s);
+int kv__autoscale_tick(struct kv_sim *s, struct kv_autoscale *a);
 
 /* Starting replica i ends its cold start (KV_EV_SCALE_READY): it becomes active. */
 void kv__autoscale_ready(struct kv_sim *s, uint32_t i);
@@ -157,8 +163,8 @@ void kv__autoscale_check(struct kv_sim *s, struct kv_replica *r);
 /* q ended (completed when `completed`, else rejected): counted for the slo metric. */
 void kv__autoscale_ended(struct kv_autoscale *a, const struct kv_req *q, int completed);
 
-/* The run ended at s->now: bills up to the last request's end (or the last action). */
-void kv__autoscale_final(struct kv_sim *s);
+/* The run ended at s->now: a's bill brought up to it (the run's last event). */
+void kv__autoscale_final(struct kv_sim *s, struct kv_autoscale *a);
 
 /* The cold-start delay of a replica: bytes / load_Bps + start_ns (pure). */
 kv_ns kv_autoscale_cold_ns(const struct kv_autoscale_cfg *c, uint64_t shard_bytes);

@@ -308,13 +308,14 @@ static int on_sample(struct kv_sim *s, const struct kv_event *ev)
 /* An autoscaling decision (autoscale.h) on replicas brought up to date; the next one queued. */
 static int on_scale(struct kv_sim *s, const struct kv_event *ev)
 {
+	struct kv_autoscale *a = &s->as[ev->target];
 	int rc;
 
 	sync_all(s, ev, 1);
-	if ((rc = kv__autoscale_tick(s)))
+	if ((rc = kv__autoscale_tick(s, a)))
 		return rc;
 	if (s->have_pending || s->n_live)
-		kv_heap_push(&s->heap, s->now + s->as->cfg->interval_ns, KV_EV_SCALE, 0, 0);
+		kv_heap_push(&s->heap, s->now + a->cfg->interval_ns, KV_EV_SCALE, ev->target, 0);
 	return 0;
 }
 
@@ -345,7 +346,7 @@ static int dispatch(struct kv_sim *s, const struct kv_event *ev)
 	default:
 		kv__check_fail(__FILE__, __LINE__, "event kind", "unknown event %u", ev->kind);
 	}
-	if (!rc && s->as && (ev->kind == KV_EV_ITER_DONE || ev->kind == KV_EV_ENQUEUE))
+	if (!rc && s->rep_state && (ev->kind == KV_EV_ITER_DONE || ev->kind == KV_EV_ENQUEUE))
 		kv__autoscale_check(s, &s->rep[ev->target]); /* a draining one may be empty now */
 	if (!rc && s->cfg->check_pool) {
 		uint32_t i;
@@ -372,8 +373,8 @@ static void final_checks(struct kv_sim *s)
 		 (unsigned long long)ended, (unsigned long long)s->n_live);
 	for (i = 0; i < s->n_rep; i++)
 		kv__replica_final(&s->rep[i]);
-	if (s->as)
-		kv__autoscale_final(s);
+	for (i = 0; i < s->n_as; i++)
+		kv__autoscale_final(s, &s->as[i]);
 }
 
 int kv_sim_run(struct kv_sim *s)
@@ -393,8 +394,8 @@ int kv_sim_run(struct kv_sim *s)
 		return rc;
 	if (s->cfg->sample_interval_ns)
 		kv_heap_push(&s->heap, 0, KV_EV_SAMPLE, 0, 0);
-	if (s->as)
-		kv_heap_push(&s->heap, s->as->cfg->interval_ns, KV_EV_SCALE, 0, 0);
+	for (i = 0; i < s->n_as; i++)
+		kv_heap_push(&s->heap, s->as[i].cfg->interval_ns, KV_EV_SCALE, i, 0);
 	while (kv_heap_pop(&s->heap, &ev)) {
 		if (ev.kind == KV_EV_ITER_DONE && ev.arg != s->rep[ev.target].macro.gen)
 			continue; /* a macro step's end, cut short since */
@@ -570,7 +571,10 @@ int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct 
 			return rc;
 	}
 	if (cfg->autoscale.on) { /* the whole cluster is the one autoscaled range */
-		if ((rc = kv__autoscale_init(s, &s->as_state, &cfg->autoscale, 0, s->n_rep)))
+		s->rep_state = kv_xcalloc(s->n_rep, sizeof(*s->rep_state)); /* all active */
+		s->as = kv_xcalloc(1, sizeof(*s->as));
+		s->n_as = 1;
+		if ((rc = kv__autoscale_init(s, &s->as[0], &cfg->autoscale, 0, s->n_rep, 0)))
 			return rc;
 		for (i = 0; i < s->n_rep; i++)
 			kv__out_changed(&s->rep[i]); /* the replicas off: out of the router's tree */
@@ -587,7 +591,10 @@ void kv_sim_release(struct kv_sim *s)
 	for (i = 0; i < s->n_rep; i++)
 		kv__replica_release(&s->rep[i]);
 	free(s->rep);
-	kv__autoscale_release(&s->as_state);
+	for (i = 0; i < s->n_as; i++)
+		kv__autoscale_release(&s->as[i]);
+	free(s->as);
+	free(s->rep_state);
 	free(s->macro_next);
 	free(s->macro_onext);
 	kv_mintree_release(&s->out_tree);

@@ -224,7 +224,7 @@ enum kv_event_kind {
 	KV_EV_ITER_DONE, /* replica `target` ends its iteration */
 	KV_EV_SAMPLE, /* a timeseries sample is due */
 	KV_EV_ENQUEUE, /* request in slot `arg` leaves the front end for replica `target` (frontend.h) */
-	KV_EV_SCALE, /* an autoscaling decision is due (autoscale.h) */
+	KV_EV_SCALE, /* autoscaled range `target` (s->as[target]) has a decision due (autoscale.h) */
 	KV_EV_SCALE_READY, /* replica `target` ends its cold start (autoscale.h) */
 };
 
@@ -274,8 +274,9 @@ struct kv_sim {
 	struct kv_hash_page *hash_pages; /* arena of prefix-block hash pages */
 	uint32_t n_hash_pages; /* pages in the arena */
 	uint32_t free_hash_page; /* free list head, KV_NIL */
-	struct kv_autoscale *as; /* autoscaling (autoscale.h), NULL when off */
-	struct kv_autoscale as_state; /* its storage */
+	struct kv_autoscale *as; /* the autoscaled ranges (autoscale.h), n_as of them; NULL: none */
+	uint32_t n_as;
+	uint8_t *rep_state; /* per replica, enum kv_rep_state; NULL when nothing autoscales (all active) */
 	struct kv_diag diag; /* error detail when a run fails */
 	int deferred_rc; /* error raised inside a scheduler hook, returned after it */
 	int macro; /* macro-stepping allowed by the run's config (replicas also check their plugins) */

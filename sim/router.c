@@ -35,7 +35,7 @@ static uint32_t lot_pick(struct kv_sim *s, const struct kv_req *q, uint64_t *sta
 	(void)state;
 	if (s->out_tree.key) /* the engine's tournament tree: O(1), the scan's ties */
 		return kv_mintree_min(&s->out_tree);
-	if (!s->as) {
+	if (!s->rep_state) {
 		for (i = 1; i < s->n_rep; i++)
 			if (s->rep[i].outstanding_tokens < s->rep[best].outstanding_tokens)
 				best = i;

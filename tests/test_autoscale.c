@@ -108,6 +108,7 @@ static void run_watched(const char *yaml, int with_observer)
 	wt.cfg = &w.cfg.autoscale;
 	sim_start(&w, &s, &sink, 0);
 	ck_assert_ptr_nonnull(s.as);
+	ck_assert_uint_eq(s.n_as, 1);
 	wt.cold_ns = s.as->cold_ns;
 	sim_finish(&s);
 	kv_sim_release(&s);

@@ -23,7 +23,7 @@ run() {
   "$kvsim" run -q "$w" -o "$tmp/$name" --set outputs.chart=false "$@"
 }
 
-# stats DIR: "gpu_hours peak slo_attainment ttft_p99_s tpot_p99_s actions"
+# stats DIR: "gpu_hours peak slo_attainment ttft_p99_s tpot_p99_s actions" (one group)
 stats() {
   python3 - "$1" <<'PY'
 import csv, sys

@@ -650,7 +650,7 @@ static double last_value(const char *path, size_t col)
 int kv_chart_autoscale(const char *dir, const char *title, int with_slo)
 {
 	char *path = kv_xasprintf("%s/autoscale.csv", dir), *script, *defs, *qt;
-	double gh = last_value(path, 8), end_s = last_value(path, 0);
+	double gh = last_value(path, 9), end_s = last_value(path, 0);
 	int rc;
 
 	script = kv_xasprintf("%s/plots/autoscale.gp", KV_SOURCE_DIR);

@@ -132,6 +132,7 @@ static const struct kv_metric_doc docs[] = {
 
 	/* autoscaling (sim/autoscale.h, docs/cluster.md "Autoscaling"): one row per decision, then the run's end */
 	{ AS, "t_s", "s", "simulated time", "the decision's time (autoscale.interval apart); the last row: the end of billing (the last request's end or later scale action)" },
+	{ AS, "group", "", "group", "the autoscaled group's index (cluster.groups order; 0 without groups)" },
 	{ AS, "active", "replicas", "active replicas", "replicas the router sends requests to, after the decision" },
 	{ AS, "starting", "replicas", "starting replicas", "replicas in their cold start (weights / load_bandwidth + start_time), after the decision" },
 	{ AS, "draining", "replicas", "draining replicas", "replicas finishing their requests before going off, after the decision" },

@@ -23,7 +23,7 @@ const char kv_csv_header_timeseries[] =
 	"largest_free_bytes,ext_frag,alloc_fail_frag\n";
 const char kv_csv_header_tenant_timeseries[] = "t_s,tenant,waiting,service,virtual_service\n";
 const char kv_csv_header_autoscale[] =
-	"t_s,active,starting,draining,off,metric,delta,slo_attainment,gpu_hours\n";
+	"t_s,group,active,starting,draining,off,metric,delta,slo_attainment,gpu_hours\n";
 const char kv_csv_header_tenants[] =
 	"tenant,weight,priority,arrived,completed,rejected,prompt_tokens,output_tokens,"
 	"service,service_share,weight_share,cost_byte_steps,ttft_p50_s,ttft_p99_s,"
@@ -264,7 +264,7 @@ static void put_scale(struct kv_out *o, const struct kv_as_row *row)
 {
 	char line[256], *p = put_sec(line, row->t_ns);
 
-	p += sprintf(p, ",%u,%u,%u,%u,", row->n[KV_REP_ACTIVE], row->n[KV_REP_STARTING],
+	p += sprintf(p, ",%u,%u,%u,%u,%u,", row->group, row->n[KV_REP_ACTIVE], row->n[KV_REP_STARTING],
 		     row->n[KV_REP_DRAINING], row->n[KV_REP_OFF]);
 	p = put_g(p, row->metric);
 	p += sprintf(p, ",%d,", row->delta);
@@ -286,11 +286,16 @@ static int write_scale(void *ctx, const struct kv_sim *s, const struct kv_as_row
 
 void kv__out_scale_end(struct kv_out *o, const struct kv_sim *s)
 {
-	struct kv_as_row row = { .t_ns = s->as->bill_t0_ns, .metric = NAN, .slo_attainment = NAN,
-				 .gpu_s = s->as->gpu_s };
+	uint32_t i;
 
-	memcpy(row.n, s->as->n, sizeof(row.n));
-	put_scale(o, &row);
+	for (i = 0; i < s->n_as; i++) {
+		const struct kv_autoscale *a = &s->as[i];
+		struct kv_as_row row = { .t_ns = a->bill_t0_ns, .group = a->group, .metric = NAN,
+					 .slo_attainment = NAN, .gpu_s = a->gpu_s };
+
+		memcpy(row.n, a->n, sizeof(row.n));
+		put_scale(o, &row);
+	}
 }
 
 struct kv_sink kv_out_sink(struct kv_out *o)
