@@ -6,8 +6,8 @@
 # Variables (-e, from src/lib/chart.c kv_chart_autoscale): file
 # (autoscale.csv: t_s, group, active, starting, draining, off, metric, delta,
 # slo_attainment, gpu_hours), out, title, with_slo (1: draw the SLO line),
-# gpu_hours (the run's total, the first group's last row), hours (1: the time
-# axis in hours, else s).  With several autoscaled groups the first is drawn.
+# grp (the group drawn: the first autoscaled one), gpu_hours (its total),
+# hours (1: the time axis in hours, else s).
 set terminal pngcairo size 1000,520 font ",11" noenhanced
 set output out
 set datafile separator ","
@@ -28,8 +28,10 @@ if (with_slo) {
 	set ytics nomirror
 }
 # stacked: active at the bottom, then starting, then draining (Okabe-Ito colours)
-g0(v) = $2 == 0 ? v : 1/0
-plot file skip 1 using ($1/unit):(g0($3+$4+$5)) with fillsteps lc rgb "#E69F00" title "draining", \
-     '' skip 1 using ($1/unit):(g0($3+$4)) with fillsteps lc rgb "#56B4E9" title "starting", \
-     '' skip 1 using ($1/unit):(g0($3)) with fillsteps lc rgb "#0072B2" title "active", \
-     '' skip 1 using ($1/unit):(with_slo ? g0($9) : 1/0) axes x1y2 with lines lw 1.5 lc rgb "#D55E00" title (with_slo ? "SLO attainment" : "")
+g0(v) = $2 == grp ? v : 1/0
+# the SLO line only with an slo: (a series of no points is an error)
+sloline = with_slo ? \
+  ", '' skip 1 using ($1/unit):(g0($9)) axes x1y2 with lines lw 1.5 lc rgb '#D55E00' title 'SLO attainment'" : ""
+eval("plot file skip 1 using ($1/unit):(g0($3+$4+$5)) with fillsteps lc rgb '#E69F00' title 'draining', " . \
+     "'' skip 1 using ($1/unit):(g0($3+$4)) with fillsteps lc rgb '#56B4E9' title 'starting', " . \
+     "'' skip 1 using ($1/unit):(g0($3)) with fillsteps lc rgb '#0072B2' title 'active'" . sloline)

@@ -51,10 +51,10 @@ static void set_state(struct kv_sim *s, struct kv_autoscale *a, uint32_t i, enum
 		 a->cfg->max);
 }
 
-int kv__autoscale_init(struct kv_sim *s, struct kv_autoscale *a, const struct kv_autoscale_cfg *cfg,
+int kv__autoscale_init(struct kv_sim *s, struct kv_autoscale *a, const struct kv_sim_config *c,
 		       uint32_t lo, uint32_t hi, uint32_t group)
 {
-	const struct kv_sim_config *c = s->cfg;
+	const struct kv_autoscale_cfg *cfg = &c->autoscale;
 	uint64_t gpus = (uint64_t)c->tp * (c->pp ? c->pp : 1) * (c->dp ? c->dp : 1);
 	uint32_t i;
 

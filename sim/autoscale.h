@@ -135,13 +135,15 @@ struct kv_autoscale {
 #define kv_rep_routable(s, i) (!(s)->rep_state || (s)->rep_state[i] == KV_REP_ACTIVE)
 
 /*
- * Sets up autoscaling of replicas [lo, hi) of s, group `group` (hi - lo =
- * cfg->max), the first cfg->initial active and the rest off; s->rep,
- * s->n_rep and s->rep_state (all active) are built.  The engine pushes the
- * first decision.  Returns 0, or KV_EINVAL with s->diag filled (the slo
- * policy without slo: limits).
+ * Sets up autoscaling of replicas [lo, hi) of s, group `group` with config
+ * c (c->autoscale; hi - lo = its max; its model and parallelism give the
+ * cold start and the GPUs billed), the first c->autoscale.initial active and
+ * the rest off; s->rep, s->n_rep and s->rep_state (all active) are built.
+ * The engine pushes the first decision.  Returns 0, or KV_EINVAL with
+ * s->diag filled (the slo policy without slo: limits).
  */
-int kv__autoscale_init(struct kv_sim *s, struct kv_autoscale *a, const struct kv_autoscale_cfg *cfg,
+struct kv_sim_config;
+int kv__autoscale_init(struct kv_sim *s, struct kv_autoscale *a, const struct kv_sim_config *c,
 		       uint32_t lo, uint32_t hi, uint32_t group);
 void kv__autoscale_release(struct kv_autoscale *a);
 

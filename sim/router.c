@@ -1,47 +1,54 @@
 /*
- * router.c -- cluster routers: which replica an arrival joins.
+ * router.c -- cluster routers: which replica of its group an arrival joins
+ * (the engine chose the group: engine.c route_group).  R is the group's
+ * replica count, indices relative to its first.
  *
- *   round-robin               replica = n mod R for the n-th arrival.
+ *   round-robin               replica = n mod R for the group's n-th arrival.
  *   least-outstanding-tokens  the replica with the fewest prompt + output
  *                             tokens assigned and not yet processed (ties:
  *                             lowest index); a join-the-shortest-queue policy
  *                             measured in work rather than requests.
- *                             From 64 replicas, read off the root of the
- *                             engine's tournament tree (mintree.h), kept as
- *                             the counts change; below, a scan.
+ *                             From 64 replicas in a single group, read off
+ *                             the root of the engine's tournament tree
+ *                             (mintree.h), kept as the counts change;
+ *                             below, or with several groups, a scan of the
+ *                             group's replicas.
  *
  * With autoscaling (autoscale.h) both pick active replicas only: round-robin
  * skips the others in its cycle; the tree keys them UINT64_MAX (larger than
- * any count, so an active replica always wins), the scan skips them.
+ * any count, so an active replica always wins), the scan skips them.  A
+ * group always has an active replica (autoscale min >= 1).
  */
 #include "replica.h"
 
-static uint32_t rr_pick(struct kv_sim *s, const struct kv_req *q, uint64_t *state)
+static uint32_t rr_pick(struct kv_sim *s, const struct kv_req *q, uint32_t lo, uint32_t hi,
+		       uint64_t *state)
 {
 	uint32_t i;
 
 	(void)q;
-	do /* skips the replicas autoscaling keeps out (one at least is active) */
-		i = (uint32_t)((*state)++ % s->n_rep);
+	do /* skips the replicas autoscaling keeps out */
+		i = lo + (uint32_t)((*state)++ % (hi - lo));
 	while (!kv_rep_routable(s, i));
 	return i;
 }
 
-static uint32_t lot_pick(struct kv_sim *s, const struct kv_req *q, uint64_t *state)
+static uint32_t lot_pick(struct kv_sim *s, const struct kv_req *q, uint32_t lo, uint32_t hi,
+			uint64_t *state)
 {
-	uint32_t i, best = 0;
+	uint32_t i, best = lo;
 
 	(void)q;
 	(void)state;
-	if (s->out_tree.key) /* the engine's tournament tree: O(1), the scan's ties */
+	if (s->out_tree.key) /* the engine's tournament tree (one group: lo..hi is all): O(1), the scan's ties */
 		return kv_mintree_min(&s->out_tree);
 	if (!s->rep_state) {
-		for (i = 1; i < s->n_rep; i++)
+		for (i = lo + 1; i < hi; i++)
 			if (s->rep[i].outstanding_tokens < s->rep[best].outstanding_tokens)
 				best = i;
 		return best;
 	}
-	for (best = UINT32_MAX, i = 0; i < s->n_rep; i++) /* the active replicas only */
+	for (best = UINT32_MAX, i = lo; i < hi; i++) /* the active replicas only */
 		if (kv_rep_routable(s, i) &&
 		    (best == UINT32_MAX || s->rep[i].outstanding_tokens < s->rep[best].outstanding_tokens))
 			best = i;

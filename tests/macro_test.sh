@@ -24,7 +24,10 @@
 #   - autoscaling: workloads/autoscale-diurnal.yaml compressed to minutes
 #     (replicas start, serve, drain and go off) under every engine and
 #     scheduler, every cache under fifo, each policy, round-robin; and the
-#     fleet benchmark's 64 replicas growing to 96 (the router's tree).
+#     fleet benchmark's 64 replicas growing to 96 (the router's tree);
+#   - replica groups: workloads/groups.yaml (two models, three groups) runs
+#     above; here its groups also mix engines, schedulers and caches (the
+#     second group sglang, the third another scheduler or cache model).
 # Compared: every *.csv the run writes (requests, timeseries, summary with
 # its event count, tenants, autoscale).  Also checked: macro steps did run (the
 # KVSIM_MACRO_STATS line) in the fifo runs, and in every scheduler's
@@ -143,6 +146,13 @@ pair() {
   done
   echo "pair as/rr $src/workloads/autoscale-diurnal.yaml $as --set cluster.router=round-robin"
   echo "pair asfleet $src/bench/fleet.yaml --set workload.requests=20000 --set cluster.replicas=64 --set workload.arrival.rate=160 --set \\'autoscale={min: 64, max: 96, policy: concurrency, up: 3, down: 1, interval: 2s, window: 4s, cooldown_down: 5s, start_time: 2s}\\'"
+  gr="$src/workloads/groups.yaml"
+  for sc in "${scheds[@]}"; do
+    echo "pair groups/mix/$sc $gr --set workload.requests=400 --set cluster.groups[1].engine=sglang --set \\'cluster.groups[1].memory={model: sglang}\\' --set cluster.groups[2].scheduler=$sc"
+  done
+  for c in "${caches[@]}"; do
+    echo "pair groups/cache/$c $gr --set workload.requests=400 --set cluster.groups[0].engine=vllm --set cluster.groups[2].cache=$c"
+  done
 } > "$tmp/jobs"
 
 export -f pair

@@ -176,6 +176,53 @@ START_TEST(no_flapping)
 }
 END_TEST
 
+/* Per group: only the autoscaled group's replicas change state; the static group stays whole. */
+static int group_rows[2];
+
+static int on_group_scale(void *ctx, const struct kv_sim *s, const struct kv_as_row *row)
+{
+	uint32_t i;
+
+	(void)ctx;
+	ck_assert_msg(row->group == 1, "a decision of group %u, which has no autoscale", row->group);
+	group_rows[1]++;
+	for (i = 0; i < 2; i++) /* group 0: replicas 0 and 1, always active */
+		ck_assert_int_eq(s->rep_state[i], KV_REP_ACTIVE);
+	ck_assert_uint_le(row->n[KV_REP_ACTIVE] + row->n[KV_REP_STARTING], 3);
+	return 0;
+}
+
+START_TEST(per_group)
+{
+	static struct kv_workload w;
+	struct kv_sink sink = { .scale = on_group_scale };
+	struct kv_sim s;
+
+	load(&w, "model: llama-2-7b\ndevice: a100-80g\ncache: chunked\n"
+		 "cluster:\n  router: least-outstanding-tokens\n  groups:\n"
+		 "    - {name: fixed, replicas: 2}\n"
+		 "    - {name: elastic, replicas: 1, autoscale: {min: 1, max: 3, policy: queue, up: 2, "
+		 "down: 0.5, interval: 2s, window: 4s, cooldown_down: 10s, start_time: 5s}}\n"
+		 "outputs: {sample_interval: 0}\n"
+		 "workload:\n  requests: 3000\n  arrival: {process: poisson, rate: 60}\n"
+		 "  lengths: {dist: fixed, prompt: 512, output: 256}\n");
+	ck_assert_int_eq(w.cfg.n_groups, 2);
+	ck_assert_int_eq(w.cfg.groups[1].autoscale.on, 1);
+	ck_assert_int_eq(w.cfg.groups[0].autoscale.on, 0);
+	ck_assert_uint_eq(w.cfg.replicas, 5); /* 2 + the elastic group's max */
+	sim_start(&w, &s, &sink, 0);
+	ck_assert_uint_eq(s.n_as, 1);
+	ck_assert_uint_eq(s.as[0].lo, 2);
+	ck_assert_uint_eq(s.as[0].hi, 5);
+	group_rows[1] = 0;
+	sim_finish(&s);
+	ck_assert_msg(group_rows[1] > 10 && s.as[0].ups >= 1, "%d decisions, %llu scale-ups",
+		      group_rows[1], (unsigned long long)s.as[0].ups);
+	kv_sim_release(&s);
+	kv_workload_release(&w);
+}
+END_TEST
+
 /* The cold-start delay: shard bytes over the load bandwidth plus the constant. */
 START_TEST(cold_start_formula)
 {
@@ -205,6 +252,10 @@ START_TEST(bad_config)
 		{ "autoscale: {min: 1, max: 4, policy: cpu}\n", "autoscale.policy", "queue" },
 		{ "autoscale: {min: 1, max: 4, interval: 0s}\n", "autoscale.interval", "" },
 		{ "autoscale: {min: 1, max: 4, kv_util: 3}\n", "autoscale", "kv_util" },
+		{ "cluster: {groups: [{replicas: 1}]}\nautoscale: {min: 1, max: 2}\n", "autoscale",
+		  "each group's own autoscale" },
+		{ "cluster: {groups: [{replicas: 4, autoscale: {min: 1, max: 2}}]}\n",
+		  "cluster.groups[0].replicas", "expected 1..2" },
 	};
 	size_t i;
 
@@ -286,6 +337,7 @@ static Suite *autoscale_suite(void)
 	tcase_add_test(tc, drained_holds_nothing);
 	tcase_add_test(tc, cold_start_respected);
 	tcase_add_test(tc, no_flapping);
+	tcase_add_test(tc, per_group);
 	tcase_add_test(tc, cold_start_formula);
 	tcase_add_test(tc, bad_config);
 	tcase_add_test(tc, off_by_default);

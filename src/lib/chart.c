@@ -626,38 +626,17 @@ out:
 			free(w[i].v[k]);
 }
 
-/* The last value of column col (0-based) of the CSV at path, NaN when none. */
-static double last_value(const char *path, size_t col)
+int kv_chart_autoscale(const char *dir, const char *title, int with_slo, unsigned group,
+		       double gpu_hours, double end_s)
 {
-	struct kv_csv_rec r;
-	struct kv_diag d;
-	unsigned long line = 1;
-	double v = NAN;
-	FILE *in = fopen(path, "r");
-
-	if (!in)
-		return NAN;
-	kv_csv_rec_init(&r);
-	if (kv_csv_rec_read(&r, in, &line, path, &d) == 1)
-		while (kv_csv_rec_read(&r, in, &line, path, &d) == 1)
-			if (r.n > col)
-				v = strtod(r.field[col], NULL);
-	fclose(in);
-	kv_csv_rec_release(&r);
-	return v;
-}
-
-int kv_chart_autoscale(const char *dir, const char *title, int with_slo)
-{
-	char *path = kv_xasprintf("%s/autoscale.csv", dir), *script, *defs, *qt;
-	double gh = last_value(path, 9), end_s = last_value(path, 0);
+	char *script, *defs, *qt;
 	int rc;
 
 	script = kv_xasprintf("%s/plots/autoscale.gp", KV_SOURCE_DIR);
 	qt = kv_gp_quote(title);
-	defs = kv_xasprintf("file='autoscale.csv'; title=%s; with_slo=%d; gpu_hours=%.6g; hours=%d",
-			    qt, with_slo, isnan(gh) ? 0.0 : gh, !isnan(end_s) && end_s >= 7200);
+	defs = kv_xasprintf("file='autoscale.csv'; title=%s; with_slo=%d; grp=%u; gpu_hours=%.6g; hours=%d",
+			    qt, with_slo, group, gpu_hours, end_s >= 7200);
 	rc = kv_gnuplot(dir, script, defs, "autoscale.png");
-	free(defs), free(qt), free(script), free(path);
+	free(defs), free(qt), free(script);
 	return rc;
 }

@@ -79,9 +79,12 @@ void kv_gp_log_tics(FILE *g, const char *axis, double lo, double hi);
 
 /*
  * Renders DIR/autoscale.png from DIR/autoscale.csv with plots/autoscale.gp:
- * replicas over time stacked by state, the GPU-hours in the title, and with
- * with_slo the SLO attainment per decision interval.  Returns as kv_gnuplot.
+ * group `group`'s replicas over time stacked by state, its GPU-hours in the
+ * title, and with with_slo the SLO attainment per decision interval; the
+ * time axis in hours when the run lasted end_s >= 2 h.  Returns as
+ * kv_gnuplot.
  */
-int kv_chart_autoscale(const char *dir, const char *title, int with_slo);
+int kv_chart_autoscale(const char *dir, const char *title, int with_slo, unsigned group,
+		       double gpu_hours, double end_s);
 
 #endif /* KV_CHART_H */

@@ -36,6 +36,7 @@ enum {
 	KV_OUT_PNG, /* run.png */
 	KV_OUT_HEALTH, /* health.csv */
 	KV_OUT_AS, /* autoscale.csv (with autoscale: only) */
+	KV_OUT_GROUPS, /* groups.csv (only with cluster.groups) */
 	KV_OUT_FILES
 };
 
