@@ -145,6 +145,10 @@ pair() {
     echo "pair as/$pol $src/workloads/autoscale-diurnal.yaml $as --set autoscale.policy=$pol --set autoscale.up=$up --set autoscale.down=$down"
   done
   echo "pair as/rr $src/workloads/autoscale-diurnal.yaml $as --set cluster.router=round-robin"
+  # a group of its own beside a static one (cluster.groups[1].autoscale), both routers
+  for r in round-robin least-outstanding-tokens; do
+    echo "pair as/groups/$r $src/tests/fuzz/corpus/workload/autoscale-groups.yaml --set workload.requests=3000 --set cluster.router=$r"
+  done
   echo "pair asfleet $src/bench/fleet.yaml --set workload.requests=20000 --set cluster.replicas=64 --set workload.arrival.rate=160 --set \\'autoscale={min: 64, max: 96, policy: concurrency, up: 3, down: 1, interval: 2s, window: 4s, cooldown_down: 5s, start_time: 2s}\\'"
   gr="$src/workloads/groups.yaml"
   for sc in "${scheds[@]}"; do
