@@ -93,6 +93,7 @@ tables=(
   "preempt-attribution|docs/schedulers.md|1|bash configs/experiments/preempt-attribution.sh KVSIM"
   "sweep-200|docs/sweeps.md|2|sweep_means workloads/sweep-200.yaml ttft_p99_s scheduler.name cache.name"
   "pd-distserve|docs/cluster.md|2|bash docs/cluster/pd.sh KVSIM"
+  "autoscale|docs/cluster.md|2|bash docs/cluster/autoscale.sh KVSIM"
 )
 
 # replace DOC NAME FILE: the lines between NAME's marker lines become FILE (less its trailing
@@ -168,6 +169,9 @@ elif [ $images = 1 ]; then
   # the drf run chart of docs/schedulers.md
   "$kvsim" run -q configs/experiments/fairness.yaml -o "$tmp/drf" --set scheduler.name=drf --set outputs.chart=true
   cp "$tmp/drf/run.png" docs/run-fairness-drf.png
+  # the autoscaling chart of docs/cluster.md: the diurnal day, autoscaled
+  bash docs/cluster/autoscale.sh "$kvsim" docs/cluster-autoscale.png > /dev/null
+  echo "figures.sh: docs/cluster-autoscale.png"
   # the run chart of docs/health.md: workloads/tenants.yaml with SLOs (their lines on the CDFs)
   "$kvsim" run -q workloads/tenants.yaml -o "$tmp/tenants" --set outputs.chart=true \
     --set 'slo={ttft: 5s, ttft_p99: 10s, e2e_p99: 60s}'

@@ -183,24 +183,29 @@ static void sync_route(struct kv_sim *s, const struct kv_group *g, const struct 
  * group's credit grows by its weight, the largest credit wins and drops
  * by the weights' sum), so over any window group g gets its weight's
  * share of the arrivals within one, in a fixed interleaving.  The weight
- * is the group's replica count.
+ * is the group's replica count (an autoscaled group's: its active ones).
  */
 static struct kv_group *route_group(struct kv_sim *s, uint32_t t)
 {
 	const struct kv_route_class *k = &s->cls[s->tenant_cls[t]];
 	struct kv_group *best = NULL;
+	double sum = 0; /* k->weight_sum without autoscaling */
 	uint32_t i;
 
 	if (k->n == 1)
 		return &s->grp[s->grp_of[k->off]];
 	for (i = 0; i < k->n; i++) {
 		struct kv_group *g = &s->grp[s->grp_of[k->off + i]];
+		/* an autoscaled group weighs its active replicas (autoscale.h) */
+		const struct kv_autoscale *a = s->rep_state ? kv__autoscale_of(s, g->first) : NULL;
+		double w = (double)(a ? a->n[KV_REP_ACTIVE] : g->count);
 
-		g->wrr_credit += (double)g->count;
+		g->wrr_credit += w;
+		sum += w;
 		if (!best || g->wrr_credit > best->wrr_credit)
 			best = g;
 	}
-	best->wrr_credit -= k->weight_sum;
+	best->wrr_credit -= sum;
 	return best;
 }
 
@@ -359,6 +364,20 @@ static int on_sample(struct kv_sim *s, const struct kv_event *ev)
 	return 0;
 }
 
+/* An autoscaling decision (autoscale.h) on replicas brought up to date; the next one queued. */
+static int on_scale(struct kv_sim *s, const struct kv_event *ev)
+{
+	struct kv_autoscale *a = &s->as[ev->target];
+	int rc;
+
+	sync_all(s, ev, 1);
+	if ((rc = kv__autoscale_tick(s, a)))
+		return rc;
+	if (s->have_pending || s->n_live)
+		kv_heap_push(&s->heap, s->now + a->cfg->interval_ns, KV_EV_SCALE, ev->target, 0);
+	return 0;
+}
+
 static int dispatch(struct kv_sim *s, const struct kv_event *ev)
 {
 	int rc;
@@ -381,9 +400,18 @@ static int dispatch(struct kv_sim *s, const struct kv_event *ev)
 	case KV_EV_ENQUEUE: /* tokenised: joins its replica's scheduler */
 		rc = on_enqueue(s, ev);
 		break;
+	case KV_EV_SCALE:
+		rc = on_scale(s, ev);
+		break;
+	case KV_EV_SCALE_READY: /* its cold start is over: routed to from now */
+		kv__autoscale_ready(s, ev->target);
+		rc = 0;
+		break;
 	default:
 		kv__check_fail(__FILE__, __LINE__, "event kind", "unknown event %u", ev->kind);
 	}
+	if (!rc && s->rep_state && (ev->kind == KV_EV_ITER_DONE || ev->kind == KV_EV_ENQUEUE))
+		kv__autoscale_check(s, &s->rep[ev->target]); /* a draining one may be empty now */
 	if (!rc && s->cfg->check_pool) {
 		uint32_t i;
 
@@ -410,6 +438,8 @@ static void final_checks(struct kv_sim *s)
 	for (i = 0; i < s->n_rep; i++)
 		kv__replica_final(&s->rep[i]);
 	kv__disagg_final(s);
+	for (i = 0; i < s->n_as; i++)
+		kv__autoscale_final(s, &s->as[i]);
 }
 
 int kv_sim_run(struct kv_sim *s)
@@ -429,6 +459,8 @@ int kv_sim_run(struct kv_sim *s)
 		return rc;
 	if (s->cfg->sample_interval_ns)
 		kv_heap_push(&s->heap, 0, KV_EV_SAMPLE, 0, 0);
+	for (i = 0; i < s->n_as; i++)
+		kv_heap_push(&s->heap, s->as[i].cfg->interval_ns, KV_EV_SCALE, i, 0);
 	while (kv_heap_pop(&s->heap, &ev)) {
 		if (ev.kind == KV_EV_ITER_DONE && ev.arg != s->rep[ev.target].macro.gen)
 			continue; /* a macro step's end, cut short since */
@@ -655,6 +687,35 @@ static int build_groups(struct kv_sim *s, const struct kv_sim_config *cfg)
 	return route_classes(s);
 }
 
+/*
+ * Autoscaling (autoscale.h): one autoscaled range per group whose config
+ * has autoscale.on, over that group's replicas; s->rep_state shared by them.
+ */
+static int build_autoscale(struct kv_sim *s)
+{
+	uint32_t i, n = 0;
+	int rc;
+
+	for (i = 0; i < s->n_grp; i++)
+		n += s->grp[i].cfg->autoscale.on;
+	if (!n)
+		return 0;
+	s->rep_state = kv_xcalloc(s->n_rep, sizeof(*s->rep_state)); /* all active */
+	s->as = kv_xcalloc(n, sizeof(*s->as));
+	for (i = 0; i < s->n_grp; i++) {
+		const struct kv_group *g = &s->grp[i];
+
+		if (!g->cfg->autoscale.on)
+			continue;
+		rc = kv__autoscale_init(s, &s->as[s->n_as++], g->cfg, g->first, g->first + g->count, i);
+		if (rc)
+			return rc;
+	}
+	for (i = 0; i < s->n_rep; i++)
+		kv__out_changed(&s->rep[i]); /* the replicas off: out of the router's tree */
+	return 0;
+}
+
 int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct kv_sink *sink)
 {
 	uint32_t i;
@@ -705,7 +766,7 @@ int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct 
 		s->due = kv_xmalloc(s->n_rep * sizeof(*s->due));
 	}
 	s->kick = kv_xmalloc(s->n_rep * sizeof(*s->kick));
-	if ((rc = build_groups(s, cfg)) || (rc = kv__disagg_init(s)))
+	if ((rc = build_groups(s, cfg)) || (rc = kv__disagg_init(s)) || (rc = build_autoscale(s)))
 		return rc;
 	return kv_source_open(&cfg->source, cfg->seed, &s->src, &s->diag);
 }
@@ -718,6 +779,10 @@ void kv_sim_release(struct kv_sim *s)
 	for (i = 0; s->rep && i < s->n_rep; i++)
 		kv__replica_release(&s->rep[i]);
 	free(s->rep);
+	for (i = 0; i < s->n_as; i++)
+		kv__autoscale_release(&s->as[i]);
+	free(s->as);
+	free(s->rep_state);
 	for (i = 0; s->grp && i < s->n_grp; i++) {
 		kv_hist_release(&s->grp[i].ttft);
 		kv_hist_release(&s->grp[i].e2e);

@@ -34,6 +34,7 @@
 #ifndef KV_ENGINE_H
 #define KV_ENGINE_H
 
+#include "autoscale.h"
 #include "cache.h"
 #include "disagg.h"
 #include "heap.h"
@@ -205,6 +206,7 @@ struct kv_sim_config {
 	struct kv_observer observer; /* step and request-state hook (the timeline), fn NULL: none */
 	int exact_steps; /* 1: one event per iteration, no macro steps; set for any per-iteration consumer (an observer) */
 	double step_scale; /* multiplies every step's time (perf.h kv_perf.step_scale); 0 reads as 1, the default */
+	struct kv_autoscale_cfg autoscale; /* autoscaling of the group's replicas (autoscale.h; a group's own in groups[i]); on 0: off, the default */
 	/*
 	 * Replica groups (docs/cluster.md "Replica groups").  A group's
 	 * configuration is a whole kv_sim_config: the run's, with the group's
@@ -229,6 +231,7 @@ struct kv_sink {
 	int (*request)(void *ctx, const struct kv_sim *s, const struct kv_req *q, enum kv_end e);
 	int (*sample)(void *ctx, const struct kv_sim *s, kv_ns t_ns);
 	void (*progress)(void *ctx, const struct kv_sim *s); /* every few thousand events */
+	int (*scale)(void *ctx, const struct kv_sim *s, const struct kv_as_row *row); /* each autoscaling decision */
 };
 
 struct kv_tenant_stats {
@@ -254,6 +257,8 @@ enum kv_event_kind {
 	KV_EV_SAMPLE, /* a timeseries sample is due */
 	KV_EV_ENQUEUE, /* request in slot `arg` leaves the front end for replica `target` (frontend.h) */
 	KV_EV_XFER_DONE, /* the oldest transfer on KV link `target` arrives (disagg.h) */
+	KV_EV_SCALE, /* autoscaled range `target` (s->as[target]) has a decision due (autoscale.h) */
+	KV_EV_SCALE_READY, /* replica `target` ends its cold start (autoscale.h) */
 };
 
 /* A plugin kind's per-request state: req_size bytes per slot, in pages parallel to the slots'. */
@@ -338,6 +343,9 @@ struct kv_sim {
 	struct kv_hash_page *hash_pages; /* arena of prefix-block hash pages */
 	uint32_t n_hash_pages; /* pages in the arena */
 	uint32_t free_hash_page; /* free list head, KV_NIL */
+	struct kv_autoscale *as; /* the autoscaled ranges (autoscale.h), n_as of them; NULL: none */
+	uint32_t n_as;
+	uint8_t *rep_state; /* per replica, enum kv_rep_state; NULL when nothing autoscales (all active) */
 	struct kv_diag diag; /* error detail when a run fails */
 	int deferred_rc; /* error raised inside a scheduler hook, returned after it */
 	int macro; /* macro-stepping allowed by the run's config (replicas also check their plugins) */

@@ -235,6 +235,8 @@ int kv__replica_end(struct kv_replica *r, struct kv_req *q, enum kv_end e)
 		ts->rejected++;
 		r->grp->rejected++;
 	}
+	if (s->rep_state && kv__autoscale_of(s, r->idx)) /* the slo policy's count */
+		kv__autoscale_ended(kv__autoscale_of(s, r->idx), q, e == KV_END_COMPLETED);
 	if (q->finish_ns > s->last_finish_ns)
 		s->last_finish_ns = q->finish_ns;
 	observe(r, KV_OBS_END, q, (kv_ns)e);

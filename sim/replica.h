@@ -175,7 +175,9 @@ static inline void kv__out_changed(struct kv_replica *r)
 
 	if (!s->out_tree.key)
 		return; /* a small cluster: the router scans */
-	kv_mintree_set(&s->out_tree, r->idx, r->outstanding_tokens);
+	/* a replica the router must not pick (autoscale.h) has the largest key */
+	kv_mintree_set(&s->out_tree, r->idx,
+		       kv_rep_routable(s, r->idx) ? r->outstanding_tokens : UINT64_MAX);
 	kv__out_bound(r, s->out_tree.key[kv_mintree_min(&s->out_tree)]);
 }
 

@@ -13,15 +13,24 @@
  *                             (mintree.h), kept as the counts change;
  *                             below, or with several groups, a scan of the
  *                             group's replicas.
+ *
+ * With autoscaling (autoscale.h) both pick active replicas only: round-robin
+ * skips the others in its cycle; the tree keys them UINT64_MAX (larger than
+ * any count, so an active replica always wins), the scan skips them.  A
+ * group always has an active replica (autoscale min >= 1).
  */
 #include "replica.h"
 
 static uint32_t rr_pick(struct kv_sim *s, const struct kv_req *q, uint32_t lo, uint32_t hi,
 		       uint64_t *state)
 {
-	(void)s;
+	uint32_t i;
+
 	(void)q;
-	return lo + (uint32_t)((*state)++ % (hi - lo));
+	do /* skips the replicas autoscaling keeps out */
+		i = lo + (uint32_t)((*state)++ % (hi - lo));
+	while (!kv_rep_routable(s, i));
+	return i;
 }
 
 static uint32_t lot_pick(struct kv_sim *s, const struct kv_req *q, uint32_t lo, uint32_t hi,
@@ -33,8 +42,15 @@ static uint32_t lot_pick(struct kv_sim *s, const struct kv_req *q, uint32_t lo, 
 	(void)state;
 	if (s->out_tree.key && hi - lo == s->n_rep) /* the engine's tournament tree (lo..hi is all): O(1), the scan's ties */
 		return kv_mintree_min(&s->out_tree);
-	for (i = lo + 1; i < hi; i++)
-		if (s->rep[i].outstanding_tokens < s->rep[best].outstanding_tokens)
+	if (!s->rep_state) {
+		for (i = lo + 1; i < hi; i++)
+			if (s->rep[i].outstanding_tokens < s->rep[best].outstanding_tokens)
+				best = i;
+		return best;
+	}
+	for (best = UINT32_MAX, i = lo; i < hi; i++) /* the active replicas only */
+		if (kv_rep_routable(s, i) &&
+		    (best == UINT32_MAX || s->rep[i].outstanding_tokens < s->rep[best].outstanding_tokens))
 			best = i;
 	return best;
 }

@@ -135,8 +135,14 @@ static int check_lengths(const struct kv_length_spec *l, const char *where, stru
 static int check_arrival(const struct kv_source_spec *sp, struct kv_diag *d)
 {
 	switch (sp->arrival) {
+	case KV_ARRIVAL_DIURNAL:
+		if (!(sp->trough >= 0 && sp->trough <= 1))
+			return spec_error(d, "", "trough", "bad value %g: expected 0..1", sp->trough);
+		if (!sp->period_ns)
+			return spec_error(d, "", "period_ns", "bad value 0: expected > 0");
+		/* fall through */
 	case KV_ARRIVAL_GAMMA:
-		if (!isfinite(sp->cv) || sp->cv < 0)
+		if (sp->arrival == KV_ARRIVAL_GAMMA && (!isfinite(sp->cv) || sp->cv < 0))
 			return spec_error(d, "", "cv", "bad value %g: expected >= 0", sp->cv);
 		/* fall through */
 	case KV_ARRIVAL_POISSON:
@@ -157,7 +163,7 @@ static int check_arrival(const struct kv_source_spec *sp, struct kv_diag *d)
 					  "missing: a trace arrival needs a file");
 		return 0;
 	}
-	return spec_error(d, "", "arrival", "bad value %d: expected poisson, gamma or trace",
+	return spec_error(d, "", "arrival", "bad value %d: expected poisson, gamma, trace or diurnal",
 			  (int)sp->arrival);
 }
 
@@ -336,7 +342,7 @@ static double draw_gap_s(struct kv_source *s)
 {
 	double rate = s->spec.rate_per_s, k;
 
-	if (s->spec.arrival == KV_ARRIVAL_POISSON)
+	if (s->spec.arrival == KV_ARRIVAL_POISSON || s->spec.arrival == KV_ARRIVAL_DIURNAL)
 		return gsl_ran_exponential(s->rng, 1.0 / rate);
 	if (s->spec.cv == 0)
 		return 1.0 / rate;
@@ -364,7 +370,7 @@ static int clock_overflow(struct kv_source *s, struct kv_diag *d)
 }
 
 /* Advances the generated clock by one gap.  0 or KV_ERANGE. */
-static int advance_clock(struct kv_source *s, struct kv_diag *d)
+static int advance_gap(struct kv_source *s, struct kv_diag *d)
 {
 	double gap_ns = draw_gap_s(s) * 1e9;
 	kv_ns g;
@@ -376,6 +382,31 @@ static int advance_clock(struct kv_source *s, struct kv_diag *d)
 		return clock_overflow(s, d);
 	s->clock_ns += g;
 	return 0;
+}
+
+/* The diurnal curve at t over its peak: lambda(t) / rate, in [trough, 1]. */
+static double diurnal_share(const struct kv_source_spec *sp, kv_ns t)
+{
+	kv_ns x = (t + sp->period_ns - sp->peak_at_ns % sp->period_ns) % sp->period_ns;
+	double phase = 2 * 3.14159265358979323846 * (double)x / (double)sp->period_ns;
+
+	return sp->trough + (1 - sp->trough) * (1 + cos(phase)) / 2;
+}
+
+/*
+ * Advances the generated clock to the next arrival: one gap, or under
+ * diurnal candidates at the peak rate until one is kept (thinning).  0 or
+ * KV_ERANGE.
+ */
+static int advance_clock(struct kv_source *s, struct kv_diag *d)
+{
+	int rc;
+
+	while (!(rc = advance_gap(s, d)) && s->spec.arrival == KV_ARRIVAL_DIURNAL &&
+	       gsl_rng_uniform(s->rng) >= diurnal_share(&s->spec, s->clock_ns))
+		if (s->spec.duration_ns && s->clock_ns >= s->spec.duration_ns)
+			break; /* past the end: the caller ends the stream */
+	return rc;
 }
 
 /* A trace time times time_scale, rounded.  0 or KV_ERANGE. */

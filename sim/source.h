@@ -7,6 +7,13 @@
  *   arrival   poisson(rate)            exponential gaps, mean 1/rate
  *             gamma(rate, cv)          gamma gaps, mean 1/rate, coefficient of variation cv
  *             trace(time_scale)        the trace's own timestamps multiplied by time_scale
+ *             diurnal(rate, trough, peak_at, period)
+ *                                      Poisson with a daily rate curve: lambda(t) =
+ *                                      rate * (trough + (1 - trough) * (1 + cos(2 pi
+ *                                      (t - peak_at) / period)) / 2), rate the peak;
+ *                                      drawn by thinning (Lewis and Shedler 1979):
+ *                                      candidates at rate, each kept with probability
+ *                                      lambda(t) / rate (one uniform draw after its gap)
  *   lengths   fixed(prompt, output)
  *             uniform(prompt_min..max, output_min..max)  inclusive integers
  *             lognormal(prompt_mean, prompt_sigma, output_mean, output_sigma)
@@ -67,7 +74,7 @@
  */
 #define KV_MAX_SAMPLES 100000000ULL
 
-enum kv_arrival_kind { KV_ARRIVAL_POISSON, KV_ARRIVAL_GAMMA, KV_ARRIVAL_TRACE };
+enum kv_arrival_kind { KV_ARRIVAL_POISSON, KV_ARRIVAL_GAMMA, KV_ARRIVAL_TRACE, KV_ARRIVAL_DIURNAL };
 enum kv_length_kind { KV_LEN_FIXED, KV_LEN_UNIFORM, KV_LEN_LOGNORMAL, KV_LEN_TRACE };
 
 struct kv_length_spec {
@@ -100,6 +107,9 @@ struct kv_source_spec {
 	double rate_per_s; /* poisson/gamma: mean arrivals per second */
 	double cv; /* gamma: coefficient of variation of gaps, >= 0, default 1 (0: constant gaps) */
 	double time_scale; /* trace: multiply timestamps by this, default 1 */
+	double trough; /* diurnal: the least rate over the peak rate, in [0, 1], default 0.25 */
+	kv_ns peak_at_ns; /* diurnal: time of the peak within the period, default 14 h */
+	kv_ns period_ns; /* diurnal: the curve's period, default 24 h */
 	char trace_path[1024]; /* trace arrival: the timestamped trace (its lengths are used unless overridden) */
 	enum kv_trace_format trace_format; /* default auto */
 	kv_ns horizon_ns; /* trace: an arrival at or after this is an error naming the row; 0 = none */

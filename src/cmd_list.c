@@ -288,6 +288,24 @@ static const struct {
 	{ "kv_transfer.placement", "least-kv", "decode replica: least-kv (least reserved + inbound KV / pool) | round-robin" },
 };
 
+/* The autoscale: keys (src/lib/workload.c read_autoscale, sim/autoscale.h), default and meaning. */
+static const struct {
+	const char *key, *def, *help;
+} autoscale_keys[] = {
+	{ "min", "1", "replicas active or starting at least (cluster.replicas: active at the start, default min)" },
+	{ "max", "min", "replicas at most: the cluster allocates max, the rest off" },
+	{ "policy", "queue", "queue: waiting requests per replica; kv_util: mean KV use; slo: share of ended requests meeting slo:; concurrency: requests in flight per replica" },
+	{ "up", "4|0.8|0.95|16", "scale up above it (queue, kv_util, concurrency) or below it (slo); by policy" },
+	{ "down", "0.5|0.4|0.99|6", "scale down below it (queue, kv_util, concurrency; if n-1 replicas would stay below up) or at or above it (slo)" },
+	{ "step", "1", "replicas added or removed per decision" },
+	{ "interval", "15s", "decision period" },
+	{ "window", "60s", "the metric is the mean over this window of per-interval values" },
+	{ "cooldown_up", "0s", "no scale-up within this of the last scale action" },
+	{ "cooldown_down", "300s", "no scale-down within this of the last scale action" },
+	{ "load_bandwidth", "5GB", "weight load bandwidth per GPU, bytes/s: cold start = shard bytes / it + start_time" },
+	{ "start_time", "30s", "constant part of a cold start (container, engine, CUDA graphs)" },
+};
+
 static void list_cluster(void)
 {
 	size_t i;
@@ -296,6 +314,10 @@ static void list_cluster(void)
 	for (i = 0; i < sizeof(cluster_keys) / sizeof(cluster_keys[0]); i++)
 		printf("  %-26s default %-12s %s\n", cluster_keys[i].key, cluster_keys[i].def,
 		       cluster_keys[i].help);
+	puts("autoscale keys (autoscale:, docs/cluster.md \"Autoscaling\"):");
+	for (i = 0; i < sizeof(autoscale_keys) / sizeof(autoscale_keys[0]); i++)
+		printf("  %-26s default %-12s %s\n", autoscale_keys[i].key, autoscale_keys[i].def,
+		       autoscale_keys[i].help);
 }
 
 static const char *const list_synopsis[] = {

@@ -15,7 +15,8 @@ src=$2
 "$kvsim" gpu --help | grep -q "usage" && ok || bad "kvsim gpu --help"
 "$kvsim" plot --help | grep -q "usage" && ok || bad "kvsim plot --help"
 list=$("$kvsim" list)
-for word in fifo full round-robin least-outstanding-tokens max_len a100-80g h200 llama-2-7b opt-13b; do
+for word in fifo full round-robin least-outstanding-tokens max_len a100-80g h200 llama-2-7b opt-13b \
+    "autoscale keys" cooldown_down load_bandwidth start_time "autoscale.csv:"; do
   grep -q -- "$word" <<<"$list" && ok || bad "kvsim list lacks $word"
 done
 "$kvsim" nonsense 2>/dev/null; [ $? -eq 2 ] && ok || bad "unknown command exit status"

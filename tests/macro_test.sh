@@ -21,6 +21,10 @@
 #     overlapped copies), also under tests/data/macro/tenants.yaml with vtc;
 #   - a windowed model: Gemma-2-9B with its window cut to 200 tokens (so
 #     contexts pass it), under every engine and cache model;
+#   - autoscaling: workloads/autoscale-diurnal.yaml compressed to minutes
+#     (replicas start, serve, drain and go off) under every engine and
+#     scheduler, every cache under fifo, each policy, round-robin; and the
+#     fleet benchmark's 64 replicas growing to 96 (the router's tree);
 #   - replica groups: workloads/groups.yaml (two models, three groups) runs
 #     above; here its groups also mix engines, schedulers and caches (the
 #     second group sglang, the third another scheduler or cache model);
@@ -40,7 +44,7 @@
 # the checks below name; bench/million-tenants.yaml runs 5,000 requests
 # instead of 20,000.  Everything else runs as in the full matrix.
 # Compared: every *.csv the run writes (requests, timeseries, summary with
-# its event count, tenants).  Also checked: macro steps did run (the
+# its event count, tenants, autoscale).  Also checked: macro steps did run (the
 # KVSIM_MACRO_STATS line) in the fifo runs, and in every scheduler's
 # multi-tenant runs, so the comparison is not vacuous; with memory-refused
 # waiters (fifo and vtc, full, vllm-v0 and vllm) most events are macro steps; sglang,
@@ -203,6 +207,24 @@ pair() {
       echo "pair win/$e/$c $src/workloads/default.yaml --set workload.requests=300 --set model=$gw --set engine=$e --set cache=$c"
     done
   done
+  # autoscaling (docs/cluster.md): the diurnal example compressed into 10 minutes, decisions
+  # every 2 s, cold starts of a few seconds, so replicas start, serve, drain and go off; every
+  # engine and scheduler, every cache under fifo; and 64 to 96 replicas (the router's tree)
+  as="--set workload.requests=2000 --set workload.duration=0 --set workload.arrival.rate=20 --set workload.arrival.period=10min --set workload.arrival.peak_at=5min --set autoscale.interval=2s --set autoscale.window=4s --set autoscale.cooldown_down=10s --set autoscale.start_time=3s --set autoscale.up=6 --set autoscale.down=2"
+  for e in "${engines[@]}"; do
+    for sc in "${scheds[@]}"; do echo "pair as/$e/$sc $src/workloads/autoscale-diurnal.yaml $as --set engine=$e --set scheduler.name=$sc"; done
+    for c in "${caches[@]:1}"; do echo "pair as/$e/fifo/$c $src/workloads/autoscale-diurnal.yaml $as --set engine=$e --set cache=$c"; done
+  done
+  for p in queue/2/0.5 kv_util/0.2/0.1 slo/0.8/0.95; do
+    IFS=/ read -r pol up down <<< "$p"
+    echo "pair as/$pol $src/workloads/autoscale-diurnal.yaml $as --set autoscale.policy=$pol --set autoscale.up=$up --set autoscale.down=$down"
+  done
+  echo "pair as/rr $src/workloads/autoscale-diurnal.yaml $as --set cluster.router=round-robin"
+  # a group of its own beside a static one (cluster.groups[1].autoscale), both routers
+  for r in round-robin least-outstanding-tokens; do
+    echo "pair as/groups/$r $src/tests/fuzz/corpus/workload/autoscale-groups.yaml --set workload.requests=3000 --set cluster.router=$r"
+  done
+  echo "pair asfleet $src/bench/fleet.yaml --set workload.requests=20000 --set cluster.replicas=64 --set workload.arrival.rate=160 --set \\'autoscale={min: 64, max: 96, policy: concurrency, up: 3, down: 1, interval: 2s, window: 4s, cooldown_down: 5s, start_time: 2s}\\'"
   gr="$src/workloads/groups.yaml"
   for sc in "${scheds[@]}"; do
     echo "pair groups/mix/$sc $gr --set workload.requests=400 --set cluster.groups[1].engine=sglang --set \\'cluster.groups[1].memory={model: sglang}\\' --set cluster.groups[2].scheduler=$sc"

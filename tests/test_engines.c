@@ -148,7 +148,7 @@ static void steps_run(const char *yaml_head, const char *rows, struct steps *t)
 {
 	struct kv_workload wl;
 	struct kv_executor x = { t, steps_iter };
-	struct kv_sink sink = { t, steps_end, NULL, NULL };
+	struct kv_sink sink = { .ctx = t, .request = steps_end };
 	struct kv_sim s;
 	char trace[64], yaml[2048];
 	FILE *f;

@@ -123,6 +123,7 @@ struct seen {
 	uint64_t tenant_ended[KV_MAX_TENANTS];
 	uint64_t out_tokens; /* output tokens of completed requests */
 	uint64_t samples; /* sample callbacks */
+	uint64_t scales; /* autoscaling decisions */
 	/* the oracle: an empty pool with a fresh cache-model instance */
 	struct kv_sim shadow; /* the case's sim as the oracle's instance sees it: its own per-request state */
 	unsigned char *shadow_state[KV_PLUGIN_KINDS]; /* one slot page of per-request state per kind */
@@ -587,6 +588,56 @@ static void draw_disagg(gsl_rng *g, struct rcase *c, unsigned replicas)
 }
 
 /* The cluster, memory and batching of a case. */
+/* SLO limits for the autoscaler's slo policy: a TTFT of 50 ms for every tenant. */
+static struct kv_slo_limits as_slo[KV_MAX_TENANTS];
+
+/*
+ * Autoscaling of the case's replicas (sim/autoscale.h): any policy, min,
+ * initial count, thresholds, step, decision interval, cooldowns and cold
+ * start drawn at the scale of the case (milliseconds).
+ */
+static void draw_autoscale(gsl_rng *g, struct rcase *c, unsigned replicas)
+{
+	struct kv_autoscale_cfg *a = &c->cfg.autoscale;
+	unsigned i;
+
+	for (i = 0; i < KV_MAX_TENANTS; i++)
+		as_slo[i].max_ns[KV_SLO_TTFT] = 50 * KV_NS_PER_MS;
+	a->on = 1;
+	a->max = replicas;
+	a->min = (uint32_t)uni(g, 1, replicas);
+	a->initial = (uint32_t)uni(g, a->min, replicas);
+	a->policy = (enum kv_as_policy)uni(g, 0, KV_AS_POLICIES - 1);
+	a->slo = as_slo;
+	if (a->policy == KV_AS_QUEUE || a->policy == KV_AS_CONCURRENCY) {
+		a->down = loguni(g, 0.01, 4);
+		a->up = a->down * loguni(g, 1.01, 10);
+	} else {
+		a->down = gsl_rng_uniform(g) * 0.5;
+		a->up = a->down + (1 - a->down) * gsl_rng_uniform(g);
+	}
+	if (a->policy == KV_AS_SLO) { /* up below down */
+		double t = a->up;
+
+		a->up = a->down;
+		a->down = t;
+	}
+	a->step = (uint32_t)uni(g, 1, 2);
+	a->interval_ns = (kv_ns)(loguni(g, 1e-3, 0.1) * 1e9);
+	a->window_ns = a->interval_ns * uni(g, 1, 4);
+	a->cooldown_up_ns = gsl_rng_uniform(g) < 0.5 ? 0 : (kv_ns)(loguni(g, 1e-3, 0.1) * 1e9);
+	a->cooldown_down_ns = (kv_ns)(loguni(g, 1e-3, 0.3) * 1e9);
+	a->load_Bps = loguni(g, 1e11, 1e14);
+	a->start_ns = (kv_ns)(loguni(g, 1e-4, 0.05) * 1e9);
+	appendf(c->desc, sizeof(c->desc),
+		" autoscale{min: %u, max: %u, initial: %u, policy: %s, up: %g, down: %g, step: %u,"
+		" interval: %" PRIu64 "ns, window: %" PRIu64 "ns, cooldown_up: %" PRIu64
+		"ns, cooldown_down: %" PRIu64 "ns, load_bandwidth: %g, start_time: %" PRIu64 "ns}",
+		a->min, a->max, a->initial, kv_as_policy_names[a->policy], a->up, a->down, a->step,
+		a->interval_ns, a->window_ns, a->cooldown_up_ns, a->cooldown_down_ns, a->load_Bps,
+		a->start_ns);
+}
+
 static void draw_cluster(gsl_rng *g, struct rcase *c, unsigned replicas)
 {
 	static const uint64_t budgets[] = { 2048, 512, 96, 8192 };
@@ -635,6 +686,9 @@ static void draw_cluster(gsl_rng *g, struct rcase *c, unsigned replicas)
 	cfg->ep = cfg->model.experts && gsl_rng_uniform(g) < 0.6 ? (uint32_t)uni(g, 2, 4) : 1;
 	appendf(c->desc, sizeof(c->desc), " ep: %u", cfg->ep);
 	draw_disagg(g, c, replicas);
+	/* drawn last, as pp and ep; not with disaggregation (workload.c refuses both) */
+	if (replicas > 1 && !c->cfg.pd_prefill && gsl_rng_uniform(g) < 0.5)
+		draw_autoscale(g, c, replicas);
 }
 
 /* The source: the case's trace, its rows' lengths and hash ids, the tenants. */
@@ -678,6 +732,13 @@ static void split_groups(struct rcase *c)
 		c->groups[i].pd_prefill = 0;
 		if (c->cfg.pd_prefill)
 			c->groups[i].role = i ? KV_ROLE_DECODE : KV_ROLE_PREFILL;
+		if (c->cfg.autoscale.on) { /* each group autoscales its own replicas */
+			struct kv_autoscale_cfg *a = &c->groups[i].autoscale;
+
+			a->max = c->groups[i].replicas;
+			a->min = KV_MIN(a->min, a->max);
+			a->initial = KV_MAX(KV_MIN(a->initial, a->max), a->min);
+		}
 	}
 	c->cfg.groups = c->groups;
 	c->cfg.n_groups = 2;
@@ -1030,6 +1091,10 @@ static void check_flight(struct seen *w, const struct kv_sim *s)
 		/* handed off (disagg.h): its prefill replica holds its KV but no longer counts it */
 		handoff = q->state == KV_REQ_HANDOFF;
 		assigned[q->replica] += !handoff;
+		CHECK(!s->as || s->as->state[q->replica] == KV_REP_ACTIVE ||
+			      s->as->state[q->replica] == KV_REP_DRAINING,
+		      "t=%" PRIu64 " request %" PRIu64 " on replica %u, which is %s", s->now, q->id,
+		      q->replica, kv_rep_state_names[s->as->state[q->replica]]);
 		bytes[q->replica] += q->kv_bytes;
 		/* on host after a swap, or landed from a link and not yet admitted: not live */
 		live[q->replica] += q->swapped_bytes || q->xfer_bytes ? 0 : q->kv_tokens;
@@ -1074,6 +1139,52 @@ static void digest_sample(struct seen *w, const struct kv_sim *s)
 
 		w->digest = fnv(w->digest, d, sizeof(d));
 	}
+}
+
+/*
+ * An autoscaling decision: the counts within min and max, one replica
+ * active at least, an off one holding nothing; folded into the digest.
+ */
+static int on_scale(void *ctx, const struct kv_sim *s, const struct kv_as_row *row)
+{
+	const struct kv_autoscale *as = kv__autoscale_of(s, s->n_rep - 1);
+	const struct kv_autoscale_cfg *a;
+	struct seen *w = ctx;
+	uint32_t i, n = 0;
+
+	for (i = 0; i < s->n_as; i++) /* the row's range */
+		if (s->as[i].group == row->group)
+			as = &s->as[i];
+	a = as->cfg;
+
+	CHECK(row->n[KV_REP_ACTIVE] >= 1 &&
+		      row->n[KV_REP_ACTIVE] + row->n[KV_REP_STARTING] >= a->min &&
+		      row->n[KV_REP_ACTIVE] + row->n[KV_REP_STARTING] + row->n[KV_REP_DRAINING] <=
+			      a->max,
+		      "t=%" PRIu64 ": %u active, %u starting, %u draining; min %u, max %u", s->now,
+	      row->n[KV_REP_ACTIVE], row->n[KV_REP_STARTING], row->n[KV_REP_DRAINING], a->min,
+	      a->max);
+	for (i = as->lo; i < as->hi; i++) {
+		const struct kv_replica *r = &s->rep[i];
+
+		n += s->as->state[i] != KV_REP_OFF;
+		CHECK(s->as->state[i] != KV_REP_OFF ||
+			      (!r->n_assigned && r->pool.free_bytes == r->pool.size_bytes),
+		      "t=%" PRIu64 ": replica %u is off holding %" PRIu64 " requests, %" PRIu64
+		      " pool bytes", s->now, i, r->n_assigned, r->pool.size_bytes - r->pool.free_bytes);
+	}
+	CHECK(n == as->hi - as->lo - row->n[KV_REP_OFF], "%u replicas on, the row says %u off", n,
+	      row->n[KV_REP_OFF]);
+	{
+		uint64_t v[6] = { row->t_ns, row->n[KV_REP_ACTIVE], row->n[KV_REP_STARTING],
+				  row->n[KV_REP_DRAINING], row->n[KV_REP_OFF], (uint64_t)(int64_t)row->delta };
+		double d[3] = { row->metric, row->slo_attainment, row->gpu_s };
+
+		w->digest = fnv(w->digest, v, sizeof(v));
+		w->digest = fnv(w->digest, d, sizeof(d));
+	}
+	w->scales++;
+	return 0;
 }
 
 static int on_sample(void *ctx, const struct kv_sim *s, kv_ns t_ns)
@@ -1173,7 +1284,8 @@ struct outcome {
 static void run_once(const struct rcase *c, int check_pool, int exact, struct outcome *out)
 {
 	static struct seen w; /* large: the oracle's and the sink's state */
-	struct kv_sink sink = { .ctx = &w, .request = on_request, .sample = on_sample };
+	struct kv_sink sink = { .ctx = &w, .request = on_request, .sample = on_sample,
+				.scale = on_scale };
 	struct kv_sim_config cfg = c->cfg;
 	struct kv_sim s;
 	uint32_t i;

@@ -625,3 +625,18 @@ out:
 		for (k = 0; k < w[i].n; k++)
 			free(w[i].v[k]);
 }
+
+int kv_chart_autoscale(const char *dir, const char *title, int with_slo, unsigned group,
+		       double gpu_hours, double end_s)
+{
+	char *script, *defs, *qt;
+	int rc;
+
+	script = kv_xasprintf("%s/plots/autoscale.gp", KV_SOURCE_DIR);
+	qt = kv_gp_quote(title);
+	defs = kv_xasprintf("file='autoscale.csv'; title=%s; with_slo=%d; grp=%u; gpu_hours=%.6g; hours=%d",
+			    qt, with_slo, group, gpu_hours, end_s >= 7200);
+	rc = kv_gnuplot(dir, script, defs, "autoscale.png");
+	free(defs), free(qt), free(script);
+	return rc;
+}

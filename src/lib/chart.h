@@ -77,4 +77,14 @@ void kv_chart_merge_setups(const char *const *setups, size_t n, char *buf, size_
  */
 void kv_gp_log_tics(FILE *g, const char *axis, double lo, double hi);
 
+/*
+ * Renders DIR/autoscale.png from DIR/autoscale.csv with plots/autoscale.gp:
+ * group `group`'s replicas over time stacked by state, its GPU-hours in the
+ * title, and with with_slo the SLO attainment per decision interval; the
+ * time axis in hours when the run lasted end_s >= 2 h.  Returns as
+ * kv_gnuplot.
+ */
+int kv_chart_autoscale(const char *dir, const char *title, int with_slo, unsigned group,
+		       double gpu_hours, double end_s);
+
 #endif /* KV_CHART_H */

@@ -18,6 +18,7 @@
 #define TT "tenant_timeseries.csv"
 #define H "health.csv"
 #define D "disagg.csv"
+#define AS "autoscale.csv"
 
 static const struct kv_metric_doc docs[] = {
 	{ S, "workload", "", "workload", "the workload's name" },
@@ -147,6 +148,17 @@ static const struct kv_metric_doc docs[] = {
 	{ D, "link_queue_mean_s", "s", "link queueing, mean", "mean time a transfer waited for its link (FIFO) after its first byte was ready" },
 	{ D, "link_queue_max_s", "s", "link queueing, max", "the longest such wait" },
 	{ D, "xfer_mean_s", "s", "KV transfer time, mean", "mean of the prefill's end (last layer ready) to the KV's arrival" },
+	/* autoscaling (sim/autoscale.h, docs/cluster.md "Autoscaling"): one row per decision, then the run's end */
+	{ AS, "t_s", "s", "simulated time", "the decision's time (autoscale.interval apart); the last row: the end of billing (the last request's end or later scale action)" },
+	{ AS, "group", "", "group", "the autoscaled group's index (cluster.groups order; 0 without groups)" },
+	{ AS, "active", "replicas", "active replicas", "replicas the router sends requests to, after the decision" },
+	{ AS, "starting", "replicas", "starting replicas", "replicas in their cold start (weights / load_bandwidth + start_time), after the decision" },
+	{ AS, "draining", "replicas", "draining replicas", "replicas finishing their requests before going off, after the decision" },
+	{ AS, "off", "replicas", "replicas off", "replicas holding nothing and billed nothing, after the decision" },
+	{ AS, "metric", "per policy", "the policy's metric", "over the window: waiting requests per active or starting replica (queue), requests in flight per active or starting replica (concurrency), mean KV use (kv_util), or share of ended requests meeting slo: (slo); empty when it has no value" },
+	{ AS, "delta", "replicas", "scale action", "replicas added (> 0) or removed (< 0) by the decision" },
+	{ AS, "slo_attainment", "", "SLO attainment", "share of the requests ended since the previous decision that met slo: (rejected ones did not); empty without slo: or with none ended" },
+	{ AS, "gpu_hours", "GPU-h", "GPU-hours billed", "integral of (starting + active + draining) x GPUs per replica, up to t_s" },
 
 	/* the health report (src/lib/health.c, docs/health.md) */
 	{ H, "check", "", "check", "cache_hit_rate, mem_util, fairness, max_block_bytes, e2e_tail_ratio or mem_growth (docs/health.md)" },
@@ -156,7 +168,7 @@ static const struct kv_metric_doc docs[] = {
 	{ H, "cause", "", "cause", "warn: the likely cause with this run's numbers; n/a: why; pass: empty" },
 };
 
-const char *const kv_metric_files[] = { S, T, R, TS, TT, H, D, NULL };
+const char *const kv_metric_files[] = { S, T, R, TS, TT, H, D, AS, NULL };
 
 const struct kv_metric_doc *kv_metric_doc(const char *file, const char *name)
 {
@@ -223,6 +235,8 @@ const char *const *kv_metric_columns(const char *file)
 		return split(kv_csv_header_timeseries, buf[2], sizeof(buf[2]), cols[2]);
 	if (!strcmp(file, TT))
 		return split(kv_csv_header_tenant_timeseries, buf[3], sizeof(buf[3]), cols[3]);
+	if (!strcmp(file, AS))
+		return split(kv_csv_header_autoscale, buf[5], sizeof(buf[5]), cols[5]);
 	return NULL;
 }
 

@@ -22,6 +22,8 @@ const char kv_csv_header_timeseries[] =
 	"t_s,replica,waiting,running,kv_used_bytes,kv_reserved_bytes,kv_internal_waste_bytes,"
 	"largest_free_bytes,ext_frag,alloc_fail_frag\n";
 const char kv_csv_header_tenant_timeseries[] = "t_s,tenant,waiting,service,virtual_service\n";
+const char kv_csv_header_autoscale[] =
+	"t_s,group,active,starting,draining,off,metric,delta,slo_attainment,gpu_hours\n";
 const char kv_csv_header_tenants[] =
 	"tenant,weight,priority,arrived,completed,rejected,prompt_tokens,output_tokens,"
 	"service,service_share,weight_share,cost_byte_steps,ttft_p50_s,ttft_p99_s,"
@@ -256,10 +258,55 @@ static int write_sample(void *ctx, const struct kv_sim *s, kv_ns t)
 	return o->failed;
 }
 
+/* A value with 6 significant digits, or nothing for NaN (not applicable). */
+static char *put_g(char *p, double v)
+{
+	return isnan(v) ? p : p + sprintf(p, "%.6g", v);
+}
+
+/* One autoscale.csv row (autoscale.h kv_as_row). */
+static void put_scale(struct kv_out *o, const struct kv_as_row *row)
+{
+	char line[256], *p = put_sec(line, row->t_ns);
+
+	p += sprintf(p, ",%u,%u,%u,%u,%u,", row->group, row->n[KV_REP_ACTIVE], row->n[KV_REP_STARTING],
+		     row->n[KV_REP_DRAINING], row->n[KV_REP_OFF]);
+	p = put_g(p, row->metric);
+	p += sprintf(p, ",%d,", row->delta);
+	p = put_g(p, row->slo_attainment);
+	p += sprintf(p, ",%.6f\n", row->gpu_s / 3600);
+	if (fwrite(line, 1, (size_t)(p - line), o->as) != (size_t)(p - line))
+		kv__out_failed(o, KV_OUT_AS);
+}
+
+static int write_scale(void *ctx, const struct kv_sim *s, const struct kv_as_row *row)
+{
+	struct kv_out *o = ctx;
+
+	(void)s;
+	if (o->as)
+		put_scale(o, row);
+	return o->failed;
+}
+
+void kv__out_scale_end(struct kv_out *o, const struct kv_sim *s)
+{
+	uint32_t i;
+
+	for (i = 0; i < s->n_as; i++) {
+		const struct kv_autoscale *a = &s->as[i];
+		struct kv_as_row row = { .t_ns = a->bill_t0_ns, .group = a->group, .metric = NAN,
+					 .slo_attainment = NAN, .gpu_s = a->gpu_s };
+
+		memcpy(row.n, a->n, sizeof(row.n));
+		put_scale(o, &row);
+	}
+}
+
 struct kv_sink kv_out_sink(struct kv_out *o)
 {
 	struct kv_sink k = { .ctx = o, .request = write_request, .sample = write_sample,
-			     .progress = kv_progress_cb };
+			     .progress = kv_progress_cb, .scale = write_scale };
 
 	return k;
 }

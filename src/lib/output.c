@@ -19,7 +19,8 @@
 static const char *const file_names[KV_OUT_FILES] = { "requests.csv", "timeseries.csv",
 						      "summary.csv", "tenants.csv",
 						      "tenant_timeseries.csv", "run.png",
-						      "health.csv", "groups.csv", "disagg.csv" };
+						      "health.csv", "autoscale.csv",
+						      "groups.csv", "disagg.csv" };
 
 /* --- opening and committing ---------------------------------------------------- */
 
@@ -70,6 +71,17 @@ static void put_header(struct kv_out *o, FILE *f, int idx, const char *text)
 		kv__out_failed(o, idx);
 }
 
+/* 1 when the run autoscales a group (autoscale.csv is written). */
+static int autoscaled(const struct kv_sim_config *c)
+{
+	uint32_t i;
+
+	for (i = 0; i < c->n_groups; i++)
+		if (c->groups[i].autoscale.on)
+			return 1;
+	return c->autoscale.on;
+}
+
 int kv_out_open(struct kv_out *o, const char *dir, const struct kv_workload *w, unsigned flags,
 		struct kv_diag *d)
 {
@@ -109,6 +121,11 @@ int kv_out_open(struct kv_out *o, const char *dir, const struct kv_workload *w, 
 	if (!(o->tser = open_tmp(o, KV_OUT_TSER, d)))
 		return KV_EIO;
 	put_header(o, o->tser, KV_OUT_TSER, kv_csv_header_tenant_timeseries);
+	if (autoscaled(&w->cfg)) {
+		if (!(o->as = open_tmp(o, KV_OUT_AS, d)))
+			return KV_EIO;
+		put_header(o, o->as, KV_OUT_AS, kv_csv_header_autoscale);
+	}
 	put_header(o, o->ts, KV_OUT_TS,
 		   kv_csv_header_timeseries);
 	return 0;
@@ -418,6 +435,9 @@ int kv_out_commit(struct kv_out *o, const struct kv_sim *s, struct kv_summary *s
 	close_checked(o, &o->req, KV_OUT_REQ);
 	close_checked(o, &o->ts, KV_OUT_TS);
 	close_checked(o, &o->tser, KV_OUT_TSER);
+	if (o->as && s->as)
+		kv__out_scale_end(o, s);
+	close_checked(o, &o->as, KV_OUT_AS);
 	if (o->failed) {
 		kv_out_error(o, d);
 		return KV_EIO;
@@ -436,6 +456,10 @@ int kv_out_commit(struct kv_out *o, const struct kv_sim *s, struct kv_summary *s
 		return rc;
 	if (o->w->chart)
 		render_chart(o, s);
+	if (o->w->chart && s->as && 
+	    kv_chart_autoscale(o->od.stage, o->w->name, s->as[0].cfg->slo != NULL, s->as[0].group,
+			       s->as[0].gpu_s / 3600, (double)s->as[0].bill_t0_ns * 1e-9) < 0)
+		o->chart_failed = 1;
 	hdr = manifest_header(o);
 	rc = kv_outdir_commit(&o->od, hdr, d);
 	free(hdr);
@@ -458,7 +482,9 @@ void kv_out_abort(struct kv_out *o)
 		fclose(o->ts);
 	if (o->tser)
 		fclose(o->tser);
-	o->req = o->ts = o->tser = NULL;
+	if (o->as)
+		fclose(o->as);
+	o->req = o->ts = o->tser = o->as = NULL;
 	kv_outdir_abort(&o->od);
 	for (i = 0; i < KV_OUT_FILES; i++) {
 		free(o->final[i]);

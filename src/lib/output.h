@@ -35,6 +35,7 @@ enum {
 	KV_OUT_TSER, /* tenant_timeseries.csv */
 	KV_OUT_PNG, /* run.png */
 	KV_OUT_HEALTH, /* health.csv */
+	KV_OUT_AS, /* autoscale.csv (with autoscale: only) */
 	KV_OUT_GROUPS, /* groups.csv (only with cluster.groups) */
 	KV_OUT_DISAGG, /* disagg.csv (prefill/decode disaggregation only) */
 	KV_OUT_FILES
@@ -44,6 +45,7 @@ struct kv_out {
 	struct kv_outdir od; /* the output directory: lock, staging, commit */
 	const struct kv_workload *w; /* the run's workload */
 	FILE *req, *ts, *tser; /* requests.csv, timeseries.csv, tenant_timeseries.csv, or NULL */
+	FILE *as; /* autoscale.csv, or NULL (no autoscale:) */
 	char *final[KV_OUT_FILES]; /* DIR/NAME of each file opened (for messages), NULL when unused */
 	char *header; /* manifest header lines ("key value\n"), heap, set by the caller or NULL */
 	int opened; /* kv_out_open ran (kv_out_abort has something to release) */
@@ -59,7 +61,7 @@ struct kv_out {
 
 /* The header lines of requests.csv, timeseries.csv, tenant_timeseries.csv and tenants.csv. */
 extern const char kv_csv_header_requests[], kv_csv_header_timeseries[],
-	kv_csv_header_tenant_timeseries[], kv_csv_header_tenants[];
+	kv_csv_header_tenant_timeseries[], kv_csv_header_tenants[], kv_csv_header_autoscale[];
 
 /* disagg.csv's header; its rows (out_disagg.c): 0, or -1 when a write failed. */
 extern const char kv_csv_header_disagg[];
@@ -107,6 +109,8 @@ void kv_out_error(const struct kv_out *o, struct kv_diag *d);
  * scratch file) and errno (EIO when errno is 0); later failures are ignored.
  */
 void kv__out_failed(struct kv_out *o, int idx);
+/* The last autoscale.csv row: the replicas and GPU-hours at the end of the run (out_csv.c). */
+void kv__out_scale_end(struct kv_out *o, const struct kv_sim *s);
 
 /*
  * The run's setup for chart titles and the manifest's `setup` line: "MODEL

@@ -665,8 +665,8 @@ static int read_arrival(struct kv_cfg_doc *doc, struct kv_cfg_node *w, struct kv
 			struct kv_diag *d)
 {
 	static const char *const keys[] = { "process", "rate", "cv", "trace", "format",
-					    "time_scale", NULL };
-	static const char *const procs[] = { "poisson", "gamma", "trace", NULL };
+					    "time_scale", "trough", "peak_at", "period", NULL };
+	static const char *const procs[] = { "poisson", "gamma", "trace", "diurnal", NULL };
 	struct kv_cfg_node *n = kv_cfg_get(w, "arrival");
 	int i;
 
@@ -677,6 +677,11 @@ static int read_arrival(struct kv_cfg_doc *doc, struct kv_cfg_node *w, struct kv
 	TRY(kv_cfg_dbl(n, "rate", 1.0, 1e-9, 1e9, &s->rate_per_s, d));
 	TRY(kv_cfg_dbl(n, "cv", 1.0, 1e-3, 100, &s->cv, d));
 	TRY(kv_cfg_dbl(n, "time_scale", 1.0, 1e-6, 1e6, &s->time_scale, d));
+	/* diurnal: the daily curve (source.h); defaults docs/workload.md */
+	TRY(kv_cfg_dbl(n, "trough", 0.25, 0, 1, &s->trough, d));
+	TRY(kv_cfg_ns(n, "period", 86400 * KV_NS_PER_S, KV_NS_PER_S, 3650 * 86400 * KV_NS_PER_S,
+		      &s->period_ns, d));
+	TRY(kv_cfg_ns(n, "peak_at", 14 * 3600 * KV_NS_PER_S, 0, s->period_ns - 1, &s->peak_at_ns, d));
 	TRY(kv_cfg_enum(n, "format", trace_formats, 0, &i, d));
 	s->trace_format = (enum kv_trace_format)i;
 	if (s->arrival != KV_ARRIVAL_TRACE)
@@ -838,7 +843,10 @@ static int check_samples(struct kv_cfg_doc *doc, struct kv_workload *w,
 					   w->cfg.sample_interval_ns * KV_MAX_SAMPLES;
 	if (!w->cfg.sample_interval_ns || s->arrival == KV_ARRIVAL_TRACE)
 		return 0;
-	span_s = s->requests ? (double)s->requests / s->rate_per_s : INFINITY;
+	span_s = s->requests ? (double)s->requests /
+				       (s->arrival == KV_ARRIVAL_DIURNAL ? /* its mean rate */
+					s->rate_per_s * (1 + s->trough) / 2 : s->rate_per_s) :
+			       INFINITY;
 	if (s->duration_ns)
 		span_s = fmin(span_s, (double)s->duration_ns * 1e-9);
 	n = span_s / interval_s;
@@ -1022,6 +1030,129 @@ static int read_slo(struct kv_cfg_node *root, struct kv_sim_config *c, struct kv
 	return read_slo_tenants(kv_cfg_get(n, "tenants"), c, slo, d);
 }
 
+/*
+ * Default thresholds (up, down) per policy (autoscale.h): kvsim's choices,
+ * docs/cluster.md "Autoscaling": 4 waiting requests per replica up, 0.5
+ * down; KV use 80% up, 40% down; SLO attainment 95% up, 99% down;
+ * 16 requests in flight per replica up, 6 down.
+ */
+static const double as_def_up[KV_AS_POLICIES] = { 4, 0.8, 0.95, 16 };
+static const double as_def_down[KV_AS_POLICIES] = { 0.5, 0.4, 0.99, 6 };
+
+/* 1 when policy i's metric is a share (0..1): kv_util, slo. */
+static int as_ratio(int i)
+{
+	return i == KV_AS_KV_UTIL || i == KV_AS_SLO;
+}
+
+/* The thresholds' order: up above down (queue, kv_util, concurrency), below it (slo). */
+static int check_as_thresholds(struct kv_cfg_node *n, const struct kv_autoscale_cfg *a,
+			       struct kv_diag *d)
+{
+	struct kv_cfg_node *at = kv_cfg_get(n, "down") ? kv_cfg_get(n, "down") : kv_cfg_get(n, "up");
+	int slo = a->policy == KV_AS_SLO;
+
+	if (slo ? a->up < a->down : a->up > a->down)
+		return 0;
+	return kv_cfg_error(at ? at : n, d,
+			    "up %g, down %g: expected up %s down for policy %s (a band between them holds the replica count: hysteresis)",
+			    a->up, a->down, slo ? "below" : "above", kv_as_policy_names[a->policy]);
+}
+
+/*
+ * min, max and the initial count: the replicas key rep (cluster.replicas,
+ * or a group's), default min; the config's replicas become max.
+ */
+static int read_as_counts(struct kv_cfg_node *rep, struct kv_cfg_node *n,
+			  struct kv_sim_config *c, struct kv_diag *d)
+{
+	struct kv_autoscale_cfg *a = &c->autoscale;
+	uint64_t lo, hi;
+
+	TRY(kv_cfg_u64(n, "min", 1, 1, 65536, &lo, d));
+	TRY(kv_cfg_u64(n, "max", lo, 1, 65536, &hi, d));
+	if (hi < lo)
+		return kv_cfg_error(kv_cfg_get(n, "max"), d, "%llu: expected at least min (%llu)",
+				    (unsigned long long)hi, (unsigned long long)lo);
+	a->min = (uint32_t)lo;
+	a->max = (uint32_t)hi;
+	a->initial = rep ? c->replicas : a->min;
+	if (a->initial < a->min || a->initial > a->max)
+		return kv_cfg_error(rep, d,
+				    "%u: with autoscale, replicas is the count active at the start: expected %u..%u (autoscale.min..max)",
+				    a->initial, a->min, a->max);
+	c->replicas = a->max; /* the cluster holds max replicas, the rest off */
+	return 0;
+}
+
+/*
+ * An `autoscale:` mapping n (sim/autoscale.h) into c, rep the replicas key
+ * it reads as the count active at the start: absent, off.
+ */
+static int read_autoscale_at(struct kv_cfg_node *n, struct kv_cfg_node *rep,
+			     struct kv_sim_config *c, const struct kv_slo_cfg *slo,
+			     struct kv_diag *d)
+{
+	static const char *const keys[] = { "min", "max", "policy", "up", "down", "step",
+					    "interval", "window", "cooldown_up", "cooldown_down",
+					    "load_bandwidth", "start_time", NULL };
+	struct kv_autoscale_cfg *a = &c->autoscale;
+	uint64_t u;
+	int i;
+
+	memset(a, 0, sizeof(*a));
+	TRY(kv_cfg_expect_map(n, d));
+	if (!n || n->type != KV_CFG_MAP)
+		return 0;
+	TRY(kv_cfg_check_keys(n, keys, d));
+	a->on = 1;
+	TRY(read_as_counts(rep, n, c, d));
+	TRY(kv_cfg_enum(n, "policy", kv_as_policy_names, KV_AS_QUEUE, &i, d));
+	a->policy = (enum kv_as_policy)i;
+	TRY(kv_cfg_dbl(n, "up", as_def_up[i], 0, as_ratio(i) ? 1 : 1e9, &a->up, d));
+	TRY(kv_cfg_dbl(n, "down", as_def_down[i], 0, as_ratio(i) ? 1 : 1e9, &a->down, d));
+	TRY(check_as_thresholds(n, a, d));
+	TRY(kv_cfg_u64(n, "step", 1, 1, 65536, &u, d));
+	a->step = (uint32_t)u;
+	TRY(kv_cfg_ns(n, "interval", KV_AS_DEF_INTERVAL_NS, KV_NS_PER_S / 1000, 86400 * KV_NS_PER_S,
+		      &a->interval_ns, d));
+	TRY(kv_cfg_ns(n, "window", KV_MAX(KV_AS_DEF_WINDOW_NS, a->interval_ns), a->interval_ns,
+		      1000 * a->interval_ns, &a->window_ns, d));
+	TRY(kv_cfg_ns(n, "cooldown_up", KV_AS_DEF_COOLDOWN_UP_NS, 0, 86400 * KV_NS_PER_S,
+		      &a->cooldown_up_ns, d));
+	TRY(kv_cfg_ns(n, "cooldown_down", KV_AS_DEF_COOLDOWN_DOWN_NS, 0, 86400 * KV_NS_PER_S,
+		      &a->cooldown_down_ns, d));
+	TRY(kv_cfg_bytes(n, "load_bandwidth", (uint64_t)KV_AS_DEF_LOAD_BPS, 1000000,
+			 10000000000000ULL, &u, d)); /* bytes per second */
+	a->load_Bps = (double)u;
+	TRY(kv_cfg_ns(n, "start_time", KV_AS_DEF_START_NS, 0, 86400 * KV_NS_PER_S, &a->start_ns, d));
+	a->slo = slo->on ? slo->tenant : NULL; /* attainment reported with any policy */
+	if (a->policy != KV_AS_SLO)
+		return 0;
+	for (i = 0; i < KV_SLO_METRICS; i++)
+		if (slo->on && slo->all.max_ns[i])
+			break;
+	if (i == KV_SLO_METRICS) /* tenants' own limits alone are not enough to name here */
+		return kv_cfg_error(kv_cfg_get(n, "policy"), d,
+				    "slo: expected an slo: section with a per-request limit (ttft, tpot or e2e) for every request to attain");
+	return 0;
+}
+
+/*
+ * The top level's `autoscale:`: the single group's; with cluster.groups
+ * each group has its own (cluster.groups[i].autoscale).
+ */
+static int read_autoscale(struct kv_cfg_node *root, struct kv_sim_config *c,
+			  const struct kv_slo_cfg *slo, struct kv_diag *d)
+{
+	struct kv_cfg_node *cl = kv_cfg_get(root, "cluster"), *n = kv_cfg_get(root, "autoscale");
+
+	if (n && kv_cfg_get(cl, "groups"))
+		return kv_cfg_error(n, d,
+				    "with cluster.groups: expected each group's own autoscale (cluster.groups[i].autoscale)");
+	return read_autoscale_at(n, kv_cfg_get(cl, "replicas"), c, slo, d);
+}
+
 /* The health report's thresholds (`health:`); defaults in workload.h. */
 static int read_health(struct kv_cfg_node *root, struct kv_health_cfg *h, struct kv_diag *d)
 {
@@ -1142,12 +1273,14 @@ static int read_group_plugins(struct kv_cfg_doc *doc, struct kv_cfg_node *n,
  * top level's whole; docs/cluster.md "Replica groups").
  */
 static int read_group(struct kv_cfg_doc *doc, struct kv_cfg_node *n, const struct kv_sim_config *c,
-		      struct kv_sim_config *groups, uint32_t i, struct kv_diag *d)
+		      struct kv_sim_config *groups, uint32_t i, const struct kv_slo_cfg *slo,
+		      struct kv_diag *d)
 {
 	static const char *const keys[] = { "name", "replicas", "role", "model", "device", "host",
 					    "tensor_parallel", "pipeline_parallel",
 					    "expert_parallel", "data_parallel", "engine", "scheduler",
-					    "cache", "memory", "batching", "kv_transfer", NULL };
+					    "cache", "memory", "batching", "kv_transfer",
+					    "autoscale", NULL };
 	struct kv_sim_config *g = &groups[i];
 	uint64_t u;
 	int role;
@@ -1170,6 +1303,12 @@ static int read_group(struct kv_cfg_doc *doc, struct kv_cfg_node *n, const struc
 	TRY(at_group(read_batching(owner(doc, n, "batching"), g, d), n, d));
 	TRY(at_group(check_budget(owner(doc, n, "memory"), g, d), n, d));
 	TRY(read_group_plugins(doc, n, g, d));
+	/* its own autoscaling: replicas is then the count active at the start */
+	TRY(read_autoscale_at(kv_cfg_get(n, "autoscale"), kv_cfg_get(n, "replicas"), g, slo, d));
+	if (g->autoscale.on && g->role != KV_ROLE_MIXED)
+		return kv_cfg_error(kv_cfg_get(n, "autoscale"), d,
+				    "autoscaling a %s group: expected role: mixed (prefill and decode "
+				    "groups do not autoscale yet)", kv_group_role_names[g->role]);
 	if (g->max_context_tokens > g->model.max_ctx_tokens)
 		return kv_cfg_error(kv_cfg_get(kv_cfg_get(doc->root, "workload"), "max_context"), d,
 				    "%llu tokens, beyond group '%s''s model %s (context %u): expected "
@@ -1232,7 +1371,7 @@ static int read_groups(struct kv_cfg_doc *doc, struct kv_workload *w, struct kv_
 	c->replicas = 0;
 	for (it = n->child; it; it = it->next, i++) {
 		c->n_groups = i + 1; /* those read so far, this one too: kv_workload_release frees them */
-		TRY(read_group(doc, it, c, groups, i, d));
+		TRY(read_group(doc, it, c, groups, i, &w->slo, d));
 		c->replicas += groups[i].replicas;
 	}
 	c->n_groups = i;
@@ -1262,7 +1401,7 @@ static int read_top(struct kv_cfg_doc *doc, struct kv_workload *w, int has_seed,
 					    "cluster", "memory", "batching", "scheduler",
 					    "cache", "engine", "workload", "fairness", "outputs",
 					    "check_pool", "slo", "health", "exact_steps",
-					    NULL };
+					    "autoscale", NULL };
 	struct kv_sim_config *c = &w->cfg;
 	const struct kv_plugin *sched, *cache, *engine;
 	const char *def_engine;
@@ -1300,6 +1439,11 @@ static int read_top(struct kv_cfg_doc *doc, struct kv_workload *w, int has_seed,
 	TRY(read_workload(doc, c, d));
 	TRY(read_fairness(doc->root, &c->fairness, d));
 	TRY(read_slo(doc->root, c, &w->slo, d));
+	TRY(read_autoscale(doc->root, c, &w->slo, d));
+	if (c->autoscale.on && c->pd_prefill)
+		return kv_cfg_error(kv_cfg_get(doc->root, "autoscale"), d,
+				    "autoscaling with cluster.prefill_replicas: expected a cluster "
+				    "without prefill/decode roles (they do not autoscale yet)");
 	TRY(read_health(doc->root, &w->health, d));
 	TRY(read_outputs(doc, w, d));
 	TRY(check_samples(doc, w, d));

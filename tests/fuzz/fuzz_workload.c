@@ -50,6 +50,25 @@ static size_t collect_sets(const uint8_t *data, size_t size, char **sets)
  * split by: ep divides tp, or with data-parallel attention (dp > 1) ep is
  * dp x tp, vLLM's expert-parallel size.
  */
+/*
+ * Autoscaling's promises (sim/autoscale.h): 1 <= min <= initial <= max, the
+ * cluster holding max replicas, a decision period, a window of at least one
+ * period, thresholds in the policy's order.
+ */
+static void check_autoscale(const struct kv_sim_config *c)
+{
+	const struct kv_autoscale_cfg *a = &c->autoscale;
+
+	if (!a->on)
+		return;
+	if (!a->min || a->min > a->initial || a->initial > a->max || a->max != c->replicas ||
+	    !a->interval_ns || a->window_ns < a->interval_ns || !a->step ||
+	    (a->policy == KV_AS_SLO ? a->up >= a->down : a->up <= a->down))
+		fuzz_fail("loaded autoscale min %u initial %u max %u (replicas %u), interval %llu, window %llu, up %g down %g",
+			  a->min, a->initial, a->max, c->replicas, (unsigned long long)a->interval_ns,
+			  (unsigned long long)a->window_ns, a->up, a->down);
+}
+
 static void check_derived(const struct kv_sim_config *c)
 {
 	const struct kv_model *m = &c->model;
@@ -71,6 +90,7 @@ static void check_derived(const struct kv_sim_config *c)
 	if (c->ep && (m->experts % c->ep || (dp > 1 ? c->ep != dp * c->tp : c->tp % c->ep)))
 		fuzz_fail("loaded expert_parallel %u for %u experts at tp %u, dp %u", c->ep,
 			  m->experts, c->tp, dp);
+	check_autoscale(c);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
