@@ -137,12 +137,10 @@ static void sync_all(struct kv_sim *s, const struct kv_event *e, int reqs)
 	}
 }
 
-extern const struct kv_router_ops kv_router_lot; /* router.c */
-
 /* Brings up what the router reads of the replicas before arrival event e. */
 static void sync_route(struct kv_sim *s, const struct kv_event *e)
 {
-	uint32_t i, n, f = s->cfg->router->flags;
+	uint32_t i, n, f = s->route_flags;
 
 	if (!s->macro || (f & KV_PLUGIN_F_ROUTE_BLIND))
 		return;
@@ -150,7 +148,7 @@ static void sync_route(struct kv_sim *s, const struct kv_event *e)
 		sync_all(s, e, 1);
 		return;
 	}
-	if (s->out_tree.key && s->cfg->router == &kv_router_lot) { /* on a large cluster */
+	if (s->out_tree.key && (f & KV_PLUGIN_F_ROUTE_LEAST)) { /* on a large cluster */
 		uint64_t bound;
 
 		/* first the replicas whose bound lapsed by e: their view is brought up */
@@ -486,6 +484,24 @@ static int context_bound(struct kv_sim *s)
 			   kv_mem_model_name(c->mem.model), (unsigned long long)s->ctx_cap_tokens);
 }
 
+/*
+ * The router's instance: its options (cfg->router_opts, or the defaults when
+ * the config has none) in s->router_priv, its flags in s->route_flags, then
+ * its init hook.  Returns 0 or the hook's code.
+ */
+static int router_init(struct kv_sim *s)
+{
+	const struct kv_router_ops *ro = s->cfg->router;
+
+	s->route_flags = ro->flags;
+	s->router_priv = kv_xcalloc(1, ro->priv_size ? ro->priv_size : 1);
+	if (s->cfg->router_opts)
+		memcpy(s->router_priv, s->cfg->router_opts, ro->priv_size);
+	else
+		kv_options_defaults(ro->options, s->router_priv);
+	return ro->init ? ro->init(s->router_priv, s, &s->diag) : 0;
+}
+
 int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct kv_sink *sink)
 {
 	uint32_t i;
@@ -530,7 +546,9 @@ int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct 
 	s->macro_onext = kv_xmalloc(s->n_rep * sizeof(*s->macro_onext));
 	for (i = 0; i < s->n_rep; i++)
 		s->macro_next[i] = s->macro_onext[i] = KV_NS_NEVER;
-	if (cfg->router == &kv_router_lot && s->n_rep >= KV_ROUTE_TREE_MIN_REPLICAS) {
+	if ((rc = router_init(s)))
+		return rc;
+	if ((s->route_flags & KV_PLUGIN_F_ROUTE_LEAST) && s->n_rep >= KV_ROUTE_TREE_MIN_REPLICAS) {
 		kv_mintree_init(&s->out_tree, s->n_rep, 0);
 		kv_mintree_init(&s->low_tree, s->n_rep, UINT64_MAX); /* no replica lags yet */
 		kv_mintree_init(&s->exp_tree, s->n_rep, KV_NS_NEVER);
@@ -554,6 +572,9 @@ void kv_sim_release(struct kv_sim *s)
 
 	for (i = 0; i < s->n_rep; i++)
 		kv__replica_release(&s->rep[i]);
+	if (s->router_priv && s->cfg->router->fini)
+		s->cfg->router->fini(s->router_priv);
+	free(s->router_priv);
 	free(s->rep);
 	free(s->macro_next);
 	free(s->macro_onext);

@@ -192,6 +192,8 @@ int kv__replica_end(struct kv_replica *r, struct kv_req *q, enum kv_end e)
 	r->outstanding_tokens -= prefill_left(q) + (q->output_tokens - q->generated);
 	kv__out_changed(r);
 	r->n_assigned--;
+	if (c->router->on_end)
+		c->router->on_end(s->router_priv, r->idx, q);
 	s->ended[e]++;
 	if (e == KV_END_COMPLETED) {
 		double L = (double)(q->prompt_tokens + q->output_tokens);
@@ -1213,6 +1215,9 @@ static int replica_memory(struct kv_sim *s, struct kv_replica *r)
 	env.tp = c->tp;
 	env.token_bytes = s->token_bytes;
 	env.sim = s;
+	env.replica = r->idx;
+	env.on_block = c->router->on_block; /* the router's block index, when it keeps one */
+	env.block_ctx = s->router_priv;
 	rc = ops->init(r->cache_priv, &env, &s->diag);
 	if (rc)
 		return rc;

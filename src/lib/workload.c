@@ -368,7 +368,7 @@ static int read_cluster(struct kv_cfg_node *root, struct kv_sim_config *c, struc
 	static const char *const keys[] = { "replicas", "tensor_parallel", "pipeline_parallel",
 					    "expert_parallel", "data_parallel", "router", NULL };
 	struct kv_cfg_node *n = kv_cfg_get(root, "cluster");
-	char name[64], buf[256];
+	const struct kv_plugin *router;
 	uint64_t u;
 
 	TRY(kv_cfg_expect_map(n, d));
@@ -384,12 +384,9 @@ static int read_cluster(struct kv_cfg_node *root, struct kv_sim_config *c, struc
 	TRY(kv_cfg_u64(n, "expert_parallel", 1, 1, 512, &u, d));
 	c->ep = (uint32_t)u;
 	TRY(check_parallel(n, c, d));
-	TRY(kv_cfg_str(n, "router", "round-robin", name, sizeof(name), d));
-	c->router = kv_router_find(name);
-	if (!c->router)
-		return kv_cfg_error(kv_cfg_get(n, "router"), d,
-				    "unknown router '%s': expected one of: %s", name,
-				    kv_plugin_names(KV_PLUGIN_ROUTER, buf, sizeof(buf)));
+	/* a name, or {name: NAME, OPTION: VALUE, ...} as scheduler: and cache: take */
+	TRY(read_plugin(n, KV_PLUGIN_ROUTER, "round-robin", &router, &c->router_opts, d));
+	c->router = (const struct kv_router_ops *)router;
 	return 0;
 }
 
@@ -1145,5 +1142,6 @@ void kv_workload_release(struct kv_workload *w)
 	free(w->cfg.sched_opts);
 	free(w->cfg.cache_opts);
 	free(w->cfg.engine_opts);
-	w->cfg.sched_opts = w->cfg.cache_opts = w->cfg.engine_opts = NULL;
+	free(w->cfg.router_opts);
+	w->cfg.sched_opts = w->cfg.cache_opts = w->cfg.engine_opts = w->cfg.router_opts = NULL;
 }

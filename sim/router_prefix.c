@@ -1,0 +1,270 @@
+/*
+ * router_prefix.c -- the prefix-load router: each replica is scored by the
+ * arrival's cached prefix on it against its load, the least cost wins
+ * (ties: the lowest index).  docs/cluster.md "KV-aware routing" derives it.
+ *
+ *   mode tokens (default), a linear cost in tokens of work:
+ *     cost_r = prefix_weight * (P - c_r) + outstanding_weight * O_r
+ *            + queue_weight * Q_r + kv_weight * U_r
+ *   P the prompt, c_r its cached prefix on r (tokens: leading blocks held x
+ *   block tokens, at most P - 1), O_r r's outstanding tokens, Q_r its
+ *   requests routed and not running, U_r its KV utilisation (pool bytes in
+ *   use less the evictable, over the pool).  The weighted sum of llm-d's
+ *   scorers (prefix-cache, queue, kv-cache-utilization) in one unit.
+ *   mode dynamo, NVIDIA Dynamo's KV router cost
+ *   (https://docs.nvidia.com/dynamo/design-docs/router-design):
+ *     cost_r = prefix_weight * (P - c_r) / b + (A_r + P + T) / b
+ *   prefill blocks to compute plus potential active blocks, b =
+ *   block_tokens, A_r the tokens (prompt + output) of the requests routed
+ *   to r and not ended, T the arrival's output: counted from routing, as
+ *   Dynamo's router counts a request's blocks when it routes it, at their
+ *   final length (Dynamo grows them as tokens are generated).
+ *
+ * The cached prefix is exact: the router keeps the cluster's block index
+ * (kvindex.h) from the cache models' KV events, and walks the arrival's
+ * block keys (cache.h prefix_keys) once; only replicas holding its first
+ * block are candidates.  In tokens mode without queue and KV terms the
+ * other replicas' cost is prefix_weight * P + outstanding_weight * O_r, so
+ * the least of them is the root of the engine's tree of outstanding tokens
+ * (from 64 replicas; lowest index on ties, as a scan): an arrival costs
+ * O(candidates + blocks walked), not O(replicas).  Otherwise it scans every
+ * replica, which the engine brings up first.
+ */
+#include "kvindex.h"
+#include "replica.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+
+enum { MODE_TOKENS, MODE_DYNAMO };
+
+struct prefix_load {
+	struct kv_kvindex ix; /* the cluster's block index (first: tests read it) */
+	int mode; /* option: MODE_TOKENS (default) or MODE_DYNAMO */
+	double prefix_weight; /* option: tokens mode, per prompt token to compute; dynamo, overlap_score_weight; default 1 */
+	double outstanding_weight; /* option: per outstanding token, default 1 */
+	double queue_weight; /* option: tokens per request routed and not running, default 0 */
+	double kv_weight; /* option: tokens per unit of KV utilisation, default 0 */
+	uint64_t block_tokens; /* option: dynamo mode's KV block, tokens, default 16 */
+	int verify; /* option: check the index against every replica's cache at each arrival, default off */
+	uint64_t *keys; /* the arrival's block keys, max_keys */
+	uint32_t max_keys; /* the longest context in tokens, + 1: a bound on blocks */
+	uint32_t *cand; /* n_rep: replicas holding the first block */
+	uint64_t *active; /* n_rep: prompt + output tokens of the requests routed there, not ended */
+	int tree; /* the least outstanding view is the tree's root */
+};
+
+static const char *const mode_names[] = { "tokens", "dynamo", NULL };
+
+static const struct kv_option prefix_options[] = {
+	{ "mode", KV_OPT_ENUM, offsetof(struct prefix_load, mode), MODE_TOKENS, 0, 0, "",
+	  "tokens: the weighted cost in tokens; dynamo: NVIDIA Dynamo's prefix_weight x prefill blocks + active blocks",
+	  mode_names },
+	{ "prefix_weight", KV_OPT_DBL, offsetof(struct prefix_load, prefix_weight), 1, 0, 1e6,
+	  "", "weight of the prompt tokens left to compute (dynamo: overlap_score_weight, its default 1)", NULL },
+	{ "outstanding_weight", KV_OPT_DBL, offsetof(struct prefix_load, outstanding_weight), 1, 0,
+	  1e6, "", "weight of the replica's outstanding (unprocessed) tokens (tokens mode)", NULL },
+	{ "queue_weight", KV_OPT_DBL, offsetof(struct prefix_load, queue_weight), 0, 0, 1e9,
+	  "tokens", "cost of each request routed to the replica and not running (tokens mode)", NULL },
+	{ "kv_weight", KV_OPT_DBL, offsetof(struct prefix_load, kv_weight), 0, 0, 1e12, "tokens",
+	  "cost of a full KV cache, scaled by its utilisation (tokens mode)", NULL },
+	{ "block_tokens", KV_OPT_U64, offsetof(struct prefix_load, block_tokens), 16, 1, 1 << 20,
+	  "tokens", "KV block of the dynamo mode's block counts (vLLM's default block)", NULL },
+	{ "verify", KV_OPT_BOOL, offsetof(struct prefix_load, verify), 0, 0, 1, "",
+	  "check the block index against every replica's cache at each arrival (slow: tests)", NULL },
+	{ NULL },
+};
+
+static int pl_init(void *priv, struct kv_sim *s, struct kv_diag *d)
+{
+	struct prefix_load *p = priv;
+	uint64_t ctx = s->cfg->model.max_ctx_tokens;
+
+	(void)d;
+	kv_kvindex_init(&p->ix, s->n_rep);
+	p->max_keys = (uint32_t)KV_MIN(KV_MAX(ctx, s->cfg->max_context_tokens) + 1, (uint64_t)1 << 24);
+	p->keys = kv_xmalloc(p->max_keys * sizeof(*p->keys));
+	p->cand = kv_xmalloc(s->n_rep * sizeof(*p->cand));
+	p->active = kv_xcalloc(s->n_rep, sizeof(*p->active));
+	if (p->mode == MODE_DYNAMO) {
+		s->route_flags = KV_PLUGIN_F_ROUTE_BLIND; /* its own counts only */
+	} else if (p->queue_weight == 0 && p->kv_weight == 0) {
+		s->route_flags = KV_PLUGIN_F_ROUTE_OUTSTANDING | KV_PLUGIN_F_ROUTE_LEAST;
+		p->tree = s->n_rep >= KV_ROUTE_TREE_MIN_REPLICAS;
+	} else {
+		s->route_flags = 0; /* reads queues, pools: every replica brought up */
+	}
+	return 0;
+}
+
+static void pl_fini(void *priv)
+{
+	struct prefix_load *p = priv;
+
+	kv_kvindex_release(&p->ix);
+	free(p->keys);
+	free(p->cand);
+	free(p->active);
+}
+
+static void pl_on_end(void *priv, uint32_t replica, const struct kv_req *q)
+{
+	struct prefix_load *p = priv;
+
+	p->active[replica] -= q->prompt_tokens + q->output_tokens;
+}
+
+static void pl_on_block(void *ctx, uint32_t replica, uint64_t key, int held)
+{
+	struct prefix_load *p = ctx;
+
+	if (held)
+		kv_kvindex_add(&p->ix, key, replica);
+	else
+		kv_kvindex_remove(&p->ix, key, replica);
+}
+
+/* Replica r's KV utilisation: pool bytes in use, the evictable cached ones not counted. */
+static double kv_util(const struct kv_replica *r)
+{
+	uint64_t used = r->pool.size_bytes - r->pool.free_bytes;
+	uint64_t ev = r->cache->evictable_bytes ? r->cache->evictable_bytes(r->cache_priv) : 0;
+
+	return r->pool.size_bytes ? (double)(used - KV_MIN(ev, used)) / (double)r->pool.size_bytes : 0;
+}
+
+/* Replica r's cost for q, of whose P prompt tokens c are cached there. */
+static double cost(const struct prefix_load *p, const struct kv_replica *r,
+		   const struct kv_req *q, uint64_t c)
+{
+	uint64_t P = q->prompt_tokens;
+	double todo = (double)(P - c);
+
+	if (p->mode == MODE_DYNAMO) {
+		double b = (double)p->block_tokens;
+
+		return p->prefix_weight * (todo / b) +
+		       (double)(p->active[r->idx] + P + q->output_tokens) / b;
+	}
+	return p->prefix_weight * todo + p->outstanding_weight * (double)r->outstanding_tokens +
+	       (p->queue_weight ? p->queue_weight * (double)(r->n_assigned - r->n_running) : 0) +
+	       (p->kv_weight ? p->kv_weight * kv_util(r) : 0);
+}
+
+/* Whether (c, i) beats the best so far (*bc, *bi): less cost, or equal and a lower index. */
+static int better(double c, uint32_t i, double bc, uint32_t bi)
+{
+	return bi == KV_NIL || c < bc || (c == bc && i < bi);
+}
+
+/* Brings up r's outstanding view at this arrival (the engine brought up only the least). */
+static void view_up(struct kv_sim *s, uint32_t r)
+{
+	if (s->macro && s->macro_onext[r] <= s->now)
+		kv__macro_sync_outstanding(&s->rep[r], &s->ev);
+}
+
+/*
+ * Checks the index against a walk of each replica's own cache (the
+ * verify option): the leading blocks held must agree everywhere.
+ */
+static void verify(const struct prefix_load *p, const struct kv_sim *s, const struct kv_req *q,
+		   uint64_t B)
+{
+	uint32_t r;
+
+	for (r = 0; r < s->n_rep; r++) {
+		const struct kv_replica *rp = &s->rep[r];
+		uint32_t m = rp->cache->prefix_cached(rp->cache_priv, q);
+
+		KV_CHECK(m == kv_kvindex_depth(&p->ix, r),
+			 "prefix-load: request %llu has %u blocks of %llu tokens cached on replica %u, the index says %u",
+			 (unsigned long long)q->id, m, (unsigned long long)B, r,
+			 kv_kvindex_depth(&p->ix, r));
+	}
+}
+
+/* The lowest replica index that is not a candidate of the last walk (n_rep: none). */
+static uint32_t first_other(const struct prefix_load *p, uint32_t n_rep)
+{
+	uint32_t i = 0;
+
+	while (i < n_rep && kv_kvindex_depth(&p->ix, i))
+		i++;
+	return i;
+}
+
+/* The least-cost replica among the candidates and the least-loaded other (tree mode). */
+static uint32_t pick_tree(struct prefix_load *p, struct kv_sim *s, const struct kv_req *q,
+			  uint64_t B, uint32_t nc)
+{
+	uint32_t best = KV_NIL, i, r0;
+	double bc = 0;
+
+	for (i = 0; i < nc; i++)
+		view_up(s, p->cand[i]);
+	/* the other replicas' cost grows with O_r: the least view (or the lowest index) wins among them */
+	r0 = p->outstanding_weight > 0 ? kv_mintree_min(&s->out_tree) : first_other(p, s->n_rep);
+	if (r0 < s->n_rep) {
+		best = r0;
+		bc = cost(p, &s->rep[r0], q, kv_kvindex_depth(&p->ix, r0) * B);
+	}
+	for (i = 0; i < nc; i++) {
+		uint32_t r = p->cand[i];
+		double c = cost(p, &s->rep[r], q, kv_kvindex_depth(&p->ix, r) * B);
+
+		if (better(c, r, bc, best)) {
+			best = r;
+			bc = c;
+		}
+	}
+	return best;
+}
+
+static uint32_t pick_scan(struct prefix_load *p, struct kv_sim *s, const struct kv_req *q,
+			  uint64_t B)
+{
+	uint32_t best = KV_NIL, r;
+	double bc = 0;
+
+	for (r = 0; r < s->n_rep; r++) {
+		double c = cost(p, &s->rep[r], q, kv_kvindex_depth(&p->ix, r) * B);
+
+		if (better(c, r, bc, best)) {
+			best = r;
+			bc = c;
+		}
+	}
+	return best;
+}
+
+static uint32_t pl_pick(struct kv_sim *s, const struct kv_req *q, uint64_t *state)
+{
+	struct prefix_load *p = s->router_priv;
+	const struct kv_replica *r0 = &s->rep[0];
+	uint64_t B = 0;
+	uint32_t n = 0, nc, r;
+
+	(void)state;
+	if (r0->cache->prefix_keys && q->prompt_tokens)
+		n = r0->cache->prefix_keys(r0->cache_priv, q, p->keys, p->max_keys, &B);
+	nc = kv_kvindex_walk(&p->ix, p->keys, n, p->cand);
+	if (p->verify && r0->cache->prefix_cached)
+		verify(p, s, q, B);
+	r = p->tree ? pick_tree(p, s, q, B, nc) : pick_scan(p, s, q, B);
+	p->active[r] += q->prompt_tokens + q->output_tokens;
+	return r;
+}
+
+const struct kv_router_ops kv_router_prefix = {
+	.name = "prefix-load",
+	.desc = "least cost = prefix_weight * (prompt - cached prefix) + outstanding_weight * outstanding + queue_weight * queued + kv_weight * KV use (mode dynamo: w * prefill blocks + active blocks); exact cached prefixes from the replicas' KV events",
+	.priv_size = sizeof(struct prefix_load),
+	.options = prefix_options,
+	.pick = pl_pick,
+	.init = pl_init,
+	.fini = pl_fini,
+	.on_block = pl_on_block,
+	.on_end = pl_on_end,
+	.flags = KV_PLUGIN_F_ROUTE_OUTSTANDING | KV_PLUGIN_F_ROUTE_LEAST, /* init narrows or widens */
+};
