@@ -19,6 +19,13 @@
  *   to r and not ended, T the arrival's output: counted from routing, as
  *   Dynamo's router counts a request's blocks when it routes it, at their
  *   final length (Dynamo grows them as tokens are generated).
+ *   mode llm-d, the weighted sum of llm-d's scorers, the highest wins
+ *   (gateway-api-inference-extension pkg/epp/scheduling/framework/plugins:
+ *   multi/prefix/plugin.go, scorer/queue.go, scorer/kvcache_utilization.go):
+ *     score_r = prefix_weight * m_r / n + queue_weight * (Qmax - Q_r) / (Qmax - Qmin)
+ *             + kv_weight * (1 - U_r)
+ *   m_r of the arrival's n blocks cached on r; the queue term is 1 when
+ *   every queue is equal.
  *
  * The cached prefix is exact: the router keeps the cluster's block index
  * (kvindex.h) from the cache models' KV events, and walks the arrival's
@@ -36,7 +43,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 
-enum { MODE_TOKENS, MODE_DYNAMO };
+enum { MODE_TOKENS, MODE_DYNAMO, MODE_LLMD };
 
 struct prefix_load {
 	struct kv_kvindex ix; /* the cluster's block index (first: tests read it) */
@@ -54,11 +61,11 @@ struct prefix_load {
 	int tree; /* the least outstanding view is the tree's root */
 };
 
-static const char *const mode_names[] = { "tokens", "dynamo", NULL };
+static const char *const mode_names[] = { "tokens", "dynamo", "llm-d", NULL };
 
 static const struct kv_option prefix_options[] = {
 	{ "mode", KV_OPT_ENUM, offsetof(struct prefix_load, mode), MODE_TOKENS, 0, 0, "",
-	  "tokens: the weighted cost in tokens; dynamo: NVIDIA Dynamo's prefix_weight x prefill blocks + active blocks",
+	  "tokens: the weighted cost in tokens; dynamo: NVIDIA Dynamo's prefix_weight x prefill blocks + active blocks; llm-d: the weighted sum of llm-d's normalised scorers (highest wins)",
 	  mode_names },
 	{ "prefix_weight", KV_OPT_DBL, offsetof(struct prefix_load, prefix_weight), 1, 0, 1e6,
 	  "", "weight of the prompt tokens left to compute (dynamo: overlap_score_weight, its default 1)", NULL },
@@ -88,7 +95,7 @@ static int pl_init(void *priv, struct kv_sim *s, struct kv_diag *d)
 	p->active = kv_xcalloc(s->n_rep, sizeof(*p->active));
 	if (p->mode == MODE_DYNAMO) {
 		s->route_flags = KV_PLUGIN_F_ROUTE_BLIND; /* its own counts only */
-	} else if (p->queue_weight == 0 && p->kv_weight == 0) {
+	} else if (p->mode == MODE_TOKENS && p->queue_weight == 0 && p->kv_weight == 0) {
 		s->route_flags = KV_PLUGIN_F_ROUTE_OUTSTANDING | KV_PLUGIN_F_ROUTE_LEAST;
 		p->tree = s->n_rep >= KV_ROUTE_TREE_MIN_REPLICAS;
 	} else {
@@ -124,6 +131,12 @@ static void pl_on_block(void *ctx, uint32_t replica, uint64_t key, int held)
 		kv_kvindex_remove(&p->ix, key, replica);
 }
 
+/* Requests routed to r and not running: its queue (vLLM's num_requests_waiting). */
+static uint64_t queued(const struct kv_replica *r)
+{
+	return r->n_assigned - r->n_running;
+}
+
 /* Replica r's KV utilisation: pool bytes in use, the evictable cached ones not counted. */
 static double kv_util(const struct kv_replica *r)
 {
@@ -147,8 +160,38 @@ static double cost(const struct prefix_load *p, const struct kv_replica *r,
 		       (double)(p->active[r->idx] + P + q->output_tokens) / b;
 	}
 	return p->prefix_weight * todo + p->outstanding_weight * (double)r->outstanding_tokens +
-	       (p->queue_weight ? p->queue_weight * (double)(r->n_assigned - r->n_running) : 0) +
+	       (p->queue_weight ? p->queue_weight * (double)queued(r) : 0) +
 	       (p->kv_weight ? p->kv_weight * kv_util(r) : 0);
+}
+
+/*
+ * The llm-d mode's pick: the highest weighted score over every replica
+ * (ties: the lowest index); the queue term is normalised over the cluster,
+ * so every replica is read.  n: the arrival's blocks walked.
+ */
+static uint32_t pick_llmd(struct prefix_load *p, struct kv_sim *s, uint32_t n)
+{
+	uint64_t qmin = UINT64_MAX, qmax = 0;
+	uint32_t r, best = 0;
+	double bs = 0;
+
+	for (r = 0; r < s->n_rep; r++) {
+		qmin = KV_MIN(qmin, queued(&s->rep[r]));
+		qmax = KV_MAX(qmax, queued(&s->rep[r]));
+	}
+	for (r = 0; r < s->n_rep; r++) {
+		const struct kv_replica *rp = &s->rep[r];
+		double sc = (n ? p->prefix_weight * kv_kvindex_depth(&p->ix, r) / n : 0) +
+			    p->queue_weight * (qmax == qmin ? 1.0 : (double)(qmax - queued(rp)) /
+									 (double)(qmax - qmin)) +
+			    p->kv_weight * (1 - kv_util(rp));
+
+		if (r == 0 || sc > bs) {
+			best = r;
+			bs = sc;
+		}
+	}
+	return best;
 }
 
 /* Whether (c, i) beats the best so far (*bc, *bi): less cost, or equal and a lower index. */
@@ -251,7 +294,10 @@ static uint32_t pl_pick(struct kv_sim *s, const struct kv_req *q, uint64_t *stat
 	nc = kv_kvindex_walk(&p->ix, p->keys, n, p->cand);
 	if (p->verify && r0->cache->prefix_cached)
 		verify(p, s, q, B);
-	r = p->tree ? pick_tree(p, s, q, B, nc) : pick_scan(p, s, q, B);
+	if (p->mode == MODE_LLMD)
+		r = pick_llmd(p, s, n);
+	else
+		r = p->tree ? pick_tree(p, s, q, B, nc) : pick_scan(p, s, q, B);
 	p->active[r] += q->prompt_tokens + q->output_tokens;
 	return r;
 }

@@ -182,6 +182,13 @@ START_TEST(longest_prefix_at_equal_load)
 		run_placed(RUN_YAML, "{name: prefix-load, mode: dynamo, verify: true}", equal_trace, 3,
 			   engines[e], &p);
 		ck_assert_uint_eq(p.replica[3], 1);
+		run_placed(RUN_YAML,
+			   "{name: prefix-load, mode: llm-d, prefix_weight: 3, queue_weight: 2, verify: true}",
+			   equal_trace, 3, engines[e], &p);
+		ck_assert_msg(p.replica[0] == 0 && p.replica[1] == 1 && p.replica[2] == 2 &&
+				      p.replica[3] == 1,
+			      "llm-d mode: %u %u %u %u", p.replica[0], p.replica[1], p.replica[2],
+			      p.replica[3]);
 	}
 }
 END_TEST

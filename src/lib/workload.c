@@ -82,6 +82,8 @@ static int foreign_option(struct kv_cfg_node *n, enum kv_plugin_kind k,
 			  struct kv_diag *d)
 {
 	const char *kind = kv_plugin_kind_key(k);
+	/* the section's path for --set: the router's lives under cluster: */
+	const char *at = k == KV_PLUGIN_ROUTER ? "cluster.router" : kind;
 	const struct kv_plugin *p;
 	struct kv_cfg_node *c;
 	char owners[256], named[300] = "";
@@ -102,8 +104,8 @@ static int foreign_option(struct kv_cfg_node *n, enum kv_plugin_kind k,
 					    "it is an option of %s %s, left from the file; to switch plugins "
 					    "replace the whole section: --set %s=%s (or --set '%s={name: %s, "
 					    "OPTION: VALUE}'), which drops the other plugin's options",
-					    c->key, kind, chosen->name, kind, chosen->name, kind, owners,
-					    kind, chosen->name, kind, chosen->name);
+					    c->key, kind, chosen->name, at, chosen->name, kind, owners,
+					    at, chosen->name, at, chosen->name);
 		if (name_node && name_node->file)
 			snprintf(named, sizeof(named), " (named at %s:%lu)", name_node->file,
 				 name_node->line);
