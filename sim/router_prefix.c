@@ -85,11 +85,16 @@ static const struct kv_option prefix_options[] = {
 static int pl_init(void *priv, struct kv_sim *s, struct kv_diag *d)
 {
 	struct prefix_load *p = priv;
-	uint64_t ctx = s->cfg->model.max_ctx_tokens;
+	const struct kv_sim_config *c = s->cfg;
+	uint64_t ctx = KV_MAX(c->model.max_ctx_tokens, c->max_context_tokens);
+	uint32_t i;
 
 	(void)d;
+	for (i = 0; i < c->n_groups; i++) /* the longest context any group serves */
+		ctx = KV_MAX(ctx, KV_MAX(c->groups[i].model.max_ctx_tokens,
+					 c->groups[i].max_context_tokens));
 	kv_kvindex_init(&p->ix, s->n_rep);
-	p->max_keys = (uint32_t)KV_MIN(KV_MAX(ctx, s->cfg->max_context_tokens) + 1, (uint64_t)1 << 24);
+	p->max_keys = (uint32_t)KV_MIN(ctx + 1, (uint64_t)1 << 24);
 	p->keys = kv_xmalloc(p->max_keys * sizeof(*p->keys));
 	p->cand = kv_xmalloc(s->n_rep * sizeof(*p->cand));
 	p->active = kv_xcalloc(s->n_rep, sizeof(*p->active));
@@ -97,7 +102,7 @@ static int pl_init(void *priv, struct kv_sim *s, struct kv_diag *d)
 		s->route_flags = KV_PLUGIN_F_ROUTE_BLIND; /* its own counts only */
 	} else if (p->mode == MODE_TOKENS && p->queue_weight == 0 && p->kv_weight == 0) {
 		s->route_flags = KV_PLUGIN_F_ROUTE_OUTSTANDING | KV_PLUGIN_F_ROUTE_LEAST;
-		p->tree = s->n_rep >= KV_ROUTE_TREE_MIN_REPLICAS;
+		p->tree = s->n_rep >= KV_ROUTE_TREE_MIN_REPLICAS && c->n_groups <= 1; /* engine.c's rule */
 	} else {
 		s->route_flags = 0; /* reads queues, pools: every replica brought up */
 	}
@@ -167,26 +172,27 @@ static double cost(const struct prefix_load *p, const struct kv_replica *r,
 /*
  * The llm-d mode's pick: the highest weighted score over every replica
  * (ties: the lowest index); the queue term is normalised over the cluster,
- * so every replica is read.  n: the arrival's blocks walked.
+ * so every replica of [lo, hi) is read.  n: the arrival's blocks walked.
  */
-static uint32_t pick_llmd(struct prefix_load *p, struct kv_sim *s, uint32_t n)
+static uint32_t pick_llmd(struct prefix_load *p, struct kv_sim *s, uint32_t n, uint32_t lo,
+			  uint32_t hi)
 {
 	uint64_t qmin = UINT64_MAX, qmax = 0;
-	uint32_t r, best = 0;
+	uint32_t r, best = lo;
 	double bs = 0;
 
-	for (r = 0; r < s->n_rep; r++) {
+	for (r = lo; r < hi; r++) {
 		qmin = KV_MIN(qmin, queued(&s->rep[r]));
 		qmax = KV_MAX(qmax, queued(&s->rep[r]));
 	}
-	for (r = 0; r < s->n_rep; r++) {
+	for (r = lo; r < hi; r++) {
 		const struct kv_replica *rp = &s->rep[r];
 		double sc = (n ? p->prefix_weight * kv_kvindex_depth(&p->ix, r) / n : 0) +
 			    p->queue_weight * (qmax == qmin ? 1.0 : (double)(qmax - queued(rp)) /
 									 (double)(qmax - qmin)) +
 			    p->kv_weight * (1 - kv_util(rp));
 
-		if (r == 0 || sc > bs) {
+		if (r == lo || sc > bs) {
 			best = r;
 			bs = sc;
 		}
@@ -212,13 +218,13 @@ static void view_up(struct kv_sim *s, uint32_t r)
  * verify option): the leading blocks held must agree everywhere.
  */
 static void verify(const struct prefix_load *p, const struct kv_sim *s, const struct kv_req *q,
-		   uint64_t B)
+		   uint64_t B, uint32_t lo, uint32_t hi)
 {
 	uint32_t r;
 
-	for (r = 0; r < s->n_rep; r++) {
+	for (r = lo; r < hi; r++) {
 		const struct kv_replica *rp = &s->rep[r];
-		uint32_t m = rp->cache->prefix_cached(rp->cache_priv, q);
+		uint32_t m = rp->cache->prefix_cached ? rp->cache->prefix_cached(rp->cache_priv, q) : 0;
 
 		KV_CHECK(m == kv_kvindex_depth(&p->ix, r),
 			 "prefix-load: request %llu has %u blocks of %llu tokens cached on replica %u, the index says %u",
@@ -227,12 +233,12 @@ static void verify(const struct prefix_load *p, const struct kv_sim *s, const st
 	}
 }
 
-/* The lowest replica index that is not a candidate of the last walk (n_rep: none). */
-static uint32_t first_other(const struct prefix_load *p, uint32_t n_rep)
+/* The lowest replica index in [lo, hi) that is not a candidate of the last walk (hi: none). */
+static uint32_t first_other(const struct prefix_load *p, uint32_t lo, uint32_t hi)
 {
-	uint32_t i = 0;
+	uint32_t i = lo;
 
-	while (i < n_rep && kv_kvindex_depth(&p->ix, i))
+	while (i < hi && kv_kvindex_depth(&p->ix, i))
 		i++;
 	return i;
 }
@@ -247,7 +253,7 @@ static uint32_t pick_tree(struct prefix_load *p, struct kv_sim *s, const struct 
 	for (i = 0; i < nc; i++)
 		view_up(s, p->cand[i]);
 	/* the other replicas' cost grows with O_r: the least view (or the lowest index) wins among them */
-	r0 = p->outstanding_weight > 0 ? kv_mintree_min(&s->out_tree) : first_other(p, s->n_rep);
+	r0 = p->outstanding_weight > 0 ? kv_mintree_min(&s->out_tree) : first_other(p, 0, s->n_rep);
 	if (r0 < s->n_rep) {
 		best = r0;
 		bc = cost(p, &s->rep[r0], q, kv_kvindex_depth(&p->ix, r0) * B);
@@ -264,13 +270,14 @@ static uint32_t pick_tree(struct prefix_load *p, struct kv_sim *s, const struct 
 	return best;
 }
 
+/* The least-cost replica of [lo, hi), read one by one. */
 static uint32_t pick_scan(struct prefix_load *p, struct kv_sim *s, const struct kv_req *q,
-			  uint64_t B)
+			  uint64_t B, uint32_t lo, uint32_t hi)
 {
 	uint32_t best = KV_NIL, r;
 	double bc = 0;
 
-	for (r = 0; r < s->n_rep; r++) {
+	for (r = lo; r < hi; r++) {
 		double c = cost(p, &s->rep[r], q, kv_kvindex_depth(&p->ix, r) * B);
 
 		if (better(c, r, bc, best)) {
@@ -281,10 +288,17 @@ static uint32_t pick_scan(struct prefix_load *p, struct kv_sim *s, const struct 
 	return best;
 }
 
-static uint32_t pl_pick(struct kv_sim *s, const struct kv_req *q, uint64_t *state)
+/*
+ * Picks q's replica in [lo, hi), its group's (the engine chose the group).
+ * The walk's candidates outside the range hold the same blocks for another
+ * group: they are not scored.  The tree path serves a single group, where
+ * [lo, hi) is every replica.
+ */
+static uint32_t pl_pick(struct kv_sim *s, const struct kv_req *q, uint32_t lo, uint32_t hi,
+			uint64_t *state)
 {
 	struct prefix_load *p = s->router_priv;
-	const struct kv_replica *r0 = &s->rep[0];
+	const struct kv_replica *r0 = &s->rep[lo]; /* the group's cache model keys its blocks */
 	uint64_t B = 0;
 	uint32_t n = 0, nc, r;
 
@@ -292,12 +306,12 @@ static uint32_t pl_pick(struct kv_sim *s, const struct kv_req *q, uint64_t *stat
 	if (r0->cache->prefix_keys && q->prompt_tokens)
 		n = r0->cache->prefix_keys(r0->cache_priv, q, p->keys, p->max_keys, &B);
 	nc = kv_kvindex_walk(&p->ix, p->keys, n, p->cand);
-	if (p->verify && r0->cache->prefix_cached)
-		verify(p, s, q, B);
+	if (p->verify)
+		verify(p, s, q, B, lo, hi);
 	if (p->mode == MODE_LLMD)
-		r = pick_llmd(p, s, n);
+		r = pick_llmd(p, s, n, lo, hi);
 	else
-		r = p->tree ? pick_tree(p, s, q, B, nc) : pick_scan(p, s, q, B);
+		r = p->tree ? pick_tree(p, s, q, B, nc) : pick_scan(p, s, q, B, lo, hi);
 	p->active[r] += q->prompt_tokens + q->output_tokens;
 	return r;
 }

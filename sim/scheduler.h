@@ -264,8 +264,13 @@ struct kv_sim;
 struct kv_diag;
 struct kv_router_ops {
 	KV_PLUGIN_BASE; /* name ("round-robin", ...), desc, priv_size, options */
-	/* Returns the replica index for q; state is one 64-bit word per sim. */
-	uint32_t (*pick)(struct kv_sim *s, const struct kv_req *q, uint64_t *state);
+	/*
+	 * Returns the replica index for q, in [lo, hi): the replicas of the
+	 * group the engine chose for q (engine.h struct kv_group; one group:
+	 * every replica).  state is one 64-bit word per group, zero at start.
+	 */
+	uint32_t (*pick)(struct kv_sim *s, const struct kv_req *q, uint32_t lo, uint32_t hi,
+			 uint64_t *state);
 	int (*init)(void *priv, struct kv_sim *s, struct kv_diag *d); /* optional */
 	void (*fini)(void *priv); /* optional */
 	void (*on_block)(void *ctx, uint32_t replica, uint64_t key, int held); /* optional */

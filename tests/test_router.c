@@ -231,6 +231,44 @@ START_TEST(weights_move_the_choice)
 END_TEST
 
 /*
+ * Two groups of three replicas serving the same model: arrivals alternate
+ * between them (smooth weighted round-robin, equal weights), so X0, X2, Y0
+ * go to group 0 (replicas 0-2) and X1, X3, Y1 to group 1 (3-5).  X2 and X3
+ * leave ids 1, 2, 3 cached on replicas 1 and 4; at equal loads Y0 takes
+ * replica 1 and Y1 replica 4, each within its own group though both
+ * replicas hold the prefix; least-outstanding-tokens takes 0 and 3.
+ */
+static const char group_trace[] =
+	"{\"timestamp\": 0, \"input_length\": 1536, \"output_length\": 4, \"hash_ids\": [7, 8, 9]}\n"
+	"{\"timestamp\": 0, \"input_length\": 1536, \"output_length\": 4, \"hash_ids\": [7, 8, 9]}\n"
+	"{\"timestamp\": 0, \"input_length\": 1536, \"output_length\": 4, \"hash_ids\": [1, 2, 3]}\n"
+	"{\"timestamp\": 0, \"input_length\": 1536, \"output_length\": 4, \"hash_ids\": [1, 2, 3]}\n"
+	"{\"timestamp\": 100000, \"input_length\": 2000, \"output_length\": 4, \"hash_ids\": [1, 2, 3, 4]}\n"
+	"{\"timestamp\": 100000, \"input_length\": 2000, \"output_length\": 4, \"hash_ids\": [1, 2, 3, 4]}\n";
+
+#define GROUP_YAML \
+	"model: llama-2-7b\ndevice: a100-80g\nscheduler: fifo\noutputs: {sample_interval: 0}\n" \
+	"cluster: {groups: [{replicas: %u}, {replicas: 3}], router: %s}\n" \
+	"engine: %s\ncache: {name: shared}\n" \
+	"workload:\n  arrival: {process: trace, trace: %s, format: mooncake}\n"
+
+START_TEST(within_the_group)
+{
+	struct placed p;
+
+	run_placed(GROUP_YAML, "{name: prefix-load, verify: true}", group_trace, 3, "vllm", &p);
+	ck_assert_uint_eq(p.n, 6);
+	ck_assert_msg(p.replica[0] == 0 && p.replica[1] == 3 && p.replica[2] == 1 && p.replica[3] == 4,
+		      "X went to %u %u %u %u", p.replica[0], p.replica[1], p.replica[2], p.replica[3]);
+	ck_assert_msg(p.replica[4] == 1 && p.replica[5] == 4, "Y0, Y1 went to %u, %u, expected 1, 4",
+		      p.replica[4], p.replica[5]);
+	run_placed(GROUP_YAML, "least-outstanding-tokens", group_trace, 3, "vllm", &p);
+	ck_assert_msg(p.replica[4] == 0 && p.replica[5] == 3, "lot: Y0, Y1 went to %u, %u",
+		      p.replica[4], p.replica[5]);
+}
+END_TEST
+
+/*
  * The index equals every replica's cache at every arrival (verify aborts
  * otherwise) over the first 600 rows of the Mooncake synthetic trace, on 70
  * replicas (the records form, the engine's tree) and 8 (the bits form),
@@ -280,6 +318,7 @@ int main(void)
 	tcase_add_test(tc, index_matches_model);
 	tcase_add_test(tc, longest_prefix_at_equal_load);
 	tcase_add_test(tc, weights_move_the_choice);
+	tcase_add_test(tc, within_the_group);
 	tcase_add_test(tc, index_exact_on_mooncake);
 	tcase_set_timeout(tc, 600);
 	suite_add_tcase(su, tc);
