@@ -146,6 +146,9 @@ pair() {
   for c in "${caches[@]}"; do
     echo "pair groups/cache/$c $gr --set workload.requests=400 --set cluster.groups[0].engine=vllm --set cluster.groups[2].cache=$c"
   done
+  for m in tokens dynamo llm-d; do # the prefix-load router within each group's range
+    echo "pair kvr/groups/$m $gr --set workload.requests=400 --set cluster.groups[0].engine=vllm --set cluster.groups[2].cache=shared --set \\'cluster.router={name: prefix-load, mode: $m}\\'"
+  done
 } > "$tmp/jobs"
 
 export -f pair
