@@ -91,6 +91,7 @@ tables=(
   "kv-capacity|docs/memory.md|0|bash configs/memory/kv-capacity.sh KVSIM"
   "fairness|docs/schedulers.md|1|bash configs/experiments/fairness.sh KVSIM"
   "preempt-attribution|docs/schedulers.md|1|bash configs/experiments/preempt-attribution.sh KVSIM"
+  "kv-routing|docs/cluster.md|2|bash docs/cluster/routing.sh KVSIM"
   "sweep-200|docs/sweeps.md|2|sweep_means workloads/sweep-200.yaml ttft_p99_s scheduler.name cache.name"
   "pd-distserve|docs/cluster.md|2|bash docs/cluster/pd.sh KVSIM"
   "autoscale|docs/cluster.md|2|bash docs/cluster/autoscale.sh KVSIM"

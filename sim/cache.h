@@ -73,7 +73,22 @@
  *            instance (its options make it a no-op), so that a run of decode
  *            steps may skip the calls.  NULL: only a NULL
  *            extra_prefill_tokens is.  Pure.
+ *   prefix_keys (optional) the keys of q's prefix blocks as prefix_hit
+ *            would look them up, in order (at most max into out; returns
+ *            the count), and the tokens one block covers in *block_tokens:
+ *            what a router walks against the cluster's block index.  Pure.
+ *            NULL: the model caches no prefix a router could find.
+ *   prefix_cached (optional) the leading blocks of q's prefix_keys this
+ *            instance holds now (a walk of its own index, no references
+ *            taken): the brute-force twin of the cluster's block index,
+ *            for its checks.  Pure.
  *   fini     called once at the end; every request has been released.
+ *
+ * KV events: a model with prefix_keys tells env->on_block (when not NULL)
+ * each key of its lookup group that enters its index (held 1) or leaves it
+ * (held 0), with env->replica, at the moment it does: the router's index
+ * of which replica caches which block (NVIDIA Dynamo's KV events) stays
+ * equal to the union of the instances' indexes.
  *
  * Hooks must not allocate per call (use the pool and the request's cache[]
  * words), must not touch other requests, and must not change scheduling
@@ -97,6 +112,10 @@ struct kv_cache_env {
 	uint32_t tp; /* tensor-parallel degree (KV is split over tp GPUs) */
 	uint64_t token_bytes; /* fp16 KV bytes per token on this replica (all GPUs) */
 	const struct kv_sim *sim; /* read-only: for kv_hash_iter_init */
+	uint32_t replica; /* this instance's replica index (for on_block) */
+	/* KV events (above): NULL: nobody listens */
+	void (*on_block)(void *ctx, uint32_t replica, uint64_t key, int held);
+	void *block_ctx; /* passed back to on_block */
 };
 
 enum kv_offload { KV_OFFLOAD_NONE, KV_OFFLOAD_SERIAL, KV_OFFLOAD_OVERLAP };
@@ -132,6 +151,9 @@ struct kv_cache_ops {
 	uint64_t (*grow_units)(const void *priv, const struct kv_req *q, uint64_t cap,
 			       uint64_t *cap_after); /* optional */
 	int (*no_extra)(const void *priv); /* optional */
+	uint32_t (*prefix_keys)(const void *priv, const struct kv_req *q, uint64_t *out,
+				uint32_t max, uint64_t *block_tokens); /* optional */
+	uint32_t (*prefix_cached)(const void *priv, const struct kv_req *q); /* optional */
 };
 
 /* Finds a cache model by name, or NULL. */

@@ -191,6 +191,10 @@ struct shared {
 	uint64_t donations; /* entries inserted by releasing requests */
 	uint64_t published; /* entries published by running requests */
 	uint64_t self_hit_tokens; /* of hit_tokens, those in blocks the request had computed itself */
+	/* KV events (cache.h): keys of the lookup group entering and leaving the index */
+	void (*on_block)(void *ctx, uint32_t replica, uint64_t key, int held); /* NULL: none */
+	void *block_ctx; /* passed back to on_block */
+	uint32_t replica; /* the replica, for on_block */
 };
 
 /* cache.publish: when a request's complete prompt blocks enter the index. */
@@ -248,7 +252,7 @@ struct keys {
 	int hashed; /* keys from hash ids, else from the system prompt */
 };
 
-static void keys_init(struct keys *k, struct shared *c, const struct kv_req *q)
+static void keys_init(struct keys *k, const struct shared *c, const struct kv_req *q)
 {
 	k->B = c->prefix_block_tokens;
 	k->H = c->hash_block_tokens;
@@ -325,9 +329,28 @@ static uint32_t index_find(const struct shared *c, uint64_t key)
 	return NIL;
 }
 
+/*
+ * The group a lookup walks from block 0: the full-attention one, or the
+ * windowed one when every layer is windowed (window_hit).  Its keys are the
+ * ones a KV event reports.
+ */
+static inline int lookup_group(const struct shared *c)
+{
+	return c->win.win_tokens && !c->has_full ? G_WIN : G_FULL;
+}
+
+/* Reports e entering (held 1) or leaving (0) the index, when someone listens. */
+static inline void block_event(const struct shared *c, uint32_t e, int held)
+{
+	if (c->on_block && c->grp[e] == lookup_group(c))
+		c->on_block(c->block_ctx, c->replica, c->key[e], held);
+}
+
 static void index_insert(struct shared *c, uint32_t e)
 {
 	uint32_t i = home(c, c->key[e]);
+
+	block_event(c, e, 1);
 
 	while (c->slot[i] != NIL)
 		i = (i + 1) & c->mask;
@@ -343,6 +366,7 @@ static void index_remove(struct shared *c, uint32_t e)
 {
 	uint32_t i = home(c, c->key[e]), j;
 
+	block_event(c, e, 0);
 	while (c->slot[i] != e) {
 		KV_CHECK(c->slot[i] != NIL, "entry %u missing from the index", e);
 		i = (i + 1) & c->mask;
@@ -650,6 +674,9 @@ static int shared_init(void *priv, const struct kv_cache_env *env, struct kv_dia
 	kv_blocks_init(&c->blocks, env->pool);
 	c->pool = env->pool;
 	c->sim = env->sim;
+	c->on_block = env->on_block;
+	c->block_ctx = env->block_ctx;
+	c->replica = env->replica;
 	c->token_bytes = env->token_bytes;
 	c->chunk_bytes = c->block_tokens * c->token_bytes;
 	c->chunk_units = kv_blocks_units(&c->blocks, c->chunk_bytes, 0);
@@ -780,6 +807,48 @@ static uint64_t shared_prefix_hit(void *priv, struct kv_req *q)
 	return q->kv_cap_tokens;
 }
 
+/*
+ * prefix_keys: the keys shared_prefix_hit walks (the lookup group's: a
+ * windowed-only model's are win_key()s), at most limit = (prompt - 1) / B of
+ * them.  Windowed models with full-attention layers report the full group's
+ * run, which bounds their hit (window_hit).
+ */
+static uint32_t shared_prefix_keys(const void *priv, const struct kv_req *q, uint64_t *out,
+				   uint32_t max, uint64_t *block_tokens)
+{
+	const struct shared *c = priv;
+	uint64_t limit = q->prompt_tokens ? (q->prompt_tokens - 1) / c->prefix_block_tokens : 0;
+	uint64_t key;
+	uint32_t n = 0;
+	struct keys k;
+
+	*block_tokens = c->prefix_block_tokens;
+	keys_init(&k, c, q);
+	while (n < limit && n < max && keys_next(&k, &key))
+		out[n++] = lookup_group(c) == G_WIN ? win_key(key) : key;
+	return n;
+}
+
+/* prefix_cached: the leading run of q's prefix_keys in this index (no references taken). */
+static uint32_t shared_prefix_cached(const void *priv, const struct kv_req *q)
+{
+	const struct shared *c = priv;
+	uint64_t limit = q->prompt_tokens ? (q->prompt_tokens - 1) / c->prefix_block_tokens : 0;
+	uint64_t key;
+	uint32_t n = 0;
+	struct keys k;
+
+	keys_init(&k, c, q);
+	while (n < limit && keys_next(&k, &key)) {
+		if (lookup_group(c) == G_WIN)
+			key = win_key(key);
+		if (index_find(c, key) == NIL)
+			break;
+		n++;
+	}
+	return n;
+}
+
 /* Appends one own block to *t, evicting cached entries while the pool refuses. */
 static int grow_one(struct shared *c, uint64_t *t, uint64_t *held)
 {
@@ -799,7 +868,7 @@ static uint64_t self_hits(const struct shared *c, const struct kv_req *q, uint64
 	uint64_t i = 0, self = 0, key;
 	struct keys k;
 
-	keys_init(&k, (struct shared *)c, q);
+	keys_init(&k, c, q);
 	while (i++ < m && keys_next(&k, &key)) {
 		uint32_t e = index_find(c, c->has_full ? key : win_key(key));
 
@@ -1203,4 +1272,6 @@ const struct kv_cache_ops kv_cache_shared = {
 	.flush = shared_flush,
 	.stats = shared_stats,
 	.evictable_bytes = shared_evictable_bytes,
+	.prefix_keys = shared_prefix_keys,
+	.prefix_cached = shared_prefix_cached,
 };

@@ -139,12 +139,10 @@ static void sync_all(struct kv_sim *s, const struct kv_event *e, int reqs)
 	}
 }
 
-extern const struct kv_router_ops kv_router_lot; /* router.c */
-
 /* Brings up what the router reads of group g's replicas before arrival event e. */
 static void sync_route(struct kv_sim *s, const struct kv_group *g, const struct kv_event *e)
 {
-	uint32_t i, n, f = s->cfg->router->flags;
+	uint32_t i, n, f = s->route_flags;
 
 	if (!s->macro || (f & KV_PLUGIN_F_ROUTE_BLIND))
 		return;
@@ -152,7 +150,7 @@ static void sync_route(struct kv_sim *s, const struct kv_group *g, const struct 
 		sync_all(s, e, 1);
 		return;
 	}
-	if (s->out_tree.key && s->cfg->router == &kv_router_lot) { /* on a large single group */
+	if (s->out_tree.key && (f & KV_PLUGIN_F_ROUTE_LEAST)) { /* on a large single group */
 		uint64_t bound;
 
 		/* first the replicas whose bound lapsed by e: their view is brought up */
@@ -716,6 +714,24 @@ static int build_autoscale(struct kv_sim *s)
 	return 0;
 }
 
+/*
+ * The router's instance: its options (cfg->router_opts, or the defaults when
+ * the config has none) in s->router_priv, its flags in s->route_flags, then
+ * its init hook.  Returns 0 or the hook's code.
+ */
+static int router_init(struct kv_sim *s)
+{
+	const struct kv_router_ops *ro = s->cfg->router;
+
+	s->route_flags = ro->flags;
+	s->router_priv = kv_xcalloc(1, ro->priv_size ? ro->priv_size : 1);
+	if (s->cfg->router_opts)
+		memcpy(s->router_priv, s->cfg->router_opts, ro->priv_size);
+	else
+		kv_options_defaults(ro->options, s->router_priv);
+	return ro->init ? ro->init(s->router_priv, s, &s->diag) : 0;
+}
+
 int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct kv_sink *sink)
 {
 	uint32_t i;
@@ -757,8 +773,10 @@ int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct 
 	s->macro_onext = kv_xmalloc(s->n_rep * sizeof(*s->macro_onext));
 	for (i = 0; i < s->n_rep; i++)
 		s->macro_next[i] = s->macro_onext[i] = KV_NS_NEVER;
+	if ((rc = router_init(s)))
+		return rc;
 	/* the trees serve one group (the router's range is the whole cluster); several scan */
-	if (cfg->router == &kv_router_lot && s->n_rep >= KV_ROUTE_TREE_MIN_REPLICAS &&
+	if ((s->route_flags & KV_PLUGIN_F_ROUTE_LEAST) && s->n_rep >= KV_ROUTE_TREE_MIN_REPLICAS &&
 	    cfg->n_groups <= 1) {
 		kv_mintree_init(&s->out_tree, s->n_rep, 0);
 		kv_mintree_init(&s->low_tree, s->n_rep, UINT64_MAX); /* no replica lags yet */
@@ -778,6 +796,9 @@ void kv_sim_release(struct kv_sim *s)
 	kv__disagg_release(s);
 	for (i = 0; s->rep && i < s->n_rep; i++)
 		kv__replica_release(&s->rep[i]);
+	if (s->router_priv && s->cfg->router->fini)
+		s->cfg->router->fini(s->router_priv);
+	free(s->router_priv);
 	free(s->rep);
 	for (i = 0; i < s->n_as; i++)
 		kv__autoscale_release(&s->as[i]);

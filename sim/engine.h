@@ -183,6 +183,7 @@ struct kv_sim_config {
 	uint32_t ep; /* expert-parallel degree, >= 1; 0 reads as 1 (perf.h kv_perf_set_moe_ep) */
 	uint32_t dp; /* data-parallel attention ranks per replica in lockstep (ep = dp * tp); 0, 1: off */
 	const struct kv_router_ops *router; /* arrival routing */
+	void *router_opts; /* router->priv_size bytes with options filled (NULL: defaults) */
 	const struct kv_sched_ops *sched; /* scheduler */
 	void *sched_opts; /* sched->priv_size bytes with options filled */
 	const struct kv_cache_ops *cache; /* cache model */
@@ -324,6 +325,8 @@ struct kv_sim {
 	struct kv_arrival pending; /* next arrival, when have_pending */
 	int have_pending;
 	kv_ns now; /* current simulated time */
+	void *router_priv; /* the router's instance: priv_size bytes, options filled (scheduler.h) */
+	uint32_t route_flags; /* what the router reads of the replicas: its flags, narrowed by its init */
 	struct kv_sink sink; /* outputs */
 	volatile sig_atomic_t *stop; /* set asynchronously to stop early (may be NULL) */
 	/* statistics */

@@ -83,6 +83,12 @@ enum {
 	KV_PLUGIN_F_ROUTE_OUTSTANDING = 2,
 	/* a router that reads no replica state */
 	KV_PLUGIN_F_ROUTE_BLIND = 4,
+	/*
+	 * with ROUTE_OUTSTANDING: it reads the least outstanding view (from
+	 * KV_ROUTE_TREE_MIN_REPLICAS replicas the root of the engine's tree)
+	 * and brings up itself any other view it reads (scheduler.h pick)
+	 */
+	KV_PLUGIN_F_ROUTE_LEAST = 8,
 };
 
 enum kv_plugin_kind {

@@ -200,6 +200,8 @@ int kv__replica_end(struct kv_replica *r, struct kv_req *q, enum kv_end e)
 	r->outstanding_tokens -= prefill_left(q) + (q->output_tokens - q->generated);
 	kv__out_changed(r);
 	r->n_assigned--;
+	if (c->router->on_end)
+		c->router->on_end(s->router_priv, r->idx, q);
 	s->ended[e]++;
 	if (e == KV_END_COMPLETED) {
 		double L = (double)(q->prompt_tokens + q->output_tokens);
@@ -1292,6 +1294,9 @@ static int replica_memory(struct kv_sim *s, struct kv_replica *r)
 	env.tp = c->tp;
 	env.token_bytes = g->token_bytes;
 	env.sim = s;
+	env.replica = r->idx;
+	env.on_block = s->cfg->router->on_block; /* the router's block index, when it keeps one */
+	env.block_ctx = s->router_priv;
 	rc = ops->init(r->cache_priv, &env, &s->diag);
 	if (rc)
 		return rc;

@@ -66,5 +66,6 @@ const struct kv_router_ops kv_router_lot = {
 	.name = "least-outstanding-tokens",
 	.desc = "join the replica with the fewest unprocessed prompt+output tokens (ties: lowest index)",
 	.pick = lot_pick,
-	.flags = KV_PLUGIN_F_ROUTE_OUTSTANDING, /* reads outstanding_tokens only */
+	/* reads outstanding_tokens only: the least view */
+	.flags = KV_PLUGIN_F_ROUTE_OUTSTANDING | KV_PLUGIN_F_ROUTE_LEAST,
 };

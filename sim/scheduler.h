@@ -240,10 +240,30 @@ struct kv_sched_ops {
 /* The scheduler with that name (kv_plugin_find), or NULL. */
 const struct kv_sched_ops *kv_sched_find(const char *name);
 
-/* Routers spread arrivals over replicas. */
+/*
+ * Routers spread arrivals over replicas.  The engine keeps one instance per
+ * run: .priv_size zeroed bytes (s->router_priv), options filled from
+ * cluster.router, then init.  Hooks:
+ *   pick     an arrival q (its prefix-block hashes stored) is placed: returns
+ *            its replica.  The engine has brought up what the router reads
+ *            of the replicas, by its flags (plugin.h KV_PLUGIN_F_ROUTE_*;
+ *            s->route_flags, which init may narrow); with
+ *            KV_PLUGIN_F_ROUTE_LEAST it brings up only the least outstanding
+ *            view, and the router brings up any other replica's view it
+ *            reads (kv__macro_sync_outstanding).  Must not change replicas.
+ *   init     (optional) once, after s->n_rep is set and before the replicas
+ *            are built; validates options (KV_EINVAL with d filled).
+ *   fini     (optional) once at the end.
+ *   on_block (optional) a KV event of a replica's cache model (cache.h):
+ *            block key entered (held 1) or left (0) replica's index; ctx is
+ *            s->router_priv.  Must not touch the replicas.
+ *   on_end   (optional) request q, placed on replica, ended (completed or
+ *            rejected), at the event it ends.  Must not touch the replicas.
+ */
 struct kv_sim;
+struct kv_diag;
 struct kv_router_ops {
-	KV_PLUGIN_BASE; /* name ("round-robin", ...), desc; no state, no options */
+	KV_PLUGIN_BASE; /* name ("round-robin", ...), desc, priv_size, options */
 	/*
 	 * Returns the replica index for q, in [lo, hi): the replicas of the
 	 * group the engine chose for q (engine.h struct kv_group; one group:
@@ -251,6 +271,10 @@ struct kv_router_ops {
 	 */
 	uint32_t (*pick)(struct kv_sim *s, const struct kv_req *q, uint32_t lo, uint32_t hi,
 			 uint64_t *state);
+	int (*init)(void *priv, struct kv_sim *s, struct kv_diag *d); /* optional */
+	void (*fini)(void *priv); /* optional */
+	void (*on_block)(void *ctx, uint32_t replica, uint64_t key, int held); /* optional */
+	void (*on_end)(void *priv, uint32_t replica, const struct kv_req *q); /* optional */
 };
 
 /* The router with that name (kv_plugin_find), or NULL. */

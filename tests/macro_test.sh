@@ -19,6 +19,9 @@
 #     under vllm-v0, vllm (no prefix cache) and sglang with full and chunked,
 #     and under vtc (one tenant); chunked with offload (swap, serial and
 #     overlapped copies), also under tests/data/macro/tenants.yaml with vtc;
+#   - the prefix-load router (workloads/kv-routing.yaml, in the first group
+#     too): on 70 replicas (the engine's tree) under every engine, its dynamo
+#     and llm-d modes, queue and KV-utilisation terms, and the fleet at 1,000 replicas;
 #   - a windowed model: Gemma-2-9B with its window cut to 200 tokens (so
 #     contexts pass it), under every engine and cache model;
 #   - autoscaling: workloads/autoscale-diurnal.yaml compressed to minutes
@@ -155,6 +158,14 @@ pair() {
   done
   echo "pair fleet64 $src/bench/fleet.yaml --set workload.requests=20000 --set cluster.replicas=64 --set workload.arrival.rate=160"
   echo "pair fleet1000 $src/bench/fleet.yaml --set workload.requests=30000 --set cluster.replicas=1000 --set workload.arrival.rate=2500"
+  kv="$src/workloads/kv-routing.yaml" # the prefix-load router: its tree path (70 replicas), scan and dynamo modes
+  for e in "${engines[@]}"; do
+    echo "pair kvr/$e/70 $kv --set workload.requests=600 --set engine=$e --set cluster.replicas=70"
+  done
+  echo "pair kvr/dynamo $kv --set workload.requests=600 --set cluster.router.mode=dynamo"
+  echo "pair kvr/llm-d $kv --set workload.requests=600 --set cluster.router.mode=llm-d --set cluster.router.prefix_weight=3 --set cluster.router.queue_weight=2"
+  echo "pair kvr/load $kv --set workload.requests=600 --set cluster.router.queue_weight=500 --set cluster.router.kv_weight=20000"
+  echo "pair kvr/fleet1000 $src/bench/fleet.yaml --set workload.requests=30000 --set workload.arrival.rate=2500 --set cluster.router=prefix-load"
   mt="$src/tests/data/macro/tenants.yaml"
   mtm_requests=5000
   [ $full = 0 ] || mtm_requests=20000
@@ -231,6 +242,9 @@ pair() {
   done
   for c in "${caches[@]}"; do
     echo "pair groups/cache/$c $gr --set workload.requests=400 --set cluster.groups[0].engine=vllm --set cluster.groups[2].cache=$c"
+  done
+  for m in tokens dynamo llm-d; do # the prefix-load router within each group's range
+    echo "pair kvr/groups/$m $gr --set workload.requests=400 --set cluster.groups[0].engine=vllm --set cluster.groups[2].cache=shared --set \\'cluster.router={name: prefix-load, mode: $m}\\'"
   done
 } > "$tmp/jobs"
 

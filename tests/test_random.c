@@ -751,6 +751,24 @@ static int is_option_error(int rc, const struct kv_diag *d)
 		!strncmp(d->field, "engine.", 7));
 }
 
+/*
+ * The router's options: NULL (the defaults) for a router without any, so
+ * its cases draw nothing more; else drawn like a plugin's, with the block
+ * index checked against every replica's cache at each arrival (verify).
+ */
+static void *router_opts_draw(gsl_rng *g, const struct kv_router_ops *ro, int random)
+{
+	struct variant v = { .name = ro->name, .options = ro->options, .priv_size = ro->priv_size };
+	const struct kv_option *o;
+
+	if (!ro->options)
+		return NULL;
+	for (o = ro->options; o->name; o++)
+		if (!strcmp(o->name, "verify"))
+			v.forced = o, v.value = 1;
+	return opts_draw(g, &v, random);
+}
+
 /* Draws plugin options until both plugins accept them; returns the draws refused. */
 static unsigned draw_options(gsl_rng *g, struct rcase *c, struct kv_sim *s)
 {
@@ -766,6 +784,8 @@ static unsigned draw_options(gsl_rng *g, struct rcase *c, struct kv_sim *s)
 		/* the engine's options too: budgets, thresholds, ratios, prefix cache */
 		c->cfg.engine_opts = opts_draw(g, &c->ev, t + 1 < TRIES);
 		split_groups(c);
+		free(c->cfg.router_opts);
+		c->cfg.router_opts = router_opts_draw(g, c->cfg.router, t + 1 < TRIES);
 		rc = kv_sim_init(s, &c->cfg, NULL);
 		if (!rc)
 			return t;
@@ -804,7 +824,8 @@ static void case_release(struct rcase *c)
 	free(c->cfg.sched_opts);
 	free(c->cfg.cache_opts);
 	free(c->cfg.engine_opts);
-	c->cfg.sched_opts = c->cfg.cache_opts = c->cfg.engine_opts = NULL;
+	free(c->cfg.router_opts);
+	c->cfg.sched_opts = c->cfg.cache_opts = c->cfg.engine_opts = c->cfg.router_opts = NULL;
 	if (c->trace[0])
 		unlink(c->trace);
 	c->trace[0] = '\0';
@@ -859,6 +880,12 @@ static void case_draw(struct rcase *c, uint64_t base, unsigned idx)
 	opts_describe(c->desc, sizeof(c->desc), c->cv, c->cfg.cache_opts);
 	appendf(c->desc, sizeof(c->desc), "\n  engine: ");
 	opts_describe(c->desc, sizeof(c->desc), &c->ev, c->cfg.engine_opts);
+	if (c->cfg.router_opts) {
+		struct variant rv = { .name = c->cfg.router->name, .options = c->cfg.router->options };
+
+		appendf(c->desc, sizeof(c->desc), "\n  router: ");
+		opts_describe(c->desc, sizeof(c->desc), &rv, c->cfg.router_opts);
+	}
 	appendf(c->desc, sizeof(c->desc),
 		"\n  rerun: KVSIM_RANDOM_SEED=%" PRIu64 " KVSIM_RANDOM_CASE=%u CK_RUN_CASE=invariants"
 		" CK_FORK=no build/tests/test_random",

@@ -82,6 +82,8 @@ static int foreign_option(struct kv_cfg_node *n, enum kv_plugin_kind k,
 			  struct kv_diag *d)
 {
 	const char *kind = kv_plugin_kind_key(k);
+	/* the section's path for --set: the router's lives under cluster: */
+	const char *at = k == KV_PLUGIN_ROUTER ? "cluster.router" : kind;
 	const struct kv_plugin *p;
 	struct kv_cfg_node *c;
 	char owners[256], named[300] = "";
@@ -102,8 +104,8 @@ static int foreign_option(struct kv_cfg_node *n, enum kv_plugin_kind k,
 					    "it is an option of %s %s, left from the file; to switch plugins "
 					    "replace the whole section: --set %s=%s (or --set '%s={name: %s, "
 					    "OPTION: VALUE}'), which drops the other plugin's options",
-					    c->key, kind, chosen->name, kind, chosen->name, kind, owners,
-					    kind, chosen->name, kind, chosen->name);
+					    c->key, kind, chosen->name, at, chosen->name, kind, owners,
+					    at, chosen->name, at, chosen->name);
 		if (name_node && name_node->file)
 			snprintf(named, sizeof(named), " (named at %s:%lu)", name_node->file,
 				 name_node->line);
@@ -389,7 +391,7 @@ static int read_cluster(struct kv_cfg_node *root, struct kv_sim_config *c, struc
 					    "expert_parallel", "data_parallel", "router", "groups",
 					    "prefill_replicas", "kv_transfer", NULL };
 	struct kv_cfg_node *n = kv_cfg_get(root, "cluster");
-	char name[64], buf[256];
+	const struct kv_plugin *router;
 	uint64_t u;
 
 	TRY(kv_cfg_expect_map(n, d));
@@ -413,12 +415,9 @@ static int read_cluster(struct kv_cfg_node *root, struct kv_sim_config *c, struc
 				    "%u of %u replicas prefill: expected fewer than cluster.replicas (at least one replica decodes)",
 				    c->pd_prefill, c->replicas);
 	TRY(kv_workload_kv_transfer(n, &c->xfer, d));
-	TRY(kv_cfg_str(n, "router", "round-robin", name, sizeof(name), d));
-	c->router = kv_router_find(name);
-	if (!c->router)
-		return kv_cfg_error(kv_cfg_get(n, "router"), d,
-				    "unknown router '%s': expected one of: %s", name,
-				    kv_plugin_names(KV_PLUGIN_ROUTER, buf, sizeof(buf)));
+	/* a name, or {name: NAME, OPTION: VALUE, ...} as scheduler: and cache: take */
+	TRY(read_plugin(n, KV_PLUGIN_ROUTER, "round-robin", &router, &c->router_opts, d));
+	c->router = (const struct kv_router_ops *)router;
 	return 0;
 }
 
@@ -1545,5 +1544,6 @@ void kv_workload_release(struct kv_workload *w)
 	free(w->cfg.sched_opts);
 	free(w->cfg.cache_opts);
 	free(w->cfg.engine_opts);
-	w->cfg.sched_opts = w->cfg.cache_opts = w->cfg.engine_opts = NULL;
+	free(w->cfg.router_opts);
+	w->cfg.sched_opts = w->cfg.cache_opts = w->cfg.engine_opts = w->cfg.router_opts = NULL;
 }
