@@ -203,6 +203,20 @@ static void frontend_arrive(struct kv_sim *s, struct kv_replica *r, struct kv_re
 }
 
 /*
+ * Another arrival (the source's next, or a session's turn) comes at this
+ * instant: it is queued before any replica forms a batch (kick_due).
+ */
+static int more_arrivals_now(const struct kv_sim *s)
+{
+	const struct kv_event *next;
+
+	if (s->have_pending && s->pending.t_ns == s->now)
+		return 1;
+	next = s->sess ? kv_heap_peek(&s->heap) : NULL;
+	return next && next->t_ns == s->now && next->kind == KV_EV_TURN;
+}
+
+/*
  * A request the front end hands over joins its replica's scheduler; the
  * replicas form their batches after the instant's last hand-over (and any
  * arrival of the instant), as after arrivals.
@@ -214,15 +228,19 @@ static int on_enqueue(struct kv_sim *s, const struct kv_event *ev)
 
 	kv__replica_arrive(r, kv_sim_req(s, (uint32_t)ev->arg));
 	mark_due(s, r);
-	if ((next && next->t_ns == s->now && next->kind == KV_EV_ENQUEUE) ||
-	    (s->have_pending && s->pending.t_ns == s->now))
+	if ((next && next->t_ns == s->now && next->kind == KV_EV_ENQUEUE) || more_arrivals_now(s))
 		return 0; /* another hand-over or arrival at this instant comes first */
 	return kick_due(s);
 }
 
-static int on_arrival(struct kv_sim *s, const struct kv_event *ev)
+/*
+ * Arrival a joins the cluster: checked against the context, routed, handed
+ * to its replica's front end (or rejected).  sess: its session's slot,
+ * KV_NIL for a lone request.  Returns 0 or an error code; a is not read
+ * after (the caller may reuse it).
+ */
+static int arrive(struct kv_sim *s, const struct kv_event *ev, struct kv_arrival *a, uint32_t sess)
 {
-	struct kv_arrival *a = &s->pending;
 	struct kv_replica *r;
 	struct kv_req *q;
 	int ok = check_context(s, a);
@@ -249,28 +267,85 @@ static int on_arrival(struct kv_sim *s, const struct kv_event *ev)
 	q->tenant = a->tenant;
 	q->priority = a->priority;
 	q->origin_line = a->origin_line;
+	q->session = sess;
 	kv__hashes_store(s, q, a);
 	q->mem_t0_ns = s->now;
 	q->replica = s->cfg->router->pick(s, q, &s->router_state);
+	if (sess != KV_NIL)
+		kv_sessions_set_home(s->sess, sess, q->replica); /* the first turn's replica stays its home */
 	r = &s->rep[q->replica];
 	r->n_assigned++;
 	r->outstanding_tokens += q->prompt_tokens + q->output_tokens;
 	kv__out_changed(r);
-	if (ok) {
-		frontend_arrive(s, r, q);
-		ok = 0;
-	} else {
-		ok = kv__replica_end(r, q, KV_END_REJECTED_CONTEXT);
+	if (!ok)
+		return kv__replica_end(r, q, KV_END_REJECTED_CONTEXT);
+	frontend_arrive(s, r, q);
+	return 0;
+}
+
+/* A session turn's lengths and prefix-block ids into arrival a (its request id: arrival order). */
+static void turn_arrival(struct kv_sim *s, struct kv_arrival *a, const struct kv_turn *t)
+{
+	a->id = s->arrived;
+	a->prompt_tokens = t->prompt_tokens;
+	a->output_tokens = t->output_tokens;
+	a->n_hashes = t->n_hashes;
+	a->hashes = t->hashes;
+}
+
+static int on_arrival(struct kv_sim *s, const struct kv_event *ev)
+{
+	struct kv_arrival *a = &s->pending;
+	uint32_t sess = KV_NIL;
+	int rc;
+
+	if (s->sess) { /* the arrival starts a session: its first turn */
+		struct kv_turn t;
+
+		sess = kv_sessions_start(s->sess, a->tenant, a->priority, &t);
+		turn_arrival(s, a, &t);
 	}
-	ok = ok ? ok : next_arrival(s); /* a is s->pending: read no more of it below */
-	if (ok || (s->have_pending && s->pending.t_ns == s->now))
-		return ok; /* another arrival at this instant: it is queued first */
+	rc = arrive(s, ev, a, sess);
+	rc = rc ? rc : next_arrival(s); /* a is s->pending: read no more of it below */
+	if (rc || more_arrivals_now(s))
+		return rc; /* another arrival at this instant: it is queued first */
+	return kick_due(s);
+}
+
+/*
+ * A session's next turn arrives (queued by kv__session_end): the session's
+ * tenant and priority are those of its first turn's arrival.
+ */
+static int on_turn(struct kv_sim *s, const struct kv_event *ev)
+{
+	uint32_t sess = (uint32_t)ev->arg;
+	struct kv_arrival a = { .t_ns = s->now };
+	struct kv_turn t;
+	int rc;
+
+	kv_sessions_turn(s->sess, sess, &t);
+	kv_sessions_origin(s->sess, sess, &a.tenant, &a.priority);
+	turn_arrival(s, &a, &t);
+	rc = arrive(s, ev, &a, sess);
+	if (rc || more_arrivals_now(s))
+		return rc;
 	return kick_due(s);
 }
 
 /* --- the loop ------------------------------------------------------------ */
 
 static int macro_allowed(const struct kv_sim_config *c);
+
+/* Sessions between turns: their next turns are still to arrive. */
+static uint64_t sessions_waiting(const struct kv_sim *s)
+{
+	struct kv_sessions_stats st;
+
+	if (!s->sess)
+		return 0;
+	kv_sessions_stats(s->sess, &st);
+	return st.thinking;
+}
 
 /* Spread of virtual service among backlogged tenants, accumulated per sample. */
 static void sample_service(struct kv_sim *s)
@@ -300,7 +375,7 @@ static int on_sample(struct kv_sim *s, const struct kv_event *ev)
 	sample_service(s);
 	if (s->sink.sample && s->sink.sample(s->sink.ctx, s, s->now))
 		return KV_EIO;
-	if (s->have_pending || s->n_live)
+	if (s->have_pending || s->n_live || sessions_waiting(s))
 		kv_heap_push(&s->heap, s->now + s->cfg->sample_interval_ns, KV_EV_SAMPLE, 0, 0);
 	return 0;
 }
@@ -321,6 +396,9 @@ static int dispatch(struct kv_sim *s, const struct kv_event *ev)
 		break;
 	case KV_EV_ENQUEUE: /* tokenised: joins its replica's scheduler */
 		rc = on_enqueue(s, ev);
+		break;
+	case KV_EV_TURN: /* a session's next turn */
+		rc = on_turn(s, ev);
 		break;
 	default:
 		kv__check_fail(__FILE__, __LINE__, "event kind", "unknown event %u", ev->kind);
@@ -345,6 +423,8 @@ static void final_checks(struct kv_sim *s)
 	for (i = 0; i < s->cfg->source.n_tenants; i++)
 		KV_CHECK(s->tenant[i].waiting == 0, "tenant %u still has %llu waiting", i,
 			 (unsigned long long)s->tenant[i].waiting);
+	KV_CHECK(sessions_waiting(s) == 0, "%llu sessions still wait for a turn",
+		 (unsigned long long)sessions_waiting(s));
 	KV_CHECK(ended == s->arrived && s->n_live == 0,
 		 "%llu arrived, %llu ended, %llu live", (unsigned long long)s->arrived,
 		 (unsigned long long)ended, (unsigned long long)s->n_live);
@@ -545,6 +625,11 @@ int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct 
 	}
 	if ((rc = context_bound(s)))
 		return rc;
+	if (cfg->sessions.n_classes &&
+	    (rc = kv_sessions_open(&cfg->sessions, cfg->seed,
+				   cfg->max_context_tokens ? cfg->max_context_tokens : cfg->model.max_ctx_tokens,
+				   &s->sess, &s->diag)))
+		return rc;
 	return kv_source_open(&cfg->source, cfg->seed, &s->src, &s->diag);
 }
 
@@ -565,6 +650,7 @@ void kv_sim_release(struct kv_sim *s)
 	kv__slots_release(s);
 	if (s->src)
 		kv_source_close(s->src);
+	kv_sessions_close(s->sess);
 	kv_heap_release(&s->heap);
 	kv_hist_release(&s->ttft);
 	kv_hist_release(&s->tpot);

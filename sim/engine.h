@@ -42,6 +42,7 @@
 #include "perf.h"
 #include "scheduler.h"
 #include "serving.h"
+#include "session.h"
 #include "slots.h"
 #include "source.h"
 
@@ -103,6 +104,7 @@ struct kv_req {
 	uint32_t n_hashes; /* prefix-block hashes (Mooncake hash_ids), 512 tokens each */
 	uint64_t batch_extra; /* extra_prefill_tokens its batch entry charged this iteration (a withdrawal gives them back) */
 	kv_ns fe_in_ns; /* client arrival -> its scheduler: the front end's way in (frontend.h), ns */
+	uint32_t session; /* its session's slot (session.h kv_sessions_*), KV_NIL: not in a session */
 };
 
 struct kv_sim;
@@ -189,6 +191,7 @@ struct kv_sim_config {
 	struct kv_observer observer; /* step and request-state hook (the timeline), fn NULL: none */
 	int exact_steps; /* 1: one event per iteration, no macro steps; set for any per-iteration consumer (an observer) */
 	double step_scale; /* multiplies every step's time (perf.h kv_perf.step_scale); 0 reads as 1, the default */
+	struct kv_session_spec sessions; /* multi-turn sessions (session.h); n_classes 0: none, the default */
 };
 
 /* Where results go; any callback may be NULL.  Returning nonzero stops the run with KV_EIO. */
@@ -221,6 +224,7 @@ enum kv_event_kind {
 	KV_EV_ITER_DONE, /* replica `target` ends its iteration */
 	KV_EV_SAMPLE, /* a timeseries sample is due */
 	KV_EV_ENQUEUE, /* request in slot `arg` leaves the front end for replica `target` (frontend.h) */
+	KV_EV_TURN, /* the next turn of the session in slot `arg` arrives (session.h); pushed at time 0 as arrivals */
 };
 
 /* A plugin kind's per-request state: req_size bytes per slot, in pages parallel to the slots'. */
@@ -287,6 +291,7 @@ struct kv_sim {
 	int ctx_warn; /* 1: over-capacity contexts warn (SGLang); 0: they are an error (vLLM) */
 	uint64_t ctx_over_requests; /* requests (warn) whose prompt + output exceeded ctx_cap_tokens */
 	uint64_t ctx_over_max_tokens; /* the longest such context, or max_context when it exceeds the cache; 0: none */
+	struct kv_sessions *sess; /* multi-turn sessions (cfg->sessions), NULL: none */
 };
 
 
@@ -366,6 +371,22 @@ static inline int kv_hash_iter_next(struct kv_hash_iter *it, uint64_t *h)
 	return 1;
 }
 
+
+/*
+ * Request q (in a session) ended with e: when its session has another turn,
+ * queues that turn's arrival at q's client-side finish plus the think time,
+ * at push time 0 as every arrival (so it pops before the iteration ends and
+ * samples of its instant, and same-instant arrivals keep their order).
+ */
+static inline void kv__session_end(struct kv_sim *s, const struct kv_req *q, enum kv_end e)
+{
+	kv_ns t;
+
+	if (!s->sess || q->session == KV_NIL)
+		return;
+	if (kv_sessions_ended(s->sess, q->session, e == KV_END_COMPLETED, q->finish_ns, &t))
+		kv_heap_push_at(&s->heap, t, 0, KV_EV_TURN, 0, q->session);
+}
 
 /* Tokens past the window w of a request holding kv tokens: max(0, kv - w). */
 static inline uint64_t kv_win_excess(uint64_t kv, uint64_t w)

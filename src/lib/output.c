@@ -91,8 +91,15 @@ int kv_out_open(struct kv_out *o, const char *dir, const struct kv_workload *w, 
 		if (!(o->req = open_tmp(o, KV_OUT_REQ, d)))
 			return KV_EIO;
 		setvbuf(o->req, buf_req, _IOFBF, sizeof(buf_req));
-		put_header(o, o->req, KV_OUT_REQ,
-			   kv_csv_header_requests);
+		if (w->cfg.sessions.n_classes) { /* the session columns only when there are sessions */
+			char hdr[512];
+
+			snprintf(hdr, sizeof(hdr), "%.*s,session,turn\n",
+				 (int)strcspn(kv_csv_header_requests, "\n"), kv_csv_header_requests);
+			put_header(o, o->req, KV_OUT_REQ, hdr);
+		} else {
+			put_header(o, o->req, KV_OUT_REQ, kv_csv_header_requests);
+		}
 	}
 	if (!(o->ts = open_tmp(o, KV_OUT_TS, d)))
 		return KV_EIO;

@@ -9,6 +9,7 @@
 
 #include "cfg.h"
 #include "profile_load.h"
+#include "workload_sessions.h"
 
 #include <ctype.h>
 #include <libgen.h>
@@ -733,7 +734,7 @@ static int read_tenants(struct kv_cfg_doc *doc, struct kv_cfg_node *w, struct kv
 static int read_workload(struct kv_cfg_doc *doc, struct kv_sim_config *c, struct kv_diag *d)
 {
 	static const char *const keys[] = { "requests", "duration", "oversize", "max_context",
-					    "arrival", "lengths", "tenants", NULL };
+					    "arrival", "lengths", "tenants", "sessions", NULL };
 	static const char *const oversize[] = { "error", "reject", "clip", NULL };
 	struct kv_cfg_node *w = kv_cfg_get(doc->root, "workload");
 	struct kv_source_spec *s = &c->source;
@@ -757,6 +758,8 @@ static int read_workload(struct kv_cfg_doc *doc, struct kv_sim_config *c, struct
 		TRY(read_lengths(doc, NULL, &s->lengths, d));
 	}
 	TRY(read_tenants(doc, w, s, d));
+	if (kv_cfg_get(w, "sessions")) /* multi-turn sessions: each arrival starts one */
+		TRY(kv__workload_sessions(kv_cfg_get(w, "sessions"), &c->sessions, d));
 	if (!s->requests && !s->duration_ns && s->arrival != KV_ARRIVAL_TRACE)
 		return kv_cfg_error(w, d, "no end: expected `requests:` or `duration:` (or a timestamped trace)");
 	return 0;

@@ -1,0 +1,48 @@
+/*
+ * router_session.c -- session affinity: a session's later turns go to the
+ * replica that served its first turn, where its earlier turns' prefix
+ * blocks are cached; a first turn, a request outside a session, and a turn
+ * whose home replica is no longer available go where
+ * least-outstanding-tokens sends them.
+ *
+ *   replica(q) = home(session(q))   if q is a later turn and its home serves
+ *              = argmin_i outstanding_tokens(i)   otherwise (lowest index on ties)
+ *
+ * The home is recorded by the engine when a session's first turn is routed
+ * (session.h kv_sessions_set_home) and kept for the session's life.  This
+ * is the sticky-session policy of llm-d's inference scheduler (session
+ * affinity scorer: a session token in the request pins it to the endpoint
+ * that served the session, https://llm-d.ai/docs/architecture/Components/inf-scheduler)
+ * and of Dynamo's router (dynamo-llm src/session_affinity: a session id
+ * bound to a worker, https://docs.rs/crate/dynamo-llm/1.4.0/source/src/session_affinity/coordinator.rs),
+ * with load alone deciding the first placement.  Affinity ignores load:
+ * a long session keeps its replica however busy it is (the prefix-aware
+ * routers weigh the two).
+ */
+#include "replica.h"
+
+extern const struct kv_router_ops kv_router_lot; /* router.c: the fallback */
+
+/* Whether replica i can take a session's turn (every replica today: none is drained). */
+static int serves(const struct kv_sim *s, uint32_t i)
+{
+	return i < s->n_rep;
+}
+
+static uint32_t session_pick(struct kv_sim *s, const struct kv_req *q, uint64_t *state)
+{
+	if (s->sess && q->session != KV_NIL) {
+		uint32_t home = kv_sessions_home(s->sess, q->session);
+
+		if (home != KV_NIL && serves(s, home))
+			return home;
+	}
+	return kv_router_lot.pick(s, q, state);
+}
+
+const struct kv_router_ops kv_router_session = {
+	.name = "session-affinity",
+	.desc = "a session's later turns join the replica of its first turn; first turns and lone requests go to the fewest outstanding tokens (llm-d, Dynamo session affinity)",
+	.pick = session_pick,
+	.flags = KV_PLUGIN_F_ROUTE_OUTSTANDING, /* reads outstanding_tokens (the fallback) only */
+};
