@@ -234,6 +234,27 @@ static int on_enqueue(struct kv_sim *s, const struct kv_event *ev)
 }
 
 /*
+ * A replayed request's session under sessions.chains: its prefix chain
+ * (reuse.h; the chain's first request's index), its place in it in
+ * q->turn.  The chain's home starts unset.
+ */
+static uint32_t chain_of(struct kv_sim *s, struct kv_req *q, const struct kv_arrival *a)
+{
+	uint32_t root = kv_reuse_add(s->chains, s->now, a->prompt_tokens, a->output_tokens,
+				     a->hashes, a->n_hashes, &q->turn);
+
+	if (root >= s->n_chain_home) {
+		uint32_t i, old = s->n_chain_home;
+
+		s->n_chain_home = old ? 2 * old : 1024;
+		s->chain_home = kv_xrealloc(s->chain_home, s->n_chain_home * sizeof(*s->chain_home));
+		for (i = old; i < s->n_chain_home; i++)
+			s->chain_home[i] = KV_NIL;
+	}
+	return root;
+}
+
+/*
  * Arrival a joins the cluster: checked against the context, routed, handed
  * to its replica's front end (or rejected).  sess: its session's slot,
  * KV_NIL for a lone request.  Returns 0 or an error code; a is not read
@@ -268,11 +289,17 @@ static int arrive(struct kv_sim *s, const struct kv_event *ev, struct kv_arrival
 	q->priority = a->priority;
 	q->origin_line = a->origin_line;
 	q->session = sess;
+	if (sess != KV_NIL && s->sess)
+		q->turn = kv_sessions_turn_index(s->sess, sess);
+	else if (s->chains)
+		q->session = chain_of(s, q, a);
 	kv__hashes_store(s, q, a);
 	q->mem_t0_ns = s->now;
 	q->replica = s->cfg->router->pick(s, q, &s->router_state);
 	if (sess != KV_NIL)
 		kv_sessions_set_home(s->sess, sess, q->replica); /* the first turn's replica stays its home */
+	else if (s->chains && s->chain_home[q->session] == KV_NIL)
+		s->chain_home[q->session] = q->replica; /* a chain's first request: its home */
 	r = &s->rep[q->replica];
 	r->n_assigned++;
 	r->outstanding_tokens += q->prompt_tokens + q->output_tokens;
@@ -630,6 +657,8 @@ int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct 
 				   cfg->max_context_tokens ? cfg->max_context_tokens : cfg->model.max_ctx_tokens,
 				   &s->sess, &s->diag)))
 		return rc;
+	if (cfg->sessions.chains)
+		s->chains = kv_reuse_new();
 	return kv_source_open(&cfg->source, cfg->seed, &s->src, &s->diag);
 }
 
@@ -651,6 +680,8 @@ void kv_sim_release(struct kv_sim *s)
 	if (s->src)
 		kv_source_close(s->src);
 	kv_sessions_close(s->sess);
+	kv_reuse_free(s->chains);
+	free(s->chain_home);
 	kv_heap_release(&s->heap);
 	kv_hist_release(&s->ttft);
 	kv_hist_release(&s->tpot);

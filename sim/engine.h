@@ -42,6 +42,7 @@
 #include "perf.h"
 #include "scheduler.h"
 #include "serving.h"
+#include "reuse.h"
 #include "session.h"
 #include "slots.h"
 #include "source.h"
@@ -104,7 +105,8 @@ struct kv_req {
 	uint32_t n_hashes; /* prefix-block hashes (Mooncake hash_ids), 512 tokens each */
 	uint64_t batch_extra; /* extra_prefill_tokens its batch entry charged this iteration (a withdrawal gives them back) */
 	kv_ns fe_in_ns; /* client arrival -> its scheduler: the front end's way in (frontend.h), ns */
-	uint32_t session; /* its session's slot (session.h kv_sessions_*), KV_NIL: not in a session */
+	uint32_t session; /* its session: the slot of a generated one (session.h), or its prefix chain (the chain's first request's index, reuse.h); KV_NIL: none */
+	uint32_t turn; /* its turn in its session, 0 first (0 outside sessions) */
 };
 
 struct kv_sim;
@@ -292,6 +294,9 @@ struct kv_sim {
 	uint64_t ctx_over_requests; /* requests (warn) whose prompt + output exceeded ctx_cap_tokens */
 	uint64_t ctx_over_max_tokens; /* the longest such context, or max_context when it exceeds the cache; 0: none */
 	struct kv_sessions *sess; /* multi-turn sessions (cfg->sessions), NULL: none */
+	struct kv_reuse *chains; /* cfg->sessions.chains: arrivals' prefix chains, NULL: off */
+	uint32_t *chain_home; /* per chain (its first request's index): the replica of that request */
+	uint32_t n_chain_home; /* entries of chain_home allocated */
 };
 
 
@@ -371,6 +376,16 @@ static inline int kv_hash_iter_next(struct kv_hash_iter *it, uint64_t *h)
 	return 1;
 }
 
+
+/* The replica that served q's session's first request, KV_NIL when none (or not in a session). */
+static inline uint32_t kv_session_home(const struct kv_sim *s, const struct kv_req *q)
+{
+	if (q->session == KV_NIL)
+		return KV_NIL;
+	if (s->sess)
+		return kv_sessions_home(s->sess, q->session);
+	return s->chain_home ? s->chain_home[q->session] : KV_NIL;
+}
 
 /*
  * Request q (in a session) ended with e: when its session has another turn,

@@ -21,6 +21,7 @@ struct rec {
 	double reuse; /* leading seen ids / ids */
 	uint32_t parent; /* parent request, UINT32_MAX: starts a chain */
 	uint32_t root; /* the chain's first request */
+	uint32_t depth; /* place in the chain, 0 first */
 };
 
 struct kv_reuse {
@@ -80,8 +81,8 @@ static void grow(struct kv_reuse *r)
 	free(old);
 }
 
-void kv_reuse_add(struct kv_reuse *r, kv_ns t_ns, uint64_t prompt_tokens, uint64_t output_tokens,
-		  const uint64_t *ids, uint32_t n)
+uint32_t kv_reuse_add(struct kv_reuse *r, kv_ns t_ns, uint64_t prompt_tokens,
+		      uint64_t output_tokens, const uint64_t *ids, uint32_t n, uint32_t *depth)
 {
 	uint32_t i, lead = 0, me = (uint32_t)r->n;
 	struct rec *x;
@@ -96,11 +97,13 @@ void kv_reuse_add(struct kv_reuse *r, kv_ns t_ns, uint64_t prompt_tokens, uint64
 	x->output = output_tokens;
 	x->parent = UINT32_MAX;
 	x->root = me;
+	x->depth = 0;
 	while (lead < n && find(r, ids[lead])->key)
 		lead++;
 	if (lead) {
 		x->parent = find(r, ids[lead - 1])->req;
 		x->root = r->rec[x->parent].root;
+		x->depth = r->rec[x->parent].depth + 1;
 	}
 	x->reuse = n ? (double)lead / n : 0;
 	for (i = 0; i < n; i++) {
@@ -119,6 +122,9 @@ void kv_reuse_add(struct kv_reuse *r, kv_ns t_ns, uint64_t prompt_tokens, uint64
 		s->req = me;
 	}
 	r->blocks += n;
+	if (depth)
+		*depth = x->depth;
+	return x->root;
 }
 
 static int cmp_dbl(const void *a, const void *b)

@@ -28,9 +28,13 @@ struct kv_reuse;
 struct kv_reuse *kv_reuse_new(void);
 void kv_reuse_free(struct kv_reuse *r); /* NULL: no-op */
 
-/* One request, in arrival order: t_ns, prompt and output tokens, its n prefix-block ids. */
-void kv_reuse_add(struct kv_reuse *r, kv_ns t_ns, uint64_t prompt_tokens, uint64_t output_tokens,
-		  const uint64_t *ids, uint32_t n);
+/*
+ * One request, in arrival order: t_ns, prompt and output tokens, its n
+ * prefix-block ids.  Returns its chain: the index (0, 1, ... in the order
+ * added) of the chain's first request; *depth its place in the chain (0 first).
+ */
+uint32_t kv_reuse_add(struct kv_reuse *r, kv_ns t_ns, uint64_t prompt_tokens,
+		      uint64_t output_tokens, const uint64_t *ids, uint32_t n, uint32_t *depth);
 
 /* The figures, by name (kv_reuse_names[]), after the last request. */
 struct kv_reuse_stats {

@@ -9,7 +9,10 @@
  *              = argmin_i outstanding_tokens(i)   otherwise (lowest index on ties)
  *
  * The home is recorded by the engine when a session's first turn is routed
- * (session.h kv_sessions_set_home) and kept for the session's life.  This
+ * (session.h kv_sessions_set_home) and kept for the session's life; on a
+ * replayed trace with workload.arrival.sessions: prefix-chains, a request's
+ * session is its prefix chain (reuse.h: the requests whose leading blocks
+ * continue one another) and the home is that of the chain's first request.  This
  * is the sticky-session policy of llm-d's inference scheduler (session
  * affinity scorer: a session token in the request pins it to the endpoint
  * that served the session, https://llm-d.ai/docs/architecture/Components/inf-scheduler)
@@ -31,12 +34,10 @@ static int serves(const struct kv_sim *s, uint32_t i)
 
 static uint32_t session_pick(struct kv_sim *s, const struct kv_req *q, uint64_t *state)
 {
-	if (s->sess && q->session != KV_NIL) {
-		uint32_t home = kv_sessions_home(s->sess, q->session);
+	uint32_t home = kv_session_home(s, q);
 
-		if (home != KV_NIL && serves(s, home))
-			return home;
-	}
+	if (home != KV_NIL && serves(s, home))
+		return home;
 	return kv_router_lot.pick(s, q, state);
 }
 

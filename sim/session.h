@@ -71,7 +71,8 @@ struct kv_session_class {
 };
 
 struct kv_session_spec {
-	uint32_t n_classes; /* 0: no sessions (every arrival is a lone request) */
+	uint32_t n_classes; /* 0: no sessions generated (every arrival is a lone request) */
+	int chains; /* 1: a trace's requests form sessions by prefix chains (reuse.h), no generation; default 0 */
 	uint64_t hash_block_tokens; /* tokens one hash id covers, default 512 (Mooncake; match cache.hash_block_tokens) */
 	struct kv_session_class cls[KV_MAX_SESSION_CLASSES];
 };

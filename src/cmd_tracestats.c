@@ -26,7 +26,7 @@ static int feed_trace(struct kv_reuse *r, const char *path, enum kv_trace_format
 	if (rc)
 		return rc;
 	while ((rc = kv_trace_next(t, &row, d)) > 0)
-		kv_reuse_add(r, row.t_ns, row.prompt_tokens, row.output_tokens, row.hashes, row.n_hashes);
+		kv_reuse_add(r, row.t_ns, row.prompt_tokens, row.output_tokens, row.hashes, row.n_hashes, NULL);
 	kv_trace_close(t);
 	return rc;
 }
@@ -38,10 +38,10 @@ static void feed_session(struct kv_reuse *r, struct kv_sessions *ss, const struc
 	kv_ns now = a->t_ns;
 	uint32_t slot = kv_sessions_start(ss, a->tenant, a->priority, &t);
 
-	kv_reuse_add(r, now, t.prompt_tokens, t.output_tokens, t.hashes, t.n_hashes);
+	kv_reuse_add(r, now, t.prompt_tokens, t.output_tokens, t.hashes, t.n_hashes, NULL);
 	while (kv_sessions_ended(ss, slot, 1, now, &now)) {
 		kv_sessions_turn(ss, slot, &t);
-		kv_reuse_add(r, now, t.prompt_tokens, t.output_tokens, t.hashes, t.n_hashes);
+		kv_reuse_add(r, now, t.prompt_tokens, t.output_tokens, t.hashes, t.n_hashes, NULL);
 	}
 }
 

@@ -195,13 +195,13 @@ static int write_request(void *ctx, const struct kv_sim *s, const struct kv_req 
 	*p++ = ',';
 	if (done) /* the front end's way out, frontend.h */
 		p = put_sec(p, s->rep[q->replica].fe.out_ns + s->rep[q->replica].fe.extra_ns);
-	if (s->sess) { /* its session's id and turn (0 first); empty outside sessions */
+	if (s->sess || s->chains) { /* its session's id and turn (0 first); empty outside sessions */
 		*p++ = ',';
 		if (q->session != KV_NIL)
-			p = put_u64(p, kv_sessions_id(s->sess, q->session));
+			p = put_u64(p, s->sess ? kv_sessions_id(s->sess, q->session) : q->session);
 		*p++ = ',';
 		if (q->session != KV_NIL)
-			p = put_u64(p, kv_sessions_turn_index(s->sess, q->session));
+			p = put_u64(p, q->turn);
 	}
 	*p++ = '\n';
 	/* the stream is this thread's alone: no lock per row */

@@ -91,7 +91,7 @@ int kv_out_open(struct kv_out *o, const char *dir, const struct kv_workload *w, 
 		if (!(o->req = open_tmp(o, KV_OUT_REQ, d)))
 			return KV_EIO;
 		setvbuf(o->req, buf_req, _IOFBF, sizeof(buf_req));
-		if (w->cfg.sessions.n_classes) { /* the session columns only when there are sessions */
+		if (w->cfg.sessions.n_classes || w->cfg.sessions.chains) { /* the session columns only with sessions */
 			char hdr[512];
 
 			snprintf(hdr, sizeof(hdr), "%.*s,session,turn\n",

@@ -637,7 +637,7 @@ static int read_arrival(struct kv_cfg_doc *doc, struct kv_cfg_node *w, struct kv
 			struct kv_diag *d)
 {
 	static const char *const keys[] = { "process", "rate", "cv", "trace", "format",
-					    "time_scale", NULL };
+					    "time_scale", "sessions", NULL };
 	static const char *const procs[] = { "poisson", "gamma", "trace", NULL };
 	struct kv_cfg_node *n = kv_cfg_get(w, "arrival");
 	int i;
@@ -760,6 +760,7 @@ static int read_workload(struct kv_cfg_doc *doc, struct kv_sim_config *c, struct
 	TRY(read_tenants(doc, w, s, d));
 	if (kv_cfg_get(w, "sessions")) /* multi-turn sessions: each arrival starts one */
 		TRY(kv__workload_sessions(kv_cfg_get(w, "sessions"), &c->sessions, d));
+	TRY(kv__workload_chains(kv_cfg_get(w, "arrival"), s->arrival == KV_ARRIVAL_TRACE, &c->sessions, d));
 	if (!s->requests && !s->duration_ns && s->arrival != KV_ARRIVAL_TRACE)
 		return kv_cfg_error(w, d, "no end: expected `requests:` or `duration:` (or a timestamped trace)");
 	return 0;

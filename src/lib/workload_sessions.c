@@ -166,3 +166,20 @@ int kv__workload_sessions(struct kv_cfg_node *n, struct kv_session_spec *sp, str
 	sp->n_classes = i;
 	return 0;
 }
+
+int kv__workload_chains(struct kv_cfg_node *n, int is_trace, struct kv_session_spec *sp,
+			struct kv_diag *d)
+{
+	static const char *const modes[] = { "none", "prefix-chains", NULL };
+	int m;
+
+	TRY(kv_cfg_enum(n, "sessions", modes, 0, &m, d));
+	sp->chains = m;
+	if (m && !is_trace)
+		return kv_cfg_error(kv_cfg_get(n, "sessions"), d,
+				    "prefix-chains with a generated arrival: expected process: trace (a generated workload's sessions come from workload.sessions)");
+	if (m && sp->n_classes)
+		return kv_cfg_error(kv_cfg_get(n, "sessions"), d,
+				    "prefix-chains beside workload.sessions: expected one of the two (a session workload's turns already carry their sessions)");
+	return 0;
+}

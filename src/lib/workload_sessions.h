@@ -30,4 +30,13 @@ extern const struct kv_session_key kv_session_keys[];
  */
 int kv__workload_sessions(struct kv_cfg_node *n, struct kv_session_spec *sp, struct kv_diag *d);
 
+/*
+ * Reads `sessions:` of the arrival mapping n (none, the default, or
+ * prefix-chains: a replayed trace's requests form sessions by their prefix
+ * chains) into sp->chains; prefix-chains needs a trace arrival (is_trace)
+ * and no workload.sessions.  0 or KV_EINVAL with d filled.
+ */
+int kv__workload_chains(struct kv_cfg_node *n, int is_trace, struct kv_session_spec *sp,
+			struct kv_diag *d);
+
 #endif /* KV_WORKLOAD_SESSIONS_H */
