@@ -19,6 +19,9 @@
 #     under vllm-v0, vllm (no prefix cache) and sglang with full and chunked,
 #     and under vtc (one tenant); chunked with offload (swap, serial and
 #     overlapped copies), also under tests/data/macro/tenants.yaml with vtc;
+#   - multi-turn sessions: workloads/sessions-chat.yaml under every engine and
+#     scheduler, sessions-agent.yaml under every engine, and the Mooncake
+#     synthetic trace's prefix chains with session affinity;
 #   - a windowed model: Gemma-2-9B with its window cut to 200 tokens (so
 #     contexts pass it), under every engine and cache model.
 # Compared: every *.csv the run writes (requests, timeseries, summary with
@@ -119,6 +122,13 @@ pair() {
   for ov in false true; do # an offloading cache: preempted requests swap out and back in (\' passes xargs)
     echo "pair off/$ov $src/bench/million.yaml --set workload.requests=5000 --set workload.arrival.rate=80 --set \\'cache={name: chunked, offload: true, overlap: $ov}\\'"
     echo "pair off/mt/$ov $src/tests/data/macro/tenants.yaml --set engine=vllm-v0 --set scheduler.name=vtc --set \\'cache={name: chunked, offload: true, overlap: $ov}\\'"
+  done
+  for e in "${engines[@]}"; do # sessions: closed-loop turns, and a trace's prefix chains
+    for sc in "${scheds[@]}"; do
+      echo "pair sess/$e/$sc $src/workloads/sessions-chat.yaml --set workload.requests=100 --set engine=$e --set scheduler.name=$sc"
+    done
+    echo "pair sess-agent/$e $src/workloads/sessions-agent.yaml --set workload.requests=40 --set engine=$e"
+    echo "pair chains/$e $src/workloads/mooncake-synthetic.yaml --set workload.requests=300 --set engine=$e --set cluster.router=session-affinity --set workload.arrival.sessions=prefix-chains"
   done
   for e in "${engines[@]}"; do
     for c in "${caches[@]}"; do
