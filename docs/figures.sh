@@ -86,6 +86,9 @@ tables=(
   "kv-capacity|docs/memory.md|0|bash configs/memory/kv-capacity.sh KVSIM"
   "fairness|docs/schedulers.md|1|bash configs/experiments/fairness.sh KVSIM"
   "preempt-attribution|docs/schedulers.md|1|bash configs/experiments/preempt-attribution.sh KVSIM"
+  "sessions-fit|docs/cluster.md|1|bash docs/cluster/sessions.sh KVSIM fit"
+  "sessions-classes|docs/cluster.md|1|bash docs/cluster/sessions.sh KVSIM classes"
+  "sessions-routing|docs/cluster.md|1|bash docs/cluster/sessions.sh KVSIM routing"
   "sweep-200|docs/sweeps.md|2|sweep_means workloads/sweep-200.yaml ttft_p99_s scheduler.name cache.name"
 )
 
