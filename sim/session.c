@@ -14,6 +14,8 @@
 
 #include <gsl/gsl_randist.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,32 +64,40 @@ const char *kv_dist_name(enum kv_dist_kind k)
 
 /* ---- checking ------------------------------------------------------------ */
 
-static int dist_error(struct kv_diag *d, uint32_t i, const char *key, const char *fmt, double v)
+static int dist_error(struct kv_diag *d, uint32_t i, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* Fills d for workload.sessions[i].key.  Returns KV_EINVAL. */
+static int dist_error(struct kv_diag *d, uint32_t i, const char *key, const char *fmt, ...)
 {
-	char field[96];
+	char field[96], msg[256];
+	va_list ap;
 
 	snprintf(field, sizeof(field), "workload.sessions[%u].%s", i, key);
-	return kv_diag_set(d, KV_EINVAL, NULL, 0, 0, field, fmt, v);
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return kv_diag_set(d, KV_EINVAL, NULL, 0, 0, field, "%s", msg);
 }
 
-/* d is a valid distribution whose draws stay >= lo.  0 or KV_EINVAL. */
+/* x is a valid distribution whose draws stay >= lo.  0 or KV_EINVAL. */
 static int check_dist(const struct kv_dist *x, uint32_t i, const char *key, double lo,
 		      struct kv_diag *d)
 {
-	if (!isfinite(x->mean) || x->mean < lo)
-		return dist_error(d, i, key, "bad mean %g: expected a finite value at least the least allowed", x->mean);
-	if (!isfinite(x->min) || x->min < lo || !isfinite(x->max) || x->max < 0)
-		return dist_error(d, i, key, "bad min %g: expected min >= the least allowed and max >= 0", x->min);
-	if (x->max > 0 && x->max < x->min)
-		return dist_error(d, i, key, "bad max %g: expected max >= min (or 0: none)", x->max);
-	if (x->kind == KV_DIST_LOGNORMAL && (!isfinite(x->sigma) || x->sigma < 0 || x->mean <= 0))
-		return dist_error(d, i, key, "bad sigma %g: expected sigma >= 0 and mean > 0", x->sigma);
-	if ((x->kind == KV_DIST_EXPONENTIAL || x->kind == KV_DIST_GEOMETRIC) && x->mean < x->min)
-		return dist_error(d, i, key, "bad mean %g: expected mean >= min", x->mean);
-	if (x->kind == KV_DIST_UNIFORM && !(x->max >= x->min && x->max > 0))
-		return dist_error(d, i, key, "bad max %g: a uniform distribution needs max >= min and max > 0", x->max);
 	if ((unsigned)x->kind > KV_DIST_GEOMETRIC)
-		return dist_error(d, i, key, "bad kind %g: expected fixed, uniform, exponential, lognormal or geometric", (double)x->kind);
+		return dist_error(d, i, key, "bad kind %d: expected fixed, uniform, exponential, lognormal or geometric", (int)x->kind);
+	if (!isfinite(x->mean) || x->mean < lo)
+		return dist_error(d, i, key, "bad mean %g: expected a finite value >= %g", x->mean, lo);
+	if (!isfinite(x->min) || x->min < lo || !isfinite(x->max) || x->max < 0)
+		return dist_error(d, i, key, "bad bounds [%g, %g]: expected min >= %g and max >= 0 (0: none)", x->min, x->max, lo);
+	if (x->max > 0 && x->max < x->min)
+		return dist_error(d, i, key, "bad bounds [%g, %g]: expected min <= max (max 0: none)", x->min, x->max);
+	if (x->kind == KV_DIST_LOGNORMAL && (!isfinite(x->sigma) || x->sigma < 0 || x->mean <= 0))
+		return dist_error(d, i, key, "bad lognormal (mean %g, sigma %g): expected mean > 0 and sigma >= 0", x->mean, x->sigma);
+	if ((x->kind == KV_DIST_EXPONENTIAL || x->kind == KV_DIST_GEOMETRIC) && x->mean < x->min)
+		return dist_error(d, i, key, "bad mean %g: expected mean >= min (%g)", x->mean, x->min);
+	if (x->kind == KV_DIST_UNIFORM && !(x->max > 0))
+		return dist_error(d, i, key, "bad uniform [%g, %g]: expected max > 0 and min <= max", x->min, x->max);
 	return 0;
 }
 
@@ -102,9 +112,9 @@ static int check_class(const struct kv_session_class *c, uint32_t i, struct kv_d
 	    (rc = check_dist(&c->think, i, "think", 0, d)))
 		return rc;
 	if (c->turns.max > KV_SESSION_MAX_TURNS || c->turns.mean > KV_SESSION_MAX_TURNS)
-		return dist_error(d, i, "turns", "bad value %g: expected at most 1000000 turns (max)", KV_MAX(c->turns.max, c->turns.mean));
+		return dist_error(d, i, "turns", "bad value %g: expected at most %d turns", KV_MAX(c->turns.max, c->turns.mean), KV_SESSION_MAX_TURNS);
 	if (!c->turns.max && c->turns.kind != KV_DIST_FIXED)
-		return dist_error(d, i, "turns.max", "missing (%g): a drawn turn count needs a max", 0.0);
+		return dist_error(d, i, "turns.max", "missing: a drawn turn count needs a max (at most %d)", KV_SESSION_MAX_TURNS);
 	return 0;
 }
 
