@@ -22,6 +22,7 @@ struct rec {
 	uint32_t parent; /* parent request, UINT32_MAX: starts a chain */
 	uint32_t root; /* the chain's first request */
 	uint32_t depth; /* place in the chain, 0 first */
+	uint32_t n; /* its ids */
 };
 
 struct kv_reuse {
@@ -30,6 +31,7 @@ struct kv_reuse {
 	struct rec *rec; /* per request */
 	size_t n, rec_cap;
 	uint64_t blocks, seen; /* ids; ids seen before */
+	uint64_t reusing; /* requests with a leading seen id */
 };
 
 struct kv_reuse *kv_reuse_new(void)
@@ -98,14 +100,20 @@ uint32_t kv_reuse_add(struct kv_reuse *r, kv_ns t_ns, uint64_t prompt_tokens,
 	x->parent = UINT32_MAX;
 	x->root = me;
 	x->depth = 0;
+	x->n = n;
 	while (lead < n && find(r, ids[lead])->key)
 		lead++;
 	if (lead) {
-		x->parent = find(r, ids[lead - 1])->req;
-		x->root = r->rec[x->parent].root;
-		x->depth = r->rec[x->parent].depth + 1;
+		uint32_t p = find(r, ids[lead - 1])->req;
+
+		if (2 * (uint64_t)lead >= r->rec[p].n) { /* it continues p, not just p's system prompt */
+			x->parent = p;
+			x->root = r->rec[p].root;
+			x->depth = r->rec[p].depth + 1;
+		}
 	}
 	x->reuse = n ? (double)lead / n : 0;
+	r->reusing += lead > 0;
 	for (i = 0; i < n; i++) {
 		struct slot *s = find(r, ids[i]);
 
@@ -207,18 +215,16 @@ static void turns(const struct kv_reuse *r, struct kv_reuse_stats *st, double *v
 void kv_reuse_stats(struct kv_reuse *r, struct kv_reuse_stats *st)
 {
 	double *v = kv_xmalloc((r->n ? r->n : 1) * sizeof(*v));
-	size_t i, reusing = 0;
+	size_t i;
 
 	memset(st, 0, sizeof(*st));
 	st->requests = r->n;
 	st->blocks = r->blocks;
 	st->blocks_seen = r->seen;
 	st->seen_share = r->blocks ? (double)r->seen / (double)r->blocks : 0;
-	for (i = 0; i < r->n; i++) {
+	for (i = 0; i < r->n; i++)
 		v[i] = r->rec[i].reuse;
-		reusing += r->rec[i].parent != UINT32_MAX;
-	}
-	st->requests_reusing = r->n ? (double)reusing / (double)r->n : 0;
+	st->requests_reusing = r->n ? (double)r->reusing / (double)r->n : 0;
 	st->reuse_mean = mean(v, r->n);
 	st->reuse_p50 = quant(v, r->n, 0.5);
 	st->reuse_p90 = quant(v, r->n, 0.9);

@@ -11,8 +11,11 @@
  *   - each request's reused share (its leading run of seen ids over its
  *     ids) and prompt length, as quantiles;
  *   - the prefix-chain structure: a request whose first k ids were seen
- *     (k >= 1) continues the latest request that carried its k-th id (its
- *     parent); a request with k = 0 starts a chain.  Chains are sessions
+ *     (k >= 1) continues the latest request p that carried its k-th id (its
+ *     parent) when k is at least half of p's ids; otherwise (k = 0, or a
+ *     shared system prompt shorter than that) it starts a chain.  Without
+ *     the half rule every request of a trace whose prompts open with one
+ *     system prompt would join one chain (Mooncake's conversation trace).  Chains are sessions
  *     when turns extend one another: turns per chain, the gap from parent
  *     to child arrival, and the growth of the prompt over the parent's.
  * Memory grows with the distinct ids and the requests (an offline tool,

@@ -138,7 +138,8 @@ static const char ts_desc[] =
 	"arrives). blocks_seen_share is the share of prefix-block ids some earlier\n"
 	"request carried (an infinite cache's block hit rate); a request whose\n"
 	"leading k >= 1 ids were seen continues the latest request that carried its\n"
-	"k-th (its parent), and chains of parents are the turn structure\n"
+	"k-th (its parent) when k is at least half of the parent's ids, and chains of\n"
+	"parents are the turn structure\n"
 	"(docs/cluster.md, Multi-turn sessions).\n";
 
 int kv_cmd_trace_stats(int argc, char **argv)

@@ -90,6 +90,8 @@ for i, r in enumerate(rows):  # the chain rule of sim/reuse.c
     while k < len(h) and h[k] in owner:
         k += 1
     p = owner[h[k - 1]] if k else -1
+    if p >= 0 and 2 * k < len(rows[p]["hash_ids"]):
+        p = -1  # a shared start shorter than half the parent's ids: a system prompt
     parent.append(p); root.append(root[p] if p >= 0 else i)
     for x in h:
         owner[x] = i

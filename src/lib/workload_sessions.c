@@ -100,12 +100,13 @@ static double least(const char *key)
 	return !strcmp(key, "input") || !strcmp(key, "think") ? 0 : 1;
 }
 
-static int read_class(struct kv_cfg_node *n, struct kv_session_class *c, uint32_t i,
+/* A class at n: the whole `sessions:` mapping (top: hash_block_tokens beside) or an item. */
+static int read_class(struct kv_cfg_node *n, struct kv_session_class *c, uint32_t i, int top,
 		      struct kv_diag *d)
 {
 	static const char *const keys[] = { "name", "share", "kind", "turns", "first", "input",
 					    "output", "think", "shared_prefix",
-					    "hash_block_tokens", "classes", NULL };
+					    "hash_block_tokens", NULL };
 	static const char *const kinds[] = { "chat", "agent", NULL };
 	struct kv_dist *dst[] = { &c->turns, &c->first, &c->input, &c->output, &c->think };
 	const struct kv_session_key *k;
@@ -113,6 +114,9 @@ static int read_class(struct kv_cfg_node *n, struct kv_session_class *c, uint32_
 	int kind;
 
 	TRY(kv_cfg_expect_map(n, d));
+	if (!top && n->type == KV_CFG_MAP && kv_cfg_get(n, "hash_block_tokens"))
+		return kv_cfg_error(kv_cfg_get(n, "hash_block_tokens"), d,
+				    "inside a class: expected hash_block_tokens beside classes (one block size for every class)");
 	TRY(kv_cfg_check_keys(n, keys, d));
 	snprintf(def, sizeof(def), "s%u", i);
 	TRY(kv_cfg_str(n, "name", def, c->name, sizeof(c->name), d));
@@ -149,7 +153,7 @@ int kv__workload_sessions(struct kv_cfg_node *n, struct kv_session_spec *sp, str
 	cl = kv_cfg_get(n, "classes");
 	if (!cl) {
 		sp->n_classes = 1;
-		return read_class(n, &sp->cls[0], 0, d);
+		return read_class(n, &sp->cls[0], 0, 1, d);
 	}
 	TRY(kv_cfg_expect_seq(cl, d));
 	if (cl->n_children == 0 || cl->n_children > KV_MAX_SESSION_CLASSES)
@@ -158,11 +162,8 @@ int kv__workload_sessions(struct kv_cfg_node *n, struct kv_session_spec *sp, str
 	for (it = n->child; it; it = it->next) /* beside classes, only hash_block_tokens */
 		if (it != cl && strcmp(it->key, "hash_block_tokens"))
 			return kv_cfg_error(it, d, "unknown key '%s' beside classes: expected hash_block_tokens or classes (a class's keys go in its item)", it->key);
-	for (it = cl->child; it; it = it->next, i++) {
-		if (it->type == KV_CFG_MAP && (kv_cfg_get(it, "classes") || kv_cfg_get(it, "hash_block_tokens")))
-			return kv_cfg_error(it, d, "a class item with classes or hash_block_tokens: expected those beside classes, not inside an item");
-		TRY(read_class(it, &sp->cls[i], i, d));
-	}
+	for (it = cl->child; it; it = it->next, i++)
+		TRY(read_class(it, &sp->cls[i], i, 0, d));
 	sp->n_classes = i;
 	return 0;
 }
