@@ -593,6 +593,22 @@ static int context_bound(struct kv_sim *s)
 			   kv_mem_model_name(c->mem.model), (unsigned long long)s->ctx_cap_tokens);
 }
 
+/*
+ * The session generator (session.h), its turns bounded by the served
+ * context and, where a longer request would stop the run (vLLM's start-up
+ * rule, context_bound), by what one replica's KV cache holds: a session
+ * ends before a turn that would not fit.  0 or KV_EINVAL with s->diag.
+ */
+static int open_sessions(struct kv_sim *s)
+{
+	const struct kv_sim_config *c = s->cfg;
+	uint64_t ctx = c->max_context_tokens ? c->max_context_tokens : c->model.max_ctx_tokens;
+
+	if (!s->ctx_warn && s->ctx_cap_tokens && s->ctx_cap_tokens < ctx)
+		ctx = s->ctx_cap_tokens;
+	return kv_sessions_open(&c->sessions, c->seed, ctx, &s->sess, &s->diag);
+}
+
 int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct kv_sink *sink)
 {
 	uint32_t i;
@@ -652,10 +668,7 @@ int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct 
 	}
 	if ((rc = context_bound(s)))
 		return rc;
-	if (cfg->sessions.n_classes &&
-	    (rc = kv_sessions_open(&cfg->sessions, cfg->seed,
-				   cfg->max_context_tokens ? cfg->max_context_tokens : cfg->model.max_ctx_tokens,
-				   &s->sess, &s->diag)))
+	if (cfg->sessions.n_classes && (rc = open_sessions(s)))
 		return rc;
 	if (cfg->sessions.chains)
 		s->chains = kv_reuse_new();

@@ -480,6 +480,24 @@ START_TEST(prefix_chains)
 }
 END_TEST
 
+/* A session ends before a turn its replica's KV cache could not hold (vLLM would refuse the run). */
+START_TEST(kv_capacity_ends_sessions)
+{
+	static const char y[] =
+		"model: tiny\ndevice: a100-80g\nengine: vllm\nmemory: {kv_tokens: 1600}\n"
+		"workload:\n  requests: 3\n  arrival: {process: poisson, rate: 1}\n"
+		"  sessions: {turns: 10, first: 1000, input: 100, output: 50, think: 1s}\n";
+	unsigned i;
+
+	run_yaml(y, NULL, 0, 0, 1, &rec_a);
+	ck_assert_uint_gt(rec_a.n, 3);
+	for (i = 0; i < rec_a.n; i++)
+		ck_assert_msg(rec_a.r[i].done && rec_a.r[i].prompt + rec_a.r[i].output <= 1600,
+			      "request %" PRIu64 ": %" PRIu64 " + %" PRIu64 " tokens", rec_a.r[i].id,
+			      rec_a.r[i].prompt, rec_a.r[i].output);
+}
+END_TEST
+
 /* trace-stats' measure: blocks seen before, chains and turns. */
 START_TEST(reuse_stats)
 {
@@ -553,6 +571,7 @@ static Suite *session_suite(void)
 	tcase_add_test(e, macro_equals_exact);
 	tcase_add_test(e, affinity_against_round_robin);
 	tcase_add_test(e, prefix_chains);
+	tcase_add_test(e, kv_capacity_ends_sessions);
 	suite_add_tcase(s, g);
 	suite_add_tcase(s, e);
 	return s;
