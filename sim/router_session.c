@@ -8,7 +8,9 @@
  *   replica(q) = home(session(q))   if q is a later turn and its home serves
  *              = argmin_i outstanding_tokens(i)   otherwise (lowest index on ties)
  *
- * The home is recorded by the engine when a session's first turn is routed
+ * With replica groups the router picks within the group the engine chose
+ * (replicas lo..hi), and the engine keeps a session's later turns in its
+ * home's group.  The home is recorded by the engine when a session's first turn is routed
  * (session.h kv_sessions_set_home) and kept for the session's life; on a
  * replayed trace with workload.arrival.sessions: prefix-chains, a request's
  * session is its prefix chain (reuse.h: the requests whose leading blocks
@@ -26,19 +28,25 @@
 
 extern const struct kv_router_ops kv_router_lot; /* router.c: the fallback */
 
-/* Whether replica i can take a session's turn (every replica today: none is drained). */
-static int serves(const struct kv_sim *s, uint32_t i)
+/*
+ * Whether replica i of the group's range [lo, hi) can take a session's
+ * turn: it is in the range (the engine keeps a session's turns in its home's
+ * group; a home outside means the group no longer serves it).  No replica
+ * is drained today; a drained one would fail here too.
+ */
+static int serves(uint32_t i, uint32_t lo, uint32_t hi)
 {
-	return i < s->n_rep;
+	return i >= lo && i < hi;
 }
 
-static uint32_t session_pick(struct kv_sim *s, const struct kv_req *q, uint64_t *state)
+static uint32_t session_pick(struct kv_sim *s, const struct kv_req *q, uint32_t lo, uint32_t hi,
+			     uint64_t *state)
 {
 	uint32_t home = kv_session_home(s, q);
 
-	if (home != KV_NIL && serves(s, home))
+	if (home != KV_NIL && serves(home, lo, hi))
 		return home;
-	return kv_router_lot.pick(s, q, state);
+	return kv_router_lot.pick(s, q, lo, hi, state);
 }
 
 const struct kv_router_ops kv_router_session = {

@@ -23,7 +23,10 @@
 #     scheduler, sessions-agent.yaml under every engine, and the Mooncake
 #     synthetic trace's prefix chains with session affinity;
 #   - a windowed model: Gemma-2-9B with its window cut to 200 tokens (so
-#     contexts pass it), under every engine and cache model.
+#     contexts pass it), under every engine and cache model;
+#   - replica groups: workloads/groups.yaml (two models, three groups) runs
+#     above; here its groups also mix engines, schedulers and caches (the
+#     second group sglang, the third another scheduler or cache model).
 # Compared: every *.csv the run writes (requests, timeseries, summary with
 # its event count, tenants).  Also checked: macro steps did run (the
 # KVSIM_MACRO_STATS line) in the fifo runs, and in every scheduler's
@@ -134,6 +137,13 @@ pair() {
     for c in "${caches[@]}"; do
       echo "pair win/$e/$c $src/workloads/default.yaml --set workload.requests=300 --set model=$gw --set engine=$e --set cache=$c"
     done
+  done
+  gr="$src/workloads/groups.yaml"
+  for sc in "${scheds[@]}"; do
+    echo "pair groups/mix/$sc $gr --set workload.requests=400 --set cluster.groups[1].engine=sglang --set \\'cluster.groups[1].memory={model: sglang}\\' --set cluster.groups[2].scheduler=$sc"
+  done
+  for c in "${caches[@]}"; do
+    echo "pair groups/cache/$c $gr --set workload.requests=400 --set cluster.groups[0].engine=vllm --set cluster.groups[2].cache=$c"
   done
 } > "$tmp/jobs"
 

@@ -498,6 +498,39 @@ START_TEST(kv_capacity_ends_sessions)
 }
 END_TEST
 
+/*
+ * Replica groups: two groups serve the model (round-robin between them by
+ * replica count), a third another model; a session's later turns stay on
+ * their home replica, in its group, and every request of a tenant goes to
+ * a group serving its model.
+ */
+START_TEST(groups_keep_sessions_home)
+{
+	static const char y[] =
+		"model: tiny\ndevice: a100-80g\nseed: 5\n"
+		"cluster:\n  router: session-affinity\n  groups:\n"
+		"    - {name: a, replicas: 2}\n    - {name: b, replicas: 3, device: h100-80g}\n"
+		"    - {name: c, replicas: 1, model: llama-3.2-1b}\n"
+		"cache: {name: shared, prefix_block_tokens: 16, hash_block_tokens: 16}\n"
+		"workload:\n  requests: 40\n  arrival: {process: poisson, rate: 4}\n"
+		"  tenants: [{name: t, share: 3}, {name: u, share: 1, model: llama-3.2-1b}]\n"
+		"  sessions: {hash_block_tokens: 16, turns: 4, first: 200, input: 20, output: 20, think: 300ms}\n";
+	unsigned i, in_a = 0, in_b = 0;
+
+	run_yaml(y, NULL, 0, 0, 1, &rec_a);
+	ck_assert_uint_eq(rec_a.n, 160);
+	for (i = 0; i < rec_a.n; i++) {
+		const struct row *x = &rec_a.r[i], *h = &rec_a.r[find_row(&rec_a, x->session, 0)];
+
+		ck_assert_msg(x->replica == h->replica, "session %" PRIu64 " turn %u on %u, home %u",
+			      x->session, x->turn, x->replica, h->replica);
+		in_a += x->turn == 0 && x->replica < 2;
+		in_b += x->turn == 0 && x->replica >= 2 && x->replica < 5;
+	}
+	ck_assert_msg(in_a > 0 && in_b > 0, "first turns: %u in group a, %u in b", in_a, in_b);
+}
+END_TEST
+
 /* trace-stats' measure: blocks seen before, chains and turns. */
 START_TEST(reuse_stats)
 {
@@ -572,6 +605,7 @@ static Suite *session_suite(void)
 	tcase_add_test(e, affinity_against_round_robin);
 	tcase_add_test(e, prefix_chains);
 	tcase_add_test(e, kv_capacity_ends_sessions);
+	tcase_add_test(e, groups_keep_sessions_home);
 	suite_add_tcase(s, g);
 	suite_add_tcase(s, e);
 	return s;

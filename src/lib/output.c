@@ -7,6 +7,7 @@
 #include "output.h"
 #include "chart.h"
 #include "csv.h"
+#include "../../sim/groups.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,7 +19,7 @@
 static const char *const file_names[KV_OUT_FILES] = { "requests.csv", "timeseries.csv",
 						      "summary.csv", "tenants.csv",
 						      "tenant_timeseries.csv", "run.png",
-						      "health.csv" };
+						      "health.csv", "groups.csv" };
 
 /* --- opening and committing ---------------------------------------------------- */
 
@@ -228,6 +229,50 @@ static int write_tenants_csv(struct kv_out *o, const struct kv_sim *s, struct kv
 	return KV_EIO;
 }
 
+/* One group's row of groups.csv; 1 when a write fails. */
+static int put_group(FILE *f, const struct kv_sim *s, const struct kv_group *g)
+{
+	const struct kv_sim_config *c = g->cfg;
+	struct kv_group_summary gs;
+	int neg;
+
+	kv_group_summary(s, g, &gs);
+	neg = kv_csv_put(f, c->group_name) || fprintf(f, ",%s,", kv_group_role_names[c->role]) < 0;
+	neg |= kv_csv_put(f, c->model.name) || fputc(',', f) == EOF || kv_csv_put(f, c->device.name);
+	neg |= fprintf(f, ",%u,%llu,%llu,%llu,%llu,%llu,%llu,%llu", g->count,
+		       (unsigned long long)gs.gpus, (unsigned long long)gs.requests,
+		       (unsigned long long)gs.completed, (unsigned long long)gs.rejected,
+		       (unsigned long long)gs.prompt_tokens, (unsigned long long)gs.output_tokens,
+		       (unsigned long long)gs.iterations) < 0;
+	neg |= put_latency(f, gs.busy_share) | put_latency(f, gs.mem_reserved_util);
+	neg |= fprintf(f, ",%llu", (unsigned long long)g->pool_bytes) < 0;
+	neg |= put_latency(f, gs.ttft_p50_s) | put_latency(f, gs.ttft_p99_s) |
+	       put_latency(f, gs.e2e_p50_s) | put_latency(f, gs.e2e_p99_s);
+	return neg | (fputc('\n', f) == EOF);
+}
+
+/* groups.csv: one row per replica group (docs/cluster.md); written only with cluster.groups. */
+static int write_groups_csv(struct kv_out *o, const struct kv_sim *s, struct kv_diag *d)
+{
+	FILE *f;
+	uint32_t i;
+	int neg;
+
+	if (!s->cfg->n_groups)
+		return 0;
+	if (!(f = open_tmp(o, KV_OUT_GROUPS, d)))
+		return KV_EIO;
+	neg = fputs(kv_csv_header_groups, f) < 0;
+	for (i = 0; i < s->n_grp; i++)
+		neg |= put_group(f, s, &s->grp[i]);
+	if (neg)
+		printf_failed(o, KV_OUT_GROUPS);
+	if (!close_checked(o, &f, KV_OUT_GROUPS) && !neg)
+		return 0;
+	kv_out_error(o, d);
+	return KV_EIO;
+}
+
 /* Computes the health report into o->health and writes health.csv. */
 static int write_health_csv(struct kv_out *o, const struct kv_sim *s, const struct kv_summary *sum,
 			    struct kv_diag *d)
@@ -296,7 +341,7 @@ static void render_chart(struct kv_out *o, const struct kv_sim *s)
 	struct kv_chart_run c = { .dir = o->od.stage, .title = o->w->name, .setup = setup,
 				  .replicas = s->n_rep, .tenants = s->cfg->source.n_tenants,
 				  .tenant_names = legend_names(s, names, sizeof(names)),
-				  .pool_bytes = s->pool_bytes, .with_requests = o->w->requests_csv };
+				  .pool_bytes = s->grp[0].pool_bytes, .with_requests = o->w->requests_csv };
 
 	slo_lines(&o->w->slo, slo, sizeof(slo));
 	kv_chart_parse_slo(&c, slo);
@@ -305,10 +350,31 @@ static void render_chart(struct kv_out *o, const struct kv_sim *s)
 	free(setup);
 }
 
+/* A run with replica groups: "groups a100 (2 x llama-2-7b on a100-80g, fifo, chunked, vllm); ...". */
+static char *groups_setup(const struct kv_sim_config *c)
+{
+	char *out = kv_xasprintf("groups"), *next;
+	uint32_t i;
+
+	for (i = 0; i < c->n_groups; i++) {
+		const struct kv_sim_config *g = &c->groups[i];
+
+		next = kv_xasprintf("%s%s %s (%u x %s on %s%s, %s, %s, %s)", out, i ? ";" : "",
+				    g->group_name, g->replicas, g->model.name, g->device.name,
+				    g->tp > 1 ? " (tensor parallel)" : "", g->sched->name,
+				    g->cache->name, g->engine ? g->engine->name : "vllm-v0");
+		free(out);
+		out = next;
+	}
+	return out;
+}
+
 char *kv_run_setup(const struct kv_workload *w)
 {
 	const struct kv_sim_config *c = &w->cfg;
 
+	if (c->n_groups)
+		return groups_setup(c);
 	return kv_xasprintf("%s on %u x %s%s, scheduler %s, cache %s, engine %s", c->model.name,
 			    c->replicas, c->device.name, c->tp > 1 ? " (tensor parallel)" : "",
 			    c->sched->name, c->cache->name, c->engine ? c->engine->name : "vllm-v0");
@@ -346,6 +412,8 @@ int kv_out_commit(struct kv_out *o, const struct kv_sim *s, struct kv_summary *s
 		rc = write_tenants_csv(o, s, d);
 	if (!rc)
 		rc = write_health_csv(o, s, sum, d);
+	if (!rc)
+		rc = write_groups_csv(o, s, d);
 	if (rc)
 		return rc;
 	if (o->w->chart)
