@@ -73,8 +73,8 @@ PY
 routing() {
   echo "| workload | router | prefix hit rate | TTFT p50 (s) | TTFT p99 (s) | imbalance |"
   echo "|---|---|---:|---:|---:|---:|"
-  run "trace replay:least-outstanding-tokens" workloads/mooncake-synthetic.yaml
-  run "trace replay:session-affinity (prefix chains)" workloads/mooncake-synthetic.yaml \
+  run "trace replay:least-outstanding-tokens" workloads/mooncake-synthetic.yaml --set engine=vllm
+  run "trace replay:session-affinity (prefix chains)" workloads/mooncake-synthetic.yaml --set engine=vllm \
     --set cluster.router=session-affinity --set workload.arrival.sessions=prefix-chains
   run "fitted generator:least-outstanding-tokens" "$fitw" --set cluster.router=least-outstanding-tokens
   run "fitted generator:session-affinity" "$fitw"
