@@ -19,7 +19,7 @@ trap 'rm -rf "$tmp"' EXIT
 for k in devices schedulers caches engines; do
   "$kvsim" list "$k" | sed -n 's/^  \([a-z0-9][-a-z0-9.]*\) .*/\1/p' > "$tmp/$k"
 done
-for c in run list sweep sweep-merge plot calibrate validate gpu; do
+for c in run list sweep sweep-merge plot calibrate validate trace-stats gpu; do
   "$kvsim" "$c" --help | sed -n 's/^usage: //p'
 done > "$tmp/usage"
 for c in calibrate validate; do

@@ -235,6 +235,33 @@ static void frontend_arrive(struct kv_sim *s, struct kv_replica *r, struct kv_re
 }
 
 /*
+ * Another arrival (the source's next, or a session's turn) comes at this
+ * instant: it is queued before any replica forms a batch (kick_due).
+ */
+static int more_arrivals_now(const struct kv_sim *s)
+{
+	const struct kv_event *next;
+
+	if (s->have_pending && s->pending.t_ns == s->now)
+		return 1;
+	next = s->sess ? kv_heap_peek(&s->heap) : NULL;
+	return next && next->t_ns == s->now && next->kind == KV_EV_TURN;
+}
+
+/*
+ * Another hand-over (a front end's, or a KV transfer's arrival) or arrival
+ * comes at this instant: replicas form their batches after the last.
+ */
+static int more_now(const struct kv_sim *s)
+{
+	const struct kv_event *next = kv_heap_peek(&s->heap);
+
+	return (next && next->t_ns == s->now &&
+		(next->kind == KV_EV_ENQUEUE || next->kind == KV_EV_XFER_DONE)) ||
+	       more_arrivals_now(s);
+}
+
+/*
  * A request the front end hands over joins its replica's scheduler; the
  * replicas form their batches after the instant's last hand-over (and any
  * arrival of the instant), as after arrivals.
@@ -242,13 +269,10 @@ static void frontend_arrive(struct kv_sim *s, struct kv_replica *r, struct kv_re
 static int on_enqueue(struct kv_sim *s, const struct kv_event *ev)
 {
 	struct kv_replica *r = &s->rep[ev->target];
-	const struct kv_event *next = kv_heap_peek(&s->heap);
 
 	kv__replica_arrive(r, kv_sim_req(s, (uint32_t)ev->arg));
 	mark_due(s, r);
-	if ((next && next->t_ns == s->now &&
-	     (next->kind == KV_EV_ENQUEUE || next->kind == KV_EV_XFER_DONE)) ||
-	    (s->have_pending && s->pending.t_ns == s->now))
+	if (more_now(s))
 		return 0; /* another hand-over or arrival at this instant comes first */
 	return kick_due(s);
 }
@@ -260,26 +284,76 @@ static int on_enqueue(struct kv_sim *s, const struct kv_event *ev)
  */
 static int on_xfer_done(struct kv_sim *s, const struct kv_event *ev)
 {
-	const struct kv_event *next = kv_heap_peek(&s->heap);
 	struct kv_replica *p, *d;
 
 	kv__disagg_done(s, ev, &p, &d);
 	mark_due(s, p);
 	mark_due(s, d);
-	if ((next && next->t_ns == s->now &&
-	     (next->kind == KV_EV_ENQUEUE || next->kind == KV_EV_XFER_DONE)) ||
-	    (s->have_pending && s->pending.t_ns == s->now))
+	if (more_now(s))
 		return 0; /* another hand-over or arrival at this instant comes first */
 	return kick_due(s);
 }
 
-static int on_arrival(struct kv_sim *s, const struct kv_event *ev)
+/*
+ * A replayed request's session under sessions.chains: its prefix chain
+ * (reuse.h; the chain's first request's index), its place in it in
+ * *turn.  The chain's home starts unset.
+ */
+static uint32_t chain_of(struct kv_sim *s, const struct kv_arrival *a, uint32_t *turn)
 {
-	struct kv_arrival *a = &s->pending;
-	struct kv_group *g = route_group(s, a->tenant);
+	uint32_t root = kv_reuse_add(s->chains, s->now, a->prompt_tokens, a->output_tokens,
+				     a->hashes, a->n_hashes, turn);
+
+	if (root >= s->n_chain_home) {
+		uint32_t i, old = s->n_chain_home;
+
+		s->n_chain_home = old ? 2 * old : 1024;
+		s->chain_home = kv_xrealloc(s->chain_home, s->n_chain_home * sizeof(*s->chain_home));
+		for (i = old; i < s->n_chain_home; i++)
+			s->chain_home[i] = KV_NIL;
+	}
+	return root;
+}
+
+/*
+ * The group of session sess's home replica (its first turn's), or NULL for
+ * a first turn or a request outside a session: a session's later turns
+ * stay in its group (the groups serving one model are chosen among by
+ * round-robin, which would scatter a session's turns over them), and the
+ * router picks among the group's replicas.
+ */
+static struct kv_group *session_group(const struct kv_sim *s, uint32_t sess)
+{
+	uint32_t home = KV_NIL;
+
+	if (sess == KV_NIL)
+		return NULL;
+	if (s->sess)
+		home = kv_sessions_home(s->sess, sess);
+	else if (s->chain_home && sess < s->n_chain_home)
+		home = s->chain_home[sess];
+	return home != KV_NIL && home < s->n_rep ? s->rep[home].grp : NULL;
+}
+
+/*
+ * Arrival a joins the cluster: checked against the context, routed, handed
+ * to its replica's front end (or rejected).  sess: its session's slot,
+ * KV_NIL for a lone request.  Returns 0 or an error code; a is not read
+ * after (the caller may reuse it).
+ */
+static int arrive(struct kv_sim *s, const struct kv_event *ev, struct kv_arrival *a, uint32_t sess)
+{
+	uint32_t turn = sess != KV_NIL ? kv_sessions_turn_index(s->sess, sess) : 0;
+	struct kv_group *g;
 	struct kv_replica *r;
 	struct kv_req *q;
-	int ok = check_context(s, g, a);
+	int ok;
+
+	if (s->chains) /* a replayed request's session: its prefix chain */
+		sess = chain_of(s, a, &turn);
+	g = session_group(s, sess);
+	g = g ? g : route_group(s, a->tenant);
+	ok = check_context(s, g, a);
 
 	if (ok < 0)
 		return ok;
@@ -304,30 +378,90 @@ static int on_arrival(struct kv_sim *s, const struct kv_event *ev)
 	q->tenant = a->tenant;
 	q->priority = a->priority;
 	q->origin_line = a->origin_line;
+	q->session = sess;
+	q->turn = turn;
 	kv__hashes_store(s, q, a);
 	q->mem_t0_ns = s->now;
 	q->replica = s->cfg->router->pick(s, q, g->first,
 					  g->first + (g->cfg->pd_prefill ? g->cfg->pd_prefill : g->count),
 					  &g->router_state); /* a split group: its prefill replicas (disagg.h) */
+	if (s->sess && sess != KV_NIL)
+		kv_sessions_set_home(s->sess, sess, q->replica); /* the first turn's replica stays its home */
+	else if (s->chains && s->chain_home[sess] == KV_NIL)
+		s->chain_home[sess] = q->replica; /* a chain's first request: its home */
 	r = &s->rep[q->replica];
 	r->n_assigned++;
 	r->outstanding_tokens += q->prompt_tokens + q->output_tokens;
 	kv__out_changed(r);
-	if (ok) {
-		frontend_arrive(s, r, q);
-		ok = 0;
-	} else {
-		ok = kv__replica_end(r, q, KV_END_REJECTED_CONTEXT);
+	if (!ok)
+		return kv__replica_end(r, q, KV_END_REJECTED_CONTEXT);
+	frontend_arrive(s, r, q);
+	return 0;
+}
+
+/* A session turn's lengths and prefix-block ids into arrival a (its request id: arrival order). */
+static void turn_arrival(struct kv_sim *s, struct kv_arrival *a, const struct kv_turn *t)
+{
+	a->id = s->arrived;
+	a->prompt_tokens = t->prompt_tokens;
+	a->output_tokens = t->output_tokens;
+	a->n_hashes = t->n_hashes;
+	a->hashes = t->hashes;
+}
+
+static int on_arrival(struct kv_sim *s, const struct kv_event *ev)
+{
+	struct kv_arrival *a = &s->pending;
+	uint32_t sess = KV_NIL;
+	int rc;
+
+	if (s->sess) { /* the arrival starts a session: its first turn */
+		struct kv_turn t;
+
+		sess = kv_sessions_start(s->sess, a->tenant, a->priority, &t);
+		turn_arrival(s, a, &t);
 	}
-	ok = ok ? ok : next_arrival(s); /* a is s->pending: read no more of it below */
-	if (ok || (s->have_pending && s->pending.t_ns == s->now))
-		return ok; /* another arrival at this instant: it is queued first */
+	rc = arrive(s, ev, a, sess);
+	rc = rc ? rc : next_arrival(s); /* a is s->pending: read no more of it below */
+	if (rc || more_arrivals_now(s))
+		return rc; /* another arrival at this instant: it is queued first */
+	return kick_due(s);
+}
+
+/*
+ * A session's next turn arrives (queued by kv__session_end): the session's
+ * tenant and priority are those of its first turn's arrival.
+ */
+static int on_turn(struct kv_sim *s, const struct kv_event *ev)
+{
+	uint32_t sess = (uint32_t)ev->arg;
+	struct kv_arrival a = { .t_ns = s->now };
+	struct kv_turn t;
+	int rc;
+
+	kv_sessions_turn(s->sess, sess, &t);
+	kv_sessions_origin(s->sess, sess, &a.tenant, &a.priority);
+	turn_arrival(s, &a, &t);
+	rc = arrive(s, ev, &a, sess);
+	if (rc || more_arrivals_now(s))
+		return rc;
 	return kick_due(s);
 }
 
 /* --- the loop ------------------------------------------------------------ */
 
 static int macro_allowed(const struct kv_sim_config *c);
+
+/* Sessions between turns: their next turns are still to arrive. */
+static uint64_t sessions_waiting(const struct kv_sim *s)
+{
+	struct kv_sessions_stats st;
+
+	if (!s->sess)
+		return 0;
+	kv_sessions_stats(s->sess, &st);
+	return st.thinking;
+}
 
 /* Spread of virtual service among backlogged tenants, accumulated per sample. */
 static void sample_service(struct kv_sim *s)
@@ -357,7 +491,7 @@ static int on_sample(struct kv_sim *s, const struct kv_event *ev)
 	sample_service(s);
 	if (s->sink.sample && s->sink.sample(s->sink.ctx, s, s->now))
 		return KV_EIO;
-	if (s->have_pending || s->n_live)
+	if (s->have_pending || s->n_live || sessions_waiting(s))
 		kv_heap_push(&s->heap, s->now + s->cfg->sample_interval_ns, KV_EV_SAMPLE, 0, 0);
 	return 0;
 }
@@ -405,6 +539,9 @@ static int dispatch(struct kv_sim *s, const struct kv_event *ev)
 		kv__autoscale_ready(s, ev->target);
 		rc = 0;
 		break;
+	case KV_EV_TURN: /* a session's next turn */
+		rc = on_turn(s, ev);
+		break;
 	default:
 		kv__check_fail(__FILE__, __LINE__, "event kind", "unknown event %u", ev->kind);
 	}
@@ -430,6 +567,8 @@ static void final_checks(struct kv_sim *s)
 	for (i = 0; i < s->cfg->source.n_tenants; i++)
 		KV_CHECK(s->tenant[i].waiting == 0, "tenant %u still has %llu waiting", i,
 			 (unsigned long long)s->tenant[i].waiting);
+	KV_CHECK(sessions_waiting(s) == 0, "%llu sessions still wait for a turn",
+		 (unsigned long long)sessions_waiting(s));
 	KV_CHECK(ended == s->arrived && s->n_live == 0,
 		 "%llu arrived, %llu ended, %llu live", (unsigned long long)s->arrived,
 		 (unsigned long long)ended, (unsigned long long)s->n_live);
@@ -732,6 +871,31 @@ static int router_init(struct kv_sim *s)
 	return ro->init ? ro->init(s->router_priv, s, &s->diag) : 0;
 }
 
+/*
+ * The session generator (session.h), its turns bounded by the served
+ * context and, where a longer request would stop the run (vLLM's start-up
+ * rule, context_bound), by what one replica's KV cache holds: a session
+ * ends before a turn that would not fit.  With several groups, the least
+ * of their bounds (a session's first turn may go to any group serving its
+ * model).  0 or KV_EINVAL with s->diag.
+ */
+static int open_sessions(struct kv_sim *s)
+{
+	uint64_t ctx = UINT64_MAX;
+	uint32_t i;
+
+	for (i = 0; i < s->n_grp; i++) {
+		const struct kv_group *g = &s->grp[i];
+		const struct kv_sim_config *c = g->cfg;
+		uint64_t b = c->max_context_tokens ? c->max_context_tokens : c->model.max_ctx_tokens;
+
+		if (!g->ctx_warn && g->ctx_cap_tokens && g->ctx_cap_tokens < b)
+			b = g->ctx_cap_tokens;
+		ctx = KV_MIN(ctx, b);
+	}
+	return kv_sessions_open(&s->cfg->sessions, s->cfg->seed, ctx, &s->sess, &s->diag);
+}
+
 int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct kv_sink *sink)
 {
 	uint32_t i;
@@ -786,6 +950,10 @@ int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct 
 	s->kick = kv_xmalloc(s->n_rep * sizeof(*s->kick));
 	if ((rc = build_groups(s, cfg)) || (rc = kv__disagg_init(s)) || (rc = build_autoscale(s)))
 		return rc;
+	if (cfg->sessions.n_classes && (rc = open_sessions(s)))
+		return rc;
+	if (cfg->sessions.chains)
+		s->chains = kv_reuse_new();
 	return kv_source_open(&cfg->source, cfg->seed, &s->src, &s->diag);
 }
 
@@ -822,6 +990,9 @@ void kv_sim_release(struct kv_sim *s)
 	kv__slots_release(s);
 	if (s->src)
 		kv_source_close(s->src);
+	kv_sessions_close(s->sess);
+	kv_reuse_free(s->chains);
+	free(s->chain_home);
 	kv_heap_release(&s->heap);
 	kv_hist_release(&s->ttft);
 	kv_hist_release(&s->tpot);

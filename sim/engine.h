@@ -44,6 +44,8 @@
 #include "perf.h"
 #include "scheduler.h"
 #include "serving.h"
+#include "reuse.h"
+#include "session.h"
 #include "slots.h"
 #include "source.h"
 
@@ -111,6 +113,8 @@ struct kv_req {
 	uint64_t xfer_bytes; /* KV bytes landed from its transfer, not yet on the device; nonzero marks it */
 	kv_ns xfer_done_ns; /* when its KV transfer completed: it is never scheduled before */
 	kv_ns xfer_ns; /* its prefill's end -> its KV's arrival at the decode replica, ns */
+	uint32_t session; /* its session: the slot of a generated one (session.h), or its prefix chain (the chain's first request's index, reuse.h); KV_NIL: none */
+	uint32_t turn; /* its turn in its session, 0 first (0 outside sessions) */
 };
 
 struct kv_sim;
@@ -208,6 +212,7 @@ struct kv_sim_config {
 	int exact_steps; /* 1: one event per iteration, no macro steps; set for any per-iteration consumer (an observer) */
 	double step_scale; /* multiplies every step's time (perf.h kv_perf.step_scale); 0 reads as 1, the default */
 	struct kv_autoscale_cfg autoscale; /* autoscaling of the group's replicas (autoscale.h; a group's own in groups[i]); on 0: off, the default */
+	struct kv_session_spec sessions; /* multi-turn sessions (session.h); n_classes 0: none, the default */
 	/*
 	 * Replica groups (docs/cluster.md "Replica groups").  A group's
 	 * configuration is a whole kv_sim_config: the run's, with the group's
@@ -260,6 +265,7 @@ enum kv_event_kind {
 	KV_EV_XFER_DONE, /* the oldest transfer on KV link `target` arrives (disagg.h) */
 	KV_EV_SCALE, /* autoscaled range `target` (s->as[target]) has a decision due (autoscale.h) */
 	KV_EV_SCALE_READY, /* replica `target` ends its cold start (autoscale.h) */
+	KV_EV_TURN, /* the next turn of the session in slot `arg` arrives (session.h); pushed at time 0 as arrivals */
 };
 
 /* A plugin kind's per-request state: req_size bytes per slot, in pages parallel to the slots'. */
@@ -366,6 +372,10 @@ struct kv_sim {
 	/* the longest context against the KV cache (memory.h enum kv_ctx_check; bounds per group) */
 	uint64_t ctx_over_requests; /* requests (warn) whose prompt + output exceeded ctx_cap_tokens */
 	uint64_t ctx_over_max_tokens; /* the longest such context, or max_context when it exceeds the cache; 0: none */
+	struct kv_sessions *sess; /* multi-turn sessions (cfg->sessions), NULL: none */
+	struct kv_reuse *chains; /* cfg->sessions.chains: arrivals' prefix chains, NULL: off */
+	uint32_t *chain_home; /* per chain (its first request's index): the replica of that request */
+	uint32_t n_chain_home; /* entries of chain_home allocated */
 };
 
 
@@ -460,6 +470,32 @@ static inline int kv_hash_iter_next(struct kv_hash_iter *it, uint64_t *h)
 	return 1;
 }
 
+
+/* The replica that served q's session's first request, KV_NIL when none (or not in a session). */
+static inline uint32_t kv_session_home(const struct kv_sim *s, const struct kv_req *q)
+{
+	if (q->session == KV_NIL)
+		return KV_NIL;
+	if (s->sess)
+		return kv_sessions_home(s->sess, q->session);
+	return s->chain_home ? s->chain_home[q->session] : KV_NIL;
+}
+
+/*
+ * Request q (in a session) ended with e: when its session has another turn,
+ * queues that turn's arrival at q's client-side finish plus the think time,
+ * at push time 0 as every arrival (so it pops before the iteration ends and
+ * samples of its instant, and same-instant arrivals keep their order).
+ */
+static inline void kv__session_end(struct kv_sim *s, const struct kv_req *q, enum kv_end e)
+{
+	kv_ns t;
+
+	if (!s->sess || q->session == KV_NIL)
+		return;
+	if (kv_sessions_ended(s->sess, q->session, e == KV_END_COMPLETED, q->finish_ns, &t))
+		kv_heap_push_at(&s->heap, t, 0, KV_EV_TURN, 0, q->session);
+}
 
 /* Tokens past the window w of a request holding kv tokens: max(0, kv - w). */
 static inline uint64_t kv_win_excess(uint64_t kv, uint64_t w)

@@ -13,7 +13,7 @@ extern const struct kv_sched_ops kv_sched_fifo, kv_sched_drf, kv_sched_wdrf, kv_
 	kv_sched_preempt, kv_sched_priority;
 extern const struct kv_cache_ops kv_cache_full, kv_cache_chunked, kv_cache_quantized,
 	kv_cache_sparse, kv_cache_shared;
-extern const struct kv_router_ops kv_router_rr, kv_router_lot, kv_router_prefix;
+extern const struct kv_router_ops kv_router_rr, kv_router_lot, kv_router_prefix, kv_router_session;
 extern const struct kv_engine_ops kv_engine_vllm, kv_engine_vllm_v0, kv_engine_sglang;
 
 static const struct kv_plugin *const sched_registry[] = {
@@ -39,6 +39,7 @@ static const struct kv_plugin *const router_registry[] = {
 	&kv_router_rr.base,
 	&kv_router_lot.base,
 	&kv_router_prefix.base,
+	&kv_router_session.base,
 	NULL,
 };
 

@@ -244,6 +244,7 @@ int kv__replica_end(struct kv_replica *r, struct kv_req *q, enum kv_end e)
 	observe(r, KV_OBS_END, q, (kv_ns)e);
 	if (s->sink.request && s->sink.request(s->sink.ctx, s, q, e))
 		rc = KV_EIO;
+	kv__session_end(s, q, e); /* its session's next turn, if any */
 	s->n_live--;
 	kv__slot_free(s, q);
 	return rc;

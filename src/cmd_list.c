@@ -8,6 +8,7 @@
 #include "lib/cfg.h"
 #include "lib/metric_doc.h"
 #include "lib/profile_load.h"
+#include "lib/workload_sessions.h"
 
 #include "../sim/engine.h"
 #include "../sim/uncert.h"
@@ -320,8 +321,46 @@ static void list_cluster(void)
 		       autoscale_keys[i].help);
 }
 
+/* A distribution as `kvsim list sessions` shows a default: "geometric mean 2 [1, 100]". */
+static void show_dist(const struct kv_dist *x, int width)
+{
+	char b[96];
+	int n = snprintf(b, sizeof(b), "%s %g", kv_dist_name(x->kind), x->mean);
+
+	if (x->kind == KV_DIST_UNIFORM)
+		n = snprintf(b, sizeof(b), "uniform %g..%g", x->min, x->max);
+	else if (x->kind == KV_DIST_LOGNORMAL)
+		n += snprintf(b + n, sizeof(b) - (size_t)n, " sigma %g", x->sigma);
+	if (x->kind != KV_DIST_UNIFORM && x->max > 0)
+		snprintf(b + n, sizeof(b) - (size_t)n, " max %g", x->max);
+	printf(" %-*s", width, b);
+}
+
+/* workload.sessions: the per-class keys with their chat and agent defaults (src/lib/workload_sessions.c). */
+static void list_sessions(void)
+{
+	const struct kv_session_key *k;
+
+	puts("session keys (workload.sessions:, or each item of its classes:; docs/workload.md Sessions):");
+	printf("  %-26s default %-12s %s\n", "hash_block_tokens", "512", "tokens one prefix-block id covers (beside classes; match cache.hash_block_tokens)");
+	printf("  %-26s default %-12s %s\n", "classes", "-", "a list of session classes (each with the keys below); absent: the mapping is one class");
+	printf("  %-26s default %-12s %s\n", "name", "s<i>", "the class's label");
+	printf("  %-26s default %-12s %s\n", "share", "1", "share of sessions (normalised over the classes)");
+	printf("  %-26s default %-12s %s\n", "kind", "chat", "chat|agent: which defaults the distributions below take");
+	printf("  %-26s default %-12s %s\n", "shared_prefix", "0", "tokens every session of the class starts with (a system prompt), cached across sessions");
+	for (k = kv_session_keys; k->key; k++) {
+		printf("  %-26s %-6s chat", k->key, k->units);
+		show_dist(&k->chat, 30);
+		printf(" agent");
+		show_dist(&k->agent, 0);
+		printf("\n      %s\n", k->help);
+	}
+	puts("  a distribution: a number (fixed; think: a duration, 30s) or {dist: fixed|uniform|exponential|lognormal|geometric, mean, sigma, min, max}");
+	printf("  %-26s default %-12s %s\n", "arrival.sessions", "none", "none|prefix-chains: a replayed trace's requests form sessions by their prefix chains (for session-affinity)");
+}
+
 static const char *const list_synopsis[] = {
-	"[schedulers|caches|routers|engines|devices|hosts|models|metrics|cluster|sources]", NULL
+	"[schedulers|caches|routers|engines|devices|hosts|models|metrics|cluster|sessions|sources]", NULL
 };
 
 static const char list_desc[] =
@@ -329,6 +368,8 @@ static const char list_desc[] =
 	"default, units), and every shipped device, host and model profile with its\n"
 	"key figures (from the profiles directory: $KVSIM_CONFIG_DIR or configs/).\n"
 	"`kvsim list cluster`: the cluster: keys with their defaults.\n"
+	"`kvsim list sessions`: the workload.sessions: keys with their chat and agent\n"
+	"defaults and sources.\n"
 	"`kvsim list metrics`: every column of summary.csv, tenants.csv,\n"
 	"requests.csv, timeseries.csv, tenant_timeseries.csv and health.csv with its\n"
 	"unit and definition (what `kvsim plot --metric` and a sweep's target take).\n"
@@ -351,8 +392,8 @@ int kv_cmd_list(int argc, char **argv)
 	if (!all && strcmp(what, "schedulers") && strcmp(what, "caches") &&
 	    strcmp(what, "routers") && strcmp(what, "engines") && strcmp(what, "devices") &&
 	    strcmp(what, "hosts") && strcmp(what, "models") && strcmp(what, "metrics") &&
-	    strcmp(what, "cluster") && strcmp(what, "sources")) {
-		fprintf(stderr, "kvsim: list: unknown kind '%s': expected one of: schedulers, caches, routers, engines, devices, hosts, models, metrics, cluster, sources\n", what);
+	    strcmp(what, "cluster") && strcmp(what, "sessions") && strcmp(what, "sources")) {
+		fprintf(stderr, "kvsim: list: unknown kind '%s': expected one of: schedulers, caches, routers, engines, devices, hosts, models, metrics, cluster, sessions, sources\n", what);
 		return 2;
 	}
 	for (k = 0; k < KV_PLUGIN_KINDS; k++)
@@ -360,6 +401,8 @@ int kv_cmd_list(int argc, char **argv)
 			list_plugins(k);
 	if (all || !strcmp(what, "cluster"))
 		list_cluster();
+	if (all || !strcmp(what, "sessions"))
+		list_sessions();
 	if (all || !strcmp(what, "devices")) {
 		puts("devices (device:):");
 		kv_profiles_list("devices", show_device, NULL);

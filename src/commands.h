@@ -26,6 +26,7 @@ int kv_cmd_sweep(int argc, char **argv);
 int kv_cmd_calibrate(int argc, char **argv);
 int kv_cmd_validate(int argc, char **argv);
 int kv_cmd_sweep_merge(int argc, char **argv);
+int kv_cmd_trace_stats(int argc, char **argv);
 
 /*
  * What `kvsim sweep` does before running anything, on a sweep file held in

@@ -32,6 +32,8 @@ static const struct command commands[] = {
 	{ "validate", kv_cmd_validate,
 	  "run a workload on a backend (or score a recorded run) and in the simulator;\n"
 	  "report the simulator's error", "--from-run" },
+	{ "trace-stats", kv_cmd_trace_stats,
+	  "print a trace's (or a session workload's) prefix reuse: blocks seen before, turn chains", NULL },
 	{ "gpu", kv_cmd_gpu, "report the GPU the execution backend would use, or why there is none",
 	  NULL },
 };

@@ -25,6 +25,23 @@ done
 "$kvsim" run --seed -1 "$src/workloads/default.yaml" 2>/dev/null; [ $? -eq 2 ] && ok || bad "negative seed"
 "$kvsim" gpu >/dev/null; st=$?; [ $st -eq 0 ] || [ $st -eq 77 ] && ok || bad "kvsim gpu status $st"
 
+# trace-stats: a trace's prefix reuse, a session workload's, and what it refuses
+printf '%s\n' '{"timestamp": 0, "input_length": 1024, "output_length": 4, "hash_ids": [1, 2]}' \
+  '{"timestamp": 1000, "input_length": 1536, "output_length": 4, "hash_ids": [1, 2, 3]}' \
+  '{"timestamp": 2000, "input_length": 512, "output_length": 4, "hash_ids": [9]}' > "$tmp/chain.jsonl"
+ts=$("$kvsim" trace-stats --csv "$tmp/chain.jsonl")
+grep -qx "blocks_seen_share,0.333333" <<<"$ts" && grep -qx "chains,2" <<<"$ts" &&
+  grep -qx "turns_max,2" <<<"$ts" && grep -qx "turn_gap_mean_s,1" <<<"$ts" && ok || bad "trace-stats on a trace: $ts"
+"$kvsim" trace-stats --csv "$src/workloads/sessions-mooncake-fit.yaml" | grep -q "^chains,2211$" && ok || bad "trace-stats on a session workload"
+"$kvsim" trace-stats "$src/workloads/default.yaml" 2>"$tmp/err"; st=$?
+[ $st -eq 2 ] && grep -q "no sessions and no arrival trace" "$tmp/err" && ok || bad "trace-stats without sessions or a trace (status $st)"
+"$kvsim" trace-stats "$tmp/none.jsonl" 2>/dev/null; [ $? -eq 2 ] && ok || bad "trace-stats on a missing file"
+"$kvsim" list sessions | grep -q "LMSYS-Chat-1M" && ok || bad "kvsim list sessions"
+"$kvsim" list routers | grep -q "session-affinity" && ok || bad "kvsim list routers lacks session-affinity"
+# a session run: requests.csv gains session,turn; without sessions it does not
+"$kvsim" run -q "$src/workloads/sessions-agent.yaml" -o "$tmp/sess" --set workload.requests=5 --set outputs.chart=false &&
+  head -1 "$tmp/sess/requests.csv" | grep -q ",session,turn$" && ok || bad "requests.csv of a session run"
+
 # A small generated workload, run twice with one seed and once with another.
 cat > "$tmp/w.yaml" <<YAML
 model: llama-2-7b

@@ -22,6 +22,9 @@
 #   - the prefix-load router (workloads/kv-routing.yaml, in the first group
 #     too): on 70 replicas (the engine's tree) under every engine, its dynamo
 #     and llm-d modes, queue and KV-utilisation terms, and the fleet at 1,000 replicas;
+#   - multi-turn sessions: workloads/sessions-chat.yaml under every engine and
+#     scheduler, sessions-agent.yaml under every engine, and the Mooncake
+#     synthetic trace's prefix chains with session affinity;
 #   - a windowed model: Gemma-2-9B with its window cut to 200 tokens (so
 #     contexts pass it), under every engine and cache model;
 #   - autoscaling: workloads/autoscale-diurnal.yaml compressed to minutes
@@ -212,6 +215,13 @@ pair() {
       done
     done
     echo "pair pd/msat/$e $src/bench/million.yaml --set workload.requests=5000 --set workload.arrival.rate=80 --set engine=$e --set cluster.replicas=4 --set cluster.prefill_replicas=2 --set \\'cluster.kv_transfer={bandwidth: 2GB/s, topology: shared, placement: round-robin}\\'"
+  done
+  for e in "${engines[@]}"; do # sessions: closed-loop turns, and a trace's prefix chains
+    for sc in "${scheds[@]}"; do
+      echo "pair sess/$e/$sc $src/workloads/sessions-chat.yaml --set workload.requests=100 --set engine=$e --set scheduler.name=$sc"
+    done
+    echo "pair sess-agent/$e $src/workloads/sessions-agent.yaml --set workload.requests=40 --set engine=$e"
+    echo "pair chains/$e $src/workloads/mooncake-synthetic.yaml --set workload.requests=300 --set engine=$e --set cluster.router=session-affinity --set workload.arrival.sessions=prefix-chains"
   done
   for e in "${engines[@]}"; do
     for c in "${caches[@]}"; do

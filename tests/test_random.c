@@ -14,7 +14,9 @@
  * fixed lengths), the options the variant does not fix, and a Mooncake trace
  * of 8-63 requests with bursty arrivals (bursts at one instant, gamma gaps
  * with CV 1-4, quiet spells), edge lengths (prompt 1, output 0 and 1, prompt
- * a few tokens below the context, over the context) and shared prefix ids.
+ * a few tokens below the context, over the context) and shared prefix ids,
+ * which in 30% of the cases make sessions (workload.arrival.sessions:
+ * prefix-chains; with the session-affinity router on the router axis).
  * A variant is the defaults, or one enum or bool option of the plugin set to
  * one of its other values: a plugin or an option added to a registry is
  * covered without touching this file.
@@ -872,9 +874,12 @@ static void case_draw(struct rcase *c, uint64_t base, unsigned idx)
 	refused = draw_options(g, c, &s);
 	cap_units(c, &s);
 	kv_sim_release(&s);
+	/* sessions by prefix chains (drawn last: the draws above keep their stream) */
+	c->cfg.sessions.chains = gsl_rng_uniform(g) < 0.3;
 	gsl_rng_free(g);
 	appendf(c->desc, sizeof(c->desc), " requests: %u min_block: %" PRIu64
-		" option draws refused: %u\n  scheduler: ", c->n, c->cfg.pool_min_block_bytes, refused);
+		" option draws refused: %u sessions: %s\n  scheduler: ", c->n, c->cfg.pool_min_block_bytes,
+		refused, c->cfg.sessions.chains ? "prefix-chains" : "none");
 	opts_describe(c->desc, sizeof(c->desc), c->sv, c->cfg.sched_opts);
 	appendf(c->desc, sizeof(c->desc), "\n  cache: ");
 	opts_describe(c->desc, sizeof(c->desc), c->cv, c->cfg.cache_opts);
@@ -1094,6 +1099,10 @@ static int on_request(void *ctx, const struct kv_sim *s, const struct kv_req *q,
 	CHECK((unsigned)e < KV_END_N && q->replica < s->n_rep && q->tenant < c->cfg.source.n_tenants,
 	      "request %" PRIu64 ": end %d, replica %u, tenant %u", q->id, (int)e, q->replica,
 	      q->tenant);
+	/* a session by prefix chain began no later than q; its first request is turn 0 */
+	CHECK(!c->cfg.sessions.chains ? q->session == KV_NIL :
+	      q->session <= q->id && (q->turn == 0) == (q->session == q->id),
+	      "request %" PRIu64 ": session %u, turn %u", q->id, q->session, q->turn);
 	check_context(c, q, e);
 	check_outcome(w, q, e);
 	w->by_end[e]++;

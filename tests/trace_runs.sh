@@ -40,5 +40,11 @@ check azure-code.yaml "$(rows "$traces/AzureLLMInferenceTrace_code.csv")"
 check mooncake.yaml "$(wc -l < "$traces/conversation_trace.jsonl")"
 check bwb.yaml any   # a 10-minute window: whatever arrived must be accounted for
 check vidur-poisson.yaml "$(rows "$traces/azure_conv_poisson3_10k.csv")"
+check mooncake-synthetic.yaml "$(wc -l < "$traces/mooncake_synthetic_trace.jsonl")"
+# sessions: every turn is accounted for, as many as trace-stats generates (the turns do not
+# depend on timing; a session ends early only at the context, which trace-stats applies too)
+for w in sessions-chat.yaml sessions-agent.yaml sessions-mooncake-fit.yaml; do
+  check "$w" "$("$kvsim" trace-stats --csv "$src/workloads/$w" | sed -n 's/^requests,//p')"
+done
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -112,6 +112,8 @@ static const struct kv_metric_doc docs[] = {
 	{ R, "cost_byte_steps", "byte-steps", "cost", "alpha*M + beta*L*T, L = prompt+output, T = output tokens (docs/cost-model.md)" },
 	{ R, "memtime_byte_s", "byte-s", "KV memory-time", "integral of the request's KV bytes over time" },
 	{ R, "frontend_in_s", "s", "front end, way in", "client arrival to the scheduler: API-server queue, request_cpu, tokenisation, one hop (docs/frontend.md); arrival_s + frontend_in_s is the engine's arrival" },
+	{ R, "session", "", "session", "the request's session id (0, 1, ... in start order); a column only with workload.sessions" },
+	{ R, "turn", "", "session turn", "the request's turn in its session, 0 first; a column only with workload.sessions" },
 	{ R, "frontend_out_s", "s", "front end, way out", "engine emission to the client per chunk: hops, detokenisation, SSE chunk, frontend_overhead; first_token_s and finish_s less this are the engine's (completed only)" },
 	{ R, "xfer_s", "s", "KV transfer time", "only with prefill/decode disaggregation: the prefill's end to its KV's arrival at the decode replica, link queueing included (docs/cluster.md); empty when the request moved no KV" },
 
@@ -222,10 +224,10 @@ const char *const *kv_metric_columns(const char *file)
 	}
 	if (!strcmp(file, H))
 		return split(kv_csv_header_health, buf[4], sizeof(buf[4]), cols[4]);
-	if (!strcmp(file, R)) { /* the header, then xfer_s written with disaggregation */
+	if (!strcmp(file, R)) { /* the header, then xfer_s (with disaggregation) and session, turn (with sessions) */
 		char hdr[1024];
 
-		snprintf(hdr, sizeof(hdr), "%.*s,xfer_s", (int)strcspn(kv_csv_header_requests, "\n"),
+		snprintf(hdr, sizeof(hdr), "%.*s,xfer_s,session,turn", (int)strcspn(kv_csv_header_requests, "\n"),
 			 kv_csv_header_requests);
 		return split(hdr, buf[1], sizeof(buf[1]), cols[1]);
 	}

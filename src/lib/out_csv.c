@@ -202,6 +202,14 @@ static int write_request(void *ctx, const struct kv_sim *s, const struct kv_req 
 		if (q->xfer_ns)
 			p = put_sec(p, q->xfer_ns);
 	}
+	if (s->sess || s->chains) { /* its session's id and turn (0 first); empty outside sessions */
+		*p++ = ',';
+		if (q->session != KV_NIL)
+			p = put_u64(p, s->sess ? kv_sessions_id(s->sess, q->session) : q->session);
+		*p++ = ',';
+		if (q->session != KV_NIL)
+			p = put_u64(p, q->turn);
+	}
 	*p++ = '\n';
 	/* the stream is this thread's alone: no lock per row */
 	if (fwrite_unlocked(line, 1, (size_t)(p - line), o->req) != (size_t)(p - line))

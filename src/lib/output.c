@@ -105,10 +105,15 @@ int kv_out_open(struct kv_out *o, const char *dir, const struct kv_workload *w, 
 		if (!(o->req = open_tmp(o, KV_OUT_REQ, d)))
 			return KV_EIO;
 		setvbuf(o->req, buf_req, _IOFBF, sizeof(buf_req));
-		if (o->disagg) { /* one more column, only then: other runs' files stay as they were */
-			if (fprintf(o->req, "%.*s,xfer_s\n", (int)strlen(kv_csv_header_requests) - 1,
-				    kv_csv_header_requests) < 0)
-				kv__out_failed(o, KV_OUT_REQ);
+		if (o->disagg || w->cfg.sessions.n_classes || w->cfg.sessions.chains) {
+			/* more columns, only then: other runs' files stay as they were */
+			char hdr[1024];
+
+			snprintf(hdr, sizeof(hdr), "%.*s%s%s\n",
+				 (int)strcspn(kv_csv_header_requests, "\n"), kv_csv_header_requests,
+				 o->disagg ? ",xfer_s" : "",
+				 w->cfg.sessions.n_classes || w->cfg.sessions.chains ? ",session,turn" : "");
+			put_header(o, o->req, KV_OUT_REQ, hdr);
 		} else {
 			put_header(o, o->req, KV_OUT_REQ, kv_csv_header_requests);
 		}

@@ -9,6 +9,7 @@
 
 #include "cfg.h"
 #include "profile_load.h"
+#include "workload_sessions.h"
 
 #include <ctype.h>
 #include <libgen.h>
@@ -664,7 +665,8 @@ static int read_arrival(struct kv_cfg_doc *doc, struct kv_cfg_node *w, struct kv
 			struct kv_diag *d)
 {
 	static const char *const keys[] = { "process", "rate", "cv", "trace", "format",
-					    "time_scale", "trough", "peak_at", "period", NULL };
+					    "time_scale", "trough", "peak_at", "period", "sessions",
+					    NULL };
 	static const char *const procs[] = { "poisson", "gamma", "trace", "diurnal", NULL };
 	struct kv_cfg_node *n = kv_cfg_get(w, "arrival");
 	int i;
@@ -767,7 +769,7 @@ static int read_tenants(struct kv_cfg_doc *doc, struct kv_cfg_node *w, struct kv
 static int read_workload(struct kv_cfg_doc *doc, struct kv_sim_config *c, struct kv_diag *d)
 {
 	static const char *const keys[] = { "requests", "duration", "oversize", "max_context",
-					    "arrival", "lengths", "tenants", NULL };
+					    "arrival", "lengths", "tenants", "sessions", NULL };
 	static const char *const oversize[] = { "error", "reject", "clip", NULL };
 	struct kv_cfg_node *w = kv_cfg_get(doc->root, "workload");
 	struct kv_source_spec *s = &c->source;
@@ -791,6 +793,9 @@ static int read_workload(struct kv_cfg_doc *doc, struct kv_sim_config *c, struct
 		TRY(read_lengths(doc, NULL, &s->lengths, d));
 	}
 	TRY(read_tenants(doc, w, s, d));
+	if (kv_cfg_get(w, "sessions")) /* multi-turn sessions: each arrival starts one */
+		TRY(kv__workload_sessions(kv_cfg_get(w, "sessions"), &c->sessions, d));
+	TRY(kv__workload_chains(kv_cfg_get(w, "arrival"), s->arrival == KV_ARRIVAL_TRACE, &c->sessions, d));
 	if (!s->requests && !s->duration_ns && s->arrival != KV_ARRIVAL_TRACE)
 		return kv_cfg_error(w, d, "no end: expected `requests:` or `duration:` (or a timestamped trace)");
 	return 0;

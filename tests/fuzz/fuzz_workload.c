@@ -15,6 +15,7 @@
 #include "fuzz.h"
 #include "workload.h"
 #include "memory.h"
+#include "session.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -93,6 +94,38 @@ static void check_derived(const struct kv_sim_config *c)
 	check_autoscale(c);
 }
 
+/*
+ * Loaded sessions (workload.sessions) are ones the session generator takes,
+ * and its first sessions' turns stay within its bounds (sim/session.h).
+ */
+static void check_sessions(const struct kv_sim_config *c)
+{
+	struct kv_sessions *ss = NULL;
+	struct kv_turn t;
+	struct kv_diag d;
+	kv_ns next;
+	int i, k;
+
+	if (!c->sessions.n_classes)
+		return;
+	memset(&d, 0, sizeof(d));
+	if (kv_sessions_open(&c->sessions, c->seed, c->model.max_ctx_tokens, &ss, &d))
+		fuzz_fail("loaded sessions the generator refuses: %s: %s", d.field, d.msg);
+	for (i = 0; i < 4; i++) {
+		uint32_t slot = kv_sessions_start(ss, 0, 0, &t);
+
+		for (k = 0; k < 64 && kv_sessions_ended(ss, slot, 1, 0, &next); k++)
+			kv_sessions_turn(ss, slot, &t);
+		if (k == 64) /* leave it: a long session ends when it is told it was rejected */
+			kv_sessions_ended(ss, slot, 0, 0, &next);
+		if (t.prompt_tokens < 1 || t.output_tokens < 1 || t.n_hashes < 1)
+			fuzz_fail("a session turn of %llu prompt, %llu output tokens, %u ids",
+				  (unsigned long long)t.prompt_tokens,
+				  (unsigned long long)t.output_tokens, t.n_hashes);
+	}
+	kv_sessions_close(ss);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -111,8 +144,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    !w.cfg.router || !w.cfg.source.n_tenants))
 		fuzz_fail("loaded a workload with a missing part: replicas %u tp %u tenants %u",
 			  w.cfg.replicas, w.cfg.tp, w.cfg.source.n_tenants);
-	if (!rc)
+	if (!rc) {
 		check_derived(&w.cfg);
+		check_sessions(&w.cfg);
+	}
 	for (i = 0; !rc && i < w.cfg.n_groups; i++) /* each replica group's, as the top level's */
 		if (!w.cfg.groups[i].replicas || !w.cfg.groups[i].sched || !w.cfg.groups[i].cache ||
 		    !w.cfg.groups[i].engine)
