@@ -136,7 +136,16 @@ START_TEST(test_errors)
 		  "without commas" },
 		{ "cluster:\n  groups:\n    - {role: both}\n", 3, "cluster.groups[0].role",
 		  "mixed, prefill, decode" },
-		{ "cluster:\n  groups:\n    - {replicas: 0}\n", 3, "cluster.groups[0].replicas", "" },
+		{ "cluster:\n  groups:\n    - {replicas: 0}\n", 3, "cluster.groups",
+		  "0 replicas over the groups: expected 1 to 65536" },
+		{ "cluster:\n  groups:\n    - {replicas: 100000}\n", 3, "cluster.groups[0].replicas", "" },
+		{ "cluster:\n  groups:\n    - {replicas: 0}\n    - {model: llama-2-13b}\n", 0,
+		  "workload", "model 'llama-2-7b' (the first group's, asked for by a tenant naming none), "
+		  "which no replica group with replicas serves: expected one of: llama-2-13b" },
+		{ "cluster:\n  groups:\n    - {weight: heavy}\n", 3, "cluster.groups[0].weight",
+		  "(or auto: the replica's saturated capacity)" },
+		{ "cluster:\n  groups:\n    - {cost_per_gpu_hour: -1}\n", 3,
+		  "cluster.groups[0].cost_per_gpu_hour", "" },
 		{ "cluster:\n  groups:\n    - {device: nosuch}\n", 3, "cluster.groups[0].device",
 		  "unknown device 'nosuch'" },
 		{ "cluster:\n  groups:\n    - {tensor_parallel: 3}\n", 3,
@@ -153,9 +162,9 @@ START_TEST(test_errors)
 		  "", "" }, /* does not fit: at the group */
 		{ "cluster:\n  groups: [{name: a}]\nworkload:\n  tenants:\n    - {name: t, model: "
 		  "llama-2-13b}\n", 5, "workload.tenants[0].model",
-		  "model 'llama-2-13b', which no replica group serves: expected one of: llama-2-7b" },
+		  "model 'llama-2-13b', which no replica group with replicas serves: expected one of: llama-2-7b" },
 		{ "workload:\n  tenants:\n    - {name: t, model: mistral-7b}\n", 3,
-		  "workload.tenants[0].model", "which no replica group serves" },
+		  "workload.tenants[0].model", "which no replica group with replicas serves" },
 	};
 	size_t i;
 
@@ -184,7 +193,7 @@ START_TEST(test_errors)
 }
 END_TEST
 
-/* One group of R replicas is the plain run of R replicas, figure for figure. */
+/* One group of R replicas is the plain run of R replicas, figure for figure (plus the fleet's cost). */
 START_TEST(test_one_group_is_plain)
 {
 	static const char plain[] = "cluster: {replicas: 3, router: least-outstanding-tokens}\n"
@@ -200,7 +209,9 @@ START_TEST(test_one_group_is_plain)
 	load_ok(&w[1], grouped);
 	run(&w[0], 0, &r[0], &sum[0]);
 	run(&w[1], 0, &r[1], &sum[1]);
-	ck_assert_uint_eq(sum[0].n, sum[1].n);
+	ck_assert_uint_eq(sum[0].n + 2, sum[1].n); /* cluster.groups adds gpu_hours and cost_usd */
+	ck_assert_str_eq(sum[1].item[sum[0].n].name, "gpu_hours");
+	ck_assert_str_eq(sum[1].item[sum[0].n + 1].name, "cost_usd");
 	for (i = 0; i < sum[0].n; i++)
 		ck_assert_msg(!memcmp(&sum[0].item[i].value, &sum[1].item[i].value, sizeof(double)),
 			      "%s: plain %.17g, one group %.17g", sum[0].item[i].name,

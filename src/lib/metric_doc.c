@@ -6,6 +6,7 @@
 #include "metric_doc.h"
 #include "output.h"
 
+#include "../../sim/groups.h"
 #include "../../sim/metrics.h"
 
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #define TS "timeseries.csv"
 #define TT "tenant_timeseries.csv"
 #define H "health.csv"
+#define G "groups.csv"
 
 static const struct kv_metric_doc docs[] = {
 	{ S, "workload", "", "workload", "the workload's name" },
@@ -72,6 +74,8 @@ static const struct kv_metric_doc docs[] = {
 	{ S, "goodput_req_s", "req/s", "goodput", "requests meeting every per-request SLO / makespan (DistServe's goodput; only with slo:)" },
 	{ S, "goodput_tok_s", "tokens/s", "goodput in tokens", "prompt+output tokens of requests meeting every per-request SLO / makespan (only with slo:)" },
 	{ S, "slo_met", "0 or 1", "percentile SLOs met", "1 when every percentile SLO (e.g. ttft p99 <= 1 s) holds over the run, 0 when one fails, empty when none is set or one has no value to judge (no completed request) and none fails (only with slo:)" },
+	{ S, "gpu_hours", "GPU-hours", "GPU-hours", "sum over the replica groups of gpus x (0 to the last finish) / 3600 s (only with cluster.groups)" },
+	{ S, "cost_usd", "USD", "fleet cost", "sum over the groups of their GPU-hours x the device's cost_per_gpu_hour; empty when a group's price is not known (only with cluster.groups)" },
 	{ S, "gpus", "GPUs", "GPUs used", "GPUs the configuration occupies: replicas x tensor parallel x pipeline stages x data-parallel ranks (only with slo:)" },
 
 	{ T, "tenant", "", "tenant", "the tenant's name" },
@@ -130,6 +134,29 @@ static const struct kv_metric_doc docs[] = {
 	{ TT, "virtual_service", "weighted tokens / weight", "virtual service", "service / weight, lifted on becoming backlogged (VTC's counter)" },
 
 	/* the health report (src/lib/health.c, docs/health.md) */
+	{ G, "group", "", "group", "the replica group's name (cluster.groups[i].name); groups.csv is written only with cluster.groups (docs/cluster.md)" },
+	{ G, "role", "", "role", "mixed, prefill or decode" },
+	{ G, "model", "", "model", "the model profile the group serves" },
+	{ G, "device", "", "device", "the group's device profile" },
+	{ G, "replicas", "", "replicas", "the group's replicas" },
+	{ G, "gpus", "GPUs", "GPUs", "replicas x tensor parallel x pipeline stages x data-parallel ranks" },
+	{ G, "requests", "", "requests routed", "requests routed to the group" },
+	{ G, "completed", "", "completed", "of those, completed" },
+	{ G, "rejected", "", "rejected", "of those, rejected (context or pool)" },
+	{ G, "prompt_tokens", "tokens", "prompt tokens", "prompt tokens of its completed requests" },
+	{ G, "output_tokens", "tokens", "output tokens", "output tokens of its completed requests" },
+	{ G, "iterations", "", "iterations", "iterations over its replicas" },
+	{ G, "busy_share", "share", "busy share", "time in iterations / (replicas x (last finish - first arrival))" },
+	{ G, "mem_reserved_util", "share of pool", "reserved memory utilisation", "reserved byte-seconds / (pool x replicas x last finish)" },
+	{ G, "kv_pool_bytes", "bytes", "KV pool per replica", "one replica's KV pool" },
+	{ G, "ttft_p50_s", "s", "TTFT p50", "median time to first token of its completed requests; empty when none" },
+	{ G, "ttft_p99_s", "s", "TTFT p99", "99th percentile of its time to first token" },
+	{ G, "e2e_p50_s", "s", "end-to-end latency p50", "median end-to-end latency of its completed requests" },
+	{ G, "e2e_p99_s", "s", "end-to-end latency p99", "99th percentile of its end-to-end latency" },
+	{ G, "weight_share", "share", "routing share", "its routing weight (replicas x weight) / the weights of the groups serving its model: the share of that model's arrivals it takes" },
+	{ G, "cost_per_gpu_hour", "USD/GPU-hour", "GPU list price", "the device profile's cost_per_gpu_hour or the group's override; empty when not known" },
+	{ G, "gpu_hours", "GPU-hours", "GPU-hours", "gpus x (0 to the last finish) / 3600 s: the static fleet is held for the whole run" },
+	{ G, "cost_usd", "USD", "cost", "gpu_hours x cost_per_gpu_hour; empty when the price is not known" },
 	{ H, "check", "", "check", "cache_hit_rate, mem_util, fairness, max_block_bytes, e2e_tail_ratio or mem_growth (docs/health.md)" },
 	{ H, "target", "", "target", "the threshold as text, from health: (e.g. \">= 0.85\", \"0.60..0.80\")" },
 	{ H, "value", "per check", "measured value", "hit rate, reserved share of the pool, Jain's index, bytes, p99/p50, or growth as a share of the pool; empty when n/a" },
@@ -137,7 +164,7 @@ static const struct kv_metric_doc docs[] = {
 	{ H, "cause", "", "cause", "warn: the likely cause with this run's numbers; n/a: why; pass: empty" },
 };
 
-const char *const kv_metric_files[] = { S, T, R, TS, TT, H, NULL };
+const char *const kv_metric_files[] = { S, T, R, TS, TT, H, G, NULL };
 
 const struct kv_metric_doc *kv_metric_doc(const char *file, const char *name)
 {
@@ -170,8 +197,8 @@ static const char *const *split(const char *header, char *buf, size_t len, const
 
 const char *const *kv_metric_columns(const char *file)
 {
-	static char buf[5][1024];
-	static const char *cols[5][MAX_COLS];
+	static char buf[6][1024];
+	static const char *cols[6][MAX_COLS];
 	static const char *sum[MAX_COLS];
 	size_t i;
 
@@ -191,6 +218,8 @@ const char *const *kv_metric_columns(const char *file)
 	}
 	if (!strcmp(file, H))
 		return split(kv_csv_header_health, buf[4], sizeof(buf[4]), cols[4]);
+	if (!strcmp(file, G))
+		return split(kv_csv_header_groups, buf[5], sizeof(buf[5]), cols[5]);
 	if (!strcmp(file, R))
 		return split(kv_csv_header_requests, buf[1], sizeof(buf[1]), cols[1]);
 	if (!strcmp(file, TS))
