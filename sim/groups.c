@@ -60,6 +60,6 @@ void kv_group_summary(const struct kv_sim *s, const struct kv_group *g,
 	out->e2e_p99_s = quantile_s(&g->e2e, 0.99);
 	out->weight_share = g->weight / class_weight(s, g);
 	out->gpu_hours = (double)out->gpus * horizon / 3600.0;
-	out->cost_usd = g->cfg->device.cost_per_gpu_hour > 0 ?
+	out->cost_usd = g->cfg->device.cost_per_gpu_hour > 0 || !out->gpu_hours ?
 		out->gpu_hours * g->cfg->device.cost_per_gpu_hour : NAN;
 }

@@ -396,7 +396,7 @@ static int read_target(struct sweep *sw, struct kv_diag *d)
 			;
 		if (!kv_summary_names[i])
 			return kv_cfg_error(kv_cfg_get(t, sw->t_max ? "maximize" : "minimize"), d,
-					    "'%s' is neither an axis of the sweep nor a summary.csv "
+					    "'%s' is not an axis of the sweep nor a summary.csv "
 					    "column: expected an axis key, or a metric such as cost_usd",
 					    sw->t_axis);
 		sw->t_metric = 1;

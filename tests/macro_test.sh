@@ -23,7 +23,9 @@
 #     contexts pass it), under every engine and cache model;
 #   - replica groups: workloads/groups.yaml (two models, three groups) runs
 #     above; here its groups also mix engines, schedulers and caches (the
-#     second group sglang, the third another scheduler or cache model).
+#     second group sglang, the third another scheduler or cache model), and
+#     workloads/hetero.yaml (A100 and H100 groups, weight auto) loaded, with
+#     the H100 group under every engine.
 # Compared: every *.csv the run writes (requests, timeseries, summary with
 # its event count, tenants).  Also checked: macro steps did run (the
 # KVSIM_MACRO_STATS line) in the fifo runs, and in every scheduler's
@@ -134,6 +136,9 @@ pair() {
   done
   for c in "${caches[@]}"; do
     echo "pair groups/cache/$c $gr --set workload.requests=400 --set cluster.groups[0].engine=vllm --set cluster.groups[2].cache=$c"
+  done
+  for e in "${engines[@]}"; do # a heterogeneous fleet, weight auto, one group's engine varied
+    echo "pair hetero/$e $src/workloads/hetero.yaml --set workload.requests=600 --set workload.arrival.rate=60 --set cluster.groups[1].engine=$e"
   done
 } > "$tmp/jobs"
 

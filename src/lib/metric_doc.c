@@ -76,6 +76,7 @@ static const struct kv_metric_doc docs[] = {
 	{ S, "slo_met", "0 or 1", "percentile SLOs met", "1 when every percentile SLO (e.g. ttft p99 <= 1 s) holds over the run, 0 when one fails, empty when none is set or one has no value to judge (no completed request) and none fails (only with slo:)" },
 	{ S, "gpu_hours", "GPU-hours", "GPU-hours", "sum over the replica groups of gpus x (0 to the last finish) / 3600 s (only with cluster.groups)" },
 	{ S, "cost_usd", "USD", "fleet cost", "sum over the groups of their GPU-hours x the device's cost_per_gpu_hour; empty when a group's price is not known (only with cluster.groups)" },
+	{ S, "cost_usd_per_hour", "USD/hour", "fleet price", "sum over the groups of gpus x the device's cost_per_gpu_hour: what the fleet costs per hour, whatever the run's length; empty when a group's price is not known (only with cluster.groups)" },
 	{ S, "gpus", "GPUs", "GPUs used", "GPUs the configuration occupies: replicas x tensor parallel x pipeline stages x data-parallel ranks (only with slo:)" },
 
 	{ T, "tenant", "", "tenant", "the tenant's name" },
