@@ -89,6 +89,7 @@ tables=(
   "perf-table-c|docs/perf-model.md|0|bash configs/perf-fit/run.sh KVSIM table C"
   "perf-table-d|docs/perf-model.md|0|bash configs/perf-fit/run.sh KVSIM table D"
   "kv-capacity|docs/memory.md|0|bash configs/memory/kv-capacity.sh KVSIM"
+  "cluster-groups|docs/cluster.md|0|bash docs/cluster/groups.sh KVSIM"
   "fairness|docs/schedulers.md|1|bash configs/experiments/fairness.sh KVSIM"
   "preempt-attribution|docs/schedulers.md|1|bash configs/experiments/preempt-attribution.sh KVSIM"
   "kv-routing|docs/cluster.md|2|bash docs/cluster/routing.sh KVSIM"

@@ -6,6 +6,7 @@
  * macro.c), request slots in slots.c.
  * See engine.h for the model and its invariants.
  */
+#include "load.h"
 #include "replica.h"
 
 #include <math.h>
@@ -179,15 +180,17 @@ static void sync_route(struct kv_sim *s, const struct kv_group *g, const struct 
  * The group an arrival of tenant t joins: the only group serving its
  * model, else one of them by smooth weighted round-robin (nginx's: each
  * group's credit grows by its weight, the largest credit wins and drops
- * by the weights' sum), so over any window group g gets its weight's
- * share of the arrivals within one, in a fixed interleaving.  The weight
- * is the group's replica count (an autoscaled group's: its active ones).
+ * by the weights' sum): in every window of W = sum of weights arrivals
+ * (integer weights) group g takes exactly its weight, in a fixed
+ * interleaving.  The weight is the group's replica count times its weight
+ * per replica (group_weight); an autoscaled group counts its active
+ * replicas only.
  */
 static struct kv_group *route_group(struct kv_sim *s, uint32_t t)
 {
 	const struct kv_route_class *k = &s->cls[s->tenant_cls[t]];
 	struct kv_group *best = NULL;
-	double sum = 0; /* k->weight_sum without autoscaling */
+	double sum = 0; /* k->weight_sum without autoscaling (the same terms, added in the same order) */
 	uint32_t i;
 
 	if (k->n == 1)
@@ -196,14 +199,14 @@ static struct kv_group *route_group(struct kv_sim *s, uint32_t t)
 		struct kv_group *g = &s->grp[s->grp_of[k->off + i]];
 		/* an autoscaled group weighs its active replicas (autoscale.h) */
 		const struct kv_autoscale *a = s->rep_state ? kv__autoscale_of(s, g->first) : NULL;
-		double w = (double)(a ? a->n[KV_REP_ACTIVE] : g->count);
+		double w = a ? g->weight * a->n[KV_REP_ACTIVE] / g->count : g->weight;
 
 		g->wrr_credit += w;
 		sum += w;
 		if (!best || g->wrr_credit > best->wrr_credit)
 			best = g;
 	}
-	best->wrr_credit -= sum;
+	best->wrr_credit -= s->rep_state ? sum : k->weight_sum;
 	return best;
 }
 
@@ -758,10 +761,11 @@ static uint32_t class_add(struct kv_sim *s, const char *m)
 
 	k->off = s->n_cls * s->n_grp;
 	for (i = 0; i < s->n_grp; i++)
-		if (s->grp[i].cfg->role != KV_ROLE_DECODE && /* decode groups get prefilled requests only */
+		if (s->grp[i].count && /* an empty group serves nothing */
+		    s->grp[i].cfg->role != KV_ROLE_DECODE && /* decode groups get prefilled requests only */
 		    !strcmp(s->grp[i].cfg->model.name, m)) {
 			s->grp_of[k->off + k->n++] = i;
-			k->weight_sum += (double)s->grp[i].count;
+			k->weight_sum += s->grp[i].weight;
 		}
 	return k->n;
 }
@@ -789,11 +793,48 @@ static int route_classes(struct kv_sim *s)
 		}
 		if (!class_add(s, m))
 			return kv_diag_set(&s->diag, KV_EINVAL, "", 0, 0, "workload.tenants.model",
-					   "tenant '%s' asks for model '%s', which no replica group serves: expected the model of one of cluster.groups",
+					   "tenant '%s' asks for model '%s', which no replica group with replicas serves: expected the model of one of cluster.groups",
 					   s->cfg->source.tenants[t].name, m);
 		s->tenant_cls[t] = s->n_cls++;
 	}
 	return 0;
+}
+
+/*
+ * The lengths weight auto rates replicas at: the workload's generated
+ * means (fixed, uniform: the midpoints, lognormal: the means), else
+ * KV_GROUP_AUTO_PROMPT and KV_GROUP_AUTO_OUTPUT.
+ */
+static void auto_mix(const struct kv_sim *s, double *P, double *O)
+{
+	const struct kv_length_spec *l = &s->cfg->source.lengths;
+
+	*P = KV_GROUP_AUTO_PROMPT;
+	*O = KV_GROUP_AUTO_OUTPUT;
+	if (s->cfg->source.arrival == KV_ARRIVAL_TRACE && !s->cfg->source.lengths_set)
+		return; /* the trace's own lengths */
+	if (l->kind == KV_LEN_FIXED) {
+		*P = (double)l->prompt;
+		*O = (double)l->output;
+	} else if (l->kind == KV_LEN_UNIFORM) {
+		*P = ((double)l->prompt_min + (double)l->prompt_max) / 2;
+		*O = ((double)l->output_min + (double)l->output_max) / 2;
+	} else if (l->kind == KV_LEN_LOGNORMAL) {
+		*P = l->prompt_mean;
+		*O = l->output_mean;
+	}
+}
+
+/* Group g's routing weight (engine.h kv_group.weight), once its first replica is built. */
+static void group_weight(const struct kv_sim *s, struct kv_group *g)
+{
+	double w = g->cfg->group_weight, P, O;
+
+	if (w == KV_GROUP_WEIGHT_AUTO) {
+		auto_mix(s, &P, &O);
+		w = kv_load_group_capacity(s, g, P, O);
+	}
+	g->weight = (double)g->count * (w > 0 ? w : 1.0);
 }
 
 /* Builds the groups (cfg->groups, or cfg alone) and their replicas. */
@@ -818,8 +859,11 @@ static int build_groups(struct kv_sim *s, const struct kv_sim_config *cfg)
 		for (j = g->first; j < g->first + g->count; j++)
 			if ((rc = kv__replica_init(s, g, &s->rep[j], j)))
 				return rc;
+		if (!g->count)
+			continue; /* no replicas (a fleet a sweep leaves out): no bound, no weight */
 		if ((rc = context_bound(s, g)))
 			return rc;
+		group_weight(s, g);
 	}
 	return route_classes(s);
 }
@@ -933,6 +977,9 @@ int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct 
 	s->n_rep = 0;
 	for (i = 0; i < KV_MAX(cfg->n_groups, 1u); i++)
 		s->n_rep += cfg->n_groups ? cfg->groups[i].replicas : cfg->replicas;
+	if (!s->n_rep)
+		return kv_diag_set(&s->diag, KV_EINVAL, "", 0, 0, "cluster.groups",
+				   "no replicas in any group: expected at least one");
 	s->macro_next = kv_xmalloc(s->n_rep * sizeof(*s->macro_next));
 	s->macro_onext = kv_xmalloc(s->n_rep * sizeof(*s->macro_onext));
 	for (i = 0; i < s->n_rep; i++)

@@ -152,6 +152,9 @@ struct kv_executor {
  */
 enum kv_group_role { KV_ROLE_MIXED, KV_ROLE_PREFILL, KV_ROLE_DECODE };
 #define KV_MAX_GROUPS 64 /* entries of cluster.groups */
+#define KV_GROUP_WEIGHT_AUTO (-1.0) /* kv_sim_config.group_weight: from the perf model (docs/cluster.md) */
+#define KV_GROUP_AUTO_PROMPT 512 /* tokens: weight auto's prompt when the lengths come from a trace (workload lengths' default) */
+#define KV_GROUP_AUTO_OUTPUT 128 /* tokens: its output, likewise */
 extern const char *const kv_group_role_names[]; /* "mixed", "prefill", "decode", NULL */
 
 /* Everything a run needs; filled by the workload loader. */
@@ -229,6 +232,7 @@ struct kv_sim_config {
 	enum kv_group_role role; /* this group's role, default mixed */
 	struct kv_xfer_cfg xfer; /* a prefill group's KV transfer links (kv_transfer:, disagg.h); all 0: the defaults */
 	uint32_t pd_prefill; /* replicas [0, pd_prefill) prefill, the rest decode (disagg.h); 0: no split */
+	double group_weight; /* routing weight per replica (cluster.groups[i].weight); 0 reads as 1, the default; KV_GROUP_WEIGHT_AUTO: the replica's saturated capacity */
 };
 
 /* Where results go; any callback may be NULL.  Returning nonzero stops the run with KV_EIO. */
@@ -292,6 +296,7 @@ struct kv_group {
 	uint64_t ctx_cap_tokens; /* tokens one replica's KV cache holds (the context check's bound) */
 	int ctx_warn; /* 1: over-capacity contexts warn (SGLang); 0: they are an error (vLLM) */
 	uint64_t router_state; /* the router's private word for this group */
+	double weight; /* its share among the groups serving its model: replicas x weight per replica */
 	double wrr_credit; /* smooth weighted round-robin credit among the groups serving its model */
 	/* statistics (groups.h) */
 	uint64_t arrived; /* requests routed to it */

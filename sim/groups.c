@@ -7,11 +7,24 @@
 #include "replica.h"
 
 #include <math.h>
+#include <string.h>
 
 const char kv_csv_header_groups[] =
 	"group,role,model,device,replicas,gpus,requests,completed,rejected,prompt_tokens,"
 	"output_tokens,iterations,busy_share,mem_reserved_util,kv_pool_bytes,ttft_p50_s,"
-	"ttft_p99_s,e2e_p50_s,e2e_p99_s\n";
+	"ttft_p99_s,e2e_p50_s,e2e_p99_s,weight_share,cost_per_gpu_hour,gpu_hours,cost_usd\n";
+
+/* The sum of the weights of the groups serving g's model (g's routing class). */
+static double class_weight(const struct kv_sim *s, const struct kv_group *g)
+{
+	double w = 0;
+	uint32_t i;
+
+	for (i = 0; i < s->n_grp; i++)
+		if (!strcmp(s->grp[i].cfg->model.name, g->cfg->model.name))
+			w += s->grp[i].weight;
+	return w;
+}
 
 /* Quantile p of h in seconds, NAN when h is empty. */
 static double quantile_s(const struct kv_hist *h, double p)
@@ -45,4 +58,8 @@ void kv_group_summary(const struct kv_sim *s, const struct kv_group *g,
 	out->ttft_p99_s = quantile_s(&g->ttft, 0.99);
 	out->e2e_p50_s = quantile_s(&g->e2e, 0.5);
 	out->e2e_p99_s = quantile_s(&g->e2e, 0.99);
+	out->weight_share = g->weight / class_weight(s, g);
+	out->gpu_hours = (double)out->gpus * horizon / 3600.0;
+	out->cost_usd = g->cfg->device.cost_per_gpu_hour > 0 || !out->gpu_hours ?
+		out->gpu_hours * g->cfg->device.cost_per_gpu_hour : NAN;
 }

@@ -22,6 +22,9 @@ struct kv_group_summary {
 	double busy_share; /* time in iterations / (replicas x run span) */
 	double mem_reserved_util; /* reserved byte-seconds / (pool x replicas x horizon) */
 	double ttft_p50_s, ttft_p99_s, e2e_p50_s, e2e_p99_s; /* of its completed requests; NAN: none */
+	double weight_share; /* its routing weight / the weights of the groups serving its model */
+	double gpu_hours; /* gpus x (0 to the last finish), hours */
+	double cost_usd; /* gpu_hours x the device's cost_per_gpu_hour; NAN: no price */
 };
 
 /* The CSV header of groups.csv, newline included. */

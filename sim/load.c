@@ -39,6 +39,17 @@ double kv_load_replica_capacity(const struct kv_perf *pf, const struct kv_load_m
 	return a / ((double)t * 1e-9);
 }
 
+/* Group g's limits into x: batching, KV capacity under its cache model, bytes per token. */
+static void group_limits(const struct kv_sim *s, const struct kv_group *g, struct kv_load_mix *x)
+{
+	x->max_seqs = g->cfg->max_batch_seqs;
+	x->budget_tokens = g->cfg->max_batch_tokens;
+	x->kv_tokens = g->mem.kv_tokens;
+	if (g->count && s->rep[g->first].beta_bytes > 0) /* the cache model's tokens (quantized: more) */
+		x->kv_tokens = (uint64_t)((double)g->pool_bytes / s->rep[g->first].beta_bytes);
+	x->token_bytes = g->token_bytes;
+}
+
 /* The run's length mix on group g's replicas: the completed requests' means; 0 when none completed. */
 static int run_mix(const struct kv_sim *s, const struct kv_group *g, struct kv_load_mix *x)
 {
@@ -49,13 +60,16 @@ static int run_mix(const struct kv_sim *s, const struct kv_group *g, struct kv_l
 	x->prompt_mean = (double)s->prompt_tokens_done / done;
 	x->output_mean = (double)s->output_tokens_done / done;
 	x->kv_steps_mean = s->kv_token_steps_done / done;
-	x->max_seqs = g->cfg->max_batch_seqs;
-	x->budget_tokens = g->cfg->max_batch_tokens;
-	x->kv_tokens = g->mem.kv_tokens;
-	if (g->count && s->rep[g->first].beta_bytes > 0) /* the cache model's tokens (quantized: more) */
-		x->kv_tokens = (uint64_t)((double)g->pool_bytes / s->rep[g->first].beta_bytes);
-	x->token_bytes = g->token_bytes;
+	group_limits(s, g, x);
 	return 1;
+}
+
+double kv_load_group_capacity(const struct kv_sim *s, const struct kv_group *g, double P, double O)
+{
+	struct kv_load_mix x = { .prompt_mean = P, .output_mean = O };
+
+	group_limits(s, g, &x);
+	return kv_load_replica_capacity(&g->perf, &x);
 }
 
 /* The cluster's saturated capacity: each group's replicas times one's capacity, req/s; NAN when none completed. */

@@ -72,6 +72,14 @@ double kv_load_replica_capacity(const struct kv_perf *pf, const struct kv_load_m
 /* The load of finished run s. */
 void kv_load_compute(const struct kv_sim *s, struct kv_load *l);
 
+/*
+ * One replica of group g's saturated request rate (requests/s) for
+ * requests of P prompt and O output tokens on average (kv_load_replica_capacity
+ * with the group's batching, KV capacity and perf model).  Needs the
+ * group's first replica built (its cache model's bytes per token).
+ */
+double kv_load_group_capacity(const struct kv_sim *s, const struct kv_group *g, double P, double O);
+
 /* Share of capacity above which a run is near saturation (the warning of `kvsim run`). */
 #define KV_LOAD_WARN_SHARE 0.9
 

@@ -253,6 +253,7 @@ const char *const kv_summary_names[] = {
 	"events", "peak_in_flight", "load_share", "capacity_req_s", "busy_share",
 	"kv_capacity_tokens", "kv_capacity_blocks", /* only off memory.model share: see below */
 	"slo_attainment", "goodput_req_s", "goodput_tok_s", "slo_met", "gpus", /* only with slo: */
+	"gpu_hours", "cost_usd", "cost_usd_per_hour", /* only with cluster.groups */
 	NULL,
 };
 
@@ -462,6 +463,30 @@ static void add_slo(const struct kv_sim *s, const struct kv_done_log *l, struct 
 	add(sum, "gpus", "replicas x tensor parallel x pipeline stages", (double)kv_cfg_gpus(s->cfg), 1);
 }
 
+/*
+ * GPU-hours and their list price over the groups (only with cluster.groups):
+ * every GPU is held from 0 to the last finish T, gpus_g x T; the fleet's
+ * hourly price is sum_g gpus_g x price_g and the cost that times T; both
+ * empty when a group with GPUs has no price.
+ */
+static void add_cost(const struct kv_sim *s, struct kv_summary *sum)
+{
+	double gpus = 0, rate = 0, T_h = (double)s->last_finish_ns * 1e-9 / 3600.0;
+	uint32_t i;
+
+	for (i = 0; i < s->n_grp; i++) {
+		double n = (double)kv_cfg_gpus(s->grp[i].cfg);
+
+		gpus += n;
+		if (n > 0) /* a group of no replicas costs nothing, priced or not */
+			rate += s->grp[i].cfg->device.cost_per_gpu_hour > 0 ?
+					n * s->grp[i].cfg->device.cost_per_gpu_hour : NAN;
+	}
+	add(sum, "gpu_hours", "GPU-hours held, 0 to the last finish", gpus * T_h, 0);
+	add(sum, "cost_usd", "USD at the devices' list prices", rate * T_h, 0);
+	add(sum, "cost_usd_per_hour", "USD per hour of the fleet", rate, 0);
+}
+
 void kv_summary_compute(const struct kv_sim *s, struct kv_done_log *log, struct kv_summary *sum)
 {
 	double short_std, long_p99;
@@ -495,6 +520,8 @@ void kv_summary_compute(const struct kv_sim *s, struct kv_done_log *log, struct 
 	}
 	if (log && log->slo)
 		add_slo(s, log, sum);
+	if (s->cfg->n_groups) /* the fleet's hours and price (docs/cluster.md) */
+		add_cost(s, sum);
 }
 
 double kv_summary_get(const struct kv_summary *sum, const char *name)

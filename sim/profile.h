@@ -262,6 +262,7 @@ struct kv_device {
 	double link_busbw_n_Bps[KV_LINK_MAX_RANKS + 1]; /* the same at n GPUs (interconnect_busbw_by_gpus), bytes/s; 0: not given */
 	char family[16]; /* architecture family ("ampere", ...), "" when not named */
 	char host[64]; /* the host profile a workload without `host:` runs (host.h), "" : reference */
+	double cost_per_gpu_hour; /* list price of one GPU for an hour, USD (the profile cites it); 0: not known */
 	/* Perf-model coefficients (calibrated; datasheet profiles ship defaults). */
 	double eff_bw; /* achieved share of mem_bw_Bps, default 0.83 */
 	double eff_flops; /* achieved share of flops, default 0.71 (the A100 fit) */

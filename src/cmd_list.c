@@ -148,6 +148,8 @@ static void show_device(const char *name, const char *path, void *arg)
 	       dev.host_link_Bps / 1e9, dev.eff_bw, dev.eff_flops, (double)dev.overhead_ns / 1e6,
 	       dev.alpha, kv_link_name(dev.link_type),
 	       (dev.link_type == KV_LINK_DATASHEET ? dev.interconnect_Bps : dev.link_busbw_Bps) / 1e9);
+	if (dev.cost_per_gpu_hour > 0) /* the list price its source cites (docs/cluster.md) */
+		printf("; $%.4g per GPU-hour", dev.cost_per_gpu_hour);
 	show_busbw_table(&dev);
 	show_uncertainty(&dev);
 }
@@ -287,6 +289,8 @@ static const struct {
 	{ "kv_transfer.layerwise", "false", "stream the KV layer by layer while the prefill runs" },
 	{ "kv_transfer.topology", "prefill", "links: prefill (one per prefill replica) | pair (per prefill-decode pair) | shared (one per prefill group)" },
 	{ "kv_transfer.placement", "least-kv", "decode replica: least-kv (least reserved + inbound KV / pool) | round-robin" },
+	{ "groups[i].weight", "1", "routing weight per replica among the groups serving its model (a number, or auto: the replica's saturated capacity)" },
+	{ "groups[i].cost_per_gpu_hour", "the device's", "USD per GPU-hour for gpu_hours and cost_usd (the device profile's cost_per_gpu_hour)" },
 };
 
 /* The autoscale: keys (src/lib/workload.c read_autoscale, sim/autoscale.h), default and meaning. */

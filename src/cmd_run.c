@@ -414,9 +414,14 @@ static void print_kv_line(const struct kv_sim *s)
 	for (i = 0; i < s->n_grp; i++) {
 		const struct kv_group *g = &s->grp[i];
 		const struct kv_replica *r = &s->rep[g->first];
-		uint64_t bt = cache_block_tokens(r->cache, r->cache_priv);
+		uint64_t bt;
 		char blocks[64] = "", name[48] = "";
 
+		if (!g->count) {
+			printf("group %s: no replicas\n", g->cfg->group_name);
+			continue;
+		}
+		bt = cache_block_tokens(r->cache, r->cache_priv);
 		if (bt)
 			snprintf(blocks, sizeof(blocks), " (%llu blocks of %llu)",
 				 (unsigned long long)(g->mem.kv_tokens / bt), (unsigned long long)bt);

@@ -85,7 +85,8 @@ struct sweep {
 	int has_target;
 	struct kv_cond cond[KV_MAX_CONDS]; /* target: conditions, all to hold */
 	size_t n_cond;
-	char t_axis[256]; /* target: the axis to minimize (or maximize) */
+	char t_axis[256]; /* target: the axis to minimize (or maximize), or a summary column (t_metric) */
+	int t_metric; /* target: t_axis is a summary.csv column: the combination meeting the target with its least mean (greatest with t_max) */
 	int t_max; /* target: maximize the axis (the highest rate meeting the SLOs) instead */
 	int t_mean; /* target: judge on the seeds' mean, not the 95% interval's pessimistic end */
 	char pareto[2][64]; /* `pareto:` or --pareto: two summary columns, "" when none */

@@ -391,10 +391,16 @@ static int read_target(struct sweep *sw, struct kv_diag *d)
 	for (i = 0; i < sw->n_axes; i++)
 		if (!strcmp(sw->axis[i].key, sw->t_axis))
 			break;
-	if (i == sw->n_axes)
-		return kv_cfg_error(kv_cfg_get(t, sw->t_max ? "maximize" : "minimize"), d,
-				    "'%s' is not an axis of the sweep",
-				    sw->t_axis);
+	if (i == sw->n_axes) { /* a summary column: the cheapest combination meeting the target */
+		for (i = 0; kv_summary_names[i] && strcmp(kv_summary_names[i], sw->t_axis); i++)
+			;
+		if (!kv_summary_names[i])
+			return kv_cfg_error(kv_cfg_get(t, sw->t_max ? "maximize" : "minimize"), d,
+					    "'%s' is not an axis of the sweep nor a summary.csv "
+					    "column: expected an axis key, or a metric such as cost_usd",
+					    sw->t_axis);
+		sw->t_metric = 1;
+	}
 	sw->has_target = 1;
 	return 0;
 }

@@ -283,6 +283,96 @@ static enum kv_verdict value_meets(const struct sweep *sw, size_t ax, size_t val
 	return n ? KV_VERDICT_MEETS : KV_VERDICT_FAILS;
 }
 
+/* The mean of column j over group g's finished seeds; NAN when one failed or none finished. */
+static double group_mean(const struct sweep *sw, size_t g, size_t j)
+{
+	double *x = kv_xcalloc(sw->n_seeds, sizeof(*x)), m = 0;
+	long n = group_values(sw, g, j, x), k;
+
+	for (k = 0; k < n; k++)
+		m += x[k];
+	m = n > 0 ? m / (double)n : NAN;
+	free(x);
+	return m;
+}
+
+/*
+ * The best group for a metric target (sw->t_metric): among the
+ * combinations of axis values meeting every condition, the one with the
+ * least mean of the metric (the greatest when maximized; the first on
+ * ties); SIZE_MAX when none meets.  *metric is its column.
+ */
+static size_t best_by_metric(const struct sweep *sw, const size_t *col, size_t *metric,
+			     struct verdict *bv, size_t *n_unknown)
+{
+	const struct point *h = kv__sweep_header_point(sw);
+	size_t g, best = SIZE_MAX;
+	double bx = 0, x;
+	struct verdict v;
+
+	*n_unknown = 0;
+	*metric = column(h, sw->t_axis);
+	for (g = 0; *metric != SIZE_MAX && g < n_groups(sw); g++) {
+		if (!group_ran(sw, g))
+			continue;
+		judge(sw, g, col, &v);
+		*n_unknown += v.verdict == KV_VERDICT_UNKNOWN;
+		x = group_mean(sw, g, *metric);
+		if (!v.meets || isnan(x))
+			continue;
+		x = sw->t_max ? -x : x;
+		if (best == SIZE_MAX || x < bx) {
+			best = g;
+			bx = x;
+			*bv = v;
+		}
+	}
+	return best;
+}
+
+/* "k = v, k = v" of every axis for group g. */
+static void put_axes_of(struct sbuf *b, const struct sweep *sw, size_t g)
+{
+	size_t i;
+
+	for (i = 0; i < sw->n_axes; i++)
+		kv__sweep_sb_printf(b, "%s%s = %s", i ? ", " : "", sw->axis[i].key,
+				    sw->axis[i].vals[sw->pt[g * sw->n_seeds].val[i]]);
+}
+
+/*
+ * The answer to a metric target: "cheapest: cost_usd 12.3 at AXIS = v,
+ * ... meets CONDS (figures)", or that no combination meets it.
+ */
+static void report_metric(const struct sweep *sw, const size_t *col)
+{
+	size_t best, metric, n_unknown;
+	struct verdict bv;
+	struct sbuf b = { 0 };
+
+	best = best_by_metric(sw, col, &metric, &bv, &n_unknown);
+	if (metric == SIZE_MAX) {
+		printf("%s: no result: '%s' is not a summary.csv column of a finished point\n",
+		       sw->t_max ? "best" : "cheapest", sw->t_axis);
+		return;
+	}
+	if (best == SIZE_MAX) {
+		kv__sweep_sb_printf(&b, "%s: no combination meets ", sw->t_max ? "best" : "cheapest");
+		put_conds(&b, sw);
+		if (n_unknown)
+			kv__sweep_sb_printf(&b, " (%zu cannot be judged)", n_unknown);
+	} else {
+		kv__sweep_sb_printf(&b, "%s: %s %.6g at ", sw->t_max ? "best" : "cheapest", sw->t_axis,
+				    group_mean(sw, best, metric));
+		put_axes_of(&b, sw, best);
+		kv__sweep_sb_puts(&b, " meets ");
+		put_conds(&b, sw);
+		put_figures(&b, sw, &bv);
+	}
+	printf("%s\n", b.s);
+	free(b.s);
+}
+
 void kv__sweep_report_target(const struct sweep *sw)
 {
 	const struct point *h = kv__sweep_header_point(sw);
@@ -292,8 +382,6 @@ void kv__sweep_report_target(const struct sweep *sw)
 	enum kv_verdict vv;
 	unsigned char *done;
 
-	for (ax = 0; strcmp(sw->axis[ax].key, sw->t_axis); ax++)
-		;
 	for (k = 0; k < sw->n_cond; k++) {
 		col[k] = column(h, sw->cond[k].metric);
 		if (col[k] == SIZE_MAX) {
@@ -302,6 +390,12 @@ void kv__sweep_report_target(const struct sweep *sw)
 			return;
 		}
 	}
+	if (sw->t_metric) {
+		report_metric(sw, col);
+		return;
+	}
+	for (ax = 0; strcmp(sw->axis[ax].key, sw->t_axis); ax++)
+		;
 	for (v = 0; v < sw->axis[ax].n_vals; v++) {
 		vv = value_meets(sw, ax, v, col, &all);
 		n_fail += vv == KV_VERDICT_FAILS;
@@ -352,6 +446,51 @@ static int write_file(const char *dir, const char *name, const char *text);
 
 /* --- target.csv (the sweep charts' target lines and chosen points) ------------- */
 
+/* target.csv's header and condition rows into b. */
+static void target_head(struct sbuf *b, const struct sweep *sw)
+{
+	size_t i, k;
+
+	kv__sweep_sb_puts(b, "kind,metric,op,limit");
+	for (i = 0; i < sw->n_axes; i++) {
+		kv__sweep_sb_puts(b, ",");
+		kv__sweep_sb_csv(b, sw->axis[i].key);
+	}
+	kv__sweep_sb_puts(b, "\n");
+	for (k = 0; k < sw->n_cond; k++) {
+		kv__sweep_sb_printf(b, "condition,%s,%s,%.15g", sw->cond[k].metric,
+				    kv_cmp_name(sw->cond[k].op), sw->cond[k].x);
+		for (i = 0; i < sw->n_axes; i++)
+			kv__sweep_sb_puts(b, ",");
+		kv__sweep_sb_puts(b, "\n");
+	}
+}
+
+/* target.csv of a metric target: the conditions and the one chosen combination (if any). */
+static int write_target_metric(const struct sweep *sw, const char *dir, const size_t *col)
+{
+	size_t best, metric, n_unknown, i;
+	struct verdict bv;
+	struct sbuf b = { 0 };
+	int rc;
+
+	target_head(&b, sw);
+	best = best_by_metric(sw, col, &metric, &bv, &n_unknown);
+	if (best != SIZE_MAX) {
+		kv__sweep_sb_puts(&b, "chosen,");
+		kv__sweep_sb_csv(&b, sw->t_axis);
+		kv__sweep_sb_printf(&b, ",min,%.15g", group_mean(sw, best, metric));
+		for (i = 0; i < sw->n_axes; i++) {
+			kv__sweep_sb_puts(&b, ",");
+			kv__sweep_sb_csv(&b, sw->axis[i].vals[sw->pt[best * sw->n_seeds].val[i]]);
+		}
+		kv__sweep_sb_puts(&b, "\n");
+	}
+	rc = write_file(dir, "target.csv", b.s);
+	free(b.s);
+	return rc;
+}
+
 int kv__sweep_write_target(const struct sweep *sw, const char *dir)
 {
 	const struct point *h = kv__sweep_header_point(sw);
@@ -361,24 +500,14 @@ int kv__sweep_write_target(const struct sweep *sw, const char *dir)
 	struct sbuf b = { 0 };
 	int rc;
 
-	for (ax = 0; strcmp(sw->axis[ax].key, sw->t_axis); ax++)
-		;
 	for (k = 0; k < sw->n_cond; k++)
 		if ((col[k] = column(h, sw->cond[k].metric)) == SIZE_MAX)
 			return 0; /* reported by kv__sweep_report_target */
-	kv__sweep_sb_puts(&b, "kind,metric,op,limit");
-	for (i = 0; i < sw->n_axes; i++) {
-		kv__sweep_sb_puts(&b, ",");
-		kv__sweep_sb_csv(&b, sw->axis[i].key);
-	}
-	kv__sweep_sb_puts(&b, "\n");
-	for (k = 0; k < sw->n_cond; k++) {
-		kv__sweep_sb_printf(&b, "condition,%s,%s,%.15g", sw->cond[k].metric,
-				    kv_cmp_name(sw->cond[k].op), sw->cond[k].x);
-		for (i = 0; i < sw->n_axes; i++)
-			kv__sweep_sb_puts(&b, ",");
-		kv__sweep_sb_puts(&b, "\n");
-	}
+	if (sw->t_metric)
+		return write_target_metric(sw, dir, col);
+	for (ax = 0; strcmp(sw->axis[ax].key, sw->t_axis); ax++)
+		;
+	target_head(&b, sw);
 	done = kv_xcalloc(n ? n : 1, 1);
 	for (g = 0; g < n; g++) {
 		if (done[g] || !group_ran(sw, g))

@@ -33,7 +33,9 @@
 #     fleet benchmark's 64 replicas growing to 96 (the router's tree);
 #   - replica groups: workloads/groups.yaml (two models, three groups) runs
 #     above; here its groups also mix engines, schedulers and caches (the
-#     second group sglang, the third another scheduler or cache model);
+#     second group sglang, the third another scheduler or cache model), and
+#     workloads/hetero.yaml (A100 and H100 groups, weight auto) loaded, with
+#     the H100 group under every engine;
 #   - prefill/decode disaggregation: tests/data/macro/tenants.yaml on 1
 #     prefill + 2 decode replicas over 5 GB/s layer-wise links under every
 #     engine and scheduler with full, chunked and shared, and
@@ -255,6 +257,9 @@ pair() {
   done
   for m in tokens dynamo llm-d; do # the prefix-load router within each group's range
     echo "pair kvr/groups/$m $gr --set workload.requests=400 --set cluster.groups[0].engine=vllm --set cluster.groups[2].cache=shared --set \\'cluster.router={name: prefix-load, mode: $m}\\'"
+  done
+  for e in "${engines[@]}"; do # a heterogeneous fleet, weight auto, one group's engine varied
+    echo "pair hetero/$e $src/workloads/hetero.yaml --set workload.requests=600 --set workload.arrival.rate=60 --set cluster.groups[1].engine=$e"
   done
 } > "$tmp/jobs"
 

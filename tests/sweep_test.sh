@@ -2,7 +2,8 @@
 # End-to-end tests of `kvsim sweep` and `kvsim sweep-merge` on the small
 # generated workload tests/data/sweep/base.yaml: expansion counts, -j
 # independence, failing points, resume, interrupt and rerun, shards and
-# merge, the capacity target, and the bad sweep files (tests/data/sweep/
+# merge, the capacity target (an axis's best value, or the combination of
+# least cost), and the bad sweep files (tests/data/sweep/
 # bad_*.yaml, each with "# expect: TEXT" and "# at: LINE" on its first two
 # lines: exit status 2, the text in the message, located at FILE:LINE, and
 # no output directory).
@@ -269,12 +270,36 @@ done
 # The metrics a target may name are the summary.csv columns (less the workload name):
 # the sweep's list, printed by a typo, matches a run's header exactly.
 # (a run off memory.model share adds the engines' KV capacity columns at the end)
-# (and slo: the SLO columns)
-"$kvsim" run -q "$data/base.yaml" -o "$tmp/hdr" --set memory.model=vllm --set 'slo={ttft: 1s}' >/dev/null 2>&1
+# (and slo: the SLO columns, cluster.groups the fleet's cost)
+"$kvsim" run -q "$data/base.yaml" -o "$tmp/hdr" --set memory.model=vllm --set 'slo={ttft: 1s}' \
+  --set 'cluster={groups: [{replicas: 1}]}' >/dev/null 2>&1
 want=$(head -n 1 "$tmp/hdr/summary.csv" | cut -d, -f2- | sed 's/,/, /g')
 "$kvsim" sweep "$data/bad_metric.yaml" -o "$tmp/bad" 2>"$tmp/bad.err"
 got=$(sed -n 's/.*expected one of: //p' "$tmp/bad.err")
 [ -n "$want" ] && [ "$got" = "$want" ] && ok || bad "target metrics '$got' differ from summary.csv columns '$want'"
+
+# A target minimizing a summary column (docs/sweeps.md): the cheapest fleet of two replica
+# groups meeting the conditions; maximized, the dearest; a name neither an axis nor a column: exit 2
+cat > "$tmp/fleet.yaml" <<EOF
+base: $src/workloads/hetero.yaml
+axes:
+  cluster.groups[0].replicas: [1, 2]
+  cluster.groups[1].replicas: [1, 2]
+set: {workload.requests: 200, outputs.chart: false, outputs.requests: false}
+target: {meet: "ttft_p99_s <= 100", minimize: cost_usd_per_hour}
+EOF
+"$kvsim" sweep -q "$tmp/fleet.yaml" -o "$tmp/fleet" > "$tmp/fleet.out" &&
+  grep -qx "cheapest: cost_usd_per_hour 10.3109 at cluster.groups\[0\].replicas = 1, cluster.groups\[1\].replicas = 1 meets ttft_p99_s <= 100 (1 of 1 seed; ttft_p99_s [0-9.e-]*)" "$tmp/fleet.out" &&
+  grep -qx "chosen,cost_usd_per_hour,min,10.3109,1,1" "$tmp/fleet/target.csv" && ok ||
+  bad "cheapest fleet: $(cat "$tmp/fleet.out" "$tmp/fleet/target.csv")"
+sed 's/minimize: cost_usd_per_hour/maximize: cost_usd_per_hour/' "$tmp/fleet.yaml" > "$tmp/fleet-max.yaml"
+"$kvsim" sweep -q "$tmp/fleet-max.yaml" -o "$tmp/fleet-max" > "$tmp/fleet-max.out" &&
+  grep -q "^best: cost_usd_per_hour 20.6218 at cluster.groups\[0\].replicas = 2, cluster.groups\[1\].replicas = 2 meets" "$tmp/fleet-max.out" && ok ||
+  bad "dearest fleet: $(cat "$tmp/fleet-max.out")"
+sed 's/minimize: cost_usd_per_hour/minimize: dollars/' "$tmp/fleet.yaml" > "$tmp/fleet-bad.yaml"
+"$kvsim" sweep -q "$tmp/fleet-bad.yaml" -o "$tmp/fleet-bad" 2> "$tmp/fleet-bad.err"
+[ $? -eq 2 ] && grep -q "fleet-bad.yaml:6:.*'dollars' is not an axis of the sweep nor a summary.csv column" "$tmp/fleet-bad.err" && ok ||
+  bad "minimize: dollars: $(cat "$tmp/fleet-bad.err")"
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

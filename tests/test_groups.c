@@ -8,10 +8,12 @@
 #include "testutil.h"
 
 #include <check.h>
+#include <math.h>
 #include <string.h>
 
 #include "workload.h"
 #include "../sim/groups.h"
+#include "../sim/load.h"
 #include "../sim/replica.h"
 
 /* Requests of a run by tenant and group (a sink). */
@@ -136,7 +138,16 @@ START_TEST(test_errors)
 		  "without commas" },
 		{ "cluster:\n  groups:\n    - {role: both}\n", 3, "cluster.groups[0].role",
 		  "mixed, prefill, decode" },
-		{ "cluster:\n  groups:\n    - {replicas: 0}\n", 3, "cluster.groups[0].replicas", "" },
+		{ "cluster:\n  groups:\n    - {replicas: 0}\n", 3, "cluster.groups",
+		  "0 replicas over the groups: expected 1 to 65536" },
+		{ "cluster:\n  groups:\n    - {replicas: 100000}\n", 3, "cluster.groups[0].replicas", "" },
+		{ "cluster:\n  groups:\n    - {replicas: 0}\n    - {model: llama-2-13b}\n", 0,
+		  "workload", "model 'llama-2-7b' (the first group's, asked for by a tenant naming none), "
+		  "which no replica group with replicas serves: expected one of: llama-2-13b" },
+		{ "cluster:\n  groups:\n    - {weight: heavy}\n", 3, "cluster.groups[0].weight",
+		  "(or auto: the replica's saturated capacity)" },
+		{ "cluster:\n  groups:\n    - {cost_per_gpu_hour: -1}\n", 3,
+		  "cluster.groups[0].cost_per_gpu_hour", "" },
 		{ "cluster:\n  groups:\n    - {device: nosuch}\n", 3, "cluster.groups[0].device",
 		  "unknown device 'nosuch'" },
 		{ "cluster:\n  groups:\n    - {tensor_parallel: 3}\n", 3,
@@ -153,9 +164,9 @@ START_TEST(test_errors)
 		  "", "" }, /* does not fit: at the group */
 		{ "cluster:\n  groups: [{name: a}]\nworkload:\n  tenants:\n    - {name: t, model: "
 		  "llama-2-13b}\n", 5, "workload.tenants[0].model",
-		  "model 'llama-2-13b', which no replica group serves: expected one of: llama-2-7b" },
+		  "model 'llama-2-13b', which no replica group with replicas serves: expected one of: llama-2-7b" },
 		{ "workload:\n  tenants:\n    - {name: t, model: mistral-7b}\n", 3,
-		  "workload.tenants[0].model", "which no replica group serves" },
+		  "workload.tenants[0].model", "which no replica group with replicas serves" },
 	};
 	size_t i;
 
@@ -184,7 +195,7 @@ START_TEST(test_errors)
 }
 END_TEST
 
-/* One group of R replicas is the plain run of R replicas, figure for figure. */
+/* One group of R replicas is the plain run of R replicas, figure for figure (plus the fleet's cost). */
 START_TEST(test_one_group_is_plain)
 {
 	static const char plain[] = "cluster: {replicas: 3, router: least-outstanding-tokens}\n"
@@ -200,7 +211,10 @@ START_TEST(test_one_group_is_plain)
 	load_ok(&w[1], grouped);
 	run(&w[0], 0, &r[0], &sum[0]);
 	run(&w[1], 0, &r[1], &sum[1]);
-	ck_assert_uint_eq(sum[0].n, sum[1].n);
+	ck_assert_uint_eq(sum[0].n + 3, sum[1].n); /* cluster.groups adds the fleet's cost */
+	ck_assert_str_eq(sum[1].item[sum[0].n].name, "gpu_hours");
+	ck_assert_str_eq(sum[1].item[sum[0].n + 1].name, "cost_usd");
+	ck_assert_str_eq(sum[1].item[sum[0].n + 2].name, "cost_usd_per_hour");
 	for (i = 0; i < sum[0].n; i++)
 		ck_assert_msg(!memcmp(&sum[0].item[i].value, &sum[1].item[i].value, sizeof(double)),
 			      "%s: plain %.17g, one group %.17g", sum[0].item[i].name,
@@ -279,6 +293,72 @@ START_TEST(test_macro_exact)
 }
 END_TEST
 
+/* The summary's value of name, NAN when absent. */
+static double sum_get(const struct kv_summary *sum, const char *name)
+{
+	return kv_summary_get(sum, name);
+}
+
+/*
+ * A heterogeneous fleet: weight auto gives each group the share of its
+ * replicas' saturated capacity (the H100 more than the A100 for one
+ * model), the arrivals follow the shares, a group of no replicas gets
+ * nothing, and gpu_hours and cost_usd are gpus x (0 to the last finish)
+ * and that times each device's price (the group's override where given).
+ */
+START_TEST(test_hetero_cost)
+{
+	static const char text[] =
+		"model: llama-3.1-8b\ncache: chunked\n"
+		"cluster:\n  router: least-outstanding-tokens\n  groups:\n"
+		"    - {name: a100, device: a100-80g, replicas: 2, weight: auto}\n"
+		"    - {name: h100, device: h100-80g, replicas: 2, weight: auto}\n"
+		"    - {name: spare, device: l40s, replicas: 0}\n"
+		"    - {name: cheap, device: a100-40g, replicas: 1, weight: 0.5, cost_per_gpu_hour: 1.25}\n"
+		WORKLOAD;
+	struct kv_sink sink = { 0 };
+	struct kv_group_summary gs[4];
+	struct kv_workload w;
+	struct kv_summary sum;
+	struct kv_sim s;
+	double T_h, cap[2], want_usd;
+	uint32_t i;
+
+	load_ok(&w, text);
+	ck_assert_double_eq(w.cfg.groups[3].device.cost_per_gpu_hour, 1.25);
+	ck_assert_double_eq(w.cfg.groups[1].device.cost_per_gpu_hour, 6.88); /* the profile's */
+	w.cfg.sample_interval_ns = 0;
+	ck_assert_int_eq(kv_sim_init(&s, &w.cfg, &sink), 0);
+	ck_assert_int_eq(kv_sim_run(&s), 0);
+	for (i = 0; i < 2; i++) /* auto: replicas x one replica's capacity at the uniform lengths' midpoints */
+		cap[i] = kv_load_group_capacity(&s, &s.grp[i], (50 + 800) / 2.0, (1 + 200) / 2.0);
+	ck_assert_msg(cap[1] > cap[0] && s.grp[1].weight == 2 * cap[1] && s.grp[0].weight == 2 * cap[0],
+		      "capacities %g %g, weights %g %g", cap[0], cap[1], s.grp[0].weight,
+		      s.grp[1].weight);
+	ck_assert_double_eq(s.grp[3].weight, 0.5);
+	for (i = 0; i < 4; i++)
+		kv_group_summary(&s, &s.grp[i], &gs[i]);
+	ck_assert_uint_eq(gs[2].requests, 0);
+	ck_assert_uint_eq(gs[0].requests + gs[1].requests + gs[3].requests, 400);
+	ck_assert_msg(fabs((double)gs[1].requests / 400 - gs[1].weight_share) <= 2.0 / 400,
+		      "h100 took %llu of 400, share %g", (unsigned long long)gs[1].requests,
+		      gs[1].weight_share);
+	kv_summary_compute(&s, NULL, &sum);
+	T_h = (double)s.last_finish_ns * 1e-9 / 3600;
+	want_usd = T_h * (2 * 3.4309 + 2 * 6.88 + 1 * 1.25);
+	ck_assert_msg(fabs(sum_get(&sum, "gpu_hours") - 5 * T_h) < 1e-12 &&
+			      fabs(sum_get(&sum, "cost_usd") - want_usd) < 1e-9,
+		      "gpu_hours %g (want %g), cost_usd %g (want %g)", sum_get(&sum, "gpu_hours"),
+		      5 * T_h, sum_get(&sum, "cost_usd"), want_usd);
+	ck_assert_msg(fabs(gs[3].cost_usd - 1.25 * T_h) < 1e-12, "cheap's cost %g", gs[3].cost_usd);
+	ck_assert_msg(fabs(sum_get(&sum, "cost_usd_per_hour") - (2 * 3.4309 + 2 * 6.88 + 1.25)) < 1e-12,
+		      "cost_usd_per_hour %g", sum_get(&sum, "cost_usd_per_hour"));
+	ck_assert(gs[2].cost_usd == 0); /* no GPUs: nothing to price (l40s has no price) */
+	kv_sim_release(&s);
+	kv_workload_release(&w);
+}
+END_TEST
+
 static Suite *groups_suite(void)
 {
 	Suite *s = suite_create("groups");
@@ -290,6 +370,7 @@ static Suite *groups_suite(void)
 	tcase_add_test(tc, test_one_group_is_plain);
 	tcase_add_test(tc, test_multi_model);
 	tcase_add_test(tc, test_macro_exact);
+	tcase_add_test(tc, test_hetero_cost);
 	suite_add_tcase(s, tc);
 	return s;
 }

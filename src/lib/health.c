@@ -117,7 +117,8 @@ static void check_hit_rate(struct kv_health *h, const struct kv_sim *s, const st
 	}
 	for (i = 0; i < s->n_rep; i++) {
 		memset(&st, 0, sizeof(st));
-		s->rep[i].cache->stats(s->rep[i].cache_priv, &st);
+		if (s->rep[i].cache->stats) /* replica groups may run cache models without */
+			s->rep[i].cache->stats(s->rep[i].cache_priv, &st);
 		t.lookup_tokens += st.lookup_tokens;
 		t.hit_tokens += st.hit_tokens;
 		t.evictions += st.evictions;

@@ -6,6 +6,7 @@
 #include "metric_doc.h"
 #include "output.h"
 
+#include "../../sim/groups.h"
 #include "../../sim/metrics.h"
 
 #include <stdio.h>
@@ -19,6 +20,7 @@
 #define H "health.csv"
 #define D "disagg.csv"
 #define AS "autoscale.csv"
+#define G "groups.csv"
 
 static const struct kv_metric_doc docs[] = {
 	{ S, "workload", "", "workload", "the workload's name" },
@@ -74,6 +76,9 @@ static const struct kv_metric_doc docs[] = {
 	{ S, "goodput_req_s", "req/s", "goodput", "requests meeting every per-request SLO / makespan (DistServe's goodput; only with slo:)" },
 	{ S, "goodput_tok_s", "tokens/s", "goodput in tokens", "prompt+output tokens of requests meeting every per-request SLO / makespan (only with slo:)" },
 	{ S, "slo_met", "0 or 1", "percentile SLOs met", "1 when every percentile SLO (e.g. ttft p99 <= 1 s) holds over the run, 0 when one fails, empty when none is set or one has no value to judge (no completed request) and none fails (only with slo:)" },
+	{ S, "gpu_hours", "GPU-hours", "GPU-hours", "sum over the replica groups of gpus x (0 to the last finish) / 3600 s (only with cluster.groups)" },
+	{ S, "cost_usd", "USD", "fleet cost", "sum over the groups of their GPU-hours x the device's cost_per_gpu_hour; empty when a group's price is not known (only with cluster.groups)" },
+	{ S, "cost_usd_per_hour", "USD/hour", "fleet price", "sum over the groups of gpus x the device's cost_per_gpu_hour: what the fleet costs per hour, whatever the run's length; empty when a group's price is not known (only with cluster.groups)" },
 	{ S, "gpus", "GPUs", "GPUs used", "GPUs the configuration occupies: replicas x tensor parallel x pipeline stages x data-parallel ranks (only with slo:)" },
 
 	{ T, "tenant", "", "tenant", "the tenant's name" },
@@ -163,6 +168,29 @@ static const struct kv_metric_doc docs[] = {
 	{ AS, "gpu_hours", "GPU-h", "GPU-hours billed", "integral of (starting + active + draining) x GPUs per replica, up to t_s" },
 
 	/* the health report (src/lib/health.c, docs/health.md) */
+	{ G, "group", "", "group", "the replica group's name (cluster.groups[i].name); groups.csv is written only with cluster.groups (docs/cluster.md)" },
+	{ G, "role", "", "role", "mixed, prefill or decode" },
+	{ G, "model", "", "model", "the model profile the group serves" },
+	{ G, "device", "", "device", "the group's device profile" },
+	{ G, "replicas", "", "replicas", "the group's replicas" },
+	{ G, "gpus", "GPUs", "GPUs", "replicas x tensor parallel x pipeline stages x data-parallel ranks" },
+	{ G, "requests", "", "requests routed", "requests routed to the group" },
+	{ G, "completed", "", "completed", "of those, completed" },
+	{ G, "rejected", "", "rejected", "of those, rejected (context or pool)" },
+	{ G, "prompt_tokens", "tokens", "prompt tokens", "prompt tokens of its completed requests" },
+	{ G, "output_tokens", "tokens", "output tokens", "output tokens of its completed requests" },
+	{ G, "iterations", "", "iterations", "iterations over its replicas" },
+	{ G, "busy_share", "share", "busy share", "time in iterations / (replicas x (last finish - first arrival))" },
+	{ G, "mem_reserved_util", "share of pool", "reserved memory utilisation", "reserved byte-seconds / (pool x replicas x last finish)" },
+	{ G, "kv_pool_bytes", "bytes", "KV pool per replica", "one replica's KV pool" },
+	{ G, "ttft_p50_s", "s", "TTFT p50", "median time to first token of its completed requests; empty when none" },
+	{ G, "ttft_p99_s", "s", "TTFT p99", "99th percentile of its time to first token" },
+	{ G, "e2e_p50_s", "s", "end-to-end latency p50", "median end-to-end latency of its completed requests" },
+	{ G, "e2e_p99_s", "s", "end-to-end latency p99", "99th percentile of its end-to-end latency" },
+	{ G, "weight_share", "share", "routing share", "its routing weight (replicas x weight) / the weights of the groups serving its model: the share of that model's arrivals it takes" },
+	{ G, "cost_per_gpu_hour", "USD/GPU-hour", "GPU list price", "the device profile's cost_per_gpu_hour or the group's override; empty when not known" },
+	{ G, "gpu_hours", "GPU-hours", "GPU-hours", "gpus x (0 to the last finish) / 3600 s: the static fleet is held for the whole run" },
+	{ G, "cost_usd", "USD", "cost", "gpu_hours x cost_per_gpu_hour; empty when the price is not known" },
 	{ H, "check", "", "check", "cache_hit_rate, mem_util, fairness, max_block_bytes, e2e_tail_ratio or mem_growth (docs/health.md)" },
 	{ H, "target", "", "target", "the threshold as text, from health: (e.g. \">= 0.85\", \"0.60..0.80\")" },
 	{ H, "value", "per check", "measured value", "hit rate, reserved share of the pool, Jain's index, bytes, p99/p50, or growth as a share of the pool; empty when n/a" },
@@ -170,7 +198,7 @@ static const struct kv_metric_doc docs[] = {
 	{ H, "cause", "", "cause", "warn: the likely cause with this run's numbers; n/a: why; pass: empty" },
 };
 
-const char *const kv_metric_files[] = { S, T, R, TS, TT, H, D, AS, NULL };
+const char *const kv_metric_files[] = { S, T, R, TS, TT, H, D, AS, G, NULL };
 
 const struct kv_metric_doc *kv_metric_doc(const char *file, const char *name)
 {
@@ -203,8 +231,8 @@ static const char *const *split(const char *header, char *buf, size_t len, const
 
 const char *const *kv_metric_columns(const char *file)
 {
-	static char buf[6][1024];
-	static const char *cols[6][MAX_COLS];
+	static char buf[8][1024];
+	static const char *cols[8][MAX_COLS];
 	static const char *sum[MAX_COLS];
 	size_t i;
 
@@ -233,12 +261,14 @@ const char *const *kv_metric_columns(const char *file)
 	}
 	if (!strcmp(file, D))
 		return split(kv_csv_header_disagg, buf[5], sizeof(buf[5]), cols[5]);
+	if (!strcmp(file, G))
+		return split(kv_csv_header_groups, buf[6], sizeof(buf[6]), cols[6]);
 	if (!strcmp(file, TS))
 		return split(kv_csv_header_timeseries, buf[2], sizeof(buf[2]), cols[2]);
 	if (!strcmp(file, TT))
 		return split(kv_csv_header_tenant_timeseries, buf[3], sizeof(buf[3]), cols[3]);
 	if (!strcmp(file, AS))
-		return split(kv_csv_header_autoscale, buf[5], sizeof(buf[5]), cols[5]);
+		return split(kv_csv_header_autoscale, buf[7], sizeof(buf[7]), cols[7]);
 	return NULL;
 }
 

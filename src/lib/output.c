@@ -286,6 +286,9 @@ static int put_group(FILE *f, const struct kv_sim *s, const struct kv_group *g)
 	neg |= fprintf(f, ",%llu", (unsigned long long)g->pool_bytes) < 0;
 	neg |= put_latency(f, gs.ttft_p50_s) | put_latency(f, gs.ttft_p99_s) |
 	       put_latency(f, gs.e2e_p50_s) | put_latency(f, gs.e2e_p99_s);
+	neg |= put_latency(f, gs.weight_share) |
+	       put_latency(f, c->device.cost_per_gpu_hour > 0 ? c->device.cost_per_gpu_hour : NAN) |
+	       put_latency(f, gs.gpu_hours) | put_latency(f, gs.cost_usd);
 	return neg | (fputc('\n', f) == EOF);
 }
 

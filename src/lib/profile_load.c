@@ -45,7 +45,7 @@ static const char *const device_keys[] = {
 	"name", "memory", "memory_cuda", "mem_bandwidth", "fp16_tflops", "host_link_bandwidth",
 	"interconnect_bandwidth", "interconnect", "interconnect_busbw", "interconnect_busbw_by_gpus",
 	"fp8_tflops", "family",
-	"host", "perf", "cost", "source", "uncertainty", NULL,
+	"host", "perf", "cost", "source", "uncertainty", "cost_per_gpu_hour", NULL,
 };
 
 static const char *const device_required[] = {
@@ -709,6 +709,7 @@ static int read_device(struct kv_cfg_doc *doc, void *out, struct kv_diag *d)
 	    (err = read_source(r, d)) || (err = read_datasheet(r, dev, d)) ||
 	    (err = read_family(r, dev, d)) ||
 	    (err = read_device_host(r, dev, d)) ||
+	    (err = kv_cfg_dbl(r, "cost_per_gpu_hour", 0, 0, 1e4, &dev->cost_per_gpu_hour, d)) ||
 	    (err = read_perf(kv_cfg_get(r, "perf"), dev, d)) ||
 	    (err = read_cost(kv_cfg_get(r, "cost"), dev, d)) ||
 	    (err = read_uncertainty(kv_cfg_get(r, "uncertainty"), dev, d)))

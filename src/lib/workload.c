@@ -1271,6 +1271,24 @@ static int read_group_plugins(struct kv_cfg_doc *doc, struct kv_cfg_node *n,
 	return 0;
 }
 
+/* A group's `weight:` per replica: a number > 0 (default 1), or auto (engine.h KV_GROUP_WEIGHT_AUTO). */
+static int read_group_weight(struct kv_cfg_node *n, struct kv_sim_config *g, struct kv_diag *d)
+{
+	struct kv_cfg_node *v = kv_cfg_get(n, "weight");
+	size_t len;
+	int rc;
+
+	if (v && v->type == KV_CFG_SCALAR && v->value && !strcmp(v->value, "auto")) {
+		g->group_weight = KV_GROUP_WEIGHT_AUTO;
+		return 0;
+	}
+	rc = kv_cfg_dbl(n, "weight", 1, 1e-6, 1e6, &g->group_weight, d);
+	len = strlen(d->msg);
+	if (rc && len + 64 < sizeof(d->msg))
+		snprintf(d->msg + len, sizeof(d->msg) - len, " (or auto: the replica's saturated capacity)");
+	return rc;
+}
+
 /*
  * One entry of cluster.groups into g: the top level's configuration c,
  * with the entry's keys in place of c's (a section it names replaces the
@@ -1284,7 +1302,7 @@ static int read_group(struct kv_cfg_doc *doc, struct kv_cfg_node *n, const struc
 					    "tensor_parallel", "pipeline_parallel",
 					    "expert_parallel", "data_parallel", "engine", "scheduler",
 					    "cache", "memory", "batching", "kv_transfer",
-					    "autoscale", NULL };
+					    "autoscale", "weight", "cost_per_gpu_hour", NULL };
 	struct kv_sim_config *g = &groups[i];
 	uint64_t u;
 	int role;
@@ -1296,7 +1314,7 @@ static int read_group(struct kv_cfg_doc *doc, struct kv_cfg_node *n, const struc
 	g->n_groups = 0;
 	g->sched_opts = g->cache_opts = g->engine_opts = NULL; /* owned by c until read below */
 	TRY(read_group_name(n, groups, i, g, d));
-	TRY(kv_cfg_u64(n, "replicas", 1, 1, 65536, &u, d));
+	TRY(kv_cfg_u64(n, "replicas", 1, 0, 65536, &u, d)); /* 0: a fleet a sweep leaves out */
 	g->replicas = (uint32_t)u;
 	TRY(kv_cfg_enum(n, "role", kv_group_role_names, KV_ROLE_MIXED, &role, d));
 	g->role = (enum kv_group_role)role;
@@ -1313,6 +1331,9 @@ static int read_group(struct kv_cfg_doc *doc, struct kv_cfg_node *n, const struc
 		return kv_cfg_error(kv_cfg_get(n, "autoscale"), d,
 				    "autoscaling a %s group: expected role: mixed (prefill and decode "
 				    "groups do not autoscale yet)", kv_group_role_names[g->role]);
+	TRY(read_group_weight(n, g, d));
+	TRY(kv_cfg_dbl(n, "cost_per_gpu_hour", g->device.cost_per_gpu_hour, 0, 1e4,
+		       &g->device.cost_per_gpu_hour, d));
 	if (g->max_context_tokens > g->model.max_ctx_tokens)
 		return kv_cfg_error(kv_cfg_get(kv_cfg_get(doc->root, "workload"), "max_context"), d,
 				    "%llu tokens, beyond group '%s''s model %s (context %u): expected "
@@ -1322,35 +1343,49 @@ static int read_group(struct kv_cfg_doc *doc, struct kv_cfg_node *n, const struc
 	return 0;
 }
 
-/* Whether some group of c (or c itself, with none) serves the model named m. */
+/* Whether some group of c with replicas (or c itself, with none) serves the model named m. */
 static int serves(const struct kv_sim_config *c, const char *m)
 {
 	uint32_t i;
 
 	for (i = 0; i < c->n_groups; i++)
-		if (!strcmp(c->groups[i].model.name, m))
+		if (c->groups[i].replicas && !strcmp(c->groups[i].model.name, m))
 			return 1;
 	return !c->n_groups && !strcmp(c->model.name, m);
 }
 
-/* Each tenant's `model:` is one the cluster serves (engine.h route classes). */
+/*
+ * Each tenant's model (its `model:`, else the first group's) is one a
+ * group with replicas serves (engine.h route classes): an error at the
+ * tenant's `model:`, or at the tenant (the workload with no tenants) when
+ * it asks for the default.
+ */
 static int check_tenant_models(struct kv_cfg_doc *doc, const struct kv_sim_config *c,
 			       struct kv_diag *d)
 {
-	struct kv_cfg_node *t = kv_cfg_get(kv_cfg_get(doc->root, "workload"), "tenants");
+	struct kv_cfg_node *w = kv_cfg_get(doc->root, "workload"), *t = kv_cfg_get(w, "tenants");
 	const struct kv_source_spec *src = &c->source;
+	const char *def = c->n_groups ? c->groups[0].model.name : c->model.name, *m;
 	char names[512] = "";
 	size_t off = 0;
 	uint32_t i;
 
 	for (i = 0; i < KV_MAX(c->n_groups, 1u) && off < sizeof(names); i++)
-		off += (size_t)snprintf(names + off, sizeof(names) - off, "%s%s", i ? ", " : "",
-					c->n_groups ? c->groups[i].model.name : c->model.name);
-	for (i = 0, t = t ? t->child : NULL; t && i < src->n_tenants; i++, t = t->next)
-		if (src->tenants[i].model[0] && !serves(c, src->tenants[i].model))
-			return kv_cfg_error(kv_cfg_get(t, "model"), d,
-					    "model '%s', which no replica group serves: expected one "
-					    "of: %s", src->tenants[i].model, names);
+		if (!c->n_groups || (c->groups[i].replicas && !strstr(names, c->groups[i].model.name)))
+			off += (size_t)snprintf(names + off, sizeof(names) - off, "%s%s",
+						off ? ", " : "",
+						c->n_groups ? c->groups[i].model.name : c->model.name);
+	t = t && t->type == KV_CFG_SEQ ? t->child : NULL;
+	for (i = 0; i < KV_MAX(src->n_tenants, 1u); i++, t = t ? t->next : NULL) {
+		m = i < src->n_tenants && src->tenants[i].model[0] ? src->tenants[i].model : def;
+		if (serves(c, m))
+			continue;
+		return kv_cfg_error(kv_cfg_get(t, "model") ? kv_cfg_get(t, "model") : t ? t : w, d,
+				    "model '%s'%s, which no replica group with replicas serves: "
+				    "expected one of: %s", m,
+				    m == def ? " (the first group's, asked for by a tenant naming none)" : "",
+				    names);
+	}
 	return 0;
 }
 
@@ -1380,8 +1415,8 @@ static int read_groups(struct kv_cfg_doc *doc, struct kv_workload *w, struct kv_
 	}
 	c->n_groups = i;
 	TRY(kv_workload_check_roles(n, c, d));
-	if (c->replicas > 65536)
-		return kv_cfg_error(n, d, "%u replicas over the groups: expected at most 65536",
+	if (c->replicas > 65536 || !c->replicas)
+		return kv_cfg_error(n, d, "%u replicas over the groups: expected 1 to 65536",
 				    c->replicas);
 	return check_tenant_models(doc, c, d);
 }
