@@ -115,7 +115,8 @@
  * Per-request words: cache[0] the own block table (valid when cache[2] is
  * nonzero), cache[1] matched blocks m (low 32 bits) and PENDING (bit 63:
  * the lookup is not yet counted in the statistics), cache[2] own bytes,
- * cache[3] the prompt blocks examined for publishing (0 before the first).
+ * cache[3] the prompt blocks examined for publishing (0 before the first);
+ * the per-request state (req_size) is the key walk publishing stopped at.
  * With a window: cache[0] and cache[2] the own full and windowed tables
  * (valid when cache[3] is nonzero), cache[1] also lo (bits 32-62), cache[3]
  * own bytes.  All zero when the request holds nothing.
@@ -269,6 +270,25 @@ static void keys_init(struct keys *k, struct shared *c, const struct kv_req *q)
 	k->own = mix(q->id ^ SEED_OWN);
 	if (c->request_blocks)
 		k->n = q->prompt_tokens / k->B;
+}
+
+/*
+ * Positions *k, q's walk saved in its per-request state (req_size), to
+ * continue from block p: the saved walk as it is when it stopped at block p
+ * or at its last key (a key chain is a function of the request and the
+ * block alone, so a walk saved before a preemption is still right; only
+ * the hash arena may have moved), else a fresh walk from block 0.  So
+ * publishing walks each block once per admission, O(new blocks) per
+ * reserve; the rejected alternative, a walk from block 0 at every reserve,
+ * costs O(p) per prefill chunk (docs/benchmarks.md "Publishing prefix blocks").
+ */
+static void keys_resume(struct keys *k, struct shared *c, const struct kv_req *q, uint64_t p)
+{
+	if (k->B && (k->i == p || k->i == k->n) && k->i <= p) {
+		k->it.pages = c->sim->hash_pages;
+		return;
+	}
+	keys_init(k, c, q);
 }
 
 /*
@@ -1032,20 +1052,22 @@ static void release_window(struct shared *c, struct kv_req *q)
  * the index's entry in place (entry_adopt), so a request admitted later,
  * in the same step under vLLM, finds it while q runs.  A block whose key is
  * already cached (another request computed it meanwhile) stays q's own, as
- * vLLM keeps a duplicate block.  O(p) keys walked per call: reserve runs
- * once per prefill chunk and once per block of decode growth.
+ * vLLM keeps a duplicate block.  The walk resumes where the last call
+ * stopped (keys_resume), so each block's key is computed once per
+ * admission: O(new blocks) per call.
  */
 static void publish(struct shared *c, struct kv_req *q, uint64_t tokens)
 {
-	uint64_t B = c->prefix_block_tokens, m = (uint32_t)q->cache[1], i = 0, key;
+	uint64_t B = c->prefix_block_tokens, m = (uint32_t)q->cache[1], i, key;
 	uint64_t p = KV_MAX(q->cache[3], m);
 	uint64_t full = KV_MIN(tokens, q->prompt_tokens) / B;
-	struct keys k;
+	struct keys *k = kv_req_cache(c->sim, q);
 
 	if (full <= p)
 		return;
-	keys_init(&k, c, q);
-	while (i < full && keys_next(&k, &key)) {
+	keys_resume(k, c, q, p);
+	i = k->i;
+	while (i < full && keys_next(k, &key)) {
 		if (i++ < p || index_find(c, key) != NIL)
 			continue;
 		if (entry_adopt(c, q, q->cache[0], i - 1 - m, key)) {
@@ -1053,7 +1075,7 @@ static void publish(struct shared *c, struct kv_req *q, uint64_t tokens)
 			break;
 		}
 	}
-	q->cache[3] = i < full && k.i < k.n ? i : full; /* keys ended: nothing more to publish */
+	q->cache[3] = i < full && k->i < k->n ? i : full; /* keys ended: nothing more to publish */
 }
 
 /*
@@ -1193,6 +1215,7 @@ const struct kv_cache_ops kv_cache_shared = {
 	.flags = KV_PLUGIN_F_MACRO_STEPS, /* no per-step hook; a decode inside its blocks calls nothing */
 	.desc = "prefix blocks of B tokens shared by reference across requests, cached when unused and evicted LRU; the rest in blocks of Bt: kv_bytes = m * extent(B * b) + ceil((n - m*B) / Bt) * extent(Bt * b), beta = b",
 	.priv_size = sizeof(struct shared),
+	.req_size = sizeof(struct keys), /* the key walk publish stopped at (keys_resume) */
 	.options = shared_options,
 	.init = shared_init,
 	.fini = shared_fini,

@@ -542,7 +542,11 @@ int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct 
 		rc = kv__replica_init(s, &s->rep[i], i);
 		if (rc)
 			return rc;
+		/* an engine may run its own cache model (serving.h): its per-request state too */
+		s->req_state[KV_PLUGIN_CACHE].size = KV_MAX(s->req_state[KV_PLUGIN_CACHE].size,
+							    s->rep[i].cache->req_size);
 	}
+	KV_CHECK(s->n_pages == 0, "%u slot pages before the first request", s->n_pages);
 	if ((rc = context_bound(s)))
 		return rc;
 	return kv_source_open(&cfg->source, cfg->seed, &s->src, &s->diag);
