@@ -73,6 +73,11 @@
  *            instance (its options make it a no-op), so that a run of decode
  *            steps may skip the calls.  NULL: only a NULL
  *            extra_prefill_tokens is.  Pure.
+ *   load     (optional) after prefix_hit, when the engine has scheduled that
+ *            request: the tokens of its hit that come from below the pool
+ *            (tiers.h), when they land in *done_ns (absolute ns) and
+ *            whether the load blocks the batch (*blocking) or streams
+ *            layer by layer; 0 tokens: nothing loads.  Pure.  NULL: none.
  *   fini     called once at the end; every request has been released.
  *
  * Hooks must not allocate per call (use the pool and the request's cache[]
@@ -88,6 +93,8 @@
 
 struct kv_req;
 struct kv_sim;
+struct kv_tier;
+struct kv_tiers;
 
 /* What a cache model instance sees of its replica. */
 struct kv_cache_env {
@@ -97,6 +104,8 @@ struct kv_cache_env {
 	uint32_t tp; /* tensor-parallel degree (KV is split over tp GPUs) */
 	uint64_t token_bytes; /* fp16 KV bytes per token on this replica (all GPUs) */
 	const struct kv_sim *sim; /* read-only: for kv_hash_iter_init */
+	uint32_t pp; /* pipeline stages (0 or 1: none) */
+	struct kv_tier **remote; /* the run's shared remote tier (tiers.h), NULL until made */
 };
 
 enum kv_offload { KV_OFFLOAD_NONE, KV_OFFLOAD_SERIAL, KV_OFFLOAD_OVERLAP };
@@ -110,6 +119,9 @@ struct kv_cache_stats {
 	uint64_t bytes_saved; /* KV bytes not stored thanks to the model, summed over admissions */
 	uint64_t recompute_tokens; /* tokens recomputed for dropped context */
 	uint64_t evictions; /* cached entries evicted to make room */
+	const struct kv_tiers *tiers; /* the tiers below the pool (tiers.h), NULL when none */
+	uint64_t tier_hit_tokens[3]; /* tokens loaded from the CPU, SSD, remote tier */
+	uint64_t tier_lookup_blocks; /* blocks looked up below the pool */
 };
 
 struct kv_cache_ops {
@@ -132,6 +144,7 @@ struct kv_cache_ops {
 	uint64_t (*grow_units)(const void *priv, const struct kv_req *q, uint64_t cap,
 			       uint64_t *cap_after); /* optional */
 	int (*no_extra)(const void *priv); /* optional */
+	uint64_t (*load)(const void *priv, kv_ns *done_ns, int *blocking); /* optional */
 };
 
 /* Finds a cache model by name, or NULL. */

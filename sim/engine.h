@@ -267,6 +267,7 @@ struct kv_sim {
 	kv_ns first_arrival_ns, last_finish_ns; /* makespan bounds */
 	kv_ns last_arrival_ns; /* the latest arrival (load.h's offered rate) */
 	struct kv_hash_page *hash_pages; /* arena of prefix-block hash pages */
+	struct kv_tier *tier_remote; /* the cache model's remote tier shared by the replicas (tiers.h), or NULL */
 	uint32_t n_hash_pages; /* pages in the arena */
 	uint32_t free_hash_page; /* free list head, KV_NIL */
 	struct kv_diag diag; /* error detail when a run fails */

@@ -20,9 +20,12 @@
 #     and under vtc (one tenant); chunked with offload (swap, serial and
 #     overlapped copies), also under tests/data/macro/tenants.yaml with vtc;
 #   - a windowed model: Gemma-2-9B with its window cut to 200 tokens (so
-#     contexts pass it), under every engine and cache model.
+#     contexts pass it), under every engine and cache model;
+#   - tiers below the pool (workloads/tiers.yaml with small tiers, 2,000
+#     requests): every engine with layer-wise and blocking loads and with a
+#     remote tier per replica, and every scheduler.
 # Compared: every *.csv the run writes (requests, timeseries, summary with
-# its event count, tenants).  Also checked: macro steps did run (the
+# its event count, tenants, tiers).  Also checked: macro steps did run (the
 # KVSIM_MACRO_STATS line) in the fifo runs, and in every scheduler's
 # multi-tenant runs, so the comparison is not vacuous; with memory-refused
 # waiters (fifo and vtc, full, vllm-v0 and vllm) most events are macro steps; sglang,
@@ -124,6 +127,17 @@ pair() {
     for c in "${caches[@]}"; do
       echo "pair win/$e/$c $src/workloads/default.yaml --set workload.requests=300 --set model=$gw --set engine=$e --set cache=$c"
     done
+  done
+  # tiers below the pool, small enough that blocks go down, are dropped and load back (tiers.csv compared too)
+  small="--set cache.tier_cpu_bytes=4GiB --set cache.tier_ssd_bytes=16GiB --set cache.tier_remote_bytes=32GiB"
+  for e in "${engines[@]}"; do
+    for l in layerwise blocking; do
+      echo "pair tiers/$e/$l $src/workloads/tiers.yaml --set workload.requests=2000 --set engine=$e --set cache.tier_load=$l $small"
+    done
+    echo "pair tiers/$e/local $src/workloads/tiers.yaml --set workload.requests=2000 --set engine=$e --set cache.tier_remote_shared=false $small"
+  done
+  for sc in "${scheds[@]}"; do
+    echo "pair tiers/sched/$sc $src/workloads/tiers.yaml --set workload.requests=1000 --set scheduler.name=$sc $small"
   done
 } > "$tmp/jobs"
 
