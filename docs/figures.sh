@@ -87,6 +87,8 @@ tables=(
   "fairness|docs/schedulers.md|1|bash configs/experiments/fairness.sh KVSIM"
   "preempt-attribution|docs/schedulers.md|1|bash configs/experiments/preempt-attribution.sh KVSIM"
   "sweep-200|docs/sweeps.md|2|sweep_means workloads/sweep-200.yaml ttft_p99_s scheduler.name cache.name"
+  "tiers-capacity|docs/cluster.md|2|bash docs/cluster/tiers.sh KVSIM A"
+  "tiers-ttft|docs/cluster.md|2|bash docs/cluster/tiers.sh KVSIM B"
 )
 
 # replace DOC NAME FILE: the block between NAME's markers becomes FILE in a code block, or
