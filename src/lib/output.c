@@ -15,6 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
+const char kv_csv_header_tiers[] = "tier,instances,capacity_bytes,read_Bps,write_Bps,latency_s,lookup_blocks,hit_blocks,block_hit_rate,hit_tokens,token_hit_rate,in_bytes,down_bytes,drop_bytes,read_bytes,held_bytes_end,read_busy_s,write_busy_s,loads,load_wait_s,recompute_avoided_s,ttft_saved_s\n";
+
 static const char *const file_names[KV_OUT_FILES] = { "requests.csv", "timeseries.csv",
 						      "summary.csv", "tenants.csv",
 						      "tenant_timeseries.csv", "run.png",
@@ -343,10 +345,7 @@ static int write_tiers_csv(struct kv_out *o, const struct kv_sim *s, struct kv_d
 		return 0;
 	if (!(f = open_tmp(o, KV_OUT_TIERS, d)))
 		return KV_EIO;
-	neg = fputs("tier,instances,capacity_bytes,read_Bps,write_Bps,latency_s,lookup_blocks,hit_blocks,"
-		    "block_hit_rate,hit_tokens,token_hit_rate,in_bytes,down_bytes,drop_bytes,read_bytes,"
-		    "held_bytes_end,read_busy_s,write_busy_s,loads,load_wait_s,recompute_avoided_s,"
-		    "ttft_saved_s\n", f) < 0;
+	neg = fputs(kv_csv_header_tiers, f) < 0;
 	for (i = 0; i < n; i++) {
 		const struct kv_tier_row *r = &rows[i];
 

@@ -55,9 +55,9 @@ struct kv_out {
 	struct kv_mem_trend trend; /* samples summed over replicas, for the health report's growth check */
 };
 
-/* The header lines of requests.csv, timeseries.csv, tenant_timeseries.csv and tenants.csv. */
+/* The header lines of requests.csv, timeseries.csv, tenant_timeseries.csv, tenants.csv and tiers.csv. */
 extern const char kv_csv_header_requests[], kv_csv_header_timeseries[],
-	kv_csv_header_tenant_timeseries[], kv_csv_header_tenants[];
+	kv_csv_header_tenant_timeseries[], kv_csv_header_tenants[], kv_csv_header_tiers[];
 
 /* Prints the summary as an aligned table. */
 void kv_summary_print(const struct kv_summary *sum, const char *title, FILE *f);
