@@ -25,10 +25,12 @@ const char *kv_end_name(enum kv_end e)
 
 /* --- arrivals ------------------------------------------------------------ */
 
-/* Applies the oversize policy; returns 1 to admit, 0 to reject, <0 on error. */
-static int check_context(struct kv_sim *s, struct kv_arrival *a)
+const char *const kv_group_role_names[] = { "mixed", "prefill", "decode", NULL };
+
+/* Applies group g's oversize policy; returns 1 to admit, 0 to reject, <0 on error. */
+static int check_context(struct kv_sim *s, const struct kv_group *g, struct kv_arrival *a)
 {
-	const struct kv_sim_config *c = s->cfg;
+	const struct kv_sim_config *c = g->cfg;
 	uint64_t max = c->max_context_tokens ? c->max_context_tokens : c->model.max_ctx_tokens;
 
 	/* no a->prompt + a->output: trace rows reach 2^64 - 1 and the sum would wrap */
@@ -59,20 +61,20 @@ static int check_context(struct kv_sim *s, struct kv_arrival *a)
  * counted (the run warns) and left to be rejected for its size as SGLang
  * rejects requests beyond max_req_len.  Returns 0 or KV_EINVAL.
  */
-static int check_capacity(struct kv_sim *s, const struct kv_arrival *a)
+static int check_capacity(struct kv_sim *s, const struct kv_group *g, const struct kv_arrival *a)
 {
 	uint64_t need = a->prompt_tokens + a->output_tokens; /* both within the context: no wrap */
 
-	if (!s->ctx_cap_tokens || need <= s->ctx_cap_tokens)
+	if (!g->ctx_cap_tokens || need <= g->ctx_cap_tokens)
 		return 0;
-	if (!s->ctx_warn)
+	if (!g->ctx_warn)
 		return kv_diag_set(&s->diag, KV_EINVAL, a->origin_file, a->origin_line, 0,
 				   a->origin_file ? "tokens" : "workload.lengths",
 				   "request %llu has %llu prompt + %llu output tokens, more than one replica's KV cache holds (%llu tokens): vLLM refuses to start when max_model_len, at least this request's length, exceeds its KV capacity (\"larger than the maximum number of tokens that can be stored in KV cache\"); expected workload.max_context of at most %llu (longer requests are then rejected), more memory per replica, or memory.context_check: warn (such requests are rejected, as SGLang does)",
 				   (unsigned long long)a->id, (unsigned long long)a->prompt_tokens,
 				   (unsigned long long)a->output_tokens,
-				   (unsigned long long)s->ctx_cap_tokens,
-				   (unsigned long long)s->ctx_cap_tokens);
+				   (unsigned long long)g->ctx_cap_tokens,
+				   (unsigned long long)g->ctx_cap_tokens);
 	s->ctx_over_requests++;
 	s->ctx_over_max_tokens = KV_MAX(s->ctx_over_max_tokens, need);
 	return 0;
@@ -139,8 +141,8 @@ static void sync_all(struct kv_sim *s, const struct kv_event *e, int reqs)
 
 extern const struct kv_router_ops kv_router_lot; /* router.c */
 
-/* Brings up what the router reads of the replicas before arrival event e. */
-static void sync_route(struct kv_sim *s, const struct kv_event *e)
+/* Brings up what the router reads of group g's replicas before arrival event e. */
+static void sync_route(struct kv_sim *s, const struct kv_group *g, const struct kv_event *e)
 {
 	uint32_t i, n, f = s->cfg->router->flags;
 
@@ -150,7 +152,7 @@ static void sync_route(struct kv_sim *s, const struct kv_event *e)
 		sync_all(s, e, 1);
 		return;
 	}
-	if (s->out_tree.key && s->cfg->router == &kv_router_lot) { /* on a large cluster */
+	if (s->out_tree.key && s->cfg->router == &kv_router_lot) { /* on a large single group */
 		uint64_t bound;
 
 		/* first the replicas whose bound lapsed by e: their view is brought up */
@@ -170,9 +172,36 @@ static void sync_route(struct kv_sim *s, const struct kv_event *e)
 				kv__macro_sync_outstanding(&s->rep[s->due[i]], e);
 		return;
 	}
-	for (i = 0; i < s->n_rep; i++)
+	for (i = g->first; i < g->first + g->count; i++)
 		if (s->macro_onext[i] <= e->t_ns)
 			kv__macro_sync_outstanding(&s->rep[i], e);
+}
+
+/*
+ * The group an arrival of tenant t joins: the only group serving its
+ * model, else one of them by smooth weighted round-robin (nginx's: each
+ * group's credit grows by its weight, the largest credit wins and drops
+ * by the weights' sum), so over any window group g gets its weight's
+ * share of the arrivals within one, in a fixed interleaving.  The weight
+ * is the group's replica count.
+ */
+static struct kv_group *route_group(struct kv_sim *s, uint32_t t)
+{
+	const struct kv_route_class *k = &s->cls[s->tenant_cls[t]];
+	struct kv_group *best = NULL;
+	uint32_t i;
+
+	if (k->n == 1)
+		return &s->grp[s->grp_of[k->off]];
+	for (i = 0; i < k->n; i++) {
+		struct kv_group *g = &s->grp[s->grp_of[k->off + i]];
+
+		g->wrr_credit += (double)g->count;
+		if (!best || g->wrr_credit > best->wrr_credit)
+			best = g;
+	}
+	best->wrr_credit -= k->weight_sum;
+	return best;
 }
 
 /* Idle r got a request at this instant: it forms a batch after the instant's last one (kick_due). */
@@ -223,15 +252,17 @@ static int on_enqueue(struct kv_sim *s, const struct kv_event *ev)
 static int on_arrival(struct kv_sim *s, const struct kv_event *ev)
 {
 	struct kv_arrival *a = &s->pending;
+	struct kv_group *g = route_group(s, a->tenant);
 	struct kv_replica *r;
 	struct kv_req *q;
-	int ok = check_context(s, a);
+	int ok = check_context(s, g, a);
 
 	if (ok < 0)
 		return ok;
-	if (ok && check_capacity(s, a))
+	if (ok && check_capacity(s, g, a))
 		return KV_EINVAL;
-	sync_route(s, ev); /* what the router reads of the replicas */
+	sync_route(s, g, ev); /* what the router reads of the group's replicas */
+	g->arrived++;
 	if (s->arrived == 0)
 		s->first_arrival_ns = s->now;
 	s->last_arrival_ns = s->now;
@@ -251,7 +282,7 @@ static int on_arrival(struct kv_sim *s, const struct kv_event *ev)
 	q->origin_line = a->origin_line;
 	kv__hashes_store(s, q, a);
 	q->mem_t0_ns = s->now;
-	q->replica = s->cfg->router->pick(s, q, &s->router_state);
+	q->replica = s->cfg->router->pick(s, q, g->first, g->first + g->count, &g->router_state);
 	r = &s->rep[q->replica];
 	r->n_assigned++;
 	r->outstanding_tokens += q->prompt_tokens + q->output_tokens;
@@ -396,9 +427,9 @@ int kv_sim_run(struct kv_sim *s)
  * tp * memory * share - alpha * M, or the KV capacity vLLM or SGLang would
  * allocate (or the pinned memory.kv_tokens) in fp16 bytes.
  */
-static int pool_size(struct kv_sim *s)
+static int pool_size(struct kv_sim *s, struct kv_group *g)
 {
-	const struct kv_sim_config *c = s->cfg;
+	const struct kv_sim_config *c = g->cfg;
 	struct kv_model stage; /* one pipeline stage's layers: weights and KV per GPU */
 	int rc;
 
@@ -408,14 +439,14 @@ static int pool_size(struct kv_sim *s)
 				   c->pp, c->model.name, c->model.layers);
 	kv_perf_stage_model(&c->model, c->pp ? c->pp : 1, &stage);
 	rc = kv_mem_budget(&c->mem, &stage, &c->device, c->tp, c->max_batch_tokens,
-			   c->max_batch_seqs, &s->mem, &s->diag);
+			   c->max_batch_seqs, &g->mem, &s->diag);
 
 	if (rc)
 		return rc;
 	/* a stage holds every token's KV for its layers: the pool counts whole-model bytes */
 	if (stage.layers != c->model.layers)
-		s->mem.pool_bytes = s->mem.kv_tokens * kv_model_kv_bytes_per_token(&c->model);
-	s->pool_bytes = s->mem.pool_bytes;
+		g->mem.pool_bytes = g->mem.kv_tokens * kv_model_kv_bytes_per_token(&c->model);
+	g->pool_bytes = g->mem.pool_bytes;
 	return 0;
 }
 
@@ -446,6 +477,9 @@ static int macro_allowed(const struct kv_sim_config *c)
 	if (c->exact_steps || c->exec || !kv__macro_sched_ok(c->sched) ||
 	    !dyadic(fw->input_weight) || !dyadic(fw->output_weight))
 		return 0;
+	for (i = 0; i < c->n_groups; i++)
+		if (!kv__macro_sched_ok(c->groups[i].sched))
+			return 0;
 	for (i = 0; i < KV_MAX(c->source.n_tenants, 1); i++) {
 		double w = c->source.n_tenants ? c->source.tenants[i].weight : 1;
 		double inv = w > 0 ? 1.0 / w : 1.0; /* kv_sim_init's inv_weight */
@@ -457,33 +491,138 @@ static int macro_allowed(const struct kv_sim_config *c)
 }
 
 /*
- * Sets the longest-context check (memory.h enum kv_ctx_check): the bound is
- * the tokens replica 0's pool holds under its cache model; auto is a
- * warning under an sglang engine, an error otherwise.  An explicit
- * max_context beyond it is vLLM's start-up refusal: KV_EINVAL naming
- * workload.max_context, or (warn) recorded in ctx_over_max_tokens.
+ * Sets group g's longest-context check (memory.h enum kv_ctx_check): the
+ * bound is the tokens its first replica's pool holds under its cache
+ * model; auto is a warning under an sglang engine, an error otherwise.  An
+ * explicit max_context beyond it is vLLM's start-up refusal: KV_EINVAL
+ * naming workload.max_context, or (warn) recorded in ctx_over_max_tokens.
  */
-static int context_bound(struct kv_sim *s)
+static int context_bound(struct kv_sim *s, struct kv_group *g)
 {
-	const struct kv_sim_config *c = s->cfg;
-	const struct kv_replica *r = &s->rep[0];
+	const struct kv_sim_config *c = g->cfg;
+	const struct kv_replica *r = &s->rep[g->first];
 	enum kv_ctx_check k = c->mem.context_check;
 	uint64_t ctx = c->max_context_tokens;
 
-	s->ctx_cap_tokens = r->beta_bytes > 0 ? (uint64_t)((double)s->pool_bytes / r->beta_bytes) :
-						s->mem.kv_tokens;
-	s->ctx_warn = k == KV_CTX_CHECK_WARN ||
+	g->ctx_cap_tokens = r->beta_bytes > 0 ? (uint64_t)((double)g->pool_bytes / r->beta_bytes) :
+						g->mem.kv_tokens;
+	g->ctx_warn = k == KV_CTX_CHECK_WARN ||
 		      (k == KV_CTX_CHECK_AUTO && c->engine && !strncmp(c->engine->name, "sglang", 6));
-	if (!ctx || ctx <= s->ctx_cap_tokens)
+	if (!ctx || ctx <= g->ctx_cap_tokens)
 		return 0;
-	if (s->ctx_warn) {
-		s->ctx_over_max_tokens = ctx;
+	if (g->ctx_warn) {
+		s->ctx_over_max_tokens = KV_MAX(s->ctx_over_max_tokens, ctx);
 		return 0;
 	}
 	return kv_diag_set(&s->diag, KV_EINVAL, "", 0, 0, "workload.max_context",
 			   "%llu tokens, more than one replica's KV cache holds (%llu tokens, memory.model %s): vLLM refuses to start when max_model_len exceeds its KV capacity (\"larger than the maximum number of tokens that can be stored in KV cache\"); expected at most %llu, more memory per replica, or memory.context_check: warn (requests longer than the cache are then rejected, as SGLang does)",
-			   (unsigned long long)ctx, (unsigned long long)s->ctx_cap_tokens,
-			   kv_mem_model_name(c->mem.model), (unsigned long long)s->ctx_cap_tokens);
+			   (unsigned long long)ctx, (unsigned long long)g->ctx_cap_tokens,
+			   kv_mem_model_name(c->mem.model), (unsigned long long)g->ctx_cap_tokens);
+}
+
+/* Group g's derived state from its configuration c: perf model, pool size and unit. */
+static int group_init(struct kv_sim *s, struct kv_group *g, const struct kv_sim_config *c,
+		      uint32_t idx, uint32_t first)
+{
+	g->cfg = c;
+	g->idx = idx;
+	kv_hist_init(&g->ttft);
+	kv_hist_init(&g->e2e);
+	g->first = first;
+	g->count = c->replicas;
+	g->token_bytes = kv_model_kv_bytes_per_token(&c->model);
+	g->pool_unit_bytes = c->pool_min_block_bytes ?
+		c->pool_min_block_bytes : kv_mem_pool_unit(g->token_bytes, c->pool_max_block_bytes);
+	kv_perf_init_parallel(&g->perf, &c->model, &c->device,
+			      &(struct kv_parallel){ .tp = c->tp, .pp = c->pp ? c->pp : 1,
+						     .ep = c->ep ? c->ep : 1,
+						     .dp = c->dp ? c->dp : 1 });
+	g->perf.host_prof = &c->host; /* the engines' perf hooks resolve the host model with it */
+	if (c->step_scale > 0)
+		g->perf.step_scale = c->step_scale;
+	return pool_size(s, g);
+}
+
+/* The model name tenant t's requests ask for: its `model:`, else the first group's. */
+static const char *tenant_model(const struct kv_sim *s, uint32_t t)
+{
+	const struct kv_source_spec *src = &s->cfg->source;
+
+	return t < src->n_tenants && src->tenants[t].model[0] ? src->tenants[t].model :
+								 s->grp[0].cfg->model.name;
+}
+
+/* Adds the routing class of the groups serving model m; returns them, 0: none. */
+static uint32_t class_add(struct kv_sim *s, const char *m)
+{
+	struct kv_route_class *k = &s->cls[s->n_cls];
+	uint32_t i;
+
+	k->off = s->n_cls * s->n_grp;
+	for (i = 0; i < s->n_grp; i++)
+		if (!strcmp(s->grp[i].cfg->model.name, m)) {
+			s->grp_of[k->off + k->n++] = i;
+			k->weight_sum += (double)s->grp[i].count;
+		}
+	return k->n;
+}
+
+/*
+ * The routing classes: one per model the tenants ask for, listing the
+ * groups that serve it.  A tenant asking for a model no group serves is
+ * KV_EINVAL naming workload.tenants.model.
+ */
+static int route_classes(struct kv_sim *s)
+{
+	uint32_t t, c, nt = KV_MAX(s->cfg->source.n_tenants, 1u);
+
+	s->tenant_cls = kv_xcalloc(nt, sizeof(*s->tenant_cls));
+	s->cls = kv_xcalloc(nt, sizeof(*s->cls));
+	s->grp_of = kv_xcalloc((size_t)nt * s->n_grp, sizeof(*s->grp_of));
+	for (t = 0; t < nt; t++) {
+		const char *m = tenant_model(s, t);
+
+		for (c = 0; c < t && strcmp(tenant_model(s, c), m); c++)
+			;
+		if (c < t) { /* an earlier tenant's model: its class */
+			s->tenant_cls[t] = s->tenant_cls[c];
+			continue;
+		}
+		if (!class_add(s, m))
+			return kv_diag_set(&s->diag, KV_EINVAL, "", 0, 0, "workload.tenants.model",
+					   "tenant '%s' asks for model '%s', which no replica group serves: expected the model of one of cluster.groups",
+					   s->cfg->source.tenants[t].name, m);
+		s->tenant_cls[t] = s->n_cls++;
+	}
+	return 0;
+}
+
+/* Builds the groups (cfg->groups, or cfg alone) and their replicas. */
+static int build_groups(struct kv_sim *s, const struct kv_sim_config *cfg)
+{
+	uint32_t i, j, first = 0;
+	int rc;
+
+	s->n_grp = cfg->n_groups ? cfg->n_groups : 1;
+	s->grp = kv_xcalloc(s->n_grp, sizeof(*s->grp));
+	for (i = 0; i < s->n_grp; i++) {
+		rc = group_init(s, &s->grp[i], cfg->n_groups ? &cfg->groups[i] : cfg, i, first);
+		if (rc)
+			return rc;
+		first += s->grp[i].count;
+	}
+	s->n_rep = first;
+	s->rep = kv_xcalloc(s->n_rep, sizeof(*s->rep));
+	for (i = 0; i < s->n_grp; i++) {
+		struct kv_group *g = &s->grp[i];
+
+		for (j = g->first; j < g->first + g->count; j++)
+			if ((rc = kv__replica_init(s, g, &s->rep[j], j)))
+				return rc;
+		if ((rc = context_bound(s, g)))
+			return rc;
+	}
+	return route_classes(s);
 }
 
 int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct kv_sink *sink)
@@ -497,18 +636,16 @@ int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct 
 	s->free_hash_page = KV_NIL;
 	s->req_state[KV_PLUGIN_SCHED].size = cfg->sched->req_size;
 	s->req_state[KV_PLUGIN_CACHE].size = cfg->cache->req_size;
+	for (i = 0; i < cfg->n_groups; i++) { /* a request's state fits any group's plugins */
+		const struct kv_sim_config *g = &cfg->groups[i];
+
+		s->req_state[KV_PLUGIN_SCHED].size = KV_MAX(s->req_state[KV_PLUGIN_SCHED].size,
+							    g->sched->req_size);
+		s->req_state[KV_PLUGIN_CACHE].size = KV_MAX(s->req_state[KV_PLUGIN_CACHE].size,
+							    g->cache->req_size);
+	}
 	if (sink)
 		s->sink = *sink;
-	s->token_bytes = kv_model_kv_bytes_per_token(&cfg->model);
-	s->pool_unit_bytes = cfg->pool_min_block_bytes ?
-		cfg->pool_min_block_bytes : kv_mem_pool_unit(s->token_bytes, cfg->pool_max_block_bytes);
-	kv_perf_init_parallel(&s->perf, &cfg->model, &cfg->device,
-			      &(struct kv_parallel){ .tp = cfg->tp, .pp = cfg->pp ? cfg->pp : 1,
-						     .ep = cfg->ep ? cfg->ep : 1,
-						     .dp = cfg->dp ? cfg->dp : 1 });
-	s->perf.host_prof = &cfg->host; /* the engines' perf hooks resolve the host model with it */
-	if (cfg->step_scale > 0)
-		s->perf.step_scale = cfg->step_scale;
 	kv_heap_init(&s->heap, 1024);
 	kv_hist_init(&s->ttft);
 	kv_hist_init(&s->tpot);
@@ -521,34 +658,29 @@ int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct 
 		kv_hist_init(&s->tenant[i].ttft);
 		kv_hist_init(&s->tenant[i].e2e);
 	}
-	rc = pool_size(s);
-	if (rc)
-		return rc;
 	s->macro = macro_allowed(cfg);
-	s->n_rep = cfg->replicas;
+	s->n_rep = 0;
+	for (i = 0; i < KV_MAX(cfg->n_groups, 1u); i++)
+		s->n_rep += cfg->n_groups ? cfg->groups[i].replicas : cfg->replicas;
 	s->macro_next = kv_xmalloc(s->n_rep * sizeof(*s->macro_next));
 	s->macro_onext = kv_xmalloc(s->n_rep * sizeof(*s->macro_onext));
 	for (i = 0; i < s->n_rep; i++)
 		s->macro_next[i] = s->macro_onext[i] = KV_NS_NEVER;
-	if (cfg->router == &kv_router_lot && s->n_rep >= KV_ROUTE_TREE_MIN_REPLICAS) {
+	/* the trees serve one group (the router's range is the whole cluster); several scan */
+	if (cfg->router == &kv_router_lot && s->n_rep >= KV_ROUTE_TREE_MIN_REPLICAS &&
+	    cfg->n_groups <= 1) {
 		kv_mintree_init(&s->out_tree, s->n_rep, 0);
 		kv_mintree_init(&s->low_tree, s->n_rep, UINT64_MAX); /* no replica lags yet */
 		kv_mintree_init(&s->exp_tree, s->n_rep, KV_NS_NEVER);
 		s->due = kv_xmalloc(s->n_rep * sizeof(*s->due));
 	}
 	s->kick = kv_xmalloc(s->n_rep * sizeof(*s->kick));
-	s->rep = kv_xcalloc(s->n_rep, sizeof(*s->rep));
-	for (i = 0; i < s->n_rep; i++) {
-		rc = kv__replica_init(s, &s->rep[i], i);
-		if (rc)
-			return rc;
-		/* an engine may run its own cache model (serving.h): its per-request state too */
+	if ((rc = build_groups(s, cfg)))
+		return rc;
+	for (i = 0; i < s->n_rep; i++) /* an engine may run its own cache model (serving.h): its state too */
 		s->req_state[KV_PLUGIN_CACHE].size = KV_MAX(s->req_state[KV_PLUGIN_CACHE].size,
 							    s->rep[i].cache->req_size);
-	}
 	KV_CHECK(s->n_pages == 0, "%u slot pages before the first request", s->n_pages);
-	if ((rc = context_bound(s)))
-		return rc;
 	return kv_source_open(&cfg->source, cfg->seed, &s->src, &s->diag);
 }
 
@@ -556,9 +688,17 @@ void kv_sim_release(struct kv_sim *s)
 {
 	uint32_t i;
 
-	for (i = 0; i < s->n_rep; i++)
+	for (i = 0; s->rep && i < s->n_rep; i++)
 		kv__replica_release(&s->rep[i]);
 	free(s->rep);
+	for (i = 0; s->grp && i < s->n_grp; i++) {
+		kv_hist_release(&s->grp[i].ttft);
+		kv_hist_release(&s->grp[i].e2e);
+	}
+	free(s->grp);
+	free(s->cls);
+	free(s->tenant_cls);
+	free(s->grp_of);
 	free(s->macro_next);
 	free(s->macro_onext);
 	kv_mintree_release(&s->out_tree);

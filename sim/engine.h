@@ -133,6 +133,15 @@ struct kv_executor {
 	int (*iter)(void *ctx, struct kv_replica *r, kv_ns model_ns, kv_ns *ns);
 };
 
+/*
+ * A group's role (cluster.groups[i].role): mixed groups prefill and
+ * decode; prefill and decode groups hand requests over between them
+ * (prefill/decode disaggregation, docs/cluster.md).
+ */
+enum kv_group_role { KV_ROLE_MIXED, KV_ROLE_PREFILL, KV_ROLE_DECODE };
+#define KV_MAX_GROUPS 64 /* entries of cluster.groups */
+extern const char *const kv_group_role_names[]; /* "mixed", "prefill", "decode", NULL */
+
 /* Everything a run needs; filled by the workload loader. */
 /*
  * An observer of the engine's steps (the timeline, src/lib/timeline.c): called
@@ -189,6 +198,20 @@ struct kv_sim_config {
 	struct kv_observer observer; /* step and request-state hook (the timeline), fn NULL: none */
 	int exact_steps; /* 1: one event per iteration, no macro steps; set for any per-iteration consumer (an observer) */
 	double step_scale; /* multiplies every step's time (perf.h kv_perf.step_scale); 0 reads as 1, the default */
+	/*
+	 * Replica groups (docs/cluster.md "Replica groups").  A group's
+	 * configuration is a whole kv_sim_config: the run's, with the group's
+	 * keys (model, device, host, parallelism, replicas, engine,
+	 * scheduler, cache, memory, batching) in place of the top level's;
+	 * its cluster-wide fields (source, router, fairness, seed, outputs,
+	 * observer, exec, sample_interval, check_pool, exact_steps, groups)
+	 * are the run's and unused.  A run with n_groups 0 is one group: this
+	 * config.
+	 */
+	const struct kv_sim_config *groups; /* n_groups group configs, in replica order; NULL: one group, this config */
+	uint32_t n_groups; /* entries of groups, 0: the single group */
+	char group_name[32]; /* this group's name (cluster.groups[i].name), "" for the single group */
+	enum kv_group_role role; /* this group's role, default mixed */
 };
 
 /* Where results go; any callback may be NULL.  Returning nonzero stops the run with KV_EIO. */
@@ -229,13 +252,51 @@ struct kv_plugin_reqs {
 	size_t size; /* the plugin's req_size, 0 = none */
 };
 
-struct kv_sim {
-	const struct kv_sim_config *cfg;
+/*
+ * A replica group's derived state: what its configuration gives every one
+ * of its replicas (the perf model, the pool's size and unit, the context
+ * bound), and its place among the replicas.  Groups are contiguous:
+ * group g holds rep[first .. first + count), in cfg->groups order.
+ */
+struct kv_group {
+	const struct kv_sim_config *cfg; /* its configuration (the run's for a single group) */
+	uint32_t idx; /* index in s->grp */
+	uint32_t first, count; /* its replicas: rep[first .. first + count) */
 	struct kv_perf perf; /* iteration-time model */
 	uint64_t token_bytes; /* fp16 KV bytes per token, whole replica */
 	uint64_t pool_bytes; /* pool size per replica */
 	struct kv_mem_budget mem; /* how pool_bytes was sized, its capacity in tokens and blocks */
 	uint64_t pool_unit_bytes; /* buddy unit in use */
+	uint64_t ctx_cap_tokens; /* tokens one replica's KV cache holds (the context check's bound) */
+	int ctx_warn; /* 1: over-capacity contexts warn (SGLang); 0: they are an error (vLLM) */
+	uint64_t router_state; /* the router's private word for this group */
+	struct kv_tier *tier_remote; /* the cache model's remote tier its replicas share (tiers.h), or NULL */
+	double wrr_credit; /* smooth weighted round-robin credit among the groups serving its model */
+	/* statistics (groups.h) */
+	uint64_t arrived; /* requests routed to it */
+	uint64_t completed, rejected; /* of those, ended so far */
+	uint64_t prompt_tokens_done, output_tokens_done; /* of its completed requests */
+	struct kv_hist ttft, e2e; /* of its completed requests, ns */
+};
+
+/*
+ * The groups a request may go to: those serving its tenant's model
+ * (docs/cluster.md "Replica groups").  cls[tenant] indexes a class; a
+ * class lists its groups in grp_of[off .. off + n).
+ */
+struct kv_route_class {
+	uint32_t off, n; /* its groups: s->grp_of[off .. off + n) */
+	double weight_sum; /* sum of their weights (replica counts) */
+};
+
+struct kv_sim {
+	const struct kv_sim_config *cfg;
+	struct kv_group *grp; /* n_grp replica groups; grp[0] is the single group of a plain run */
+	uint32_t n_grp;
+	struct kv_route_class *cls; /* n_cls routing classes */
+	uint32_t n_cls;
+	uint32_t *tenant_cls; /* per tenant: its class */
+	uint32_t *grp_of; /* the classes' groups, concatenated */
 	struct kv_heap heap; /* the event queue */
 	struct kv_replica *rep; /* replicas */
 	uint32_t n_rep;
@@ -249,7 +310,6 @@ struct kv_sim {
 	struct kv_arrival pending; /* next arrival, when have_pending */
 	int have_pending;
 	kv_ns now; /* current simulated time */
-	uint64_t router_state; /* router private word */
 	struct kv_sink sink; /* outputs */
 	volatile sig_atomic_t *stop; /* set asynchronously to stop early (may be NULL) */
 	/* statistics */
@@ -267,7 +327,6 @@ struct kv_sim {
 	kv_ns first_arrival_ns, last_finish_ns; /* makespan bounds */
 	kv_ns last_arrival_ns; /* the latest arrival (load.h's offered rate) */
 	struct kv_hash_page *hash_pages; /* arena of prefix-block hash pages */
-	struct kv_tier *tier_remote; /* the cache model's remote tier shared by the replicas (tiers.h), or NULL */
 	uint32_t n_hash_pages; /* pages in the arena */
 	uint32_t free_hash_page; /* free list head, KV_NIL */
 	struct kv_diag diag; /* error detail when a run fails */
@@ -283,9 +342,7 @@ struct kv_sim {
 	uint32_t n_kick; /* entries of kick */
 	uint64_t macro_steps; /* iterations applied inside macro steps (statistics, in no output) */
 	struct kv_event ev; /* the event being processed */
-	/* the longest context against the KV cache (memory.h enum kv_ctx_check) */
-	uint64_t ctx_cap_tokens; /* tokens one replica's KV cache holds (the check's bound) */
-	int ctx_warn; /* 1: over-capacity contexts warn (SGLang); 0: they are an error (vLLM) */
+	/* the longest context against the KV cache (memory.h enum kv_ctx_check; bounds per group) */
 	uint64_t ctx_over_requests; /* requests (warn) whose prompt + output exceeded ctx_cap_tokens */
 	uint64_t ctx_over_max_tokens; /* the longest such context, or max_context when it exceeds the cache; 0: none */
 };
@@ -293,15 +350,19 @@ struct kv_sim {
 
 /*
  * Replicas from which the engine keeps out_tree and low_tree for the
- * least-outstanding-tokens router; below, it scans (cheaper at 16: measured
- * in docs/benchmarks.md).
+ * least-outstanding-tokens router, in a cluster of one replica group;
+ * below, or with several groups, it scans the group's replicas (cheaper at
+ * 16: measured in docs/benchmarks.md).
  */
 #define KV_ROUTE_TREE_MIN_REPLICAS 64
 
 /*
- * Builds the cluster: profiles, pools, plugin instances, the source.
+ * Builds the cluster: its replica groups (cfg->groups, or cfg as the one
+ * group) with their replicas, pools and plugin instances, the routing
+ * classes (which groups serve each tenant's model), the source.
  * Returns 0, or a negative code with s->diag filled (bad plugin options,
- * a pool that holds nothing, an unreadable trace).
+ * a pool that holds nothing, a tenant's model no group serves, an
+ * unreadable trace).
  */
 int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct kv_sink *sink);
 
@@ -314,6 +375,17 @@ int kv_sim_run(struct kv_sim *s);
 
 void kv_sim_release(struct kv_sim *s);
 
+
+/* Pool bytes over every replica of every group. */
+static inline double kv_sim_pool_total_bytes(const struct kv_sim *s)
+{
+	double b = 0;
+	uint32_t i;
+
+	for (i = 0; i < s->n_grp; i++)
+		b += (double)s->grp[i].pool_bytes * (double)s->grp[i].count;
+	return b;
+}
 
 /* The request in a slot. */
 static inline struct kv_req *kv_sim_req(const struct kv_sim *s, uint32_t slot)

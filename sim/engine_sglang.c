@@ -148,7 +148,7 @@ static int prefill_pending(const struct kv_replica *r)
 static void sglang_step(void *priv, struct kv_replica *r, int again)
 {
 	struct sglang *g = priv;
-	const struct kv_sim_config *c = r->sim->cfg;
+	const struct kv_sim_config *c = r->cfg;
 	uint32_t i;
 
 	kv__engine_host_step(&g->base, r); /* the async mode's view of this formation */

@@ -77,7 +77,7 @@ static int vllm_init(void *priv, struct kv_replica *r, struct kv_diag *d)
 	kv__engine_host_init(&v->base, &vllm_versions[v->base.version]);
 	r->chunk_cap_tokens = v->long_prefill_token_threshold;
 	/* admission stops at max_seqs running, so the running set never holds more */
-	v->snap_cap = KV_MAX(r->sim->cfg->max_batch_seqs, 1u);
+	v->snap_cap = KV_MAX(r->cfg->max_batch_seqs, 1u);
 	v->snap = kv_xcalloc(v->snap_cap, sizeof(*v->snap));
 	return 0;
 }
@@ -165,7 +165,7 @@ static int vllm_admit(void *priv, struct kv_replica *r, struct kv_req *q, uint64
 {
 	struct vllm *v = priv;
 
-	if (r->step_preempted || v->closed_at || r->n_running >= r->sim->cfg->max_batch_seqs)
+	if (r->step_preempted || v->closed_at || r->n_running >= r->cfg->max_batch_seqs)
 		return KV_ERANGE;
 	if (kv__engine_lagged(&v->base, r, q)) {
 		v->lag_refused = 1;

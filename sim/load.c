@@ -39,8 +39,8 @@ double kv_load_replica_capacity(const struct kv_perf *pf, const struct kv_load_m
 	return a / ((double)t * 1e-9);
 }
 
-/* The run's length mix: the completed requests' means; 0 when none completed. */
-static int run_mix(const struct kv_sim *s, struct kv_load_mix *x)
+/* The run's length mix on group g's replicas: the completed requests' means; 0 when none completed. */
+static int run_mix(const struct kv_sim *s, const struct kv_group *g, struct kv_load_mix *x)
 {
 	double done = (double)s->ended[KV_END_COMPLETED];
 
@@ -49,28 +49,41 @@ static int run_mix(const struct kv_sim *s, struct kv_load_mix *x)
 	x->prompt_mean = (double)s->prompt_tokens_done / done;
 	x->output_mean = (double)s->output_tokens_done / done;
 	x->kv_steps_mean = s->kv_token_steps_done / done;
-	x->max_seqs = s->cfg->max_batch_seqs;
-	x->budget_tokens = s->cfg->max_batch_tokens;
-	x->kv_tokens = s->mem.kv_tokens;
-	if (s->n_rep && s->rep[0].beta_bytes > 0) /* the cache model's tokens (quantized: more) */
-		x->kv_tokens = (uint64_t)((double)s->pool_bytes / s->rep[0].beta_bytes);
-	x->token_bytes = s->token_bytes;
+	x->max_seqs = g->cfg->max_batch_seqs;
+	x->budget_tokens = g->cfg->max_batch_tokens;
+	x->kv_tokens = g->mem.kv_tokens;
+	if (g->count && s->rep[g->first].beta_bytes > 0) /* the cache model's tokens (quantized: more) */
+		x->kv_tokens = (uint64_t)((double)g->pool_bytes / s->rep[g->first].beta_bytes);
+	x->token_bytes = g->token_bytes;
 	return 1;
+}
+
+/* The cluster's saturated capacity: each group's replicas times one's capacity, req/s; NAN when none completed. */
+static double cluster_capacity(const struct kv_sim *s)
+{
+	struct kv_load_mix x;
+	double c = 0;
+	uint32_t i;
+
+	for (i = 0; i < s->n_grp; i++) {
+		if (!run_mix(s, &s->grp[i], &x))
+			return NAN;
+		c += (double)s->grp[i].count * kv_load_replica_capacity(&s->grp[i].perf, &x);
+	}
+	return c;
 }
 
 void kv_load_compute(const struct kv_sim *s, struct kv_load *l)
 {
 	double span = (double)(s->last_finish_ns - s->first_arrival_ns) * 1e-9;
 	double arr_span = (double)(s->last_arrival_ns - s->first_arrival_ns) * 1e-9;
-	struct kv_load_mix x;
 	kv_ns busy = 0;
 	uint32_t i;
 
 	for (i = 0; i < s->n_rep; i++)
 		busy += s->rep[i].busy_ns;
 	l->offered_req_s = s->arrived >= 2 && arr_span > 0 ? (double)(s->arrived - 1) / arr_span : NAN;
-	l->capacity_req_s = run_mix(s, &x) ? (double)s->n_rep * kv_load_replica_capacity(&s->perf, &x) :
-					     NAN;
+	l->capacity_req_s = cluster_capacity(s);
 	l->arrival_span_s = arr_span;
 	l->burst = s->arrived >= 2 && l->capacity_req_s > 0 && arr_span * l->capacity_req_s < 1.0;
 	l->share = l->capacity_req_s > 0 && !l->burst ? l->offered_req_s / l->capacity_req_s : NAN;

@@ -144,7 +144,7 @@ static uint64_t plan_grows(struct kv_replica *r, uint64_t K)
  */
 static int batch_full(const struct kv_replica *r)
 {
-	return r->n_batch >= r->sim->cfg->max_batch_seqs || r->budget_tokens == 0;
+	return r->n_batch >= r->cfg->max_batch_seqs || r->budget_tokens == 0;
 }
 
 /*
@@ -322,7 +322,7 @@ static void step_ends(struct kv_replica *r, kv_ns d1_ns, uint64_t K)
 	uint32_t n = r->n_batch, k;
 	kv_ns *t = r->macro.t;
 
-	kv_perf_iter_prep(&s->perf, &sh, &run); /* the terms no step changes */
+	kv_perf_iter_prep(&r->grp->perf, &sh, &run); /* the terms no step changes */
 	t[0] = s->now;
 	t[1] = s->now + d1_ns;
 	skip = skip_pairs(r, 1, &r->macro.wx[1]);
@@ -333,7 +333,7 @@ static void step_ends(struct kv_replica *r, kv_ns d1_ns, uint64_t K)
 		ctx += n;
 		skip = skip_pairs(r, k, &r->macro.wx[k]);
 		step_bytes(r, &sh, k, ctx, skip);
-		t[k] = t[k - 1] + kv_perf_iter_run_ns(&s->perf, &run, &sh);
+		t[k] = t[k - 1] + kv_perf_iter_run_ns(&r->grp->perf, &run, &sh);
 	}
 }
 
@@ -610,9 +610,9 @@ void kv__macro_end(struct kv_replica *r)
 	sh.attn_pairs = pairs;
 	step_bytes(r, &sh, 1, pairs, skip_pairs(r, 1, &past));
 	/* step 1's own duration came from iter_ns (with any host-link copies a swap queued) */
-	KV_CHECK(k == 0 || kv_perf_iter_ns(&s->perf, &sh) == r->macro.t[k + 1] - r->macro.t[k],
+	KV_CHECK(k == 0 || kv_perf_iter_ns(&r->grp->perf, &sh) == r->macro.t[k + 1] - r->macro.t[k],
 		 "replica %u: macro step %u of %u lasts %llu ns, predicted %llu", r->idx, k + 1,
-		 r->macro.K, (unsigned long long)kv_perf_iter_ns(&s->perf, &sh),
+		 r->macro.K, (unsigned long long)kv_perf_iter_ns(&r->grp->perf, &sh),
 		 (unsigned long long)(r->macro.t[k + 1] - r->macro.t[k]));
 	r->macro.K = r->macro.k = r->macro.kq = r->macro.ko = 0;
 	r->macro.ng = r->macro.gi = 0;

@@ -125,8 +125,13 @@ int kv_slo_meets(const struct kv_slo_limits *l, kv_ns ttft_ns, kv_ns tpot_ns, kv
 
 uint64_t kv_cfg_gpus(const struct kv_sim_config *c)
 {
+	uint64_t n = 0;
+	uint32_t i;
+
+	for (i = 0; i < c->n_groups; i++) /* several groups: theirs */
+		n += kv_cfg_gpus(&c->groups[i]);
 	/* pp 0 and dp 0 read as 1 */
-	return (uint64_t)c->replicas * c->tp * (c->pp ? c->pp : 1) * (c->dp ? c->dp : 1);
+	return c->n_groups ? n : (uint64_t)c->replicas * c->tp * (c->pp ? c->pp : 1) * (c->dp ? c->dp : 1);
 }
 
 int kv_done_log_init(struct kv_done_log *l, uint64_t max_len, const struct kv_slo_cfg *slo,
@@ -359,42 +364,55 @@ static void tier_add(struct kv_tier_row *row, const struct kv_tier *t, const str
 	b->write_busy_ns += a->write_busy_ns;
 }
 
-uint32_t kv_tier_summary(const struct kv_sim *s, struct kv_tier_row rows[KV_TIERS_MAX],
+/* Adds replica r's tiers to its group's rows all[] and to the totals. */
+static void tier_rep(const struct kv_replica *r, struct kv_tier_row *all,
+		     const struct kv_tier **seen, struct kv_tier_totals *tot)
+{
+	struct kv_cache_stats st;
+	uint32_t j;
+
+	if (!r->cache->stats)
+		return;
+	memset(&st, 0, sizeof(st));
+	r->cache->stats(r->cache_priv, &st);
+	if (!st.tiers)
+		return;
+	tot->lookup_tokens += st.lookup_tokens;
+	tot->gpu_out_bytes += st.tiers->gpu_out_bytes;
+	tot->load_tokens += r->tier_load_tokens;
+	tot->loads += r->tier_loads;
+	tot->wait_s += (double)r->tier_wait_ns * 1e-9;
+	tot->recompute_s += (double)r->tier_recompute_ns * 1e-9;
+	for (j = 0; j < st.tiers->n; j++)
+		tier_add(&all[st.tiers->kind[j]], st.tiers->t[j], &seen[st.tiers->kind[j]]);
+	for (j = 0; j < KV_TIERS_MAX; j++) {
+		all[j].hit_tokens += st.tier_hit_tokens[j];
+		all[j].lookup_tokens += st.lookup_tokens;
+	}
+}
+
+uint32_t kv_tier_summary(const struct kv_sim *s, struct kv_tier_row *rows, uint32_t max,
 			 struct kv_tier_totals *tot)
 {
 	static const char *const names[KV_TIERS_MAX] = { "cpu", "ssd", "remote" };
-	const struct kv_tier *seen[KV_TIERS_MAX] = { NULL };
-	struct kv_tier_row all[KV_TIERS_MAX];
-	uint32_t i, j, n = 0;
+	uint32_t g, i, j, n = 0;
 
-	memset(all, 0, sizeof(all));
 	memset(tot, 0, sizeof(*tot));
-	for (i = 0; i < s->n_rep; i++) {
-		const struct kv_replica *r = &s->rep[i];
-		struct kv_cache_stats st;
+	for (g = 0; g < s->n_grp; g++) {
+		const struct kv_group *gr = &s->grp[g];
+		const struct kv_tier *seen[KV_TIERS_MAX] = { NULL };
+		struct kv_tier_row all[KV_TIERS_MAX];
 
-		if (!r->cache->stats)
-			continue;
-		memset(&st, 0, sizeof(st));
-		r->cache->stats(r->cache_priv, &st);
-		if (!st.tiers)
-			continue;
-		tot->lookup_tokens += st.lookup_tokens;
-		tot->gpu_out_bytes += st.tiers->gpu_out_bytes;
-		tot->load_tokens += r->tier_load_tokens;
-		tot->loads += r->tier_loads;
-		tot->wait_s += (double)r->tier_wait_ns * 1e-9;
-		tot->recompute_s += (double)r->tier_recompute_ns * 1e-9;
-		for (j = 0; j < st.tiers->n; j++)
-			tier_add(&all[st.tiers->kind[j]], st.tiers->t[j], &seen[st.tiers->kind[j]]);
-		for (j = 0; j < KV_TIERS_MAX; j++)
-			all[j].hit_tokens += st.tier_hit_tokens[j];
-	}
-	for (j = 0; j < KV_TIERS_MAX; j++) {
-		if (!all[j].instances)
-			continue;
-		all[j].name = names[j];
-		rows[n++] = all[j];
+		memset(all, 0, sizeof(all));
+		for (i = gr->first; i < gr->first + gr->count; i++)
+			tier_rep(&s->rep[i], all, seen, tot);
+		for (j = 0; j < KV_TIERS_MAX && n < max; j++) {
+			if (!all[j].instances)
+				continue;
+			all[j].name = names[j];
+			all[j].group = gr->cfg->group_name;
+			rows[n++] = all[j];
+		}
 	}
 	return n;
 }
@@ -452,7 +470,11 @@ static void add_requests(const struct kv_sim *s, struct kv_summary *sum)
 static void add_memory(const struct kv_sim *s, const struct rep_totals *t, struct kv_summary *sum)
 {
 	double horizon = (double)s->last_finish_ns * 1e-9;
-	double cap = (double)s->pool_bytes * (double)s->n_rep * horizon;
+	double cap = 0;
+	uint32_t i;
+
+	for (i = 0; i < s->n_grp; i++)
+		cap += (double)s->grp[i].pool_bytes * (double)s->grp[i].count * horizon;
 
 	add(sum, "mem_reserved_util", "share of pool", cap > 0 ? t->reserved / cap : 0, 0);
 	add(sum, "mem_used_util", "share of pool", cap > 0 ? t->used / cap : 0, 0);
@@ -462,7 +484,7 @@ static void add_memory(const struct kv_sim *s, const struct rep_totals *t, struc
 	add_cache_stats(s, sum);
 	add(sum, "swap_out_bytes", "bytes to host", (double)t->swap_out, 1);
 	add(sum, "swap_in_bytes", "bytes from host", (double)t->swap_in, 1);
-	add(sum, "kv_pool_bytes", "bytes per replica", (double)s->pool_bytes, 1);
+	add(sum, "kv_pool_bytes", "bytes per replica", (double)s->grp[0].pool_bytes, 1);
 	add(sum, "kv_peak_reserved_bytes", "bytes, busiest replica", (double)t->peak, 1);
 }
 
@@ -541,9 +563,10 @@ void kv_summary_compute(const struct kv_sim *s, struct kv_done_log *log, struct 
 	add(sum, "capacity_req_s", "req/s, saturated cluster", load.capacity_req_s, 0);
 	add(sum, "busy_share", "time in iterations", load.busy_share, 0);
 	/* the engines' capacity figures; only off the share model, so its columns stay as they were */
-	if (s->cfg->mem.model != KV_MEM_SHARE || s->mem.pinned) {
-		add(sum, "kv_capacity_tokens", "tokens per replica", (double)s->mem.kv_tokens, 1);
-		add(sum, "kv_capacity_blocks", "blocks of 16 tokens", (double)s->mem.kv_blocks, 1);
+	if (s->grp[0].cfg->mem.model != KV_MEM_SHARE || s->grp[0].mem.pinned) {
+		add(sum, "kv_capacity_tokens", "tokens per replica",
+		    (double)s->grp[0].mem.kv_tokens, 1);
+		add(sum, "kv_capacity_blocks", "blocks of 16 tokens", (double)s->grp[0].mem.kv_blocks, 1);
 	}
 	if (log && log->slo)
 		add_slo(s, log, sum);

@@ -176,7 +176,7 @@ static uint64_t prefill_left(const struct kv_req *q)
 int kv__replica_end(struct kv_replica *r, struct kv_req *q, enum kv_end e)
 {
 	struct kv_sim *s = r->sim;
-	const struct kv_sim_config *c = s->cfg;
+	const struct kv_sim_config *c = r->cfg;
 	struct kv_tenant_stats *ts = &s->tenant[q->tenant];
 	int rc = 0;
 
@@ -208,6 +208,11 @@ int kv__replica_end(struct kv_replica *r, struct kv_req *q, enum kv_end e)
 				    (q->finish_ns - q->first_token_ns) / (q->output_tokens - 1));
 		kv_hist_add(&ts->ttft, q->first_token_ns - q->arrival_ns);
 		kv_hist_add(&ts->e2e, q->finish_ns - q->arrival_ns);
+		kv_hist_add(&r->grp->ttft, q->first_token_ns - q->arrival_ns);
+		kv_hist_add(&r->grp->e2e, q->finish_ns - q->arrival_ns);
+		r->grp->completed++;
+		r->grp->prompt_tokens_done += q->prompt_tokens;
+		r->grp->output_tokens_done += q->output_tokens;
 		ts->completed++;
 		ts->prompt_tokens += q->prompt_tokens;
 		ts->output_tokens += q->output_tokens;
@@ -220,6 +225,7 @@ int kv__replica_end(struct kv_replica *r, struct kv_req *q, enum kv_end e)
 			r->sched->on_done(r->sched_priv, r, q);
 	} else {
 		ts->rejected++;
+		r->grp->rejected++;
 	}
 	if (q->finish_ns > s->last_finish_ns)
 		s->last_finish_ns = q->finish_ns;
@@ -243,8 +249,8 @@ uint64_t kv_req_next_tokens(const struct kv_req *q)
 /* Host-link time of a copy of `bytes`. */
 static kv_ns copy_time_ns(const struct kv_replica *r, uint64_t bytes)
 {
-	double bw = r->sim->cfg->device.host_link_Bps * r->sim->cfg->tp *
-		    (r->sim->cfg->pp ? r->sim->cfg->pp : 1); /* every GPU of the replica copies its share */
+	double bw = r->cfg->device.host_link_Bps * r->cfg->tp *
+		    (r->cfg->pp ? r->cfg->pp : 1); /* every GPU of the replica copies its share */
 
 	return bw > 0 ? (kv_ns)ceil((double)bytes / bw * 1e9) : 0;
 }
@@ -297,7 +303,7 @@ static void tier_loaded(struct kv_replica *r, uint64_t tokens, kv_ns done, int b
 	b.attn_pairs = kv_perf_prefill_pairs(0, tokens);
 	r->tier_load_tokens += tokens;
 	r->tier_loads++;
-	r->tier_recompute_ns += kv_perf_iter_ns(&r->sim->perf, &b);
+	r->tier_recompute_ns += kv_perf_iter_ns(&r->grp->perf, &b);
 	r->tier_wait_ns += w;
 	r->load_wait_ns = KV_MAX(r->load_wait_ns, w);
 	r->load_blocking = blocking;
@@ -442,7 +448,7 @@ static void batch_withdraw(struct kv_replica *r, struct kv_req *q)
 
 int kv__replica_schedule(struct kv_replica *r, struct kv_req *q)
 {
-	const struct kv_sim_config *c = r->sim->cfg;
+	const struct kv_sim_config *c = r->cfg;
 	int prefill = q->kv_tokens < q->prefill_target;
 	uint64_t take = kv_req_next_tokens(q);
 	uint64_t want, loaded = 0;
@@ -978,7 +984,7 @@ static void form_batch(struct kv_replica *r)
 static int iter_ns(struct kv_replica *r, kv_ns *ns)
 {
 	const struct kv_executor *x = r->sim->cfg->exec;
-	kv_ns t = kv_perf_iter_ns(&r->sim->perf, &r->shape), c = r->copy_ns;
+	kv_ns t = kv_perf_iter_ns(&r->grp->perf, &r->shape), c = r->copy_ns;
 	int rc;
 
 	if (x && (rc = x->iter(x->ctx, r, t, &t)))
@@ -986,7 +992,7 @@ static int iter_ns(struct kv_replica *r, kv_ns *ns)
 	r->copy_ns = 0;
 	*ns = r->offload == KV_OFFLOAD_OVERLAP ? KV_MAX(t, c) : t + c;
 	if (r->load_wait_ns) { /* loads from the tiers: before the pass, or layer by layer within it */
-		kv_ns w = r->load_wait_ns, L = r->sim->cfg->model.layers ? r->sim->cfg->model.layers : 1;
+		kv_ns w = r->load_wait_ns, L = r->cfg->model.layers ? r->cfg->model.layers : 1;
 
 		*ns = r->load_blocking ? *ns + w : KV_MAX(*ns, w) + KV_MIN(*ns, w) / L;
 		r->load_wait_ns = 0;
@@ -1022,7 +1028,7 @@ static int form_step(struct kv_replica *r, kv_ns now, kv_ns *ns)
 		r->win_excess = 0;
 		r->n_batch = 0;
 		kv__out_changed(r); /* n_batch: the tokens' lower bound */
-		r->budget_tokens = s->cfg->max_batch_tokens;
+		r->budget_tokens = r->cfg->max_batch_tokens;
 		r->last_nomem = NULL;
 		r->n_ref = 0;
 		if (r->n_running == 0 && r->sched->waiting(r->sched_priv) == 0)
@@ -1216,7 +1222,8 @@ void kv__replica_check_pool(const struct kv_replica *r)
 /* Builds r's pool and cache-model instance with the current unit. */
 static int replica_memory(struct kv_sim *s, struct kv_replica *r)
 {
-	const struct kv_sim_config *c = s->cfg;
+	const struct kv_sim_config *c = r->cfg;
+	const struct kv_group *g = r->grp;
 	const struct kv_cache_ops *ops = c->cache, *own = NULL;
 	const void *opts = c->cache_opts;
 	struct kv_cache_env env;
@@ -1231,12 +1238,12 @@ static int replica_memory(struct kv_sim *s, struct kv_replica *r)
 			opts = r->cache_opts_own;
 		}
 	}
-	rc = kv_pool_init(&r->pool, s->pool_bytes, s->pool_unit_bytes, c->pool_max_block_bytes);
+	rc = kv_pool_init(&r->pool, g->pool_bytes, g->pool_unit_bytes, c->pool_max_block_bytes);
 	if (rc)
 		return kv_diag_set(&s->diag, rc, "", 0, 0, "memory.pool",
 				   "cannot build a pool of %llu bytes with blocks %llu..%llu bytes: expected powers of two and at least one block",
-				   (unsigned long long)s->pool_bytes,
-				   (unsigned long long)s->pool_unit_bytes,
+				   (unsigned long long)g->pool_bytes,
+				   (unsigned long long)g->pool_unit_bytes,
 				   (unsigned long long)c->pool_max_block_bytes);
 	r->cache = ops;
 	r->cache_priv = kv_xcalloc(1, ops->priv_size ? ops->priv_size : 1);
@@ -1245,10 +1252,10 @@ static int replica_memory(struct kv_sim *s, struct kv_replica *r)
 	env.model = &c->model;
 	env.device = &c->device;
 	env.tp = c->tp;
-	env.token_bytes = s->token_bytes;
+	env.token_bytes = g->token_bytes;
 	env.sim = s;
 	env.pp = c->pp;
-	env.remote = &s->tier_remote;
+	env.remote = &s->grp[g->idx].tier_remote; /* shared by the group's replicas */
 	rc = ops->init(r->cache_priv, &env, &s->diag);
 	if (rc)
 		return rc;
@@ -1271,7 +1278,7 @@ static void replica_memory_release(struct kv_replica *r)
 /* Builds r's engine instance (vllm-v0 when the config names none). */
 static int replica_engine(struct kv_sim *s, struct kv_replica *r)
 {
-	const struct kv_sim_config *c = s->cfg;
+	const struct kv_sim_config *c = r->cfg;
 	const struct kv_engine_ops *e = c->engine ? c->engine : &kv_engine_vllm_v0;
 	int rc;
 
@@ -1283,17 +1290,19 @@ static int replica_engine(struct kv_sim *s, struct kv_replica *r)
 		kv_options_defaults(e->options, r->eng_priv);
 	if (e->init && (rc = e->init(r->eng_priv, r, &s->diag)))
 		return rc;
-	if (r->idx == 0 && e->perf)
-		e->perf(r->eng_priv, &s->perf);
+	if (r->idx == r->grp->first && e->perf) /* the group's first sets its perf model's knobs */
+		e->perf(r->eng_priv, &r->grp->perf);
 	return 0;
 }
 
-int kv__replica_init(struct kv_sim *s, struct kv_replica *r, uint32_t idx)
+int kv__replica_init(struct kv_sim *s, struct kv_group *g, struct kv_replica *r, uint32_t idx)
 {
-	const struct kv_sim_config *c = s->cfg;
+	const struct kv_sim_config *c = g->cfg;
 	int rc;
 
 	r->sim = s;
+	r->grp = g;
+	r->cfg = c;
 	r->idx = idx;
 	r->iter_end_ns = KV_NS_NEVER;
 	rc = replica_engine(s, r);
@@ -1305,15 +1314,15 @@ int kv__replica_init(struct kv_sim *s, struct kv_replica *r, uint32_t idx)
 	/*
 	 * An auto unit follows the bytes the cache model stores per token (a
 	 * 4-bit cache's 16-token block is a quarter of fp16's): known only once
-	 * the model is initialised, so the first replica may build twice.
+	 * the model is initialised, so a group's first replica may build twice.
 	 */
-	if (idx == 0 && !c->pool_min_block_bytes) {
+	if (idx == g->first && !c->pool_min_block_bytes) {
 		uint64_t unit = kv_mem_pool_unit(kv_mem_unit_token_bytes(r->beta_bytes, &c->model),
 						c->pool_max_block_bytes);
 
-		if (unit != s->pool_unit_bytes) {
+		if (unit != g->pool_unit_bytes) {
 			replica_memory_release(r);
-			s->pool_unit_bytes = unit;
+			g->pool_unit_bytes = unit;
 			rc = replica_memory(s, r);
 			if (rc)
 				return rc;

@@ -41,6 +41,8 @@
 
 struct kv_replica {
 	struct kv_sim *sim; /* owner */
+	struct kv_group *grp; /* its group: perf model, pool size (engine.h) */
+	const struct kv_sim_config *cfg; /* its group's configuration (grp->cfg) */
 	uint32_t idx; /* index in the cluster */
 	struct kv_pool pool; /* KV memory */
 	const struct kv_sched_ops *sched; /* scheduler plugin */
@@ -289,10 +291,11 @@ uint64_t kv_req_next_tokens(const struct kv_req *q);
 /* --- for the engine -------------------------------------------------------- */
 
 /*
- * Builds replica idx of s: pool, cache-model and scheduler instances.
+ * Builds replica idx of s, a replica of group g (its configuration g->cfg,
+ * its pool size g->pool_bytes): pool, cache-model and scheduler instances.
  * Returns 0, or a code with s->diag filled (bad options, an empty pool).
  */
-int kv__replica_init(struct kv_sim *s, struct kv_replica *r, uint32_t idx);
+int kv__replica_init(struct kv_sim *s, struct kv_group *g, struct kv_replica *r, uint32_t idx);
 void kv__replica_release(struct kv_replica *r);
 /*
  * A new request q (state waiting) joins r's queue; r forms no batch: the

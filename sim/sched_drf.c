@@ -145,7 +145,7 @@ static const struct kv_option drf_options[] = {
 
 static int drf_init_common(struct drf *f, struct kv_replica *r, int weighted, struct kv_diag *d)
 {
-	const struct kv_sim_config *c = r->sim->cfg;
+	const struct kv_sim_config *c = r->sim->cfg; /* the tenants: cluster-wide */
 	uint32_t i;
 
 	if (f->window_ns == 0)

@@ -179,7 +179,7 @@ static kv_ns prefill_ns(const struct kv_replica *r, uint64_t n)
 				    .attn_pairs = kv_perf_prefill_pairs(0, n),
 				    .kv_read_bytes = (uint64_t)((double)n * r->beta_bytes) };
 
-	return kv_perf_iter_ns(&r->sim->perf, &b);
+	return kv_perf_iter_ns(&r->grp->perf, &b);
 }
 
 /* Time of a lone decode step at a context of ctx tokens. */
@@ -188,14 +188,14 @@ static kv_ns decode_ns(const struct kv_replica *r, uint64_t ctx)
 	struct kv_batch_shape b = { .n_seqs = 1, .n_decode = 1, .n_sample = 1, .attn_pairs = ctx + 1,
 				    .kv_read_bytes = (uint64_t)((double)(ctx + 1) * r->beta_bytes) };
 
-	return kv_perf_iter_ns(&r->sim->perf, &b);
+	return kv_perf_iter_ns(&r->grp->perf, &b);
 }
 
 /* Host-link time of copying q's KV out and back (as the engine charges it). */
 static kv_ns swap_ns(const struct kv_replica *r, const struct kv_req *q)
 {
-	double bw = r->sim->cfg->device.host_link_Bps * r->sim->cfg->tp *
-		    (r->sim->cfg->pp ? r->sim->cfg->pp : 1); /* every GPU of the replica copies its share */
+	double bw = r->cfg->device.host_link_Bps * r->cfg->tp *
+		    (r->cfg->pp ? r->cfg->pp : 1); /* every GPU of the replica copies its share */
 
 	return bw > 0 ? 2 * (kv_ns)ceil((double)q->kv_bytes / bw * 1e9) : 0;
 }
@@ -305,7 +305,7 @@ static void tenant_levels(struct prio *p, const struct kv_source_spec *src)
 /* Mlfq quanta and skip-join thresholds; KV_EINVAL when a quantum is absurd. */
 static int mlfq_tables(struct prio *p, const struct kv_replica *r, struct kv_diag *d)
 {
-	const struct kv_sim_config *c = r->sim->cfg;
+	const struct kv_sim_config *c = r->cfg;
 	uint64_t max_ctx = KV_MAX(c->max_context_tokens, (uint64_t)c->model.max_ctx_tokens);
 	double top = (double)p->quantum_tokens * pow(p->ratio, (double)(p->levels - 1));
 	uint32_t k;

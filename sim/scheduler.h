@@ -244,8 +244,13 @@ const struct kv_sched_ops *kv_sched_find(const char *name);
 struct kv_sim;
 struct kv_router_ops {
 	KV_PLUGIN_BASE; /* name ("round-robin", ...), desc; no state, no options */
-	/* Returns the replica index for q; state is one 64-bit word per sim. */
-	uint32_t (*pick)(struct kv_sim *s, const struct kv_req *q, uint64_t *state);
+	/*
+	 * Returns the replica index for q, in [lo, hi): the replicas of the
+	 * group the engine chose for q (engine.h struct kv_group; one group:
+	 * every replica).  state is one 64-bit word per group, zero at start.
+	 */
+	uint32_t (*pick)(struct kv_sim *s, const struct kv_req *q, uint32_t lo, uint32_t hi,
+			 uint64_t *state);
 };
 
 /* The router with that name (kv_plugin_find), or NULL. */

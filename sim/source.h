@@ -90,6 +90,7 @@ struct kv_tenant_spec {
 	int32_t request_priority; /* priority its requests carry when no trace row gives one (vLLM's: lower first), default 0 */
 	int has_lengths; /* 1 if `lengths` overrides the workload's */
 	struct kv_length_spec lengths; /* per-tenant lengths */
+	char model[64]; /* the model its requests ask for (a group's model name); "": the first group's */
 };
 
 struct kv_source_spec {

@@ -269,7 +269,16 @@ static const struct {
 	{ "pipeline_parallel", "1", "pipeline stages per replica, 1..64" },
 	{ "expert_parallel", "1", "GPUs the routed experts spread over; data_parallel x tensor_parallel with data_parallel" },
 	{ "data_parallel", "1", "MoE: attention ranks with their own batch and KV sharing the experts, stepping in lockstep, 1..64" },
-	{ "router", "round-robin", "arrival routing over the replicas (routers above)" },
+	{ "router", "round-robin", "arrival routing over the replicas of the request's group (routers above)" },
+	{ "groups", "(none)", "replica groups, a list; each entry takes the keys below (docs/cluster.md)" },
+	{ "groups[i].name", "g<i>", "the group's name (groups.csv), unique" },
+	{ "groups[i].replicas", "1", "the group's replicas (cluster.replicas is then their sum, not set)" },
+	{ "groups[i].role", "mixed", "mixed|prefill|decode: what the group runs (prefill/decode disaggregation)" },
+	{ "groups[i].model", "top level", "the model it serves; tenants name it with workload.tenants[j].model" },
+	{ "groups[i].device", "top level", "its GPU (a device profile); with no host anywhere, the device's host" },
+	{ "groups[i].host", "top level", "its host CPU profile" },
+	{ "groups[i].tensor_parallel", "top level", "and pipeline_parallel, expert_parallel, data_parallel: as above, per group" },
+	{ "groups[i].engine", "top level", "and scheduler, cache, memory, batching: a section given replaces the top level's whole" },
 };
 
 static void list_cluster(void)

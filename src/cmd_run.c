@@ -402,21 +402,32 @@ static uint64_t cache_block_tokens(const struct kv_cache_ops *c, const void *pri
 	return bt;
 }
 
-/* The summary's KV line: the pool in tokens and, for a block cache model, in its own blocks. */
-static void print_kv_line(const struct kv_sim *s, const struct kv_workload *w)
+/*
+ * The summary's KV line, one per replica group (named when there are
+ * several): the pool in tokens and, for a block cache model, in its own
+ * blocks.
+ */
+static void print_kv_line(const struct kv_sim *s)
 {
-	const struct kv_replica *r = &s->rep[0];
-	uint64_t bt = cache_block_tokens(r->cache, r->cache_priv);
-	char blocks[64] = "";
+	uint32_t i;
 
-	if (bt)
-		snprintf(blocks, sizeof(blocks), " (%llu blocks of %llu)",
-			 (unsigned long long)(s->mem.kv_tokens / bt), (unsigned long long)bt);
-	printf("KV cache: %llu tokens%s per replica, cache %s%s, memory.model %s%s\n",
-	       (unsigned long long)s->mem.kv_tokens, blocks, r->cache->name,
-	       r->cache != w->cfg.cache ? " (the engine's prefix cache)" : "",
-	       kv_mem_model_name(w->cfg.mem.model),
-	       s->mem.pinned ? " (pinned by memory.kv_tokens or kv_blocks)" : "");
+	for (i = 0; i < s->n_grp; i++) {
+		const struct kv_group *g = &s->grp[i];
+		const struct kv_replica *r = &s->rep[g->first];
+		uint64_t bt = cache_block_tokens(r->cache, r->cache_priv);
+		char blocks[64] = "", name[48] = "";
+
+		if (bt)
+			snprintf(blocks, sizeof(blocks), " (%llu blocks of %llu)",
+				 (unsigned long long)(g->mem.kv_tokens / bt), (unsigned long long)bt);
+		if (s->n_grp > 1)
+			snprintf(name, sizeof(name), "group %s: ", g->cfg->group_name);
+		printf("%sKV cache: %llu tokens%s per replica, cache %s%s, memory.model %s%s\n", name,
+		       (unsigned long long)g->mem.kv_tokens, blocks, r->cache->name,
+		       r->cache != g->cfg->cache ? " (the engine's prefix cache)" : "",
+		       kv_mem_model_name(g->cfg->mem.model),
+		       g->mem.pinned ? " (pinned by memory.kv_tokens or kv_blocks)" : "");
+	}
 }
 
 /* What the runs after the main one found: the saturation check and the bands. */
@@ -476,7 +487,7 @@ static void warn_context(const struct kv_sim *s)
 		"kvsim: warning: the longest context, %llu tokens, is more than one replica's KV cache "
 		"holds (%llu tokens); %llu requests beyond it were rejected, as SGLang caps a request at "
 		"its pool (vLLM would refuse to start; memory.context_check, docs/memory.md)\n",
-		(unsigned long long)s->ctx_over_max_tokens, (unsigned long long)s->ctx_cap_tokens,
+		(unsigned long long)s->ctx_over_max_tokens, (unsigned long long)s->grp[0].ctx_cap_tokens,
 		(unsigned long long)s->ctx_over_requests);
 }
 
@@ -582,11 +593,18 @@ static int simulate_to(struct kv_workload *w, const struct run_args *a, struct k
 	if (!a->quiet) {
 		char title[512];
 
-		snprintf(title, sizeof(title), "%s: %s on %u x %s, %s / %s", w->name,
-			 w->cfg.model.name, w->cfg.replicas, w->cfg.device.name,
-			 w->cfg.sched->name, w->cfg.cache->name);
+		if (w->cfg.n_groups) { /* the groups' setup (manifest's line) */
+			char *setup = kv_run_setup(w);
+
+			snprintf(title, sizeof(title), "%s: %s", w->name, setup);
+			free(setup);
+		} else {
+			snprintf(title, sizeof(title), "%s: %s on %u x %s, %s / %s", w->name,
+				 w->cfg.model.name, w->cfg.replicas, w->cfg.device.name,
+				 w->cfg.sched->name, w->cfg.cache->name);
+		}
 		kv_summary_print(&sum, title, stdout);
-		print_kv_line(s, w);
+		print_kv_line(s);
 		kv_health_print(&out.health, stdout);
 		if (x.bands_on)
 			kv_bands_print(&x.bands, stdout);

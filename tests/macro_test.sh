@@ -23,7 +23,10 @@
 #     contexts pass it), under every engine and cache model;
 #   - tiers below the pool (workloads/tiers.yaml with small tiers, 2,000
 #     requests): every engine with layer-wise and blocking loads and with a
-#     remote tier per replica, and every scheduler.
+#     remote tier per replica, and every scheduler;
+#   - replica groups: workloads/groups.yaml (two models, three groups) runs
+#     above; here its groups also mix engines, schedulers and caches (the
+#     second group sglang, the third another scheduler or cache model).
 # Compared: every *.csv the run writes (requests, timeseries, summary with
 # its event count, tenants, tiers).  Also checked: macro steps did run (the
 # KVSIM_MACRO_STATS line) in the fifo runs, and in every scheduler's
@@ -138,6 +141,14 @@ pair() {
   done
   for sc in "${scheds[@]}"; do
     echo "pair tiers/sched/$sc $src/workloads/tiers.yaml --set workload.requests=1000 --set scheduler.name=$sc $small"
+  done
+  gr="$src/workloads/groups.yaml"
+  echo "pair groups/tiers $gr --set workload.requests=1000 --set engine=vllm --set memory.kv_tokens=20000 --set \\'cluster.groups[0].cache={name: shared, system_prompt_tokens: 1024, prefix_block_tokens: 16, request_blocks: true, tier_cpu_bytes: 1GiB, tier_remote_bytes: 4GiB}\\' --set \\'cluster.groups[2].cache={name: shared, system_prompt_tokens: 512, prefix_block_tokens: 16, tier_ssd_bytes: 64GiB, tier_remote_bytes: 16GiB, tier_load: blocking}\\'"
+  for sc in "${scheds[@]}"; do
+    echo "pair groups/mix/$sc $gr --set workload.requests=400 --set cluster.groups[1].engine=sglang --set \\'cluster.groups[1].memory={model: sglang}\\' --set cluster.groups[2].scheduler=$sc"
+  done
+  for c in "${caches[@]}"; do
+    echo "pair groups/cache/$c $gr --set workload.requests=400 --set cluster.groups[0].engine=vllm --set cluster.groups[2].cache=$c"
   done
 } > "$tmp/jobs"
 

@@ -925,13 +925,13 @@ START_TEST(quant_time)
 		      "workload:\n  requests: 1\n  arrival: {rate: 1}\n"
 		      "  lengths: {dist: fixed, prompt: 100, output: 10}\n"));
 	run(&w, &s, &r, 0);
-	want = kv_perf_iter_ns(&s.perf, &b);
+	want = kv_perf_iter_ns(&s.grp[0].perf, &b);
 	for (i = 1; i < T; i++) {
 		struct kv_batch_shape d = { .n_seqs = 1, .n_decode = 1, .n_sample = 1, .attn_pairs = P + i,
 					    .kv_read_bytes = (P + i) * bq,
 					    .dequant_bytes = (P + i) * data };
 
-		want += kv_perf_iter_ns(&s.perf, &d);
+		want += kv_perf_iter_ns(&s.grp[0].perf, &d);
 	}
 	/* the front end's way in and out (frontend.h), alone: no queue */
 	want += s.rep[0].fe.c.request_ns + s.rep[0].fe.c.tokenize_ns * P + s.rep[0].fe.c.hop_ns +

@@ -54,9 +54,9 @@ static void run(struct kv_workload *w, struct rec *r, struct kv_sim *s)
 static kv_ns decode_ns(const struct kv_sim *s, uint64_t ctx)
 {
 	struct kv_batch_shape b = { .n_seqs = 1, .n_decode = 1, .n_sample = 1, .attn_pairs = ctx,
-				    .kv_read_bytes = ctx * s->token_bytes };
+				    .kv_read_bytes = ctx * s->grp[0].token_bytes };
 
-	return kv_perf_iter_ns(&s->perf, &b);
+	return kv_perf_iter_ns(&s->grp[0].perf, &b);
 }
 
 /* A prefill chunk; the last one samples the first output token (LM head). */
@@ -64,9 +64,9 @@ static kv_ns prefill_ns(const struct kv_sim *s, uint64_t done, uint64_t chunk, i
 {
 	struct kv_batch_shape b = { .n_seqs = 1, .n_prefill_tokens = chunk, .n_sample = !!last,
 				    .attn_pairs = kv_perf_prefill_pairs(done, chunk),
-				    .kv_read_bytes = (done + chunk) * s->token_bytes };
+				    .kv_read_bytes = (done + chunk) * s->grp[0].token_bytes };
 
-	return kv_perf_iter_ns(&s->perf, &b);
+	return kv_perf_iter_ns(&s->grp[0].perf, &b);
 }
 
 /*

@@ -98,7 +98,7 @@ START_TEST(growth_needs_flat_load)
 	double pool;
 
 	run(f, RUN);
-	pool = (double)f->s.pool_bytes * f->s.n_rep;
+	pool = (double)f->s.grp[0].pool_bytes * f->s.n_rep;
 	/* flat load, growth 0.15 > 0.10: warns */
 	trend(m, 40, pool, 0.01, 10, 10, 0, 0);
 	kv_health_compute(&f->s, &f->w, &f->sum, NULL, m, &f->h);

@@ -275,7 +275,7 @@ static struct kv_host resolved(const char *engine, const char *host_line)
 		 "  lengths: {dist: fixed, prompt: 10, output: 2}\n", host_line, engine);
 	load(&wl, yaml);
 	sim_start(&wl, &s, NULL, 0);
-	h = s.perf.host;
+	h = s.grp[0].perf.host;
 	kv_sim_release(&s);
 	kv_workload_release(&wl);
 	return h;

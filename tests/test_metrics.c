@@ -313,6 +313,8 @@ START_TEST(slo_attainment_goodput)
 	slo.pct[1] = (struct kv_slo_pct){ KV_SLO_TTFT, 0.99, 1000000000, "ttft_p99_s" };
 	slo.n_pct = 1;
 	s->cfg = &cfg;
+	s->grp = &(struct kv_group){ .cfg = &cfg }; /* the run's one group, no replicas built */
+	s->n_grp = 1;
 	s->tenant = calloc(2, sizeof(*s->tenant));
 	kv_hist_init(&s->ttft);
 	kv_hist_init(&s->tpot);

@@ -101,7 +101,7 @@ static void urgent_run(struct urgent *u, const char *sched, int vip_priority)
 	/* the pool, in tokens */
 	load(&w, URGENT_HEAD "workload: {requests: 1, arrival: {process: poisson, rate: 1}}\n");
 	ck_assert_int_eq(kv_sim_init(&s, &w.cfg, NULL), 0);
-	M = (uint64_t)((double)s.pool_bytes / s.rep[0].beta_bytes);
+	M = (uint64_t)((double)s.grp[0].pool_bytes / s.rep[0].beta_bytes);
 	kv_sim_release(&s);
 	kv_workload_release(&w);
 

@@ -1,7 +1,8 @@
 /*
  * test_random.c -- randomized invariant test: random small workloads under
  * every scheduler and cache-model variant in the registries, on 1 and 3
- * replicas, with the pool integrity check after every event.
+ * replicas (half the cases as two replica groups: 1 + 1, or 2 + 1), with
+ * the pool integrity check after every event.
  *
  * Case i of a run takes its matrix cell from i (cycling over scheduler
  * variant x cache variant x {1, 3} replicas, so every block of cells-many
@@ -101,6 +102,8 @@ struct rcase {
 	const struct variant *sv, *cv; /* scheduler and cache variants */
 	struct variant ev; /* the engine, its options drawn like the plugins' (none forced) */
 	struct kv_sim_config cfg; /* the run's configuration */
+	int split; /* two replica groups (cfg.groups = groups): 3 replicas as 2 + 1, 1 as 1 + 1 */
+	struct kv_sim_config groups[2]; /* those groups: cfg's copies */
 	uint64_t max_ctx; /* effective context */
 	uint64_t pool_target_bytes; /* pool asked for */
 	unsigned n; /* requests */
@@ -646,6 +649,31 @@ static void set_source(struct rcase *c)
 
 /* --- building a case -------------------------------------------------------- */
 
+/*
+ * A split case's two replica groups (2 + 1 replicas, or 1 + 1 for a
+ * one-replica cell): copies of its
+ * configuration as it stands, so the engine's groups (ranges, the split
+ * of arrivals between them, per-group state) run under every scheduler,
+ * cache model and engine with the oracle's one geometry.  Called before
+ * every kv_sim_init of the case.
+ */
+static void split_groups(struct rcase *c)
+{
+	uint32_t i;
+
+	if (!c->split)
+		return;
+	c->cfg.groups = NULL;
+	c->cfg.n_groups = 0;
+	for (i = 0; i < 2; i++) {
+		c->groups[i] = c->cfg;
+		c->groups[i].replicas = i || c->cfg.replicas == 1 ? 1 : 2;
+		snprintf(c->groups[i].group_name, sizeof(c->groups[i].group_name), "g%u", i);
+	}
+	c->cfg.groups = c->groups;
+	c->cfg.n_groups = 2;
+}
+
 static int is_option_error(int rc, const struct kv_diag *d)
 {
 	return rc == KV_EINVAL &&
@@ -667,6 +695,7 @@ static unsigned draw_options(gsl_rng *g, struct rcase *c, struct kv_sim *s)
 		c->cfg.cache_opts = opts_draw(g, c->cv, t + 1 < TRIES);
 		/* the engine's options too: budgets, thresholds, ratios, prefix cache */
 		c->cfg.engine_opts = opts_draw(g, &c->ev, t + 1 < TRIES);
+		split_groups(c);
 		rc = kv_sim_init(s, &c->cfg, NULL);
 		if (!rc)
 			return t;
@@ -681,7 +710,7 @@ static unsigned draw_options(gsl_rng *g, struct rcase *c, struct kv_sim *s)
 /* Raises the pool unit (a power of two) until a replica has at most UNIT_CAP units. */
 static void cap_units(struct rcase *c, struct kv_sim *s)
 {
-	uint64_t unit = s->pool_unit_bytes;
+	uint64_t unit = s->grp[0].pool_unit_bytes;
 	uint32_t units = s->rep[0].pool.n_units;
 	int rc;
 
@@ -695,6 +724,7 @@ static void cap_units(struct rcase *c, struct kv_sim *s)
 	c->cfg.pool_min_block_bytes = unit;
 	if (c->cfg.pool_max_block_bytes && c->cfg.pool_max_block_bytes < unit)
 		c->cfg.pool_max_block_bytes = unit;
+	split_groups(c);
 	rc = kv_sim_init(s, &c->cfg, NULL);
 	CHECK(rc == 0, "init with a %" PRIu64 "-byte unit failed: %s", unit, s->diag.msg);
 }
@@ -737,6 +767,10 @@ static void case_draw(struct rcase *c, uint64_t base, unsigned idx)
 		 c->seed, c->cfg.engine->name);
 	cur_desc = c->desc;
 	draw_cluster(g, c, cell / (unsigned)(n_sched_axis * n_cache_axis) % 2 ? 3 : 1);
+	/* half the cases as two groups; from the seed's bits, leaving g's stream as it was */
+	c->split = (c->seed >> 7) & 1;
+	appendf(c->desc, sizeof(c->desc), " groups: %s",
+		!c->split ? "none" : c->cfg.replicas == 1 ? "1+1" : "2+1");
 	draw_tenants(g, c);
 	c->n = (unsigned)uni(g, 8, MAX_REQS - 1);
 	for (i = 0; i < c->n; i++)
@@ -774,7 +808,7 @@ static void oracle_init(struct seen *w, const struct kv_sim *s)
 {
 	const struct kv_sim_config *cfg = s->cfg;
 	struct kv_cache_env env = { .pool = &w->pool, .model = &cfg->model, .device = &cfg->device,
-				    .tp = cfg->tp, .token_bytes = s->token_bytes, .sim = &w->shadow };
+				    .tp = cfg->tp, .token_bytes = s->grp[0].token_bytes, .sim = &w->shadow };
 	struct kv_diag d;
 	unsigned k;
 
@@ -785,7 +819,7 @@ static void oracle_init(struct seen *w, const struct kv_sim *s)
 		w->shadow.req_state[k].pages = &w->shadow_state[k];
 	}
 
-	ck_assert_int_eq(kv_pool_init(&w->pool, s->pool_bytes, s->pool_unit_bytes,
+	ck_assert_int_eq(kv_pool_init(&w->pool, s->grp[0].pool_bytes, s->grp[0].pool_unit_bytes,
 				      cfg->pool_max_block_bytes), 0);
 	w->cache_priv = kv_xcalloc(1, run_cache(s)->priv_size ? run_cache(s)->priv_size : 1);
 	memcpy(w->cache_priv, s->rep[0].cache_opts_own ? s->rep[0].cache_opts_own : cfg->cache_opts,

@@ -87,7 +87,7 @@ static struct kv_cache_stats stats(const struct kv_sim *s)
 /* Bytes of one prefix block's extent: B tokens rounded up to whole pool units. */
 static uint64_t extent_bytes(const struct kv_sim *s, uint64_t tokens)
 {
-	return kv_div_ceil(tokens * s->token_bytes, s->pool_unit_bytes) * s->pool_unit_bytes;
+	return kv_div_ceil(tokens * s->grp[0].token_bytes, s->grp[0].pool_unit_bytes) * s->grp[0].pool_unit_bytes;
 }
 
 /* Bytes in allocated blocks of replica 0 whose reference count is `refs` (0: any). */
@@ -267,7 +267,7 @@ START_TEST(eviction_under_pressure)
 	run_groups(&w, &r, &s, "0.22");
 	small = stats(&s);
 	fails = s.rep[0].pool.alloc_fail;
-	pool_bytes = s.pool_bytes;
+	pool_bytes = s.grp[0].pool_bytes;
 	kv_sim_release(&s);
 	kv_workload_release(&w);
 	ck_assert_msg(fails > 0, "no allocation refused in a %llu-byte pool",
@@ -424,7 +424,7 @@ static void mooncake(uint32_t tp, double lo, double hi)
 	run(&w, &r, &s, 0);
 	st = stats(&s);
 	printf("mooncake_trace: tp %u, pool %.1f GB: %llu requests, %llu completed, %llu rejected (context), %llu rejected (pool), %llu preemptions; prefix hit rate %.1f%% (%llu of %llu prompt tokens; trace README: 36.6%% of prefix blocks seen before)\n",
-	       tp, (double)s.pool_bytes / 1e9, (unsigned long long)s.arrived,
+	       tp, (double)s.grp[0].pool_bytes / 1e9, (unsigned long long)s.arrived,
 	       (unsigned long long)r.ended[KV_END_COMPLETED],
 	       (unsigned long long)r.ended[KV_END_REJECTED_CONTEXT],
 	       (unsigned long long)r.ended[KV_END_REJECTED_POOL],

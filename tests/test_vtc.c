@@ -132,7 +132,7 @@ static struct rec *rec_new(double wp, double wq)
 /* The paper's bound 2U, U = max(w_p L, max(w_p, w_q) M), for a run's pool. */
 static double vtc_bound(const struct kv_sim *s, double wp, double wq)
 {
-	double M = (double)s->pool_bytes / s->rep[0].beta_bytes;
+	double M = (double)s->grp[0].pool_bytes / s->rep[0].beta_bytes;
 
 	return 2 * fmax(wp * L_INPUT, fmax(wp, wq) * M);
 }
@@ -166,7 +166,7 @@ START_TEST(vtc_bounded_fifo_grows)
 	fprintf(stderr,
 		"vtc: M = %.0f tokens, bound 2U = %.0f; over %llu backlogged samples (%.1f s) "
 		"W_heavy - W_light in [%.0f, %.0f], spread %.0f\n",
-		(double)s.pool_bytes / s.rep[0].beta_bytes, bound, (unsigned long long)r->n_back,
+		(double)s.grp[0].pool_bytes / s.rep[0].beta_bytes, bound, (unsigned long long)r->n_back,
 		(double)(r->t_last_back - r->t_first_back) / 1e9, r->d_min, r->d_max, vtc_spread);
 	ck_assert_msg(vtc_spread <= bound, "VTC service difference spread %.0f above the bound %.0f",
 		      vtc_spread, bound);

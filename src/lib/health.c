@@ -116,6 +116,8 @@ static void check_hit_rate(struct kv_health *h, const struct kv_sim *s, const st
 		return;
 	}
 	for (i = 0; i < s->n_rep; i++) {
+		if (!s->rep[i].cache->stats)
+			continue; /* a group whose cache model keeps no figures */
 		memset(&st, 0, sizeof(st));
 		s->rep[i].cache->stats(s->rep[i].cache_priv, &st);
 		t.lookup_tokens += st.lookup_tokens;
@@ -168,13 +170,14 @@ static void check_memory(struct kv_health *h, const struct kv_sim *s, const stru
 	const struct kv_health_cfg *hc = &w->health;
 	struct kv_health_check *c = check(h, "mem_util", "%.2f..%.2f", hc->mem_util_min,
 					  hc->mem_util_max);
-	double peak = s->pool_bytes ? kv_summary_get(sum, "kv_peak_reserved_bytes") /
-					      (double)s->pool_bytes : NAN;
+	uint64_t pool_bytes = s->grp[0].pool_bytes; /* a replica's (the first group's) */
+	double peak = pool_bytes ? kv_summary_get(sum, "kv_peak_reserved_bytes") /
+					      (double)pool_bytes : NAN;
 	double useful = kv_summary_get(sum, "mem_useful_share");
 	double pre = kv_summary_get(sum, "preemptions"), rej = kv_summary_get(sum, "rejected_pool");
 
-	if (!s->last_finish_ns || !s->pool_bytes) {
-		cause(c, s->pool_bytes ? "no request finished: no span to average the pool's use over" :
+	if (!s->last_finish_ns || !pool_bytes) {
+		cause(c, pool_bytes ? "no request finished: no span to average the pool's use over" :
 		      "no KV pool");
 		return;
 	}
@@ -404,7 +407,7 @@ static void check_growth(struct kv_health *h, const struct kv_sim *s, const stru
 {
 	struct kv_health_check *c = check(h, "mem_growth", "<= %.2f of the pool at flat load",
 					  w->health.mem_growth_max);
-	double pool = (double)s->pool_bytes * s->n_rep, st = 0, sr = 0, stt = 0, str = 0, slope;
+	double pool = kv_sim_pool_total_bytes(s), st = 0, sr = 0, stt = 0, str = 0, slope;
 	struct kv_cache_stats cs, tot = { 0 };
 	struct half a, b;
 	size_t end, start, mid, i, k;

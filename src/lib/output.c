@@ -7,6 +7,7 @@
 #include "output.h"
 #include "chart.h"
 #include "csv.h"
+#include "../../sim/groups.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,12 +16,12 @@
 #include <string.h>
 #include <unistd.h>
 
-const char kv_csv_header_tiers[] = "tier,instances,capacity_bytes,read_Bps,write_Bps,latency_s,lookup_blocks,hit_blocks,block_hit_rate,hit_tokens,token_hit_rate,in_bytes,down_bytes,drop_bytes,read_bytes,held_bytes_end,read_busy_s,write_busy_s,loads,load_wait_s,recompute_avoided_s,ttft_saved_s\n";
+const char kv_csv_header_tiers[] = "group,tier,instances,capacity_bytes,read_Bps,write_Bps,latency_s,lookup_blocks,hit_blocks,block_hit_rate,hit_tokens,token_hit_rate,in_bytes,down_bytes,drop_bytes,read_bytes,held_bytes_end,read_busy_s,write_busy_s,loads,load_wait_s,recompute_avoided_s,ttft_saved_s\n";
 
 static const char *const file_names[KV_OUT_FILES] = { "requests.csv", "timeseries.csv",
 						      "summary.csv", "tenants.csv",
 						      "tenant_timeseries.csv", "run.png",
-						      "health.csv", "tiers.csv" };
+						      "health.csv", "groups.csv", "tiers.csv" };
 
 /* --- opening and committing ---------------------------------------------------- */
 
@@ -223,6 +224,50 @@ static int write_tenants_csv(struct kv_out *o, const struct kv_sim *s, struct kv
 	return KV_EIO;
 }
 
+/* One group's row of groups.csv; 1 when a write fails. */
+static int put_group(FILE *f, const struct kv_sim *s, const struct kv_group *g)
+{
+	const struct kv_sim_config *c = g->cfg;
+	struct kv_group_summary gs;
+	int neg;
+
+	kv_group_summary(s, g, &gs);
+	neg = kv_csv_put(f, c->group_name) || fprintf(f, ",%s,", kv_group_role_names[c->role]) < 0;
+	neg |= kv_csv_put(f, c->model.name) || fputc(',', f) == EOF || kv_csv_put(f, c->device.name);
+	neg |= fprintf(f, ",%u,%llu,%llu,%llu,%llu,%llu,%llu,%llu", g->count,
+		       (unsigned long long)gs.gpus, (unsigned long long)gs.requests,
+		       (unsigned long long)gs.completed, (unsigned long long)gs.rejected,
+		       (unsigned long long)gs.prompt_tokens, (unsigned long long)gs.output_tokens,
+		       (unsigned long long)gs.iterations) < 0;
+	neg |= put_latency(f, gs.busy_share) | put_latency(f, gs.mem_reserved_util);
+	neg |= fprintf(f, ",%llu", (unsigned long long)g->pool_bytes) < 0;
+	neg |= put_latency(f, gs.ttft_p50_s) | put_latency(f, gs.ttft_p99_s) |
+	       put_latency(f, gs.e2e_p50_s) | put_latency(f, gs.e2e_p99_s);
+	return neg | (fputc('\n', f) == EOF);
+}
+
+/* groups.csv: one row per replica group (docs/cluster.md); written only with cluster.groups. */
+static int write_groups_csv(struct kv_out *o, const struct kv_sim *s, struct kv_diag *d)
+{
+	FILE *f;
+	uint32_t i;
+	int neg;
+
+	if (!s->cfg->n_groups)
+		return 0;
+	if (!(f = open_tmp(o, KV_OUT_GROUPS, d)))
+		return KV_EIO;
+	neg = fputs(kv_csv_header_groups, f) < 0;
+	for (i = 0; i < s->n_grp; i++)
+		neg |= put_group(f, s, &s->grp[i]);
+	if (neg)
+		printf_failed(o, KV_OUT_GROUPS);
+	if (!close_checked(o, &f, KV_OUT_GROUPS) && !neg)
+		return 0;
+	kv_out_error(o, d);
+	return KV_EIO;
+}
+
 /* Computes the health report into o->health and writes health.csv. */
 static int write_health_csv(struct kv_out *o, const struct kv_sim *s, const struct kv_summary *sum,
 			    struct kv_diag *d)
@@ -291,7 +336,7 @@ static void render_chart(struct kv_out *o, const struct kv_sim *s)
 	struct kv_chart_run c = { .dir = o->od.stage, .title = o->w->name, .setup = setup,
 				  .replicas = s->n_rep, .tenants = s->cfg->source.n_tenants,
 				  .tenant_names = legend_names(s, names, sizeof(names)),
-				  .pool_bytes = s->pool_bytes, .with_requests = o->w->requests_csv };
+				  .pool_bytes = s->grp[0].pool_bytes, .with_requests = o->w->requests_csv };
 
 	slo_lines(&o->w->slo, slo, sizeof(slo));
 	kv_chart_parse_slo(&c, slo);
@@ -300,10 +345,31 @@ static void render_chart(struct kv_out *o, const struct kv_sim *s)
 	free(setup);
 }
 
+/* A run with replica groups: "groups a100 (2 x llama-2-7b on a100-80g, fifo, chunked, vllm); ...". */
+static char *groups_setup(const struct kv_sim_config *c)
+{
+	char *out = kv_xasprintf("groups"), *next;
+	uint32_t i;
+
+	for (i = 0; i < c->n_groups; i++) {
+		const struct kv_sim_config *g = &c->groups[i];
+
+		next = kv_xasprintf("%s%s %s (%u x %s on %s%s, %s, %s, %s)", out, i ? ";" : "",
+				    g->group_name, g->replicas, g->model.name, g->device.name,
+				    g->tp > 1 ? " (tensor parallel)" : "", g->sched->name,
+				    g->cache->name, g->engine ? g->engine->name : "vllm-v0");
+		free(out);
+		out = next;
+	}
+	return out;
+}
+
 char *kv_run_setup(const struct kv_workload *w)
 {
 	const struct kv_sim_config *c = &w->cfg;
 
+	if (c->n_groups)
+		return groups_setup(c);
 	return kv_xasprintf("%s on %u x %s%s, scheduler %s, cache %s, engine %s", c->model.name,
 			    c->replicas, c->device.name, c->tp > 1 ? " (tensor parallel)" : "",
 			    c->sched->name, c->cache->name, c->engine ? c->engine->name : "vllm-v0");
@@ -335,33 +401,35 @@ static double share(double a, double b)
  */
 static int write_tiers_csv(struct kv_out *o, const struct kv_sim *s, struct kv_diag *d)
 {
-	struct kv_tier_row rows[KV_TIERS_MAX];
+	struct kv_tier_row *rows = kv_xcalloc((size_t)s->n_grp * KV_TIERS_MAX, sizeof(*rows));
 	struct kv_tier_totals t;
-	uint32_t n = kv_tier_summary(s, rows, &t), i;
+	uint32_t n = kv_tier_summary(s, rows, s->n_grp * KV_TIERS_MAX, &t), i;
 	FILE *f;
 	int neg;
 
-	if (!n)
-		return 0;
-	if (!(f = open_tmp(o, KV_OUT_TIERS, d)))
-		return KV_EIO;
+	if (!n || !(f = open_tmp(o, KV_OUT_TIERS, d))) {
+		free(rows);
+		return n ? KV_EIO : 0;
+	}
 	neg = fputs(kv_csv_header_tiers, f) < 0;
 	for (i = 0; i < n; i++) {
 		const struct kv_tier_row *r = &rows[i];
 
+		neg |= kv_csv_put(f, r->group) | (fputc(',', f) == EOF);
 		neg |= fprintf(f, "%s,%u,%llu,%.6g,%.6g,%.9f,%llu,%llu,%.6f,%llu,%.6f,%llu,%llu,%llu,%llu,%llu,%.6f,%.6f,,,,\n",
 			r->name, r->instances, (unsigned long long)r->cfg.capacity_bytes, r->cfg.read_Bps,
 			r->cfg.write_Bps, (double)r->cfg.latency_ns * 1e-9,
 			(unsigned long long)r->st.lookup_blocks, (unsigned long long)r->st.hit_blocks,
 			share((double)r->st.hit_blocks, (double)r->st.lookup_blocks),
 			(unsigned long long)r->hit_tokens,
-			share((double)r->hit_tokens, (double)t.lookup_tokens),
+			share((double)r->hit_tokens, (double)r->lookup_tokens),
 			(unsigned long long)r->st.in_bytes, (unsigned long long)r->st.down_bytes,
 			(unsigned long long)r->st.drop_bytes, (unsigned long long)r->st.read_bytes,
 			(unsigned long long)r->st.used_bytes, (double)r->st.read_busy_ns * 1e-9,
 			(double)r->st.write_busy_ns * 1e-9) < 0;
 	}
-	neg |= fprintf(f, "all,,,,,,,,,%llu,%.6f,%llu,,,,,,,%llu,%.6f,%.6f,%.6f\n",
+	free(rows);
+	neg |= fprintf(f, ",all,,,,,,,,,%llu,%.6f,%llu,,,,,,,%llu,%.6f,%.6f,%.6f\n",
 		       (unsigned long long)t.load_tokens,
 		       share((double)t.load_tokens, (double)t.lookup_tokens),
 		       (unsigned long long)t.gpu_out_bytes, (unsigned long long)t.loads, t.wait_s,
@@ -393,6 +461,8 @@ int kv_out_commit(struct kv_out *o, const struct kv_sim *s, struct kv_summary *s
 		rc = write_tenants_csv(o, s, d);
 	if (!rc)
 		rc = write_health_csv(o, s, sum, d);
+	if (!rc)
+		rc = write_groups_csv(o, s, d);
 	if (!rc)
 		rc = write_tiers_csv(o, s, d);
 	if (rc)

@@ -35,6 +35,7 @@ enum {
 	KV_OUT_TSER, /* tenant_timeseries.csv */
 	KV_OUT_PNG, /* run.png */
 	KV_OUT_HEALTH, /* health.csv */
+	KV_OUT_GROUPS, /* groups.csv (only with cluster.groups) */
 	KV_OUT_TIERS, /* tiers.csv (only with tiers below the pool) */
 	KV_OUT_FILES
 };

@@ -73,7 +73,7 @@ int kv_real_exec_open(struct kv_real_exec *e, const char *kind, struct kv_sim *s
 {
 	struct kv_backend_opts o = { 0 };
 	const struct kv_replica *r = &s->rep[0];
-	uint64_t unit = s->pool_unit_bytes, tb = s->token_bytes;
+	uint64_t unit = s->grp[0].pool_unit_bytes, tb = s->grp[0].token_bytes;
 	int rc;
 
 	memset(e, 0, sizeof(*e));
@@ -111,7 +111,7 @@ int kv_real_exec_open(struct kv_real_exec *e, const char *kind, struct kv_sim *s
 	/* a full reservation rounded to a power of two can hold twice the context */
 	e->max_units = 2 * kv_div_ceil(cfg->model.max_ctx_tokens, e->page_tokens) + 1;
 	o.model = &cfg->model;
-	o.kv_pages = s->pool_bytes / unit;
+	o.kv_pages = s->grp[0].pool_bytes / unit;
 	o.page_tokens = e->page_tokens;
 	o.max_batch_tokens = (uint32_t)KV_MIN(cfg->max_batch_tokens, (uint64_t)UINT32_MAX);
 	o.max_batch_seqs = cfg->max_batch_seqs;

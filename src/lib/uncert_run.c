@@ -63,20 +63,47 @@ int kv_rerun(const struct kv_sim_config *cfg, volatile sig_atomic_t *stop, doubl
 	return rc;
 }
 
+/*
+ * Gives c (a copy of a run's config) its own copy of the replica groups'
+ * configs, for a rerun to change each as it changes c; NULL when c has
+ * none.  The caller frees it.
+ */
+static struct kv_sim_config *own_groups(struct kv_sim_config *c)
+{
+	struct kv_sim_config *g;
+
+	if (!c->n_groups)
+		return NULL;
+	g = kv_xcalloc(c->n_groups, sizeof(*g));
+	memcpy(g, c->groups, c->n_groups * sizeof(*g));
+	c->groups = g;
+	return g;
+}
+
+/* A step_scale of s (0 reads as 1) times f. */
+static double scaled(double s, double f)
+{
+	return (s > 0 ? s : 1.0) * f;
+}
+
 int kv_sensitivity(const struct kv_sim_config *cfg, double rel, volatile sig_atomic_t *stop,
 		   double ttft[2], struct kv_diag *d)
 {
-	struct kv_sim_config c = *cfg;
+	struct kv_sim_config c = *cfg, *g = own_groups(&c);
 	double v[KV_BAND_METRICS];
-	int i, rc;
+	uint32_t j;
+	int i, rc = 0;
 
-	for (i = 0; i < 2; i++) {
-		c.step_scale = (cfg->step_scale > 0 ? cfg->step_scale : 1.0) * (i ? 1 + rel : 1 - rel);
-		if ((rc = kv_rerun(&c, stop, v, d)))
-			return rc;
-		ttft[i] = v[1];
+	for (i = 0; i < 2 && !rc; i++) {
+		c.step_scale = scaled(cfg->step_scale, i ? 1 + rel : 1 - rel);
+		for (j = 0; j < c.n_groups; j++) /* every group's steps, as the single group's */
+			g[j].step_scale = scaled(cfg->groups[j].step_scale, i ? 1 + rel : 1 - rel);
+		rc = kv_rerun(&c, stop, v, d);
+		if (!rc)
+			ttft[i] = v[1];
 	}
-	return 0;
+	free(g);
+	return rc;
 }
 
 /* The 5th, 50th and 95th percentiles of the finite values of x[0..n) (sorted in place). */
@@ -100,10 +127,10 @@ static void band(double *x, size_t n, double *lo, double *mid, double *hi)
 int kv_bands_run(const struct kv_sim_config *cfg, uint32_t n, const double *point,
 		 volatile sig_atomic_t *stop, struct kv_bands *b, struct kv_diag *d)
 {
-	struct kv_sim_config c = *cfg;
+	struct kv_sim_config c = *cfg, *g = own_groups(&c);
 	double *v = kv_xcalloc((size_t)n * KV_BAND_METRICS, sizeof(*v)), *col;
 	gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
-	uint32_t k, m;
+	uint32_t k, m, j;
 	int rc = 0;
 
 	if (!rng)
@@ -111,8 +138,11 @@ int kv_bands_run(const struct kv_sim_config *cfg, uint32_t n, const double *poin
 	gsl_rng_set(rng, kv_unc_seed(cfg->seed));
 	for (k = 0; k < n && !rc; k++) {
 		kv_unc_draw(&cfg->device, rng, &c.device);
+		for (j = 0; j < c.n_groups; j++) /* each group's device drawn in turn */
+			kv_unc_draw(&cfg->groups[j].device, rng, &g[j].device);
 		rc = kv_rerun(&c, stop, v + (size_t)k * KV_BAND_METRICS, d);
 	}
+	free(g);
 	gsl_rng_free(rng);
 	b->draws = n;
 	col = kv_xcalloc(n, sizeof(*col));

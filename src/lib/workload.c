@@ -218,15 +218,15 @@ static int resolve_path(const struct kv_cfg_doc *doc, struct kv_cfg_node *n, con
 			   strlen(rel), len - 1);
 }
 
-/* Loads the model or device named by key ("model", "device"). */
-static int read_profile(struct kv_cfg_doc *doc, const char *key, const char *def,
-			struct kv_sim_config *c, struct kv_diag *d)
+/* Loads the model, device or host named by key ("model", "device", "host") of mapping m. */
+static int read_profile(struct kv_cfg_doc *doc, struct kv_cfg_node *m, const char *key,
+			const char *def, struct kv_sim_config *c, struct kv_diag *d)
 {
-	struct kv_cfg_node *n = kv_cfg_get(doc->root, key);
+	struct kv_cfg_node *n = kv_cfg_get(m, key);
 	char name[1024], path[1024], names[512] = "";
 	int is_path, rc;
 
-	TRY(kv_cfg_str(doc->root, key, def, name, sizeof(name), d));
+	TRY(kv_cfg_str(m, key, def, name, sizeof(name), d));
 	is_path = strchr(name, '/') || strstr(name, ".yaml");
 	if (is_path) {
 		TRY(resolve_path(doc, n, name, path, sizeof(path), d));
@@ -247,10 +247,11 @@ static int read_profile(struct kv_cfg_doc *doc, const char *key, const char *def
 
 static int read_profiles(struct kv_cfg_doc *doc, struct kv_sim_config *c, struct kv_diag *d)
 {
-	TRY(read_profile(doc, "model", "llama-2-7b", c, d));
-	TRY(read_profile(doc, "device", "a100-80g", c, d));
+	TRY(read_profile(doc, doc->root, "model", "llama-2-7b", c, d));
+	TRY(read_profile(doc, doc->root, "device", "a100-80g", c, d));
 	/* the CPU (host.h): the workload's, else the device profile's default, else the reference */
-	return read_profile(doc, "host", c->device.host[0] ? c->device.host : "reference", c, d);
+	return read_profile(doc, doc->root, "host", c->device.host[0] ? c->device.host : "reference",
+			    c, d);
 }
 
 /*
@@ -363,10 +364,30 @@ static int check_parallel(struct kv_cfg_node *n, const struct kv_sim_config *c, 
 			    list_ok(ep_ok, m->experts, c->tp, ok, sizeof(ok)));
 }
 
+/*
+ * The parallelism keys of mapping n (cluster:, or a group, whose absent
+ * keys keep c's values: the top level's), checked against c's model.
+ */
+static int read_parallel(struct kv_cfg_node *n, struct kv_sim_config *c, struct kv_diag *d)
+{
+	uint64_t u;
+
+	TRY(kv_cfg_u64(n, "tensor_parallel", c->tp, 1, 64, &u, d));
+	c->tp = (uint32_t)u;
+	TRY(kv_cfg_u64(n, "pipeline_parallel", c->pp, 1, 64, &u, d));
+	c->pp = (uint32_t)u;
+	TRY(kv_cfg_u64(n, "data_parallel", c->dp, 1, 64, &u, d));
+	c->dp = (uint32_t)u;
+	TRY(kv_cfg_u64(n, "expert_parallel", c->ep, 1, 512, &u, d));
+	c->ep = (uint32_t)u;
+	return check_parallel(n, c, d);
+}
+
 static int read_cluster(struct kv_cfg_node *root, struct kv_sim_config *c, struct kv_diag *d)
 {
 	static const char *const keys[] = { "replicas", "tensor_parallel", "pipeline_parallel",
-					    "expert_parallel", "data_parallel", "router", NULL };
+					    "expert_parallel", "data_parallel", "router", "groups",
+					    NULL };
 	struct kv_cfg_node *n = kv_cfg_get(root, "cluster");
 	char name[64], buf[256];
 	uint64_t u;
@@ -375,15 +396,12 @@ static int read_cluster(struct kv_cfg_node *root, struct kv_sim_config *c, struc
 	TRY(kv_cfg_check_keys(n, keys, d));
 	TRY(kv_cfg_u64(n, "replicas", 1, 1, 65536, &u, d));
 	c->replicas = (uint32_t)u;
-	TRY(kv_cfg_u64(n, "tensor_parallel", 1, 1, 64, &u, d));
-	c->tp = (uint32_t)u;
-	TRY(kv_cfg_u64(n, "pipeline_parallel", 1, 1, 64, &u, d));
-	c->pp = (uint32_t)u;
-	TRY(kv_cfg_u64(n, "data_parallel", 1, 1, 64, &u, d));
-	c->dp = (uint32_t)u;
-	TRY(kv_cfg_u64(n, "expert_parallel", 1, 1, 512, &u, d));
-	c->ep = (uint32_t)u;
-	TRY(check_parallel(n, c, d));
+	if (kv_cfg_get(n, "groups") && kv_cfg_get(n, "replicas"))
+		return kv_cfg_error(kv_cfg_get(n, "replicas"), d,
+				    "cluster.replicas with cluster.groups: expected the replicas in "
+				    "each group (cluster.groups[i].replicas)");
+	c->tp = c->pp = c->dp = c->ep = 1;
+	TRY(read_parallel(n, c, d));
 	TRY(kv_cfg_str(n, "router", "round-robin", name, sizeof(name), d));
 	c->router = kv_router_find(name);
 	if (!c->router)
@@ -677,7 +695,7 @@ static int read_tenant(struct kv_cfg_doc *doc, struct kv_cfg_node *n, struct kv_
 		       uint32_t i, struct kv_diag *d)
 {
 	static const char *const keys[] = { "name",	"share",   "weight", "priority",
-					    "request_priority", "lengths", NULL };
+					    "request_priority", "lengths", "model", NULL };
 	struct kv_tenant_spec *t = &s->tenants[i];
 	char def[32];
 	double prio;
@@ -701,6 +719,7 @@ static int read_tenant(struct kv_cfg_doc *doc, struct kv_cfg_node *n, struct kv_
 	TRY(kv_cfg_dbl(n, "priority", 0, -1e6, 1e6, &prio, d));
 	t->priority = (int)prio;
 	TRY(read_request_priority(n, &t->request_priority, d));
+	TRY(kv_cfg_str(n, "model", "", t->model, sizeof(t->model), d)); /* checked in read_groups */
 	if (!kv_cfg_get(n, "lengths"))
 		return 0;
 	t->has_lengths = 1;
@@ -1016,6 +1035,201 @@ static int read_health(struct kv_cfg_node *root, struct kv_health_cfg *h, struct
 	return kv_cfg_u64(n, "long_tokens", 8192, 1, 1ULL << 40, &h->long_tokens, d);
 }
 
+/* --- replica groups ------------------------------------------------------------ */
+
+/*
+ * A group's error whose node was absent (an inherited key, a section the
+ * group leaves to the top level: no line) is placed at the group's entry.
+ */
+static int at_group(int rc, struct kv_cfg_node *g, struct kv_diag *d)
+{
+	char path[sizeof(d->field)];
+
+	if (!rc || d->line)
+		return rc;
+	snprintf(d->file, sizeof(d->file), "%s", g->file ? g->file : "");
+	d->line = g->line;
+	d->col = g->col;
+	if (!d->field[0])
+		snprintf(d->field, sizeof(d->field), "%s", kv_cfg_path(g, path, sizeof(path)));
+	return rc;
+}
+
+/* The mapping that holds section key for group g: g when it has the key, else the top level. */
+static struct kv_cfg_node *owner(struct kv_cfg_doc *doc, struct kv_cfg_node *g, const char *key)
+{
+	return kv_cfg_get(g, key) ? g : doc->root;
+}
+
+/* A group's name (default "g<i>"): one printable line, unique among the groups before it. */
+static int read_group_name(struct kv_cfg_node *n, const struct kv_sim_config *groups, uint32_t i,
+			   struct kv_sim_config *g, struct kv_diag *d)
+{
+	char def[16];
+	uint32_t j;
+
+	snprintf(def, sizeof(def), "g%u", i);
+	TRY(kv_cfg_str(n, "name", def, g->group_name, sizeof(g->group_name), d));
+	TRY(check_name(kv_cfg_get(n, "name"), "the group name", g->group_name, d));
+	if (!g->group_name[0] || strchr(g->group_name, ','))
+		return kv_cfg_error(kv_cfg_get(n, "name"), d,
+				    "bad value '%s': expected a nonempty name without commas",
+				    g->group_name);
+	for (j = 0; j < i; j++)
+		if (!strcmp(groups[j].group_name, g->group_name))
+			return kv_cfg_error(kv_cfg_get(n, "name"), d,
+					    "duplicate group name '%s': expected unique names",
+					    g->group_name);
+	return 0;
+}
+
+/*
+ * A group's model, device and host: its own where given, else the top
+ * level's.  A group naming a device but no host (and a top level naming
+ * none) takes that device's default host, as the top level does.
+ */
+static int read_group_profiles(struct kv_cfg_doc *doc, struct kv_cfg_node *n,
+			       struct kv_sim_config *g, struct kv_diag *d)
+{
+	if (kv_cfg_get(n, "model"))
+		TRY(read_profile(doc, n, "model", "", g, d));
+	if (kv_cfg_get(n, "device"))
+		TRY(read_profile(doc, n, "device", "", g, d));
+	if (kv_cfg_get(n, "host"))
+		return read_profile(doc, n, "host", "", g, d);
+	if (kv_cfg_get(n, "device") && !kv_cfg_get(doc->root, "host"))
+		return read_profile(doc, n, "host",
+				    g->device.host[0] ? g->device.host : "reference", g, d);
+	return 0;
+}
+
+/*
+ * A group's engine, scheduler and cache: its own section where given,
+ * else the top level's, read again so the group owns its option blocks.
+ */
+static int read_group_plugins(struct kv_cfg_doc *doc, struct kv_cfg_node *n,
+			      struct kv_sim_config *g, struct kv_diag *d)
+{
+	const struct kv_plugin *p;
+	const char *def_engine = getenv("KVSIM_ENGINE");
+
+	g->sched_opts = g->cache_opts = g->engine_opts = NULL;
+	TRY(read_plugin(owner(doc, n, "scheduler"), KV_PLUGIN_SCHED, "fifo", &p, &g->sched_opts, d));
+	g->sched = (const struct kv_sched_ops *)p;
+	TRY(read_plugin(owner(doc, n, "cache"), KV_PLUGIN_CACHE, "full", &p, &g->cache_opts, d));
+	g->cache = (const struct kv_cache_ops *)p;
+	if (!def_engine || !*def_engine)
+		def_engine = "vllm";
+	TRY(read_plugin(owner(doc, n, "engine"), KV_PLUGIN_ENGINE, def_engine, &p, &g->engine_opts, d));
+	g->engine = (const struct kv_engine_ops *)p;
+	return 0;
+}
+
+/*
+ * One entry of cluster.groups into g: the top level's configuration c,
+ * with the entry's keys in place of c's (a section it names replaces the
+ * top level's whole; docs/cluster.md "Replica groups").
+ */
+static int read_group(struct kv_cfg_doc *doc, struct kv_cfg_node *n, const struct kv_sim_config *c,
+		      struct kv_sim_config *groups, uint32_t i, struct kv_diag *d)
+{
+	static const char *const keys[] = { "name", "replicas", "role", "model", "device", "host",
+					    "tensor_parallel", "pipeline_parallel",
+					    "expert_parallel", "data_parallel", "engine", "scheduler",
+					    "cache", "memory", "batching", NULL };
+	struct kv_sim_config *g = &groups[i];
+	uint64_t u;
+	int role;
+
+	TRY(kv_cfg_expect_map(n, d));
+	TRY(kv_cfg_check_keys(n, keys, d));
+	*g = *c;
+	g->groups = NULL;
+	g->n_groups = 0;
+	g->sched_opts = g->cache_opts = g->engine_opts = NULL; /* owned by c until read below */
+	TRY(read_group_name(n, groups, i, g, d));
+	TRY(kv_cfg_u64(n, "replicas", 1, 1, 65536, &u, d));
+	g->replicas = (uint32_t)u;
+	TRY(kv_cfg_enum(n, "role", kv_group_role_names, KV_ROLE_MIXED, &role, d));
+	g->role = (enum kv_group_role)role;
+	TRY(read_group_profiles(doc, n, g, d));
+	TRY(at_group(read_parallel(n, g, d), n, d));
+	TRY(at_group(read_memory(owner(doc, n, "memory"), g, d), n, d));
+	TRY(at_group(read_batching(owner(doc, n, "batching"), g, d), n, d));
+	TRY(at_group(check_budget(owner(doc, n, "memory"), g, d), n, d));
+	TRY(read_group_plugins(doc, n, g, d));
+	if (g->max_context_tokens > g->model.max_ctx_tokens)
+		return kv_cfg_error(kv_cfg_get(kv_cfg_get(doc->root, "workload"), "max_context"), d,
+				    "%llu tokens, beyond group '%s''s model %s (context %u): expected "
+				    "at most %u", (unsigned long long)g->max_context_tokens,
+				    g->group_name, g->model.name, g->model.max_ctx_tokens,
+				    g->model.max_ctx_tokens);
+	return 0;
+}
+
+/* Whether some group of c (or c itself, with none) serves the model named m. */
+static int serves(const struct kv_sim_config *c, const char *m)
+{
+	uint32_t i;
+
+	for (i = 0; i < c->n_groups; i++)
+		if (!strcmp(c->groups[i].model.name, m))
+			return 1;
+	return !c->n_groups && !strcmp(c->model.name, m);
+}
+
+/* Each tenant's `model:` is one the cluster serves (engine.h route classes). */
+static int check_tenant_models(struct kv_cfg_doc *doc, const struct kv_sim_config *c,
+			       struct kv_diag *d)
+{
+	struct kv_cfg_node *t = kv_cfg_get(kv_cfg_get(doc->root, "workload"), "tenants");
+	const struct kv_source_spec *src = &c->source;
+	char names[512] = "";
+	size_t off = 0;
+	uint32_t i;
+
+	for (i = 0; i < KV_MAX(c->n_groups, 1u) && off < sizeof(names); i++)
+		off += (size_t)snprintf(names + off, sizeof(names) - off, "%s%s", i ? ", " : "",
+					c->n_groups ? c->groups[i].model.name : c->model.name);
+	for (i = 0, t = t ? t->child : NULL; t && i < src->n_tenants; i++, t = t->next)
+		if (src->tenants[i].model[0] && !serves(c, src->tenants[i].model))
+			return kv_cfg_error(kv_cfg_get(t, "model"), d,
+					    "model '%s', which no replica group serves: expected one "
+					    "of: %s", src->tenants[i].model, names);
+	return 0;
+}
+
+/*
+ * cluster.groups: a nonempty sequence of groups, read once the top level
+ * is (a group starts as a copy of it).  The top-level cluster.replicas is
+ * then the groups' sum.
+ */
+static int read_groups(struct kv_cfg_doc *doc, struct kv_workload *w, struct kv_diag *d)
+{
+	struct kv_cfg_node *n = kv_cfg_get(kv_cfg_get(doc->root, "cluster"), "groups"), *it;
+	struct kv_sim_config *c = &w->cfg, *groups;
+	uint32_t i = 0;
+
+	if (!n)
+		return check_tenant_models(doc, c, d);
+	TRY(kv_cfg_expect_seq(n, d));
+	if (n->n_children == 0 || n->n_children > KV_MAX_GROUPS)
+		return kv_cfg_error(n, d, "%zu groups: expected 1 to %d", n->n_children, KV_MAX_GROUPS);
+	groups = kv_xcalloc(n->n_children, sizeof(*groups));
+	c->groups = groups;
+	c->replicas = 0;
+	for (it = n->child; it; it = it->next, i++) {
+		c->n_groups = i + 1; /* those read so far, this one too: kv_workload_release frees them */
+		TRY(read_group(doc, it, c, groups, i, d));
+		c->replicas += groups[i].replicas;
+	}
+	c->n_groups = i;
+	if (c->replicas > 65536)
+		return kv_cfg_error(n, d, "%u replicas over the groups: expected at most 65536",
+				    c->replicas);
+	return check_tenant_models(doc, c, d);
+}
+
 static void default_name(struct kv_workload *w, const char *path)
 {
 	char tmp[1024], *base, *dot;
@@ -1075,7 +1289,23 @@ static int read_top(struct kv_cfg_doc *doc, struct kv_workload *w, int has_seed,
 	TRY(read_slo(doc->root, c, &w->slo, d));
 	TRY(read_health(doc->root, &w->health, d));
 	TRY(read_outputs(doc, w, d));
-	return check_samples(doc, w, d);
+	TRY(check_samples(doc, w, d));
+	return read_groups(doc, w, d);
+}
+
+/* Each group's "scheduler: fifo" is short for {name: fifo}, as at the top level. */
+static void wrap_groups(struct kv_cfg_doc *doc)
+{
+	struct kv_cfg_node *n = kv_cfg_get(doc->root, "cluster"), *g;
+
+	n = n && n->type == KV_CFG_MAP ? kv_cfg_get(n, "groups") : NULL;
+	for (g = n && n->type == KV_CFG_SEQ ? n->child : NULL; g; g = g->next) {
+		if (g->type != KV_CFG_MAP)
+			continue;
+		kv_cfg_wrap_scalar(g, "scheduler", "name");
+		kv_cfg_wrap_scalar(g, "cache", "name");
+		kv_cfg_wrap_scalar(g, "engine", "name");
+	}
 }
 
 /*
@@ -1093,8 +1323,10 @@ static int load_doc(struct kv_workload *w, struct kv_cfg_doc *doc, char *const *
 	kv_cfg_wrap_scalar(doc->root, "scheduler", "name");
 	kv_cfg_wrap_scalar(doc->root, "cache", "name");
 	kv_cfg_wrap_scalar(doc->root, "engine", "name");
+	wrap_groups(doc);
 	for (i = 0; i < n_sets && !rc; i++)
 		rc = kv_cfg_set(doc, sets[i], d);
+	wrap_groups(doc); /* groups a --set added */
 	if (!rc)
 		rc = read_top(doc, w, has_seed, seed, d);
 	kv_cfg_free(doc);
@@ -1142,6 +1374,17 @@ int kv_workload_load_mem(struct kv_workload *w, const char *name, const char *te
 
 void kv_workload_release(struct kv_workload *w)
 {
+	struct kv_sim_config *g = (struct kv_sim_config *)w->cfg.groups;
+	uint32_t i;
+
+	for (i = 0; g && i < w->cfg.n_groups; i++) {
+		free(g[i].sched_opts);
+		free(g[i].cache_opts);
+		free(g[i].engine_opts);
+	}
+	free(g);
+	w->cfg.groups = NULL;
+	w->cfg.n_groups = 0;
 	free(w->cfg.sched_opts);
 	free(w->cfg.cache_opts);
 	free(w->cfg.engine_opts);

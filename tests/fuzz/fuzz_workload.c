@@ -9,7 +9,8 @@
  * source tree, so relative paths resolve as they do for the example
  * workloads and `model: ../configs/models/x.yaml` reaches the profile
  * reader.  The loader must return 0 or a KV_E* code with a message, and
- * must not leak on either path.
+ * must not leak on either path; every replica group it loads keeps the
+ * promises of the top level.
  */
 #include "fuzz.h"
 #include "workload.h"
@@ -88,6 +89,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			  w.cfg.replicas, w.cfg.tp, w.cfg.source.n_tenants);
 	if (!rc)
 		check_derived(&w.cfg);
+	for (i = 0; !rc && i < w.cfg.n_groups; i++) /* each replica group's, as the top level's */
+		if (!w.cfg.groups[i].replicas || !w.cfg.groups[i].sched || !w.cfg.groups[i].cache ||
+		    !w.cfg.groups[i].engine)
+			fuzz_fail("loaded group %zu with a missing part", i);
+		else
+			check_derived(&w.cfg.groups[i]);
 	kv_workload_release(&w);
 	for (i = 0; i < n; i++)
 		free(sets[i]);
