@@ -11,7 +11,7 @@
 
 __extension__ typedef unsigned __int128 u128;
 
-void kv_link_init(struct kv_link *l, uint64_t bw_bytes_s, kv_ns latency_ns,
+void kv_kvlink_init(struct kv_kvlink *l, uint64_t bw_bytes_s, kv_ns latency_ns,
 		  size_t initial_cap)
 {
 	size_t cap = 4;
@@ -26,7 +26,7 @@ void kv_link_init(struct kv_link *l, uint64_t bw_bytes_s, kv_ns latency_ns,
 	l->ring = kv_xmalloc(cap * sizeof(*l->ring));
 }
 
-void kv_link_release(struct kv_link *l)
+void kv_kvlink_release(struct kv_kvlink *l)
 {
 	free(l->ring);
 	l->ring = NULL;
@@ -37,7 +37,7 @@ void kv_link_release(struct kv_link *l)
  * ceil(bytes * 1e9 / bw): the product needs up to 94 bits, so it is taken
  * in 128 bits; a result past 2^64 ns (585 years) saturates at KV_NS_NEVER - 1.
  */
-kv_ns kv_link_ser_ns(uint64_t bw_bytes_s, uint64_t bytes)
+kv_ns kv_kvlink_ser_ns(uint64_t bw_bytes_s, uint64_t bytes)
 {
 	u128 num = (u128)bytes * KV_NS_PER_S;
 	u128 q = (num + bw_bytes_s - 1) / bw_bytes_s;
@@ -53,9 +53,9 @@ static kv_ns add_ns(kv_ns a, kv_ns b)
 }
 
 /* Doubles the ring, unrolling it so the oldest transfer is at index 0. */
-static void grow(struct kv_link *l)
+static void grow(struct kv_kvlink *l)
 {
-	struct kv_link_slot *r = kv_xmalloc(2 * l->cap * sizeof(*r));
+	struct kv_kvlink_slot *r = kv_xmalloc(2 * l->cap * sizeof(*r));
 	size_t i;
 
 	for (i = 0; i < l->n; i++)
@@ -67,35 +67,35 @@ static void grow(struct kv_link *l)
 }
 
 /* e_k for a transfer starting at start_ns (kvlink.h): whole, or layer-wise pieces. */
-static kv_ns end_ns(const struct kv_link *l, const struct kv_link_xfer *x, kv_ns start_ns)
+static kv_ns end_ns(const struct kv_kvlink *l, const struct kv_kvlink_xfer *x, kv_ns start_ns)
 {
-	kv_ns e = add_ns(start_ns, kv_link_ser_ns(l->bw_bytes_s, x->bytes));
+	kv_ns e = add_ns(start_ns, kv_kvlink_ser_ns(l->bw_bytes_s, x->bytes));
 	uint64_t last_piece;
 
 	if (x->pieces <= 1)
 		return e;
 	last_piece = x->bytes - (uint64_t)(x->pieces - 1) * (x->bytes / x->pieces);
-	return KV_MAX(e, add_ns(x->last_ns, kv_link_ser_ns(l->bw_bytes_s, last_piece)));
+	return KV_MAX(e, add_ns(x->last_ns, kv_kvlink_ser_ns(l->bw_bytes_s, last_piece)));
 }
 
 /* Counts one submission in the link's counters. */
-static void count(struct kv_link *l, const struct kv_link_xfer *x,
-		  const struct kv_link_times *t)
+static void count(struct kv_kvlink *l, const struct kv_kvlink_xfer *x,
+		  const struct kv_kvlink_times *t)
 {
 	kv_ns wait = t->start_ns - x->first_ns;
 
 	l->n_submitted++;
 	l->bytes_in += x->bytes;
-	l->busy_ns += kv_link_ser_ns(l->bw_bytes_s, x->bytes);
+	l->busy_ns += kv_kvlink_ser_ns(l->bw_bytes_s, x->bytes);
 	l->queue_ns += wait;
 	l->max_queue_ns = KV_MAX(l->max_queue_ns, wait);
 	l->xfer_ns += t->done_ns - x->last_ns;
 }
 
-void kv_link_submit(struct kv_link *l, const struct kv_link_xfer *x,
-		    struct kv_link_times *out)
+void kv_kvlink_submit(struct kv_kvlink *l, const struct kv_kvlink_xfer *x,
+		    struct kv_kvlink_times *out)
 {
-	struct kv_link_times t;
+	struct kv_kvlink_times t;
 
 	assert(x->first_ns <= x->last_ns);
 	assert(x->pieces > 1 || x->first_ns == x->last_ns);
@@ -110,7 +110,7 @@ void kv_link_submit(struct kv_link *l, const struct kv_link_xfer *x,
 	if (l->n == l->cap)
 		grow(l);
 	l->ring[(l->head + l->n) & (l->cap - 1)] =
-		(struct kv_link_slot){ .tag = x->tag, .bytes = x->bytes, .done_ns = t.done_ns };
+		(struct kv_kvlink_slot){ .tag = x->tag, .bytes = x->bytes, .done_ns = t.done_ns };
 	l->n++;
 	l->max_in_flight = KV_MAX(l->max_in_flight, l->n);
 	count(l, x, &t);
@@ -118,14 +118,14 @@ void kv_link_submit(struct kv_link *l, const struct kv_link_xfer *x,
 		*out = t;
 }
 
-kv_ns kv_link_next_done_ns(const struct kv_link *l)
+kv_ns kv_kvlink_next_done_ns(const struct kv_kvlink *l)
 {
 	return l->n ? l->ring[l->head].done_ns : KV_NS_NEVER;
 }
 
-int kv_link_pop(struct kv_link *l, kv_ns now_ns, uint64_t *tag, uint64_t *bytes)
+int kv_kvlink_pop(struct kv_kvlink *l, kv_ns now_ns, uint64_t *tag, uint64_t *bytes)
 {
-	const struct kv_link_slot *s;
+	const struct kv_kvlink_slot *s;
 
 	if (!l->n || l->ring[l->head].done_ns > now_ns)
 		return 0;
@@ -141,7 +141,7 @@ int kv_link_pop(struct kv_link *l, kv_ns now_ns, uint64_t *tag, uint64_t *bytes)
 	return 1;
 }
 
-size_t kv_link_drop_all(struct kv_link *l)
+size_t kv_kvlink_drop_all(struct kv_kvlink *l)
 {
 	size_t n = l->n, i;
 
@@ -153,19 +153,19 @@ size_t kv_link_drop_all(struct kv_link *l)
 	return n;
 }
 
-double kv_link_utilisation(const struct kv_link *l, kv_ns horizon_ns)
+double kv_kvlink_utilisation(const struct kv_kvlink *l, kv_ns horizon_ns)
 {
 	return horizon_ns ? (double)l->busy_ns / (double)horizon_ns : 0.0;
 }
 
-void kv_link_check(const struct kv_link *l)
+void kv_kvlink_check(const struct kv_kvlink *l)
 {
 	uint64_t flying = 0;
 	kv_ns prev = 0;
 	size_t i;
 
 	for (i = 0; i < l->n; i++) {
-		const struct kv_link_slot *s = &l->ring[(l->head + i) & (l->cap - 1)];
+		const struct kv_kvlink_slot *s = &l->ring[(l->head + i) & (l->cap - 1)];
 
 		KV_CHECK(s->done_ns >= prev, "link: transfer %zu done at %llu ns before %llu ns",
 			 i, (unsigned long long)s->done_ns, (unsigned long long)prev);

@@ -39,7 +39,7 @@
  * Storage: in-flight transfers live in a ring buffer whose capacity doubles
  * when full (no allocation once the high-water mark is reached).
  *
- * Invariants (checked by kv_link_check, always on):
+ * Invariants (checked by kv_kvlink_check, always on):
  *   bytes_in == bytes_out + bytes_dropped + bytes in flight   (conservation)
  *   completions pop in submission order with non-decreasing d_k
  *   busy_ns == sum of ser(B_k) over every transfer submitted
@@ -53,7 +53,7 @@
 #include "kv_common.h"
 
 /* One transfer's request. */
-struct kv_link_xfer {
+struct kv_kvlink_xfer {
 	uint64_t bytes; /* KV bytes to move, >= 0 */
 	kv_ns first_ns; /* the first byte (first layer's KV) exists, ns */
 	kv_ns last_ns; /* the last layer's KV exists (== first_ns when pieces <= 1), ns */
@@ -62,25 +62,25 @@ struct kv_link_xfer {
 };
 
 /* One transfer in flight (a ring slot). */
-struct kv_link_slot {
+struct kv_kvlink_slot {
 	uint64_t tag; /* the caller's handle */
 	uint64_t bytes; /* its bytes */
 	kv_ns done_ns; /* d_k: its last byte arrives */
 };
 
-struct kv_link {
+struct kv_kvlink {
 	uint64_t bw_bytes_s; /* W, bytes/s, > 0 */
 	kv_ns latency_ns; /* L, ns */
 	kv_ns free_ns; /* f: the link finishes serialising the last queued transfer */
 	kv_ns last_submit_ns; /* the latest last_ns submitted (submissions are in time order) */
-	struct kv_link_slot *ring; /* in-flight transfers, oldest at head */
+	struct kv_kvlink_slot *ring; /* in-flight transfers, oldest at head */
 	size_t cap; /* ring capacity, a power of two */
 	size_t head; /* index of the oldest in-flight transfer */
 	size_t n; /* transfers in flight */
 	/* counters, since init */
 	uint64_t n_submitted; /* transfers submitted */
 	uint64_t n_done; /* transfers completed (popped) */
-	uint64_t n_dropped; /* transfers dropped (kv_link_drop_all) */
+	uint64_t n_dropped; /* transfers dropped (kv_kvlink_drop_all) */
 	uint64_t bytes_in; /* bytes submitted */
 	uint64_t bytes_out; /* bytes delivered */
 	uint64_t bytes_dropped; /* bytes dropped on purpose */
@@ -91,45 +91,45 @@ struct kv_link {
 	size_t max_in_flight; /* the most transfers in flight at once */
 };
 
-/* What kv_link_submit decided for one transfer. */
-struct kv_link_times {
+/* What kv_kvlink_submit decided for one transfer. */
+struct kv_kvlink_times {
 	kv_ns start_ns; /* s_k: the first byte leaves */
 	kv_ns end_ns; /* e_k: the last byte leaves */
 	kv_ns done_ns; /* d_k: the last byte arrives */
 };
 
 /* Sets up a link; bw_bytes_s must be > 0.  initial_cap: ring slots to start with. */
-void kv_link_init(struct kv_link *l, uint64_t bw_bytes_s, kv_ns latency_ns,
+void kv_kvlink_init(struct kv_kvlink *l, uint64_t bw_bytes_s, kv_ns latency_ns,
 		  size_t initial_cap);
-void kv_link_release(struct kv_link *l);
+void kv_kvlink_release(struct kv_kvlink *l);
 
 /* ser(B): ns to put bytes on a link of bw_bytes_s bytes/s, rounded up. */
-kv_ns kv_link_ser_ns(uint64_t bw_bytes_s, uint64_t bytes);
+kv_ns kv_kvlink_ser_ns(uint64_t bw_bytes_s, uint64_t bytes);
 
 /*
  * Queues a transfer behind every earlier one and returns its times in *out
  * (may be NULL).  Submissions come in non-decreasing x->last_ns; first_ns
  * <= last_ns.  Amortised O(1), no allocation once the ring is big enough.
  */
-void kv_link_submit(struct kv_link *l, const struct kv_link_xfer *x,
-		    struct kv_link_times *out);
+void kv_kvlink_submit(struct kv_kvlink *l, const struct kv_kvlink_xfer *x,
+		    struct kv_kvlink_times *out);
 
 /* d_k of the oldest transfer in flight, or KV_NS_NEVER when none. */
-kv_ns kv_link_next_done_ns(const struct kv_link *l);
+kv_ns kv_kvlink_next_done_ns(const struct kv_kvlink *l);
 
 /*
  * Pops the oldest transfer if it is done by now_ns: returns 1 and its tag
  * and bytes (either pointer may be NULL), or 0 when none is done.
  */
-int kv_link_pop(struct kv_link *l, kv_ns now_ns, uint64_t *tag, uint64_t *bytes);
+int kv_kvlink_pop(struct kv_kvlink *l, kv_ns now_ns, uint64_t *tag, uint64_t *bytes);
 
 /* Drops every transfer in flight (counted in n_dropped, bytes_dropped); returns how many. */
-size_t kv_link_drop_all(struct kv_link *l);
+size_t kv_kvlink_drop_all(struct kv_kvlink *l);
 
 /* busy_ns / horizon_ns: the fraction of the horizon the link carried bytes (0 when horizon 0). */
-double kv_link_utilisation(const struct kv_link *l, kv_ns horizon_ns);
+double kv_kvlink_utilisation(const struct kv_kvlink *l, kv_ns horizon_ns);
 
 /* The conservation invariant; aborts with a message when broken. */
-void kv_link_check(const struct kv_link *l);
+void kv_kvlink_check(const struct kv_kvlink *l);
 
 #endif /* KV_KVLINK_H */
