@@ -33,7 +33,7 @@ struct kv_tier {
 	uint32_t head, tail; /* least / most recently used */
 	uint32_t *slot; /* open-addressing index: entry or NIL */
 	uint32_t mask; /* index slots - 1 */
-	struct kv_link rd, wr; /* the read link (toward the GPU) and the write link (kvlink.h) */
+	struct kv_kvlink rd, wr; /* the read link (toward the GPU) and the write link (kvlink.h) */
 	struct kv_tier_stats st;
 	uint32_t users; /* stacks using it (a shared tier: the replicas) */
 };
@@ -156,8 +156,8 @@ struct kv_tier *kv_tier_new(const struct kv_tier_cfg *cfg, uint64_t block_bytes)
 	t->block_bytes = block_bytes;
 	t->max_blocks = (uint32_t)KV_MIN(cfg->capacity_bytes / block_bytes, (uint64_t)NIL - 1);
 	t->free_entry = t->head = t->tail = NIL;
-	kv_link_init(&t->rd, link_Bps(cfg->read_Bps), 0, 16);
-	kv_link_init(&t->wr, link_Bps(cfg->write_Bps), 0, 16);
+	kv_kvlink_init(&t->rd, link_Bps(cfg->read_Bps), 0, 16);
+	kv_kvlink_init(&t->wr, link_Bps(cfg->write_Bps), 0, 16);
 	grow(t);
 	return t;
 }
@@ -182,12 +182,12 @@ void kv_tier_free(struct kv_tier *t)
 	if (!t || --t->users > 0)
 		return;
 	check_tier(t);
-	while (kv_link_pop(&t->rd, KV_NS_NEVER - 1, NULL, NULL) || kv_link_pop(&t->wr, KV_NS_NEVER - 1, NULL, NULL))
+	while (kv_kvlink_pop(&t->rd, KV_NS_NEVER - 1, NULL, NULL) || kv_kvlink_pop(&t->wr, KV_NS_NEVER - 1, NULL, NULL))
 		; /* the run is over: what is in flight has landed */
-	kv_link_check(&t->rd);
-	kv_link_check(&t->wr);
-	kv_link_release(&t->rd);
-	kv_link_release(&t->wr);
+	kv_kvlink_check(&t->rd);
+	kv_kvlink_check(&t->wr);
+	kv_kvlink_release(&t->rd);
+	kv_kvlink_release(&t->wr);
 	free(t->key);
 	free(t->prev);
 	free(t->next);
@@ -235,14 +235,14 @@ static void touch(struct kv_tier *t, uint32_t e)
 }
 
 /* Queues `bytes` on link l at now (after popping what has landed); returns when they land. */
-static kv_ns transfer(struct kv_link *l, uint64_t bytes, kv_ns now)
+static kv_ns transfer(struct kv_kvlink *l, uint64_t bytes, kv_ns now)
 {
-	struct kv_link_xfer x = { .bytes = bytes, .first_ns = now, .last_ns = now };
-	struct kv_link_times tm;
+	struct kv_kvlink_xfer x = { .bytes = bytes, .first_ns = now, .last_ns = now };
+	struct kv_kvlink_times tm;
 
-	while (kv_link_pop(l, now, NULL, NULL))
+	while (kv_kvlink_pop(l, now, NULL, NULL))
 		;
-	kv_link_submit(l, &x, &tm);
+	kv_kvlink_submit(l, &x, &tm);
 	return tm.done_ns;
 }
 
