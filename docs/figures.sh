@@ -99,6 +99,8 @@ tables=(
   "sweep-200|docs/sweeps.md|2|sweep_means workloads/sweep-200.yaml ttft_p99_s scheduler.name cache.name"
   "pd-distserve|docs/cluster.md|2|bash docs/cluster/pd.sh KVSIM"
   "autoscale|docs/cluster.md|2|bash docs/cluster/autoscale.sh KVSIM"
+  "tiers-capacity|docs/cluster.md|2|bash docs/cluster/tiers.sh KVSIM A"
+  "tiers-ttft|docs/cluster.md|2|bash docs/cluster/tiers.sh KVSIM B"
 )
 
 # replace DOC NAME FILE: the lines between NAME's marker lines become FILE (less its trailing

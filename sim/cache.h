@@ -82,6 +82,11 @@
  *            instance holds now (a walk of its own index, no references
  *            taken): the brute-force twin of the cluster's block index,
  *            for its checks.  Pure.
+ *   load     (optional) after prefix_hit, when the engine has scheduled that
+ *            request: the tokens of its hit that come from below the pool
+ *            (tiers.h), when they land in *done_ns (absolute ns) and
+ *            whether the load blocks the batch (*blocking) or streams
+ *            layer by layer; 0 tokens: nothing loads.  Pure.  NULL: none.
  *   fini     called once at the end; every request has been released.
  *
  * KV events: a model with prefix_keys tells env->on_block (when not NULL)
@@ -103,6 +108,8 @@
 
 struct kv_req;
 struct kv_sim;
+struct kv_tier;
+struct kv_tiers;
 
 /* What a cache model instance sees of its replica. */
 struct kv_cache_env {
@@ -116,6 +123,8 @@ struct kv_cache_env {
 	/* KV events (above): NULL: nobody listens */
 	void (*on_block)(void *ctx, uint32_t replica, uint64_t key, int held);
 	void *block_ctx; /* passed back to on_block */
+	uint32_t pp; /* pipeline stages (0 or 1: none) */
+	struct kv_tier **remote; /* the run's shared remote tier (tiers.h), NULL until made */
 };
 
 enum kv_offload { KV_OFFLOAD_NONE, KV_OFFLOAD_SERIAL, KV_OFFLOAD_OVERLAP };
@@ -129,6 +138,9 @@ struct kv_cache_stats {
 	uint64_t bytes_saved; /* KV bytes not stored thanks to the model, summed over admissions */
 	uint64_t recompute_tokens; /* tokens recomputed for dropped context */
 	uint64_t evictions; /* cached entries evicted to make room */
+	const struct kv_tiers *tiers; /* the tiers below the pool (tiers.h), NULL when none */
+	uint64_t tier_hit_tokens[3]; /* tokens loaded from the CPU, SSD, remote tier */
+	uint64_t tier_lookup_blocks; /* blocks looked up below the pool */
 };
 
 struct kv_cache_ops {
@@ -154,6 +166,7 @@ struct kv_cache_ops {
 	uint32_t (*prefix_keys)(const void *priv, const struct kv_req *q, uint64_t *out,
 				uint32_t max, uint64_t *block_tokens); /* optional */
 	uint32_t (*prefix_cached)(const void *priv, const struct kv_req *q); /* optional */
+	uint64_t (*load)(const void *priv, kv_ns *done_ns, int *blocking); /* optional */
 };
 
 /* Finds a cache model by name, or NULL. */

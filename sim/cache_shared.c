@@ -115,7 +115,8 @@
  * Per-request words: cache[0] the own block table (valid when cache[2] is
  * nonzero), cache[1] matched blocks m (low 32 bits) and PENDING (bit 63:
  * the lookup is not yet counted in the statistics), cache[2] own bytes,
- * cache[3] the prompt blocks examined for publishing (0 before the first).
+ * cache[3] the prompt blocks examined for publishing (0 before the first);
+ * the per-request state (req_size) is the key walk publishing stopped at.
  * With a window: cache[0] and cache[2] the own full and windowed tables
  * (valid when cache[3] is nonzero), cache[1] also lo (bits 32-62), cache[3]
  * own bytes.  All zero when the request holds nothing.
@@ -127,6 +128,7 @@
  * entries the request itself computed (origin[e], before a preemption).
  */
 #include "engine.h"
+#include "tiers.h"
 #include "winblocks.h"
 
 #include <stddef.h>
@@ -195,6 +197,16 @@ struct shared {
 	void (*on_block)(void *ctx, uint32_t replica, uint64_t key, int held); /* NULL: none */
 	void *block_ctx; /* passed back to on_block */
 	uint32_t replica; /* the replica, for on_block */
+	/* The tiers below the pool (tiers.h); options tier_*; none when every capacity is 0. */
+	struct kv_tier_cfg tier[KV_TIERS_MAX]; /* options: CPU, SSD, remote */
+	int tier_blocking; /* option: a load blocks the batch (1) or streams layer by layer (0, default) */
+	int tier_remote_shared; /* option: one remote tier for every replica (1, default) or one each */
+	struct kv_tiers tiers; /* the stack, tiers.n = 0 when off */
+	struct kv_tier **remote_slot; /* the run's shared remote tier (env->remote) */
+	kv_ns load_done_ns; /* the last prefix_hit's loads land, ns */
+	uint64_t load_tokens; /* tokens the last prefix_hit loaded from the tiers */
+	uint64_t tier_hit_tokens[KV_TIERS_MAX]; /* tokens loaded, by tier kind */
+	uint64_t tier_lookup_blocks; /* blocks looked up below the GPU (the first GPU miss and on) */
 };
 
 /* cache.publish: when a request's complete prompt blocks enter the index. */
@@ -202,6 +214,25 @@ enum {
 	PUBLISH_RELEASE, /* when it finishes or is preempted (donated) */
 	PUBLISH_ALLOCATED, /* as soon as a reserve covers them (vLLM V1 cache_full_blocks) */
 };
+
+/* cache.tier_load's values. */
+static const char *const tier_load_names[] = { "layerwise", "blocking", NULL };
+
+/* Option rows of tier i (a literal name part nm); defaults r, w bytes/s and lat ns. */
+#define TIER_OPTS(i, nm, what, r, w, lat)                                                     \
+	{ .name = "tier_" nm "_bytes", .type = KV_OPT_BYTES,                                   \
+	  .offset = offsetof(struct shared, tier[i].capacity_bytes), .def = 0, .min = 0,        \
+	  .max = 1e18, .units = "bytes",                                                       \
+	  .help = what " tier's capacity per replica (the remote tier's per cluster when tier_remote_shared); 0: none" },  \
+	{ .name = "tier_" nm "_read_Bps", .type = KV_OPT_DBL,                                  \
+	  .offset = offsetof(struct shared, tier[i].read_Bps), .def = r, .min = 0, .max = 1e15,  \
+	  .units = "bytes/s", .help = what " tier's read bandwidth toward the GPU (0: the device's host link x GPUs)" }, \
+	{ .name = "tier_" nm "_write_Bps", .type = KV_OPT_DBL,                                 \
+	  .offset = offsetof(struct shared, tier[i].write_Bps), .def = w, .min = 0, .max = 1e15, \
+	  .units = "bytes/s", .help = what " tier's write bandwidth from the GPU (0: the device's host link x GPUs)" }, \
+	{ .name = "tier_" nm "_latency", .type = KV_OPT_NS,                                    \
+	  .offset = offsetof(struct shared, tier[i].latency_ns), .def = lat, .min = 0,          \
+	  .max = 1e12, .units = "ns", .help = what " tier's latency, added to every load" }
 
 static const struct kv_option shared_options[] = {
 	{ .name = "prefix_block_tokens", .type = KV_OPT_U64,
@@ -222,6 +253,18 @@ static const struct kv_option shared_options[] = {
 	  .offset = offsetof(struct shared, hash_block_tokens), .def = 512, .min = 1,
 	  .max = 1 << 20, .units = "tokens",
 	  .help = "tokens one hash id of the trace covers (Mooncake's 512), whatever the prefix block: a prefix block matches when every hash id covering it and its prefix does" },
+	{ .name = "tier_load", .type = KV_OPT_ENUM,
+	  .offset = offsetof(struct shared, tier_blocking), .def = 0, .min = 0, .max = 1,
+	  .units = "", .names = tier_load_names,
+	  .help = "a load from the tiers streams layer by layer, overlapping the batch (layerwise: max(t, w) + min(t, w) / L), or blocks it (blocking: t + w)" },
+	{ .name = "tier_remote_shared", .type = KV_OPT_BOOL,
+	  .offset = offsetof(struct shared, tier_remote_shared), .def = 1, .min = 0, .max = 1,
+	  .units = "", .help = "one remote tier for every replica of the cluster (Mooncake Store), else one per replica" },
+	/* CPU: the host link (device profile); SSD: Samsung PM1743 (13 GB/s read, 6.6 GB/s write) and
+	   100 us; remote: one 200 Gb/s RDMA port (25 GB/s) and 10 us (docs/cluster.md "Tiered KV store") */
+	TIER_OPTS(0, "cpu", "CPU DRAM", 0, 0, 0),
+	TIER_OPTS(1, "ssd", "local SSD", 13e9, 6.6e9, 100000),
+	TIER_OPTS(2, "remote", "remote store", 25e9, 25e9, 10000),
 	{ .name = "publish", .type = KV_OPT_U64,
 	  .offset = offsetof(struct shared, publish), .def = PUBLISH_RELEASE, .min = 0, .max = 1,
 	  .units = "", .help = "when a running request's complete prompt blocks become findable: 0 at release, 1 when allocated (vLLM V1; SGLang one step later); 1 needs prefix_block_tokens = block_tokens and no sliding window, else 0" },
@@ -273,6 +316,25 @@ static void keys_init(struct keys *k, const struct shared *c, const struct kv_re
 	k->own = mix(q->id ^ SEED_OWN);
 	if (c->request_blocks)
 		k->n = q->prompt_tokens / k->B;
+}
+
+/*
+ * Positions *k, q's walk saved in its per-request state (req_size), to
+ * continue from block p: the saved walk as it is when it stopped at block p
+ * or at its last key (a key chain is a function of the request and the
+ * block alone, so a walk saved before a preemption is still right; only
+ * the hash arena may have moved), else a fresh walk from block 0.  So
+ * publishing walks each block once per admission, O(new blocks) per
+ * reserve; the rejected alternative, a walk from block 0 at every reserve,
+ * costs O(p) per prefill chunk (docs/benchmarks.md "Publishing prefix blocks").
+ */
+static void keys_resume(struct keys *k, struct shared *c, const struct kv_req *q, uint64_t p)
+{
+	if (k->B && (k->i == p || k->i == k->n) && k->i <= p) {
+		k->it.pages = c->sim->hash_pages;
+		return;
+	}
+	keys_init(k, c, q);
 }
 
 /*
@@ -559,6 +621,8 @@ static int evict_one(struct shared *c)
 {
 	if (c->lru_head == NIL)
 		return KV_ENOMEM;
+	if (c->tiers.n) /* down a tier instead of gone (tiers.h) */
+		kv_tiers_put(&c->tiers, c->key[c->lru_head], c->sim->now);
 	entry_drop(c, c->lru_head);
 	c->evictions++;
 	return 0;
@@ -664,6 +728,54 @@ static void groups_init(struct shared *c, const struct kv_model *m)
 	c->ext_max = KV_MAX(c->ext_blocks[G_FULL], c->ext_blocks[G_WIN]);
 }
 
+/*
+ * The tiers below the pool (tiers.h), from the tier_* options: CPU, SSD,
+ * remote, each present when its capacity is nonzero; a block is one
+ * prefix block, B * b bytes.  A bandwidth of 0 is the device's host link
+ * times the replica's GPUs (as swaps, replica.c).  The remote tier, when
+ * shared, is made by the first replica and found by the others in
+ * *env->remote.  KV_EINVAL when a capacity is under one block, or with a
+ * sliding window (whose blocks the tiers do not model).
+ */
+static int tiers_init(struct shared *c, const struct kv_cache_env *env, struct kv_diag *d)
+{
+	static const char *const names[KV_TIERS_MAX] = { "cache.tier_cpu_bytes", "cache.tier_ssd_bytes",
+							  "cache.tier_remote_bytes" };
+	uint64_t block = c->prefix_block_tokens * c->token_bytes;
+	double host = env->device->host_link_Bps * env->tp * (env->pp ? env->pp : 1);
+	uint32_t i;
+
+	for (i = 0; i < KV_TIERS_MAX; i++) {
+		struct kv_tier_cfg cfg = c->tier[i];
+		struct kv_tier *t;
+
+		if (!cfg.capacity_bytes)
+			continue;
+		if (cfg.capacity_bytes < block || c->win.win_tokens)
+			return kv_diag_set(d, KV_EINVAL, "", 0, 0, names[i],
+					   "bad value %llu: expected 0 or at least one prefix block of %llu bytes, with a model without sliding window",
+					   (unsigned long long)cfg.capacity_bytes,
+					   (unsigned long long)block);
+		if (!cfg.read_Bps)
+			cfg.read_Bps = host;
+		if (!cfg.write_Bps)
+			cfg.write_Bps = host;
+		if (i == 2 && c->tier_remote_shared && env->remote && *env->remote) {
+			t = *env->remote;
+			KV_CHECK(kv_tier_block_bytes(t) == block, "shared tier of %llu-byte blocks, replica's %llu",
+				 (unsigned long long)kv_tier_block_bytes(t), (unsigned long long)block);
+		} else {
+			t = kv_tier_new(&cfg, block);
+			if (i == 2 && c->tier_remote_shared && env->remote)
+				*env->remote = t;
+		}
+		kv_tiers_add(&c->tiers, t, i);
+	}
+	if (c->tiers.n && env->remote && c->tier_remote_shared)
+		c->remote_slot = env->remote;
+	return 0;
+}
+
 static int shared_init(void *priv, const struct kv_cache_env *env, struct kv_diag *d)
 {
 	struct shared *c = priv;
@@ -685,12 +797,19 @@ static int shared_init(void *priv, const struct kv_cache_env *env, struct kv_dia
 	if (c->prefix_block_tokens != c->block_tokens || c->win.win_tokens)
 		c->publish = PUBLISH_RELEASE; /* an entry is one own block (adopted in place) */
 	arrays_init(c);
-	return 0;
+	return tiers_init(c, env, d);
 }
 
 static void shared_fini(void *priv)
 {
 	struct shared *c = priv;
+	uint32_t i;
+
+	for (i = 0; i < c->tiers.n; i++) {
+		if (c->tiers.kind[i] == 2 && c->remote_slot && kv_tier_users(c->tiers.t[i]) == 1)
+			*c->remote_slot = NULL; /* the last replica frees the shared tier */
+		kv_tier_free(c->tiers.t[i]);
+	}
 
 	kv_blocks_release(&c->blocks);
 	free(c->slot);
@@ -781,6 +900,68 @@ static uint64_t prefix_hit_window(struct shared *c, struct kv_req *q, uint64_t l
 	return q->kv_cap_tokens;
 }
 
+/*
+ * After the pool's m blocks, the prefix continues below it: from block m
+ * (key, the pool's first miss) while a tier holds the block, each becomes a
+ * pool entry (evicting LRU entries, which go down a tier, for room) that q
+ * references, read from its tier: vLLM's KV connector (vllm/distributed/
+ * kv_transfer/kv_connector/v1/base.py: the scheduler asks
+ * get_num_new_matched_tokens for the tokens an external store holds beyond
+ * the local prefix hit, allocates their slots, and the worker loads them
+ * before (start_load_kv) or layer by layer during (wait_for_layer_load)
+ * the request's first forward pass; LMCache's connector).  The reads of
+ * each tier queue on its read link (kv_tiers_load); when they land and the
+ * tokens are kept for the load hook.  Returns the blocks found.
+ */
+static uint64_t tier_hit(struct shared *c, struct keys *k, uint64_t key,
+			 uint64_t m, uint64_t limit)
+{
+	uint64_t n[KV_TIERS_MAX] = { 0 }, got = 0;
+	kv_ns now = c->sim->now, done = now;
+	uint32_t i;
+
+	for (;;) {
+		int t = kv_tiers_find(&c->tiers, key);
+		uint32_t e = NIL;
+
+		c->tier_lookup_blocks++;
+		if (t < 0)
+			break;
+		while ((e = entry_new(c, key, G_FULL, UINT64_MAX)) == NIL && !evict_one(c))
+			;
+		if (e == NIL)
+			break; /* no room in the pool: the rest is recomputed */
+		c->donations--; /* a load, not a donation; origin none: not a self hit */
+		entry_ref(c, e);
+		n[t]++;
+		if (m + ++got >= limit || !keys_next(k, &key))
+			break;
+	}
+	for (i = 0; i < c->tiers.n; i++) {
+		if (!n[i])
+			continue;
+		done = KV_MAX(done, kv_tiers_load(&c->tiers, (int)i, n[i], now));
+		c->tier_hit_tokens[c->tiers.kind[i]] += n[i] * c->prefix_block_tokens;
+	}
+	c->load_done_ns = done;
+	c->load_tokens = got * c->prefix_block_tokens;
+	return got;
+}
+
+/*
+ * load: the blocks the last prefix_hit found in the tiers, for the request
+ * the engine then scheduled: their tokens, when they land (absolute ns),
+ * and whether the load blocks the batch.
+ */
+static uint64_t shared_load(const void *priv, kv_ns *done_ns, int *blocking)
+{
+	const struct shared *c = priv;
+
+	*done_ns = c->load_done_ns;
+	*blocking = c->tier_blocking;
+	return c->load_tokens;
+}
+
 static uint64_t shared_prefix_hit(void *priv, struct kv_req *q)
 {
 	struct shared *c = priv;
@@ -791,9 +972,14 @@ static uint64_t shared_prefix_hit(void *priv, struct kv_req *q)
 	if (c->win.win_tokens)
 		return prefix_hit_window(c, q, limit);
 	keys_init(&k, c, q);
+	c->load_tokens = 0;
 	while (m < limit && keys_next(&k, &key)) {
 		uint32_t e = index_find(c, key);
 
+		if (e == NIL && c->tiers.n) {
+			m += tier_hit(c, &k, key, m, limit);
+			break;
+		}
 		if (e == NIL || c->refs[e] >= SHARERS_MAX)
 			break;
 		entry_ref(c, e);
@@ -1101,20 +1287,22 @@ static void release_window(struct shared *c, struct kv_req *q)
  * the index's entry in place (entry_adopt), so a request admitted later,
  * in the same step under vLLM, finds it while q runs.  A block whose key is
  * already cached (another request computed it meanwhile) stays q's own, as
- * vLLM keeps a duplicate block.  O(p) keys walked per call: reserve runs
- * once per prefill chunk and once per block of decode growth.
+ * vLLM keeps a duplicate block.  The walk resumes where the last call
+ * stopped (keys_resume), so each block's key is computed once per
+ * admission: O(new blocks) per call.
  */
 static void publish(struct shared *c, struct kv_req *q, uint64_t tokens)
 {
-	uint64_t B = c->prefix_block_tokens, m = (uint32_t)q->cache[1], i = 0, key;
+	uint64_t B = c->prefix_block_tokens, m = (uint32_t)q->cache[1], i, key;
 	uint64_t p = KV_MAX(q->cache[3], m);
 	uint64_t full = KV_MIN(tokens, q->prompt_tokens) / B;
-	struct keys k;
+	struct keys *k = kv_req_cache(c->sim, q);
 
 	if (full <= p)
 		return;
-	keys_init(&k, c, q);
-	while (i < full && keys_next(&k, &key)) {
+	keys_resume(k, c, q, p);
+	i = k->i;
+	while (i < full && keys_next(k, &key)) {
 		if (i++ < p || index_find(c, key) != NIL)
 			continue;
 		if (entry_adopt(c, q, q->cache[0], i - 1 - m, key)) {
@@ -1122,7 +1310,7 @@ static void publish(struct shared *c, struct kv_req *q, uint64_t tokens)
 			break;
 		}
 	}
-	q->cache[3] = i < full && k.i < k.n ? i : full; /* keys ended: nothing more to publish */
+	q->cache[3] = i < full && k->i < k->n ? i : full; /* keys ended: nothing more to publish */
 }
 
 /*
@@ -1241,6 +1429,9 @@ static void shared_stats(const void *priv, struct kv_cache_stats *st)
 	st->bytes_saved = c->bytes_saved;
 	st->evictions = c->evictions;
 	st->self_hit_tokens = c->self_hit_tokens;
+	st->tiers = c->tiers.n ? &c->tiers : NULL;
+	memcpy(st->tier_hit_tokens, c->tier_hit_tokens, sizeof(st->tier_hit_tokens));
+	st->tier_lookup_blocks = c->tier_lookup_blocks;
 }
 
 static uint64_t shared_evictable_bytes(const void *priv)
@@ -1262,6 +1453,7 @@ const struct kv_cache_ops kv_cache_shared = {
 	.flags = KV_PLUGIN_F_MACRO_STEPS, /* no per-step hook; a decode inside its blocks calls nothing */
 	.desc = "prefix blocks of B tokens shared by reference across requests, cached when unused and evicted LRU; the rest in blocks of Bt: kv_bytes = m * extent(B * b) + ceil((n - m*B) / Bt) * extent(Bt * b), beta = b",
 	.priv_size = sizeof(struct shared),
+	.req_size = sizeof(struct keys), /* the key walk publish stopped at (keys_resume) */
 	.options = shared_options,
 	.init = shared_init,
 	.fini = shared_fini,
@@ -1274,4 +1466,5 @@ const struct kv_cache_ops kv_cache_shared = {
 	.evictable_bytes = shared_evictable_bytes,
 	.prefix_keys = shared_prefix_keys,
 	.prefix_cached = shared_prefix_cached,
+	.load = shared_load,
 };

@@ -1001,6 +1001,10 @@ int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct 
 		return rc;
 	if (cfg->sessions.chains)
 		s->chains = kv_reuse_new();
+	for (i = 0; i < s->n_rep; i++) /* an engine may run its own cache model (serving.h): its state too */
+		s->req_state[KV_PLUGIN_CACHE].size = KV_MAX(s->req_state[KV_PLUGIN_CACHE].size,
+							    s->rep[i].cache->req_size);
+	KV_CHECK(s->n_pages == 0, "%u slot pages before the first request", s->n_pages);
 	return kv_source_open(&cfg->source, cfg->seed, &s->src, &s->diag);
 }
 

@@ -297,6 +297,7 @@ struct kv_group {
 	int ctx_warn; /* 1: over-capacity contexts warn (SGLang); 0: they are an error (vLLM) */
 	uint64_t router_state; /* the router's private word for this group */
 	double weight; /* its share among the groups serving its model: replicas x weight per replica */
+	struct kv_tier *tier_remote; /* the cache model's remote tier its replicas share (tiers.h), or NULL */
 	double wrr_credit; /* smooth weighted round-robin credit among the groups serving its model */
 	/* statistics (groups.h) */
 	uint64_t arrived; /* requests routed to it */

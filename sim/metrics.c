@@ -343,6 +343,81 @@ static void add_cache_stats(const struct kv_sim *s, struct kv_summary *sum)
 	add(sum, "cache_evictions", "entries", (double)t.evictions, 1);
 }
 
+/* Adds tier t's counters to row (a shared tier only the first time it is seen). */
+static void tier_add(struct kv_tier_row *row, const struct kv_tier *t, const struct kv_tier **seen)
+{
+	const struct kv_tier_stats *a = kv_tier_stats(t);
+	struct kv_tier_stats *b = &row->st;
+
+	if (*seen == t)
+		return; /* shared: every replica has the same one */
+	*seen = t;
+	if (!row->instances++)
+		row->cfg = *kv_tier_cfg(t);
+	b->in_bytes += a->in_bytes;
+	b->down_bytes += a->down_bytes;
+	b->drop_bytes += a->drop_bytes;
+	b->read_bytes += a->read_bytes;
+	b->used_bytes += a->used_bytes;
+	b->lookup_blocks += a->lookup_blocks;
+	b->hit_blocks += a->hit_blocks;
+	b->read_busy_ns += a->read_busy_ns;
+	b->write_busy_ns += a->write_busy_ns;
+}
+
+/* Adds replica r's tiers to its group's rows all[] and to the totals. */
+static void tier_rep(const struct kv_replica *r, struct kv_tier_row *all,
+		     const struct kv_tier **seen, struct kv_tier_totals *tot)
+{
+	struct kv_cache_stats st;
+	uint32_t j;
+
+	if (!r->cache->stats)
+		return;
+	memset(&st, 0, sizeof(st));
+	r->cache->stats(r->cache_priv, &st);
+	if (!st.tiers)
+		return;
+	tot->lookup_tokens += st.lookup_tokens;
+	tot->gpu_out_bytes += st.tiers->gpu_out_bytes;
+	tot->load_tokens += r->tier_load_tokens;
+	tot->loads += r->tier_loads;
+	tot->wait_s += (double)r->tier_wait_ns * 1e-9;
+	tot->recompute_s += (double)r->tier_recompute_ns * 1e-9;
+	for (j = 0; j < st.tiers->n; j++)
+		tier_add(&all[st.tiers->kind[j]], st.tiers->t[j], &seen[st.tiers->kind[j]]);
+	for (j = 0; j < KV_TIERS_MAX; j++) {
+		all[j].hit_tokens += st.tier_hit_tokens[j];
+		all[j].lookup_tokens += st.lookup_tokens;
+	}
+}
+
+uint32_t kv_tier_summary(const struct kv_sim *s, struct kv_tier_row *rows, uint32_t max,
+			 struct kv_tier_totals *tot)
+{
+	static const char *const names[KV_TIERS_MAX] = { "cpu", "ssd", "remote" };
+	uint32_t g, i, j, n = 0;
+
+	memset(tot, 0, sizeof(*tot));
+	for (g = 0; g < s->n_grp; g++) {
+		const struct kv_group *gr = &s->grp[g];
+		const struct kv_tier *seen[KV_TIERS_MAX] = { NULL };
+		struct kv_tier_row all[KV_TIERS_MAX];
+
+		memset(all, 0, sizeof(all));
+		for (i = gr->first; i < gr->first + gr->count; i++)
+			tier_rep(&s->rep[i], all, seen, tot);
+		for (j = 0; j < KV_TIERS_MAX && n < max; j++) {
+			if (!all[j].instances)
+				continue;
+			all[j].name = names[j];
+			all[j].group = gr->cfg->group_name;
+			rows[n++] = all[j];
+		}
+	}
+	return n;
+}
+
 /* The replicas' counters, summed (peak: the largest). */
 struct rep_totals {
 	double reserved, used, extfrag; /* byte-seconds, byte-seconds, fragmentation-seconds */

@@ -180,4 +180,36 @@ struct kv_tenant_summary {
 void kv_tenant_summary(const struct kv_sim *s, const struct kv_done_log *log, uint32_t i,
 		       struct kv_tenant_summary *t);
 
+/* --- the tiers below the pool (tiers.h; tiers.csv) ---------------------------------- */
+
+#include "tiers.h"
+
+/* One tier kind over one group's replicas (a shared tier counted once). */
+struct kv_tier_row {
+	const char *group; /* the replica group's name ("" for the single group) */
+	const char *name; /* "cpu", "ssd", "remote" */
+	struct kv_tier_cfg cfg; /* its parameters (the first replica's) */
+	struct kv_tier_stats st; /* counters, summed */
+	uint64_t hit_tokens; /* prefix tokens loaded from it */
+	uint64_t lookup_tokens; /* prompt tokens its group's replicas looked up */
+	uint32_t instances; /* tier instances summed (replicas, or 1 when shared) */
+};
+
+/* The run's tier totals. */
+struct kv_tier_totals {
+	uint64_t lookup_tokens; /* prompt tokens looked up (the cache model's) */
+	uint64_t gpu_out_bytes; /* bytes the pools evicted into the tiers */
+	uint64_t load_tokens, loads; /* tokens loaded, admissions that loaded */
+	double wait_s; /* their waits for the loads, summed, s */
+	double recompute_s; /* a lone prefill of their loaded tokens, summed, s */
+};
+
+/*
+ * The rows of tiers.csv, one per tier kind present in each group, in group
+ * order, into rows[0..n) (at most max); returns n (0: the run has no
+ * tiers).  Reads the replicas' cache models (stats).
+ */
+uint32_t kv_tier_summary(const struct kv_sim *s, struct kv_tier_row *rows, uint32_t max,
+			 struct kv_tier_totals *tot);
+
 #endif /* KV_METRICS_H */

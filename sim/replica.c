@@ -312,6 +312,29 @@ static void recompute(struct kv_replica *r, struct kv_req *q)
 	kv__out_changed(r);
 }
 
+/*
+ * A request scheduled with `tokens` of its prefix loaded from the tiers
+ * below the pool, landing at done: the iteration waits for the latest
+ * load (iter_ns), and the TTFT saved is estimated as the time a lone
+ * prefill of those tokens would take (the recompute avoided) less the
+ * wait (docs/cluster.md "Tiered KV store").
+ */
+static void tier_loaded(struct kv_replica *r, uint64_t tokens, kv_ns done, int blocking)
+{
+	struct kv_batch_shape b = { 0 };
+	kv_ns now = r->sim->now, w = done > now ? done - now : 0;
+
+	b.n_seqs = 1;
+	b.n_prefill_tokens = tokens;
+	b.attn_pairs = kv_perf_prefill_pairs(0, tokens);
+	r->tier_load_tokens += tokens;
+	r->tier_loads++;
+	r->tier_recompute_ns += kv_perf_iter_ns(&r->grp->perf, &b);
+	r->tier_wait_ns += w;
+	r->load_wait_ns = KV_MAX(r->load_wait_ns, w);
+	r->load_blocking = blocking;
+}
+
 /* Asks the cache model for q's cached prefix; the engine skips its prefill. */
 static void take_prefix(struct kv_replica *r, struct kv_req *q)
 {
@@ -454,8 +477,9 @@ int kv__replica_schedule(struct kv_replica *r, struct kv_req *q)
 	const struct kv_sim_config *c = r->cfg;
 	int prefill = q->kv_tokens < q->prefill_target;
 	uint64_t take = kv_req_next_tokens(q);
-	uint64_t want;
-	int rc;
+	uint64_t want, loaded = 0;
+	kv_ns load_done = 0;
+	int rc, blocking = 0;
 
 	KV_CHECK(q->batch_tokens == 0, "request %llu scheduled twice",
 		 (unsigned long long)q->id);
@@ -470,6 +494,8 @@ int kv__replica_schedule(struct kv_replica *r, struct kv_req *q)
 		return KV_ERANGE; /* the engine's step kind excludes it (SGLang) */
 	if (q->kv_tokens == 0 && !q->kv_bytes && r->cache->prefix_hit) {
 		take_prefix(r, q);
+		if (r->cache->load)
+			loaded = r->cache->load(r->cache_priv, &load_done, &blocking);
 		prefill = q->kv_tokens < q->prefill_target;
 		take = kv_req_next_tokens(q);
 	}
@@ -517,6 +543,8 @@ int kv__replica_schedule(struct kv_replica *r, struct kv_req *q)
 		swap_in(r, q);
 	else if (q->xfer_bytes)
 		xfer_land(r, q);
+	if (loaded)
+		tier_loaded(r, loaded, load_done, blocking);
 	batch_add(r, q, take);
 	return 0;
 }
@@ -996,6 +1024,12 @@ static int iter_ns(struct kv_replica *r, kv_ns *ns)
 		return rc;
 	r->copy_ns = 0;
 	*ns = r->offload == KV_OFFLOAD_OVERLAP ? KV_MAX(t, c) : t + c;
+	if (r->load_wait_ns) { /* loads from the tiers: before the pass, or layer by layer within it */
+		kv_ns w = r->load_wait_ns, L = r->cfg->model.layers ? r->cfg->model.layers : 1;
+
+		*ns = r->load_blocking ? *ns + w : KV_MAX(*ns, w) + KV_MIN(*ns, w) / L;
+		r->load_wait_ns = 0;
+	}
 	return 0;
 }
 
@@ -1298,6 +1332,8 @@ static int replica_memory(struct kv_sim *s, struct kv_replica *r)
 	env.replica = r->idx;
 	env.on_block = s->cfg->router->on_block; /* the router's block index, when it keeps one */
 	env.block_ctx = s->router_priv;
+	env.pp = c->pp;
+	env.remote = &s->grp[g->idx].tier_remote; /* shared by the group's replicas */
 	rc = ops->init(r->cache_priv, &env, &s->diag);
 	if (rc)
 		return rc;

@@ -82,6 +82,11 @@ struct kv_replica {
 	kv_ns copy_ns; /* host-link transfers queued for the next iteration */
 	uint64_t swap_out_bytes, swap_in_bytes, swap_dropped_bytes; /* offload traffic */
 	uint64_t swaps; /* swap-outs */
+	kv_ns load_wait_ns; /* the longest wait for a tier load of the batch being formed (tiers.h), 0: none */
+	int load_blocking; /* those loads block the pass (else they stream layer by layer) */
+	uint64_t tier_load_tokens, tier_loads; /* prefix tokens loaded from the tiers, admissions that loaded */
+	kv_ns tier_wait_ns; /* sum of those admissions' waits for their loads */
+	kv_ns tier_recompute_ns; /* sum of a lone prefill of each one's loaded tokens (the recompute avoided) */
 	struct kv_req *last_nomem; /* last request refused memory while forming the batch */
 	uint64_t last_nomem_tokens; /* the tokens last_nomem asked its holding to fit */
 	const struct kv_req *restarted; /* last request make_room restarted alone, NULL once it ended */

@@ -25,6 +25,13 @@ for f in summary.csv tenants.csv requests.csv timeseries.csv tenant_timeseries.c
   done
 done
 ok
+# tiers.csv (written only with tiers below the pool) too
+"$kvsim" run "$src/workloads/tiers.yaml" -o "$tmp/t" -q --set workload.requests=30 --set outputs.chart=false || bad "tiers run"
+for c in $(head -1 "$tmp/t/tiers.csv" | tr ',' ' '); do
+  awk -v f="tiers.csv:" -v c="$c" '$0 == f { in_f = 1; next } /^[a-z_]+\.csv:$/ { in_f = 0 } in_f && $1 == c { found = 1 } END { exit !found }' "$tmp/m" ||
+    bad "tiers.csv column $c missing from kvsim list metrics"
+done
+ok
 # the SLO columns carry a unit (not "-") and a definition saying when they are written
 for c in slo_attainment goodput_req_s goodput_tok_s slo_met gpus; do
   awk -v c="$c" '$0 == "summary.csv:" { in_s = 1; next } /^[a-z_]+\.csv:$/ { in_s = 0 }

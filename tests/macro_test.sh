@@ -31,6 +31,9 @@
 #     (replicas start, serve, drain and go off) under every engine and
 #     scheduler, every cache under fifo, each policy, round-robin; and the
 #     fleet benchmark's 64 replicas growing to 96 (the router's tree);
+#   - tiers below the pool (workloads/tiers.yaml with small tiers, 2,000
+#     requests): every engine with layer-wise and blocking loads and with a
+#     remote tier per replica, and every scheduler;
 #   - replica groups: workloads/groups.yaml (two models, three groups) runs
 #     above; here its groups also mix engines, schedulers and caches (the
 #     second group sglang, the third another scheduler or cache model), and
@@ -52,7 +55,7 @@
 # the checks below name; bench/million-tenants.yaml runs 5,000 requests
 # instead of 20,000.  Everything else runs as in the full matrix.
 # Compared: every *.csv the run writes (requests, timeseries, summary with
-# its event count, tenants, autoscale).  Also checked: macro steps did run (the
+# its event count, tenants, autoscale, tiers).  Also checked: macro steps did run (the
 # KVSIM_MACRO_STATS line) in the fifo runs, and in every scheduler's
 # multi-tenant runs, so the comparison is not vacuous; with memory-refused
 # waiters (fifo and vtc, full, vllm-v0 and vllm) most events are macro steps; sglang,
@@ -248,7 +251,19 @@ pair() {
     echo "pair as/groups/$r $src/tests/fuzz/corpus/workload/autoscale-groups.yaml --set workload.requests=3000 --set cluster.router=$r"
   done
   echo "pair asfleet $src/bench/fleet.yaml --set workload.requests=20000 --set cluster.replicas=64 --set workload.arrival.rate=160 --set \\'autoscale={min: 64, max: 96, policy: concurrency, up: 3, down: 1, interval: 2s, window: 4s, cooldown_down: 5s, start_time: 2s}\\'"
+  # tiers below the pool, small enough that blocks go down, are dropped and load back (tiers.csv compared too)
+  small="--set cache.tier_cpu_bytes=4GiB --set cache.tier_ssd_bytes=16GiB --set cache.tier_remote_bytes=32GiB"
+  for e in "${engines[@]}"; do
+    for l in layerwise blocking; do
+      echo "pair tiers/$e/$l $src/workloads/tiers.yaml --set workload.requests=2000 --set engine=$e --set cache.tier_load=$l $small"
+    done
+    echo "pair tiers/$e/local $src/workloads/tiers.yaml --set workload.requests=2000 --set engine=$e --set cache.tier_remote_shared=false $small"
+  done
+  for sc in "${scheds[@]}"; do
+    echo "pair tiers/sched/$sc $src/workloads/tiers.yaml --set workload.requests=1000 --set scheduler.name=$sc $small"
+  done
   gr="$src/workloads/groups.yaml"
+  echo "pair groups/tiers $gr --set workload.requests=1000 --set engine=vllm --set memory.kv_tokens=20000 --set \\'cluster.groups[0].cache={name: shared, system_prompt_tokens: 1024, prefix_block_tokens: 16, request_blocks: true, tier_cpu_bytes: 1GiB, tier_remote_bytes: 4GiB}\\' --set \\'cluster.groups[2].cache={name: shared, system_prompt_tokens: 512, prefix_block_tokens: 16, tier_ssd_bytes: 64GiB, tier_remote_bytes: 16GiB, tier_load: blocking}\\'"
   for sc in "${scheds[@]}"; do
     echo "pair groups/mix/$sc $gr --set workload.requests=400 --set cluster.groups[1].engine=sglang --set \\'cluster.groups[1].memory={model: sglang}\\' --set cluster.groups[2].scheduler=$sc"
   done

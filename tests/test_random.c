@@ -19,7 +19,8 @@
  * prefix-chains; with the session-affinity router on the router axis).
  * A variant is the defaults, or one enum or bool option of the plugin set to
  * one of its other values: a plugin or an option added to a registry is
- * covered without touching this file.
+ * covered without touching this file.  A variant on one of the shared cache
+ * model's tier options also draws the tiers' capacities (tiers_draw).
  *
  * Checked, beyond the engine's own KV_CHECKs (which abort the case):
  *  - every request ends exactly once, completed or rejected with a reason
@@ -322,6 +323,26 @@ static void opt_set(void *priv, const struct kv_option *o, double v)
 	}
 }
 
+/*
+ * A variant on a tier option (cache_shared.c: tier_load, tier_remote_shared)
+ * turns the tiers on: each tier_*_bytes capacity, with probability 3/4,
+ * from 64 MiB to 64 GiB log-uniformly (a capacity under one prefix block is
+ * an option error: the draw is made again), so blocks go down, are dropped
+ * and load back within a case's few dozen requests.
+ */
+static void tiers_draw(gsl_rng *g, const struct variant *v, void *priv)
+{
+	const struct kv_option *o;
+	size_t len;
+
+	for (o = v->options; o && o->name; o++) {
+		len = strlen(o->name);
+		if (o->type == KV_OPT_BYTES && !strncmp(o->name, "tier_", 5) && len > 6 &&
+		    !strcmp(o->name + len - 6, "_bytes") && gsl_rng_uniform(g) < 0.75)
+			opt_set(priv, o, loguni(g, (double)(64ULL << 20), (double)(64ULL << 30)));
+	}
+}
+
 /* Defaults; then each option not forced: random (enum, bool: half the time; numbers: a third). */
 static void *opts_draw(gsl_rng *g, const struct variant *v, int random)
 {
@@ -339,6 +360,8 @@ static void *opts_draw(gsl_rng *g, const struct variant *v, int random)
 	}
 	if (v->forced)
 		opt_set(priv, v->forced, v->value);
+	if (random && v->forced && !strncmp(v->forced->name, "tier_", 5))
+		tiers_draw(g, v, priv);
 	return priv;
 }
 

@@ -116,6 +116,8 @@ static void check_hit_rate(struct kv_health *h, const struct kv_sim *s, const st
 		return;
 	}
 	for (i = 0; i < s->n_rep; i++) {
+		if (!s->rep[i].cache->stats)
+			continue; /* a group whose cache model keeps no figures */
 		memset(&st, 0, sizeof(st));
 		if (s->rep[i].cache->stats) /* replica groups may run cache models without */
 			s->rep[i].cache->stats(s->rep[i].cache_priv, &st);

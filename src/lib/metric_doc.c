@@ -21,6 +21,7 @@
 #define D "disagg.csv"
 #define AS "autoscale.csv"
 #define G "groups.csv"
+#define TI "tiers.csv"
 
 static const struct kv_metric_doc docs[] = {
 	{ S, "workload", "", "workload", "the workload's name" },
@@ -196,9 +197,32 @@ static const struct kv_metric_doc docs[] = {
 	{ H, "value", "per check", "measured value", "hit rate, reserved share of the pool, Jain's index, bytes, p99/p50, or growth as a share of the pool; empty when n/a" },
 	{ H, "status", "", "status", "pass or warn on the run's evidence; n/a when the check cannot judge (no hit rate, one tenant, too few samples or completed requests, a load that is not flat)" },
 	{ H, "cause", "", "cause", "warn: the likely cause with this run's numbers; n/a: why; pass: empty" },
+	{ TI, "group", "", "replica group", "the group's name (cluster.groups[i].name), empty for a cluster of one group and in the row all" },
+	{ TI, "tier", "", "tier", "cpu, ssd or remote (a row per tier present in each group), then all (the run's totals)" },
+	{ TI, "instances", "", "tier instances", "tiers of that kind summed: the replicas, or 1 for a remote tier the replicas share" },
+	{ TI, "capacity_bytes", "bytes", "tier capacity", "one instance's capacity (cache.tier_*_bytes)" },
+	{ TI, "read_Bps", "bytes/s", "read bandwidth", "the read link toward the GPU (0 in the options: the device's host link x GPUs)" },
+	{ TI, "write_Bps", "bytes/s", "write bandwidth", "the write link from the GPU" },
+	{ TI, "latency_s", "s", "tier latency", "added to every load from the tier" },
+	{ TI, "lookup_blocks", "blocks", "blocks looked up", "prefix blocks looked up in the tier: missed in the pool and every tier above" },
+	{ TI, "hit_blocks", "blocks", "blocks found", "of those, held by the tier (loaded, or kept when the pool had no room)" },
+	{ TI, "block_hit_rate", "", "block hit rate", "hit_blocks / lookup_blocks" },
+	{ TI, "hit_tokens", "tokens", "tokens loaded", "prefix tokens loaded from the tier (all: from every tier)" },
+	{ TI, "token_hit_rate", "", "token hit rate", "hit_tokens / prompt tokens the group's replicas looked up (all: the run's)" },
+	{ TI, "in_bytes", "bytes", "bytes in", "bytes written into the tier, from the pool or the tier above (all: bytes the pools evicted into the tiers)" },
+	{ TI, "down_bytes", "bytes", "bytes moved down", "bytes moved to the next tier (its in_bytes)" },
+	{ TI, "drop_bytes", "bytes", "bytes dropped", "bytes dropped: evicted from the last tier, or arriving where a copy is held; in = held + down + dropped" },
+	{ TI, "read_bytes", "bytes", "bytes read", "bytes read back to a pool (copies: the tier keeps them)" },
+	{ TI, "held_bytes_end", "bytes", "bytes held at the end", "bytes the tier holds when the run ends, at most the capacity" },
+	{ TI, "read_busy_s", "s", "read link busy", "time the read link carried bytes" },
+	{ TI, "write_busy_s", "s", "write link busy", "time the write link carried bytes (writes are asynchronous)" },
+	{ TI, "loads", "", "loading admissions", "all: admissions that loaded tokens from the tiers" },
+	{ TI, "load_wait_s", "s", "load wait", "all: summed waits of those admissions for their loads to land" },
+	{ TI, "recompute_avoided_s", "s", "recompute avoided", "all: summed roofline time of a lone prefill of each admission's loaded tokens" },
+	{ TI, "ttft_saved_s", "s", "TTFT saved (estimate)", "all: recompute_avoided_s - load_wait_s (docs/cluster.md \"Tiered KV store\")" },
 };
 
-const char *const kv_metric_files[] = { S, T, R, TS, TT, H, D, AS, G, NULL };
+const char *const kv_metric_files[] = { S, T, R, TS, TT, H, D, AS, G, TI, NULL };
 
 const struct kv_metric_doc *kv_metric_doc(const char *file, const char *name)
 {
@@ -231,8 +255,8 @@ static const char *const *split(const char *header, char *buf, size_t len, const
 
 const char *const *kv_metric_columns(const char *file)
 {
-	static char buf[8][1024];
-	static const char *cols[8][MAX_COLS];
+	static char buf[9][1024];
+	static const char *cols[9][MAX_COLS];
 	static const char *sum[MAX_COLS];
 	size_t i;
 
@@ -263,6 +287,8 @@ const char *const *kv_metric_columns(const char *file)
 		return split(kv_csv_header_disagg, buf[5], sizeof(buf[5]), cols[5]);
 	if (!strcmp(file, G))
 		return split(kv_csv_header_groups, buf[6], sizeof(buf[6]), cols[6]);
+	if (!strcmp(file, TI))
+		return split(kv_csv_header_tiers, buf[8], sizeof(buf[8]), cols[8]);
 	if (!strcmp(file, TS))
 		return split(kv_csv_header_timeseries, buf[2], sizeof(buf[2]), cols[2]);
 	if (!strcmp(file, TT))

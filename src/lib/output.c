@@ -16,11 +16,13 @@
 #include <string.h>
 #include <unistd.h>
 
+const char kv_csv_header_tiers[] = "group,tier,instances,capacity_bytes,read_Bps,write_Bps,latency_s,lookup_blocks,hit_blocks,block_hit_rate,hit_tokens,token_hit_rate,in_bytes,down_bytes,drop_bytes,read_bytes,held_bytes_end,read_busy_s,write_busy_s,loads,load_wait_s,recompute_avoided_s,ttft_saved_s\n";
+
 static const char *const file_names[KV_OUT_FILES] = { "requests.csv", "timeseries.csv",
 						      "summary.csv", "tenants.csv",
 						      "tenant_timeseries.csv", "run.png",
 						      "health.csv", "autoscale.csv",
-						      "groups.csv", "disagg.csv" };
+						      "groups.csv", "disagg.csv", "tiers.csv" };
 
 /* --- opening and committing ---------------------------------------------------- */
 
@@ -434,6 +436,60 @@ static char *manifest_header(const struct kv_out *o)
 	return h;
 }
 
+/* A share a / b, 0 when b is 0. */
+static double share(double a, double b)
+{
+	return b > 0 ? a / b : 0;
+}
+
+/*
+ * tiers.csv, only when the run has tiers below the pool (other runs' output
+ * stays as it was): one row per tier, then "all" (docs/cluster.md "Tiered
+ * KV store" defines the columns).
+ */
+static int write_tiers_csv(struct kv_out *o, const struct kv_sim *s, struct kv_diag *d)
+{
+	struct kv_tier_row *rows = kv_xcalloc((size_t)s->n_grp * KV_TIERS_MAX, sizeof(*rows));
+	struct kv_tier_totals t;
+	uint32_t n = kv_tier_summary(s, rows, s->n_grp * KV_TIERS_MAX, &t), i;
+	FILE *f;
+	int neg;
+
+	if (!n || !(f = open_tmp(o, KV_OUT_TIERS, d))) {
+		free(rows);
+		return n ? KV_EIO : 0;
+	}
+	neg = fputs(kv_csv_header_tiers, f) < 0;
+	for (i = 0; i < n; i++) {
+		const struct kv_tier_row *r = &rows[i];
+
+		neg |= kv_csv_put(f, r->group) | (fputc(',', f) == EOF);
+		neg |= fprintf(f, "%s,%u,%llu,%.6g,%.6g,%.9f,%llu,%llu,%.6f,%llu,%.6f,%llu,%llu,%llu,%llu,%llu,%.6f,%.6f,,,,\n",
+			r->name, r->instances, (unsigned long long)r->cfg.capacity_bytes, r->cfg.read_Bps,
+			r->cfg.write_Bps, (double)r->cfg.latency_ns * 1e-9,
+			(unsigned long long)r->st.lookup_blocks, (unsigned long long)r->st.hit_blocks,
+			share((double)r->st.hit_blocks, (double)r->st.lookup_blocks),
+			(unsigned long long)r->hit_tokens,
+			share((double)r->hit_tokens, (double)r->lookup_tokens),
+			(unsigned long long)r->st.in_bytes, (unsigned long long)r->st.down_bytes,
+			(unsigned long long)r->st.drop_bytes, (unsigned long long)r->st.read_bytes,
+			(unsigned long long)r->st.used_bytes, (double)r->st.read_busy_ns * 1e-9,
+			(double)r->st.write_busy_ns * 1e-9) < 0;
+	}
+	free(rows);
+	neg |= fprintf(f, ",all,,,,,,,,,%llu,%.6f,%llu,,,,,,,%llu,%.6f,%.6f,%.6f\n",
+		       (unsigned long long)t.load_tokens,
+		       share((double)t.load_tokens, (double)t.lookup_tokens),
+		       (unsigned long long)t.gpu_out_bytes, (unsigned long long)t.loads, t.wait_s,
+		       t.recompute_s, t.recompute_s - t.wait_s) < 0;
+	if (neg)
+		printf_failed(o, KV_OUT_TIERS);
+	if (!close_checked(o, &f, KV_OUT_TIERS) && !neg)
+		return 0;
+	kv_out_error(o, d);
+	return KV_EIO;
+}
+
 int kv_out_commit(struct kv_out *o, const struct kv_sim *s, struct kv_summary *sum,
 		  struct kv_diag *d)
 {
@@ -460,6 +516,8 @@ int kv_out_commit(struct kv_out *o, const struct kv_sim *s, struct kv_summary *s
 		rc = write_groups_csv(o, s, d);
 	if (!rc && s->pd)
 		rc = write_disagg_csv(o, s, d);
+	if (!rc)
+		rc = write_tiers_csv(o, s, d);
 	if (rc)
 		return rc;
 	if (o->w->chart)

@@ -38,6 +38,7 @@ enum {
 	KV_OUT_AS, /* autoscale.csv (with autoscale: only) */
 	KV_OUT_GROUPS, /* groups.csv (only with cluster.groups) */
 	KV_OUT_DISAGG, /* disagg.csv (prefill/decode disaggregation only) */
+	KV_OUT_TIERS, /* tiers.csv (only with tiers below the pool) */
 	KV_OUT_FILES
 };
 
@@ -59,9 +60,10 @@ struct kv_out {
 	struct kv_mem_trend trend; /* samples summed over replicas, for the health report's growth check */
 };
 
-/* The header lines of requests.csv, timeseries.csv, tenant_timeseries.csv and tenants.csv. */
+/* The header lines of requests.csv, timeseries.csv, tenant_timeseries.csv, tenants.csv and tiers.csv. */
 extern const char kv_csv_header_requests[], kv_csv_header_timeseries[],
-	kv_csv_header_tenant_timeseries[], kv_csv_header_tenants[], kv_csv_header_autoscale[];
+	kv_csv_header_tenant_timeseries[], kv_csv_header_tenants[], kv_csv_header_autoscale[],
+	kv_csv_header_tiers[];
 
 /* disagg.csv's header; its rows (out_disagg.c): 0, or -1 when a write failed. */
 extern const char kv_csv_header_disagg[];

@@ -1,0 +1,186 @@
+/*
+ * test_tiers.c -- the KV store below the pool: blocks go down a tier when
+ * one is full and are dropped, counted, from the last; a block already
+ * below is not duplicated; lookups find the first tier; loads queue on the
+ * read link; a shared tier keeps its blocks for every stack; bytes are
+ * conserved and occupancy stays within capacity under random traffic.
+ */
+#include "testutil.h"
+
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tiers.h"
+
+#define BLK 1000ULL /* bytes per block */
+
+/* A stack of tiers holding cap[i] blocks each (0 ends it), 1 GB/s links, latency lat_ns. */
+static void stack(struct kv_tiers *s, const uint64_t *cap, kv_ns lat_ns)
+{
+	uint32_t i;
+
+	memset(s, 0, sizeof(*s));
+	for (i = 0; cap[i]; i++) {
+		struct kv_tier_cfg c = { .capacity_bytes = cap[i] * BLK, .read_Bps = 1e9,
+					 .write_Bps = 1e9, .latency_ns = lat_ns };
+
+		kv_tiers_add(s, kv_tier_new(&c, BLK), i);
+	}
+}
+
+static void stack_free(struct kv_tiers *s)
+{
+	uint32_t i;
+
+	for (i = 0; i < s->n; i++)
+		kv_tier_free(s->t[i]);
+}
+
+/* Capacity 2 then 1: the LRU block moves down, the last tier drops, counted. */
+START_TEST(test_demote_and_drop)
+{
+	static const uint64_t cap[] = { 2, 1, 0 };
+	struct kv_tiers s;
+	const struct kv_tier_stats *a, *b;
+
+	stack(&s, cap, 0);
+	kv_tiers_put(&s, 1, 0);
+	kv_tiers_put(&s, 2, 0);
+	kv_tiers_put(&s, 3, 0); /* 1 goes down */
+	ck_assert_int_eq(kv_tiers_find(&s, 1), 1);
+	ck_assert_int_eq(kv_tiers_find(&s, 3), 0);
+	kv_tiers_put(&s, 4, 0); /* 2 goes down, 1 is dropped */
+	ck_assert_int_eq(kv_tiers_find(&s, 1), -1);
+	ck_assert_int_eq(kv_tiers_find(&s, 2), 1);
+	a = kv_tier_stats(s.t[0]);
+	b = kv_tier_stats(s.t[1]);
+	EXPECT(a->in_bytes == 4 * BLK && a->down_bytes == 2 * BLK && a->used_bytes == 2 * BLK &&
+	       b->in_bytes == 2 * BLK && b->drop_bytes == BLK && b->used_bytes == BLK,
+	       "cpu in %llu down %llu held %llu; ssd in %llu dropped %llu held %llu",
+	       (unsigned long long)a->in_bytes, (unsigned long long)a->down_bytes,
+	       (unsigned long long)a->used_bytes, (unsigned long long)b->in_bytes,
+	       (unsigned long long)b->drop_bytes, (unsigned long long)b->used_bytes);
+	ck_assert_uint_eq(s.gpu_out_bytes, 4 * BLK);
+	kv_tiers_check(&s);
+	stack_free(&s);
+}
+END_TEST
+
+/* A block moving down into a tier that holds it already is dropped, not duplicated. */
+START_TEST(test_dedup)
+{
+	static const uint64_t cap[] = { 1, 4, 0 };
+	struct kv_tiers s;
+
+	stack(&s, cap, 0);
+	kv_tiers_put(&s, 7, 0);
+	kv_tiers_put(&s, 8, 0); /* 7 down */
+	kv_tiers_put(&s, 7, 0); /* 7 again from the GPU (read back, evicted again): 8 down */
+	kv_tiers_put(&s, 9, 0); /* 7 down again: already in tier 1 */
+	ck_assert_uint_eq(kv_tier_stats(s.t[1])->drop_bytes, BLK);
+	ck_assert_uint_eq(kv_tier_stats(s.t[1])->used_bytes, 2 * BLK);
+	kv_tiers_put(&s, 9, 0); /* already in tier 0: touched, the copy dropped */
+	ck_assert_uint_eq(kv_tier_stats(s.t[0])->drop_bytes, BLK);
+	kv_tiers_check(&s);
+	stack_free(&s);
+}
+END_TEST
+
+/* Loads queue on the read link (FIFO) and land latency after they leave. */
+START_TEST(test_load_contention)
+{
+	static const uint64_t cap[] = { 8, 0 };
+	struct kv_tiers s;
+	kv_ns d1, d2;
+
+	stack(&s, cap, 500);
+	kv_tiers_put(&s, 1, 0);
+	d1 = kv_tiers_load(&s, 0, 2, 1000); /* 2000 bytes at 1 GB/s: 2000 ns */
+	d2 = kv_tiers_load(&s, 0, 1, 1500); /* behind it: starts at 3000 */
+	EXPECT(d1 == 1000 + 2000 + 500 && d2 == 3000 + 1000 + 500, "done %llu, %llu",
+	       (unsigned long long)d1, (unsigned long long)d2);
+	ck_assert_uint_eq(kv_tier_stats(s.t[0])->read_bytes, 3 * BLK);
+	ck_assert_uint_eq(kv_tier_stats(s.t[0])->read_busy_ns, 3000);
+	stack_free(&s);
+}
+END_TEST
+
+/* A tier in two stacks (the remote one): what one puts down, the other finds. */
+START_TEST(test_shared)
+{
+	struct kv_tier_cfg c = { .capacity_bytes = 1 * BLK, .read_Bps = 1e9, .write_Bps = 1e9 };
+	struct kv_tier_cfg r = { .capacity_bytes = 16 * BLK, .read_Bps = 1e9, .write_Bps = 1e9 };
+	struct kv_tiers a, b;
+	struct kv_tier *remote = kv_tier_new(&r, BLK);
+
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	kv_tiers_add(&a, kv_tier_new(&c, BLK), 0);
+	kv_tiers_add(&a, remote, 2);
+	kv_tiers_add(&b, kv_tier_new(&c, BLK), 0);
+	kv_tiers_add(&b, remote, 2);
+	kv_tiers_put(&a, 5, 0);
+	kv_tiers_put(&a, 6, 0); /* 5 to the remote tier */
+	ck_assert_int_eq(kv_tiers_find(&b, 5), 1);
+	ck_assert_uint_eq(kv_tier_users(remote), 2);
+	stack_free(&a);
+	ck_assert_uint_eq(kv_tier_users(remote), 1);
+	stack_free(&b);
+}
+END_TEST
+
+/* Random puts and lookups: conservation and capacity hold after every step. */
+START_TEST(test_conservation)
+{
+	static const uint64_t cap[] = { 5, 11, 17, 0 };
+	struct kv_tiers s;
+	unsigned seed = 7;
+	uint64_t moved = 0;
+	int k;
+
+	stack(&s, cap, 10);
+	for (k = 0; k < 20000; k++) {
+		uint64_t key = (uint64_t)(rand_r(&seed) % 60);
+		int t;
+
+		if (rand_r(&seed) % 3) {
+			kv_tiers_put(&s, key, (kv_ns)k);
+		} else if ((t = kv_tiers_find(&s, key)) >= 0) {
+			kv_tiers_load(&s, t, 1, (kv_ns)k);
+		}
+		kv_tiers_check(&s); /* in = held + down + dropped; held <= capacity */
+	}
+	for (k = 0; k + 1 < (int)s.n; k++) {
+		const struct kv_tier_stats *a = kv_tier_stats(s.t[k]), *b = kv_tier_stats(s.t[k + 1]);
+
+		EXPECT(a->down_bytes == b->in_bytes, "tier %d sent %llu down, tier %d got %llu", k,
+		       (unsigned long long)a->down_bytes, k + 1, (unsigned long long)b->in_bytes);
+		moved += a->down_bytes;
+	}
+	EXPECT(kv_tier_stats(s.t[0])->in_bytes == s.gpu_out_bytes && moved > 0,
+	       "tier 0 got %llu of the GPU's %llu", (unsigned long long)kv_tier_stats(s.t[0])->in_bytes,
+	       (unsigned long long)s.gpu_out_bytes);
+	EXPECT(kv_tier_stats(s.t[2])->drop_bytes > 0, "the last tier dropped nothing");
+	stack_free(&s);
+}
+END_TEST
+
+static Suite *tiers_suite(void)
+{
+	Suite *s = suite_create("tiers");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, test_demote_and_drop);
+	tcase_add_test(tc, test_dedup);
+	tcase_add_test(tc, test_load_contention);
+	tcase_add_test(tc, test_shared);
+	tcase_add_test(tc, test_conservation);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return kv_test_run_suite(tiers_suite());
+}
