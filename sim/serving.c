@@ -66,9 +66,11 @@ void kv__engine_host_perf(const struct kv__engine_base *b, const struct kv_host_
 {
 	struct kv_host *h = &pf->host;
 	uint64_t block = b->block_tokens ? b->block_tokens : 16;
+	double wsync = h->worker_sync_ns; /* kv_perf_set_comm's, kept */
 	int i;
 
 	memset(h, 0, sizeof(*h));
+	h->worker_sync_ns = wsync;
 	if (!b->host_model || !v->on)
 		return; /* the GPU model alone, as before the host model */
 	h->on = 1;

@@ -146,6 +146,36 @@ START_TEST(combine_async)
 }
 END_TEST
 
+/*
+ * Driving a multi-GPU replica's workers (w) is host time before the forward
+ * pass, in every mode: added to the GPU's time with the host model off, to
+ * the pre-forward CPU time in sync, once per pass in multi-step, beside the
+ * GPU in async.
+ */
+START_TEST(combine_worker_sync)
+{
+	struct kv_host h = bare();
+	struct kv_batch_shape dec = shape(4, 4, 0, 4);
+	double cpu;
+
+	h.sched_ns = 800;
+	h.sample_ns = 10;
+	h.worker_sync_ns = 200;
+	cpu = kv_host_cpu_ns(&h, &dec);
+	ck_near(cpu, 800 + 40); /* not part of the engine's own CPU time */
+	ck_near(kv_host_step_ns(&h, &dec, cpu, 2000), 800 + 200 + 40 + 2000);
+	h.mode = KV_HOST_MULTISTEP;
+	h.steps = 8;
+	ck_near(kv_host_step_ns(&h, &dec, cpu, 2000), (800 + 200) / 8.0 + 40 + 2000);
+	h.mode = KV_HOST_ASYNC;
+	h.sync_ns = 7;
+	ck_near(kv_host_step_ns(&h, &dec, cpu, 2000), 2000 + 7);
+	ck_near(kv_host_step_ns(&h, &dec, cpu, 900), 800 + 40 + 200 + 7);
+	h.on = 0;
+	ck_near(kv_host_step_ns(&h, &dec, 0, 2000), 2000 + 200);
+}
+END_TEST
+
 START_TEST(graph_sizes)
 {
 	struct kv_host h = bare();
@@ -362,6 +392,7 @@ static Suite *host_suite(void)
 	tcase_add_test(tc, combine_sync);
 	tcase_add_test(tc, combine_multistep);
 	tcase_add_test(tc, combine_async);
+	tcase_add_test(tc, combine_worker_sync);
 	tcase_add_test(tc, graph_sizes);
 	tcase_add_test(tc, perf_padding);
 	tcase_add_test(tc, perf_eager_floor);
