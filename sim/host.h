@@ -125,6 +125,9 @@ struct kv_host_profile {
 	double cpu_speed; /* work per second relative to the reference CPU; 0 reads as 1 */
 	uint32_t set; /* bit i: coef[i] was given by the profile */
 	double coef[KV_HOST_NCOEF]; /* measured on this host, ns (where set) */
+	/* `kvsim run --uncertainty`'s draw: standard normals; coefficient i is multiplied by
+	 * exp(rel_sd[i] * unc_z[i]) (rel_sd: the engine version's); all 0 (default): no draw */
+	double unc_z[KV_HOST_NCOEF];
 };
 
 /*
@@ -138,6 +141,8 @@ struct kv_host_version {
 	int output_async; /* output processing overlaps the GPU */
 	uint32_t graph_max; /* largest captured CUDA-graph decode batch */
 	double coef[KV_HOST_NCOEF]; /* ns on the reference CPU, by enum kv_host_coef */
+	const char *source; /* where coef comes from (kvsim list); NULL: docs/host-model.md, Defaults */
+	double rel_sd[KV_HOST_NCOEF]; /* fitted relative sd of coef (--uncertainty draws); 0: not drawn */
 };
 
 /* "sync", "multi-step" or "async". */

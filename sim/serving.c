@@ -23,6 +23,7 @@
 #include "perf.h"
 #include "replica.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,8 +50,8 @@ void kv__engine_base_perf(const struct kv__engine_base *b, struct kv_perf *pf)
 const char *const kv__async_names[] = { "version", "off", "on", NULL };
 
 /* Coefficient i: an option >= 0, else the host profile's, else the version's / cpu_speed. */
-static double host_coef(const struct kv__engine_base *b, const struct kv_host_version *v,
-			const struct kv_host_profile *hp, enum kv_host_coef i)
+static double host_coef_value(const struct kv__engine_base *b, const struct kv_host_version *v,
+			      const struct kv_host_profile *hp, enum kv_host_coef i)
 {
 	double speed = hp && hp->cpu_speed > 0 ? hp->cpu_speed : 1.0;
 
@@ -59,6 +60,17 @@ static double host_coef(const struct kv__engine_base *b, const struct kv_host_ve
 	if (hp && hp->set >> i & 1)
 		return hp->coef[i];
 	return v->coef[i] / speed;
+}
+
+/* host_coef_value, times exp(rel_sd * z) under an --uncertainty draw (uncert.h). */
+static double host_coef(const struct kv__engine_base *b, const struct kv_host_version *v,
+			const struct kv_host_profile *hp, enum kv_host_coef i)
+{
+	double x = host_coef_value(b, v, hp, i);
+
+	if (hp && hp->unc_z[i] != 0 && v->rel_sd[i] > 0)
+		x *= exp(v->rel_sd[i] * hp->unc_z[i]);
+	return x;
 }
 
 void kv__engine_host_perf(const struct kv__engine_base *b, const struct kv_host_version *v,

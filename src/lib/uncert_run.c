@@ -111,6 +111,7 @@ int kv_bands_run(const struct kv_sim_config *cfg, uint32_t n, const double *poin
 	gsl_rng_set(rng, kv_unc_seed(cfg->seed));
 	for (k = 0; k < n && !rc; k++) {
 		kv_unc_draw(&cfg->device, rng, &c.device);
+		kv_unc_draw_host(&cfg->host, rng, &c.host);
 		rc = kv_rerun(&c, stop, v + (size_t)k * KV_BAND_METRICS, d);
 	}
 	gsl_rng_free(rng);
