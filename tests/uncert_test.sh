@@ -98,7 +98,8 @@ grep -q '^file uncertainty.csv$' "$tmp/u1/manifest.txt" && ok || bad "manifest.t
 # The host coefficients are drawn too (the engine version's fitted rel_sd): with every device
 # interval 0 the band still has a width on the host model (default vllm, V1), and none without it
 root=$(cd "$(dirname "$0")/.." && pwd)
-{ cat "$root/configs/devices/a100-80g.yaml"; printf 'uncertainty:\n'
+{ awk '/^uncertainty:/ { skip = 1; next } skip && /^[^ #]/ { skip = 0 } !skip' "$root/configs/devices/a100-80g.yaml"
+  printf 'uncertainty:\n'
   for k in eff_bw eff_flops eff_attn overhead allreduce_latency collective_overhead; do printf '  %s: 0\n' $k; done
   printf '  per_seq_abs: 0us\n'; } > "$tmp/dev0.yaml"
 "$kvsim" run -q -o "$tmp/h1" --uncertainty 20 "$tmp/w.yaml" --set device="$tmp/dev0.yaml" || bad "host draws: run failed"
