@@ -19,7 +19,7 @@
 # usage: configs/fidelity/fit.sh [-k KVSIM] [-c CACHE] [-f FOLD]... [-o OUT] [-p PASSES]
 #   KVSIM default build/src/kvsim; CACHE default build/fidelity-cache (runs kept across calls);
 #   -f fits only the named folds ("all" or a sid) and keeps the others of OUT; OUT default
-#   configs/fidelity/fitted.csv; PASSES (default 2, what fitted.csv holds) the step sizes tried.
+#   configs/fidelity/fitted.csv; PASSES (default 2; fitted.csv holds -p 1) the step sizes tried.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
