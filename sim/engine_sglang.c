@@ -61,13 +61,18 @@ struct sglang {
  */
 static const char *const sglang_version_names[] = { "0.4", "0.3", NULL };
 static const struct kv_host_version sglang_versions[] = {
-	{ .name = "0.4", .on = 1, .mode = KV_HOST_ASYNC, .graph_max = 160, .coef = { KV__HOST_SGLANG_COEFS } },
-	{ .name = "0.3", .on = 1, .mode = KV_HOST_SYNC, .graph_max = 160, .coef = { KV__HOST_SGLANG_COEFS } },
+	{ .name = "0.4", .on = 1, .mode = KV_HOST_ASYNC, .graph_max = 160, .coef = { KV__HOST_SGLANG_COEFS },
+	  .rel_sd = { KV__HOST_SGLANG_REL_SD }, .source = KV__HOST_FIT_SOURCE },
+	{ .name = "0.3", .on = 1, .mode = KV_HOST_SYNC, .graph_max = 160, .coef = { KV__HOST_SGLANG_COEFS },
+	  .rel_sd = { KV__HOST_SGLANG_REL_SD }, .source = KV__HOST_FIT_SOURCE },
 	{ .name = NULL },
 };
 
 static const struct kv_option sglang_options[] = {
-	KV__ENGINE_OPTIONS(struct sglang, 1000, 2, 128, KV_CAR_SGLANG, sglang_version_names, 0),
+	KV__ENGINE_FRONTEND_OPTION(struct sglang, 1000, 2, 7880000, "7.88 ms, fitted by configs/fidelity/fit.sh on 2026-12-02 to SGLang 0.3.0's rows"),
+	KV__ENGINE_BASE_OPTIONS(struct sglang, 128, "128, fitted by configs/fidelity/fit.sh on 2026-12-02 to SGLang 0.3.0's rows (0 and 384 fit worse)"),
+	KV__ENGINE_COMM_OPTIONS(struct sglang, KV_CAR_SGLANG, 2000000, "2 ms, fitted by configs/fidelity/fit.sh on 2026-12-02 to SGLang 0.3.0's TP 4 rows"),
+	KV__ENGINE_HOST_OPTIONS(struct sglang, sglang_version_names, 0),
 	{ .name = "chunked_prefill_size", .type = KV_OPT_U64,
 	  .offset = offsetof(struct sglang, chunked_prefill_size), .def = 0, .min = 0,
 	  .max = 1 << 24, .units = "tokens",

@@ -50,14 +50,20 @@ struct vllm {
  */
 static const char *const vllm_version_names[] = { "v1", "0.10", "v1-async", NULL };
 static const struct kv_host_version vllm_versions[] = {
-	{ .name = "v1", .on = 1, .mode = KV_HOST_SYNC, .graph_max = 512, .coef = { KV__HOST_VLLM_V1_COEFS } },
-	{ .name = "0.10", .on = 1, .mode = KV_HOST_SYNC, .graph_max = 512, .coef = { KV__HOST_VLLM_V1_COEFS } },
-	{ .name = "v1-async", .on = 1, .mode = KV_HOST_ASYNC, .graph_max = 512, .coef = { KV__HOST_VLLM_V1_COEFS } },
+	{ .name = "v1", .on = 1, .mode = KV_HOST_SYNC, .graph_max = 512, .coef = { KV__HOST_VLLM_V1_COEFS },
+	  .rel_sd = { KV__HOST_VLLM_V1_REL_SD }, .source = KV__HOST_FIT_SOURCE },
+	{ .name = "0.10", .on = 1, .mode = KV_HOST_SYNC, .graph_max = 512, .coef = { KV__HOST_VLLM_V1_COEFS },
+	  .rel_sd = { KV__HOST_VLLM_V1_REL_SD }, .source = KV__HOST_FIT_SOURCE },
+	{ .name = "v1-async", .on = 1, .mode = KV_HOST_ASYNC, .graph_max = 512, .coef = { KV__HOST_VLLM_V1_COEFS },
+	  .rel_sd = { KV__HOST_VLLM_V1_REL_SD }, .source = KV__HOST_FIT_SOURCE },
 	{ .name = NULL },
 };
 
 static const struct kv_option vllm_options[] = {
-	KV__ENGINE_OPTIONS(struct vllm, 1000, 1, 128, KV_CAR_VLLM, vllm_version_names, 0),
+	KV__ENGINE_FRONTEND_OPTION(struct vllm, 1000, 1, 1969000, "1.969 ms: 4 uvicorn workers / 2031 req/s (FastAPI hello world, wrk: gist patx/1269e389), kept by configs/fidelity/fit.sh on 2026-12-02"),
+	KV__ENGINE_BASE_OPTIONS(struct vllm, 0, "removed (0): fitted by configs/fidelity/fit.sh on 2026-12-02 to vLLM V1's rows (one MoE source) it ran to its bound, a MoE prefill deficit rather than a ramp; 128 reproduces Sarathi-Serve's chunking overhead (docs/engines.md)"),
+	KV__ENGINE_COMM_OPTIONS(struct vllm, KV_CAR_VLLM, 0, "not measured apart and no vLLM V1 multi-GPU row to fit: 0"),
+	KV__ENGINE_HOST_OPTIONS(struct vllm, vllm_version_names, 0),
 	{ .name = "long_prefill_token_threshold", .type = KV_OPT_U64,
 	  .offset = offsetof(struct vllm, long_prefill_token_threshold), .def = 0, .min = 0,
 	  .max = 1 << 24, .units = "tokens",
@@ -222,13 +228,15 @@ struct vllm_v0 {
 static const char *const vllm_v0_version_names[] = { "legacy", "0.5", "0.6", NULL };
 static const struct kv_host_version vllm_v0_versions[] = {
 	{ .name = "legacy", .on = 0 },
-	{ .name = "0.5", .on = 1, .mode = KV_HOST_SYNC, .graph_max = 256, .coef = { KV__HOST_VLLM_V0_COEFS } },
-	{ .name = "0.6", .on = 1, .mode = KV_HOST_SYNC, .output_async = 1, .graph_max = 256, .coef = { KV__HOST_VLLM_V0_COEFS } },
+	{ .name = "0.5", .on = 1, .mode = KV_HOST_SYNC, .graph_max = 256, .coef = { KV__HOST_VLLM_V0_COEFS },
+	  .rel_sd = { KV__HOST_VLLM_V0_REL_SD }, .source = KV__HOST_FIT_SOURCE },
+	{ .name = "0.6", .on = 1, .mode = KV_HOST_SYNC, .output_async = 1, .graph_max = 256, .coef = { KV__HOST_VLLM_V0_COEFS },
+	  .rel_sd = { KV__HOST_VLLM_V0_REL_SD }, .source = KV__HOST_FIT_SOURCE },
 	{ .name = NULL },
 };
 
 static const struct kv_option vllm_v0_options[] = {
-	KV__ENGINE_FRONTEND_OPTION(struct vllm_v0, 0, 1), /* V0 detokenises in the engine process */
+	KV__ENGINE_FRONTEND_OPTION(struct vllm_v0, 0, 1, 1969000, "1.969 ms: 4 uvicorn workers / 2031 req/s (FastAPI hello world, wrk: gist patx/1269e389); configs/fidelity/fit.sh on 2026-12-02 fits 31.6 ms to vLLM 0.3-0.6 at light load, a latency rather than API-server time (docs/fidelity.md)"), /* V0 detokenises in the engine process */
 	KV__ENGINE_EMBED_OPTION(struct vllm_v0),
 	KV__ENGINE_HOST_OPTIONS(struct vllm_v0, vllm_v0_version_names, 0),
 	{ .name = NULL },

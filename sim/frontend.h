@@ -90,11 +90,15 @@ kv_ns kv__frontend_in(struct kv_frontend *f, struct kv_req *q, kv_ns now);
  */
 void kv__frontend_out(const struct kv_frontend *f, struct kv_req *q);
 
-/* Option-table entries for an engine whose private struct T holds the config at field F. */
-#define KV__FRONTEND_OPTIONS(T, F, detok_def, hops_out_def)                                   \
+/*
+ * Option-table entries for an engine whose private struct T holds the config
+ * at field F; req_def (ns) and req_src (a string literal, its source) are the
+ * engine's request_cpu default.
+ */
+#define KV__FRONTEND_OPTIONS(T, F, detok_def, hops_out_def, req_def, req_src)                  \
 	{ .name = "request_cpu", .type = KV_OPT_NS, .offset = offsetof(T, F.request_ns),      \
-	  .def = 1969000, .min = 0, .max = 60e9, .units = "ns",                                 \
-	  .help = "API-server time per request before tokenising (HTTP, validation, template); 4 uvicorn workers / 2031 req/s (FastAPI hello world, wrk: gist patx/1269e389)" }, \
+	  .def = req_def, .min = 0, .max = 60e9, .units = "ns",                                 \
+	  .help = "API-server time per request before tokenising (HTTP, validation, template): " req_src }, \
 	{ .name = "tokenize_per_token", .type = KV_OPT_NS, .offset = offsetof(T, F.tokenize_ns), \
 	  .def = 1100, .min = 0, .max = 1e9, .units = "ns",                                     \
 	  .help = "API-server time per prompt token: HF tokenizers, 1.1 s for ~1M tokens on one core (charlesxu.io/parallel-tokenizer)" }, \

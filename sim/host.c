@@ -37,7 +37,7 @@ static inline double max_d(double a, double b)
 	return a >= b ? a : b;
 }
 
-/* A step whose pre-forward CPU work is pre: output processing after or beside the GPU. */
+/* A step whose pre-forward host work (workers' sync included) is pre: output processing after or beside the GPU. */
 static double sync_step(const struct kv_host *h, double pre, double out, double gpu_ns)
 {
 	return pre + (h->output_async ? max_d(gpu_ns, out) : out + gpu_ns);
@@ -48,14 +48,14 @@ double kv_host_step_ns(const struct kv_host *h, const struct kv_batch_shape *b, 
 {
 	double out, pre;
 
-	if (!h->on)
-		return gpu_ns;
+	if (!h->on) /* x + 0.0 is x: one GPU's step is unchanged */
+		return gpu_ns + h->worker_sync_ns;
 	switch (h->mode) {
 	case KV_HOST_ASYNC:
-		return max_d(cpu_ns, gpu_ns) + h->sync_ns;
+		return max_d(cpu_ns + h->worker_sync_ns, gpu_ns) + h->sync_ns;
 	case KV_HOST_MULTISTEP:
 		out = out_ns(h, b);
-		pre = cpu_ns - out;
+		pre = cpu_ns - out + h->worker_sync_ns;
 		/* one scheduling pass serves n decode steps; a step with prefill is scheduled alone */
 		if (b->n_prefill_tokens == 0 && h->steps > 1)
 			pre /= h->steps;
@@ -63,7 +63,7 @@ double kv_host_step_ns(const struct kv_host *h, const struct kv_batch_shape *b, 
 	case KV_HOST_SYNC:
 	default:
 		out = out_ns(h, b);
-		return sync_step(h, cpu_ns - out, out, gpu_ns);
+		return sync_step(h, cpu_ns - out + h->worker_sync_ns, out, gpu_ns);
 	}
 }
 

@@ -18,14 +18,21 @@
  * step that crosses a block boundary: the rate is a function of the step's
  * shape, which keeps a run of identical decode steps identical (macro.h).
  *
+ * A multi-GPU replica's engine also drives its workers each scheduling
+ * pass (broadcasts the scheduler output, gathers the sampled tokens): w,
+ * worker_sync_ns, host time before the forward pass, so c_pre = c_sched +
+ * c_prep + c_block + c_hash + w.
+ *
  * Combined with the GPU's time g (the roofline, perf.h), per mode:
- *   sync       t = c_sched + c_prep + c_block + c_hash + c_out + g
+ *   off        t = g + w
+ *   sync       t = c_pre + c_out + g
  *   sync, async output processor (vLLM 0.6)
- *              t = c_sched + c_prep + c_block + c_hash + max(g, c_out)
+ *              t = c_pre + max(g, c_out)
  *   multi-step (num_scheduler_steps = n, decode-only steps)
- *              t = (c_sched + c_prep + c_block + c_hash) / n + [c_out + g or max(g, c_out)]
- *   async      t = max(c, g) + sync   (c the whole CPU time: the next step is
- *              scheduled and its inputs prepared while this one runs)
+ *              t = c_pre / n + [c_out + g or max(g, c_out)]
+ *   async      t = max(c + w, g) + sync   (c the whole CPU time: the next
+ *              step is scheduled, its inputs prepared and broadcast while
+ *              this one runs)
  * docs/host-model.md derives each mode from the engine's source.
  *
  * CUDA graphs: a decode-only step of n sequences runs the graph captured
@@ -36,8 +43,9 @@
  * host has launched every kernel: g = max(g, layers * kernels * launch).
  *
  * Everything here is pure and allocation-free (the hot path).  Invariant:
- * with `on` 0 and graph_max 0 and launch 0, kv_host_step_ns(h, 0, g) == g
- * and no shape is padded: the GPU model's time is returned unchanged.
+ * with `on` 0, worker_sync_ns 0, graph_max 0 and launch 0,
+ * kv_host_step_ns(h, b, 0, g) == g and no shape is padded: the GPU model's
+ * time is returned unchanged.
  */
 #ifndef KV_HOST_H
 #define KV_HOST_H
@@ -68,6 +76,7 @@ struct kv_host {
 	double sample_ns; /* sampling and output processing, per sampling sequence, ns */
 	double detok_ns; /* detokenisation in the engine process, per sampling sequence, ns (0: elsewhere) */
 	double sync_ns; /* async mode: the per-step synchronisation cost, ns */
+	double worker_sync_ns; /* driving the workers of a multi-GPU replica (broadcast, gather), per scheduling pass, ns; 0 on one GPU; charged even with `on` 0 */
 	double inv_block_tokens; /* 1 / KV block tokens (blocks per new token) */
 	/* CUDA graphs (GPU side) */
 	uint32_t graph_max; /* largest captured decode batch; 0: graphs off (every step eager) */
@@ -116,6 +125,9 @@ struct kv_host_profile {
 	double cpu_speed; /* work per second relative to the reference CPU; 0 reads as 1 */
 	uint32_t set; /* bit i: coef[i] was given by the profile */
 	double coef[KV_HOST_NCOEF]; /* measured on this host, ns (where set) */
+	/* `kvsim run --uncertainty`'s draw: standard normals; coefficient i is multiplied by
+	 * exp(rel_sd[i] * unc_z[i]) (rel_sd: the engine version's); all 0 (default): no draw */
+	double unc_z[KV_HOST_NCOEF];
 };
 
 /*
@@ -129,6 +141,8 @@ struct kv_host_version {
 	int output_async; /* output processing overlaps the GPU */
 	uint32_t graph_max; /* largest captured CUDA-graph decode batch */
 	double coef[KV_HOST_NCOEF]; /* ns on the reference CPU, by enum kv_host_coef */
+	const char *source; /* where coef comes from (kvsim list); NULL: docs/host-model.md, Defaults */
+	double rel_sd[KV_HOST_NCOEF]; /* fitted relative sd of coef (--uncertainty draws); 0: not drawn */
 };
 
 /* "sync", "multi-step" or "async". */

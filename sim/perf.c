@@ -156,7 +156,7 @@ void kv_perf_set_comm(struct kv_perf *pf, const struct kv_comm_car *car, double 
 	kv_comm_allreduce_init(&pf->ar, &pf->link, pf->tp);
 	if (pf->nccl)
 		kv_comm_allreduce_set_car(&pf->ar, &pf->link, car);
-	pf->step_sync_ns = pf->tp * pf->pp > 1 ? sync_ns : 0.0;
+	pf->host.worker_sync_ns = pf->tp * pf->pp > 1 ? sync_ns : 0.0; /* a host term (host.h) */
 }
 
 double kv_perf_allreduce_ns(const struct kv_perf *pf, double n_tokens)
@@ -288,34 +288,56 @@ static int graph_batch(const struct kv_perf *pf, const struct kv_batch_shape *b,
 	return 0;
 }
 
-/* The time of a step whose GPU part is t plus kernels k: the launch floor, then the host. */
-static kv_ns host_total(const struct kv_perf *pf, const struct kv_batch_shape *b, double t,
-			double k, int eager, double cpu_ns)
+/*
+ * The terms of one step, ns, as the entry points below compute them; one
+ * core (step_ns) adds them up.  kern is the linear layers plus attention,
+ * or a whole pipeline cycle (ar and moe then 0).
+ */
+struct step_terms {
+	double head; /* overhead + per_seq * S, ns */
+	double kern; /* linear + attention, or the pipeline cycle, ns */
+	double ar; /* tensor-parallel all-reduce, ns (0 when tp == 1) */
+	double moe; /* expert-parallel all-to-alls, ns */
+	int eager; /* 1: the step runs eagerly (the host's launch floor applies) */
+	double cpu; /* the host's CPU time of the step, ns (0 with the host model off) */
+	int lockstep; /* a data-parallel group's step: its own order of additions (below) */
+};
+
+static double step_head_ns(const struct kv_perf *pf, uint32_t n_seqs)
 {
-	t += eager ? kv_host_eager_ns(&pf->host, k) : k;
-	t += (double)b->extra_ns;
-	t = kv_host_step_ns(&pf->host, b, cpu_ns, t);
-	t = ceil(t * pf->step_scale); /* the whole step, host included (load.h's sensitivity runs) */
-	return t < 1.0 ? 1 : t < PERF_MAX_NS ? (kv_ns)t : (kv_ns)PERF_MAX_NS;
+	return pf->overhead_ns + pf->per_seq_ns * n_seqs;
 }
 
-/* kv_perf_iter_ns with the host model on: the same terms, padded or floored, then combined (host.h). */
-static kv_ns host_iter_ns(const struct kv_perf *pf, const struct kv_batch_shape *b)
+/*
+ * The step's time from its terms: the GPU's, extra_ns, the host's
+ * combination (host.h: CPU time and the workers' sync), then step_scale,
+ * rounded up and bounded.  The order of the additions is part of the
+ * result (golden digests): with the host model on the kernels are summed
+ * first (the launch floor applies to them); without it the legacy path adds
+ * term by term, and a lockstep group adds its kernels and extra_ns first.
+ * Rejected: one order for all three, which moves the last bit of some
+ * legacy runs' steps and with it their digests.
+ */
+static kv_ns step_ns(const struct kv_perf *pf, const struct kv_batch_shape *b,
+		     const struct step_terms *s)
 {
-	uint64_t n_tokens = b->n_decode + b->n_prefill_tokens, n_lin = n_tokens;
-	uint32_t n_sample = b->n_sample;
-	double t = pf->overhead_ns + pf->per_seq_ns * b->n_seqs + pf->step_sync_ns, k;
-	double cpu = kv_host_cpu_ns(&pf->host, b);
-	int eager;
+	double t = s->head, k;
 
-	if (pf->pp > 1)
-		return host_total(pf, b, t, pipeline_ns(pf, b, n_tokens), 0, cpu);
-	eager = graph_batch(pf, b, &n_lin, &n_sample);
-	k = linear_ns(pf, n_lin, n_sample, b->n_prefill_tokens > 0) + attention_ns(pf, b);
-	if (pf->tp > 1)
-		k += kv_perf_allreduce_ns(pf, (double)n_tokens);
-	k += kv_perf_moe_ep_ns(pf, (double)n_tokens);
-	return host_total(pf, b, t, k, eager, cpu);
+	if (pf->host.on) {
+		k = s->kern + s->ar + s->moe;
+		t += s->eager ? kv_host_eager_ns(&pf->host, k) : k;
+		t += (double)b->extra_ns;
+	} else if (s->lockstep) {
+		t += s->kern + s->ar + s->moe + (double)b->extra_ns;
+	} else {
+		t += s->kern;
+		t += s->ar;
+		t += s->moe;
+		t += (double)b->extra_ns;
+	}
+	t = kv_host_step_ns(&pf->host, b, s->cpu, t);
+	t = ceil(t * pf->step_scale); /* the whole step, host included (load.h's sensitivity runs); x * 1.0 is x */
+	return t < 1.0 ? 1 : t < PERF_MAX_NS ? (kv_ns)t : (kv_ns)PERF_MAX_NS;
 }
 
 static uint64_t ceil_div_u64(uint64_t x, uint32_t d)
@@ -357,53 +379,55 @@ void kv_perf_dp_rank_shape(const struct kv_batch_shape *b, uint32_t dp,
 /*
  * The slowest rank's step (perf.h): its own share of the dense layers and
  * attention, the experts its GPU holds touched by the whole group's tokens,
- * and the all-to-alls over ep ranks of its own tokens.
+ * and the all-to-alls over ep ranks of its own tokens.  With the host model
+ * on, the rank's decode batch is padded to its captured CUDA graph as a
+ * single replica's is (every rank runs the graph of the group's padded
+ * size; the rank's share is the slowest one's) and its engine core
+ * schedules its own share.
  */
 kv_ns kv_perf_dp_iter_ns(const struct kv_perf *pf, const struct kv_batch_shape *b)
 {
 	struct kv_batch_shape r;
-	uint64_t n_group = b->n_decode + b->n_prefill_tokens, n_rank;
-	double t, mem, cmp, n, k;
+	struct step_terms s = { .lockstep = 1 };
+	uint64_t n_group = b->n_decode + b->n_prefill_tokens, n_rank, n_lin;
+	uint32_t n_sample;
+	double mem, cmp, n;
 
 	kv_perf_dp_rank_shape(b, pf->dp, &r);
 	n_rank = r.n_decode + r.n_prefill_tokens;
-	t = pf->overhead_ns + pf->per_seq_ns * r.n_seqs + pf->step_sync_ns;
+	n_lin = n_rank;
+	n_sample = r.n_sample;
+	s.eager = graph_batch(pf, &r, &n_lin, &n_sample);
+	s.head = step_head_ns(pf, r.n_seqs);
 	mem = weights_read_bytes(pf, (double)n_group) / pf->bw_Bps;
-	n = (double)n_rank + (r.n_prefill_tokens > 0 ? pf->gemm_half_tokens : 0.0);
-	cmp = (pf->lin_flops_per_token * n + pf->head_flops_per_sample * (double)r.n_sample) /
+	n = (double)n_lin + (r.n_prefill_tokens > 0 ? pf->gemm_half_tokens : 0.0);
+	cmp = (pf->lin_flops_per_token * n + pf->head_flops_per_sample * (double)n_sample) /
 	      pf->flops_per_s;
-	k = 1e9 * max_d(mem, cmp) + attention_ns(pf, &r);
-	if (pf->tp > 1)
-		k += kv_perf_allreduce_ns(pf, (double)n_rank);
-	k += kv_perf_moe_ep_ns(pf, (double)n_rank);
-	if (pf->host.on) /* each rank's engine core schedules its own share; no graph padding modelled here */
-		return host_total(pf, b, t, k, 0, kv_host_cpu_ns(&pf->host, &r));
-	t += k + (double)b->extra_ns;
-	t = ceil(t * pf->step_scale);
-	return t < 1.0 ? 1 : t < PERF_MAX_NS ? (kv_ns)t : (kv_ns)PERF_MAX_NS;
+	s.kern = 1e9 * max_d(mem, cmp) + attention_ns(pf, &r);
+	s.ar = pf->tp > 1 ? kv_perf_allreduce_ns(pf, (double)n_rank) : 0.0;
+	s.moe = kv_perf_moe_ep_ns(pf, (double)n_rank);
+	s.cpu = kv_host_cpu_ns(&pf->host, &r);
+	return step_ns(pf, b, &s);
 }
 
 kv_ns kv_perf_iter_ns(const struct kv_perf *pf, const struct kv_batch_shape *b)
 {
-	uint64_t n_tokens = b->n_decode + b->n_prefill_tokens;
-	double t = pf->overhead_ns + pf->per_seq_ns * b->n_seqs + pf->step_sync_ns;
+	uint64_t n_tokens = b->n_decode + b->n_prefill_tokens, n_lin = n_tokens;
+	uint32_t n_sample = b->n_sample;
+	struct step_terms s = { .head = step_head_ns(pf, b->n_seqs) };
 
 	if (pf->dp > 1)
 		return kv_perf_dp_iter_ns(pf, b);
-	if (pf->host.on)
-		return host_iter_ns(pf, b);
+	s.cpu = kv_host_cpu_ns(&pf->host, b);
 	if (pf->pp > 1) {
-		t += pipeline_ns(pf, b, n_tokens);
-	} else {
-		t += linear_ns(pf, n_tokens, b->n_sample, b->n_prefill_tokens > 0) +
-		     attention_ns(pf, b);
-		if (pf->tp > 1)
-			t += kv_perf_allreduce_ns(pf, (double)n_tokens);
-		t += kv_perf_moe_ep_ns(pf, (double)n_tokens);
+		s.kern = pipeline_ns(pf, b, n_tokens);
+		return step_ns(pf, b, &s);
 	}
-	t += (double)b->extra_ns;
-	t = ceil(t * pf->step_scale); /* x * 1.0 is x: the default changes nothing */
-	return t < 1.0 ? 1 : t < PERF_MAX_NS ? (kv_ns)t : (kv_ns)PERF_MAX_NS;
+	s.eager = graph_batch(pf, b, &n_lin, &n_sample);
+	s.kern = linear_ns(pf, n_lin, n_sample, b->n_prefill_tokens > 0) + attention_ns(pf, b);
+	s.ar = pf->tp > 1 ? kv_perf_allreduce_ns(pf, (double)n_tokens) : 0.0;
+	s.moe = kv_perf_moe_ep_ns(pf, (double)n_tokens);
+	return step_ns(pf, b, &s);
 }
 
 void kv_perf_iter_prep(const struct kv_perf *pf, const struct kv_batch_shape *b,
@@ -414,7 +438,7 @@ void kv_perf_iter_prep(const struct kv_perf *pf, const struct kv_batch_shape *b,
 
 	run->eager = graph_batch(pf, b, &n_lin, &n_sample);
 	run->cpu_ns = kv_host_cpu_ns(&pf->host, b);
-	run->head_ns = pf->overhead_ns + pf->per_seq_ns * b->n_seqs + pf->step_sync_ns;
+	run->head_ns = step_head_ns(pf, b->n_seqs);
 	run->lin_ns = linear_ns(pf, n_lin, n_sample, b->n_prefill_tokens > 0);
 	run->ar_ns = pf->tp > 1 ? kv_perf_allreduce_ns(pf, (double)n_tokens) : 0.0;
 	run->moe_ns = kv_perf_moe_ep_ns(pf, (double)n_tokens);
@@ -443,23 +467,13 @@ static double run_attention_ns(const struct kv_perf *pf, const struct kv_perf_ru
 kv_ns kv_perf_iter_run_ns(const struct kv_perf *pf, const struct kv_perf_run *run,
 			  const struct kv_batch_shape *b)
 {
-	double t = run->head_ns, k;
+	struct step_terms s = { .head = run->head_ns, .eager = run->eager, .cpu = run->cpu_ns };
 
 	if (pf->pp > 1 || pf->dp > 1)
 		return kv_perf_iter_ns(pf, b); /* a pipeline cycle, a lockstep group: every term */
-	if (pf->host.on) { /* kv_perf_iter_ns's host path, term for term */
-		k = run->lin_ns + run_attention_ns(pf, run, b);
-		if (pf->tp > 1)
-			k += run->ar_ns;
-		k += run->moe_ns;
-		return host_total(pf, b, t, k, run->eager, run->cpu_ns);
-	}
-	/* kv_perf_iter_ns's operations, term for term */
-	t += run->lin_ns + run_attention_ns(pf, run, b);
-	if (pf->tp > 1)
-		t += run->ar_ns;
-	t += run->moe_ns;
-	t += (double)b->extra_ns;
-	t = ceil(t * pf->step_scale); /* x * 1.0 is x: the default changes nothing */
-	return t < 1.0 ? 1 : t < PERF_MAX_NS ? (kv_ns)t : (kv_ns)PERF_MAX_NS;
+	/* kv_perf_iter_ns's terms, the attention's from the prepared run */
+	s.kern = run->lin_ns + run_attention_ns(pf, run, b);
+	s.ar = pf->tp > 1 ? run->ar_ns : 0.0;
+	s.moe = run->moe_ns;
+	return step_ns(pf, b, &s);
 }

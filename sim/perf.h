@@ -120,7 +120,6 @@ struct kv_perf {
 	uint32_t ep; /* expert-parallel degree, >= 1 */
 	double ep_moe_layers; /* MoE layers whose tokens are dispatched and combined; 0: none */
 	double ep_bytes_per_token; /* dispatch bytes per batch token per MoE layer (combine moves the same) */
-	double step_sync_ns; /* driving the workers of a multi-GPU replica, per step, ns; 0 on one GPU */
 	/* The engine's host side (host.h): off unless the engine's perf hook turns it on. */
 	struct kv_host host; /* CPU time, how it combines with the GPU's, CUDA graphs */
 	uint32_t layers; /* the model's layers (the eager launch floor counts kernels per layer) */

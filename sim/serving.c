@@ -23,6 +23,7 @@
 #include "perf.h"
 #include "replica.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,8 +50,8 @@ void kv__engine_base_perf(const struct kv__engine_base *b, struct kv_perf *pf)
 const char *const kv__async_names[] = { "version", "off", "on", NULL };
 
 /* Coefficient i: an option >= 0, else the host profile's, else the version's / cpu_speed. */
-static double host_coef(const struct kv__engine_base *b, const struct kv_host_version *v,
-			const struct kv_host_profile *hp, enum kv_host_coef i)
+static double host_coef_value(const struct kv__engine_base *b, const struct kv_host_version *v,
+			      const struct kv_host_profile *hp, enum kv_host_coef i)
 {
 	double speed = hp && hp->cpu_speed > 0 ? hp->cpu_speed : 1.0;
 
@@ -61,14 +62,27 @@ static double host_coef(const struct kv__engine_base *b, const struct kv_host_ve
 	return v->coef[i] / speed;
 }
 
+/* host_coef_value, times exp(rel_sd * z) under an --uncertainty draw (uncert.h). */
+static double host_coef(const struct kv__engine_base *b, const struct kv_host_version *v,
+			const struct kv_host_profile *hp, enum kv_host_coef i)
+{
+	double x = host_coef_value(b, v, hp, i);
+
+	if (hp && hp->unc_z[i] != 0 && v->rel_sd[i] > 0)
+		x *= exp(v->rel_sd[i] * hp->unc_z[i]);
+	return x;
+}
+
 void kv__engine_host_perf(const struct kv__engine_base *b, const struct kv_host_version *v,
 			  struct kv_perf *pf)
 {
 	struct kv_host *h = &pf->host;
 	uint64_t block = b->block_tokens ? b->block_tokens : 16;
+	double wsync = h->worker_sync_ns; /* kv_perf_set_comm's, kept */
 	int i;
 
 	memset(h, 0, sizeof(*h));
+	h->worker_sync_ns = wsync;
 	if (!b->host_model || !v->on)
 		return; /* the GPU model alone, as before the host model */
 	h->on = 1;

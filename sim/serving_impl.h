@@ -47,14 +47,15 @@ struct kv__engine_base {
  * Option-table entries of the base, for an engine whose private struct is T;
  * the front end's (KV__ENGINE_FRONTEND_OPTION) are listed by each engine,
  * with its own defaults: detokenisation in the front end (detok_def, ns per
- * token) and the hops an output token crosses (hops_out_def).
+ * token), the hops an output token crosses (hops_out_def) and the API
+ * server's time per request (req_def, ns, with its source req_src).
  */
-#define KV__ENGINE_FRONTEND_OPTION(T, detok_def, hops_out_def)                               \
+#define KV__ENGINE_FRONTEND_OPTION(T, detok_def, hops_out_def, req_def, req_src)             \
 	{ .name = "frontend_overhead", .type = KV_OPT_NS,                                    \
 	  .offset = offsetof(T, base.frontend_ns), .def = 0, .min = 0, .max = 60e9,          \
 	  .units = "ns", .help = "a constant added to each request's TTFT and E2E beyond the front-end model (docs/frontend.md); 0" }, \
-	KV__FRONTEND_OPTIONS(T, base.fe, detok_def, hops_out_def)
-#define KV__ENGINE_BASE_OPTIONS(T, gemm_def)                                                 \
+	KV__FRONTEND_OPTIONS(T, base.fe, detok_def, hops_out_def, req_def, req_src)
+#define KV__ENGINE_BASE_OPTIONS(T, gemm_def, gemm_src)                                       \
 	{ .name = "prefix_caching", .type = KV_OPT_BOOL,                                     \
 	  .offset = offsetof(T, base.prefix_caching), .def = 1, .min = 0, .max = 1,          \
 	  .units = "", .help = "keep freed blocks' hashes and reuse them until evicted LRU (cache full or shared)" }, \
@@ -63,7 +64,7 @@ struct kv__engine_base {
 	  .help = "tokens per KV block of the prefix cache" },                               \
 	{ .name = "gemm_half_tokens", .type = KV_OPT_DBL,                                    \
 	  .offset = offsetof(T, base.gemm_half_tokens), .def = gemm_def, .min = 0, .max = 1e6, \
-	  .units = "tokens", .help = "GEMM ramp: batches with prefill compute as if n_half more tokens ran; 128 reproduces the chunking overhead Sarathi-Serve measures (docs/engines.md), which the serving rows of docs/fidelity.md cannot separate from eff_flops" }, \
+	  .units = "tokens", .help = "GEMM ramp: batches with prefill compute as if n_half more tokens ran: " gemm_src }, \
 	KV__ENGINE_EMBED_OPTION(T)
 /* The embedding option alone (vllm-v0 takes it without the rest of the base). */
 #define KV__ENGINE_EMBED_OPTION(T)                                                           \
@@ -76,7 +77,7 @@ struct kv__engine_base {
  * T and whose custom all-reduce is car_def (KV_CAR_*).  Sources:
  * docs/perf-model.md "Parallelism".
  */
-#define KV__ENGINE_COMM_OPTIONS(T, car_def)                                                  \
+#define KV__ENGINE_COMM_OPTIONS(T, car_def, sync_def, sync_src)                              \
 	{ .name = "custom_allreduce", .type = KV_OPT_ENUM, .offset = offsetof(T, base.custom_ar), \
 	  .def = car_def, .units = "", .names = kv__engine_car_names,                        \
 	  .help = "all-reduce kernels below custom_allreduce_max where the engine uses them (2/4/6/8 GPUs, P2P; > 2 GPUs fully linked): vllm or sglang (fitted, bench/comm_fit); off: NCCL only" }, \
@@ -87,8 +88,8 @@ struct kv__engine_base {
 	  .def = 0, .units = "", .names = kv__engine_executor_names,                         \
 	  .help = "how a multi-GPU replica drives its workers: mp (shared-memory broadcast) or ray (adds ray_step_overhead per step)" }, \
 	{ .name = "worker_sync", .type = KV_OPT_NS, .offset = offsetof(T, base.worker_sync_ns), \
-	  .def = 0, .min = 0, .max = 1e9, .units = "ns",                                     \
-	  .help = "per-step cost of broadcasting the scheduler output to the workers and gathering the result (multi-GPU replicas); not measured apart: 0" }, \
+	  .def = sync_def, .min = 0, .max = 1e9, .units = "ns",                              \
+	  .help = "per-step host cost of broadcasting the scheduler output to the workers and gathering the result (multi-GPU replicas): " sync_src }, \
 	{ .name = "ray_step_overhead", .type = KV_OPT_NS, .offset = offsetof(T, base.ray_step_ns), \
 	  .def = 274000, .min = 0, .max = 1e9, .units = "ns",                                \
 	  .help = "added per step by executor ray: 0.27 ms, vLLM PR 11107 (V1 Ray vs mp, Llama-3.1-8B TP2)" }
@@ -134,34 +135,38 @@ extern const char *const kv__engine_executor_names[];
 	KV__HOST_COEF_OPTION(T, KV_HOSTC_LAUNCH, "launch", "one kernel launch of an eager step")
 
 /*
- * Every option of the base, for an engine whose private struct is T and
- * that takes them all (vllm, sglang): the front end's (detok_def, ns per
- * token; hops_out_def, hops), the GEMM ramp (gemm_def, tokens), the custom
- * all-reduce (car_def, KV_CAR_*) and the versions (vnames, default vdef).
- */
-#define KV__ENGINE_OPTIONS(T, detok_def, hops_out_def, gemm_def, car_def, vnames, vdef)      \
-	KV__ENGINE_FRONTEND_OPTION(T, detok_def, hops_out_def),                              \
-	KV__ENGINE_BASE_OPTIONS(T, gemm_def),                                                \
-	KV__ENGINE_COMM_OPTIONS(T, car_def),                                                 \
-	KV__ENGINE_HOST_OPTIONS(T, vnames, vdef)
-
-/*
  * Reference-CPU coefficients, ns (docs/host-model.md, "Defaults", gives the
- * source of each): vLLM V0 as profiled by its 0.6.0 release, V1 the same
- * terms less detokenisation (moved to the front-end process), SGLang's.
+ * source of each): sched and sched_seq fitted by configs/fidelity/fit.sh on
+ * 2026-12-02 to the engine's rows of configs/fidelity (fitted.csv, fold
+ * "all"); the other terms as the vLLM 0.6.0 release profiled V0, V1 the same
+ * less detokenisation (moved to the front-end process), SGLang's.
+ * KV__HOST_*_REL_SD: the fitted coefficients' relative sd (--uncertainty;
+ * docs/metrics.md "Uncertainty bands").
  */
+#define KV__HOST_FIT_SOURCE                                                                 \
+	"sched, sched_seq fitted by configs/fidelity/fit.sh on 2026-12-02 (configs/fidelity/fitted.csv); the rest docs/host-model.md, Defaults"
+/*
+ * Relative sd: the jackknife sd of ln(value) over the leave-one-source-out
+ * folds where the coefficient's rows come from more than one source (vLLM
+ * V0's sched_seq: 0.93); where they come from one source (vLLM V1, SGLang)
+ * or every fold stopped at the bound (vLLM V0's sched), ln(2) / 2 = 0.347:
+ * the fit's resolution (factor-2 steps).
+ */
+#define KV__HOST_VLLM_V0_REL_SD [KV_HOSTC_SCHED] = 0.347, [KV_HOSTC_SCHED_SEQ] = 0.93
+#define KV__HOST_VLLM_V1_REL_SD [KV_HOSTC_SCHED] = 0.347, [KV_HOSTC_SCHED_SEQ] = 0.347
+#define KV__HOST_SGLANG_REL_SD [KV_HOSTC_SCHED] = 0.347, [KV_HOSTC_SCHED_SEQ] = 0.347
 #define KV__HOST_VLLM_V0_COEFS                                                              \
-	[KV_HOSTC_SCHED] = 500e3, [KV_HOSTC_SCHED_SEQ] = 15e3, [KV_HOSTC_PREP_TOKEN] = 1e3, \
+	[KV_HOSTC_SCHED] = 5e6, [KV_HOSTC_SCHED_SEQ] = 240e3, [KV_HOSTC_PREP_TOKEN] = 1e3,  \
 	[KV_HOSTC_PREP_SEQ] = 10e3, [KV_HOSTC_BLOCK] = 2e3, [KV_HOSTC_HASH] = 2e3,          \
 	[KV_HOSTC_SAMPLE] = 8e3, [KV_HOSTC_DETOK] = 10e3, [KV_HOSTC_SYNC] = 50e3,           \
 	[KV_HOSTC_LAUNCH] = 5e3
 #define KV__HOST_VLLM_V1_COEFS                                                              \
-	[KV_HOSTC_SCHED] = 500e3, [KV_HOSTC_SCHED_SEQ] = 15e3, [KV_HOSTC_PREP_TOKEN] = 1e3, \
+	[KV_HOSTC_SCHED] = 1e6, [KV_HOSTC_SCHED_SEQ] = 1e3, [KV_HOSTC_PREP_TOKEN] = 1e3,    \
 	[KV_HOSTC_PREP_SEQ] = 10e3, [KV_HOSTC_BLOCK] = 2e3, [KV_HOSTC_HASH] = 2e3,          \
 	[KV_HOSTC_SAMPLE] = 8e3, [KV_HOSTC_DETOK] = 0, [KV_HOSTC_SYNC] = 50e3,              \
 	[KV_HOSTC_LAUNCH] = 5e3
 #define KV__HOST_SGLANG_COEFS                                                               \
-	[KV_HOSTC_SCHED] = 300e3, [KV_HOSTC_SCHED_SEQ] = 5e3, [KV_HOSTC_PREP_TOKEN] = 0.5e3, \
+	[KV_HOSTC_SCHED] = 2.4e6, [KV_HOSTC_SCHED_SEQ] = 10e3, [KV_HOSTC_PREP_TOKEN] = 0.5e3, \
 	[KV_HOSTC_PREP_SEQ] = 3e3, [KV_HOSTC_BLOCK] = 0, [KV_HOSTC_HASH] = 0,               \
 	[KV_HOSTC_SAMPLE] = 5e3, [KV_HOSTC_DETOK] = 0, [KV_HOSTC_SYNC] = 50e3,              \
 	[KV_HOSTC_LAUNCH] = 5e3

@@ -94,3 +94,12 @@ unsigned long kv_unc_seed(uint64_t seed)
 	h ^= h >> 31;
 	return (unsigned long)(h & 0xffffffffUL);
 }
+
+void kv_unc_draw_host(const struct kv_host_profile *hp, gsl_rng *rng, struct kv_host_profile *out)
+{
+	int i;
+
+	*out = *hp;
+	for (i = 0; i < KV_HOST_NCOEF; i++)
+		out->unc_z[i] = gsl_ran_gaussian(rng, 1.0);
+}

@@ -25,6 +25,7 @@
 #ifndef KV_UNCERT_H
 #define KV_UNCERT_H
 
+#include "host.h"
 #include "profile.h"
 
 #include <gsl/gsl_rng.h>
@@ -79,6 +80,14 @@ void kv_unc_defaults(struct kv_device *dev);
  * from rng, in table order, whatever the intervals: a seed fixes every draw.
  */
 void kv_unc_draw(const struct kv_device *dev, gsl_rng *rng, struct kv_device *out);
+
+/*
+ * Draws the host coefficients (host.h): out is a copy of hp with one
+ * standard normal per coefficient in out->unc_z (KV_HOST_NCOEF draws from
+ * rng, always); the engine scales coefficient i by exp(rel_sd * z), rel_sd
+ * the engine version's fitted interval (0: not drawn).
+ */
+void kv_unc_draw_host(const struct kv_host_profile *hp, gsl_rng *rng, struct kv_host_profile *out);
 
 /* The seed of the draws' own generator for a workload seed (not the arrivals' stream). */
 unsigned long kv_unc_seed(uint64_t seed);

@@ -80,7 +80,7 @@ static void print_versions(const struct kv_host_version *v)
 		       v->output_async ? " (output processing overlapped)" : "", v->graph_max);
 		for (i = 0; i < KV_HOST_NCOEF; i++)
 			printf(" %s %g us", kv_host_coef_key(i), v->coef[i] / 1e3);
-		printf(" (reference CPU; docs/host-model.md, Defaults)\n");
+		printf(" (reference CPU; %s)\n", v->source ? v->source : "docs/host-model.md, Defaults");
 	}
 }
 

@@ -399,7 +399,8 @@ START_TEST(sglang_steps_by_hand)
 {
 	struct steps t;
 
-	steps_run(BASE "engine: {name: sglang, prefix_caching: false}\n"
+	steps_run(BASE "engine: {name: sglang, prefix_caching: false, request_cpu: 1969us,"
+		  " host_sched: 300000, host_sched_seq: 5000}\n" /* the timing it was built on */
 		  "batching: {max_tokens: 512, max_seqs: 64}\nmemory: {kv_tokens: 128}\n",
 		  "0,1,1\n0.000001,30,10\n0.000001,30,10\n0.000001,30,10\n", &t);
 	steps_expect("sglang", &t, 0, 1, 0, 0, 1);
@@ -500,7 +501,8 @@ START_TEST(vllm_alone_restarts_in_empty_pool)
 	const char *head =
 		"model: llama-2-7b\ndevice: a100-80g\nscheduler: fifo\n"
 		"cache: {name: chunked, block_tokens: 3, warmup_share: 0.1}\n"
-		"engine: {name: vllm, prefix_caching: false, long_prefill_token_threshold: 1}\n"
+		"engine: {name: vllm, prefix_caching: false, long_prefill_token_threshold: 1,"
+		" host_sched: 500000, host_sched_seq: 15000, gemm_half_tokens: 128}\n" /* the timing it was built on */
 		"memory: {kv_tokens: 14, min_block: 512KiB, max_block: 1MiB}\n"
 		"batching: {max_tokens: 64, max_seqs: 8}\noutputs: {sample_interval: 0}\n";
 

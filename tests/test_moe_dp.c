@@ -212,6 +212,47 @@ START_TEST(test_lockstep_monotone)
 }
 END_TEST
 
+/*
+ * With the host model on, a lockstep group pads each rank's decode batch to
+ * its captured CUDA graph as a single replica does: 5 decodes per rank run
+ * the graph of 8, so a group of 4 x 5 costs what 4 x 8 costs when both have
+ * the same KV to read (the experts touched are the group's, unpadded),
+ * in a compute-bound step (slow tensor cores) where padded rows cost time;
+ * without a graph for 5 they are not padded.
+ */
+START_TEST(test_lockstep_graph_padding)
+{
+	struct kv_model m = load_model("qwen3-30b-a3b");
+	struct kv_device dev = load_device("h100-80g");
+	struct kv_parallel par = { .tp = 1, .pp = 1, .ep = 4, .dp = 4 };
+	struct kv_batch_shape b5 = { .n_seqs = 20, .n_decode = 20, .n_sample = 20,
+				     .attn_pairs = 20 * 4096, .kv_read_bytes = 20ULL * 4096 * 98304 };
+	struct kv_batch_shape b8 = b5;
+	struct kv_perf pf;
+	kv_ns t5, t8, plain5;
+
+	kv_perf_init_parallel(&pf, &m, &dev, &par);
+	pf.flops_per_s /= 1e4; /* compute-bound, so that padded rows cost time */
+	plain5 = kv_perf_iter_ns(&pf, &b5);
+	pf.host.on = 1;
+	pf.host.steps = 1;
+	pf.host.graph_max = 512;
+	t5 = kv_perf_iter_ns(&pf, &b5);
+	ck_assert_msg(t5 > plain5, "padded %llu, unpadded %llu", (unsigned long long)t5,
+		      (unsigned long long)plain5);
+	b8.n_seqs = b8.n_decode = b8.n_sample = 32;
+	pf.per_seq_ns = 0; /* the head counts sequences, not graph rows */
+	pf.moe_miss = 0; /* every expert touched either way: only the padding differs */
+	pf.ep_moe_layers = 0; /* and no all-to-all (it moves the unpadded tokens) */
+	t5 = kv_perf_iter_ns(&pf, &b5);
+	t8 = kv_perf_iter_ns(&pf, &b8);
+	ck_assert_msg(t5 == t8, "4 x 5 %llu, 4 x 8 %llu", (unsigned long long)t5,
+		      (unsigned long long)t8);
+	pf.host.graph_max = 4; /* 5 is above the largest graph: eager, unpadded */
+	ck_assert_uint_lt(kv_perf_iter_ns(&pf, &b5), t5);
+}
+END_TEST
+
 /* dp 1 (or 0, the default) keeps the replica's step as it was. */
 START_TEST(test_dp1_unchanged)
 {
@@ -302,6 +343,7 @@ static Suite *moe_dp_suite(void)
 	tcase_add_test(tc, test_lockstep_slowest_rank);
 	tcase_add_test(tc, test_lockstep_monotone);
 	tcase_add_test(tc, test_dp1_unchanged);
+	tcase_add_test(tc, test_lockstep_graph_padding);
 	tcase_add_test(tc, test_workload_dp);
 	tcase_add_test(tc, test_workload_dp_limits);
 	suite_add_tcase(s, tc);

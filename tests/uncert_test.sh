@@ -9,6 +9,8 @@
 #   - --uncertainty N: uncertainty.csv has a 5-95% band for every latency
 #     metric that contains the run's own value, the same bytes for the same
 #     seed (a second run), and the printed summary shows the bands;
+#   - the host coefficients are drawn (a band with the device's intervals at 0), and
+#     without the host model such a band is the point;
 #   - the step-time scale is off by default: a run with --uncertainty
 #     writes the same summary.csv as one without;
 #   - memory.context_check: a workload whose longest context is more than
@@ -93,6 +95,20 @@ grep -q '^uncertainty: 5-95% band over 40 draws' "$tmp/u1.out" && grep -q '^  tt
   bad "the printed summary has no bands"
 grep -q '^file uncertainty.csv$' "$tmp/u1/manifest.txt" && ok || bad "manifest.txt does not list uncertainty.csv"
 "$kvsim" run -q -o "$tmp/u3" --uncertainty 0 "$tmp/w.yaml" 2> "$tmp/u3.err" && bad "--uncertainty 0 accepted" || ok
+# The host coefficients are drawn too (the engine version's fitted rel_sd): with every device
+# interval 0 the band still has a width on the host model (default vllm, V1), and none without it
+root=$(cd "$(dirname "$0")/.." && pwd)
+{ awk '/^uncertainty:/ { skip = 1; next } skip && /^[^ #]/ { skip = 0 } !skip' "$root/configs/devices/a100-80g.yaml"
+  printf 'uncertainty:\n'
+  for k in eff_bw eff_flops eff_attn overhead allreduce_latency collective_overhead; do printf '  %s: 0\n' $k; done
+  printf '  per_seq_abs: 0us\n'; } > "$tmp/dev0.yaml"
+"$kvsim" run -q -o "$tmp/h1" --uncertainty 20 "$tmp/w.yaml" --set device="$tmp/dev0.yaml" || bad "host draws: run failed"
+awk -F, '$1 == "tpot_mean_s" { exit !($3 < $2 && $2 < $5) }' "$tmp/h1/uncertainty.csv" && ok ||
+  bad "host draws: no band on tpot_mean_s with the device fixed: $(cat "$tmp/h1/uncertainty.csv")"
+"$kvsim" run -q -o "$tmp/h0" --uncertainty 20 "$tmp/w.yaml" --set device="$tmp/dev0.yaml" --set engine.host_model=false ||
+  bad "host draws: host_model false failed"
+awk -F, '$1 == "tpot_mean_s" { exit !($3 == $2 && $2 == $5) }' "$tmp/h0/uncertainty.csv" && ok ||
+  bad "host draws: a band without a host model or device spread: $(cat "$tmp/h0/uncertainty.csv")"
 
 # The longest context against the KV cache (docs/memory.md "The longest context"): a pool
 # pinned at 1000 tokens, contexts of 2048 (max_context) or 1200 (a request).

@@ -18,7 +18,7 @@
 # is off, as Sarathi's runs had none.
 #
 # usage: configs/engines/chunking-overhead.sh [KVSIM [DEVICE [N_HALF]]]   (default build/src/kvsim,
-#   device a100-80g, vllm's default gemm_half_tokens; DEVICE a profile name or path, N_HALF the
+#   device a100-80g, N_HALF 128 (the ramp this table shows; vllm's default is 0); DEVICE a profile name or path, N_HALF the
 #   gemm_half_tokens of the vllm runs: the what-if runs of docs/engines.md)
 # Exits 1 when a run fails or when vllm does not make 512-token chunks cost more than one
 # whole-prompt step at every prompt length (the effect the engine models).
@@ -27,7 +27,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 kvsim=${1:-$here/../../build/src/kvsim}
 device=${2:-a100-80g}
 case $device in */*) device=$(cd "$(dirname "$device")" && pwd)/$(basename "$device") ;; esac
-nhalf=${3-}
+nhalf=${3-128}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 

@@ -19,28 +19,11 @@
 # usage: configs/fidelity/fit.sh [-k KVSIM] [-c CACHE] [-f FOLD]... [-o OUT] [-p PASSES]
 #   KVSIM default build/src/kvsim; CACHE default build/fidelity-cache (runs kept across calls);
 #   -f fits only the named folds ("all" or a sid) and keeps the others of OUT; OUT default
-#   configs/fidelity/fitted.csv; PASSES (default 2, what fitted.csv holds) the step sizes tried.
+#   configs/fidelity/fitted.csv; PASSES (default 2; fitted.csv holds -p 1) the step sizes tried.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-kvsim=$here/../../build/src/kvsim
-cache=$here/../../build/fidelity-cache
-folds=()
-out=$here/fitted.csv
-passes=2
-while getopts k:c:f:o:p: opt; do
-  case $opt in
-    o) out=$OPTARG ;;
-    p) passes=$OPTARG ;;
-    k) kvsim=$OPTARG ;;
-    c) cache=$OPTARG ;;
-    f) folds+=("$OPTARG") ;;
-    *) echo "usage: $0 [-k KVSIM] [-c CACHE] [-f FOLD]... [-o OUT] [-p PASSES]" >&2; exit 2 ;;
-  esac
-done
-kvsim=$(cd "$(dirname "$kvsim")" && pwd)/$(basename "$kvsim")
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 . "$here/lib.sh"
+fid_options k:c:f:o:p: "$0 [-k KVSIM] [-c CACHE] [-f FOLD]... [-o OUT] [-p PASSES]" "$@"
 fid_init
 
 # objective VALUES SID: the objective over the rows whose sid is not SID

@@ -1,13 +1,45 @@
 # Shared by configs/fidelity/run.sh and fit.sh (sourced): the fidelity rows, the
 # coefficients applied to a workload, and cached runs through run1.sh.
 #
-# Set before sourcing: here (this directory), kvsim, cache (a directory), tmp (scratch).
+# Set before sourcing: here (this directory).  fid_options then sets kvsim, cache and the
+# scripts' options, and tmp (scratch, removed on exit).
 # Files: measured.csv (workload,sid,source,setup,tp,metric,measured,citation; rows of one
 # publication share a sid, the unit of cross-validation), coefficients.csv (key, scale lin|log,
 # lower, upper, initial, unit, scope, source: a --set key of kvsim, or device.perf.KEY written
-# into the device profile; scope an awk regex over "engine=E device=D tp=N model=M " that
-# selects the workloads the coefficient applies to), fitted.csv (fold,key,value: fold "all" is
+# into the device profile, optionally KEY@TAG so that one key has a value per scope; scope an awk
+# regex over fid_init's descriptor that selects the workloads the coefficient applies to), fitted.csv (fold,key,value: fold "all" is
 # the fit to every row, fold S the fit to every row whose sid is not S).
+
+# fid_options SPEC USAGE ARGS...: parses ARGS with getopts SPEC (a subset of k:c:f:o:p:w:s:),
+# prints "usage: USAGE" and exits 2 on a bad option, and sets
+#   kvsim (-k, absolute; default build/src/kvsim), cache (-c; default build/fidelity-cache),
+#   folds (-f, array), out (-o; default fitted.csv), passes (-p; default 2),
+#   only (-w, array), sets (-s, array),
+# and tmp, a scratch directory removed when the script exits.
+fid_options() {
+  local spec=$1 usage=$2 opt OPTIND=1
+  shift 2
+  kvsim=$here/../../build/src/kvsim
+  cache=$here/../../build/fidelity-cache
+  out=$here/fitted.csv
+  passes=2
+  folds=() only=() sets=()
+  while getopts "$spec" opt; do
+    case $opt in
+      k) kvsim=$OPTARG ;;
+      c) cache=$OPTARG ;;
+      f) folds+=("$OPTARG") ;;
+      o) out=$OPTARG ;;
+      p) passes=$OPTARG ;;
+      w) only+=("$OPTARG") ;;
+      s) sets+=("$OPTARG") ;;
+      *) echo "usage: $usage" >&2; exit 2 ;;
+    esac
+  done
+  kvsim=$(cd "$(dirname "$kvsim")" && pwd)/$(basename "$kvsim")
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+}
 
 # A stamp that changes whenever kvsim, a profile or a workload changes: runs are cached in
 # $cache/STAMP/.
@@ -16,7 +48,9 @@ fid_stamp() {
     md5sum | cut -c1-32
 }
 
-# fid_init: the workloads of measured.csv with their descriptors, in $tmp/desc.
+# fid_init: the workloads of measured.csv with their descriptors, in $tmp/desc:
+# "WORKLOAD engine=E version=V device=D tp=N model=M name=WORKLOAD " (V the engine's default
+# version when the workload names none: vllm v1, vllm-v0 legacy, sglang 0.4).
 fid_init() {
   stamp=$(fid_stamp)
   cache=$cache/$stamp
@@ -24,9 +58,14 @@ fid_init() {
   local w
   for w in $(awk -F, 'NR > 1 && !seen[$1]++ { print $1 }' "$here/measured.csv"); do
     [ -f "$here/$w.yaml" ] || { echo "fidelity: $w.yaml: no such workload" >&2; return 1; }
-    awk -v w="$w" '/^engine:/ { e = $2 } /^device:/ { d = $2 } /^model:/ { m = $2 }
+    awk -v w="$w" '/^engine:/ { sub(/ *#.*/, ""); e = $2; v = ""
+        if (e == "{name:") { e = $3; sub(/,$/, "", e); sub(/}$/, "", e)
+          if (match($0, /version: *"?[^",}]+/)) { v = substr($0, RSTART, RLENGTH); sub(/version: *"?/, "", v) } } }
+      /^device:/ { d = $2 } /^model:/ { m = $2 }
       /^  tensor_parallel:/ { t = $2 }
-      END { if (t == "") t = 1; printf "%s engine=%s device=%s tp=%s model=%s \n", w, e, d, t, m }' \
+      END { if (t == "") t = 1
+        if (v == "") v = (e == "vllm-v0") ? "legacy" : (e == "sglang" ? "0.4" : "v1")
+        printf "%s engine=%s version=%s device=%s tp=%s model=%s name=%s \n", w, e, v, d, t, m, w }' \
       "$here/$w.yaml"
   done > "$tmp/desc"
 }
@@ -45,9 +84,9 @@ fid_lines() {
       perf = ""; sets = ""
       for (i = 1; i <= n; i++) {
         if (!(key[i] in v) || d !~ scope[i]) continue
-        val = v[key[i]] unit[i]
-        if (key[i] ~ /^device\.perf\./) perf = perf substr(key[i], 13) "=" val ";"
-        else sets = sets (sets == "" ? "" : " ") key[i] "=" val
+        val = v[key[i]] unit[i]; k = key[i]; sub(/@.*/, "", k)   # KEY@TAG: KEY in a scope of its own
+        if (k ~ /^device\.perf\./) perf = perf substr(k, 13) "=" val ";"
+        else sets = sets (sets == "" ? "" : " ") k "=" val
       }
       printf "%s|%s|%s|%s\n", w, dev, perf, sets }' "$tmp/only" "$vals" "$here/coefficients.csv" "$tmp/desc"
 }

@@ -21,22 +21,9 @@
 # or a metric is missing, 2 on bad usage.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-kvsim=$here/../../build/src/kvsim
-only=()
-sets=()
-while getopts k:w:s: opt; do
-  case $opt in
-    k) kvsim=$OPTARG ;;
-    w) only+=("$OPTARG") ;;
-    s) sets+=("$OPTARG") ;;
-    *) echo "usage: $0 [-k KVSIM] [-w WORKLOAD]... [-s KEY=VALUE]..." >&2; exit 2 ;;
-  esac
-done
-kvsim=$(cd "$(dirname "$kvsim")" && pwd)/$(basename "$kvsim")
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-cache=$tmp/cache
 . "$here/lib.sh"
+fid_options k:w:s: "$0 [-k KVSIM] [-w WORKLOAD]... [-s KEY=VALUE]..." "$@"
+cache=$tmp/cache
 fid_init
 extra=${sets[*]-}
 

@@ -140,6 +140,9 @@ int kv_bands_run(const struct kv_sim_config *cfg, uint32_t n, const double *poin
 		kv_unc_draw(&cfg->device, rng, &c.device);
 		for (j = 0; j < c.n_groups; j++) /* each group's device drawn in turn */
 			kv_unc_draw(&cfg->groups[j].device, rng, &g[j].device);
+		kv_unc_draw_host(&cfg->host, rng, &c.host);
+		for (j = 0; j < c.n_groups; j++) /* one host draw: every group's host coefficients move together */
+			memcpy(g[j].host.unc_z, c.host.unc_z, sizeof(c.host.unc_z));
 		rc = kv_rerun(&c, stop, v + (size_t)k * KV_BAND_METRICS, d);
 	}
 	free(g);
