@@ -21,9 +21,10 @@ cd "$(dirname "$0")/../.."
 # 40 s: the slowest-saturating targets gain little after it.  Measured two at a
 # time on a loaded 2-core machine, libFuzzer's edge coverage (start -> 40 s ->
 # 61 s): workload 919 -> 1024 -> 1037, sweep 782 -> 894 -> 928; the trace targets
-# run 3-5 times as many inputs a second and level off sooner.  60 s cost the CI
-# run 9 x 20 s / 2 = 1.5 minutes more for about 1% (workload) and 4% (sweep) of
-# edges; long runs go by hand (docs/reliability.md).
+# run 3-5 times as many inputs a second and level off sooner.  Nine targets two
+# at a time take five rounds, so 60 s cost the CI run 5 x 20 s = 1.7 minutes more
+# for about 1% (workload) and 4% (sweep) of edges; long runs go by hand
+# (docs/reliability.md).
 secs=${KVSIM_FUZZ_SECONDS:-40}
 jobs=${KVSIM_FUZZ_JOBS:-2}
 build=${KVSIM_FUZZ_BUILD:-build-fuzz}
