@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 /* $KVSIM_TEST_DATA/traces/name (falls back to tests/data). */
@@ -32,6 +33,18 @@ static inline const char *real_trace(const char *name)
 		return NULL;
 	snprintf(buf, sizeof(buf), "%s/%s", dir, name);
 	return stat(buf, &st) == 0 ? buf : NULL;
+}
+
+/*
+ * 1 under valgrind (its preload library is in LD_PRELOAD), else 0.  Suites
+ * whose loops memcheck makes long run fewer repetitions of the same paths
+ * there; the paths stay the same.
+ */
+static inline int under_valgrind(void)
+{
+	const char *pre = getenv("LD_PRELOAD");
+
+	return pre && strstr(pre, "vgpreload");
 }
 
 /* Runs one suite; returns the process status (1 when a test failed). */
