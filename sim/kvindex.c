@@ -308,7 +308,7 @@ static uint32_t narrow(struct kv_kvindex *x, uint64_t key, uint32_t h, uint32_t 
 {
 	uint32_t k = 0, j, e;
 
-	if (x->count[h] < m) {
+	if (x->count[h] <= m) {
 		for (e = x->next[h]; e != NIL; e = x->next[e]) {
 			uint32_t r = x->rep[e];
 
