@@ -34,7 +34,8 @@ charts=(
   "run-one|run.gp|0|A run, one tenant|kvsim run workloads/default.yaml --set outputs.chart=true|Latency CDFs of TTFT, TPOT and end-to-end latency (log x, tics at 1-2-5); KV memory reserved (solid) and holding live tokens (dashed) per replica against the pool's capacity; waiting and running requests per replica on integer tics."
   "run-tenants-slo|run.gp|0|A run with tenants and SLOs|kvsim run workloads/tenants.yaml --set outputs.chart=true --set 'slo={ttft: 5s, ttft_p99: 10s, e2e_p99: 60s}'|Two rows of panels: the run's CDFs with the SLO limits (a per-request limit as a dashed vertical line, a percentile limit as a diamond the curve must pass left of), then per tenant the CDFs (TTFT solid, end-to-end dashed), weighted service (a different dash per tenant) and waiting requests."
   "run-bands|run.gp|0|A run of many replicas|kvsim run workloads/default.yaml --set workload.requests=2000 --set cluster.replicas=12 --set workload.arrival.rate=20 --set outputs.chart=true|Beyond 8 replicas the time series are the min-to-max band and the median across replicas instead of one line each; long runs are averaged in bins, and the panel titles say so."
-  "run-uncertainty|uncertainty.gp|0|A run's uncertainty bands|kvsim run workloads/vllm.yaml --uncertainty 20 --set workload.arrival.rate=2.6 (its uncertainty.png)|Every latency metric's point estimate (dot) and its 5-95% band (box; cross: the median draw) over 20 draws of the step-time coefficients from their fitted intervals, on a log axis; at 94% of capacity the TTFT bands are wide and skewed, the TPOT and E2E ones narrow (docs/metrics.md, \"Uncertainty bands\")."
+  "run-uncertainty|uncertainty.gp|0|A run's uncertainty bands|kvsim run workloads/vllm.yaml --uncertainty 20 --set workload.arrival.rate=2.8 (its uncertainty.png)|Every latency metric's point estimate (dot) and its 5-95% band (box; cross: the median draw) over 20 draws of the step-time coefficients from their fitted intervals, on a log axis; at 95% of capacity the TTFT bands are wide and skewed, the TPOT and E2E ones narrow (docs/metrics.md, \"Uncertainty bands\")."
+  "run-autoscale|autoscale.gp|0|An autoscaled day|kvsim run workloads/autoscale-diurnal.yaml (its autoscale.png)|Replicas active, starting and draining over a simulated day of diurnal load (steps), with the SLO attainment of each decision window on the right axis; GPU-hours in the title (docs/cluster.md, \"Autoscaling\")."
   "sweep-target|sweep.gp|0|A sweep with a capacity target|kvsim sweep workloads/sweep-slo.yaml; kvsim plot out/slo --x cluster.replicas --by workload.arrival.rate|One line per value of the second axis, each point the mean over seeds with min-max bars; the target's condition as a dashed red line and the cheapest configuration meeting it ringed; the x axis in words with its unit."
   "sweep-coincide|sweep.gp|0|A sweep whose lines coincide|kvsim sweep workloads/sweep-capacity.yaml (its default throughput chart)|Each line its own marker, dash and marker size (later lines smaller, drawn over the earlier), so lines that lie on each other both stay visible; the title says which coincide."
   "sweep-load|sweep.gp|0|A sweep over load|kvsim sweep workloads/sweep-sched-rate.yaml (its default TTFT chart)|An axis whose larger value means less load says so in its label (arrival time scale: lower = more load); the legend below the plot, headed by the axis it splits on."
@@ -113,9 +114,11 @@ put run-tenants-slo "$tmp/ten/run.png"
 "$kvsim" run -q workloads/default.yaml -o "$tmp/bands" --set workload.requests=2000 \
   --set cluster.replicas=12 --set workload.arrival.rate=20 --set outputs.chart=true
 put run-bands "$tmp/bands/run.png"
-"$kvsim" run -q workloads/vllm.yaml -o "$tmp/unc" --uncertainty 20 --set workload.arrival.rate=2.6 \
+"$kvsim" run -q workloads/vllm.yaml -o "$tmp/unc" --uncertainty 20 --set workload.arrival.rate=2.8 \
   --set outputs.chart=true 2> /dev/null
 put run-uncertainty "$tmp/unc/uncertainty.png"
+"$kvsim" run -q workloads/autoscale-diurnal.yaml -o "$tmp/as"
+put run-autoscale "$tmp/as/autoscale.png"
 for w in sweep-slo sweep-capacity sweep-sched-rate sweep-cache-context; do
   "$kvsim" sweep "workloads/$w.yaml" -o "$tmp/$w" -q > /dev/null
 done

@@ -215,7 +215,9 @@ pair() {
       pdc=(full chunked shared)
       for ci in 0 1 2; do
         c=${pdc[ci]}
-        cell 0 $ei $si $ci || continue
+        all=0
+        [ "$e/$sc" = vllm-v0/fifo ] || [ "$e/$sc/$c" = vllm/fifo/chunked ] && all=1 # checked below
+        cell $all $ei $si $ci || continue
         echo "pair pd/mt/$e/$sc/$c $mt --set engine=$e --set scheduler.name=$sc --set cache=$c --set cluster.replicas=3 --set cluster.prefill_replicas=1 --set \\'cluster.kv_transfer={bandwidth: 5GB/s, layerwise: true, placement: least-kv}\\'"
       done
     done

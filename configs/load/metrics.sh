@@ -5,9 +5,9 @@
 # ../shared/traces):
 #   load         a Markdown table: per rate, load_share, busy_share and TTFT
 #                p50 and p99 (summary.csv)
-#   warning      the saturation warning kvsim run prints at 2.6 req/s
+#   warning      the saturation warning kvsim run prints at 2.8 req/s
 #   uncertainty  a Markdown table: the p50 and p99 of TTFT, TPOT and E2E at
-#                2.6 req/s with their 5-95% bands over 20 draws
+#                2.8 req/s with their 5-95% bands over 20 draws
 #                (--uncertainty 20, uncertainty.csv)
 # usage: configs/load/metrics.sh KVSIM load|warning|uncertainty
 set -euo pipefail
@@ -47,11 +47,11 @@ load)
       awk -v r="$rate" '{ printf "| %s | %.2f | %.4f | %.3g | %.3g |\n", r, $1, $2, $3, $4 }'
   done ;;
 warning)
-  run 2.6
+  run 2.8
   grep '^kvsim: warning: offered load' "$tmp/err" ||
-    { echo "metrics.sh: no load warning at 2.6 req/s: $(cat "$tmp/err")" >&2; exit 1; } ;;
+    { echo "metrics.sh: no load warning at 2.8 req/s: $(cat "$tmp/err")" >&2; exit 1; } ;;
 uncertainty)
-  run 2.6 --uncertainty 20
+  run 2.8 --uncertainty 20
   echo "| metric | point | p5 | p50 | p95 | draws |"
   echo "|---|---:|---:|---:|---:|---:|"
   for m in ttft_p50_s ttft_p99_s tpot_p50_s tpot_p99_s e2e_p50_s e2e_p99_s; do
