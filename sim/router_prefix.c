@@ -254,55 +254,55 @@ static uint32_t first_other(const struct prefix_load *p, const struct kv_sim *s,
 	return i;
 }
 
+/* The least cost so far: the replica (KV_NIL: none yet) and its cost. */
+struct best {
+	uint32_t r;
+	double cost;
+};
+
+/* Scores replica r for q unless an autoscaler holds it off, starting or draining; keeps the least. */
+static void consider(const struct prefix_load *p, const struct kv_sim *s, const struct kv_req *q,
+		     uint64_t B, uint32_t r, struct best *b)
+{
+	double c;
+
+	if (!kv_rep_routable(s, r))
+		return;
+	c = cost(p, &s->rep[r], q, kv_kvindex_depth(&p->ix, r) * B);
+	if (better(c, r, b->cost, b->r)) {
+		b->r = r;
+		b->cost = c;
+	}
+}
+
 /* The least-cost replica among the candidates and the least-loaded other (tree mode). */
 static uint32_t pick_tree(struct prefix_load *p, struct kv_sim *s, const struct kv_req *q,
 			  uint64_t B, uint32_t nc)
 {
-	uint32_t best = KV_NIL, i, r0;
-	double bc = 0;
+	struct best b = { KV_NIL, 0 };
+	uint32_t i, r0;
 
 	for (i = 0; i < nc; i++)
 		view_up(s, p->cand[i]);
 	/* the other replicas' cost grows with O_r: the least view (or the lowest index) wins among them */
 	r0 = p->outstanding_weight > 0 ? kv_mintree_min(&s->out_tree) : first_other(p, s, 0, s->n_rep);
-	if (r0 < s->n_rep) {
-		best = r0;
-		bc = cost(p, &s->rep[r0], q, kv_kvindex_depth(&p->ix, r0) * B);
-	}
-	for (i = 0; i < nc; i++) {
-		uint32_t r = p->cand[i];
-		double c;
-
-		if (!kv_rep_routable(s, r)) /* autoscaled off, starting or draining */
-			continue;
-		c = cost(p, &s->rep[r], q, kv_kvindex_depth(&p->ix, r) * B);
-		if (better(c, r, bc, best)) {
-			best = r;
-			bc = c;
-		}
-	}
-	return best;
+	if (r0 < s->n_rep)
+		consider(p, s, q, B, r0, &b);
+	for (i = 0; i < nc; i++)
+		consider(p, s, q, B, p->cand[i], &b);
+	return b.r;
 }
 
 /* The least-cost replica of [lo, hi), read one by one. */
 static uint32_t pick_scan(struct prefix_load *p, struct kv_sim *s, const struct kv_req *q,
 			  uint64_t B, uint32_t lo, uint32_t hi)
 {
-	uint32_t best = KV_NIL, r;
-	double bc = 0;
+	struct best b = { KV_NIL, 0 };
+	uint32_t r;
 
-	for (r = lo; r < hi; r++) {
-		double c;
-
-		if (!kv_rep_routable(s, r))
-			continue;
-		c = cost(p, &s->rep[r], q, kv_kvindex_depth(&p->ix, r) * B);
-		if (better(c, r, bc, best)) {
-			best = r;
-			bc = c;
-		}
-	}
-	return best;
+	for (r = lo; r < hi; r++)
+		consider(p, s, q, B, r, &b);
+	return b.r;
 }
 
 /*
