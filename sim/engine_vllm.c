@@ -215,6 +215,9 @@ const struct kv_engine_ops kv_engine_vllm = {
 
 struct vllm_v0 {
 	struct kv__engine_base base; /* only the front end's cost and embed_lookup are used */
+	/* state: multi-step scheduling (num_scheduler_steps = n > 1) */
+	uint64_t pass_pos; /* decode steps of the current pass already formed, mod n; 0: a pass boundary */
+	uint64_t pass_gated; /* formations that refused waiting requests mid-pass (statistics, tests) */
 };
 
 /*
@@ -251,6 +254,78 @@ static int vllm_v0_init(void *priv, struct kv_replica *r, struct kv_diag *d)
 	return 0;
 }
 
+/*
+ * Multi-step scheduling (vLLM 0.6, --num-scheduler-steps n; docs/host-model.md):
+ * the scheduler runs once per pass and the workers run the pass's n decode
+ * steps from that one output, so a request that arrives mid-pass waits for the
+ * pass to end (vllm/engine/llm_engine.py step(): a new SchedulerOutput only
+ * when the cached one has no steps left; the vLLM 0.6.0 release post,
+ * "Multi-step scheduling").  A step with prefill runs alone as a pass of one
+ * step (multi-step prefill was not supported in 0.6.0).  pass_pos counts the
+ * decode steps formed in the current pass, mod n: a formation with requests
+ * running is refused admission unless pass_pos is 0.  Inert with n = 1.
+ */
+static uint64_t v0_steps(const struct vllm_v0 *v)
+{
+	return v->base.sched_steps > 1 ? v->base.sched_steps : 1;
+}
+
+static void vllm_v0_step(void *priv, struct kv_replica *r, int again)
+{
+	struct vllm_v0 *v = priv;
+
+	(void)again;
+	if (v->pass_pos && r->n_running) {
+		r->step_flags |= KV_STEP_NO_ADMIT;
+		if (r->sched->waiting(r->sched_priv))
+			v->pass_gated++;
+	}
+}
+
+static int vllm_v0_formed(void *priv, struct kv_replica *r)
+{
+	struct vllm_v0 *v = priv;
+
+	if (r->n_batch == 0)
+		return 0; /* nothing ran: the pass does not advance */
+	v->pass_pos = r->shape.n_prefill_tokens ? 0 : (v->pass_pos + 1) % v0_steps(v);
+	return 0;
+}
+
+/*
+ * The formations at t[1..] of a macro step repeat the decode batch while the
+ * pass lasts: with requests waiting, up to the next boundary (pass_pos 0 after
+ * t[0]'s formed(): the next formation is one); with none waiting, the batch
+ * repeats whatever the pass position (an arrival ends the macro step).
+ */
+static uint32_t vllm_v0_macro_steps(void *priv, struct kv_replica *r, uint32_t K)
+{
+	const struct vllm_v0 *v = priv;
+	uint64_t n = v0_steps(v), left;
+
+	if (n == 1 || r->sched->waiting(r->sched_priv) == 0)
+		return K;
+	left = v->pass_pos ? n - v->pass_pos + 1 : 1;
+	return (uint32_t)KV_MIN((uint64_t)K, left);
+}
+
+static void vllm_v0_macro_apply(void *priv, struct kv_replica *r, uint32_t n)
+{
+	struct vllm_v0 *v = priv;
+	uint64_t steps = v0_steps(v), i;
+
+	for (i = 0; i < n; i++) { /* each formation: step() then formed() of a decode batch */
+		if (v->pass_pos && r->n_running && r->sched->waiting(r->sched_priv))
+			v->pass_gated++;
+		v->pass_pos = (v->pass_pos + 1) % steps;
+	}
+}
+
+uint64_t kv_engine_vllm_v0_pass_gated(const void *priv)
+{
+	return ((const struct vllm_v0 *)priv)->pass_gated;
+}
+
 /* The embedding model only: V0 has no GEMM ramp. */
 static void vllm_v0_perf(const void *priv, struct kv_perf *pf)
 {
@@ -262,11 +337,15 @@ static void vllm_v0_perf(const void *priv, struct kv_perf *pf)
 
 const struct kv_engine_ops kv_engine_vllm_v0 = {
 	.name = "vllm-v0",
-	.flags = KV_PLUGIN_F_MACRO_STEPS, /* no step, formed or admit hook */
+	.flags = KV_PLUGIN_F_MACRO_STEPS, /* no admit hook; step and formed keep the multi-step pass */
 	.desc = "vLLM V0 (kvsim before engines): admission reserves the whole prefill; the configured cache model as is; no GEMM ramp",
 	.priv_size = sizeof(struct vllm_v0),
 	.options = vllm_v0_options,
 	.versions = vllm_v0_versions,
 	.init = vllm_v0_init,
 	.perf = vllm_v0_perf,
+	.step = vllm_v0_step,
+	.formed = vllm_v0_formed,
+	.macro_steps = vllm_v0_macro_steps,
+	.macro_apply = vllm_v0_macro_apply,
 };

@@ -91,6 +91,8 @@ double kv_engine_sglang_ratio(const void *priv);
 uint64_t kv_engine_sglang_retractions(const void *priv);
 /* vllm's steps that closed admission after an older victim (the progress guard; priv: r->eng_priv). */
 uint64_t kv_engine_vllm_closures(const void *priv);
+/* vllm-v0's formations that kept waiting requests out mid-pass (multi-step scheduling; priv: r->eng_priv). */
+uint64_t kv_engine_vllm_v0_pass_gated(const void *priv);
 
 /* Waiting requests an async engine's formations did not see yet (serving_impl.h kv__engine_lagged; priv: r->eng_priv of vllm or sglang). */
 uint64_t kv_engine_lagged(const void *priv);

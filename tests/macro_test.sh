@@ -42,7 +42,9 @@
 #   - prefill/decode disaggregation: tests/data/macro/tenants.yaml on 1
 #     prefill + 2 decode replicas over 5 GB/s layer-wise links under every
 #     engine and scheduler with full, chunked and shared, and
-#     bench/million.yaml saturated on 2 + 2 sharing one 2 GB/s link.
+#     bench/million.yaml saturated on 2 + 2 sharing one 2 GB/s link;
+#   - vLLM 0.6's multi-step scheduling: configs/fidelity's vLLM 0.6.0 rows
+#     (num_scheduler_steps 10), and n = 4 under every scheduler.
 # That is the full matrix (--full; `meson test --suite slow macro-full`).  By
 # default (the e2e test `macro`) a covering subset runs instead, so that the
 # test costs a third as much: workloads/default.yaml and the Azure
@@ -278,6 +280,14 @@ pair() {
   for e in "${engines[@]}"; do # a heterogeneous fleet, weight auto, one group's engine varied
     echo "pair hetero/$e $src/workloads/hetero.yaml --set workload.requests=600 --set workload.arrival.rate=60 --set cluster.groups[1].engine=$e"
   done
+  # vLLM 0.6's multi-step scheduling (engine_vllm.c: waiting requests wait for the pass to end):
+  # the fidelity rows that run it, at their rates and offline, and at n = 4 under every scheduler
+  for w in "$src"/configs/fidelity/sglang060-vllm-*.yaml; do
+    echo "pair ms/$(basename "$w" .yaml) $w --set workload.requests=600"
+  done
+  for sc in "${scheds[@]}"; do
+    echo "pair ms/sched/$sc $src/configs/fidelity/sglang060-vllm-8b-a100-r8.yaml --set workload.requests=600 --set engine.num_scheduler_steps=4 --set scheduler.name=$sc"
+  done
 } > "$tmp/jobs"
 
 export -f pair
@@ -306,7 +316,7 @@ for l in msat_vllm-v0_chunked msat_vllm_chunked msat_sglang_full msat_sglang_chu
          t_AzureLLMInferenceTrace_conv_csv_sglang_fifo_full w_default_vllm-v0_fifo_quantized \
          w_default_vllm-v0_fifo_sparse win_vllm-v0_full win_vllm-v0_chunked win_vllm-v0_quantized \
          win_vllm-v0_sparse win_sglang_shared off_false off_true off_mt_false off_mt_true \
-         pd_mt_vllm-v0_fifo_full pd_mt_vllm_fifo_chunked pd_msat_vllm-v0; do
+         pd_mt_vllm-v0_fifo_full pd_mt_vllm_fifo_chunked pd_msat_vllm-v0 ms_sglang060-vllm-8b-a100-r8; do
   read -r st ev < "$tmp/r/$l"
   [ "$st" -gt 0 ] || { echo "macro: no macro steps in $l" >&2; exit 1; }
 done

@@ -445,6 +445,37 @@ START_TEST(async_sees_arrivals_one_step_late)
 END_TEST
 
 /*
+ * vLLM 0.6's multi-step scheduling (num_scheduler_steps n): the scheduler
+ * runs once per pass of n decode steps, so a request that arrives mid-pass
+ * waits for the pass to end; a step with prefill is a pass of its own.  W
+ * arrives at an idle replica at t = 0 (step 1, its prefill; its decode
+ * passes start at steps 2, 2 + n, ...); A arrives later, during step k1
+ * (n = 1: admitted at step k1 + 1).  With n = 4 A is admitted at the first
+ * pass boundary at or after k1 + 1.
+ */
+START_TEST(vllm_v0_multistep_admits_between_passes)
+{
+	struct steps one, four;
+	uint64_t k, want;
+
+	steps_run(BASE "engine: {name: vllm-v0}\nbatching: {max_tokens: 512, max_seqs: 8}\n",
+		  "0,1,40\n0.025,20,5\n", &one);
+	steps_run(BASE "engine: {name: vllm-v0, num_scheduler_steps: 4}\n"
+		       "batching: {max_tokens: 512, max_seqs: 8}\n",
+		  "0,1,40\n0.025,20,5\n", &four);
+	ck_assert_uint_eq(one.admit[0], 1);
+	ck_assert_uint_eq(four.admit[0], 1);
+	k = one.admit[1];
+	ck_assert_msg(k > 2 && (k - 2) % 4 != 0, "A admitted at step %llu: not mid-pass",
+		      (unsigned long long)k);
+	for (want = 2; want < k; want += 4)
+		;
+	ck_assert_uint_eq(four.admit[1], want);
+	ck_assert_uint_eq(four.finish[0] > 0, 1);
+}
+END_TEST
+
+/*
  * The progress guard: under fifo the victim is always the newest and the
  * guard never closes; under drf (victims by dominant share, two tenants of
  * different weights) an older request is preempted and admission closes, and
@@ -539,6 +570,7 @@ static Suite *engines_suite(void)
 	tcase_add_test(tc, sglang_steps_by_hand);
 	tcase_add_test(tc, vllm_progress_guard);
 	tcase_add_test(tc, async_sees_arrivals_one_step_late);
+	tcase_add_test(tc, vllm_v0_multistep_admits_between_passes);
 	tcase_add_test(tc, vllm_alone_restarts_in_empty_pool);
 	suite_add_tcase(s, tc);
 	return s;

@@ -80,7 +80,7 @@ fid_lines() {
     FILENAME == ARGV[3] { if (FNR > 1) { split($0, f, ","); n++
         key[n] = f[1]; unit[n] = f[6]; scope[n] = f[7] } next }
     nonly && !($1 in only) { next }
-    { w = $1; d = substr($0, length(w) + 2); split(d, p, "[ =]"); dev = p[4]
+    { w = $1; d = substr($0, length(w) + 2); split(d, p, "[ =]"); dev = p[6]   # "engine E version V device D ..."
       perf = ""; sets = ""
       for (i = 1; i <= n; i++) {
         if (!(key[i] in v) || d !~ scope[i]) continue
