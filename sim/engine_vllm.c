@@ -214,7 +214,7 @@ const struct kv_engine_ops kv_engine_vllm = {
 };
 
 struct vllm_v0 {
-	struct kv__engine_base base; /* only the front end's cost and embed_lookup are used */
+	struct kv__engine_base base; /* the front end's cost, embed_lookup and worker_sync are used */
 	/* state: multi-step scheduling (num_scheduler_steps = n > 1) */
 	uint64_t pass_pos; /* decode steps of the current pass already formed, mod n; 0: a pass boundary */
 	uint64_t pass_gated; /* formations that refused waiting requests mid-pass (statistics, tests) */
@@ -241,6 +241,9 @@ static const struct kv_host_version vllm_v0_versions[] = {
 static const struct kv_option vllm_v0_options[] = {
 	KV__ENGINE_FRONTEND_OPTION(struct vllm_v0, 0, 1, 1969000, "1.969 ms: 4 uvicorn workers / 2031 req/s (FastAPI hello world, wrk: gist patx/1269e389); configs/fidelity/fit.sh on 2026-12-02 fits 31.6 ms to vLLM 0.3-0.6 at light load, a latency rather than API-server time (docs/fidelity.md)"), /* V0 detokenises in the engine process */
 	KV__ENGINE_EMBED_OPTION(struct vllm_v0),
+	{ .name = "worker_sync", .type = KV_OPT_NS, .offset = offsetof(struct vllm_v0, base.worker_sync_ns),
+	  .def = 0, .min = 0, .max = 1e9, .units = "ns",
+	  .help = "per-step host cost of driving the TP/PP workers (multi-GPU replicas): V0's driver broadcasts each step's inputs to its workers (broadcast_tensor_dict) before the forward pass; 0 (docs/fidelity.md fits it)" },
 	KV__ENGINE_HOST_OPTIONS(struct vllm_v0, vllm_v0_version_names, 0),
 	{ .name = NULL },
 };
@@ -326,12 +329,14 @@ uint64_t kv_engine_vllm_v0_pass_gated(const void *priv)
 	return ((const struct vllm_v0 *)priv)->pass_gated;
 }
 
-/* The embedding model only: V0 has no GEMM ramp. */
+/* The embedding model and the workers' per-step cost: V0 has no GEMM ramp. */
 static void vllm_v0_perf(const void *priv, struct kv_perf *pf)
 {
 	const struct vllm_v0 *v = priv;
 
 	kv_perf_set_embed_lookup(pf, v->base.embed_lookup);
+	/* the workers' per-step cost, a host term (host.h), as kv_perf_set_comm sets it; the all-reduce as it is */
+	pf->host.worker_sync_ns = pf->tp * pf->pp > 1 ? (double)v->base.worker_sync_ns : 0.0;
 	kv__engine_host_perf(&v->base, &vllm_v0_versions[v->base.version], pf);
 }
 

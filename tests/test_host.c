@@ -346,6 +346,29 @@ START_TEST(engine_versions)
 }
 END_TEST
 
+/*
+ * vllm-v0's worker_sync: the per-step cost of driving the workers, charged
+ * on multi-GPU replicas only, with the host model on (c + w + g) or off
+ * (legacy: g + w); 0 by default.
+ */
+START_TEST(v0_worker_sync)
+{
+	static const char tp2[] = "cluster: {tensor_parallel: 2}\n";
+	struct kv_host h;
+
+	h = resolved("{name: vllm-v0, version: \"0.5\", worker_sync: 3ms}", tp2);
+	ck_assert(h.on);
+	ck_near(h.worker_sync_ns, 3e6);
+	h = resolved("{name: vllm-v0, worker_sync: 3ms}", tp2);
+	ck_assert(!h.on);
+	ck_near(h.worker_sync_ns, 3e6);
+	h = resolved("{name: vllm-v0, version: \"0.5\", worker_sync: 3ms}", "");
+	ck_near(h.worker_sync_ns, 0);
+	h = resolved("{name: vllm-v0, version: \"0.5\"}", tp2);
+	ck_near(h.worker_sync_ns, 0);
+}
+END_TEST
+
 /* An option beats the host profile, which beats the version's default over cpu_speed. */
 START_TEST(coefficient_precedence)
 {
@@ -400,6 +423,7 @@ static Suite *host_suite(void)
 	tcase_add_test(tc, host_profile_load);
 	tcase_add_test(tc, engine_versions);
 	tcase_add_test(tc, coefficient_precedence);
+	tcase_add_test(tc, v0_worker_sync);
 	tcase_add_test(tc, device_default_host);
 	suite_add_tcase(s, tc);
 	return s;
