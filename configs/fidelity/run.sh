@@ -8,7 +8,10 @@
 #  - with the stock device and engine profiles ("stock": nothing fitted to these rows);
 #  - cross-validated ("CV", the headline): with the coefficients of coefficients.csv as fitted
 #    to every row of the other sources (fitted.csv, fold = the row's sid; fit.sh wrote it);
-#  - in sample: with the coefficients fitted to every row (fold "all"), shown beside CV.
+#  - in sample: with the coefficients fitted to every row (fold "all"), shown beside CV;
+#  - the same rows under each vLLM engine at its defaults, stock profiles: the workload's engine
+#    renamed `vllm` (version v1: kvsim's default engine) and `vllm-v0` (version legacy), its other
+#    engine options kept (so that the default engine is compared with vllm-v0 on every row).
 # The signed error kvsim / measured - 1 of each is printed.  Targets (issue 23), on every row:
 # dense models at TP 1 within 15% (TPOT and ITL 10%), TP 2 to 8 and MoE models (setup marked
 # "(MoE)") within 20%.  Checked on the statistic the source gives (mean or median; e2e_max,
@@ -27,10 +30,11 @@ cache=$tmp/cache
 fid_init
 extra=${sets[*]-}
 
-# lines TAG VALUES WORKLOAD...: run1.sh lines tagged "TAG " (the -s sets appended)
+# lines TAG VALUES WORKLOAD...: run1.sh lines tagged "TAG " (the -s sets and $more appended)
 lines() {
-  local tag=$1 vals=$2; shift 2
-  fid_lines "$vals" "$@" | awk -v t="$tag" -v x="$extra" '{
+  local tag=$1 vals=$2 x=$extra; shift 2
+  [ -n "${more-}" ] && x="${x:+$x }$more"
+  fid_lines "$vals" "$@" | awk -v t="$tag" -v x="$x" '{
     if (x != "") { n = split($0, f, "|"); $0 = f[1] "|" f[2] "|" f[3] "|" f[4] (f[4] == "" ? "" : " ") x }
     print t, $0 }'
 }
@@ -53,6 +57,10 @@ for s in $(awk -F, 'NR > 1 && !seen[$2]++ { print $2 }' "$here/measured.csv"); d
   # shellcheck disable=SC2086
   lines cv "$tmp/v.$s" $sw >> "$tmp/tagged"
 done
+# shellcheck disable=SC2086
+more="engine.name=vllm engine.version=v1" lines ev1 "$tmp/empty" $ws >> "$tmp/tagged"
+# shellcheck disable=SC2086
+more="engine.name=vllm-v0 engine.version=legacy" lines ev0 "$tmp/empty" $ws >> "$tmp/tagged"
 cut -d' ' -f2- "$tmp/tagged" > "$tmp/lines"
 fid_run "$tmp/lines"
 : > "$tmp/metrics"
@@ -61,8 +69,8 @@ while read -r tag line; do
   fid_metrics "$tmp/one" | sed "s/^/$tag /" >> "$tmp/metrics"
 done < "$tmp/tagged"
 
-printf '| source | setup | TP | metric | measured | stock | error | CV | error | in-sample error | target (CV) |\n'
-printf '|---|---|---|---|---:|---:|---:|---:|---:|---:|---|\n'
+printf '| source | setup | TP | metric | measured | stock | error | CV | error | in-sample error | target (CV) | vllm | vllm-v0 |\n'
+printf '|---|---|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|\n'
 awk -F, '
   function num(v) { return v >= 10000 ? sprintf("%.0f", v) : sprintf("%.4g", v) }
   function err(k, m) { return 100 * (k / m - 1) }
@@ -72,21 +80,22 @@ awk -F, '
   FNR == 1 { next }
   !($1 in seen) { next }   # workload not selected
   {
-    for (t = 1; t <= 3; t++) { tag = t == 1 ? "stock" : (t == 2 ? "cv" : "insample")
+    for (t = 1; t <= 5; t++) { tag = t == 1 ? "stock" : (t == 2 ? "cv" : (t == 3 ? "insample" : (t == 4 ? "ev1" : "ev0")))
       key = tag " " $1 " " $6
       if (!(key in got)) { printf "fidelity: %s (%s): no metric %s\n", $1, tag, $6 > "/dev/stderr"; bad = 1; next }
       k[t] = got[key]; e[t] = err(k[t], $7) }
     m = $7
     unit = ($6 ~ /^(ttft|tpot|itl|e2e)_/) ? " ms" : ($6 == "req_s" ? " req/s" : " tok/s")
     tol = ($4 ~ /\(MoE\)/ || $5 >= 2) ? 20 : ($6 ~ /^(tpot|itl)_/ ? 10 : 15)
-    n++; met[1] += within(e[1], tol); met[2] += within(e[2], tol); met[3] += within(e[3], tol)
+    n++; for (t = 1; t <= 5; t++) met[t] += within(e[t], tol)
     cls = ($4 ~ /\(MoE\)/) ? "MoE" : ($5 >= 2 ? "dense TP 2-8" : "dense TP 1")
     cn[cls]++; cm1[cls] += within(e[1], tol); cm2[cls] += within(e[2], tol)
     worst[n] = (e[2] < 0 ? -e[2] : e[2]); wtxt[n] = sprintf("%s, %s, %s: %+.1f%%", $1, $6, $3, e[2])
-    for (t = 1; t <= 3; t++) abse[t] += e[t] < 0 ? -e[t] : e[t]
+    for (t = 1; t <= 5; t++) abse[t] += e[t] < 0 ? -e[t] : e[t]
+    if ($6 ~ /^e2e_/) { ne2e++; for (t = 4; t <= 5; t++) ae2e[t] += e[t] < 0 ? -e[t] : e[t] }
     if (!($2 in src)) { src[$2] = 1; ns++ }
-    printf "| %s | %s | %s | %s | %s%s | %s%s | %+.1f%% | %s%s | %+.1f%% | %+.1f%% | %s (%d%%) |\n", $3, $4, $5, $6,
-      num(m), unit, num(k[1]), unit, e[1], num(k[2]), unit, e[2], e[3], within(e[2], tol) ? "met" : "missed", tol
+    printf "| %s | %s | %s | %s | %s%s | %s%s | %+.1f%% | %s%s | %+.1f%% | %+.1f%% | %s (%d%%) | %+.1f%% | %+.1f%% |\n", $3, $4, $5, $6,
+      num(m), unit, num(k[1]), unit, e[1], num(k[2]), unit, e[2], e[3], within(e[2], tol) ? "met" : "missed", tol, e[4], e[5]
   }
   END {
     if (n) {
@@ -94,6 +103,8 @@ awk -F, '
         n, ns, met[1], 100 * met[1] / n, met[2], 100 * met[2] / n, met[3], 100 * met[3] / n
       printf "Mean |error|: stock %.1f%%, cross-validated %.1f%%, in sample %.1f%%.\n",
         abse[1] / n, abse[2] / n, abse[3] / n
+      printf "Same rows, each engine at its defaults (stock): vllm (V1) met %d (%.0f%%), mean |error| %.1f%% (E2E rows %.1f%%); vllm-v0 (legacy) met %d (%.0f%%), mean |error| %.1f%% (E2E rows %.1f%%).\n",
+        met[4], 100 * met[4] / n, abse[4] / n, ne2e ? ae2e[4] / ne2e : 0, met[5], 100 * met[5] / n, abse[5] / n, ne2e ? ae2e[5] / ne2e : 0
       split("dense TP 1|dense TP 2-8|MoE", cl, "|")
       for (c = 1; c <= 3; c++) if (cn[cl[c]])
         printf "%s: %d rows, met stock %d, cross-validated %d.\n", cl[c], cn[cl[c]], cm1[cl[c]], cm2[cl[c]]
