@@ -38,6 +38,8 @@ struct fr_args {
 	int max_evals_opt; /* --max-evals N as parsed */
 	int quiet, validate, progress;
 	int multi; /* --multi-start: screen a grid of starts, descend from the best few */
+	int fit_host; /* --fit-host: fit the host's terms with the device's */
+	int host_only; /* --host-only: the host's terms alone, the device held (fit_host 2) */
 	int evals_set; /* --max-evals given */
 	struct kv_cli_sets set; /* --set, into sets[] */
 };
@@ -114,6 +116,13 @@ static int parse_calibrate(int argc, char **argv, struct fr_args *a)
 		{ .name = "multi-start", .kind = KV_CLI_FLAG, .dst = &a->multi,
 		  .help = "also screen 62 starts around WORKLOAD's device and\n"
 			  "descend from the 6 best; the lowest cost is kept" },
+		{ .name = "fit-host", .kind = KV_CLI_FLAG, .dst = &a->fit_host,
+		  .help = "also fit the engine's host terms (sched, sched_seq,\n"
+			  "prep_token, sample; the others folded in) and write\n"
+			  "them as a host profile, PATH's stem plus -host.yaml" },
+		{ .name = "host-only", .kind = KV_CLI_FLAG, .dst = &a->host_only,
+		  .help = "with --fit-host: fit the host terms alone, the device\n"
+			  "held at WORKLOAD's (one calibrated on its backend)" },
 		{ .name = "set", .kind = KV_CLI_SET, .dst = &a->set, .max = MAX_SETS, .arg = "K=V",
 		  .help = "override a workload key, as in `kvsim run`; repeatable" },
 		{ .name = "quiet", .kind = KV_CLI_FLAG, .dst = &a->quiet, .help = "no progress or table" },
@@ -234,7 +243,7 @@ static int same_file(const char *a, const char *b)
  */
 static int clobbers_input(const struct fr_args *a, const char *out)
 {
-	char stem[KV_PATH_MAX], side[3][KV_PATH_MAX + 32];
+	char stem[KV_PATH_MAX], side[4][KV_PATH_MAX + 32];
 	const char *in[2] = { a->run, a->settings };
 	int i, k;
 
@@ -242,7 +251,8 @@ static int clobbers_input(const struct fr_args *a, const char *out)
 	snprintf(side[0], sizeof(side[0]), "%s", out);
 	snprintf(side[1], sizeof(side[1]), "%s-fit.csv", stem);
 	snprintf(side[2], sizeof(side[2]), "%s-holdout.csv", stem);
-	for (i = 0; i < (a->validate ? 1 : 3); i++) {
+	snprintf(side[3], sizeof(side[3]), "%s-host.yaml", stem);
+	for (i = 0; i < (a->validate ? 1 : a->fit_host ? 4 : 3); i++) {
 		struct kv_diag d;
 
 		if (kv_atomic_check(side[i], &d)) {
@@ -385,13 +395,13 @@ int kv_cmd_validate_from_run(int argc, char **argv)
 
 /* ---- calibrate --from-run ---- */
 
-/* Human units of coefficient k: eff as a share, overhead in ms, per_seq in us. */
+/* Human units of coefficient k: eff as a share, fixed terms (overhead, sched) in ms, the rest in us. */
 static double shown(int k, double v)
 {
-	return k == KV_RFIT_OVERHEAD ? v * 1e-6 : k == KV_RFIT_PER_SEQ ? v * 1e-3 : v;
+	return k == KV_RFIT_OVERHEAD || k == KV_RFIT_SCHED ? v * 1e-6 : k >= KV_RFIT_PER_SEQ ? v * 1e-3 : v;
 }
 
-static const char *const shown_unit[KV_RFIT_N] = { "", "", "ms", "us" };
+static const char *const shown_unit[KV_RFIT_N] = { "", "", "ms", "us", "ms", "us", "us", "us" };
 
 static int write_fit_csv(const char *path, const struct kv_run_fit *f, size_t n_fit)
 {
@@ -404,7 +414,7 @@ static int write_fit_csv(const char *path, const struct kv_run_fit *f, size_t n_
 		return 1;
 	}
 	fprintf(a.f, "key,start,value,ci95_lo,ci95_hi,unit\n");
-	for (k = 0; k < KV_RFIT_N; k++)
+	for (k = f->k0; k < f->k0 + f->np; k++)
 		fprintf(a.f, "%s,%.9g,%.9g,%.9g,%.9g,%s\n", kv_run_fit_name[k], shown(k, f->start[k]),
 			shown(k, f->val[k]), shown(k, f->lo[k]), shown(k, f->hi[k]),
 			shown_unit[k][0] ? shown_unit[k] : "share");
@@ -423,7 +433,7 @@ static void print_fit(const struct kv_run_fit *f)
 	int k;
 
 	printf("  %-10s %12s %12s   %s\n", "coefficient", "start", "fitted", "95% interval");
-	for (k = 0; k < KV_RFIT_N; k++)
+	for (k = f->k0; k < f->k0 + f->np; k++)
 		printf("  %-10s %10.4g%-2s %10.4g%-2s   [%.4g, %.4g]\n", kv_run_fit_name[k],
 		       shown(k, f->start[k]), shown_unit[k], shown(k, f->val[k]), shown_unit[k],
 		       shown(k, f->lo[k]), shown(k, f->hi[k]));
@@ -443,6 +453,44 @@ static void print_compare(const struct kv_run_score *s0, const struct kv_run_sco
 			       kv_run_score_err(s1, k, s));
 	if (s1->n_missing)
 		printf("  %zu held-out requests did not complete in the fitted replay\n", s1->n_missing);
+}
+
+/* PATH's stem, for messages (a static buffer). */
+static const char *fit_stem(const char *path)
+{
+	static char stem[KV_PATH_MAX];
+
+	kv_calib_stem(path, stem, sizeof(stem));
+	return stem;
+}
+
+/* --fit-host: the host profile STEM-host.yaml; 0 or a code with d filled. */
+static int write_host(const char *stem, const struct fr_args *a, const struct kv_workload *w,
+		      const struct kv_run *run, struct kv_run_fit *f, size_t n_fit,
+		      const char *date, struct kv_diag *d)
+{
+	char p[KV_PATH_MAX + 32], *hdr;
+	int rc, k;
+
+	snprintf(p, sizeof(p), "%s-host.yaml", stem);
+	snprintf(f->host.name, sizeof(f->host.name), "%.48s-fromrun",
+		 w->cfg.host.name[0] ? w->cfg.host.name : "host");
+	hdr = kv_xasprintf("Fitted by `kvsim calibrate --from-run %s %s --fit-host` on %s:\n"
+			   "the host terms of engine %s (CPU and GPU combined: %s) fitted with the\n"
+			   "device's to the first %zu of %zu requests; prep_seq, block, hash and detok\n"
+			   "are folded into sched_seq, prep_token (at N / B) and sample.  95%% intervals:",
+			   run->path, a->settings, date,
+			   w->cfg.engine ? w->cfg.engine->name : "vllm-v0", f->host_mode, n_fit, run->n);
+	for (k = KV_RFIT_DEV_N; k < KV_RFIT_N; k++) {
+		char *more = kv_xasprintf("%s\n%s [%.6g, %.6g] ns", hdr, kv_run_fit_name[k], f->lo[k],
+					  f->hi[k]);
+
+		free(hdr);
+		hdr = more;
+	}
+	rc = kv_run_write_host(p, &f->host, hdr, d);
+	free(hdr);
+	return rc;
 }
 
 /* The profile and its two CSVs; 0 or the exit status. */
@@ -475,6 +523,8 @@ static int write_outputs(const char *path, const struct fr_args *a, const struct
 			   shown(2, f->hi[2]), shown(3, f->lo[3]), shown(3, f->hi[3]), a->settings);
 	rc = kv_run_write_profile(path, &f->dev, hdr, &d);
 	free(hdr);
+	if (!rc && a->fit_host)
+		rc = write_host(stem, a, w, run, f, n_fit, date, &d);
 	if (rc) {
 		kv_diag_print(&d, stderr);
 		return 1;
@@ -528,10 +578,19 @@ int kv_cmd_calibrate_from_run(int argc, char **argv)
 		return fr_end(&c, 2);
 	}
 	start = c.w.cfg.device;
-	if ((rc = kv_run_fit(&c.rp, &start, n_fit, c.a.max_evals, c.a.multi, &fit, &d)))
+	if (c.a.host_only && !c.a.fit_host) {
+		fprintf(stderr, "kvsim: calibrate: --host-only: expected it with --fit-host\n");
+		return fr_end(&c, 2);
+	}
+	if ((rc = kv_run_fit(&c.rp, &start, n_fit, c.a.max_evals, c.a.multi,
+			     c.a.fit_host ? 1 + c.a.host_only : 0, &fit, &d)))
 		return fr_end(&c, failed(&d, rc == KV_ERANGE ? 1 : 2));
-	if (n_fit < c.run.n && ((status = score(&c.rp, &start, n_fit, &s0)) ||
-				(status = score(&c.rp, &fit.dev, n_fit, &s1))))
+	/* the start host is the settings' again (kv_run_fit); the fitted one scores the fit */
+	if (n_fit < c.run.n && (status = score(&c.rp, &start, n_fit, &s0)))
+		return fr_end(&c, status);
+	if (c.a.fit_host)
+		c.w.cfg.host = fit.host;
+	if (n_fit < c.run.n && (status = score(&c.rp, &fit.dev, n_fit, &s1)))
 		return fr_end(&c, status);
 	if ((status = write_outputs(path, &c.a, &c.w, &c.run, &fit, n_fit,
 				    n_fit < c.run.n ? &s0 : NULL, &s1)))
@@ -545,6 +604,10 @@ int kv_cmd_calibrate_from_run(int argc, char **argv)
 		       fit.n_res, fit.evals, fit.iters, fit.why, sqrt(fit.cost0 / (double)fit.n_res),
 		       sqrt(fit.cost / (double)fit.n_res));
 		print_fit(&fit);
+		if (c.a.fit_host)
+			printf("  host terms fitted with CPU and GPU combined as the engine does (%s);\n"
+			       "  prep_seq, block, hash and detok are folded into sched_seq, prep_token\n"
+			       "  and sample, and written as 0\n", fit.host_mode);
 		if (n_fit < c.run.n) {
 			printf("held out: requests %zu-%zu\n", n_fit + 1, c.run.n);
 			print_compare(&s0, &s1);
@@ -552,6 +615,8 @@ int kv_cmd_calibrate_from_run(int argc, char **argv)
 			printf("held out: none (--holdout 0): no error to report that the fit did not see\n");
 		}
 		printf("profile: %s\n", path);
+		if (c.a.fit_host)
+			printf("host profile: %s-host.yaml (kvsim run --set host=...)\n", fit_stem(path));
 	}
 	return fr_end(&c, 0);
 }

@@ -196,4 +196,51 @@ stop() { # signal, expected exit status, expected message ("" for none)
 stop TERM 143 "interrupted by SIGTERM while replaying; no output written"
 stop INT 130 "interrupted by SIGINT while replaying; no output written"
 stop KILL 137 ""
+# --fit-host: the host's terms with the device's, on a run simulated with a
+# known host (true-host.yaml) under the vllm engine (v1: CPU + GPU in sequence)
+"$KVSIM" run "$D/host-gen.yaml" -o "$T/hgen" --quiet
+"$KVSIM" run "$D/host-gen.yaml" --set host="$D/zero-host.yaml" -o "$T/zgen" --quiet
+for g in hgen zgen; do
+	awk -F, 'NR == 1 { print "arrival_s,prompt_tokens,output_tokens,ttft_ms,e2e_ms"; next }
+		 $4 == "completed" { printf "%s,%s,%s,%.6f,%.6f\n", $5, $8, $9, $10 * 1e3, $12 * 1e3 }' \
+		"$T/$g/requests.csv" > "$T/$g.csv"
+done
+"$KVSIM" calibrate --from-run "$T/hgen.csv" "$D/host-settings.yaml" --fit-host -o "$T/hcal/p.yaml" > "$T/hcal.txt"
+cat "$T/hcal.txt"
+[ "$(awk -F, 'NR > 1 && NR < 10' "$T/hcal/p-fit.csv" | wc -l)" -eq 8 ] || fail "--fit-host: not 8 coefficients in p-fit.csv"
+awk -F, 'NR > 1 && NR < 10 && !($4 <= $3 && $3 <= $5) { print $1 ": " $3 " outside [" $4 ", " $5 "]"; bad = 1 }
+END { exit bad }' "$T/hcal/p-fit.csv" || fail "--fit-host: an interval misses its value"
+# held out: the start host is 9-15% too fast; the fitted one within 3% on every mean
+awk -F, '$1 == "start" && $3 == "mean" && $6 > -5 { print "start " $2 " " $6 "%: expected the start below -5%"; bad = 1 }
+	 $1 == "fitted" && $3 == "mean" && ($6 > 3 || $6 < -3) { print "fitted " $2 " " $6 "% beyond 3%"; bad = 1 }
+	 END { exit bad }' "$T/hcal/p-holdout.csv" || fail "--fit-host: held-out means"
+grep -q "^  prep_seq: 0ns$" "$T/hcal/p-host.yaml" && grep -q "^  sched: [0-9]*ns$" "$T/hcal/p-host.yaml" ||
+	fail "--fit-host: the host profile lacks its folded or fitted terms: $(cat "$T/hcal/p-host.yaml")"
+# the two profiles reproduce calibrate's held-out figures, and run
+"$KVSIM" validate --from-run "$T/hgen.csv" "$D/host-settings.yaml" --profile "$T/hcal/p.yaml" \
+	--set host="$T/hcal/p-host.yaml" --holdout 0.5 -o "$T/hval.csv" --quiet
+diff <(awk -F, '$1 == "fitted" { print $2, $3, $4, $5 }' "$T/hcal/p-holdout.csv") \
+	<(awk -F, 'NR > 1 { print $2, $3, $4, $5 }' "$T/hval.csv") ||
+	fail "validate --from-run with the fitted host differs from calibrate's held-out table"
+"$KVSIM" run "$D/host-gen.yaml" --set device="$T/hcal/p.yaml" --set host="$T/hcal/p-host.yaml" -o "$T/hrerun" --quiet
+# a host whose terms are 0, fitted alone from 0: they stay near 0
+"$KVSIM" calibrate --from-run "$T/zgen.csv" "$D/host-settings.yaml" --fit-host --host-only \
+	--set host="$D/zero-host.yaml" -o "$T/zcal/p.yaml" --quiet
+awk -F, '$1 == "sched" && $3 > 0.01 { print "sched " $3 " ms"; bad = 1 }
+	 ($1 == "sched_seq" || $1 == "prep_token" || $1 == "sample") && $3 > 0.1 { print $1 " " $3 " us"; bad = 1 }
+	 END { exit bad }' "$T/zcal/p-fit.csv" || fail "--host-only from 0 on a zero host: a term left 0"
+# bad input: exit 2, one clear line
+bad() { # expected message, arguments
+	local want=$1
+	shift
+	set +e
+	"$KVSIM" calibrate --from-run "$T/hgen.csv" "$@" --quiet -o "$T/bad/p.yaml" 2> "$T/err"
+	rc=$?
+	set -e
+	[ $rc -eq 2 ] || fail "calibrate $*: exit $rc, expected 2"
+	grep -q -- "$want" "$T/err" || fail "calibrate $*: expected '$want' in: $(cat "$T/err")"
+}
+bad "runs without the host model" "$D/settings.yaml" --fit-host
+bad "host_sched is set: an engine option overrides" "$D/host-settings.yaml" --fit-host --set engine.host_sched=1000
+bad "host-only: expected it with --fit-host" "$D/host-settings.yaml" --host-only
 echo "fromrun: ok"

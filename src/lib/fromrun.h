@@ -175,13 +175,28 @@ void kv_run_score_csv(FILE *f, const char *label, const struct kv_run_score *sc)
 /* Prints the score as a table, one row per metric and statistic. */
 void kv_run_score_print(FILE *f, const struct kv_run_score *sc);
 
-/* The perf coefficients fitted. */
-enum { KV_RFIT_BW, KV_RFIT_FLOPS, KV_RFIT_OVERHEAD, KV_RFIT_PER_SEQ, KV_RFIT_N };
+/*
+ * The coefficients fitted: the device's four, then (fit_host) the host's
+ * four groups a step's shape separates (host.h): per step (sched), per
+ * scheduled sequence (sched_seq, prep_seq folded in), per scheduled token
+ * (prep_token, block and hash folded in at N / B), per sampling sequence
+ * (sample, detok folded in).
+ */
+enum {
+	KV_RFIT_BW, KV_RFIT_FLOPS, KV_RFIT_OVERHEAD, KV_RFIT_PER_SEQ,
+	KV_RFIT_DEV_N, /* the device's coefficients come first */
+	KV_RFIT_SCHED = KV_RFIT_DEV_N, KV_RFIT_SCHED_SEQ, KV_RFIT_PREP_TOKEN, KV_RFIT_SAMPLE,
+	KV_RFIT_N
+};
 
 /* What a fit found. */
 struct kv_run_fit {
 	struct kv_device dev; /* the start device with the fitted coefficients */
-	double start[KV_RFIT_N]; /* start values (eff: share; overhead, per_seq: ns) */
+	int k0, np; /* coefficients k0 .. k0 + np - 1 were fitted (k0 KV_RFIT_DEV_N: the host's alone) */
+	struct kv_host_profile host0; /* fit_host: the settings' host terms, resolved and folded */
+	struct kv_host_profile host; /* fit_host: host0 with the fitted terms (a host profile) */
+	const char *host_mode; /* fit_host: how CPU and GPU time combine ("sync", "async", ...) */
+	double start[KV_RFIT_N]; /* start values (eff: share; the others: ns) */
 	double val[KV_RFIT_N]; /* fitted values, same units */
 	double lo[KV_RFIT_N], hi[KV_RFIT_N]; /* 95% confidence interval, same units */
 	double cost0, cost; /* sum of squared residuals at the start and at the optimum */
@@ -192,17 +207,35 @@ struct kv_run_fit {
 	const char *why; /* why it stopped, for the report */
 };
 
-extern const char *const kv_run_fit_name[KV_RFIT_N]; /* "eff_bw", ... as in perf: */
+extern const char *const kv_run_fit_name[KV_RFIT_N]; /* "eff_bw", ..., "sched", ... */
 
 /*
  * Fits the coefficients to requests [0, n_fit) of rp's run, starting from
  * device start, with at most max_evals replays: one descent from the start,
  * or with multi a deterministic multi-start (screened grids and descents
- * from their best points; fromrun_fit.c).  Returns 0, or a negative
- * code with d filled (a replay that failed; KV_ERANGE when GSL failed).
+ * from their best points; fromrun_fit.c).  With fit_host 1 the host's four
+ * groups are fitted with them (fit_host 2: the host's alone, the device
+ * held at start, one descent), starting from the settings' host terms
+ * (resolved for its engine version and host profile, the folded terms
+ * summed in): the replay combines CPU and GPU time as the engine does, so
+ * an async engine's max(CPU, GPU) + sync is fitted as such.  It needs the
+ * host model on and no engine.host_* option set (an option overrides the
+ * host profile the fit adjusts): else KV_EINVAL with d saying which.  On
+ * return rp's settings hold the start host (f->host0).  Returns 0, or a
+ * negative code with d filled (a replay that failed; KV_ERANGE when GSL
+ * failed).
  */
 int kv_run_fit(struct kv_replay *rp, const struct kv_device *start, size_t n_fit,
-	       unsigned max_evals, int multi, struct kv_run_fit *f, struct kv_diag *d);
+	       unsigned max_evals, int multi, int fit_host, struct kv_run_fit *f,
+	       struct kv_diag *d);
+
+/*
+ * Writes the host profile h (name, cpu_speed and every coefficient) to
+ * path, after the comment lines of header; `kvsim run --set host=PATH`
+ * reads it.  Returns 0, or KV_EIO with d filled; replaced atomically.
+ */
+int kv_run_write_host(const char *path, const struct kv_host_profile *h, const char *header,
+		      struct kv_diag *d);
 
 /*
  * Writes dev as a device profile `kvsim run` reads (--set device=PATH),
