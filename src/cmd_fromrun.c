@@ -31,6 +31,8 @@
 
 struct fr_args {
 	const char *run, *settings, *out, *profile;
+	const char *steps; /* calibrate --steps: the run's step records, fitted beside its requests */
+	const char *steps_out; /* validate --steps-out: where the replay's steps are written */
 	char *sets[MAX_SETS];
 	size_t n_sets;
 	double holdout; /* share of the run (the last requests by send time) held out */
@@ -120,6 +122,9 @@ static int parse_calibrate(int argc, char **argv, struct fr_args *a)
 		  .help = "also fit the engine's host terms (sched, sched_seq,\n"
 			  "prep_token, sample; the others folded in) and write\n"
 			  "them as a host profile, PATH's stem plus -host.yaml" },
+		{ .name = "steps", .kind = KV_CLI_PATH, .dst = &a->steps, .what = "a steps CSV",
+		  .arg = "FILE", .help = "the run's engine steps (the columns of validate's\n"
+					 "iterations.csv): each step's log error is a residual too" },
 		{ .name = "host-only", .kind = KV_CLI_FLAG, .dst = &a->host_only,
 		  .help = "with --fit-host: fit the host terms alone, the device\n"
 			  "held at WORKLOAD's (one calibrated on its backend)" },
@@ -156,6 +161,9 @@ static int parse_validate(int argc, char **argv, struct fr_args *a)
 		{ .name = "output", .short_name = 'o', .kind = KV_CLI_PATH, .dst = &a->out,
 		  .what = "a file path", .label = "-o", .arg = "FILE",
 		  .help = "write the errors as CSV" },
+		{ .name = "steps-out", .kind = KV_CLI_PATH, .dst = &a->steps_out, .what = "a file path",
+		  .arg = "FILE", .help = "write the replay's engine steps (shape, time) as\n"
+					 "calibrate --steps reads them" },
 		{ .name = "set", .kind = KV_CLI_SET, .dst = &a->set, .max = MAX_SETS, .arg = "K=V",
 		  .help = "override a workload key, as in `kvsim run`; repeatable" },
 		{ .name = "quiet", .kind = KV_CLI_FLAG, .dst = &a->quiet, .help = "no progress or table" },
@@ -213,6 +221,7 @@ struct fr_ctx {
 	struct kv_workload w; /* the engine settings, with --profile's device when given */
 	struct kv_replay rp; /* the run set up for replay under w */
 	int lock; /* the profile's (calibrate) or -o's (validate) lock, kv_path_lock; -1: none */
+	struct kv_steps steps; /* calibrate --steps' records, or validate --steps-out's replay */
 };
 
 /*
@@ -317,6 +326,7 @@ static int fr_end(struct fr_ctx *c, int status)
 	else if (!status && (fflush(stdout) || ferror(stdout)))
 		status = 1;
 	kv_replay_release(&c->rp);
+	kv_steps_release(&c->steps);
 	kv_run_release(&c->run);
 	kv_workload_release(&c->w);
 	if (c->lock >= 0)
@@ -368,6 +378,17 @@ static size_t first_scored(const struct kv_run *run, double holdout)
 	return run->n - (held ? held : holdout > 0);
 }
 
+/* --steps-out: the replay's steps; 0 or the exit status (printed). */
+static int write_steps(struct fr_ctx *c)
+{
+	struct kv_diag d = { 0 };
+	int rc = kv_replay_steps(&c->rp, &c->w.cfg.device, &c->steps, &d);
+
+	if (!rc)
+		rc = kv_steps_write(c->a.steps_out, &c->steps, &d);
+	return rc ? failed(&d, rc == KV_EIO ? 1 : 2) : 0;
+}
+
 int kv_cmd_validate_from_run(int argc, char **argv)
 {
 	struct fr_ctx c;
@@ -382,6 +403,8 @@ int kv_cmd_validate_from_run(int argc, char **argv)
 		return fr_end(&c, status);
 	if (c.a.out &&
 	    (status = write_errors(c.a.out, c.a.profile ? c.a.profile : c.w.cfg.device.name, &sc, NULL)))
+		return fr_end(&c, status);
+	if (c.a.steps_out && (status = write_steps(&c)))
 		return fr_end(&c, status);
 	if (!c.a.quiet) {
 		printf("validation on run %s (%s, %zu requests, %zu failed left out)\n"
@@ -407,14 +430,14 @@ static int write_fit_csv(const char *path, const struct kv_run_fit *f, size_t n_
 {
 	struct kv_atomic a;
 	struct kv_diag d = { 0 };
-	int k;
+	int j, k;
 
 	if (kv_atomic_open(&a, path, &d)) {
 		kv_diag_print(&d, stderr);
 		return 1;
 	}
 	fprintf(a.f, "key,start,value,ci95_lo,ci95_hi,unit\n");
-	for (k = f->k0; k < f->k0 + f->np; k++)
+	for (j = 0; j < f->np && (k = f->ks[j]) >= 0; j++)
 		fprintf(a.f, "%s,%.9g,%.9g,%.9g,%.9g,%s\n", kv_run_fit_name[k], shown(k, f->start[k]),
 			shown(k, f->val[k]), shown(k, f->lo[k]), shown(k, f->hi[k]),
 			shown_unit[k][0] ? shown_unit[k] : "share");
@@ -430,10 +453,10 @@ static int write_fit_csv(const char *path, const struct kv_run_fit *f, size_t n_
 
 static void print_fit(const struct kv_run_fit *f)
 {
-	int k;
+	int j, k;
 
 	printf("  %-10s %12s %12s   %s\n", "coefficient", "start", "fitted", "95% interval");
-	for (k = f->k0; k < f->k0 + f->np; k++)
+	for (j = 0; j < f->np && (k = f->ks[j]) >= 0; j++)
 		printf("  %-10s %10.4g%-2s %10.4g%-2s   [%.4g, %.4g]\n", kv_run_fit_name[k],
 		       shown(k, f->start[k]), shown_unit[k], shown(k, f->val[k]), shown_unit[k],
 		       shown(k, f->lo[k]), shown(k, f->hi[k]));
@@ -582,6 +605,11 @@ int kv_cmd_calibrate_from_run(int argc, char **argv)
 		fprintf(stderr, "kvsim: calibrate: --host-only: expected it with --fit-host\n");
 		return fr_end(&c, 2);
 	}
+	if (c.a.steps) {
+		if (kv_steps_load(&c.steps, c.a.steps, &d))
+			return fr_end(&c, failed(&d, 2));
+		c.rp.steps = &c.steps;
+	}
 	if ((rc = kv_run_fit(&c.rp, &start, n_fit, c.a.max_evals, c.a.multi,
 			     c.a.fit_host ? 1 + c.a.host_only : 0, &fit, &d)))
 		return fr_end(&c, failed(&d, rc == KV_ERANGE ? 1 : 2));
@@ -605,9 +633,14 @@ int kv_cmd_calibrate_from_run(int argc, char **argv)
 		       sqrt(fit.cost / (double)fit.n_res));
 		print_fit(&fit);
 		if (c.a.fit_host)
-			printf("  host terms fitted with CPU and GPU combined as the engine does (%s);\n"
+			printf("  host terms fitted with CPU and GPU combined as the engine does (%s)%s;\n"
 			       "  prep_seq, block, hash and detok are folded into sched_seq, prep_token\n"
-			       "  and sample, and written as 0\n", fit.host_mode);
+			       "  and sample, and written as 0\n", fit.host_mode,
+			       strcmp(fit.host_mode, "async") ? ": overhead and per_seq held at the\n"
+			       "  device's (they add to sched and sched_seq in every step)" : "");
+		if (c.a.steps)
+			printf("  fitted to the %zu steps of %s (the requests are not in the cost)\n",
+			       c.steps.n, c.steps.path);
 		if (n_fit < c.run.n) {
 			printf("held out: requests %zu-%zu\n", n_fit + 1, c.run.n);
 			print_compare(&s0, &s1);

@@ -243,4 +243,33 @@ bad() { # expected message, arguments
 bad "runs without the host model" "$D/settings.yaml" --fit-host
 bad "host_sched is set: an engine option overrides" "$D/host-settings.yaml" --fit-host --set engine.host_sched=1000
 bad "host-only: expected it with --fit-host" "$D/host-settings.yaml" --host-only
+# --steps: the run's engine steps (here the replay's with the true host, as validate
+# --steps-out writes them) fitted instead of its requests: from the stock effs and the
+# version's host defaults, every coefficient comes back (sync: overhead and per_seq held)
+for g in hgen zgen; do
+	h=true-host.yaml
+	[ $g = hgen ] || h=zero-host.yaml
+	"$KVSIM" validate --from-run "$T/$g.csv" "$D/host-settings.yaml" --set host="$D/$h" \
+		--steps-out "$T/$g-steps.csv" --quiet
+	"$KVSIM" calibrate --from-run "$T/$g.csv" "$D/host-settings.yaml" --set device="$D/host-start.yaml" \
+		--fit-host --steps "$T/$g-steps.csv" --max-evals 1000 -o "$T/s$g/p.yaml" > "$T/s$g.txt"
+done
+cat "$T/shgen.txt"
+awk -F, 'function off(v, t, tol) { return v / t - 1 > tol || v / t - 1 < -tol }
+	$1 == "eff_bw" && off($3, 0.6, 0.01) || $1 == "eff_flops" && off($3, 0.5, 0.01) ||
+	$1 == "sched" && off($3, 2, 0.02) || $1 == "prep_token" && off($3, 2, 0.02) ||
+	$1 == "sched_seq" && off($3, 40, 0.05) || $1 == "sample" && off($3, 20, 0.05) { print $1 " " $3 " not recovered"; bad = 1 }
+	$1 == "overhead" || $1 == "per_seq" { print $1 " fitted: a sync engine holds it"; bad = 1 }
+	END { exit bad }' "$T/shgen/p-fit.csv" || fail "--steps: the true coefficients not recovered"
+awk -F, '$1 == "fitted" && $3 == "mean" && ($6 > 1 || $6 < -1) { print $2 " " $6 "%"; bad = 1 }
+	END { exit bad }' "$T/shgen/p-holdout.csv" || fail "--steps: held-out means beyond 1%"
+awk -F, '$1 == "sched" && $3 > 0.005 { print "sched " $3 " ms"; bad = 1 }
+	 ($1 == "sched_seq" || $1 == "prep_token" || $1 == "sample") && $3 > 0.05 { print $1 " " $3 " us"; bad = 1 }
+	 END { exit bad }' "$T/szgen/p-fit.csv" || fail "--steps on a zero host, from the defaults: a term left 0"
+printf 'n_seqs,n_decode\n1,1\n' > "$T/steps-cols.csv"
+bad "steps-cols.csv:1: n_prefill_tokens: missing column" "$D/host-settings.yaml" --fit-host --steps "$T/steps-cols.csv"
+sed '3s/,[0-9.]*$/,-1/' "$T/zgen-steps.csv" > "$T/steps-time.csv"
+bad "steps-time.csv:3: duration: bad value '-1': expected a step time" "$D/host-settings.yaml" --fit-host --steps "$T/steps-time.csv"
+awk -F, 'NR == 3 { $3 = $2 + 1 } 1' OFS=, "$T/zgen-steps.csv" > "$T/steps-dec.csv"
+bad "steps-dec.csv:3: n_seqs: bad step" "$D/host-settings.yaml" --fit-host --steps "$T/steps-dec.csv"
 echo "fromrun: ok"

@@ -104,10 +104,37 @@ int kv_run_stopped(void);
 
 void kv_run_release(struct kv_run *r);
 
+/*
+ * A run's engine steps (src/lib/fromrun_steps.c): each step's batch
+ * composition and duration, in the columns `kvsim validate` writes as
+ * iterations.csv (n_seqs, n_decode, n_prefill_tokens, n_sample, attn_pairs,
+ * kv_read_bytes, measured_ms).  real_ns is the recorded duration.
+ */
+struct kv_steps {
+	char path[1024]; /* the file, for messages */
+	struct kv_iter_rec *rec; /* n steps in file order, owned */
+	size_t n, cap;
+};
+
+#define KV_STEPS_MAX ((size_t)1 << 22) /* most steps read */
+
+/*
+ * Reads the steps at path.  0, or KV_EINVAL (d: file:line, the column, the
+ * bad value, what was expected) or KV_EIO.  Release st in every case.
+ */
+int kv_steps_load(struct kv_steps *st, const char *path, struct kv_diag *d);
+
+void kv_steps_release(struct kv_steps *st);
+
+/* Writes st in the format kv_steps_load reads; 0 or KV_EIO with d filled (atomic). */
+int kv_steps_write(const char *path, const struct kv_steps *st, struct kv_diag *d);
+
 /* The simulator set up to replay a run. */
 struct kv_replay {
 	struct kv_workload *w; /* the settings; its source now reads the run's trace */
 	const struct kv_run *run; /* the replayed run */
+	const struct kv_steps *steps; /* the run's recorded steps, fitted beside its requests; NULL: none */
+	const struct kv_executor *exec; /* kv_replay_steps' recorder while it runs; else NULL */
 	int fd; /* the temporary trace, open; -1 when none */
 	char trace[1000]; /* its name for the simulator: /proc/self/fd/FD, or a file to remove */
 	int named; /* 1: trace is a real name (no /proc), removed by kv_replay_release() */
@@ -135,6 +162,22 @@ int kv_replay_run(struct kv_replay *rp, const struct kv_device *dev, struct kv_r
 		  struct kv_diag *d);
 
 void kv_replay_release(struct kv_replay *rp);
+
+/*
+ * Replays the run with device dev and records every step the replay runs
+ * (its shape, and its duration as real_ns) into st (released by the
+ * caller).  0 or a code with d filled.
+ */
+int kv_replay_steps(struct kv_replay *rp, const struct kv_device *dev, struct kv_steps *st,
+		    struct kv_diag *d);
+
+/*
+ * The perf model's time of each step of st, ns, into pred_ns (st->n values),
+ * with device dev and the settings' host (its engine, version and host
+ * profile).  0 or a code with d filled.
+ */
+int kv_steps_perf(struct kv_replay *rp, const struct kv_device *dev, const struct kv_steps *st,
+		  double *pred_ns, struct kv_diag *d);
 
 /* TTFT, TPOT, E2E: the metrics scored. */
 enum { KV_RUN_TTFT, KV_RUN_TPOT, KV_RUN_E2E, KV_RUN_METRICS };
@@ -192,7 +235,7 @@ enum {
 /* What a fit found. */
 struct kv_run_fit {
 	struct kv_device dev; /* the start device with the fitted coefficients */
-	int k0, np; /* coefficients k0 .. k0 + np - 1 were fitted (k0 KV_RFIT_DEV_N: the host's alone) */
+	int ks[KV_RFIT_N], np; /* the coefficients fitted: ks[0 .. np) (the others kept their start) */
 	struct kv_host_profile host0; /* fit_host: the settings' host terms, resolved and folded */
 	struct kv_host_profile host; /* fit_host: host0 with the fitted terms (a host profile) */
 	const char *host_mode; /* fit_host: how CPU and GPU time combine ("sync", "async", ...) */

@@ -169,7 +169,9 @@ struct fit_ctx {
 	struct kv_replay *rp;
 	struct kv_device base; /* the start device: everything not fitted */
 	struct kv_host_profile host_base; /* the start host (fit_host): everything not fitted */
-	int k0, np; /* x[j] is coefficient k0 + j, j < np */
+	int ks[KV_RFIT_N], np; /* x[j] is coefficient ks[j], j < np */
+	size_t n_win; /* the window residuals; the steps' follow them */
+	double *step_pred; /* rp->steps: each step's predicted time, ns */
 	size_t n_fit; /* requests [0, n_fit) are fitted */
 	unsigned evals, max_evals;
 	int capped;
@@ -226,8 +228,20 @@ static size_t residuals(const struct kv_run *run, const struct kv_run_result *re
 			j += sm > 0;
 		}
 	}
-	assert(!f || j == f->size);
+	assert(!f || j <= f->size); /* the steps' residuals follow */
 	return j;
+}
+
+/* The steps' residuals into f after the windows': log(predicted / recorded) of each step. */
+static int step_residuals(struct fit_ctx *c, const struct kv_device *dev, gsl_vector *f)
+{
+	const struct kv_steps *st = c->rp->steps;
+	size_t i;
+	int rc = kv_steps_perf(c->rp, dev, st, c->step_pred, c->d);
+
+	for (i = 0; !rc && i < st->n; i++)
+		gsl_vector_set(f, c->n_win + i, log(c->step_pred[i] / (double)st->rec[i].real_ns));
+	return rc;
 }
 
 /* One replay at x; GSL_EMAXITER past the cap, GSL_EFAILED when the replay failed. */
@@ -236,33 +250,40 @@ static int eval(struct fit_ctx *c, const gsl_vector *x, gsl_vector *f)
 	struct kv_device dev = c->base;
 	struct kv_run_result res;
 	double cost;
-	int k, rc;
+	int j, k, rc;
 
 	if (c->evals >= c->max_evals || c->evals >= c->stop_at) {
 		c->capped |= c->evals >= c->max_evals;
 		return GSL_EMAXITER;
 	}
 	c->evals++;
-	for (k = c->k0; k < c->k0 + c->np; k++) {
-		double v = to_v(k, gsl_vector_get(x, (size_t)(k - c->k0)));
+	for (j = 0; j < c->np; j++) {
+		double v = to_v(k = c->ks[j], gsl_vector_get(x, (size_t)j));
 
 		if (k < KV_RFIT_DEV_N)
 			set_v(&dev, k, v);
 		else
 			set_host(&c->rp->w->cfg.host, k, v);
 	}
-	if ((rc = kv_replay_run(c->rp, &dev, &res, c->d))) {
-		c->err = rc;
+	if (c->rp->steps) { /* the steps alone: no replay */
+		if ((rc = step_residuals(c, &dev, f))) {
+			c->err = rc;
+			return GSL_EFAILED;
+		}
+	} else {
+		if ((rc = kv_replay_run(c->rp, &dev, &res, c->d))) {
+			c->err = rc;
+			kv_run_result_free(&res);
+			return GSL_EFAILED;
+		}
+		residuals(c->rp->run, &res, c->n_fit, f);
 		kv_run_result_free(&res);
-		return GSL_EFAILED;
 	}
-	residuals(c->rp->run, &res, c->n_fit, f);
-	kv_run_result_free(&res);
 	gsl_blas_ddot(f, f, &cost);
 	if (getenv("KVSIM_FIT_TRACE")) {
 		fprintf(stderr, "eval %u: %.5f %.5f %.0f %.0f", c->evals, dev.eff_bw, dev.eff_flops,
 			(double)dev.overhead_ns, (double)dev.per_seq_ns);
-		for (k = KV_RFIT_DEV_N; k < c->k0 + c->np; k++)
+		for (k = KV_RFIT_DEV_N; k < KV_RFIT_N; k++)
 			fprintf(stderr, " %.0f", get_host(&c->rp->w->cfg.host, k));
 		fprintf(stderr, " cost %.6g\n", cost);
 	}
@@ -332,7 +353,7 @@ static void intervals(gsl_matrix *J, const double *x, double cost, size_t n, str
 		gsl_matrix_set_all(cov, NAN);
 	for (k = 0; k < f->np; k++) {
 		double sd = sqrt(s2 * gsl_matrix_get(cov, (size_t)k, (size_t)k));
-		int kc = f->k0 + k; /* the coefficient of x[k] */
+		int kc = f->ks[k]; /* the coefficient of x[k] */
 
 		f->lo[kc] = isfinite(sd) ? to_v(kc, x[k] - 1.96 * sd) : lo_of[kc];
 		f->hi[kc] = isfinite(sd) ? to_v(kc, x[k] + 1.96 * sd) : hi_of[kc];
@@ -424,7 +445,7 @@ static void fold_host(struct kv_host_profile *hp, const struct kv_host *h)
  * moved by 1 us must see it move.
  */
 static int host_start(struct fit_ctx *c, const struct kv_device *dev, struct kv_run_fit *f,
-		      struct kv_diag *d)
+		      int *async, struct kv_diag *d)
 {
 	struct kv_host_profile *hp = &c->rp->w->cfg.host, keep = *hp;
 	struct kv_host h, probe;
@@ -439,6 +460,7 @@ static int host_start(struct fit_ctx *c, const struct kv_device *dev, struct kv_
 	fold_host(hp, &h);
 	c->host_base = *hp;
 	f->host_mode = kv_host_mode_name(h.mode);
+	*async = h.mode == KV_HOST_ASYNC;
 	for (k = KV_RFIT_DEV_N; k < KV_RFIT_N; k++)
 		hp->coef[host_of[k]] += 1000;
 	rc = resolved_host(c->rp, dev, &probe, d);
@@ -452,6 +474,27 @@ static int host_start(struct fit_ctx *c, const struct kv_device *dev, struct kv_
 	if (rc)
 		*hp = keep;
 	return rc;
+}
+
+/*
+ * The coefficients fitted into c->ks (c->np of them): the device's four;
+ * with fit_host the host's four too, but for overhead and per_seq when CPU
+ * and GPU run in sequence (not async): they add to sched and sched_seq in
+ * every step, so no record tells them apart, and the device keeps its own
+ * (the GPU side; docs/host-model.md "The device overhead") while the host
+ * takes the rest.  fit_host 2: the host's alone.
+ */
+static void choose(struct fit_ctx *c, int fit_host, int async)
+{
+	int k, seq;
+
+	c->np = 0;
+	for (k = 0; k < KV_RFIT_N; k++) {
+		seq = k == KV_RFIT_OVERHEAD || k == KV_RFIT_PER_SEQ;
+		if (k >= KV_RFIT_DEV_N ? !fit_host : fit_host == 2 || (fit_host && !async && seq))
+			continue;
+		c->ks[c->np++] = k;
+	}
 }
 
 int kv_run_fit(struct kv_replay *rp, const struct kv_device *start, size_t n_fit,
@@ -468,24 +511,30 @@ int kv_run_fit(struct kv_replay *rp, const struct kv_device *start, size_t n_fit
 	double xs[KV_RFIT_N];
 	size_t n_res;
 	int k, g, n_grid, n_desc, desc, round, info = 0, status = GSL_SUCCESS;
-	int top_status = GSL_SUCCESS, top_info = 0;
+	int top_status = GSL_SUCCESS, top_info = 0, async = 0;
 	double top_before;
 
 	assert(n_fit >= 1 && n_fit <= rp->run->n);
 	memset(f, 0, sizeof(*f));
-	if (fit_host == 2)
-		multi = 0; /* the grid moves the device's coefficients */
-	f->k0 = c.k0 = fit_host == 2 ? KV_RFIT_DEV_N : 0;
-	f->np = c.np = (fit_host ? KV_RFIT_N : KV_RFIT_DEV_N) - c.k0;
-	n_res = residuals(rp->run, NULL, n_fit, NULL);
+	c.rp = rp;
+	if (fit_host && (status = host_start(&c, start, f, &async, d)))
+		return status;
+	choose(&c, fit_host, async);
+	f->np = c.np;
+	memcpy(f->ks, c.ks, sizeof(f->ks));
+	if (!(c.np >= 3 && c.ks[KV_RFIT_OVERHEAD] == KV_RFIT_OVERHEAD))
+		multi = 0; /* the grid moves eff_bw, eff_flops and overhead */
+	/* with steps, only they are fitted: their residuals are smooth in the coefficients
+	 * (no batching re-phases), the requests' are not (module comment) */
+	c.n_win = rp->steps ? 0 : residuals(rp->run, NULL, n_fit, NULL);
+	n_res = c.n_win + (rp->steps ? rp->steps->n : 0);
 	if (n_res <= (size_t)c.np)
 		return kv_diag_set(d, KV_EINVAL, rp->run->path, 0, 0, "",
 				   "%zu residuals from %zu requests: expected more than %d", n_res,
 				   n_fit, c.np);
-	c.rp = rp;
-	if (fit_host && (status = host_start(&c, start, f, d)))
-		return status;
 	f->host0 = f->host = c.host_base;
+	if (rp->steps)
+		c.step_pred = kv_xmalloc(rp->steps->n * sizeof(*c.step_pred));
 	c.base = *start;
 	c.n_fit = n_fit;
 	c.max_evals = max_evals;
@@ -503,7 +552,7 @@ int kv_run_fit(struct kv_replay *rp, const struct kv_device *start, size_t n_fit
 		f->start[k] = f->val[k] = f->lo[k] = f->hi[k] =
 			k < KV_RFIT_DEV_N ? get_v(start, k) : get_host(&c.host_base, k);
 	for (k = 0; k < c.np; k++) {
-		xs[k] = to_x(c.k0 + k, f->start[c.k0 + k]);
+		xs[k] = to_x(c.ks[k], f->start[c.ks[k]]);
 		gsl_vector_set(x0, (size_t)k, xs[k]);
 	}
 	fdf = (gsl_multifit_nlinear_fdf){ .f = fit_f, .df = fit_df, .n = n_res, .p = (size_t)c.np,
@@ -587,8 +636,9 @@ int kv_run_fit(struct kv_replay *rp, const struct kv_device *start, size_t n_fit
 		status = 0;
 		f->cost = c.top_cost;
 		f->dev = *start;
-		for (k = c.k0; k < c.k0 + c.np; k++) {
-			f->val[k] = to_v(k, c.top_x[k - c.k0]);
+		for (g = 0; g < c.np; g++) {
+			k = c.ks[g];
+			f->val[k] = to_v(k, c.top_x[g]);
 			if (k < KV_RFIT_DEV_N)
 				set_v(&f->dev, k, f->val[k]);
 			else
@@ -620,6 +670,7 @@ int kv_run_fit(struct kv_replay *rp, const struct kv_device *start, size_t n_fit
 	gsl_vector_free(fs);
 	gsl_vector_free(c.last_x);
 	gsl_vector_free(c.last_f);
+	free(c.step_pred);
 	return status;
 }
 
