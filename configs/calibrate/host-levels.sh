@@ -17,7 +17,7 @@ FIT_RATE=4
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 for r in 2 4 6 8; do
-	"$KVSIM" run "$D/host-gen.yaml" --set workload.arrival.rate=$r -o "$T/g$r" --quiet
+	"$KVSIM" run "$D/host-gen.yaml" --set workload.arrival.rate=$r -o "$T/g$r" --quiet 2> /dev/null
 	awk -F, 'NR == 1 { print "arrival_s,prompt_tokens,output_tokens,ttft_ms,e2e_ms"; next }
 		 $4 == "completed" { printf "%s,%s,%s,%.6f,%.6f\n", $5, $8, $9, $10 * 1e3, $12 * 1e3 }' \
 		"$T/g$r/requests.csv" > "$T/run$r.csv"
@@ -42,4 +42,4 @@ for r in 2 4 6 8; do
 done
 echo
 echo "fitted on $FIT_RATE req/s (\`kvsim calibrate --from-run --fit-host --holdout 0\`):"
-awk -F, 'NR > 1 && NR < 10 { printf "%s %s %s [%s, %s]; ", $1, $3, $6, $4, $5 } END { print "" }' "$T/cal/p-fit.csv"
+awk -F, 'NR > 1 && $6 != "" { printf "- %s %.4g %s [%.4g, %.4g]\n", $1, $3, $6, $4, $5 }' "$T/cal/p-fit.csv"
