@@ -66,7 +66,9 @@ static const char fr_cal_desc[] =
 	"section is replaced by RUN's requests) inside a least-squares loop over the\n"
 	"log errors of TTFT, TPOT and E2E summed over windows of 10 requests.  The\n"
 	"fit uses the first part of the run by send time; the rest is held out and\n"
-	"its errors (mean, p90, p99) reported.\n";
+	"its errors (mean, p90, p99) reported.  --fit-host fits the engine's host terms\n"
+	"too; --steps fits the perf model to the run's recorded steps instead of its\n"
+	"requests (docs/calibration.md, \"Host terms\").\n";
 
 static const char fr_notes[] = "exit status: 0 done, 1 output error, 2 bad input\n";
 
@@ -626,11 +628,11 @@ int kv_cmd_calibrate_from_run(int argc, char **argv)
 	if (!c.a.quiet) {
 		printf("calibration from run %s (%s, %zu requests, %zu failed left out)\n"
 		       "settings %s (device %s)\n"
-		       "fit: requests 1-%zu by send time, %zu residuals, %u replays, %u iterations (%s)\n"
+		       "fit: requests 1-%zu by send time, %zu residuals, %u %s, %u iterations (%s)\n"
 		       "  RMS log error %.4f at the start, %.4f fitted\n",
 		       c.run.path, c.run.format, c.run.n, c.run.n_failed, c.w.path, start.name, n_fit,
-		       fit.n_res, fit.evals, fit.iters, fit.why, sqrt(fit.cost0 / (double)fit.n_res),
-		       sqrt(fit.cost / (double)fit.n_res));
+		       fit.n_res, fit.evals, c.a.steps ? "evaluations" : "replays", fit.iters,
+		       fit.why, sqrt(fit.cost0 / (double)fit.n_res), sqrt(fit.cost / (double)fit.n_res));
 		print_fit(&fit);
 		if (c.a.fit_host)
 			printf("  host terms fitted with CPU and GPU combined as the engine does (%s)%s;\n"

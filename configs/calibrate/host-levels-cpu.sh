@@ -4,7 +4,7 @@
 # predict the others.
 #
 # record: runs configs/calibrate/host-levels-cpu.yaml (the tiny model on the
-#   CPU backend, vLLM V1 engine, 60 short requests) through `kvsim validate
+#   CPU backend, vLLM V1 engine, 120 short requests) through `kvsim validate
 #   --backend cpu` at 2, 4, 6 and 8 req/s and keeps each level's measured
 #   requests (requests-measured.csv) and steps (iterations.csv) in
 #   configs/calibrate/cpu-runs/ (about 4 minutes on a quiet core; committed).

@@ -261,7 +261,11 @@ extern const char *const kv_run_fit_name[KV_RFIT_N]; /* "eff_bw", ..., "sched", 
  * held at start, one descent), starting from the settings' host terms
  * (resolved for its engine version and host profile, the folded terms
  * summed in): the replay combines CPU and GPU time as the engine does, so
- * an async engine's max(CPU, GPU) + sync is fitted as such.  It needs the
+ * an async engine's max(CPU, GPU) + sync is fitted as such; with CPU and
+ * GPU in sequence overhead and per_seq are held at start (they add to sched
+ * and sched_seq in every step: f->ks lists what was fitted).  With
+ * rp->steps the residuals are the steps' (log predicted / recorded step
+ * time) and no replay runs; without, the requests' windows.  It needs the
  * host model on and no engine.host_* option set (an option overrides the
  * host profile the fit adjusts): else KV_EINVAL with d saying which.  On
  * return rp's settings hold the start host (f->host0).  Returns 0, or a
