@@ -354,6 +354,10 @@ static void intervals(gsl_matrix *J, const double *x, double cost, size_t n, str
 	for (k = 0; k < f->np; k++) {
 		double sd = sqrt(s2 * gsl_matrix_get(cov, (size_t)k, (size_t)k));
 		int kc = f->ks[k]; /* the coefficient of x[k] */
+		gsl_vector_view col = gsl_matrix_column(J, (size_t)k);
+
+		if (gsl_blas_dnrm2(&col.vector) == 0)
+			sd = NAN; /* no residual moves with it: not determined, its whole range */
 
 		f->lo[kc] = isfinite(sd) ? to_v(kc, x[k] - 1.96 * sd) : lo_of[kc];
 		f->hi[kc] = isfinite(sd) ? to_v(kc, x[k] + 1.96 * sd) : hi_of[kc];
