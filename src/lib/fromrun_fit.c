@@ -172,6 +172,7 @@ struct fit_ctx {
 	int ks[KV_RFIT_N], np; /* x[j] is coefficient ks[j], j < np */
 	size_t n_win; /* the window residuals; the steps' follow them */
 	double *step_pred; /* rp->steps: each step's predicted time, ns */
+	double *step_w; /* rp->steps: each step's residual weight, sqrt(its time / the mean) */
 	size_t n_fit; /* requests [0, n_fit) are fitted */
 	unsigned evals, max_evals;
 	int capped;
@@ -232,7 +233,15 @@ static size_t residuals(const struct kv_run *run, const struct kv_run_result *re
 	return j;
 }
 
-/* The steps' residuals into f after the windows': log(predicted / recorded) of each step. */
+/*
+ * The steps' residuals into f after the windows': log(predicted / recorded)
+ * of each step, weighted by sqrt(its time / the mean step's), so that its
+ * squared residual weighs as its share of the run's time: a request's
+ * latency is a sum of steps, and a 60 ms mixed step's error moves it three
+ * times as much as a 20 ms decode's.  Rejected: equal weights, under which
+ * the many decode steps of a run set the per-token terms and the few
+ * prefill steps, which make TTFT, were left 10% off (docs/calibration.md).
+ */
 static int step_residuals(struct fit_ctx *c, const struct kv_device *dev, gsl_vector *f)
 {
 	const struct kv_steps *st = c->rp->steps;
@@ -240,8 +249,22 @@ static int step_residuals(struct fit_ctx *c, const struct kv_device *dev, gsl_ve
 	int rc = kv_steps_perf(c->rp, dev, st, c->step_pred, c->d);
 
 	for (i = 0; !rc && i < st->n; i++)
-		gsl_vector_set(f, c->n_win + i, log(c->step_pred[i] / (double)st->rec[i].real_ns));
+		gsl_vector_set(f, c->n_win + i, c->step_w[i] * log(c->step_pred[i] / (double)st->rec[i].real_ns));
 	return rc;
+}
+
+/* c->step_pred allocated, c->step_w each step's weight (step_residuals). */
+static void step_weights(struct fit_ctx *c, const struct kv_steps *st)
+{
+	double mean = 0;
+	size_t i;
+
+	c->step_pred = kv_xmalloc(st->n * sizeof(*c->step_pred));
+	c->step_w = kv_xmalloc(st->n * sizeof(*c->step_w));
+	for (i = 0; i < st->n; i++)
+		mean += (double)st->rec[i].real_ns / (double)st->n;
+	for (i = 0; i < st->n; i++)
+		c->step_w[i] = sqrt((double)st->rec[i].real_ns / mean);
 }
 
 /* One replay at x; GSL_EMAXITER past the cap, GSL_EFAILED when the replay failed. */
@@ -538,7 +561,7 @@ int kv_run_fit(struct kv_replay *rp, const struct kv_device *start, size_t n_fit
 				   n_fit, c.np);
 	f->host0 = f->host = c.host_base;
 	if (rp->steps)
-		c.step_pred = kv_xmalloc(rp->steps->n * sizeof(*c.step_pred));
+		step_weights(&c, rp->steps);
 	c.base = *start;
 	c.n_fit = n_fit;
 	c.max_evals = max_evals;
@@ -675,6 +698,7 @@ int kv_run_fit(struct kv_replay *rp, const struct kv_device *start, size_t n_fit
 	gsl_vector_free(c.last_x);
 	gsl_vector_free(c.last_f);
 	free(c.step_pred);
+	free(c.step_w);
 	return status;
 }
 
