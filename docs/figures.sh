@@ -101,6 +101,8 @@ tables=(
   "autoscale|docs/cluster.md|2|bash docs/cluster/autoscale.sh KVSIM"
   "tiers-capacity|docs/cluster.md|2|bash docs/cluster/tiers.sh KVSIM A"
   "tiers-ttft|docs/cluster.md|2|bash docs/cluster/tiers.sh KVSIM B"
+  "host-levels|docs/calibration.md|0|bash configs/calibrate/host-levels.sh KVSIM"
+  "host-levels-cpu|docs/calibration.md|0|bash configs/calibrate/host-levels-cpu.sh KVSIM"
 )
 
 # replace DOC NAME FILE: the lines between NAME's marker lines become FILE (less its trailing

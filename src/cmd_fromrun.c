@@ -31,6 +31,8 @@
 
 struct fr_args {
 	const char *run, *settings, *out, *profile;
+	const char *steps; /* calibrate --steps: the run's step records, fitted beside its requests */
+	const char *steps_out; /* validate --steps-out: where the replay's steps are written */
 	char *sets[MAX_SETS];
 	size_t n_sets;
 	double holdout; /* share of the run (the last requests by send time) held out */
@@ -38,6 +40,8 @@ struct fr_args {
 	int max_evals_opt; /* --max-evals N as parsed */
 	int quiet, validate, progress;
 	int multi; /* --multi-start: screen a grid of starts, descend from the best few */
+	int fit_host; /* --fit-host: fit the host's terms with the device's */
+	int host_only; /* --host-only: the host's terms alone, the device held (fit_host 2) */
 	int evals_set; /* --max-evals given */
 	struct kv_cli_sets set; /* --set, into sets[] */
 };
@@ -62,7 +66,9 @@ static const char fr_cal_desc[] =
 	"section is replaced by RUN's requests) inside a least-squares loop over the\n"
 	"log errors of TTFT, TPOT and E2E summed over windows of 10 requests.  The\n"
 	"fit uses the first part of the run by send time; the rest is held out and\n"
-	"its errors (mean, p90, p99) reported.\n";
+	"its errors (mean, p90, p99) reported.  --fit-host fits the engine's host terms\n"
+	"too; --steps fits the perf model to the run's recorded steps instead of its\n"
+	"requests (docs/calibration.md, \"Host terms\").\n";
 
 static const char fr_notes[] = "exit status: 0 done, 1 output error, 2 bad input\n";
 
@@ -114,6 +120,16 @@ static int parse_calibrate(int argc, char **argv, struct fr_args *a)
 		{ .name = "multi-start", .kind = KV_CLI_FLAG, .dst = &a->multi,
 		  .help = "also screen 62 starts around WORKLOAD's device and\n"
 			  "descend from the 6 best; the lowest cost is kept" },
+		{ .name = "fit-host", .kind = KV_CLI_FLAG, .dst = &a->fit_host,
+		  .help = "also fit the engine's host terms (sched, sched_seq,\n"
+			  "prep_token, sample; the others folded in) and write\n"
+			  "them as a host profile, PATH's stem plus -host.yaml" },
+		{ .name = "steps", .kind = KV_CLI_PATH, .dst = &a->steps, .what = "a steps CSV",
+		  .arg = "FILE", .help = "the run's engine steps (the columns of validate's\n"
+					 "iterations.csv): each step's log error is a residual too" },
+		{ .name = "host-only", .kind = KV_CLI_FLAG, .dst = &a->host_only,
+		  .help = "with --fit-host: fit the host terms alone, the device\n"
+			  "held at WORKLOAD's (one calibrated on its backend)" },
 		{ .name = "set", .kind = KV_CLI_SET, .dst = &a->set, .max = MAX_SETS, .arg = "K=V",
 		  .help = "override a workload key, as in `kvsim run`; repeatable" },
 		{ .name = "quiet", .kind = KV_CLI_FLAG, .dst = &a->quiet, .help = "no progress or table" },
@@ -147,6 +163,9 @@ static int parse_validate(int argc, char **argv, struct fr_args *a)
 		{ .name = "output", .short_name = 'o', .kind = KV_CLI_PATH, .dst = &a->out,
 		  .what = "a file path", .label = "-o", .arg = "FILE",
 		  .help = "write the errors as CSV" },
+		{ .name = "steps-out", .kind = KV_CLI_PATH, .dst = &a->steps_out, .what = "a file path",
+		  .arg = "FILE", .help = "write the replay's engine steps (shape, time) as\n"
+					 "calibrate --steps reads them" },
 		{ .name = "set", .kind = KV_CLI_SET, .dst = &a->set, .max = MAX_SETS, .arg = "K=V",
 		  .help = "override a workload key, as in `kvsim run`; repeatable" },
 		{ .name = "quiet", .kind = KV_CLI_FLAG, .dst = &a->quiet, .help = "no progress or table" },
@@ -204,6 +223,7 @@ struct fr_ctx {
 	struct kv_workload w; /* the engine settings, with --profile's device when given */
 	struct kv_replay rp; /* the run set up for replay under w */
 	int lock; /* the profile's (calibrate) or -o's (validate) lock, kv_path_lock; -1: none */
+	struct kv_steps steps; /* calibrate --steps' records, or validate --steps-out's replay */
 };
 
 /*
@@ -234,7 +254,7 @@ static int same_file(const char *a, const char *b)
  */
 static int clobbers_input(const struct fr_args *a, const char *out)
 {
-	char stem[KV_PATH_MAX], side[3][KV_PATH_MAX + 32];
+	char stem[KV_PATH_MAX], side[4][KV_PATH_MAX + 32];
 	const char *in[2] = { a->run, a->settings };
 	int i, k;
 
@@ -242,7 +262,8 @@ static int clobbers_input(const struct fr_args *a, const char *out)
 	snprintf(side[0], sizeof(side[0]), "%s", out);
 	snprintf(side[1], sizeof(side[1]), "%s-fit.csv", stem);
 	snprintf(side[2], sizeof(side[2]), "%s-holdout.csv", stem);
-	for (i = 0; i < (a->validate ? 1 : 3); i++) {
+	snprintf(side[3], sizeof(side[3]), "%s-host.yaml", stem);
+	for (i = 0; i < (a->validate ? 1 : a->fit_host ? 4 : 3); i++) {
 		struct kv_diag d;
 
 		if (kv_atomic_check(side[i], &d)) {
@@ -307,6 +328,7 @@ static int fr_end(struct fr_ctx *c, int status)
 	else if (!status && (fflush(stdout) || ferror(stdout)))
 		status = 1;
 	kv_replay_release(&c->rp);
+	kv_steps_release(&c->steps);
 	kv_run_release(&c->run);
 	kv_workload_release(&c->w);
 	if (c->lock >= 0)
@@ -358,6 +380,17 @@ static size_t first_scored(const struct kv_run *run, double holdout)
 	return run->n - (held ? held : holdout > 0);
 }
 
+/* --steps-out: the replay's steps; 0 or the exit status (printed). */
+static int write_steps(struct fr_ctx *c)
+{
+	struct kv_diag d = { 0 };
+	int rc = kv_replay_steps(&c->rp, &c->w.cfg.device, &c->steps, &d);
+
+	if (!rc)
+		rc = kv_steps_write(c->a.steps_out, &c->steps, &d);
+	return rc ? failed(&d, rc == KV_EIO ? 1 : 2) : 0;
+}
+
 int kv_cmd_validate_from_run(int argc, char **argv)
 {
 	struct fr_ctx c;
@@ -373,6 +406,8 @@ int kv_cmd_validate_from_run(int argc, char **argv)
 	if (c.a.out &&
 	    (status = write_errors(c.a.out, c.a.profile ? c.a.profile : c.w.cfg.device.name, &sc, NULL)))
 		return fr_end(&c, status);
+	if (c.a.steps_out && (status = write_steps(&c)))
+		return fr_end(&c, status);
 	if (!c.a.quiet) {
 		printf("validation on run %s (%s, %zu requests, %zu failed left out)\n"
 		       "settings %s, device %s; scored: requests %zu-%zu by send time\n",
@@ -385,26 +420,26 @@ int kv_cmd_validate_from_run(int argc, char **argv)
 
 /* ---- calibrate --from-run ---- */
 
-/* Human units of coefficient k: eff as a share, overhead in ms, per_seq in us. */
+/* Human units of coefficient k: eff as a share, fixed terms (overhead, sched) in ms, the rest in us. */
 static double shown(int k, double v)
 {
-	return k == KV_RFIT_OVERHEAD ? v * 1e-6 : k == KV_RFIT_PER_SEQ ? v * 1e-3 : v;
+	return k == KV_RFIT_OVERHEAD || k == KV_RFIT_SCHED ? v * 1e-6 : k >= KV_RFIT_PER_SEQ ? v * 1e-3 : v;
 }
 
-static const char *const shown_unit[KV_RFIT_N] = { "", "", "ms", "us" };
+static const char *const shown_unit[KV_RFIT_N] = { "", "", "ms", "us", "ms", "us", "us", "us" };
 
 static int write_fit_csv(const char *path, const struct kv_run_fit *f, size_t n_fit)
 {
 	struct kv_atomic a;
 	struct kv_diag d = { 0 };
-	int k;
+	int j, k;
 
 	if (kv_atomic_open(&a, path, &d)) {
 		kv_diag_print(&d, stderr);
 		return 1;
 	}
 	fprintf(a.f, "key,start,value,ci95_lo,ci95_hi,unit\n");
-	for (k = 0; k < KV_RFIT_N; k++)
+	for (j = 0; j < f->np && (k = f->ks[j]) >= 0; j++)
 		fprintf(a.f, "%s,%.9g,%.9g,%.9g,%.9g,%s\n", kv_run_fit_name[k], shown(k, f->start[k]),
 			shown(k, f->val[k]), shown(k, f->lo[k]), shown(k, f->hi[k]),
 			shown_unit[k][0] ? shown_unit[k] : "share");
@@ -420,10 +455,10 @@ static int write_fit_csv(const char *path, const struct kv_run_fit *f, size_t n_
 
 static void print_fit(const struct kv_run_fit *f)
 {
-	int k;
+	int j, k;
 
 	printf("  %-10s %12s %12s   %s\n", "coefficient", "start", "fitted", "95% interval");
-	for (k = 0; k < KV_RFIT_N; k++)
+	for (j = 0; j < f->np && (k = f->ks[j]) >= 0; j++)
 		printf("  %-10s %10.4g%-2s %10.4g%-2s   [%.4g, %.4g]\n", kv_run_fit_name[k],
 		       shown(k, f->start[k]), shown_unit[k], shown(k, f->val[k]), shown_unit[k],
 		       shown(k, f->lo[k]), shown(k, f->hi[k]));
@@ -443,6 +478,44 @@ static void print_compare(const struct kv_run_score *s0, const struct kv_run_sco
 			       kv_run_score_err(s1, k, s));
 	if (s1->n_missing)
 		printf("  %zu held-out requests did not complete in the fitted replay\n", s1->n_missing);
+}
+
+/* PATH's stem, for messages (a static buffer). */
+static const char *fit_stem(const char *path)
+{
+	static char stem[KV_PATH_MAX];
+
+	kv_calib_stem(path, stem, sizeof(stem));
+	return stem;
+}
+
+/* --fit-host: the host profile STEM-host.yaml; 0 or a code with d filled. */
+static int write_host(const char *stem, const struct fr_args *a, const struct kv_workload *w,
+		      const struct kv_run *run, struct kv_run_fit *f, size_t n_fit,
+		      const char *date, struct kv_diag *d)
+{
+	char p[KV_PATH_MAX + 32], *hdr;
+	int rc, k;
+
+	snprintf(p, sizeof(p), "%s-host.yaml", stem);
+	snprintf(f->host.name, sizeof(f->host.name), "%.48s-fromrun",
+		 w->cfg.host.name[0] ? w->cfg.host.name : "host");
+	hdr = kv_xasprintf("Fitted by `kvsim calibrate --from-run %s %s --fit-host` on %s:\n"
+			   "the host terms of engine %s (CPU and GPU combined: %s) fitted with the\n"
+			   "device's to the first %zu of %zu requests; prep_seq, block, hash and detok\n"
+			   "are folded into sched_seq, prep_token (at N / B) and sample.  95%% intervals:",
+			   run->path, a->settings, date,
+			   w->cfg.engine ? w->cfg.engine->name : "vllm-v0", f->host_mode, n_fit, run->n);
+	for (k = KV_RFIT_DEV_N; k < KV_RFIT_N; k++) {
+		char *more = kv_xasprintf("%s\n%s [%.6g, %.6g] ns", hdr, kv_run_fit_name[k], f->lo[k],
+					  f->hi[k]);
+
+		free(hdr);
+		hdr = more;
+	}
+	rc = kv_run_write_host(p, &f->host, hdr, d);
+	free(hdr);
+	return rc;
 }
 
 /* The profile and its two CSVs; 0 or the exit status. */
@@ -475,6 +548,8 @@ static int write_outputs(const char *path, const struct fr_args *a, const struct
 			   shown(2, f->hi[2]), shown(3, f->lo[3]), shown(3, f->hi[3]), a->settings);
 	rc = kv_run_write_profile(path, &f->dev, hdr, &d);
 	free(hdr);
+	if (!rc && a->fit_host)
+		rc = write_host(stem, a, w, run, f, n_fit, date, &d);
 	if (rc) {
 		kv_diag_print(&d, stderr);
 		return 1;
@@ -528,10 +603,24 @@ int kv_cmd_calibrate_from_run(int argc, char **argv)
 		return fr_end(&c, 2);
 	}
 	start = c.w.cfg.device;
-	if ((rc = kv_run_fit(&c.rp, &start, n_fit, c.a.max_evals, c.a.multi, &fit, &d)))
+	if (c.a.host_only && !c.a.fit_host) {
+		fprintf(stderr, "kvsim: calibrate: --host-only: expected it with --fit-host\n");
+		return fr_end(&c, 2);
+	}
+	if (c.a.steps) {
+		if (kv_steps_load(&c.steps, c.a.steps, &d))
+			return fr_end(&c, failed(&d, 2));
+		c.rp.steps = &c.steps;
+	}
+	if ((rc = kv_run_fit(&c.rp, &start, n_fit, c.a.max_evals, c.a.multi,
+			     c.a.fit_host ? 1 + c.a.host_only : 0, &fit, &d)))
 		return fr_end(&c, failed(&d, rc == KV_ERANGE ? 1 : 2));
-	if (n_fit < c.run.n && ((status = score(&c.rp, &start, n_fit, &s0)) ||
-				(status = score(&c.rp, &fit.dev, n_fit, &s1))))
+	/* the start host is the settings' again (kv_run_fit); the fitted one scores the fit */
+	if (n_fit < c.run.n && (status = score(&c.rp, &start, n_fit, &s0)))
+		return fr_end(&c, status);
+	if (c.a.fit_host)
+		c.w.cfg.host = fit.host;
+	if (n_fit < c.run.n && (status = score(&c.rp, &fit.dev, n_fit, &s1)))
 		return fr_end(&c, status);
 	if ((status = write_outputs(path, &c.a, &c.w, &c.run, &fit, n_fit,
 				    n_fit < c.run.n ? &s0 : NULL, &s1)))
@@ -539,12 +628,21 @@ int kv_cmd_calibrate_from_run(int argc, char **argv)
 	if (!c.a.quiet) {
 		printf("calibration from run %s (%s, %zu requests, %zu failed left out)\n"
 		       "settings %s (device %s)\n"
-		       "fit: requests 1-%zu by send time, %zu residuals, %u replays, %u iterations (%s)\n"
+		       "fit: requests 1-%zu by send time, %zu residuals, %u %s, %u iterations (%s)\n"
 		       "  RMS log error %.4f at the start, %.4f fitted\n",
 		       c.run.path, c.run.format, c.run.n, c.run.n_failed, c.w.path, start.name, n_fit,
-		       fit.n_res, fit.evals, fit.iters, fit.why, sqrt(fit.cost0 / (double)fit.n_res),
-		       sqrt(fit.cost / (double)fit.n_res));
+		       fit.n_res, fit.evals, c.a.steps ? "evaluations" : "replays", fit.iters,
+		       fit.why, sqrt(fit.cost0 / (double)fit.n_res), sqrt(fit.cost / (double)fit.n_res));
 		print_fit(&fit);
+		if (c.a.fit_host)
+			printf("  host terms fitted with CPU and GPU combined as the engine does (%s)%s;\n"
+			       "  prep_seq, block, hash and detok are folded into sched_seq, prep_token\n"
+			       "  and sample, and written as 0\n", fit.host_mode,
+			       strcmp(fit.host_mode, "async") ? ": overhead and per_seq held at the\n"
+			       "  device's (they add to sched and sched_seq in every step)" : "");
+		if (c.a.steps)
+			printf("  fitted to the %zu steps of %s (the requests are not in the cost)\n",
+			       c.steps.n, c.steps.path);
 		if (n_fit < c.run.n) {
 			printf("held out: requests %zu-%zu\n", n_fit + 1, c.run.n);
 			print_compare(&s0, &s1);
@@ -552,6 +650,8 @@ int kv_cmd_calibrate_from_run(int argc, char **argv)
 			printf("held out: none (--holdout 0): no error to report that the fit did not see\n");
 		}
 		printf("profile: %s\n", path);
+		if (c.a.fit_host)
+			printf("host profile: %s-host.yaml (kvsim run --set host=...)\n", fit_stem(path));
 	}
 	return fr_end(&c, 0);
 }

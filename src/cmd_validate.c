@@ -182,8 +182,37 @@ static void put_num(FILE *f, double x, const char *fmt)
 		fprintf(f, fmt, x);
 }
 
+/*
+ * The real run's completed requests as a recorded run (requests-measured.csv:
+ * arrival_s, prompt_tokens, output_tokens, ttft_s, e2e_s), which `calibrate
+ * --from-run` and `validate --from-run` read; with iterations.csv (its
+ * steps) a backend run is a recorded run with steps.  0 or a code with d.
+ */
+static int write_measured(const char *dir, const struct kv_run_result *real, struct kv_diag *d)
+{
+	char path[KV_PATH_MAX + 64];
+	struct kv_atomic f;
+	size_t i;
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/requests-measured.csv", dir);
+	if ((rc = kv_atomic_open(&f, path, d)))
+		return rc;
+	fprintf(f.f, "arrival_s,prompt_tokens,output_tokens,ttft_s,e2e_s\n");
+	for (i = 0; i < real->n_req; i++) {
+		const struct kv_req_out *o = &real->req[i];
+
+		if (o->completed)
+			fprintf(f.f, "%.9f,%llu,%llu,%.9f,%.9f\n", o->arrival_s,
+				(unsigned long long)o->prompt_tokens,
+				(unsigned long long)o->output_tokens, o->ttft_s, o->e2e_s);
+	}
+	return kv_atomic_commit(&f, d);
+}
+
 static int write_csv(const char *dir, const struct row *rows, size_t n_rows,
-		     const struct kv_real_exec *e, struct kv_diag *d)
+		     const struct kv_real_exec *e, const struct kv_run_result *real,
+		     struct kv_diag *d)
 {
 	struct kv_atomic f;
 	char path[KV_PATH_MAX + 64];
@@ -210,6 +239,8 @@ static int write_csv(const char *dir, const struct row *rows, size_t n_rows,
 		fputc('\n', f.f);
 	}
 	if ((rc = kv_atomic_commit(&f, d)))
+		return rc;
+	if ((rc = write_measured(dir, real, d)))
 		return rc;
 	snprintf(path, sizeof(path), "%s/iterations.csv", dir);
 	if ((rc = kv_atomic_open(&f, path, d)))
@@ -398,7 +429,7 @@ int kv_cmd_validate(int argc, char **argv)
 	rows[n_rows++] = (struct row){ "makespan", "s", sim.makespan_s, real.makespan_s, "" };
 	rows[n_rows++] = (struct row){ "iterations", "", (double)sim.iterations,
 				       (double)real.iterations, "" };
-	if (write_csv(od.stage, rows, n_rows, &e, &d)) {
+	if (write_csv(od.stage, rows, n_rows, &e, &real, &d)) {
 		kv_diag_print(&d, stderr);
 		status = 1;
 		goto out;

@@ -196,4 +196,82 @@ stop() { # signal, expected exit status, expected message ("" for none)
 stop TERM 143 "interrupted by SIGTERM while replaying; no output written"
 stop INT 130 "interrupted by SIGINT while replaying; no output written"
 stop KILL 137 ""
+# --fit-host: the host's terms with the device's, on a run simulated with a
+# known host (true-host.yaml) under the vllm engine (v1: CPU + GPU in sequence)
+"$KVSIM" run "$D/host-gen.yaml" -o "$T/hgen" --quiet
+"$KVSIM" run "$D/host-gen.yaml" --set host="$D/zero-host.yaml" -o "$T/zgen" --quiet
+for g in hgen zgen; do
+	awk -F, 'NR == 1 { print "arrival_s,prompt_tokens,output_tokens,ttft_ms,e2e_ms"; next }
+		 $4 == "completed" { printf "%s,%s,%s,%.6f,%.6f\n", $5, $8, $9, $10 * 1e3, $12 * 1e3 }' \
+		"$T/$g/requests.csv" > "$T/$g.csv"
+done
+"$KVSIM" calibrate --from-run "$T/hgen.csv" "$D/host-settings.yaml" --fit-host -o "$T/hcal/p.yaml" > "$T/hcal.txt"
+cat "$T/hcal.txt"
+# a sync engine: eff_bw, eff_flops and the host's four (overhead and per_seq held)
+[ "$(awk -F, 'NR > 1 && $6 != "" { printf "%s ", $1 }' "$T/hcal/p-fit.csv")" = \
+  "eff_bw eff_flops sched sched_seq prep_token sample " ] || fail "--fit-host: not the six coefficients in p-fit.csv"
+awk -F, 'NR > 1 && $6 != "" && !($4 + 0 <= $3 + 0 && $3 + 0 <= $5 + 0) { print $1 ": " $3 " outside [" $4 ", " $5 "]"; bad = 1 }
+END { exit bad }' "$T/hcal/p-fit.csv" || fail "--fit-host: an interval misses its value"
+# held out: the start host is 9-15% too fast; the fitted one within 3% on every mean
+awk -F, '$1 == "start" && $3 == "mean" && $6 > -5 { print "start " $2 " " $6 "%: expected the start below -5%"; bad = 1 }
+	 $1 == "fitted" && $3 == "mean" && ($6 > 3 || $6 < -3) { print "fitted " $2 " " $6 "% beyond 3%"; bad = 1 }
+	 END { exit bad }' "$T/hcal/p-holdout.csv" || fail "--fit-host: held-out means"
+grep -q "^  prep_seq: 0ns$" "$T/hcal/p-host.yaml" && grep -q "^  sched: [0-9]*ns$" "$T/hcal/p-host.yaml" ||
+	fail "--fit-host: the host profile lacks its folded or fitted terms: $(cat "$T/hcal/p-host.yaml")"
+# the two profiles reproduce calibrate's held-out figures, and run
+"$KVSIM" validate --from-run "$T/hgen.csv" "$D/host-settings.yaml" --profile "$T/hcal/p.yaml" \
+	--set host="$T/hcal/p-host.yaml" --holdout 0.5 -o "$T/hval.csv" --quiet
+diff <(awk -F, '$1 == "fitted" { print $2, $3, $4, $5 }' "$T/hcal/p-holdout.csv") \
+	<(awk -F, 'NR > 1 { print $2, $3, $4, $5 }' "$T/hval.csv") ||
+	fail "validate --from-run with the fitted host differs from calibrate's held-out table"
+"$KVSIM" run "$D/host-gen.yaml" --set device="$T/hcal/p.yaml" --set host="$T/hcal/p-host.yaml" -o "$T/hrerun" --quiet
+# a host whose terms are 0, fitted alone from 0: they stay near 0
+"$KVSIM" calibrate --from-run "$T/zgen.csv" "$D/host-settings.yaml" --fit-host --host-only \
+	--set host="$D/zero-host.yaml" -o "$T/zcal/p.yaml" --quiet
+awk -F, '$1 == "sched" && $3 > 0.01 { print "sched " $3 " ms"; bad = 1 }
+	 ($1 == "sched_seq" || $1 == "prep_token" || $1 == "sample") && $3 > 0.1 { print $1 " " $3 " us"; bad = 1 }
+	 END { exit bad }' "$T/zcal/p-fit.csv" || fail "--host-only from 0 on a zero host: a term left 0"
+# bad input: exit 2, one clear line
+bad() { # expected message, arguments
+	local want=$1
+	shift
+	set +e
+	"$KVSIM" calibrate --from-run "$T/hgen.csv" "$@" --quiet -o "$T/bad/p.yaml" 2> "$T/err"
+	rc=$?
+	set -e
+	[ $rc -eq 2 ] || fail "calibrate $*: exit $rc, expected 2"
+	grep -q -- "$want" "$T/err" || fail "calibrate $*: expected '$want' in: $(cat "$T/err")"
+}
+bad "runs without the host model" "$D/settings.yaml" --fit-host
+bad "host_sched is set: an engine option overrides" "$D/host-settings.yaml" --fit-host --set engine.host_sched=1000
+bad "host-only: expected it with --fit-host" "$D/host-settings.yaml" --host-only
+# --steps: the run's engine steps (here the replay's with the true host, as validate
+# --steps-out writes them) fitted instead of its requests: from the stock effs and the
+# version's host defaults, every coefficient comes back (sync: overhead and per_seq held)
+for g in hgen zgen; do
+	h=true-host.yaml
+	[ $g = hgen ] || h=zero-host.yaml
+	"$KVSIM" validate --from-run "$T/$g.csv" "$D/host-settings.yaml" --set host="$D/$h" \
+		--steps-out "$T/$g-steps.csv" --quiet
+	"$KVSIM" calibrate --from-run "$T/$g.csv" "$D/host-settings.yaml" --set device="$D/host-start.yaml" \
+		--fit-host --steps "$T/$g-steps.csv" --max-evals 1000 -o "$T/s$g/p.yaml" > "$T/s$g.txt"
+done
+cat "$T/shgen.txt"
+awk -F, 'function off(v, t, tol) { return v / t - 1 > tol || v / t - 1 < -tol }
+	$1 == "eff_bw" && off($3, 0.6, 0.01) || $1 == "eff_flops" && off($3, 0.5, 0.01) ||
+	$1 == "sched" && off($3, 2, 0.02) || $1 == "prep_token" && off($3, 2, 0.02) ||
+	$1 == "sched_seq" && off($3, 40, 0.05) || $1 == "sample" && off($3, 20, 0.05) { print $1 " " $3 " not recovered"; bad = 1 }
+	$1 == "overhead" || $1 == "per_seq" { print $1 " fitted: a sync engine holds it"; bad = 1 }
+	END { exit bad }' "$T/shgen/p-fit.csv" || fail "--steps: the true coefficients not recovered"
+awk -F, '$1 == "fitted" && $3 == "mean" && ($6 > 1 || $6 < -1) { print $2 " " $6 "%"; bad = 1 }
+	END { exit bad }' "$T/shgen/p-holdout.csv" || fail "--steps: held-out means beyond 1%"
+awk -F, '$1 == "sched" && $3 > 0.005 { print "sched " $3 " ms"; bad = 1 }
+	 ($1 == "sched_seq" || $1 == "prep_token" || $1 == "sample") && $3 > 0.05 { print $1 " " $3 " us"; bad = 1 }
+	 END { exit bad }' "$T/szgen/p-fit.csv" || fail "--steps on a zero host, from the defaults: a term left 0"
+printf 'n_seqs,n_decode\n1,1\n' > "$T/steps-cols.csv"
+bad "steps-cols.csv:1: n_prefill_tokens: missing column" "$D/host-settings.yaml" --fit-host --steps "$T/steps-cols.csv"
+sed '3s/,[0-9.]*$/,-1/' "$T/zgen-steps.csv" > "$T/steps-time.csv"
+bad "steps-time.csv:3: duration: bad value '-1': expected a step time" "$D/host-settings.yaml" --fit-host --steps "$T/steps-time.csv"
+awk -F, 'NR == 3 { $3 = $2 + 1 } 1' OFS=, "$T/zgen-steps.csv" > "$T/steps-dec.csv"
+bad "steps-dec.csv:3: n_seqs: bad step" "$D/host-settings.yaml" --fit-host --steps "$T/steps-dec.csv"
 echo "fromrun: ok"

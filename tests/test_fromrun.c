@@ -358,6 +358,117 @@ START_TEST(test_score_na)
 }
 END_TEST
 
+/* text into a fresh temporary file; its path in path (64 bytes). */
+static void temp_file(char *path, const char *text)
+{
+	FILE *f;
+	int fd;
+
+	strcpy(path, "/tmp/kvsim-steps-XXXXXX");
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	f = fdopen(fd, "w");
+	fputs(text, f);
+	fclose(f);
+}
+
+/* Steps read by their column names (any order, others ignored, step_s in seconds) and round-trip. */
+START_TEST(test_steps_load_and_write)
+{
+	char in[64], out[64];
+	struct kv_steps st, st2;
+	struct kv_diag d = { 0 };
+	size_t i;
+
+	temp_file(in, "note,kv_read_bytes,attn_pairs,n_sample,n_prefill_tokens,n_decode,n_seqs,step_s\n"
+		      "x,1000,50,1,40,0,1,0.016\n\ny,2000,90,3,0,3,3,0.0205\n");
+	ck_assert_msg(kv_steps_load(&st, in, &d) == 0, "%s", d.msg);
+	ck_assert_uint_eq(st.n, 2);
+	ck_assert_uint_eq(st.rec[0].shape.n_prefill_tokens, 40);
+	ck_assert_uint_eq(st.rec[0].shape.kv_read_bytes, 1000);
+	ck_assert_uint_eq(st.rec[1].shape.n_decode, 3);
+	ck_assert_uint_eq(st.rec[1].shape.attn_pairs, 90);
+	ck_assert_msg(st.rec[1].real_ns == 20500000, "%llu ns", (unsigned long long)st.rec[1].real_ns);
+	strcpy(out, in);
+	strcat(out, ".w");
+	ck_assert_msg(kv_steps_write(out, &st, &d) == 0, "%s", d.msg);
+	ck_assert_msg(kv_steps_load(&st2, out, &d) == 0, "%s", d.msg);
+	ck_assert_uint_eq(st2.n, st.n);
+	for (i = 0; i < st.n; i++) {
+		ck_assert(!memcmp(&st.rec[i].shape, &st2.rec[i].shape, sizeof(st.rec[i].shape)));
+		ck_assert_uint_eq(st.rec[i].real_ns, st2.rec[i].real_ns);
+	}
+	kv_steps_release(&st);
+	kv_steps_release(&st2);
+	unlink(in);
+	unlink(out);
+}
+END_TEST
+
+/* Each bad step file: KV_EINVAL naming its line and what was wrong. */
+START_TEST(test_steps_bad)
+{
+	static const struct {
+		const char *text, *want;
+		unsigned long line;
+	} cases[] = {
+		{ "n_seqs,n_decode\n1,1\n", "missing column: expected a header", 1 },
+		{ "n_seqs,n_decode,n_prefill_tokens,n_sample,attn_pairs,kv_read_bytes\n1,1,0,1,1,1\n",
+		  "duration as measured_ms", 1 },
+		{ "n_seqs,n_decode,n_prefill_tokens,n_sample,attn_pairs,kv_read_bytes,measured_ms\n"
+		  "1,1,0,1,1,1,5\n1.5,1,0,1,1,1,5\n", "bad value '1.5': expected a whole number", 3 },
+		{ "n_seqs,n_decode,n_prefill_tokens,n_sample,attn_pairs,kv_read_bytes,measured_ms\n"
+		  "1,2,0,1,1,1,5\n", "bad step", 2 },
+		{ "n_seqs,n_decode,n_prefill_tokens,n_sample,attn_pairs,kv_read_bytes,measured_ms\n"
+		  "1,0,0,0,0,0,5\n", "at least one token", 2 },
+		{ "n_seqs,n_decode,n_prefill_tokens,n_sample,attn_pairs,kv_read_bytes,measured_ms\n"
+		  "1,1,0,1,1,1,0\n", "bad value '0': expected a step time", 2 },
+		{ "n_seqs,n_decode,n_prefill_tokens,n_sample,attn_pairs,kv_read_bytes,measured_ms\n",
+		  "no steps", 2 },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char path[64];
+		struct kv_steps st;
+		struct kv_diag d = { 0 };
+		int rc;
+
+		temp_file(path, cases[i].text);
+		rc = kv_steps_load(&st, path, &d);
+		ck_assert_msg(rc == KV_EINVAL && strstr(d.msg, cases[i].want) && d.line == cases[i].line,
+			      "case %zu: rc %d, line %lu: %s", i, rc, d.line, d.msg);
+		kv_steps_release(&st);
+		unlink(path);
+	}
+}
+END_TEST
+
+/* A host profile written by --fit-host reads back with every coefficient, in whole ns. */
+START_TEST(test_host_write_round_trip)
+{
+	char path[64];
+	struct kv_host_profile h = { 0 }, back;
+	struct kv_diag d = { 0 };
+	int i;
+
+	temp_file(path, "");
+	strcpy(path + strlen(path), ".yaml");
+	snprintf(h.name, sizeof(h.name), "fitted");
+	h.cpu_speed = 1.5;
+	for (i = 0; i < KV_HOST_NCOEF; i++)
+		h.coef[i] = 1000.0 * i + 0.4; /* rounds to 1000 i */
+	ck_assert_msg(kv_run_write_host(path, &h, "a comment\nof two lines", &d) == 0, "%s", d.msg);
+	ck_assert_msg(kv_profile_load_host(path, &back, &d) == 0, "%s", d.msg);
+	ck_assert_str_eq(back.name, "fitted");
+	ck_assert(back.cpu_speed == 1.5);
+	ck_assert_uint_eq(back.set, (1u << KV_HOST_NCOEF) - 1);
+	for (i = 0; i < KV_HOST_NCOEF; i++)
+		ck_assert_msg(back.coef[i] == 1000.0 * i, "%s: %g", kv_host_coef_key(i), back.coef[i]);
+	unlink(path);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("fromrun");
@@ -376,6 +487,9 @@ int main(void)
 	tcase_add_test(tc, test_json_max_nodes);
 	tcase_add_test(tc, test_replay_trace_unnamed);
 	tcase_add_test(tc, test_score_na);
+	tcase_add_test(tc, test_steps_load_and_write);
+	tcase_add_test(tc, test_steps_bad);
+	tcase_add_test(tc, test_host_write_round_trip);
 	tcase_add_test(tc, test_load_interrupted); /* last: the stop flag stays set */
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

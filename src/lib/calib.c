@@ -18,6 +18,9 @@ void kv_req_out_record(struct kv_req_out *o, const struct kv_req *q, enum kv_end
 {
 	o->completed = e == KV_END_COMPLETED;
 	o->ttft_s = o->tpot_s = o->e2e_s = NAN;
+	o->arrival_s = (double)q->arrival_ns * 1e-9;
+	o->prompt_tokens = q->prompt_tokens;
+	o->output_tokens = q->output_tokens;
 	if (!o->completed)
 		return;
 	o->ttft_s = (double)(q->first_token_ns - q->arrival_ns) * 1e-9;

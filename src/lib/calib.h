@@ -16,6 +16,8 @@
 struct kv_req_out {
 	double ttft_s, tpot_s, e2e_s; /* NaN when not applicable */
 	int completed;
+	double arrival_s; /* the request's arrival, s from the run's start */
+	uint64_t prompt_tokens, output_tokens; /* its lengths */
 };
 
 /* o from q's end: latencies when e is KV_END_COMPLETED (TPOT from two output tokens), else NaN. */

@@ -974,7 +974,7 @@ int kv_replay_run(struct kv_replay *rp, const struct kv_device *dev, struct kv_r
 	res->n_req = res->cap_req = rp->run->n;
 	res->req = kv_xcalloc(rp->run->n, sizeof(*res->req));
 	rp->w->cfg.device = *dev;
-	rp->w->cfg.exec = NULL;
+	rp->w->cfg.exec = rp->exec; /* NULL but while kv_replay_steps records */
 	if ((rc = kv_sim_init(&s, &rp->w->cfg, &sink))) {
 		*d = s.diag;
 		kv_sim_release(&s);

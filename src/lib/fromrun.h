@@ -104,10 +104,37 @@ int kv_run_stopped(void);
 
 void kv_run_release(struct kv_run *r);
 
+/*
+ * A run's engine steps (src/lib/fromrun_steps.c): each step's batch
+ * composition and duration, in the columns `kvsim validate` writes as
+ * iterations.csv (n_seqs, n_decode, n_prefill_tokens, n_sample, attn_pairs,
+ * kv_read_bytes, measured_ms).  real_ns is the recorded duration.
+ */
+struct kv_steps {
+	char path[1024]; /* the file, for messages */
+	struct kv_iter_rec *rec; /* n steps in file order, owned */
+	size_t n, cap;
+};
+
+#define KV_STEPS_MAX ((size_t)1 << 22) /* most steps read */
+
+/*
+ * Reads the steps at path.  0, or KV_EINVAL (d: file:line, the column, the
+ * bad value, what was expected) or KV_EIO.  Release st in every case.
+ */
+int kv_steps_load(struct kv_steps *st, const char *path, struct kv_diag *d);
+
+void kv_steps_release(struct kv_steps *st);
+
+/* Writes st in the format kv_steps_load reads; 0 or KV_EIO with d filled (atomic). */
+int kv_steps_write(const char *path, const struct kv_steps *st, struct kv_diag *d);
+
 /* The simulator set up to replay a run. */
 struct kv_replay {
 	struct kv_workload *w; /* the settings; its source now reads the run's trace */
 	const struct kv_run *run; /* the replayed run */
+	const struct kv_steps *steps; /* the run's recorded steps, fitted beside its requests; NULL: none */
+	const struct kv_executor *exec; /* kv_replay_steps' recorder while it runs; else NULL */
 	int fd; /* the temporary trace, open; -1 when none */
 	char trace[1000]; /* its name for the simulator: /proc/self/fd/FD, or a file to remove */
 	int named; /* 1: trace is a real name (no /proc), removed by kv_replay_release() */
@@ -135,6 +162,22 @@ int kv_replay_run(struct kv_replay *rp, const struct kv_device *dev, struct kv_r
 		  struct kv_diag *d);
 
 void kv_replay_release(struct kv_replay *rp);
+
+/*
+ * Replays the run with device dev and records every step the replay runs
+ * (its shape, and its duration as real_ns) into st (released by the
+ * caller).  0 or a code with d filled.
+ */
+int kv_replay_steps(struct kv_replay *rp, const struct kv_device *dev, struct kv_steps *st,
+		    struct kv_diag *d);
+
+/*
+ * The perf model's time of each step of st, ns, into pred_ns (st->n values),
+ * with device dev and the settings' host (its engine, version and host
+ * profile).  0 or a code with d filled.
+ */
+int kv_steps_perf(struct kv_replay *rp, const struct kv_device *dev, const struct kv_steps *st,
+		  double *pred_ns, struct kv_diag *d);
 
 /* TTFT, TPOT, E2E: the metrics scored. */
 enum { KV_RUN_TTFT, KV_RUN_TPOT, KV_RUN_E2E, KV_RUN_METRICS };
@@ -175,13 +218,28 @@ void kv_run_score_csv(FILE *f, const char *label, const struct kv_run_score *sc)
 /* Prints the score as a table, one row per metric and statistic. */
 void kv_run_score_print(FILE *f, const struct kv_run_score *sc);
 
-/* The perf coefficients fitted. */
-enum { KV_RFIT_BW, KV_RFIT_FLOPS, KV_RFIT_OVERHEAD, KV_RFIT_PER_SEQ, KV_RFIT_N };
+/*
+ * The coefficients fitted: the device's four, then (fit_host) the host's
+ * four groups a step's shape separates (host.h): per step (sched), per
+ * scheduled sequence (sched_seq, prep_seq folded in), per scheduled token
+ * (prep_token, block and hash folded in at N / B), per sampling sequence
+ * (sample, detok folded in).
+ */
+enum {
+	KV_RFIT_BW, KV_RFIT_FLOPS, KV_RFIT_OVERHEAD, KV_RFIT_PER_SEQ,
+	KV_RFIT_DEV_N, /* the device's coefficients come first */
+	KV_RFIT_SCHED = KV_RFIT_DEV_N, KV_RFIT_SCHED_SEQ, KV_RFIT_PREP_TOKEN, KV_RFIT_SAMPLE,
+	KV_RFIT_N
+};
 
 /* What a fit found. */
 struct kv_run_fit {
 	struct kv_device dev; /* the start device with the fitted coefficients */
-	double start[KV_RFIT_N]; /* start values (eff: share; overhead, per_seq: ns) */
+	int ks[KV_RFIT_N], np; /* the coefficients fitted: ks[0 .. np) (the others kept their start) */
+	struct kv_host_profile host0; /* fit_host: the settings' host terms, resolved and folded */
+	struct kv_host_profile host; /* fit_host: host0 with the fitted terms (a host profile) */
+	const char *host_mode; /* fit_host: how CPU and GPU time combine ("sync", "async", ...) */
+	double start[KV_RFIT_N]; /* start values (eff: share; the others: ns) */
 	double val[KV_RFIT_N]; /* fitted values, same units */
 	double lo[KV_RFIT_N], hi[KV_RFIT_N]; /* 95% confidence interval, same units */
 	double cost0, cost; /* sum of squared residuals at the start and at the optimum */
@@ -192,17 +250,39 @@ struct kv_run_fit {
 	const char *why; /* why it stopped, for the report */
 };
 
-extern const char *const kv_run_fit_name[KV_RFIT_N]; /* "eff_bw", ... as in perf: */
+extern const char *const kv_run_fit_name[KV_RFIT_N]; /* "eff_bw", ..., "sched", ... */
 
 /*
  * Fits the coefficients to requests [0, n_fit) of rp's run, starting from
  * device start, with at most max_evals replays: one descent from the start,
  * or with multi a deterministic multi-start (screened grids and descents
- * from their best points; fromrun_fit.c).  Returns 0, or a negative
- * code with d filled (a replay that failed; KV_ERANGE when GSL failed).
+ * from their best points; fromrun_fit.c).  With fit_host 1 the host's four
+ * groups are fitted with them (fit_host 2: the host's alone, the device
+ * held at start, one descent), starting from the settings' host terms
+ * (resolved for its engine version and host profile, the folded terms
+ * summed in): the replay combines CPU and GPU time as the engine does, so
+ * an async engine's max(CPU, GPU) + sync is fitted as such; with CPU and
+ * GPU in sequence overhead and per_seq are held at start (they add to sched
+ * and sched_seq in every step: f->ks lists what was fitted).  With
+ * rp->steps the residuals are the steps' (log predicted / recorded step
+ * time) and no replay runs; without, the requests' windows.  It needs the
+ * host model on and no engine.host_* option set (an option overrides the
+ * host profile the fit adjusts): else KV_EINVAL with d saying which.  On
+ * return rp's settings hold the start host (f->host0).  Returns 0, or a
+ * negative code with d filled (a replay that failed; KV_ERANGE when GSL
+ * failed).
  */
 int kv_run_fit(struct kv_replay *rp, const struct kv_device *start, size_t n_fit,
-	       unsigned max_evals, int multi, struct kv_run_fit *f, struct kv_diag *d);
+	       unsigned max_evals, int multi, int fit_host, struct kv_run_fit *f,
+	       struct kv_diag *d);
+
+/*
+ * Writes the host profile h (name, cpu_speed and every coefficient) to
+ * path, after the comment lines of header; `kvsim run --set host=PATH`
+ * reads it.  Returns 0, or KV_EIO with d filled; replaced atomically.
+ */
+int kv_run_write_host(const char *path, const struct kv_host_profile *h, const char *header,
+		      struct kv_diag *d);
 
 /*
  * Writes dev as a device profile `kvsim run` reads (--set device=PATH),

@@ -41,6 +41,15 @@
  * interval is x +- 1.96 sd mapped back through the logistic (asymmetric in
  * the coefficient, inside its bounds).
  *
+ * Host terms (kv_run_fit's fit_host): sched, sched_seq, prep_token and
+ * sample join the unknowns (softplus, like overhead and per_seq), set in the
+ * settings' host profile each replay; the replay combines CPU and GPU time
+ * as the engine's mode does (host.h), so an async engine's max(CPU, GPU) +
+ * sync is fitted as it runs.  With CPU and GPU in sequence the per-step and
+ * per-sequence host terms add to overhead and per_seq: the replayed
+ * latencies see only the sums, and the split between host and device is
+ * wherever the descent stops (docs/calibration.md, "Host terms").
+ *
  * KVSIM_FIT_TRACE set in the environment prints every replay's
  * coefficients and cost on stderr (for studying a fit that stalls).
  *
@@ -65,6 +74,7 @@
 #define MISS_FACTOR 10.0 /* a request not completed in the replay counts as this many times its measure */
 #define EDGE 1e-3 /* a logistic start is kept this share of its range inside the bounds */
 #define SOFT_START_MIN -1.0 /* a softplus start is at x >= this: v >= 0.31 s */
+#define HOST_START_MIN -6.0 /* a host term's start is at x >= this: v >= 0.0025 s, so a 0 stays near 0 */
 #define RESTARTS 3 /* trust-region runs of one descent, each from its best point so far */
 #define N_GRID 63 /* screened starts of round 0: 3 eff_bw x 3 eff_flops x 7 overhead */
 #define N_DESCENTS 7 /* round 0's descents: from the start, and from its 6 best screened starts */
@@ -79,7 +89,8 @@
  * overhead times 2^(+-2^-r).
  */
 
-const char *const kv_run_fit_name[KV_RFIT_N] = { "eff_bw", "eff_flops", "overhead", "per_seq" };
+const char *const kv_run_fit_name[KV_RFIT_N] = { "eff_bw", "eff_flops", "overhead", "per_seq",
+						 "sched", "sched_seq", "prep_token", "sample" };
 
 /*
  * The maps from the solver's x to each coefficient.  eff_bw and eff_flops:
@@ -87,11 +98,19 @@ const char *const kv_run_fit_name[KV_RFIT_N] = { "eff_bw", "eff_flops", "overhea
  * per_seq: softplus, v = s log(1 + e^x) >= 0, with s 1 ms and 10 us: linear
  * (steps of s per unit of x) away from 0, so an FD step moves them by an
  * amount that shows in the iteration time; a logistic over [0, 200 ms]
- * moved a 2 us per_seq by 0.2 us a step, below the replay's noise.
+ * moved a 2 us per_seq by 0.2 us a step, below the replay's noise.  The
+ * host's terms: softplus too, sched and sample at the scales of overhead and
+ * per_seq (the same kind of term), sched_seq 10 us, prep_token 1 us (an FD
+ * step adds 0.1 us a token: 50 us to a 512-token chunk).
  */
-static const double lo_of[KV_RFIT_N] = { 0.01, 0.01, 0, 0 };
-static const double hi_of[KV_RFIT_N] = { 1, 1, INFINITY, INFINITY };
-static const double soft_of[KV_RFIT_N] = { 0, 0, 1e6, 1e4 }; /* softplus scale, ns; 0: logistic */
+static const double lo_of[KV_RFIT_N] = { 0.01, 0.01, 0, 0, 0, 0, 0, 0 };
+static const double hi_of[KV_RFIT_N] = { 1, 1, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY };
+static const double soft_of[KV_RFIT_N] = { 0, 0, 1e6, 1e4, 1e6, 1e4, 1e3, 1e4 }; /* softplus scale, ns; 0: logistic */
+/* The host coefficient (host.h) each fitted host term sets. */
+static const enum kv_host_coef host_of[KV_RFIT_N] = {
+	[KV_RFIT_SCHED] = KV_HOSTC_SCHED, [KV_RFIT_SCHED_SEQ] = KV_HOSTC_SCHED_SEQ,
+	[KV_RFIT_PREP_TOKEN] = KV_HOSTC_PREP_TOKEN, [KV_RFIT_SAMPLE] = KV_HOSTC_SAMPLE,
+};
 
 static double to_v(int k, double x)
 {
@@ -107,7 +126,8 @@ static double to_x(int k, double v)
 
 	if (soft_of[k] > 0) {
 		u = v / soft_of[k];
-		return u > 30 ? u : fmax(log(expm1(fmax(u, 1e-9))), SOFT_START_MIN);
+		return u > 30 ? u : fmax(log(expm1(fmax(u, 1e-9))),
+					 k >= KV_RFIT_DEV_N ? HOST_START_MIN : SOFT_START_MIN);
 	}
 	u = (v - lo_of[k]) / (hi_of[k] - lo_of[k]);
 	u = fmin(fmax(u, EDGE), 1 - EDGE);
@@ -132,9 +152,27 @@ static void set_v(struct kv_device *dev, int k, double v)
 		dev->per_seq_ns = (kv_ns)llround(v);
 }
 
+/* Host term k's value in h (ns). */
+static double get_host(const struct kv_host_profile *h, int k)
+{
+	return h->coef[host_of[k]];
+}
+
+/* Sets host term k of h to v, whole ns (a host profile holds whole ns, so a rerun is exact). */
+static void set_host(struct kv_host_profile *h, int k, double v)
+{
+	h->coef[host_of[k]] = (double)llround(v);
+	h->set |= 1u << host_of[k];
+}
+
 struct fit_ctx {
 	struct kv_replay *rp;
 	struct kv_device base; /* the start device: everything not fitted */
+	struct kv_host_profile host_base; /* the start host (fit_host): everything not fitted */
+	int ks[KV_RFIT_N], np; /* x[j] is coefficient ks[j], j < np */
+	size_t n_win; /* the window residuals; the steps' follow them */
+	double *step_pred; /* rp->steps: each step's predicted time, ns */
+	double *step_w; /* rp->steps: each step's residual weight, sqrt(its time / the mean) */
 	size_t n_fit; /* requests [0, n_fit) are fitted */
 	unsigned evals, max_evals;
 	int capped;
@@ -191,8 +229,42 @@ static size_t residuals(const struct kv_run *run, const struct kv_run_result *re
 			j += sm > 0;
 		}
 	}
-	assert(!f || j == f->size);
+	assert(!f || j <= f->size); /* the steps' residuals follow */
 	return j;
+}
+
+/*
+ * The steps' residuals into f after the windows': log(predicted / recorded)
+ * of each step, weighted by sqrt(its time / the mean step's), so that its
+ * squared residual weighs as its share of the run's time: a request's
+ * latency is a sum of steps, and a 60 ms mixed step's error moves it three
+ * times as much as a 20 ms decode's.  Rejected: equal weights, under which
+ * the many decode steps of a run set the per-token terms and the few
+ * prefill steps, which make TTFT, were left 10% off (docs/calibration.md).
+ */
+static int step_residuals(struct fit_ctx *c, const struct kv_device *dev, gsl_vector *f)
+{
+	const struct kv_steps *st = c->rp->steps;
+	size_t i;
+	int rc = kv_steps_perf(c->rp, dev, st, c->step_pred, c->d);
+
+	for (i = 0; !rc && i < st->n; i++)
+		gsl_vector_set(f, c->n_win + i, c->step_w[i] * log(c->step_pred[i] / (double)st->rec[i].real_ns));
+	return rc;
+}
+
+/* c->step_pred allocated, c->step_w each step's weight (step_residuals). */
+static void step_weights(struct fit_ctx *c, const struct kv_steps *st)
+{
+	double mean = 0;
+	size_t i;
+
+	c->step_pred = kv_xmalloc(st->n * sizeof(*c->step_pred));
+	c->step_w = kv_xmalloc(st->n * sizeof(*c->step_w));
+	for (i = 0; i < st->n; i++)
+		mean += (double)st->rec[i].real_ns / (double)st->n;
+	for (i = 0; i < st->n; i++)
+		c->step_w[i] = sqrt((double)st->rec[i].real_ns / mean);
 }
 
 /* One replay at x; GSL_EMAXITER past the cap, GSL_EFAILED when the replay failed. */
@@ -201,34 +273,51 @@ static int eval(struct fit_ctx *c, const gsl_vector *x, gsl_vector *f)
 	struct kv_device dev = c->base;
 	struct kv_run_result res;
 	double cost;
-	int k, rc;
+	int j, k, rc;
 
 	if (c->evals >= c->max_evals || c->evals >= c->stop_at) {
 		c->capped |= c->evals >= c->max_evals;
 		return GSL_EMAXITER;
 	}
 	c->evals++;
-	for (k = 0; k < KV_RFIT_N; k++)
-		set_v(&dev, k, to_v(k, gsl_vector_get(x, (size_t)k)));
-	if ((rc = kv_replay_run(c->rp, &dev, &res, c->d))) {
-		c->err = rc;
-		kv_run_result_free(&res);
-		return GSL_EFAILED;
+	for (j = 0; j < c->np; j++) {
+		double v = to_v(k = c->ks[j], gsl_vector_get(x, (size_t)j));
+
+		if (k < KV_RFIT_DEV_N)
+			set_v(&dev, k, v);
+		else
+			set_host(&c->rp->w->cfg.host, k, v);
 	}
-	residuals(c->rp->run, &res, c->n_fit, f);
-	kv_run_result_free(&res);
+	if (c->rp->steps) { /* the steps alone: no replay */
+		if ((rc = step_residuals(c, &dev, f))) {
+			c->err = rc;
+			return GSL_EFAILED;
+		}
+	} else {
+		if ((rc = kv_replay_run(c->rp, &dev, &res, c->d))) {
+			c->err = rc;
+			kv_run_result_free(&res);
+			return GSL_EFAILED;
+		}
+		residuals(c->rp->run, &res, c->n_fit, f);
+		kv_run_result_free(&res);
+	}
 	gsl_blas_ddot(f, f, &cost);
-	if (getenv("KVSIM_FIT_TRACE"))
-		fprintf(stderr, "eval %u: %.5f %.5f %.0f %.0f cost %.6g\n", c->evals, dev.eff_bw,
-			dev.eff_flops, (double)dev.overhead_ns, (double)dev.per_seq_ns, cost);
+	if (getenv("KVSIM_FIT_TRACE")) {
+		fprintf(stderr, "eval %u: %.5f %.5f %.0f %.0f", c->evals, dev.eff_bw, dev.eff_flops,
+			(double)dev.overhead_ns, (double)dev.per_seq_ns);
+		for (k = KV_RFIT_DEV_N; k < KV_RFIT_N; k++)
+			fprintf(stderr, " %.0f", get_host(&c->rp->w->cfg.host, k));
+		fprintf(stderr, " cost %.6g\n", cost);
+	}
 	if (cost < c->best_cost) {
 		c->best_cost = cost;
-		for (k = 0; k < KV_RFIT_N; k++)
+		for (k = 0; k < c->np; k++)
 			c->best_x[k] = gsl_vector_get(x, (size_t)k);
 	}
 	if (cost < c->top_cost) {
 		c->top_cost = cost;
-		for (k = 0; k < KV_RFIT_N; k++)
+		for (k = 0; k < c->np; k++)
 			c->top_x[k] = gsl_vector_get(x, (size_t)k);
 	}
 	gsl_vector_memcpy(c->last_x, x);
@@ -276,19 +365,25 @@ static int fit_df(const gsl_vector *x, void *p, gsl_matrix *J)
 /* The 95% intervals from the covariance at J, scaled by the residual variance. */
 static void intervals(gsl_matrix *J, const double *x, double cost, size_t n, struct kv_run_fit *f)
 {
-	gsl_matrix *cov = gsl_matrix_alloc(KV_RFIT_N, KV_RFIT_N);
-	double s2 = n > KV_RFIT_N ? cost / (double)(n - KV_RFIT_N) : NAN;
+	size_t np = (size_t)f->np;
+	gsl_matrix *cov = gsl_matrix_alloc(np, np);
+	double s2 = n > np ? cost / (double)(n - np) : NAN;
 	int k;
 
 	if (!cov)
 		kv_oom(0);
 	if (gsl_multifit_nlinear_covar(J, 0.0, cov))
 		gsl_matrix_set_all(cov, NAN);
-	for (k = 0; k < KV_RFIT_N; k++) {
+	for (k = 0; k < f->np; k++) {
 		double sd = sqrt(s2 * gsl_matrix_get(cov, (size_t)k, (size_t)k));
+		int kc = f->ks[k]; /* the coefficient of x[k] */
+		gsl_vector_view col = gsl_matrix_column(J, (size_t)k);
 
-		f->lo[k] = isfinite(sd) ? to_v(k, x[k] - 1.96 * sd) : lo_of[k];
-		f->hi[k] = isfinite(sd) ? to_v(k, x[k] + 1.96 * sd) : hi_of[k];
+		if (gsl_blas_dnrm2(&col.vector) == 0)
+			sd = NAN; /* no residual moves with it: not determined, its whole range */
+
+		f->lo[kc] = isfinite(sd) ? to_v(kc, x[k] - 1.96 * sd) : lo_of[kc];
+		f->hi[kc] = isfinite(sd) ? to_v(kc, x[k] + 1.96 * sd) : hi_of[kc];
 	}
 	gsl_matrix_free(cov);
 }
@@ -306,7 +401,7 @@ static int descend(struct fit_ctx *c, gsl_multifit_nlinear_fdf *fdf,
 		double before = c->best_cost;
 
 		if (r)
-			for (k = 0; k < KV_RFIT_N; k++)
+			for (k = 0; k < c->np; k++)
 				gsl_vector_set(x0, (size_t)k, c->best_x[k]);
 		status = gsl_multifit_nlinear_init(x0, fdf, ws);
 		if (!r && cost_init)
@@ -333,8 +428,105 @@ static int by_cost(const void *a, const void *b)
 	return p->cost < q->cost ? -1 : p->cost > q->cost ? 1 : p->idx - q->idx;
 }
 
+/* The host the settings resolve to with device dev (engine version, host profile, options). */
+static int resolved_host(struct kv_replay *rp, const struct kv_device *dev, struct kv_host *h,
+			 struct kv_diag *d)
+{
+	struct kv_sink sink = { 0 };
+	struct kv_sim s;
+	int rc;
+
+	rp->w->cfg.device = *dev;
+	rp->w->cfg.exec = NULL;
+	if (!(rc = kv_sim_init(&s, &rp->w->cfg, &sink)))
+		*h = s.grp[0].perf.host;
+	else
+		*d = s.diag;
+	kv_sim_release(&s);
+	return rc;
+}
+
+/* The settings' host with every coefficient set to h's, the folded ones summed into the fitted four. */
+static void fold_host(struct kv_host_profile *hp, const struct kv_host *h)
+{
+	int i, k;
+
+	for (i = 0; i < KV_HOST_NCOEF; i++) {
+		hp->coef[i] = *kv_host_coef((struct kv_host *)h, i);
+		hp->set |= 1u << i;
+	}
+	hp->coef[KV_HOSTC_SCHED_SEQ] += h->prep_seq_ns;
+	hp->coef[KV_HOSTC_PREP_TOKEN] += (h->block_ns + h->hash_ns) * h->inv_block_tokens;
+	hp->coef[KV_HOSTC_SAMPLE] += h->detok_ns;
+	hp->coef[KV_HOSTC_PREP_SEQ] = hp->coef[KV_HOSTC_BLOCK] = 0;
+	hp->coef[KV_HOSTC_HASH] = hp->coef[KV_HOSTC_DETOK] = 0;
+	for (k = KV_RFIT_DEV_N; k < KV_RFIT_N; k++)
+		set_host(hp, k, get_host(hp, k));
+}
+
+/*
+ * fit_host's start: c->host_base (and the settings' host) is the settings'
+ * host resolved for dev, folded (fold_host), so the profile written is the
+ * whole host.  KV_EINVAL (the settings' host kept) when the host model is
+ * off, or when an engine option pins a fitted term: a probe with each term
+ * moved by 1 us must see it move.
+ */
+static int host_start(struct fit_ctx *c, const struct kv_device *dev, struct kv_run_fit *f,
+		      int *async, struct kv_diag *d)
+{
+	struct kv_host_profile *hp = &c->rp->w->cfg.host, keep = *hp;
+	struct kv_host h, probe;
+	int k, rc;
+
+	if ((rc = resolved_host(c->rp, dev, &h, d)))
+		return rc;
+	if (!h.on)
+		return kv_diag_set(d, KV_EINVAL, c->rp->w->path, 0, 0, "engine",
+				   "the engine runs without the host model (host_model false, or a "
+				   "version without one): no host terms to fit; drop --fit-host");
+	fold_host(hp, &h);
+	c->host_base = *hp;
+	f->host_mode = kv_host_mode_name(h.mode);
+	*async = h.mode == KV_HOST_ASYNC;
+	for (k = KV_RFIT_DEV_N; k < KV_RFIT_N; k++)
+		hp->coef[host_of[k]] += 1000;
+	rc = resolved_host(c->rp, dev, &probe, d);
+	*hp = c->host_base;
+	for (k = KV_RFIT_DEV_N; k < KV_RFIT_N && !rc; k++)
+		if (fabs(*kv_host_coef(&probe, host_of[k]) - get_host(hp, k) - 1000) > 0.5)
+			rc = kv_diag_set(d, KV_EINVAL, c->rp->w->path, 0, 0, "engine",
+					 "host_%s is set: an engine option overrides the host "
+					 "profile the fit adjusts; remove it to fit the host terms",
+					 kv_host_coef_key(host_of[k]));
+	if (rc)
+		*hp = keep;
+	return rc;
+}
+
+/*
+ * The coefficients fitted into c->ks (c->np of them): the device's four;
+ * with fit_host the host's four too, but for overhead and per_seq when CPU
+ * and GPU run in sequence (not async): they add to sched and sched_seq in
+ * every step, so no record tells them apart, and the device keeps its own
+ * (the GPU side; docs/host-model.md "The device overhead") while the host
+ * takes the rest.  fit_host 2: the host's alone.
+ */
+static void choose(struct fit_ctx *c, int fit_host, int async)
+{
+	int k, seq;
+
+	c->np = 0;
+	for (k = 0; k < KV_RFIT_N; k++) {
+		seq = k == KV_RFIT_OVERHEAD || k == KV_RFIT_PER_SEQ;
+		if (k >= KV_RFIT_DEV_N ? !fit_host : fit_host == 2 || (fit_host && !async && seq))
+			continue;
+		c->ks[c->np++] = k;
+	}
+}
+
 int kv_run_fit(struct kv_replay *rp, const struct kv_device *start, size_t n_fit,
-	       unsigned max_evals, int multi, struct kv_run_fit *f, struct kv_diag *d)
+	       unsigned max_evals, int multi, int fit_host, struct kv_run_fit *f,
+	       struct kv_diag *d)
 {
 	const gsl_multifit_nlinear_type *T = gsl_multifit_nlinear_trust;
 	gsl_multifit_nlinear_parameters params = gsl_multifit_nlinear_default_parameters();
@@ -346,17 +538,30 @@ int kv_run_fit(struct kv_replay *rp, const struct kv_device *start, size_t n_fit
 	double xs[KV_RFIT_N];
 	size_t n_res;
 	int k, g, n_grid, n_desc, desc, round, info = 0, status = GSL_SUCCESS;
-	int top_status = GSL_SUCCESS, top_info = 0;
+	int top_status = GSL_SUCCESS, top_info = 0, async = 0;
 	double top_before;
 
 	assert(n_fit >= 1 && n_fit <= rp->run->n);
 	memset(f, 0, sizeof(*f));
-	n_res = residuals(rp->run, NULL, n_fit, NULL);
-	if (n_res <= KV_RFIT_N)
+	c.rp = rp;
+	if (fit_host && (status = host_start(&c, start, f, &async, d)))
+		return status;
+	choose(&c, fit_host, async);
+	f->np = c.np;
+	memcpy(f->ks, c.ks, sizeof(f->ks));
+	if (!(c.np >= 3 && c.ks[KV_RFIT_OVERHEAD] == KV_RFIT_OVERHEAD))
+		multi = 0; /* the grid moves eff_bw, eff_flops and overhead */
+	/* with steps, only they are fitted: their residuals are smooth in the coefficients
+	 * (no batching re-phases), the requests' are not (module comment) */
+	c.n_win = rp->steps ? 0 : residuals(rp->run, NULL, n_fit, NULL);
+	n_res = c.n_win + (rp->steps ? rp->steps->n : 0);
+	if (n_res <= (size_t)c.np)
 		return kv_diag_set(d, KV_EINVAL, rp->run->path, 0, 0, "",
 				   "%zu residuals from %zu requests: expected more than %d", n_res,
-				   n_fit, KV_RFIT_N);
-	c.rp = rp;
+				   n_fit, c.np);
+	f->host0 = f->host = c.host_base;
+	if (rp->steps)
+		step_weights(&c, rp->steps);
 	c.base = *start;
 	c.n_fit = n_fit;
 	c.max_evals = max_evals;
@@ -364,21 +569,23 @@ int kv_run_fit(struct kv_replay *rp, const struct kv_device *start, size_t n_fit
 	c.d = d;
 	c.best_cost = INFINITY;
 	c.top_cost = INFINITY;
-	c.last_x = gsl_vector_alloc(KV_RFIT_N);
+	c.last_x = gsl_vector_alloc((size_t)c.np);
 	c.last_f = gsl_vector_alloc(n_res);
-	x0 = gsl_vector_alloc(KV_RFIT_N);
+	x0 = gsl_vector_alloc((size_t)c.np);
 	fs = gsl_vector_alloc(n_res);
 	if (!c.last_x || !c.last_f || !x0 || !fs)
 		kv_oom(0);
-	for (k = 0; k < KV_RFIT_N; k++) {
-		f->start[k] = get_v(start, k);
-		xs[k] = to_x(k, f->start[k]);
+	for (k = 0; k < KV_RFIT_N; k++) /* the coefficients not fitted keep their start */
+		f->start[k] = f->val[k] = f->lo[k] = f->hi[k] =
+			k < KV_RFIT_DEV_N ? get_v(start, k) : get_host(&c.host_base, k);
+	for (k = 0; k < c.np; k++) {
+		xs[k] = to_x(c.ks[k], f->start[c.ks[k]]);
 		gsl_vector_set(x0, (size_t)k, xs[k]);
 	}
-	fdf = (gsl_multifit_nlinear_fdf){ .f = fit_f, .df = fit_df, .n = n_res, .p = KV_RFIT_N,
+	fdf = (gsl_multifit_nlinear_fdf){ .f = fit_f, .df = fit_df, .n = n_res, .p = (size_t)c.np,
 					   .params = &c };
 	params.scale = gsl_multifit_nlinear_scale_more;
-	ws = gsl_multifit_nlinear_alloc(T, &params, n_res, KV_RFIT_N);
+	ws = gsl_multifit_nlinear_alloc(T, &params, n_res, (size_t)c.np);
 	if (!ws)
 		kv_oom(0);
 	/*
@@ -409,7 +616,7 @@ int kv_run_fit(struct kv_replay *rp, const struct kv_device *start, size_t n_fit
 			grid[n_grid].x[KV_RFIT_FLOPS] += ifl * step;
 			grid[n_grid].x[KV_RFIT_OVERHEAD] =
 				to_x(KV_RFIT_OVERHEAD, o_ctr * exp2(io * step * (round ? 1 : 0.5)));
-			for (k = 0; k < KV_RFIT_N; k++)
+			for (k = 0; k < c.np; k++)
 				gsl_vector_set(x0, (size_t)k, grid[n_grid].x[k]);
 			grid[n_grid].cost = INFINITY;
 			if (eval(&c, x0, fs) == GSL_SUCCESS)
@@ -423,7 +630,7 @@ int kv_run_fit(struct kv_replay *rp, const struct kv_device *start, size_t n_fit
 		for (desc = 0; desc < n_desc && !c.err && !c.capped; desc++) {
 			int from = round ? desc : desc - 1;
 
-			for (k = 0; k < KV_RFIT_N; k++)
+			for (k = 0; k < c.np; k++)
 				gsl_vector_set(x0, (size_t)k, from >= 0 ? grid[from].x[k] : xs[k]);
 			top_before = c.top_cost;
 			status = descend(&c, &fdf, ws, x0,
@@ -456,20 +663,24 @@ int kv_run_fit(struct kv_replay *rp, const struct kv_device *start, size_t n_fit
 		status = 0;
 		f->cost = c.top_cost;
 		f->dev = *start;
-		for (k = 0; k < KV_RFIT_N; k++) {
-			f->val[k] = to_v(k, c.top_x[k]);
-			set_v(&f->dev, k, f->val[k]);
+		for (g = 0; g < c.np; g++) {
+			k = c.ks[g];
+			f->val[k] = to_v(k, c.top_x[g]);
+			if (k < KV_RFIT_DEV_N)
+				set_v(&f->dev, k, f->val[k]);
+			else
+				set_host(&f->host, k, f->val[k]);
 		}
 		/*
 		 * The Jacobian at the optimum for the intervals: beyond the cap.
 		 * Its replays may find a lower cost and move top_x, so the
 		 * intervals are taken around the optimum reported, kept in xs.
 		 */
-		for (k = 0; k < KV_RFIT_N; k++) {
+		for (k = 0; k < c.np; k++) {
 			xs[k] = c.top_x[k];
 			gsl_vector_set(x0, (size_t)k, xs[k]);
 		}
-		c.max_evals = c.evals + KV_RFIT_N + 1;
+		c.max_evals = c.evals + (unsigned)c.np + 1;
 		c.stop_at = c.max_evals;
 		c.have_last = 0;
 		if ((status = fit_df(x0, &c, gsl_multifit_nlinear_jac(ws))))
@@ -479,11 +690,15 @@ int kv_run_fit(struct kv_replay *rp, const struct kv_device *start, size_t n_fit
 			intervals(gsl_multifit_nlinear_jac(ws), xs, f->cost, n_res, f);
 	}
 	kv_progress_done();
+	if (fit_host)
+		rp->w->cfg.host = c.host_base; /* the start host again */
 	gsl_multifit_nlinear_free(ws);
 	gsl_vector_free(x0);
 	gsl_vector_free(fs);
 	gsl_vector_free(c.last_x);
 	gsl_vector_free(c.last_f);
+	free(c.step_pred);
+	free(c.step_w);
 	return status;
 }
 
@@ -526,5 +741,29 @@ int kv_run_write_profile(const char *path, const struct kv_device *dev, const ch
 			(unsigned long long)dev->collective_overhead_ns);
 	fprintf(a.f, "cost:\n  alpha: %.9g\nsource: kvsim calibrate --from-run (see the comment above)\n",
 		dev->alpha);
+	return kv_atomic_commit(&a, d);
+}
+
+int kv_run_write_host(const char *path, const struct kv_host_profile *h, const char *header,
+		      struct kv_diag *d)
+{
+	struct kv_atomic a;
+	const char *p = header;
+	int rc, i;
+
+	if ((rc = kv_atomic_open(&a, path, d)))
+		return rc;
+	while (p && *p) {
+		const char *nl = strchr(p, '\n');
+		int len = nl ? (int)(nl - p) : (int)strlen(p);
+
+		fprintf(a.f, "# %.*s\n", len, p);
+		p += len + (nl != NULL);
+	}
+	fprintf(a.f, "name: %s\nsource: \"kvsim calibrate --from-run --fit-host (see the comment above)\"\n"
+		     "cpu_speed: %.9g\ncoefficients:\n",
+		h->name, h->cpu_speed > 0 ? h->cpu_speed : 1.0);
+	for (i = 0; i < KV_HOST_NCOEF; i++) /* whole ns: what the fit replayed */
+		fprintf(a.f, "  %s: %lldns\n", kv_host_coef_key(i), (long long)llround(h->coef[i]));
 	return kv_atomic_commit(&a, d);
 }
