@@ -78,6 +78,7 @@ tables=(
   "models|docs/models.md|0|bash configs/models/table.sh KVSIM"
   "devices|docs/perf-model.md|0|bash configs/devices/table.sh KVSIM"
   "comm-fit|docs/perf-model.md|0|\"\$(dirname KVSIM)/../bench/comm_fit\" --table"
+  "moe-gemm|docs/perf-model.md|0|bash configs/moe/gemm-fit.sh KVSIM --table"
   "tp-scaling|docs/perf-model.md|0|bash configs/comm/tp-scaling.sh KVSIM"
   "dp-ep|docs/perf-model.md|1|bash configs/moe/dp-ep.sh KVSIM"
   "load-share|docs/metrics.md|1|bash configs/load/metrics.sh KVSIM load"

@@ -9,6 +9,8 @@
  */
 #include "perf.h"
 
+#include "moegemm.h"
+
 #include <assert.h>
 #include <math.h>
 #include <string.h>
@@ -60,6 +62,62 @@ static double gemm_flops(const struct kv_model *m, const struct kv_device *dev)
 	return m->weight_dtype == KV_DTYPE_FP8 && dev->flops_fp8 > 0 ? dev->flops_fp8 : dev->flops;
 }
 
+/*
+ * The routed experts' grouped GEMM (moegemm.h): their FLOPs per batch token
+ * leave lin_flops_per_token and run at P_dtype * ec_dtype * g(m).  A dense
+ * model keeps every field 0 and its FLOPs where they were.
+ */
+static void perf_init_routed(struct kv_perf *pf, const struct kv_model *m,
+			     const struct kv_device *dev)
+{
+	double imb = m->expert_imbalance > 1 ? m->expert_imbalance : 1.0;
+	double P = gemm_flops(m, dev);
+	int fp8 = m->weight_dtype == KV_DTYPE_FP8 && dev->flops_fp8 > 0;
+	double wbytes = kv_dtype_bits(m->weight_dtype, m->dtype_bytes) / 8.0;
+
+	if (!m->experts || !kv_model_moe_layers(m))
+		return;
+	pf->moe_k = m->experts_per_token;
+	pf->routed_flops_per_token = 2.0 * kv_model_moe_layers(m) * m->experts_per_token *
+				     (double)kv_model_expert_params(m) * imb / pf->tp;
+	pf->lin_flops_per_token -= pf->routed_flops_per_token;
+	pf->routed_flops_per_s = P * (fp8 ? KV_MOEGEMM_EC_FP8 : KV_MOEGEMM_EC_BF16);
+	pf->routed_half_tokens = KV_MOEGEMM_C * P * wbytes / (2.0 * dev->mem_bw_Bps);
+}
+
+double kv_perf_routed_tokens_per_expert(const struct kv_perf *pf, double n_routed)
+{
+	double d;
+
+	if (pf->routed_flops_per_token <= 0 || n_routed <= 0)
+		return 0.0;
+	d = pf->moe_experts * (1.0 - pow(pf->moe_miss, n_routed));
+	return d > 0 ? n_routed * pf->moe_k / d : n_routed * pf->moe_k;
+}
+
+double kv_perf_routed_eff(const struct kv_perf *pf, double n_routed)
+{
+	double m = kv_perf_routed_tokens_per_expert(pf, n_routed);
+
+	return m > 0 ? m / (m + pf->routed_half_tokens) : 0.0;
+}
+
+/*
+ * Seconds the routed experts' GEMMs take over n_tokens batch tokens whose
+ * routing touches the experts of n_routed tokens (the group's, under
+ * data-parallel attention, with the rows each rank's CUDA graph pads;
+ * else n_tokens), at routed_flops_per_s times
+ * kv_perf_routed_eff().  0 for a dense model.
+ */
+static double routed_s(const struct kv_perf *pf, double n_tokens, double n_routed)
+{
+	double g = kv_perf_routed_eff(pf, n_routed);
+
+	if (g <= 0 || n_tokens <= 0)
+		return 0.0;
+	return pf->routed_flops_per_token * n_tokens / (pf->routed_flops_per_s * g);
+}
+
 void kv_perf_set_embed_lookup(struct kv_perf *pf, int lookup)
 {
 	double charged = lookup ? 0.0 : pf->embed_table_bytes_per_gpu;
@@ -104,6 +162,7 @@ void kv_perf_init_parallel(struct kv_perf *pf, const struct kv_model *m,
 				   (par->ep > 1 ? par->ep : tp);
 	pf->lin_flops_per_token =
 		(kv_model_linear_flops_per_token(m) - kv_model_head_flops(m)) / tp;
+	perf_init_routed(pf, m, dev);
 	pf->head_flops_per_sample = kv_model_head_flops(m) / tp;
 	pf->attn_flops_per_pair = kv_model_attn_flops_per_pair(m) / tp;
 	pf->window_frac = (double)kv_model_window_layers(m) / m->layers;
@@ -221,6 +280,8 @@ static double linear_ns(const struct kv_perf *pf, uint64_t n_tokens, uint32_t n_
 	cmp = (pf->lin_flops_per_token * n +
 		      pf->head_flops_per_sample * (double)n_sample) /
 		     pf->flops_per_s;
+	if (pf->routed_flops_per_token > 0)
+		cmp += routed_s(pf, (double)n_tokens, (double)n_tokens);
 
 	return 1e9 * max_d(mem, cmp);
 }
@@ -256,7 +317,8 @@ static double pipeline_ns(const struct kv_perf *pf, const struct kv_batch_shape 
 	double half = b->n_prefill_tokens > 0 ? pf->gemm_half_tokens : 0.0;
 	double lin_mem = weights_read_bytes(pf, n) * f / pf->bw_Bps;
 	double lin_cmp = (pf->lin_flops_per_token * f * (n + half) +
-			  pf->head_flops_on_stage * (double)b->n_sample / m) / pf->flops_per_s;
+			  pf->head_flops_on_stage * (double)b->n_sample / m) / pf->flops_per_s +
+			 f * routed_s(pf, n, n);
 	double attn_mem = (double)b->kv_read_bytes / m / pf->tp * f / pf->bw_Bps;
 	double attn_flops = (pf->attn_flops_per_pair * attn_pairs(pf, b) +
 			     pf->dequant_flops_per_byte * (double)b->dequant_bytes / pf->tp) * f / m;
@@ -403,6 +465,8 @@ kv_ns kv_perf_dp_iter_ns(const struct kv_perf *pf, const struct kv_batch_shape *
 	n = (double)n_lin + (r.n_prefill_tokens > 0 ? pf->gemm_half_tokens : 0.0);
 	cmp = (pf->lin_flops_per_token * n + pf->head_flops_per_sample * (double)n_sample) /
 	      pf->flops_per_s;
+	if (pf->routed_flops_per_token > 0)
+		cmp += routed_s(pf, (double)n_lin, (double)(n_group + (n_lin - n_rank) * pf->dp));
 	s.kern = 1e9 * max_d(mem, cmp) + attention_ns(pf, &r);
 	s.ar = pf->tp > 1 ? kv_perf_allreduce_ns(pf, (double)n_rank) : 0.0;
 	s.moe = kv_perf_moe_ep_ns(pf, (double)n_rank);

@@ -20,7 +20,9 @@
  * M(N) the weight bytes read (all but the untied input-embedding table,
  * which is looked up (kv_perf_set_embed_lookup), for a dense model; for MoE the
  * non-expert weights plus, per MoE layer, the E * (1 - (1 - k/E)^N) distinct
- * routed experts N tokens touch under uniform top-k routing), KV the KV bytes attention reads over the whole
+ * routed experts N tokens touch under uniform top-k routing; their FLOPs
+ * run at the grouped-GEMM rate of moegemm.h, P_dtype * ec * g(m) with m =
+ * N k / D(N) tokens per touched expert), KV the KV bytes attention reads over the whole
  * replica (kv_read_bytes; heads are split over the tp GPUs), D the KV bytes
  * to dequantise and q the device's dequant FLOPs per byte,
  * F_lin = kv_model_linear_flops_per_token(), F_attn =
@@ -94,7 +96,11 @@ struct kv_perf {
 	double expert_bytes_per_gpu; /* one routed expert in every MoE layer / (ep > 1 ? ep : tp), bytes; 0: dense */
 	double moe_experts; /* E, routed experts per MoE layer; 0: dense */
 	double moe_miss; /* 1 - k/E: the chance one token skips a given expert */
-	double lin_flops_per_token; /* (F_lin - F_head) / tp: the layers, per batch token */
+	double moe_k; /* k, routed experts per token; 0: dense */
+	double routed_flops_per_token; /* the routed experts' FLOPs per batch token / tp (expert_imbalance included), kept out of lin_flops_per_token; 0: dense */
+	double routed_flops_per_s; /* P_dtype * ec_dtype: the grouped GEMM's rate for large groups (moegemm.h) */
+	double routed_half_tokens; /* c * m_ridge: tokens per expert at which the grouped GEMM reaches half that rate */
+	double lin_flops_per_token; /* (F_lin - F_head) / tp: the layers but the routed experts, per batch token */
 	double head_flops_per_sample; /* F_head / tp: the LM head, per sampled sequence */
 	double attn_flops_per_pair; /* F_attn / tp */
 	double window_frac; /* Lw / L: share of layers with a sliding window (pairs_w), 0: none */
@@ -163,6 +169,16 @@ void kv_perf_init_parallel(struct kv_perf *pf, const struct kv_model *m,
  */
 void kv_perf_set_moe_ep(struct kv_perf *pf, uint32_t moe_layers,
 			double dispatch_bytes_per_token, uint32_t ep);
+
+/*
+ * The grouped GEMM of the routed experts (moegemm.h) over n_routed batch
+ * tokens: m = n_routed * k / D(n_routed), the tokens each touched expert
+ * multiplies (0 for a dense model or no tokens), and g(m) = m / (m +
+ * c * m_ridge), the share of the large-group rate (P_dtype * ec) the
+ * experts' FLOPs run at; g rises with m from 0 towards 1.
+ */
+double kv_perf_routed_tokens_per_expert(const struct kv_perf *pf, double n_routed);
+double kv_perf_routed_eff(const struct kv_perf *pf, double n_routed);
 
 /* The expert-parallel all-to-all time of one pass over n_tokens batch tokens, ns. */
 double kv_perf_moe_ep_ns(const struct kv_perf *pf, double n_tokens);

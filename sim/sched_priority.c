@@ -32,27 +32,43 @@
 #include "replica.h"
 
 #include <assert.h>
+#include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct prio {
+	int order; /* option: ORDER_AUTO (the engine's), ORDER_LOW_FIRST or ORDER_HIGH_FIRST */
+	int high_first; /* 1: higher priority values first (SGLang's default), 0: lower first (vLLM) */
 	struct kv_req **heap; /* waiting requests, a binary min-heap by key */
 	uint32_t n, cap; /* requests in heap, its slots */
 };
+
+enum { ORDER_AUTO, ORDER_LOW_FIRST, ORDER_HIGH_FIRST };
 
 /* Per-request state: its heap position plus 1, 0 when not waiting here. */
 struct prio_req {
 	uint32_t pos1;
 };
 
+static const char *const order_names[] = { "auto", "low_first", "high_first", NULL };
+
 static const struct kv_option prio_options[] = {
+	{ .name = "order", .type = KV_OPT_ENUM, .offset = offsetof(struct prio, order),
+	  .def = ORDER_AUTO, .units = "", .names = order_names,
+	  .help = "which priority values go first: low_first (vLLM), high_first (SGLang's default, "
+		  "schedule_low_priority_values_first=False), auto: the engine's (high_first under sglang)" },
 	{ .name = NULL },
 };
 
-/* a before b in vLLM's order: (priority, arrival, id) lexicographically. */
-static int key_lt(const struct kv_req *a, const struct kv_req *b)
+/*
+ * a before b: (priority, arrival, id) lexicographically, the priority
+ * ascending (vLLM) or descending (SGLang's default: SchedulePolicy sorts by
+ * (-priority, wait_queue_entry_time) unless schedule_low_priority_values_first).
+ */
+static int key_lt(const struct prio *p, const struct kv_req *a, const struct kv_req *b)
 {
 	if (a->priority != b->priority)
-		return a->priority < b->priority;
+		return p->high_first ? a->priority > b->priority : a->priority < b->priority;
 	if (a->arrival_ns != b->arrival_ns)
 		return a->arrival_ns < b->arrival_ns;
 	return a->id < b->id;
@@ -74,7 +90,7 @@ static void sift_up(struct prio *p, const struct kv_replica *r, uint32_t i)
 {
 	struct kv_req *q = p->heap[i];
 
-	while (i > 0 && key_lt(q, p->heap[(i - 1) / 2])) {
+	while (i > 0 && key_lt(p, q, p->heap[(i - 1) / 2])) {
 		heap_set(p, r, i, p->heap[(i - 1) / 2]);
 		i = (i - 1) / 2;
 	}
@@ -90,9 +106,9 @@ static void sift_down(struct prio *p, const struct kv_replica *r, uint32_t i)
 
 		if (c >= p->n)
 			break;
-		if (c + 1 < p->n && key_lt(p->heap[c + 1], p->heap[c]))
+		if (c + 1 < p->n && key_lt(p, p->heap[c + 1], p->heap[c]))
 			c++;
-		if (!key_lt(p->heap[c], q))
+		if (!key_lt(p, p->heap[c], q))
 			break;
 		heap_set(p, r, i, p->heap[c]);
 		i = c;
@@ -102,9 +118,11 @@ static void sift_down(struct prio *p, const struct kv_replica *r, uint32_t i)
 
 static int prio_init(void *priv, struct kv_replica *r, struct kv_diag *d)
 {
-	(void)priv;
-	(void)r;
+	struct prio *p = priv;
+
 	(void)d;
+	p->high_first = p->order == ORDER_HIGH_FIRST ||
+			(p->order == ORDER_AUTO && r->eng && !strcmp(r->eng->name, "sglang"));
 	return 0;
 }
 
@@ -143,7 +161,7 @@ static void prio_remove(void *priv, const struct kv_replica *r, struct kv_req *q
 	if (i == --p->n)
 		return;
 	heap_set(p, r, i, p->heap[p->n]); /* the last one fills the hole, then moves up or down */
-	if (i > 0 && key_lt(p->heap[i], p->heap[(i - 1) / 2]))
+	if (i > 0 && key_lt(p, p->heap[i], p->heap[(i - 1) / 2]))
 		sift_up(p, r, i);
 	else
 		sift_down(p, r, i);
@@ -170,7 +188,8 @@ static void prio_took(void *priv, const struct kv_replica *r, struct kv_req *q)
 
 /*
  * pick_victim: max(running, key=(priority, arrival)), the first in running
- * order among equal keys; scheduled or not, grower included.
+ * order among equal keys; scheduled or not, grower included.  Under
+ * high_first the lowest priority value is the one to give up.
  */
 static struct kv_req *prio_victim(void *priv, const struct kv_replica *r,
 				  const struct kv_req *grower, enum kv_preempt *how)
@@ -178,13 +197,14 @@ static struct kv_req *prio_victim(void *priv, const struct kv_replica *r,
 	struct kv_req *v = r->running[0];
 	uint32_t i;
 
-	(void)priv;
+	const struct prio *p = priv;
+
 	(void)grower;
 	(void)how;
 	for (i = 1; i < r->n_running; i++) {
 		struct kv_req *q = r->running[i];
 
-		if (q->priority > v->priority ||
+		if ((p->high_first ? q->priority < v->priority : q->priority > v->priority) ||
 		    (q->priority == v->priority && q->arrival_ns > v->arrival_ns))
 			v = q;
 	}
@@ -200,7 +220,7 @@ static uint64_t prio_waiting(const void *priv)
 
 const struct kv_sched_ops kv_sched_priority = {
 	.name = "priority",
-	.desc = "vLLM V1's priority policy: admit by (priority, arrival), lower first, a refused head blocking; on memory pressure preempt max(running, key=(priority, arrival)), even one scheduled this step",
+	.desc = "vLLM V1's priority policy: admit by (priority, arrival), lower first (order: high_first, SGLang's default, under engine sglang), a refused head blocking; on memory pressure preempt max(running, key=(priority, arrival)), even one scheduled this step",
 	.priv_size = sizeof(struct prio),
 	.req_size = sizeof(struct prio_req),
 	.options = prio_options,

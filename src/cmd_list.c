@@ -11,6 +11,7 @@
 #include "lib/workload_sessions.h"
 
 #include "../sim/engine.h"
+#include "../sim/moegemm.h"
 #include "../sim/uncert.h"
 
 #include <ctype.h>
@@ -418,6 +419,9 @@ int kv_cmd_list(int argc, char **argv)
 	if (all || !strcmp(what, "models")) {
 		puts("models (model:):");
 		kv_profiles_list("models", show_model, NULL);
+		printf("  MoE routed experts' grouped GEMM (docs/perf-model.md): rate P_dtype x ec x m / (m + c x m_ridge), m tokens per touched expert;\n"
+		       "    ec_bf16 %.3f, ec_fp8 %.3f, c %.3f: %s\n",
+		       KV_MOEGEMM_EC_BF16, KV_MOEGEMM_EC_FP8, KV_MOEGEMM_C, KV_MOEGEMM_SOURCE);
 	}
 	if (all || !strcmp(what, "metrics")) {
 		puts("metrics (columns of a run's CSVs: name, unit, definition):");

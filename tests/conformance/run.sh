@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Conformance: scenarios of vLLM's own scheduler tests (tests/v1/core/
-# test_scheduler.py, test_prefix_caching.py) replayed as kvsim workloads and
+# test_scheduler.py, test_prefix_caching.py) and SGLang's (test/srt/
+# test_schedule_policy.py) replayed as kvsim workloads and
 # checked step by step against the engine's expected values.  A step is
 # read from the timeline (docs/timeline.md: one `iteration` slice per step
 # with its batch size and prefill and decode tokens) as "batch prefill
@@ -42,6 +43,18 @@ checks=(
   "test_prefill|prefill_hits|vllm|-|1|1 55 0"
   "test_prefill|prefill_hits|vllm|-|2+|2 5 1"
   "test_prefill|prefill_hits|vllm|-|last|1 6 0"
+  # SGLang test/srt/test_schedule_policy.py: three requests queued at one instant, one a step
+  # (max_seqs 1, one output token each); their prompts (200, 300, 100) give the order
+  "test_calc_priority_fcfs|sglang_fcfs_order|sglang|-|1|1 200 0"
+  "test_calc_priority_fcfs|sglang_fcfs_order|sglang|-|2|1 300 0"
+  "test_calc_priority_fcfs|sglang_fcfs_order|sglang|-|3|1 100 0"
+  # higher priority values first (schedule_low_priority_values_first=False), then entry time
+  "test_calc_priority_priority_enabled_fcfs_scheduling|sglang_priority_order|sglang|-|1|1 200 0"
+  "test_calc_priority_priority_enabled_fcfs_scheduling|sglang_priority_order|sglang|-|2|1 100 0"
+  "test_calc_priority_priority_enabled_fcfs_scheduling|sglang_priority_order|sglang|-|3|1 300 0"
+  "test_calc_priority_priority_enabled_fcfs_scheduling_with_low_priority_values_first|sglang_priority_low_first|sglang|scheduler.order=low_first|1|1 200 0"
+  "test_calc_priority_priority_enabled_fcfs_scheduling_with_low_priority_values_first|sglang_priority_low_first|sglang|scheduler.order=low_first|2|1 100 0"
+  "test_calc_priority_priority_enabled_fcfs_scheduling_with_low_priority_values_first|sglang_priority_low_first|sglang|scheduler.order=low_first|3|1 300 0"
 )
 
 # The tests of test_scheduler.py read so far that kvsim cannot express, and why.
@@ -52,8 +65,15 @@ skipped=(
   "test_stop_via_update_from_output, test_check_stop_min_tokens|stop tokens, speculative tokens: kvsim's outputs have fixed lengths"
   "test_schedule_concurrent_batches, test_preempt_during_execution, test_async_scheduling_pp_*|more than one batch in flight (async scheduling, pipeline parallelism)"
   "test_scheduler_publishes_eagle_blocks_*, test_connector_finish_*, test_prefix_cache_query_not_inflated_by_connector_defer|KV connector and EAGLE: not modelled"
-  "test_priority_scheduling_*|needs per-request priority and vLLM's priority policy"
+  "test_priority_scheduling_*|replayed step by step by tests/conformance_priority (meson test conformance-priority; docs/schedulers.md)"
   "test_prefix_caching.py: the block-id and free-queue-order asserts of test_prefill|block ids and the order of vLLM's free queue are not kvsim outputs (its LRU order is tested in tests/test_shared.c)"
+  # SGLang (sgl-project/sglang test/srt/), read so far
+  "test_schedule_policy.py: test_init_with_cache_aware_policy, test_init_with_cache_agnostic_policy, test_init_with_unknown_policy, test_init_with_disabled_cache|policy names and lpm's fallback to fcfs without a radix cache: kvsim has no lpm or dfs-weight order (an unknown scheduler name is an error, as in SGLang)"
+  "test_calc_priority_longest_output_first_scheduling, test_calc_priority_priority_enabled_longest_output_first_scheduling*|SGLang's lof policy (longest max_new_tokens first): no kvsim scheduler orders by output length"
+  "test_calc_priority_routing_key_*|routing-key policy: kvsim requests carry no routing key"
+  "test_calc_priority_fcfs_cache_agnostic_in_batch_prefix_caching|deferring a request whose prefix another in the batch shares (ENABLE_CACHE_AGNOSTIC_IN_BATCH_PREFIX_CACHING): not modelled"
+  "test_calc_priority_hrrn|hrrn policy (waited over uncached tokens): not modelled"
+  "test_radix_cache_unit.py|the radix tree's insert, match, split, evict and lock counts: kvsim approximates the tree by block hashes (docs/engines.md); its step-visible effect, a running request's prefix hit, is the cache_unfinished_req check"
 )
 
 # steps NAME ENGINE SETS: the run's iterations as "batch prefill decode" lines, in order.
@@ -97,7 +117,7 @@ for c in "${checks[@]}"; do
   rows+=("| \`$test\` | yes | $engine, \`$wl.yaml\`$extra, step $step: \`$want\` | $r |")
 done
 if [ $table = 1 ]; then
-  echo "| vLLM test | expressed | kvsim scenario: step, expected \`batch prefill decode\` | result |"
+  echo "| engine test | expressed | kvsim scenario: step, expected \`batch prefill decode\` | result |"
   echo "|---|---|---|---|"
   printf '%s\n' "${rows[@]}"
   for k in "${skipped[@]}"; do
