@@ -1350,6 +1350,32 @@ static int shared_reserve(void *priv, struct kv_req *q, uint64_t tokens)
 }
 
 /*
+ * grow_units (macro-stepping, cache.h): a decode past cap reserves one own
+ * block; when that block is one pool unit and free units cover it, grow_one
+ * allocates it without evicting, the lookup was counted at the request's
+ * first reserve, and publishing has nothing left to do (every complete
+ * prompt block was examined; a decode's tokens cover the whole prompt), so
+ * the reserve takes exactly one unit and changes nothing else.  0 otherwise
+ * (a window's two groups, a larger block, a lookup still pending, blocks
+ * left to publish): that step's reserve runs as an event.
+ */
+static uint64_t shared_grow_units(const void *priv, const struct kv_req *q, uint64_t cap,
+				  uint64_t *cap_after)
+{
+	const struct shared *c = priv;
+	uint64_t m = (uint32_t)q->cache[1];
+
+	if (c->win.win_tokens || c->chunk_units != 1 || (q->cache[1] & PENDING) ||
+	    cap < q->prompt_tokens)
+		return 0;
+	if (c->publish != PUBLISH_RELEASE &&
+	    KV_MAX(q->cache[3], m) < q->prompt_tokens / c->prefix_block_tokens)
+		return 0;
+	*cap_after = cap + c->block_tokens;
+	return 1;
+}
+
+/*
  * Re-walks q's keys: the m matched entries (present: q holds them), then the
  * blocks q computed itself, donated as new entries while memory allows.
  * Fills scratch[] with one entry per block walked; returns their number.
@@ -1467,4 +1493,5 @@ const struct kv_cache_ops kv_cache_shared = {
 	.prefix_keys = shared_prefix_keys,
 	.prefix_cached = shared_prefix_cached,
 	.load = shared_load,
+	.grow_units = shared_grow_units,
 };
