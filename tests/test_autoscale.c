@@ -3,10 +3,13 @@
  * process: the counts stay within min and max, a drained replica holds
  * nothing, no request reaches a replica before its cold start ends, a
  * constant load does not flap, bad configurations are refused, and the
- * diurnal curve shapes the arrivals.
+ * diurnal curve shapes the arrivals; prefill and decode groups scale, their
+ * drained replicas hold no KV or transfer, and transfers reach warm decode
+ * replicas only.
  */
 #include "simtest.h"
 #include "testutil.h"
+#include "disagg.h"
 
 #include <math.h>
 
@@ -223,6 +226,169 @@ START_TEST(per_group)
 }
 END_TEST
 
+/*
+ * Prefill/decode roles (autoscale.h): a prefill group scaling on its queue
+ * and a decode group on its concurrency (transfers on their way counted).
+ * What the run must show: each group within its max; an off replica holds
+ * nothing (no KV, no request, no transfer queued or in flight, none handed
+ * off); a KV transfer goes only to a decode replica that was active (warm,
+ * not draining) when it was sent; every request ends completed; every byte
+ * sent lands.
+ */
+#define PD_LOG 4096 /* decision rows kept */
+
+struct pd_watch {
+	uint32_t n_rows; /* entries of t and st */
+	kv_ns t[PD_LOG]; /* a decision's time (entry 0: the start) */
+	uint8_t st[PD_LOG][MAXR]; /* every replica's state after it */
+	kv_ns started[MAXR]; /* when each replica last began a cold start; KV_NS_NEVER: never */
+	kv_ns cold_ns;
+	uint32_t max_billed[2], drained_off[2];
+	uint64_t sends, bad_sends, bad_iter;
+};
+
+static struct pd_watch pw;
+
+/* Logs the states after a decision and checks the off replicas hold nothing. */
+static void pd_log(const struct kv_sim *s)
+{
+	uint32_t i, k = pw.n_rows;
+
+	ck_assert_uint_lt(k, PD_LOG);
+	pw.t[k] = s->now;
+	for (i = 0; i < s->n_rep; i++) {
+		const struct kv_replica *r = &s->rep[i];
+
+		pw.st[k][i] = s->rep_state[i];
+		if (k && pw.st[k][i] == KV_REP_STARTING && pw.st[k - 1][i] != KV_REP_STARTING)
+			pw.started[i] = s->now;
+		if (s->rep_state[i] != KV_REP_OFF)
+			continue;
+		ck_assert_msg(!r->n_assigned && !r->n_running && !r->live_tokens &&
+				      r->pool.free_bytes == r->pool.size_bytes && !r->n_handoff &&
+				      !r->n_xfer_held && !r->n_inbound && !r->inbound_bytes,
+			      "t=%llu: replica %u off holding %llu requests, %llu pool bytes, %u "
+			      "handed off, %u KV held for a transfer, %u transfers (%llu bytes) inbound",
+			      (unsigned long long)s->now, i, (unsigned long long)r->n_assigned,
+			      (unsigned long long)(r->pool.size_bytes - r->pool.free_bytes),
+			      r->n_handoff, r->n_xfer_held, r->n_inbound,
+			      (unsigned long long)r->inbound_bytes);
+	}
+	pw.n_rows++;
+}
+
+static int pd_scale(void *ctx, const struct kv_sim *s, const struct kv_as_row *row)
+{
+	const struct kv_autoscale *a = &s->as[row->group];
+	uint32_t i, billed = row->n[KV_REP_ACTIVE] + row->n[KV_REP_STARTING] + row->n[KV_REP_DRAINING];
+
+	(void)ctx;
+	ck_assert_uint_lt(row->group, 2);
+	ck_assert_uint_le(billed, a->cfg->max);
+	pw.max_billed[row->group] = KV_MAX(pw.max_billed[row->group], billed);
+	for (i = a->lo; i < a->hi; i++)
+		pw.drained_off[row->group] += s->rep_state[i] == KV_REP_OFF &&
+					      (pw.st[pw.n_rows - 1][i] == KV_REP_DRAINING ||
+					       pw.st[pw.n_rows - 1][i] == KV_REP_ACTIVE);
+	pd_log(s);
+	return 0;
+}
+
+/* A transfer's decode replica was active when it was sent; iterations run on serving replicas. */
+static void pd_observe(void *ctx, const struct kv_sim *s, enum kv_obs_event ev,
+		       const struct kv_replica *r, const struct kv_req *q, kv_ns dur_ns)
+{
+	kv_ns sent;
+	uint32_t k;
+	uint8_t st;
+
+	(void)ctx, (void)dur_ns;
+	if (!r || !s->rep_state)
+		return;
+	if (ev == KV_OBS_ITER_START)
+		pw.bad_iter += s->rep_state[r->idx] != KV_REP_ACTIVE &&
+			       s->rep_state[r->idx] != KV_REP_DRAINING;
+	if (ev != KV_OBS_ARRIVE || r->cfg->role != KV_ROLE_DECODE)
+		return;
+	sent = q->xfer_done_ns - q->xfer_ns;
+	for (k = pw.n_rows; k > 1 && pw.t[k - 1] >= sent;) /* the last decision before the send */
+		k--;
+	st = pw.st[k - 1][r->idx];
+	pw.sends++;
+	/* a starting one turns active between decisions, once its cold start is over */
+	pw.bad_sends += !(st == KV_REP_ACTIVE ||
+			  (st == KV_REP_STARTING && sent >= pw.started[r->idx] + pw.cold_ns));
+}
+
+static void run_pd(const char *placement)
+{
+	static struct kv_workload w;
+	struct kv_sink sink = { .scale = pd_scale };
+	const struct kv_disagg *pd;
+	uint64_t out = 0, in = 0, ended = 0;
+	struct kv_sim s;
+	char yaml[2048];
+	uint32_t i;
+
+	snprintf(yaml, sizeof(yaml),
+		 "model: llama-2-7b\ndevice: a100-80g\nscheduler: fifo\ncache: chunked\n"
+		 "cluster:\n  router: least-outstanding-tokens\n"
+		 "  kv_transfer: {bandwidth: 10GB/s, placement: %s}\n  groups:\n"
+		 "    - {name: p, role: prefill, replicas: 1, autoscale: {min: 1, max: 3, "
+		 "policy: queue, up: 2, down: 0.5, interval: 2s, window: 4s, cooldown_down: 10s, "
+		 "start_time: 5s}}\n"
+		 "    - {name: d, role: decode, replicas: 2, autoscale: {min: 1, max: 3, "
+		 "policy: concurrency, up: 60, down: 20, interval: 2s, window: 4s, "
+		 "cooldown_down: 10s, start_time: 5s}}\n"
+		 "outputs: {sample_interval: 0}\n"
+		 "workload:\n  requests: 3000\n  arrival: {process: poisson, rate: 30}\n"
+		 "  lengths: {dist: fixed, prompt: 512, output: 256}\n", placement);
+	memset(&pw, 0, sizeof(pw));
+	for (i = 0; i < MAXR; i++)
+		pw.started[i] = KV_NS_NEVER;
+	load(&w, yaml);
+	w.cfg.observer = (struct kv_observer){ .fn = pd_observe, .ctx = &pw };
+	sim_start(&w, &s, &sink, 0);
+	ck_assert_uint_eq(s.n_as, 2);
+	ck_assert_ptr_nonnull(s.pd);
+	pw.cold_ns = s.as[1].cold_ns;
+	pd_log(&s); /* the states at the start */
+	sim_finish(&s);
+	for (i = 0; i < 2; i++) {
+		ck_assert_msg(s.as[i].ups >= 1 && pw.max_billed[i] == 3 && pw.drained_off[i] >= 1,
+			      "%s: group %u scaled up %llu times, to %u billed, %u drained off",
+			      placement, i, (unsigned long long)s.as[i].ups, pw.max_billed[i],
+			      pw.drained_off[i]);
+	}
+	ck_assert_msg(pw.sends > 0 && pw.bad_sends == 0 && pw.bad_iter == 0,
+		      "%s: %llu of %llu transfers sent to a decode replica not active, %llu "
+		      "iterations on replicas not serving", placement,
+		      (unsigned long long)pw.bad_sends, (unsigned long long)pw.sends,
+		      (unsigned long long)pw.bad_iter);
+	pd = s.pd;
+	for (i = 0; i < pd->n_link; i++)
+		out += pd->link[i].bytes_out;
+	for (i = 0; i < s.n_rep; i++)
+		in += s.rep[i].xfer_in_bytes + s.rep[i].xfer_dropped_bytes;
+	for (i = 0; i < KV_END_N; i++)
+		ended += s.ended[i];
+	ck_assert_msg(out == in && out > 0 && pd->sent == pd->landed && pd->sent == 3000,
+		      "%llu bytes sent, %llu landed; %llu transfers sent, %llu landed",
+		      (unsigned long long)out, (unsigned long long)in,
+		      (unsigned long long)pd->sent, (unsigned long long)pd->landed);
+	ck_assert_uint_eq(ended, 3000);
+	ck_assert_uint_eq(s.ended[KV_END_COMPLETED], 3000);
+	kv_sim_release(&s);
+	kv_workload_release(&w);
+}
+
+START_TEST(pd_roles)
+{
+	run_pd("least-kv");
+	run_pd("round-robin");
+}
+END_TEST
+
 /* The cold-start delay: shard bytes over the load bandwidth plus the constant. */
 START_TEST(cold_start_formula)
 {
@@ -338,6 +504,7 @@ static Suite *autoscale_suite(void)
 	tcase_add_test(tc, cold_start_respected);
 	tcase_add_test(tc, no_flapping);
 	tcase_add_test(tc, per_group);
+	tcase_add_test(tc, pd_roles);
 	tcase_add_test(tc, cold_start_formula);
 	tcase_add_test(tc, bad_config);
 	tcase_add_test(tc, off_by_default);
