@@ -10,6 +10,7 @@
 #include "simtest.h"
 #include "testutil.h"
 #include "disagg.h"
+#include "groups.h"
 
 #include <math.h>
 
@@ -181,6 +182,7 @@ END_TEST
 
 /* Per group: only the autoscaled group's replicas change state; the static group stays whole. */
 static int group_rows[2];
+static double group_last_gpu_s; /* the last decision's gpu_s */
 
 static int on_group_scale(void *ctx, const struct kv_sim *s, const struct kv_as_row *row)
 {
@@ -192,7 +194,37 @@ static int on_group_scale(void *ctx, const struct kv_sim *s, const struct kv_as_
 	for (i = 0; i < 2; i++) /* group 0: replicas 0 and 1, always active */
 		ck_assert_int_eq(s->rep_state[i], KV_REP_ACTIVE);
 	ck_assert_uint_le(row->n[KV_REP_ACTIVE] + row->n[KV_REP_STARTING], 3);
+	group_last_gpu_s = row->gpu_s;
 	return 0;
+}
+
+/*
+ * groups.csv and summary.csv bill an autoscaled group for the replica-seconds
+ * it provisioned (autoscale.csv's gpu_hours: cold starts counted, off
+ * replicas not), a static group for every GPU to the last finish; the cost
+ * is those GPU-hours at the A100-80GB's price.
+ */
+static void check_group_cost(const struct kv_sim *s)
+{
+	double T_h = (double)s->last_finish_ns * 1e-9 / 3600, price = s->grp[1].cfg->device.cost_per_gpu_hour;
+	struct kv_group_summary gs[2];
+	struct kv_summary sum;
+
+	kv_group_summary(s, &s->grp[0], &gs[0]);
+	kv_group_summary(s, &s->grp[1], &gs[1]);
+	ck_assert_double_eq_tol(gs[0].gpu_hours, 2 * T_h, 1e-12);
+	ck_assert_double_eq_tol(gs[1].gpu_hours, s->as[0].gpu_s / 3600, 1e-15);
+	/* one replica at least all run; not max (3) all run: it began at 1, the other two off until
+	 * the first decision (2 s) at least */
+	ck_assert_msg(gs[1].gpu_hours >= T_h && gs[1].gpu_hours <= 3 * T_h - 2 * 2.0 / 3600 &&
+			      gs[1].gpu_hours >= group_last_gpu_s / 3600,
+		      "elastic group: %g GPU-hours over %g h (max 3 GPUs), last decision %g",
+		      gs[1].gpu_hours, T_h, group_last_gpu_s / 3600);
+	ck_assert_double_eq_tol(gs[1].cost_usd, gs[1].gpu_hours * price, 1e-12);
+	kv_summary_compute(s, NULL, &sum);
+	ck_assert_double_eq_tol(kv_summary_get(&sum, "gpu_hours"), gs[0].gpu_hours + gs[1].gpu_hours, 1e-12);
+	ck_assert_double_eq_tol(kv_summary_get(&sum, "cost_usd"), gs[0].cost_usd + gs[1].cost_usd, 1e-9);
+	ck_assert_double_eq_tol(kv_summary_get(&sum, "cost_usd_per_hour"), 5 * price, 1e-9);
 }
 
 START_TEST(per_group)
@@ -221,6 +253,7 @@ START_TEST(per_group)
 	sim_finish(&s);
 	ck_assert_msg(group_rows[1] > 10 && s.as[0].ups >= 1, "%d decisions, %llu scale-ups",
 		      group_rows[1], (unsigned long long)s.as[0].ups);
+	check_group_cost(&s);
 	kv_sim_release(&s);
 	kv_workload_release(&w);
 }
