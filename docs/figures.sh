@@ -77,6 +77,7 @@ tables=(
   "frontend-defaults|docs/frontend.md|0|bash configs/engines/frontend-defaults.sh KVSIM"
   "models|docs/models.md|0|bash configs/models/table.sh KVSIM"
   "devices|docs/perf-model.md|0|bash configs/devices/table.sh KVSIM"
+  "device-prices|docs/cluster.md|0|bash configs/devices/table.sh --prices KVSIM"
   "comm-fit|docs/perf-model.md|0|\"\$(dirname KVSIM)/../bench/comm_fit\" --table"
   "moe-gemm|docs/perf-model.md|0|bash configs/moe/gemm-fit.sh KVSIM --table"
   "tp-scaling|docs/perf-model.md|0|bash configs/comm/tp-scaling.sh KVSIM"

@@ -117,6 +117,28 @@ void kv__autoscale_ended(struct kv_autoscale *a, const struct kv_req *q, int com
 					 tpot, q->finish_ns - q->arrival_ns);
 }
 
+void kv__autoscale_handed(struct kv_autoscale *a, const struct kv_req *q)
+{
+	a->ended++;
+	if (a->cfg->slo) /* the prefill's part of the SLO: its first token */
+		a->met += (uint64_t)kv_slo_meets(&a->cfg->slo[q->tenant],
+						 q->first_token_ns - q->arrival_ns, 0, 0);
+}
+
+/*
+ * Active replica r's value of a load policy.  A decode replica's load
+ * counts the KV transfers on their way to it (n_inbound; their bytes in
+ * inbound_bytes): they are requests it will hold.
+ */
+static double load_of(const struct kv_replica *r, enum kv_as_policy p)
+{
+	if (p == KV_AS_QUEUE)
+		return (double)r->sched->waiting(r->sched_priv) + r->n_inbound;
+	if (p == KV_AS_CONCURRENCY)
+		return (double)r->n_assigned + r->n_inbound;
+	return (kv_replica_live_bytes(r) + (double)r->inbound_bytes) / (double)r->pool.size_bytes;
+}
+
 /*
  * This interval's value of the policy's metric as a (numerator,
  * denominator) pair: the window's metric is the sum of numerators over the
@@ -133,18 +155,9 @@ static void sample(const struct kv_sim *s, const struct kv_autoscale *a, double 
 		*den = (double)a->ended;
 		return;
 	}
-	for (i = a->lo; i < a->hi; i++) {
-		const struct kv_replica *r = &s->rep[i];
-
-		if (a->state[i] != KV_REP_ACTIVE)
-			continue;
-		if (a->cfg->policy == KV_AS_QUEUE)
-			*num += (double)r->sched->waiting(r->sched_priv);
-		else if (a->cfg->policy == KV_AS_CONCURRENCY)
-			*num += (double)r->n_assigned;
-		else
-			*num += kv_replica_live_bytes(r) / (double)r->pool.size_bytes;
-	}
+	for (i = a->lo; i < a->hi; i++)
+		if (a->state[i] == KV_REP_ACTIVE)
+			*num += load_of(&s->rep[i], a->cfg->policy);
 }
 
 /* The metric over the window, NaN when its denominator is 0. */
@@ -276,13 +289,15 @@ void kv__autoscale_ready(struct kv_sim *s, uint32_t i)
 
 void kv__autoscale_check(struct kv_sim *s, struct kv_replica *r)
 {
-	if (s->rep_state[r->idx] != KV_REP_DRAINING || r->n_assigned)
+	/* still holding: requests, prefills whose KV has not left, transfers coming in */
+	if (s->rep_state[r->idx] != KV_REP_DRAINING || r->n_assigned || r->n_handoff ||
+	    r->n_xfer_held || r->n_inbound)
 		return;
 	KV_CHECK(r->n_running == 0 && r->live_tokens == 0 && r->outstanding_tokens == 0 &&
-			 r->sched->waiting(r->sched_priv) == 0,
-		 "replica %u drained holding %u running, %llu live tokens, %llu outstanding",
-		 r->idx, r->n_running, (unsigned long long)r->live_tokens,
-		 (unsigned long long)r->outstanding_tokens);
+			 r->sched->waiting(r->sched_priv) == 0 && r->inbound_bytes == 0,
+		 "replica %u drained holding %u running, %llu live tokens, %llu outstanding, "
+		 "%llu KV bytes inbound", r->idx, r->n_running, (unsigned long long)r->live_tokens,
+		 (unsigned long long)r->outstanding_tokens, (unsigned long long)r->inbound_bytes);
 	if (r->cache->flush) /* its cached prefixes go with it */
 		r->cache->flush(r->cache_priv);
 	KV_CHECK(r->pool.free_bytes == r->pool.size_bytes,

@@ -11,7 +11,8 @@
  *             active after cold_start = shard bytes / load_bandwidth + start_time
  *   active    routed to
  *   draining  gets no new request, finishes what it holds, then goes off
- *             (its cache model flushed: a drained replica holds nothing)
+ *             (its cache model flushed: a drained replica holds nothing,
+ *             no KV, no queued or in-flight transfer)
  *
  * Every interval the engine brings every replica up to date (macro steps
  * applied) and calls kv__autoscale_tick: the policy's metric over the last
@@ -46,6 +47,18 @@
  * draining <= max (the range has max replicas); at least one replica is
  * active; a replica goes off only holding no request and, its cache flushed,
  * no pool byte.  Routers pick active replicas only (kv_rep_routable).
+ *
+ * Prefill/decode roles (disagg.h).  A prefill group's replicas are routed
+ * to as a mixed group's are; a draining one finishes its prefills and
+ * goes off only once every handed-off request's KV has left it (its
+ * transfer landed, the holding freed).  A decode group's replicas are
+ * placement targets (disagg.c place) only while active: a starting one
+ * gets no transfer before it is warm, a draining one none at all, but it
+ * admits the transfers already on their way and decodes what it holds,
+ * then goes off.  The load policies of a decode replica count the
+ * transfers on their way to it (queue and concurrency: one request each;
+ * kv_util: their bytes), and under slo a prefill group counts each
+ * request as it hands it off, by its TTFT limit alone.
  *
  * GPU time is billed to every replica that is not off: the integral of
  * (starting + active + draining) x GPUs per replica, in GPU-seconds.
@@ -164,6 +177,13 @@ void kv__autoscale_check(struct kv_sim *s, struct kv_replica *r);
 
 /* q ended (completed when `completed`, else rejected): counted for the slo metric. */
 void kv__autoscale_ended(struct kv_autoscale *a, const struct kv_req *q, int completed);
+
+/*
+ * Prefill replica's q handed its KV off (disagg.h): counted for a prefill
+ * group's slo metric by its first token alone (the TTFT limit; its decode
+ * runs elsewhere).
+ */
+void kv__autoscale_handed(struct kv_autoscale *a, const struct kv_req *q);
 
 /* The run ended at s->now: a's bill brought up to it (the run's last event). */
 void kv__autoscale_final(struct kv_sim *s, struct kv_autoscale *a);

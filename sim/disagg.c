@@ -4,6 +4,7 @@
  * transfer arrives (disagg.h has the model and its invariants).
  */
 #include "disagg.h"
+#include "autoscale.h"
 #include "replica.h"
 
 #include <assert.h>
@@ -177,30 +178,38 @@ static double kv_load(const struct kv_replica *d)
 
 /*
  * The index in pg->dec of the decode replica q goes to.  least-kv reads
- * every candidate's pool, its pending macro steps applied first.
+ * every candidate's pool, its pending macro steps applied first.  A
+ * replica its group's autoscaler holds off, starting (not yet warm) or
+ * draining is no candidate (autoscale.h): a decode group keeps at least
+ * one active replica, so one always is.
  */
 static uint32_t place(struct kv_sim *s, struct kv_pd_group *pg)
 {
-	uint32_t j, best = 0;
+	uint32_t j, best = UINT32_MAX;
 	double best_load = 0;
 
 	if (pg->x.place == KV_PLACE_ROUND_ROBIN) {
-		j = pg->rr;
-		pg->rr = (pg->rr + 1) % pg->n_dec;
+		do { /* the candidates in turn, skipping those autoscaling keeps out */
+			j = pg->rr;
+			pg->rr = (pg->rr + 1) % pg->n_dec;
+		} while (!kv_rep_routable(s, pg->dec[j]));
 		return j;
 	}
 	for (j = 0; j < pg->n_dec; j++) {
 		struct kv_replica *d = &s->rep[pg->dec[j]];
 		double load;
 
+		if (!kv_rep_routable(s, d->idx))
+			continue;
 		if (s->macro && s->macro_next[d->idx] <= s->ev.t_ns)
 			kv__macro_sync(d, &s->ev);
 		load = kv_load(d);
-		if (j == 0 || load < best_load) {
+		if (best == UINT32_MAX || load < best_load) {
 			best = j;
 			best_load = load;
 		}
 	}
+	KV_CHECK(best != UINT32_MAX, "prefill group %s: no active decode replica", pg->name);
 	return best;
 }
 
@@ -242,7 +251,10 @@ static void send_one(struct kv_sim *s, struct kv_replica *r, struct kv_req *q)
 	q->xfer_done_ns = t.done_ns;
 	q->xfer_ns = t.done_ns - s->now;
 	d->inbound_bytes += x.bytes;
+	d->n_inbound++;
 	pd->sent++;
+	if (s->rep_state && kv__autoscale_of(s, r->idx)) /* a prefill group's slo count */
+		kv__autoscale_handed(kv__autoscale_of(s, r->idx), q);
 	kv_heap_push(&s->heap, t.done_ns, KV_EV_XFER_DONE, l, 0);
 }
 
@@ -291,6 +303,7 @@ void kv__disagg_done(struct kv_sim *s, const struct kv_event *ev, struct kv_repl
 	fresh_state(s, q);
 	q->xfer_bytes = bytes;
 	q->replica = (*d)->idx;
+	(*d)->n_inbound--;
 	kv__replica_arrive(*d, q); /* waits in its scheduler: admitted when memory allows */
 	(*d)->n_assigned++;
 	(*d)->outstanding_tokens += q->output_tokens - q->generated;

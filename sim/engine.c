@@ -290,6 +290,8 @@ static int on_xfer_done(struct kv_sim *s, const struct kv_event *ev)
 	struct kv_replica *p, *d;
 
 	kv__disagg_done(s, ev, &p, &d);
+	if (s->rep_state)
+		kv__autoscale_check(s, p); /* a draining prefill replica whose last KV left */
 	mark_due(s, p);
 	mark_due(s, d);
 	if (more_now(s))

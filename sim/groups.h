@@ -23,12 +23,20 @@ struct kv_group_summary {
 	double mem_reserved_util; /* reserved byte-seconds / (pool x replicas x horizon) */
 	double ttft_p50_s, ttft_p99_s, e2e_p50_s, e2e_p99_s; /* of its completed requests; NAN: none */
 	double weight_share; /* its routing weight / the weights of the groups serving its model */
-	double gpu_hours; /* gpus x (0 to the last finish), hours */
+	double gpu_hours; /* kv_group_gpu_hours, hours */
 	double cost_usd; /* gpu_hours x the device's cost_per_gpu_hour; NAN: no price */
 };
 
 /* The CSV header of groups.csv, newline included. */
 extern const char kv_csv_header_groups[];
+
+/*
+ * The GPU-hours group g held over the run: an autoscaled group's billed
+ * replica-seconds x GPUs per replica (autoscale.h: starting, active and
+ * draining replicas, up to the end of billing; the last row of
+ * autoscale.csv), else every GPU from 0 to the last finish.
+ */
+double kv_group_gpu_hours(const struct kv_sim *s, const struct kv_group *g);
 
 /* Group g's figures after a run. */
 void kv_group_summary(const struct kv_sim *s, const struct kv_group *g,

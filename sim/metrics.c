@@ -1,6 +1,7 @@
 /* metrics.c -- log-linear histograms, Jain's index and the run's summary; see metrics.h. */
 #include "metrics.h"
 #include "engine.h"
+#include "groups.h"
 #include "load.h"
 #include "replica.h"
 
@@ -540,26 +541,40 @@ static void add_slo(const struct kv_sim *s, const struct kv_done_log *l, struct 
 
 /*
  * GPU-hours and their list price over the groups (only with cluster.groups):
- * every GPU is held from 0 to the last finish T, gpus_g x T; the fleet's
- * hourly price is sum_g gpus_g x price_g and the cost that times T; both
- * empty when a group with GPUs has no price.
+ * a static group holds every GPU from 0 to the last finish T, gpus_g x T,
+ * an autoscaled one the GPU-hours it billed (kv_group_gpu_hours); the cost
+ * is sum_g GPU-hours_g x price_g.  The fleet's hourly price is
+ * sum_g gpus_g x price_g (an autoscaled group at its max).  Both prices
+ * empty when a group with GPUs has no price.  Without autoscaling the sums
+ * are gpus x T and rate x T, as the terms were added before.
  */
 static void add_cost(const struct kv_sim *s, struct kv_summary *sum)
 {
 	double gpus = 0, rate = 0, T_h = (double)s->last_finish_ns * 1e-9 / 3600.0;
+	double gpu_h = 0, cost = 0;
 	uint32_t i;
 
 	for (i = 0; i < s->n_grp; i++) {
-		double n = (double)kv_cfg_gpus(s->grp[i].cfg);
+		double n = (double)kv_cfg_gpus(s->grp[i].cfg), p = s->grp[i].cfg->device.cost_per_gpu_hour;
 
 		gpus += n;
 		if (n > 0) /* a group of no replicas costs nothing, priced or not */
-			rate += s->grp[i].cfg->device.cost_per_gpu_hour > 0 ?
-					n * s->grp[i].cfg->device.cost_per_gpu_hour : NAN;
+			rate += p > 0 ? n * p : NAN;
+		if (s->rep_state && n > 0) {
+			double h = kv_group_gpu_hours(s, &s->grp[i]);
+
+			gpu_h += h;
+			cost += p > 0 ? h * p : NAN;
+		}
 	}
-	add(sum, "gpu_hours", "GPU-hours held, 0 to the last finish", gpus * T_h, 0);
-	add(sum, "cost_usd", "USD at the devices' list prices", rate * T_h, 0);
-	add(sum, "cost_usd_per_hour", "USD per hour of the fleet", rate, 0);
+	if (!s->rep_state) { /* the same arithmetic as before: the digests of static fleets hold */
+		gpu_h = gpus * T_h;
+		cost = rate * T_h;
+	}
+	add(sum, "gpu_hours", "GPU-hours held (static groups 0 to the last finish, autoscaled ones billed)",
+	    gpu_h, 0);
+	add(sum, "cost_usd", "USD at the devices' list prices", cost, 0);
+	add(sum, "cost_usd_per_hour", "USD per hour of the fleet (autoscaled groups at max)", rate, 0);
 }
 
 void kv_summary_compute(const struct kv_sim *s, struct kv_done_log *log, struct kv_summary *sum)

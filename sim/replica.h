@@ -115,6 +115,7 @@ struct kv_replica {
 	uint64_t xfer_in_bytes; /* KV bytes landed from links and admitted here */
 	uint64_t xfer_dropped_bytes; /* KV bytes landed here whose request ended before admission */
 	uint64_t inbound_bytes; /* KV bytes sent here and not yet admitted (placement's view) */
+	uint32_t n_inbound; /* KV transfers sent here, not yet landed (autoscaling's view) */
 	kv_ns wait_ns; /* sum over admissions of the time queued (queued_ns -> admission), ns */
 	uint64_t admits; /* admissions counted in wait_ns */
 };

@@ -151,6 +151,8 @@ static void show_device(const char *name, const char *path, void *arg)
 	       (dev.link_type == KV_LINK_DATASHEET ? dev.interconnect_Bps : dev.link_busbw_Bps) / 1e9);
 	if (dev.cost_per_gpu_hour > 0) /* the list price its source cites (docs/cluster.md) */
 		printf("; $%.4g per GPU-hour", dev.cost_per_gpu_hour);
+	else /* its source says why: cost columns stay empty unless a group gives one */
+		printf("; no list price (set cluster.groups[i].cost_per_gpu_hour)");
 	show_busbw_table(&dev);
 	show_uncertainty(&dev);
 }

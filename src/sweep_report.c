@@ -303,14 +303,14 @@ static double group_mean(const struct sweep *sw, size_t g, size_t j)
  * ties); SIZE_MAX when none meets.  *metric is its column.
  */
 static size_t best_by_metric(const struct sweep *sw, const size_t *col, size_t *metric,
-			     struct verdict *bv, size_t *n_unknown)
+			     struct verdict *bv, size_t *n_unknown, size_t *n_empty)
 {
 	const struct point *h = kv__sweep_header_point(sw);
 	size_t g, best = SIZE_MAX;
 	double bx = 0, x;
 	struct verdict v;
 
-	*n_unknown = 0;
+	*n_unknown = *n_empty = 0;
 	*metric = column(h, sw->t_axis);
 	for (g = 0; *metric != SIZE_MAX && g < n_groups(sw); g++) {
 		if (!group_ran(sw, g))
@@ -318,6 +318,7 @@ static size_t best_by_metric(const struct sweep *sw, const size_t *col, size_t *
 		judge(sw, g, col, &v);
 		*n_unknown += v.verdict == KV_VERDICT_UNKNOWN;
 		x = group_mean(sw, g, *metric);
+		*n_empty += v.meets && isnan(x); /* meets, but the metric has no value (no price) */
 		if (!v.meets || isnan(x))
 			continue;
 		x = sw->t_max ? -x : x;
@@ -346,11 +347,11 @@ static void put_axes_of(struct sbuf *b, const struct sweep *sw, size_t g)
  */
 static void report_metric(const struct sweep *sw, const size_t *col)
 {
-	size_t best, metric, n_unknown;
+	size_t best, metric, n_unknown, n_empty;
 	struct verdict bv;
 	struct sbuf b = { 0 };
 
-	best = best_by_metric(sw, col, &metric, &bv, &n_unknown);
+	best = best_by_metric(sw, col, &metric, &bv, &n_unknown, &n_empty);
 	if (metric == SIZE_MAX) {
 		printf("%s: no result: '%s' is not a summary.csv column of a finished point\n",
 		       sw->t_max ? "best" : "cheapest", sw->t_axis);
@@ -369,6 +370,12 @@ static void report_metric(const struct sweep *sw, const size_t *col)
 		put_conds(&b, sw);
 		put_figures(&b, sw, &bv);
 	}
+	if (n_empty) /* left out: a cost needs every group's device to have a list price */
+		kv__sweep_sb_printf(&b, "\n  %zu combination%s meeting it left out: %s has no value "
+				    "there%s", n_empty, n_empty == 1 ? "" : "s", sw->t_axis,
+				    strncmp(sw->t_axis, "cost_usd", 8) ? "" :
+				    " (a group's device has no list price: `kvsim list devices` says "
+				    "which; set cluster.groups[i].cost_per_gpu_hour)");
 	printf("%s\n", b.s);
 	free(b.s);
 }
@@ -469,13 +476,13 @@ static void target_head(struct sbuf *b, const struct sweep *sw)
 /* target.csv of a metric target: the conditions and the one chosen combination (if any). */
 static int write_target_metric(const struct sweep *sw, const char *dir, const size_t *col)
 {
-	size_t best, metric, n_unknown, i;
+	size_t best, metric, n_unknown, n_empty, i;
 	struct verdict bv;
 	struct sbuf b = { 0 };
 	int rc;
 
 	target_head(&b, sw);
-	best = best_by_metric(sw, col, &metric, &bv, &n_unknown);
+	best = best_by_metric(sw, col, &metric, &bv, &n_unknown, &n_empty);
 	if (best != SIZE_MAX) {
 		kv__sweep_sb_puts(&b, "chosen,");
 		kv__sweep_sb_csv(&b, sw->t_axis);

@@ -43,6 +43,8 @@
 #     prefill + 2 decode replicas over 5 GB/s layer-wise links under every
 #     engine and scheduler with full, chunked and shared, and
 #     bench/million.yaml saturated on 2 + 2 sharing one 2 GB/s link;
+#     workloads/autoscale-pd.yaml (prefill and decode groups each autoscaled)
+#     in 20 minutes under every engine with either decode placement;
 #   - vLLM 0.6's multi-step scheduling: configs/fidelity's vLLM 0.6.0 rows
 #     (num_scheduler_steps 10), and n = 4 under every scheduler.
 # That is the full matrix (--full; `meson test --suite slow macro-full`).  By
@@ -254,6 +256,14 @@ pair() {
   for r in round-robin least-outstanding-tokens; do
     echo "pair as/groups/$r $src/tests/fuzz/corpus/workload/autoscale-groups.yaml --set workload.requests=3000 --set cluster.router=$r"
   done
+  # prefill and decode groups each autoscaled (workloads/autoscale-pd.yaml, 20 minutes): decode
+  # replicas start, take KV once warm, drain with transfers on their way; every engine, both placements
+  aspd="--set workload.duration=20min --set workload.arrival.period=20min --set workload.arrival.peak_at=10min"
+  for e in "${engines[@]}"; do
+    for pl in least-kv round-robin; do
+      echo "pair aspd/$e/$pl $src/workloads/autoscale-pd.yaml $aspd --set engine=$e --set cluster.kv_transfer.placement=$pl"
+    done
+  done
   echo "pair asfleet $src/bench/fleet.yaml --set workload.requests=20000 --set cluster.replicas=64 --set workload.arrival.rate=160 --set \\'autoscale={min: 64, max: 96, policy: concurrency, up: 3, down: 1, interval: 2s, window: 4s, cooldown_down: 5s, start_time: 2s}\\'"
   # tiers below the pool, small enough that blocks go down, are dropped and load back (tiers.csv compared too)
   small="--set cache.tier_cpu_bytes=4GiB --set cache.tier_ssd_bytes=16GiB --set cache.tier_remote_bytes=32GiB"
@@ -316,7 +326,8 @@ for l in msat_vllm-v0_chunked msat_vllm_chunked msat_sglang_full msat_sglang_chu
          t_AzureLLMInferenceTrace_conv_csv_sglang_fifo_full w_default_vllm-v0_fifo_quantized \
          w_default_vllm-v0_fifo_sparse win_vllm-v0_full win_vllm-v0_chunked win_vllm-v0_quantized \
          win_vllm-v0_sparse win_sglang_shared off_false off_true off_mt_false off_mt_true \
-         pd_mt_vllm-v0_fifo_full pd_mt_vllm_fifo_chunked pd_msat_vllm-v0 ms_sglang060-vllm-8b-a100-r8; do
+         pd_mt_vllm-v0_fifo_full pd_mt_vllm_fifo_chunked pd_msat_vllm-v0 aspd_vllm-v0_least-kv \
+         aspd_vllm_round-robin ms_sglang060-vllm-8b-a100-r8; do
   read -r st ev < "$tmp/r/$l"
   [ "$st" -gt 0 ] || { echo "macro: no macro steps in $l" >&2; exit 1; }
 done

@@ -301,5 +301,13 @@ sed 's/minimize: cost_usd_per_hour/minimize: dollars/' "$tmp/fleet.yaml" > "$tmp
 [ $? -eq 2 ] && grep -q "fleet-bad.yaml:6:.*'dollars' is not an axis of the sweep nor a summary.csv column" "$tmp/fleet-bad.err" && ok ||
   bad "minimize: dollars: $(cat "$tmp/fleet-bad.err")"
 
+# A device without a list price (a30): the combinations meeting the target with it are named as
+# left out, with the way to give a price; the priced one is chosen
+sed 's/cluster.groups\[1\].replicas: \[1, 2\]/cluster.groups[1].device: [a30, h100-80g]/' "$tmp/fleet.yaml" > "$tmp/fleet-a30.yaml"
+"$kvsim" sweep -q "$tmp/fleet-a30.yaml" -o "$tmp/fleet-a30" > "$tmp/fleet-a30.out" &&
+  grep -q "^cheapest: cost_usd_per_hour [0-9.]* at cluster.groups\[0\].replicas = 1, cluster.groups\[1\].device = h100-80g meets" "$tmp/fleet-a30.out" &&
+  grep -qx "  2 combinations meeting it left out: cost_usd_per_hour has no value there (a group's device has no list price: \`kvsim list devices\` says which; set cluster.groups\[i\].cost_per_gpu_hour)" "$tmp/fleet-a30.out" && ok ||
+  bad "unpriced device: $(cat "$tmp/fleet-a30.out")"
+
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

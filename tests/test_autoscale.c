@@ -3,10 +3,14 @@
  * process: the counts stay within min and max, a drained replica holds
  * nothing, no request reaches a replica before its cold start ends, a
  * constant load does not flap, bad configurations are refused, and the
- * diurnal curve shapes the arrivals.
+ * diurnal curve shapes the arrivals; prefill and decode groups scale, their
+ * drained replicas hold no KV or transfer, and transfers reach warm decode
+ * replicas only.
  */
 #include "simtest.h"
 #include "testutil.h"
+#include "disagg.h"
+#include "groups.h"
 
 #include <math.h>
 
@@ -178,6 +182,7 @@ END_TEST
 
 /* Per group: only the autoscaled group's replicas change state; the static group stays whole. */
 static int group_rows[2];
+static double group_last_gpu_s; /* the last decision's gpu_s */
 
 static int on_group_scale(void *ctx, const struct kv_sim *s, const struct kv_as_row *row)
 {
@@ -189,7 +194,37 @@ static int on_group_scale(void *ctx, const struct kv_sim *s, const struct kv_as_
 	for (i = 0; i < 2; i++) /* group 0: replicas 0 and 1, always active */
 		ck_assert_int_eq(s->rep_state[i], KV_REP_ACTIVE);
 	ck_assert_uint_le(row->n[KV_REP_ACTIVE] + row->n[KV_REP_STARTING], 3);
+	group_last_gpu_s = row->gpu_s;
 	return 0;
+}
+
+/*
+ * groups.csv and summary.csv bill an autoscaled group for the replica-seconds
+ * it provisioned (autoscale.csv's gpu_hours: cold starts counted, off
+ * replicas not), a static group for every GPU to the last finish; the cost
+ * is those GPU-hours at the A100-80GB's price.
+ */
+static void check_group_cost(const struct kv_sim *s)
+{
+	double T_h = (double)s->last_finish_ns * 1e-9 / 3600, price = s->grp[1].cfg->device.cost_per_gpu_hour;
+	struct kv_group_summary gs[2];
+	struct kv_summary sum;
+
+	kv_group_summary(s, &s->grp[0], &gs[0]);
+	kv_group_summary(s, &s->grp[1], &gs[1]);
+	ck_assert_double_eq_tol(gs[0].gpu_hours, 2 * T_h, 1e-12);
+	ck_assert_double_eq_tol(gs[1].gpu_hours, s->as[0].gpu_s / 3600, 1e-15);
+	/* one replica at least all run; not max (3) all run: it began at 1, the other two off until
+	 * the first decision (2 s) at least */
+	ck_assert_msg(gs[1].gpu_hours >= T_h && gs[1].gpu_hours <= 3 * T_h - 2 * 2.0 / 3600 &&
+			      gs[1].gpu_hours >= group_last_gpu_s / 3600,
+		      "elastic group: %g GPU-hours over %g h (max 3 GPUs), last decision %g",
+		      gs[1].gpu_hours, T_h, group_last_gpu_s / 3600);
+	ck_assert_double_eq_tol(gs[1].cost_usd, gs[1].gpu_hours * price, 1e-12);
+	kv_summary_compute(s, NULL, &sum);
+	ck_assert_double_eq_tol(kv_summary_get(&sum, "gpu_hours"), gs[0].gpu_hours + gs[1].gpu_hours, 1e-12);
+	ck_assert_double_eq_tol(kv_summary_get(&sum, "cost_usd"), gs[0].cost_usd + gs[1].cost_usd, 1e-9);
+	ck_assert_double_eq_tol(kv_summary_get(&sum, "cost_usd_per_hour"), 5 * price, 1e-9);
 }
 
 START_TEST(per_group)
@@ -218,8 +253,172 @@ START_TEST(per_group)
 	sim_finish(&s);
 	ck_assert_msg(group_rows[1] > 10 && s.as[0].ups >= 1, "%d decisions, %llu scale-ups",
 		      group_rows[1], (unsigned long long)s.as[0].ups);
+	check_group_cost(&s);
 	kv_sim_release(&s);
 	kv_workload_release(&w);
+}
+END_TEST
+
+/*
+ * Prefill/decode roles (autoscale.h): a prefill group scaling on its queue
+ * and a decode group on its concurrency (transfers on their way counted).
+ * What the run must show: each group within its max; an off replica holds
+ * nothing (no KV, no request, no transfer queued or in flight, none handed
+ * off); a KV transfer goes only to a decode replica that was active (warm,
+ * not draining) when it was sent; every request ends completed; every byte
+ * sent lands.
+ */
+#define PD_LOG 4096 /* decision rows kept */
+
+struct pd_watch {
+	uint32_t n_rows; /* entries of t and st */
+	kv_ns t[PD_LOG]; /* a decision's time (entry 0: the start) */
+	uint8_t st[PD_LOG][MAXR]; /* every replica's state after it */
+	kv_ns started[MAXR]; /* when each replica last began a cold start; KV_NS_NEVER: never */
+	kv_ns cold_ns;
+	uint32_t max_billed[2], drained_off[2];
+	uint64_t sends, bad_sends, bad_iter;
+};
+
+static struct pd_watch pw;
+
+/* Logs the states after a decision and checks the off replicas hold nothing. */
+static void pd_log(const struct kv_sim *s)
+{
+	uint32_t i, k = pw.n_rows;
+
+	ck_assert_uint_lt(k, PD_LOG);
+	pw.t[k] = s->now;
+	for (i = 0; i < s->n_rep; i++) {
+		const struct kv_replica *r = &s->rep[i];
+
+		pw.st[k][i] = s->rep_state[i];
+		if (k && pw.st[k][i] == KV_REP_STARTING && pw.st[k - 1][i] != KV_REP_STARTING)
+			pw.started[i] = s->now;
+		if (s->rep_state[i] != KV_REP_OFF)
+			continue;
+		ck_assert_msg(!r->n_assigned && !r->n_running && !r->live_tokens &&
+				      r->pool.free_bytes == r->pool.size_bytes && !r->n_handoff &&
+				      !r->n_xfer_held && !r->n_inbound && !r->inbound_bytes,
+			      "t=%llu: replica %u off holding %llu requests, %llu pool bytes, %u "
+			      "handed off, %u KV held for a transfer, %u transfers (%llu bytes) inbound",
+			      (unsigned long long)s->now, i, (unsigned long long)r->n_assigned,
+			      (unsigned long long)(r->pool.size_bytes - r->pool.free_bytes),
+			      r->n_handoff, r->n_xfer_held, r->n_inbound,
+			      (unsigned long long)r->inbound_bytes);
+	}
+	pw.n_rows++;
+}
+
+static int pd_scale(void *ctx, const struct kv_sim *s, const struct kv_as_row *row)
+{
+	const struct kv_autoscale *a = &s->as[row->group];
+	uint32_t i, billed = row->n[KV_REP_ACTIVE] + row->n[KV_REP_STARTING] + row->n[KV_REP_DRAINING];
+
+	(void)ctx;
+	ck_assert_uint_lt(row->group, 2);
+	ck_assert_uint_le(billed, a->cfg->max);
+	pw.max_billed[row->group] = KV_MAX(pw.max_billed[row->group], billed);
+	for (i = a->lo; i < a->hi; i++)
+		pw.drained_off[row->group] += s->rep_state[i] == KV_REP_OFF &&
+					      (pw.st[pw.n_rows - 1][i] == KV_REP_DRAINING ||
+					       pw.st[pw.n_rows - 1][i] == KV_REP_ACTIVE);
+	pd_log(s);
+	return 0;
+}
+
+/* A transfer's decode replica was active when it was sent; iterations run on serving replicas. */
+static void pd_observe(void *ctx, const struct kv_sim *s, enum kv_obs_event ev,
+		       const struct kv_replica *r, const struct kv_req *q, kv_ns dur_ns)
+{
+	kv_ns sent;
+	uint32_t k;
+	uint8_t st;
+
+	(void)ctx, (void)dur_ns;
+	if (!r || !s->rep_state)
+		return;
+	if (ev == KV_OBS_ITER_START)
+		pw.bad_iter += s->rep_state[r->idx] != KV_REP_ACTIVE &&
+			       s->rep_state[r->idx] != KV_REP_DRAINING;
+	if (ev != KV_OBS_ARRIVE || r->cfg->role != KV_ROLE_DECODE)
+		return;
+	sent = q->xfer_done_ns - q->xfer_ns;
+	for (k = pw.n_rows; k > 1 && pw.t[k - 1] >= sent;) /* the last decision before the send */
+		k--;
+	st = pw.st[k - 1][r->idx];
+	pw.sends++;
+	/* a starting one turns active between decisions, once its cold start is over */
+	pw.bad_sends += !(st == KV_REP_ACTIVE ||
+			  (st == KV_REP_STARTING && sent >= pw.started[r->idx] + pw.cold_ns));
+}
+
+static void run_pd(const char *placement)
+{
+	static struct kv_workload w;
+	struct kv_sink sink = { .scale = pd_scale };
+	const struct kv_disagg *pd;
+	uint64_t out = 0, in = 0, ended = 0;
+	struct kv_sim s;
+	char yaml[2048];
+	uint32_t i;
+
+	snprintf(yaml, sizeof(yaml),
+		 "model: llama-2-7b\ndevice: a100-80g\nscheduler: fifo\ncache: chunked\n"
+		 "cluster:\n  router: least-outstanding-tokens\n"
+		 "  kv_transfer: {bandwidth: 10GB/s, placement: %s}\n  groups:\n"
+		 "    - {name: p, role: prefill, replicas: 1, autoscale: {min: 1, max: 3, "
+		 "policy: queue, up: 2, down: 0.5, interval: 2s, window: 4s, cooldown_down: 10s, "
+		 "start_time: 5s}}\n"
+		 "    - {name: d, role: decode, replicas: 2, autoscale: {min: 1, max: 3, "
+		 "policy: concurrency, up: 60, down: 20, interval: 2s, window: 4s, "
+		 "cooldown_down: 10s, start_time: 5s}}\n"
+		 "outputs: {sample_interval: 0}\n"
+		 "workload:\n  requests: 3000\n  arrival: {process: poisson, rate: 30}\n"
+		 "  lengths: {dist: fixed, prompt: 512, output: 256}\n", placement);
+	memset(&pw, 0, sizeof(pw));
+	for (i = 0; i < MAXR; i++)
+		pw.started[i] = KV_NS_NEVER;
+	load(&w, yaml);
+	w.cfg.observer = (struct kv_observer){ .fn = pd_observe, .ctx = &pw };
+	sim_start(&w, &s, &sink, 0);
+	ck_assert_uint_eq(s.n_as, 2);
+	ck_assert_ptr_nonnull(s.pd);
+	pw.cold_ns = s.as[1].cold_ns;
+	pd_log(&s); /* the states at the start */
+	sim_finish(&s);
+	for (i = 0; i < 2; i++) {
+		ck_assert_msg(s.as[i].ups >= 1 && pw.max_billed[i] == 3 && pw.drained_off[i] >= 1,
+			      "%s: group %u scaled up %llu times, to %u billed, %u drained off",
+			      placement, i, (unsigned long long)s.as[i].ups, pw.max_billed[i],
+			      pw.drained_off[i]);
+	}
+	ck_assert_msg(pw.sends > 0 && pw.bad_sends == 0 && pw.bad_iter == 0,
+		      "%s: %llu of %llu transfers sent to a decode replica not active, %llu "
+		      "iterations on replicas not serving", placement,
+		      (unsigned long long)pw.bad_sends, (unsigned long long)pw.sends,
+		      (unsigned long long)pw.bad_iter);
+	pd = s.pd;
+	for (i = 0; i < pd->n_link; i++)
+		out += pd->link[i].bytes_out;
+	for (i = 0; i < s.n_rep; i++)
+		in += s.rep[i].xfer_in_bytes + s.rep[i].xfer_dropped_bytes;
+	for (i = 0; i < KV_END_N; i++)
+		ended += s.ended[i];
+	ck_assert_msg(out == in && out > 0 && pd->sent == pd->landed && pd->sent == 3000,
+		      "%llu bytes sent, %llu landed; %llu transfers sent, %llu landed",
+		      (unsigned long long)out, (unsigned long long)in,
+		      (unsigned long long)pd->sent, (unsigned long long)pd->landed);
+	ck_assert_uint_eq(ended, 3000);
+	ck_assert_uint_eq(s.ended[KV_END_COMPLETED], 3000);
+	kv_sim_release(&s);
+	kv_workload_release(&w);
+}
+
+START_TEST(pd_roles)
+{
+	run_pd("least-kv");
+	run_pd("round-robin");
 }
 END_TEST
 
@@ -338,6 +537,7 @@ static Suite *autoscale_suite(void)
 	tcase_add_test(tc, cold_start_respected);
 	tcase_add_test(tc, no_flapping);
 	tcase_add_test(tc, per_group);
+	tcase_add_test(tc, pd_roles);
 	tcase_add_test(tc, cold_start_formula);
 	tcase_add_test(tc, bad_config);
 	tcase_add_test(tc, off_by_default);

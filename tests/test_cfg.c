@@ -7,6 +7,7 @@
 
 #include <check.h>
 #include <float.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -856,6 +857,29 @@ static const char *data_path(const char *name, char *buf, size_t len)
 	return buf;
 }
 
+/* Bandwidths: one parser for profiles and kv_transfer (cfg_rate.c), every unit, bad text refused. */
+START_TEST(rate_units)
+{
+	static const struct {
+		const char *text;
+		double Bps;
+	} ok[] = { { "2039", 2039e9 },	     { "2039GB/s", 2039e9 }, { "3.35 TB/s", 3.35e12 },
+		   { "400Gb/s", 50e9 },	     { "400 Gbps", 50e9 },   { "900MB/s", 9e8 },
+		   { "1GiB/s", 1073741824.0 }, { "2TiB/s", 2 * 1099511627776.0 }, { "0", 0 } };
+	static const char *const bad[] = { "", "GB/s", "5 GB", "5GB/sec", "nan", "inf", "5 gb/s", "x5" };
+	size_t i;
+	double v;
+
+	for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		ck_assert_msg(kv_cfg_parse_rate(ok[i].text, &v) == 0, "'%s' refused", ok[i].text);
+		ck_assert_msg(fabs(v - ok[i].Bps) <= 1e-9 * ok[i].Bps, "'%s': %g B/s, want %g",
+			      ok[i].text, v, ok[i].Bps);
+	}
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(kv_cfg_parse_rate(bad[i], &v) == -1, "'%s' accepted", bad[i]);
+}
+END_TEST
+
 START_TEST(missing_file)
 {
 	int err = kv_cfg_load(&doc, "/nonexistent/kvsim/x.yaml", &d);
@@ -976,6 +1000,7 @@ static Suite *cfg_suite(void)
 	tcase_add_test(tc, check_unused);
 	tcase_add_test(tc, expect_types);
 	tcase_add_test(tc, deep_nesting);
+	tcase_add_test(tc, rate_units);
 	tcase_add_test(tc, missing_file);
 	tcase_add_test(tc, file_load);
 	tcase_add_test(tc, file_syntax_error);

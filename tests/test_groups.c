@@ -313,7 +313,7 @@ START_TEST(test_hetero_cost)
 		"cluster:\n  router: least-outstanding-tokens\n  groups:\n"
 		"    - {name: a100, device: a100-80g, replicas: 2, weight: auto}\n"
 		"    - {name: h100, device: h100-80g, replicas: 2, weight: auto}\n"
-		"    - {name: spare, device: l40s, replicas: 0}\n"
+		"    - {name: spare, device: a30, replicas: 0}\n"
 		"    - {name: cheap, device: a100-40g, replicas: 1, weight: 0.5, cost_per_gpu_hour: 1.25}\n"
 		WORKLOAD;
 	struct kv_sink sink = { 0 };
@@ -353,7 +353,7 @@ START_TEST(test_hetero_cost)
 	ck_assert_msg(fabs(gs[3].cost_usd - 1.25 * T_h) < 1e-12, "cheap's cost %g", gs[3].cost_usd);
 	ck_assert_msg(fabs(sum_get(&sum, "cost_usd_per_hour") - (2 * 3.4309 + 2 * 6.88 + 1.25)) < 1e-12,
 		      "cost_usd_per_hour %g", sum_get(&sum, "cost_usd_per_hour"));
-	ck_assert(gs[2].cost_usd == 0); /* no GPUs: nothing to price (l40s has no price) */
+	ck_assert(gs[2].cost_usd == 0); /* no GPUs: nothing to price (a30 has no price) */
 	kv_sim_release(&s);
 	kv_workload_release(&w);
 }

@@ -711,8 +711,12 @@ static void draw_cluster(gsl_rng *g, struct rcase *c, unsigned replicas)
 	cfg->ep = cfg->model.experts && gsl_rng_uniform(g) < 0.6 ? (uint32_t)uni(g, 2, 4) : 1;
 	appendf(c->desc, sizeof(c->desc), " ep: %u", cfg->ep);
 	draw_disagg(g, c, replicas);
-	/* drawn last, as pp and ep; not with disaggregation (workload.c refuses both) */
-	if (replicas > 1 && !c->cfg.pd_prefill && gsl_rng_uniform(g) < 0.5)
+	/*
+	 * drawn last, as pp and ep; with disaggregation only in a split case
+	 * (its prefill and decode groups each autoscale; workload.c refuses
+	 * autoscaling one group split by prefill_replicas)
+	 */
+	if (replicas > 1 && (!c->cfg.pd_prefill || c->split) && gsl_rng_uniform(g) < 0.5)
 		draw_autoscale(g, c, replicas);
 }
 
@@ -734,6 +738,17 @@ static void set_source(struct rcase *c)
 /* --- building a case -------------------------------------------------------- */
 
 /*
+ * A split, disaggregated, autoscaled case of 3 replicas whose seed's bit 8
+ * is set: 1 prefill + 2 decode replicas (else 2 + 1), so that either role's
+ * group has a range to scale in some cases.
+ */
+static int pd_decode2(const struct rcase *c)
+{
+	return c->split && c->cfg.pd_prefill && c->cfg.autoscale.on && c->cfg.replicas == 3 &&
+	       ((c->seed >> 8) & 1);
+}
+
+/*
  * A split case's two replica groups (2 + 1 replicas, or 1 + 1 for a
  * one-replica cell): copies of its
  * configuration as it stands, so the engine's groups (ranges, the split
@@ -752,6 +767,8 @@ static void split_groups(struct rcase *c)
 	for (i = 0; i < 2; i++) {
 		c->groups[i] = c->cfg;
 		c->groups[i].replicas = i || c->cfg.replicas == 1 ? 1 : 2;
+		if (pd_decode2(c)) /* the decode group the larger: it has a range to scale */
+			c->groups[i].replicas = i ? 2 : 1;
 		snprintf(c->groups[i].group_name, sizeof(c->groups[i].group_name), "g%u", i);
 		/* a disaggregated case: the first group prefills, the second decodes (roles, not the split) */
 		c->groups[i].pd_prefill = 0;
@@ -882,11 +899,11 @@ static void case_draw(struct rcase *c, uint64_t base, unsigned idx)
 	snprintf(c->desc, sizeof(c->desc), "case %u (seed 0x%016" PRIx64 ") engine %s:", idx,
 		 c->seed, c->cfg.engine->name);
 	cur_desc = c->desc;
-	draw_cluster(g, c, cell / (unsigned)(n_sched_axis * n_cache_axis) % 2 ? 3 : 1);
 	/* half the cases as two groups; from the seed's bits, leaving g's stream as it was */
 	c->split = (c->seed >> 7) & 1;
+	draw_cluster(g, c, cell / (unsigned)(n_sched_axis * n_cache_axis) % 2 ? 3 : 1);
 	appendf(c->desc, sizeof(c->desc), " groups: %s",
-		!c->split ? "none" : c->cfg.replicas == 1 ? "1+1" : "2+1");
+		!c->split ? "none" : c->cfg.replicas == 1 ? "1+1" : pd_decode2(c) ? "1+2" : "2+1");
 	draw_tenants(g, c);
 	c->n = (unsigned)uni(g, 8, MAX_REQS - 1);
 	for (i = 0; i < c->n; i++)
@@ -1227,10 +1244,15 @@ static int on_scale(void *ctx, const struct kv_sim *s, const struct kv_as_row *r
 		const struct kv_replica *r = &s->rep[i];
 
 		n += s->as->state[i] != KV_REP_OFF;
+		/* off: no request, no KV, no transfer queued, in flight or waiting to leave */
 		CHECK(s->as->state[i] != KV_REP_OFF ||
-			      (!r->n_assigned && r->pool.free_bytes == r->pool.size_bytes),
+			      (!r->n_assigned && r->pool.free_bytes == r->pool.size_bytes &&
+			       !r->n_handoff && !r->n_xfer_held && !r->n_inbound && !r->inbound_bytes),
 		      "t=%" PRIu64 ": replica %u is off holding %" PRIu64 " requests, %" PRIu64
-		      " pool bytes", s->now, i, r->n_assigned, r->pool.size_bytes - r->pool.free_bytes);
+		      " pool bytes, %u handed off, %u held for a transfer, %u transfers (%" PRIu64
+		      " bytes) inbound", s->now, i, r->n_assigned,
+		      r->pool.size_bytes - r->pool.free_bytes, r->n_handoff, r->n_xfer_held,
+		      r->n_inbound, r->inbound_bytes);
 	}
 	CHECK(n == as->hi - as->lo - row->n[KV_REP_OFF], "%u replicas on, the row says %u off", n,
 	      row->n[KV_REP_OFF]);

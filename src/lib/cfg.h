@@ -152,6 +152,13 @@ int kv_cfg_ns(struct kv_cfg_node *m, const char *key, kv_ns def, kv_ns min, kv_n
 	      kv_ns *out, struct kv_diag *d);
 
 /*
+ * A bandwidth's text ("2039GB/s", "3.35 TB/s", "400Gb/s", "50": GB/s;
+ * units GB/s TB/s MB/s GiB/s TiB/s Gb/s Gbps) into bytes/s (any sign: the
+ * caller checks the range).  0, or -1 when it is not one (cfg_rate.c).
+ */
+int kv_cfg_parse_rate(const char *s, double *Bps);
+
+/*
  * Same conversions applied to a node itself (for sequence items): no
  * default, so a null value is an error.  Mark n used.
  */

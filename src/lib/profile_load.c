@@ -311,37 +311,6 @@ static int read_source(struct kv_cfg_node *m, struct kv_diag *d)
 	return kv_cfg_error(n, d, "expected a non-empty string naming where the numbers come from");
 }
 
-struct rate_unit {
-	const char *name; /* suffix after the number */
-	double Bps; /* bytes/s of one unit */
-};
-
-static const struct rate_unit rate_units[] = {
-	{ "", 1e9 }, /* a plain number is GB/s */
-	{ "GB/s", 1e9 },   { "TB/s", 1e12 },	   { "MB/s", 1e6 },
-	{ "GiB/s", 1073741824.0 }, { "TiB/s", 1099511627776.0 },
-};
-
-/* Parses "2039GB/s", "2.039 TB/s" or "2039" (GB/s); 0 or -1. */
-static int parse_rate(const char *s, double *Bps)
-{
-	char *end;
-	double v = strtod(s, &end);
-	size_t i;
-
-	if (end == s || !isfinite(v))
-		return -1;
-	while (*end == ' ')
-		end++;
-	for (i = 0; i < KV_ARRAY_LEN(rate_units); i++) {
-		if (!strcmp(end, rate_units[i].name)) {
-			*Bps = v * rate_units[i].Bps;
-			return 0;
-		}
-	}
-	return -1;
-}
-
 /* A bandwidth into bytes/s: positive, or >= 0 when zero_ok; def when absent. */
 static int read_rate(struct kv_cfg_node *m, const char *key, double def, int zero_ok,
 		     double *out, struct kv_diag *d)
@@ -353,7 +322,7 @@ static int read_rate(struct kv_cfg_node *m, const char *key, double def, int zer
 		*out = def;
 		return 0;
 	}
-	if (n->type != KV_CFG_SCALAR || parse_rate(n->value, &v))
+	if (n->type != KV_CFG_SCALAR || kv_cfg_parse_rate(n->value, &v))
 		return kv_cfg_error(n, d, "bad value '%s': expected a bandwidth such as "
 				    "2039GB/s, 3.35TB/s or a number of GB/s",
 				    n->type == KV_CFG_SCALAR ? n->value : "(not a scalar)");

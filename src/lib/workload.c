@@ -1327,10 +1327,6 @@ static int read_group(struct kv_cfg_doc *doc, struct kv_cfg_node *n, const struc
 	TRY(read_group_plugins(doc, n, g, d));
 	/* its own autoscaling: replicas is then the count active at the start */
 	TRY(read_autoscale_at(kv_cfg_get(n, "autoscale"), kv_cfg_get(n, "replicas"), g, slo, d));
-	if (g->autoscale.on && g->role != KV_ROLE_MIXED)
-		return kv_cfg_error(kv_cfg_get(n, "autoscale"), d,
-				    "autoscaling a %s group: expected role: mixed (prefill and decode "
-				    "groups do not autoscale yet)", kv_group_role_names[g->role]);
 	TRY(read_group_weight(n, g, d));
 	TRY(kv_cfg_dbl(n, "cost_per_gpu_hour", g->device.cost_per_gpu_hour, 0, 1e4,
 		       &g->device.cost_per_gpu_hour, d));
@@ -1481,8 +1477,9 @@ static int read_top(struct kv_cfg_doc *doc, struct kv_workload *w, int has_seed,
 	TRY(read_autoscale(doc->root, c, &w->slo, d));
 	if (c->autoscale.on && c->pd_prefill)
 		return kv_cfg_error(kv_cfg_get(doc->root, "autoscale"), d,
-				    "autoscaling with cluster.prefill_replicas: expected a cluster "
-				    "without prefill/decode roles (they do not autoscale yet)");
+				    "autoscaling with cluster.prefill_replicas: expected cluster.groups "
+				    "with role: prefill and role: decode, each with its own autoscale "
+				    "(one group split by prefill_replicas has one replica count)");
 	TRY(read_health(doc->root, &w->health, d));
 	TRY(read_outputs(doc, w, d));
 	TRY(check_samples(doc, w, d));

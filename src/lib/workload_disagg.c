@@ -18,37 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct bw_unit {
-	const char *name; /* suffix after the number */
-	double Bps; /* bytes/s of one unit */
-};
-
-static const struct bw_unit bw_units[] = {
-	{ "", 1e9 }, /* a plain number is GB/s */
-	{ "GB/s", 1e9 },	 { "TB/s", 1e12 },	    { "MB/s", 1e6 },
-	{ "Gb/s", 1e9 / 8 },	 { "Gbps", 1e9 / 8 },	    { "GiB/s", 1073741824.0 },
-	{ "TiB/s", 1099511627776.0 },
-};
-
-/* Parses "50GB/s", "400 Gb/s" or "50" (GB/s) into bytes/s; 0 or -1. */
-static int parse_bw(const char *s, double *Bps)
-{
-	char *end;
-	double v = strtod(s, &end);
-	size_t i;
-
-	if (end == s || !isfinite(v))
-		return -1;
-	while (*end == ' ')
-		end++;
-	for (i = 0; i < KV_ARRAY_LEN(bw_units); i++)
-		if (!strcmp(end, bw_units[i].name)) {
-			*Bps = v * bw_units[i].Bps;
-			return 0;
-		}
-	return -1;
-}
-
 /* kv_transfer.bandwidth: a positive bandwidth of at least 1 byte/s and at most 1e15 (1 PB/s). */
 static int read_bw(struct kv_cfg_node *m, uint64_t *out, struct kv_diag *d)
 {
@@ -57,7 +26,7 @@ static int read_bw(struct kv_cfg_node *m, uint64_t *out, struct kv_diag *d)
 
 	if (!n)
 		return 0;
-	if (n->type != KV_CFG_SCALAR || parse_bw(n->value, &v) || !(v >= 1 && v <= 1e15))
+	if (n->type != KV_CFG_SCALAR || kv_cfg_parse_rate(n->value, &v) || !(v >= 1 && v <= 1e15))
 		return kv_cfg_error(n, d, "bad value '%s': expected a bandwidth between 1B/s and "
 				    "1000TB/s such as 50GB/s, 400Gb/s or a number of GB/s",
 				    n->type == KV_CFG_SCALAR ? n->value : "(not a scalar)");
