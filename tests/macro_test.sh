@@ -33,7 +33,7 @@
 #     fleet benchmark's 64 replicas growing to 96 (the router's tree);
 #   - tiers below the pool (workloads/tiers.yaml with small tiers, 2,000
 #     requests): every engine with layer-wise and blocking loads and with a
-#     remote tier per replica, and every scheduler;
+#     remote tier per replica, and every scheduler (1,000 requests);
 #   - replica groups: workloads/groups.yaml (two models, three groups) runs
 #     above; here its groups also mix engines, schedulers and caches (the
 #     second group sglang, the third another scheduler or cache model), and
@@ -57,7 +57,11 @@
 # different one from one workload to the next, so every engine x scheduler
 # and engine x cache pair still runs on several workloads), plus every cell
 # the checks below name; bench/million-tenants.yaml runs 5,000 requests
-# instead of 20,000.  Everything else runs as in the full matrix.
+# instead of 20,000, and the tiers' runs under vllm-v0 and vllm 1,000 instead of
+# 2,000 (all tiers' runs took a third of the test's CPU time at 2,000; at 1,000
+# blocks still go down to every tier, the remote tier drops some, each tier is
+# hit and read back; sglang first hits the CPU tier beyond 1,500).  Everything
+# else runs as in the full matrix.
 # Compared: every *.csv the run writes (requests, timeseries, summary with
 # its event count, tenants, autoscale, tiers).  Also checked: macro steps did run (the
 # KVSIM_MACRO_STATS line) in the fifo runs, and in every scheduler's
@@ -266,12 +270,16 @@ pair() {
   done
   echo "pair asfleet $src/bench/fleet.yaml --set workload.requests=20000 --set cluster.replicas=64 --set workload.arrival.rate=160 --set \\'autoscale={min: 64, max: 96, policy: concurrency, up: 3, down: 1, interval: 2s, window: 4s, cooldown_down: 5s, start_time: 2s}\\'"
   # tiers below the pool, small enough that blocks go down, are dropped and load back (tiers.csv compared too)
+  tiers_short=1000 # vllm-v0, vllm: every tier still takes blocks down and is hit, remote drops
+  [ $full = 0 ] || tiers_short=2000
   small="--set cache.tier_cpu_bytes=4GiB --set cache.tier_ssd_bytes=16GiB --set cache.tier_remote_bytes=32GiB"
   for e in "${engines[@]}"; do
+    tiers_requests=$tiers_short
+    [ $e != sglang ] || tiers_requests=2000 # its CPU tier is first hit between 1,500 and 2,000
     for l in layerwise blocking; do
-      echo "pair tiers/$e/$l $src/workloads/tiers.yaml --set workload.requests=2000 --set engine=$e --set cache.tier_load=$l $small"
+      echo "pair tiers/$e/$l $src/workloads/tiers.yaml --set workload.requests=$tiers_requests --set engine=$e --set cache.tier_load=$l $small"
     done
-    echo "pair tiers/$e/local $src/workloads/tiers.yaml --set workload.requests=2000 --set engine=$e --set cache.tier_remote_shared=false $small"
+    echo "pair tiers/$e/local $src/workloads/tiers.yaml --set workload.requests=$tiers_requests --set engine=$e --set cache.tier_remote_shared=false $small"
   done
   for sc in "${scheds[@]}"; do
     echo "pair tiers/sched/$sc $src/workloads/tiers.yaml --set workload.requests=1000 --set scheduler.name=$sc $small"

@@ -345,13 +345,19 @@ static int find_row(const struct rec *w, uint64_t session, uint32_t turn)
 	return -1;
 }
 
-/* Turn j+1 arrives exactly 500 ms after turn j's finish, extends it, on its home replica. */
+/*
+ * Turn j+1 arrives exactly 500 ms after turn j's finish, extends it, on its home replica.
+ * 60 sessions; 30 under valgrind, where the pool checks after every event take half of
+ * memcheck's time over this suite.
+ */
 START_TEST(closed_loop)
 {
-	unsigned i, later = 0;
+	char set_n[] = "workload.requests=30";
+	char *sets[1] = { set_n };
+	unsigned i, later = 0, sessions = under_valgrind() ? 30 : 60;
 
-	run_yaml(chat_yaml, NULL, 0, 0, 1, &rec_a);
-	ck_assert_uint_gt(rec_a.n, 60);
+	run_yaml(chat_yaml, sets, sessions == 60 ? 0 : 1, 0, 1, &rec_a);
+	ck_assert_uint_gt(rec_a.n, sessions);
 	for (i = 0; i < rec_a.n; i++) {
 		const struct row *x = &rec_a.r[i], *p, *h;
 		int j;
@@ -373,7 +379,7 @@ START_TEST(closed_loop)
 			      x->session, x->turn, x->replica, h->replica);
 		later++;
 	}
-	ck_assert_uint_gt(later, 60);
+	ck_assert_uint_gt(later, sessions);
 	/* the request ids are arrival order: the arrivals are in id order */
 	for (i = 0; i < rec_a.n; i++)
 		for (unsigned k = 0; k < rec_a.n; k++)
@@ -382,13 +388,17 @@ START_TEST(closed_loop)
 }
 END_TEST
 
-/* Under every engine x scheduler and engine x cache model: macro steps give the exact steps' records. */
+/*
+ * Under every engine x scheduler and engine x cache model: macro steps give the exact steps'
+ * records.  60 sessions; 20 under valgrind (84 runs: most of memcheck's minute here), where
+ * each still runs several turns through every engine, scheduler and cache model.
+ */
 START_TEST(macro_equals_exact)
 {
 	const struct kv_plugin *e, *sc;
-	size_t i, j;
-	char set_e[64], set_s[64];
-	char *sets[2] = { set_e, set_s };
+	size_t i, j, n = under_valgrind() ? 3 : 2;
+	char set_e[64], set_s[64], set_n[] = "workload.requests=20";
+	char *sets[3] = { set_e, set_s, set_n };
 	unsigned runs = 0;
 
 	for (i = 0; (e = kv_plugin_at(KV_PLUGIN_ENGINE, i)); i++) {
@@ -397,13 +407,13 @@ START_TEST(macro_equals_exact)
 
 			snprintf(set_e, sizeof(set_e), "engine=%s", e->name);
 			snprintf(set_s, sizeof(set_s), "scheduler=%s", sc->name);
-			run_yaml(chat_yaml, sets, 2, 0, 0, &rec_a);
-			run_yaml(chat_yaml, sets, 2, 1, 0, &rec_b);
+			run_yaml(chat_yaml, sets, n, 0, 0, &rec_a);
+			run_yaml(chat_yaml, sets, n, 1, 0, &rec_b);
 			ck_assert_msg(rec_a.digest == rec_b.digest && rec_a.n == rec_b.n,
 				      "%s/%s: macro %u records %016" PRIx64 ", exact %u %016" PRIx64, e->name,
 				      sc->name, rec_a.n, rec_a.digest, rec_b.n, rec_b.digest);
 			d1 = rec_a.digest;
-			run_yaml(chat_yaml, sets, 2, 0, 0, &rec_a);
+			run_yaml(chat_yaml, sets, n, 0, 0, &rec_a);
 			ck_assert_msg(rec_a.digest == d1, "%s/%s: a rerun differs", e->name, sc->name);
 			runs++;
 		}
@@ -412,8 +422,8 @@ START_TEST(macro_equals_exact)
 		for (j = 0; (sc = kv_plugin_at(KV_PLUGIN_CACHE, j)); j++) { /* every cache model under fifo */
 			snprintf(set_e, sizeof(set_e), "engine=%s", e->name);
 			snprintf(set_s, sizeof(set_s), "cache=%s", sc->name);
-			run_yaml(chat_yaml, sets, 2, 0, 0, &rec_a);
-			run_yaml(chat_yaml, sets, 2, 1, 0, &rec_b);
+			run_yaml(chat_yaml, sets, n, 0, 0, &rec_a);
+			run_yaml(chat_yaml, sets, n, 1, 0, &rec_b);
 			ck_assert_msg(rec_a.digest == rec_b.digest && rec_a.n == rec_b.n,
 				      "%s/%s: macro %u records %016" PRIx64 ", exact %u %016" PRIx64, e->name,
 				      sc->name, rec_a.n, rec_a.digest, rec_b.n, rec_b.digest);
