@@ -322,7 +322,9 @@ static uint32_t pl_pick(struct kv_sim *s, const struct kv_req *q, uint32_t lo, u
 	(void)state;
 	if (r0->cache->prefix_keys && q->prompt_tokens)
 		n = r0->cache->prefix_keys(r0->cache_priv, q, p->keys, p->max_keys, &B);
-	nc = kv_kvindex_walk(&p->ix, p->keys, n, p->cand);
+	/* the tree path scores every candidate, the others [lo, hi) only */
+	nc = p->tree ? kv_kvindex_walk(&p->ix, p->keys, n, 0, s->n_rep, p->cand)
+		     : kv_kvindex_walk(&p->ix, p->keys, n, lo, hi, p->cand);
 	if (p->verify)
 		verify(p, s, q, B, lo, hi);
 	if (p->mode == MODE_LLMD)
