@@ -33,9 +33,11 @@
  * block are candidates.  In tokens mode without queue and KV terms the
  * other replicas' cost is prefix_weight * P + outstanding_weight * O_r, so
  * the least of them is the root of the engine's tree of outstanding tokens
- * (from 64 replicas; lowest index on ties, as a scan): an arrival costs
- * O(candidates + blocks walked), not O(replicas).  Otherwise it scans every
- * replica, which the engine brings up first.  A replica an autoscaler holds
+ * (from 64 replicas in a single group; lowest index on ties, as a scan):
+ * an arrival costs O(candidates + blocks walked), not O(replicas).
+ * Otherwise it scans every replica of its range, which the engine brings up
+ * first (a single group split into prefill and decode replicas: the
+ * prefill ones, each brought up here, the engine keeping the tree).  A replica an autoscaler holds
  * off, starting or draining (autoscale.h) is never picked.
  */
 #include "kvindex.h"
@@ -300,8 +302,11 @@ static uint32_t pick_scan(struct prefix_load *p, struct kv_sim *s, const struct 
 	struct best b = { KV_NIL, 0 };
 	uint32_t r;
 
-	for (r = lo; r < hi; r++)
+	for (r = lo; r < hi; r++) {
+		if (p->tree) /* the engine brought up the least view only */
+			view_up(s, r);
 		consider(p, s, q, B, r, &b);
+	}
 	return b.r;
 }
 
@@ -322,13 +327,14 @@ static uint32_t pl_pick(struct kv_sim *s, const struct kv_req *q, uint32_t lo, u
 	(void)state;
 	if (r0->cache->prefix_keys && q->prompt_tokens)
 		n = r0->cache->prefix_keys(r0->cache_priv, q, p->keys, p->max_keys, &B);
-	nc = kv_kvindex_walk(&p->ix, p->keys, n, p->cand);
+	nc = kv_kvindex_walk(&p->ix, p->keys, n, lo, hi, p->cand);
 	if (p->verify)
 		verify(p, s, q, B, lo, hi);
 	if (p->mode == MODE_LLMD)
 		r = pick_llmd(p, s, n, lo, hi);
 	else
-		r = p->tree ? pick_tree(p, s, q, B, nc) : pick_scan(p, s, q, B, lo, hi);
+		r = p->tree && hi - lo == s->n_rep ? pick_tree(p, s, q, B, nc)
+						    : pick_scan(p, s, q, B, lo, hi);
 	p->active[r] += q->prompt_tokens + q->output_tokens;
 	return r;
 }

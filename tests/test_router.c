@@ -1,7 +1,8 @@
 /*
  * test_router.c -- the prefix-load router and its block index: the index
- * against a brute-force model of which replica holds which key (both of its
- * forms, up to 64 replicas and beyond), the index against every replica's
+ * against a brute-force model of which replica holds which key (its holder
+ * forms: in the head, lists, sets; promotion and demotion at the
+ * thresholds; walks over ranges), the index against every replica's
  * cache during whole runs (the router's verify option), the longest cached
  * prefix winning at equal loads, and the weights moving the choice.
  */
@@ -35,53 +36,84 @@ static uint32_t model_depth(unsigned char held[KEYS][REPS_MAX], const uint32_t *
 }
 
 /*
- * Random adds and removes on n_rep replicas; after each, a random walk against the model.
- * 20,000 steps; 4,000 under valgrind (memcheck took 4.8 minutes over the 20,000 on a loaded
- * 2-core machine), enough on 70 replicas for the records to outgrow their first 1024 (held
- * below), so the growth, the free list's reuse and both forms run there as natively.
+ * Random adds and removes on n_rep replicas (list -> set at promote, set ->
+ * list below demote; 0: the defaults), keys drawn so that some stay
+ * sparse and some fill up; after each, a random walk over a random range
+ * against the model, and each key's form against its count and history.
+ * 20,000 steps; 4,000 under valgrind (memcheck took 4.8 minutes over the
+ * 20,000 on a loaded 2-core machine), where both forms still run (asserted).
  */
-static void index_against_model(uint32_t n_rep)
+static void index_against_model(uint32_t n_rep, uint32_t promote, uint32_t demote)
 {
 	static unsigned char held[KEYS][REPS_MAX];
+	static int was_set[KEYS];
 	struct kv_kvindex x;
-	uint64_t seed = 88172645463325252ULL, keys[8], holders = 0;
-	uint32_t cand[REPS_MAX], ks[8], step, i, r, steps = under_valgrind() ? 4000 : 20000;
+	uint64_t seed = 88172645463325252ULL ^ (n_rep * 7919ULL + promote), keys[8], holders = 0;
+	uint32_t cand[REPS_MAX], ks[8], step, i, r, sets = 0, lists = 0;
+	uint32_t steps = under_valgrind() ? 4000 : 20000;
 
 	memset(held, 0, sizeof(held));
+	memset(was_set, 0, sizeof(was_set));
 	kv_kvindex_init(&x, n_rep);
+	if (promote)
+		kv__kvindex_thresholds(&x, promote, demote);
 	for (step = 0; step < steps; step++) {
-		uint32_t k = (uint32_t)(next_rand(&seed) % KEYS), n, nc;
+		uint32_t k = (uint32_t)(next_rand(&seed) % KEYS), n, nc, lo, hi, c = 0;
+		int want;
 
 		r = (uint32_t)(next_rand(&seed) % n_rep);
-		if (held[k][r]) {
+		/* key k is held with probability (k + 1) / KEYS: low keys stay sparse, high keys fill */
+		want = next_rand(&seed) % KEYS <= k;
+		if (held[k][r] && !want) {
 			kv_kvindex_remove(&x, 1000003ULL * k + 7, r);
 			holders--;
-		} else {
+			held[k][r] = 0;
+		} else if (!held[k][r] && want) {
 			kv_kvindex_add(&x, 1000003ULL * k + 7, r);
 			holders++;
+			held[k][r] = 1;
 		}
-		held[k][r] ^= 1;
 		ck_assert_uint_eq(x.holders, holders);
+		for (i = 0; i < n_rep; i++)
+			c += held[k][i];
+		ck_assert_uint_eq(kv_kvindex_count(&x, 1000003ULL * k + 7), c);
+		/* the form: a set from promote on, until below demote */
+		if (c >= x.promote)
+			was_set[k] = 1;
+		else if (c < x.demote)
+			was_set[k] = 0;
+		ck_assert_msg(kv_kvindex_is_set(&x, 1000003ULL * k + 7) == (was_set[k] && c > 1),
+			      "step %u: key %u with %u holders (promote %u, demote %u) is_set %d", step,
+			      k, c, x.promote, x.demote, kv_kvindex_is_set(&x, 1000003ULL * k + 7));
+		sets += was_set[k] && c > 1;
+		lists += !was_set[k] && c > 1;
 		n = 1 + (uint32_t)(next_rand(&seed) % 8);
-		for (i = 0; i < n; i++) { /* few keys, so walks go deep */
-			ks[i] = (uint32_t)(next_rand(&seed) % 6);
+		for (i = 0; i < n; i++) { /* few keys, mostly dense ones, so walks go deep */
+			ks[i] = KEYS - 1 - (uint32_t)(next_rand(&seed) % (i ? 6 : 12));
 			keys[i] = 1000003ULL * ks[i] + 7;
 		}
-		nc = kv_kvindex_walk(&x, keys, n, cand);
+		lo = (uint32_t)(next_rand(&seed) % n_rep);
+		hi = lo + 1 + (uint32_t)(next_rand(&seed) % (n_rep - lo));
+		if (step % 3 == 0)
+			lo = 0, hi = n_rep;
+		nc = kv_kvindex_walk(&x, keys, n, lo, hi, cand);
 		for (i = 0; i < nc; i++)
-			ck_assert_msg(held[ks[0]][cand[i]], "step %u: candidate %u lacks the first key", step,
-				      cand[i]);
+			ck_assert_msg(held[ks[0]][cand[i]] && cand[i] >= lo && cand[i] < hi,
+				      "step %u: candidate %u lacks the first key or is out of [%u, %u)",
+				      step, cand[i], lo, hi);
 		for (r = 0, i = 0; r < n_rep; r++) {
-			uint32_t want = model_depth(held, ks, n, r);
+			uint32_t want = r >= lo && r < hi ? model_depth(held, ks, n, r) : 0;
 
 			i += want > 0;
 			ck_assert_msg(kv_kvindex_depth(&x, r) == want,
-				      "step %u, %u replicas: replica %u holds %u leading keys, the index says %u",
-				      step, n_rep, r, want, kv_kvindex_depth(&x, r));
+				      "step %u, %u replicas, [%u, %u): replica %u holds %u leading keys, the index says %u",
+				      step, n_rep, lo, hi, r, want, kv_kvindex_depth(&x, r));
 			ck_assert_int_eq(kv_kvindex_has(&x, keys[0], r), held[ks[0]][r]);
 		}
 		ck_assert_uint_eq(nc, i);
 	}
+	ck_assert_msg(sets > 0 && (lists > 0 || x.promote == 2), "%u replicas: sets %u, lists %u: a form never exercised",
+		      n_rep, sets, lists);
 	for (i = 0; i < KEYS; i++) {
 		uint32_t c = 0;
 
@@ -89,16 +121,17 @@ static void index_against_model(uint32_t n_rep)
 			c += held[i][r];
 		ck_assert_uint_eq(kv_kvindex_count(&x, 1000003ULL * i + 7), c);
 	}
-	if (n_rep > 64) /* the records form grew past its first allocation */
-		ck_assert_uint_gt(x.cap, 1024);
 	kv_kvindex_release(&x);
 }
 
 START_TEST(index_matches_model)
 {
-	index_against_model(8); /* the bits form */
-	index_against_model(64);
-	index_against_model(REPS_MAX); /* records and holder lists */
+	index_against_model(8, 0, 0); /* one word: sets from 2 holders */
+	index_against_model(64, 0, 0);
+	index_against_model(REPS_MAX, 0, 0); /* two words */
+	index_against_model(REPS_MAX, 9, 4); /* lists of several classes, hysteresis */
+	index_against_model(REPS_MAX, 5, 5); /* demote at the promote threshold */
+	index_against_model(REPS_MAX, 40, 2);
 }
 END_TEST
 
