@@ -491,6 +491,25 @@ static int check_pin(struct kv_cfg_node *n, const struct kv_sim_config *c, struc
 	return KV_ERANGE;
 }
 
+/*
+ * vLLM before 0.6 (engine vllm-v0 with version "0.5"): the non-torch term
+ * of that era's profiler, KV_MEM_NON_TORCH_V05_BYTES (x2 at TP > 1, the
+ * same rule as the later default), unless memory.non_torch_bytes is set.
+ * Reads the engine section's nodes; the engine plugin reads them again.
+ */
+static void v05_non_torch(struct kv_cfg_node *root, struct kv_sim_config *c)
+{
+	struct kv_cfg_node *e = kv_cfg_get(root, "engine"), *name, *ver;
+
+	if (c->mem.model != KV_MEM_VLLM || c->mem.non_torch_bytes != KV_MEM_AUTO || !e || e->value)
+		return; /* (a scalar engine names no version: its default, not 0.5) */
+	name = kv_cfg_get(e, "name");
+	ver = kv_cfg_get(e, "version");
+	if (name && name->value && !strcmp(name->value, "vllm-v0") && ver && ver->value &&
+	    !strcmp(ver->value, "0.5"))
+		c->mem.non_torch_bytes = KV_MEM_NON_TORCH_V05_BYTES * (c->tp > 1 ? 2 : 1);
+}
+
 static int read_memory(struct kv_cfg_node *root, struct kv_sim_config *c, struct kv_diag *d)
 {
 	static const char *const keys[] = { "model", "share", "gpu_memory_utilization",
@@ -502,6 +521,7 @@ static int read_memory(struct kv_cfg_node *root, struct kv_sim_config *c, struct
 	TRY(kv_cfg_expect_map(n, d));
 	TRY(kv_cfg_check_keys(n, keys, d));
 	TRY(read_memory_model(n, &c->mem, d));
+	v05_non_torch(root, c);
 	c->mem.dp = c->dp;
 	if (c->dp > 1 && c->mem.model == KV_MEM_SHARE)
 		return kv_cfg_error(kv_cfg_get(n, "model") ? kv_cfg_get(n, "model") : n ? n : root, d,
