@@ -89,10 +89,11 @@ static int next_arrival(struct kv_sim *s)
 		return rc;
 	s->have_pending = rc;
 	if (rc) {
-		KV_CHECK(s->pending.t_ns >= s->now, "arrival %llu goes back in time",
+		/* under a concurrency limit a request may be due already: it queues now */
+		KV_CHECK(s->pending.t_ns >= s->now || s->gate.limit, "arrival %llu goes back in time",
 			 (unsigned long long)s->pending.id);
 		/* push time 0: before every other event of its instant (engine.h) */
-		kv_heap_push_at(&s->heap, s->pending.t_ns, 0, KV_EV_ARRIVAL, 0, 0);
+		kv_heap_push_at(&s->heap, KV_MAX(s->pending.t_ns, s->now), 0, KV_EV_ARRIVAL, 0, 0);
 	}
 	return 0;
 }
@@ -245,8 +246,8 @@ static int more_arrivals_now(const struct kv_sim *s)
 {
 	const struct kv_event *next;
 
-	if (s->have_pending && s->pending.t_ns == s->now)
-		return 1;
+	if (s->have_pending && s->pending.t_ns <= s->now && !s->gate.blocked)
+		return 1; /* (a request waiting for a place does not arrive now) */
 	next = s->sess ? kv_heap_peek(&s->heap) : NULL;
 	return next && next->t_ns == s->now && next->kind == KV_EV_TURN;
 }
@@ -414,12 +415,69 @@ static void turn_arrival(struct kv_sim *s, struct kv_arrival *a, const struct kv
 	a->hashes = t->hashes;
 }
 
+/*
+ * While the pending arrival waits for a place: a wake-up at the earliest
+ * time t a place frees (an arrival event, arg 1), unless one is queued at
+ * or before t.  A wake-up that finds the places still taken queues the
+ * next (on_wake).
+ */
+static void gate_wake(struct kv_sim *s, kv_ns t)
+{
+	if (t == KV_NS_NEVER || t >= s->gate.wake_ns)
+		return;
+	s->gate.wake_ns = t;
+	kv_heap_push_at(&s->heap, t, 0, KV_EV_ARRIVAL, 0, 1);
+}
+
+void kv__gate_end(struct kv_sim *s, const struct kv_req *q)
+{
+	kv_ns t = kv_gate_end(&s->gate, q->finish_ns);
+
+	if (s->gate.blocked)
+		gate_wake(s, t);
+}
+
+/*
+ * The pending arrival, due: 1 when it goes now (it takes a place, and is
+ * sent now when it was due before), 0 when N are outstanding (it waits in
+ * line, the gate blocked, a wake-up queued).  Always 1 without a limit.
+ */
+static int gate_admit(struct kv_sim *s)
+{
+	struct kv_gate *g = &s->gate;
+
+	if (!g->limit)
+		return 1;
+	kv_gate_settle(g, s->now);
+	if (kv_gate_full(g)) {
+		g->blocked = 1;
+		gate_wake(s, kv_gate_next_free(g));
+		return 0;
+	}
+	g->blocked = 0;
+	kv_gate_take(g);
+	if (s->pending.t_ns < s->now) { /* sent when a place freed (the semaphore's release) */
+		g->waited++;
+		g->wait_ns += s->now - s->pending.t_ns;
+		s->pending.t_ns = s->now;
+	}
+	return 1;
+}
+
 static int on_arrival(struct kv_sim *s, const struct kv_event *ev)
 {
 	struct kv_arrival *a = &s->pending;
 	uint32_t sess = KV_NIL;
 	int rc;
 
+	if (ev->arg) { /* a wake-up of the concurrency limit */
+		if (s->gate.wake_ns <= s->now)
+			s->gate.wake_ns = KV_NS_NEVER;
+		if (!s->gate.blocked)
+			return 0; /* the line moved on since it was queued */
+	}
+	if (!gate_admit(s)) /* waits for a place: the instant's batches form without it */
+		return more_arrivals_now(s) ? 0 : kick_due(s);
 	if (s->sess) { /* the arrival starts a session: its first turn */
 		struct kv_turn t;
 
@@ -976,6 +1034,7 @@ int kv_sim_init(struct kv_sim *s, const struct kv_sim_config *cfg, const struct 
 		kv_hist_init(&s->tenant[i].e2e);
 	}
 	s->macro = macro_allowed(cfg);
+	kv_gate_init(&s->gate, cfg->source.max_concurrency, cfg->source.think_ns);
 	s->n_rep = 0;
 	for (i = 0; i < KV_MAX(cfg->n_groups, 1u); i++)
 		s->n_rep += cfg->n_groups ? cfg->groups[i].replicas : cfg->replicas;
@@ -1047,6 +1106,7 @@ void kv_sim_release(struct kv_sim *s)
 	kv_reuse_free(s->chains);
 	free(s->chain_home);
 	kv_heap_release(&s->heap);
+	kv_gate_release(&s->gate);
 	kv_hist_release(&s->ttft);
 	kv_hist_release(&s->tpot);
 	kv_hist_release(&s->e2e);

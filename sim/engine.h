@@ -37,6 +37,7 @@
 #include "autoscale.h"
 #include "cache.h"
 #include "disagg.h"
+#include "gate.h"
 #include "heap.h"
 #include "memory.h"
 #include "metrics.h"
@@ -262,7 +263,7 @@ struct kv_tenant_stats {
  * arriving at t are queued before a replica forms a batch at t (engine.c).
  */
 enum kv_event_kind {
-	KV_EV_ARRIVAL = 1, /* the pending arrival (s->pending) arrives */
+	KV_EV_ARRIVAL = 1, /* the pending arrival (s->pending) arrives; arg 1: a wake-up of the concurrency limit (gate.h) */
 	KV_EV_ITER_DONE, /* replica `target` ends its iteration */
 	KV_EV_SAMPLE, /* a timeseries sample is due */
 	KV_EV_ENQUEUE, /* request in slot `arg` leaves the front end for replica `target` (frontend.h) */
@@ -382,6 +383,7 @@ struct kv_sim {
 	struct kv_reuse *chains; /* cfg->sessions.chains: arrivals' prefix chains, NULL: off */
 	uint32_t *chain_home; /* per chain (its first request's index): the replica of that request */
 	uint32_t n_chain_home; /* entries of chain_home allocated */
+	struct kv_gate gate; /* the client's concurrency limit (gate.h); limit 0: off */
 };
 
 
@@ -502,6 +504,13 @@ static inline void kv__session_end(struct kv_sim *s, const struct kv_req *q, enu
 	if (kv_sessions_ended(s->sess, q->session, e == KV_END_COMPLETED, q->finish_ns, &t))
 		kv_heap_push_at(&s->heap, t, 0, KV_EV_TURN, 0, q->session);
 }
+
+/*
+ * Request q ended (kv__replica_end, after its client-side finish is set):
+ * under a concurrency limit its place frees at that finish (plus think
+ * time), and a request waiting for a place gets a wake-up then.
+ */
+void kv__gate_end(struct kv_sim *s, const struct kv_req *q);
 
 /* Tokens past the window w of a request holding kv tokens: max(0, kv - w). */
 static inline uint64_t kv_win_excess(uint64_t kv, uint64_t w)

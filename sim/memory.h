@@ -45,6 +45,20 @@
  */
 #define KV_MEM_NON_TORCH_BYTES 1921997865ULL /* 1.79 GiB */
 
+/*
+ * Non-torch memory per GPU at TP 1 as vLLM's V0 profiler of December 2023
+ * to 0.5.x counted it (worker.py profile_num_available_blocks: peak =
+ * total - free after the profiling run, CUDA context and NCCL included;
+ * since PR 2031): 0.93 GiB, the value at which the December 2023 log of
+ * PR 2031 (Llama-2-7B, one A100-80GB, utilization 0.9: "# GPU blocks:
+ * 7351") is reproduced with this module's activation estimate (1.79 GiB
+ * gives 7241 blocks, 110 x 8 MiB fewer).  The later 1.79 GiB adds what
+ * newer stacks hold outside torch (torch.compile, larger CUDA 12.4
+ * context, FlashInfer workspaces, pynccl and custom all-reduce buffers).
+ * Used for engine vllm-v0 version 0.5 (src/lib/workload.c), x2 at TP > 1.
+ */
+#define KV_MEM_NON_TORCH_V05_BYTES 998579896ULL /* 0.93 GiB */
+
 enum kv_mem_model { KV_MEM_SHARE, KV_MEM_VLLM, KV_MEM_SGLANG };
 
 /*

@@ -245,6 +245,8 @@ int kv__replica_end(struct kv_replica *r, struct kv_req *q, enum kv_end e)
 	if (s->sink.request && s->sink.request(s->sink.ctx, s, q, e))
 		rc = KV_EIO;
 	kv__session_end(s, q, e); /* its session's next turn, if any */
+	if (s->gate.limit)
+		kv__gate_end(s, q); /* its place under the concurrency limit frees */
 	s->n_live--;
 	kv__slot_free(s, q);
 	return rc;

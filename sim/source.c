@@ -146,6 +146,12 @@ static int check_arrival(const struct kv_source_spec *sp, struct kv_diag *d)
 			return spec_error(d, "", "cv", "bad value %g: expected >= 0", sp->cv);
 		/* fall through */
 	case KV_ARRIVAL_POISSON:
+		if (sp->arrival != KV_ARRIVAL_DIURNAL && isinf(sp->rate_per_s) && sp->rate_per_s > 0) {
+			if (!sp->requests)
+				return spec_error(d, "", "requests",
+						  "unbounded stream at rate inf: set requests");
+			return 0;
+		}
 		if (!is_pos(sp->rate_per_s))
 			return spec_error(d, "", "rate_per_s",
 					  "bad value %g: expected > 0 arrivals per second",
@@ -153,6 +159,13 @@ static int check_arrival(const struct kv_source_spec *sp, struct kv_diag *d)
 		if (!sp->requests && !sp->duration_ns)
 			return spec_error(d, "", "requests",
 					  "unbounded stream: set requests or duration_ns");
+		return 0;
+	case KV_ARRIVAL_CLOSED:
+		if (!sp->max_concurrency)
+			return spec_error(d, "", "max_concurrency",
+					  "bad value 0: a closed loop needs its user count (>= 1)");
+		if (!sp->requests)
+			return spec_error(d, "", "requests", "unbounded closed loop: set requests");
 		return 0;
 	case KV_ARRIVAL_TRACE:
 		if (!is_pos(sp->time_scale))
@@ -163,7 +176,7 @@ static int check_arrival(const struct kv_source_spec *sp, struct kv_diag *d)
 					  "missing: a trace arrival needs a file");
 		return 0;
 	}
-	return spec_error(d, "", "arrival", "bad value %d: expected poisson, gamma, trace or diurnal",
+	return spec_error(d, "", "arrival", "bad value %d: expected poisson, gamma, trace, diurnal or closed",
 			  (int)sp->arrival);
 }
 
@@ -342,6 +355,8 @@ static double draw_gap_s(struct kv_source *s)
 {
 	double rate = s->spec.rate_per_s, k;
 
+	if (s->spec.arrival == KV_ARRIVAL_CLOSED || isinf(rate))
+		return 0; /* all due at once; no draw, so the lengths' stream is the same */
 	if (s->spec.arrival == KV_ARRIVAL_POISSON || s->spec.arrival == KV_ARRIVAL_DIURNAL)
 		return gsl_ran_exponential(s->rng, 1.0 / rate);
 	if (s->spec.cv == 0)

@@ -7,6 +7,9 @@
  *   arrival   poisson(rate)            exponential gaps, mean 1/rate
  *             gamma(rate, cv)          gamma gaps, mean 1/rate, coefficient of variation cv
  *             trace(time_scale)        the trace's own timestamps multiplied by time_scale
+ *             closed                   every request due at 0 (a closed loop: the engine's
+ *                                      client gate, gate.h, sends each when a user is free)
+ *             poisson and gamma take rate = inf: every gap 0 without a draw (all due at 0)
  *             diurnal(rate, trough, peak_at, period)
  *                                      Poisson with a daily rate curve: lambda(t) =
  *                                      rate * (trough + (1 - trough) * (1 + cos(2 pi
@@ -74,7 +77,14 @@
  */
 #define KV_MAX_SAMPLES 100000000ULL
 
-enum kv_arrival_kind { KV_ARRIVAL_POISSON, KV_ARRIVAL_GAMMA, KV_ARRIVAL_TRACE, KV_ARRIVAL_DIURNAL };
+/* closed: every request is due at 0 (as rate inf) and the client gate (gate.h) paces them */
+enum kv_arrival_kind {
+	KV_ARRIVAL_POISSON,
+	KV_ARRIVAL_GAMMA,
+	KV_ARRIVAL_TRACE,
+	KV_ARRIVAL_DIURNAL,
+	KV_ARRIVAL_CLOSED,
+};
 enum kv_length_kind { KV_LEN_FIXED, KV_LEN_UNIFORM, KV_LEN_LOGNORMAL, KV_LEN_TRACE };
 
 struct kv_length_spec {
@@ -104,12 +114,14 @@ struct kv_source_spec {
 	uint64_t requests; /* number of arrivals, 0 = unbounded (then duration_ns is required) */
 	kv_ns duration_ns; /* stop arrivals at this time, 0 = unbounded */
 	enum kv_arrival_kind arrival; /* default poisson */
-	double rate_per_s; /* poisson/gamma: mean arrivals per second */
+	double rate_per_s; /* poisson/gamma: mean arrivals per second; INFINITY: every gap 0 (no draw) */
 	double cv; /* gamma: coefficient of variation of gaps, >= 0, default 1 (0: constant gaps) */
 	double time_scale; /* trace: multiply timestamps by this, default 1 */
 	double trough; /* diurnal: the least rate over the peak rate, in [0, 1], default 0.25 */
 	kv_ns peak_at_ns; /* diurnal: time of the peak within the period, default 14 h */
 	kv_ns period_ns; /* diurnal: the curve's period, default 24 h */
+	uint64_t max_concurrency; /* requests the client keeps outstanding at most (gate.h), 0 = no limit */
+	kv_ns think_ns; /* closed: a user's completion -> its next request, ns, default 0 */
 	char trace_path[1024]; /* trace arrival: the timestamped trace (its lengths are used unless overridden) */
 	enum kv_trace_format trace_format; /* default auto */
 	kv_ns horizon_ns; /* trace: an arrival at or after this is an error naming the row; 0 = none */

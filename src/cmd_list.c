@@ -366,8 +366,31 @@ static void list_sessions(void)
 	printf("  %-26s default %-12s %s\n", "arrival.sessions", "none", "none|prefix-chains: a replayed trace's requests form sessions by their prefix chains (for session-affinity)");
 }
 
+/* workload.arrival: the processes and their keys (src/lib/workload.c; sim/source.h, sim/gate.h). */
+static void list_arrivals(void)
+{
+	static const char *const rows[][3] = {
+		{ "process", "poisson", "poisson | gamma | trace | diurnal | closed" },
+		{ "rate", "1", "poisson/gamma: requests per second, or inf (all due at 0: vllm bench serve --request-rate inf); diurnal: at the peak" },
+		{ "cv", "1", "gamma: coefficient of variation of the gaps" },
+		{ "trough", "0.25", "diurnal: the least rate over the peak rate" },
+		{ "peak_at", "14h", "diurnal: time of the peak within the period" },
+		{ "period", "24h", "diurnal: the curve's period" },
+		{ "trace", "-", "trace: the file with timestamps" },
+		{ "time_scale", "1", "trace: multiply its timestamps" },
+		{ "max_concurrency", "0", "requests outstanding at most (0: no limit); one due while N are waits and is sent when one completes (vllm bench serve --max-concurrency)" },
+		{ "concurrency", "-", "closed: its users, each with one request outstanding (required)" },
+		{ "think_time", "0s", "closed: a user's completion -> its next request" },
+	};
+	size_t i;
+
+	puts("arrival keys (workload.arrival:; docs/workload.md):");
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		printf("  %-26s default %-12s %s\n", rows[i][0], rows[i][1], rows[i][2]);
+}
+
 static const char *const list_synopsis[] = {
-	"[schedulers|caches|routers|engines|devices|hosts|models|metrics|cluster|sessions|sources]", NULL
+	"[schedulers|caches|routers|engines|devices|hosts|models|metrics|cluster|sessions|arrivals|sources]", NULL
 };
 
 static const char list_desc[] =
@@ -399,8 +422,9 @@ int kv_cmd_list(int argc, char **argv)
 	if (!all && strcmp(what, "schedulers") && strcmp(what, "caches") &&
 	    strcmp(what, "routers") && strcmp(what, "engines") && strcmp(what, "devices") &&
 	    strcmp(what, "hosts") && strcmp(what, "models") && strcmp(what, "metrics") &&
-	    strcmp(what, "cluster") && strcmp(what, "sessions") && strcmp(what, "sources")) {
-		fprintf(stderr, "kvsim: list: unknown kind '%s': expected one of: schedulers, caches, routers, engines, devices, hosts, models, metrics, cluster, sessions, sources\n", what);
+	    strcmp(what, "cluster") && strcmp(what, "sessions") && strcmp(what, "arrivals") &&
+	    strcmp(what, "sources")) {
+		fprintf(stderr, "kvsim: list: unknown kind '%s': expected one of: schedulers, caches, routers, engines, devices, hosts, models, metrics, cluster, sessions, arrivals, sources\n", what);
 		return 2;
 	}
 	for (k = 0; k < KV_PLUGIN_KINDS; k++)
@@ -410,6 +434,8 @@ int kv_cmd_list(int argc, char **argv)
 		list_cluster();
 	if (all || !strcmp(what, "sessions"))
 		list_sessions();
+	if (all || !strcmp(what, "arrivals"))
+		list_arrivals();
 	if (all || !strcmp(what, "devices")) {
 		puts("devices (device:):");
 		kv_profiles_list("devices", show_device, NULL);

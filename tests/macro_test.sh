@@ -25,6 +25,9 @@
 #   - multi-turn sessions: workloads/sessions-chat.yaml under every engine and
 #     scheduler, sessions-agent.yaml under every engine, and the Mooncake
 #     synthetic trace's prefix chains with session affinity;
+#   - the client's concurrency limit: workloads/default.yaml with max_concurrency
+#     under every engine and scheduler, workloads/closed-loop.yaml (users with
+#     think time) under every engine, groups.yaml and a disaggregated fleet;
 #   - a windowed model: Gemma-2-9B with its window cut to 200 tokens (so
 #     contexts pass it), under every engine and cache model;
 #   - autoscaling: workloads/autoscale-diurnal.yaml compressed to minutes
@@ -238,6 +241,17 @@ pair() {
     echo "pair sess-agent/$e $src/workloads/sessions-agent.yaml --set workload.requests=40 --set engine=$e"
     echo "pair chains/$e $src/workloads/mooncake-synthetic.yaml --set workload.requests=300 --set engine=$e --set cluster.router=session-affinity --set workload.arrival.sessions=prefix-chains"
   done
+  # the client's concurrency limit (sim/gate.h): vllm bench serve --max-concurrency over a
+  # Poisson stream, and a closed loop of users with think time, under every engine and
+  # scheduler; a limit on replica groups and on a disaggregated fleet
+  for e in "${engines[@]}"; do
+    for sc in "${scheds[@]}"; do
+      echo "pair cc/$e/$sc $src/workloads/default.yaml --set workload.requests=400 --set workload.arrival.rate=20 --set workload.arrival.max_concurrency=12 --set engine=$e --set scheduler.name=$sc"
+    done
+    echo "pair closed/$e $src/workloads/closed-loop.yaml --set workload.requests=300 --set engine=$e"
+  done
+  echo "pair cc/groups $src/workloads/groups.yaml --set workload.requests=400 --set workload.arrival.max_concurrency=16"
+  echo "pair cc/pd $src/tests/data/macro/tenants.yaml --set workload.requests=400 --set workload.arrival.max_concurrency=10 --set cluster.replicas=3 --set cluster.prefill_replicas=1 --set \\'cluster.kv_transfer={bandwidth: 5GB/s}\\'"
   for e in "${engines[@]}"; do
     for c in "${caches[@]}"; do
       echo "pair win/$e/$c $src/workloads/default.yaml --set workload.requests=300 --set model=$gw --set engine=$e --set cache=$c"
@@ -335,7 +349,8 @@ for l in msat_vllm-v0_chunked msat_vllm_chunked msat_sglang_full msat_sglang_chu
          w_default_vllm-v0_fifo_sparse win_vllm-v0_full win_vllm-v0_chunked win_vllm-v0_quantized \
          win_vllm-v0_sparse win_sglang_shared off_false off_true off_mt_false off_mt_true \
          pd_mt_vllm-v0_fifo_full pd_mt_vllm_fifo_chunked pd_msat_vllm-v0 aspd_vllm-v0_least-kv \
-         aspd_vllm_round-robin ms_sglang060-vllm-8b-a100-r8; do
+         aspd_vllm_round-robin ms_sglang060-vllm-8b-a100-r8 \
+         cc_vllm-v0_fifo cc_vllm_fifo closed_vllm-v0 closed_vllm; do
   read -r st ev < "$tmp/r/$l"
   [ "$st" -gt 0 ] || { echo "macro: no macro steps in $l" >&2; exit 1; }
 done

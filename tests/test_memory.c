@@ -377,6 +377,56 @@ START_TEST(test_workload_pin)
 }
 END_TEST
 
+/* Loads text into w, which the caller releases. */
+static int load_keep(struct kv_workload *w, const char *text, struct kv_diag *d)
+{
+	return kv_workload_load_mem(w, "w.yaml", text, strlen(text), NULL, 0, 0, 0, d);
+}
+
+/*
+ * vLLM before 0.6 (vllm-v0, version 0.5): the era's non-torch term, which
+ * reproduces PR 2031's December 2023 log ("# GPU blocks: 7351", Llama-2-7B,
+ * one A100-80GB); doubled at TP 2; other versions, engines and a set
+ * non_torch_bytes keep theirs.
+ */
+START_TEST(test_vllm_v05_non_torch)
+{
+	static const char body[] =
+		"model: llama-2-7b\ndevice: a100-80g\nmemory: {model: vllm}\n"
+		"batching: {max_tokens: 4096, max_seqs: 256}\n";
+	struct kv_workload w;
+	struct kv_mem_budget b;
+	struct kv_diag d = { 0 };
+	char text[512];
+
+	snprintf(text, sizeof(text), "%sengine: {name: vllm-v0, version: \"0.5\"}\n" LOAD_TAIL, body);
+	ck_assert_msg(!load_keep(&w, text, &d), "%s", d.msg);
+	ck_assert_uint_eq(w.cfg.mem.non_torch_bytes, KV_MEM_NON_TORCH_V05_BYTES);
+	ck_assert_int_eq(kv_mem_budget(&w.cfg.mem, &w.cfg.model, &w.cfg.device, 1, 4096, 256, &b, &d), 0);
+	ck_assert_uint_eq(b.kv_tokens / KV_MEM_BLOCK_TOKENS, 7351);
+	kv_workload_release(&w);
+	snprintf(text, sizeof(text), "%sengine: {name: vllm-v0, version: \"0.5\"}\ncluster: {tensor_parallel: 2}\n" LOAD_TAIL, body);
+	ck_assert_msg(!load_keep(&w, text, &d), "%s", d.msg);
+	ck_assert_uint_eq(w.cfg.mem.non_torch_bytes, 2 * KV_MEM_NON_TORCH_V05_BYTES);
+	kv_workload_release(&w);
+	snprintf(text, sizeof(text), "%sengine: {name: vllm-v0, version: \"0.6\"}\n" LOAD_TAIL, body);
+	ck_assert_msg(!load_keep(&w, text, &d), "%s", d.msg);
+	ck_assert_uint_eq(w.cfg.mem.non_torch_bytes, KV_MEM_AUTO);
+	kv_workload_release(&w);
+	snprintf(text, sizeof(text), "%sengine: vllm\n" LOAD_TAIL, body);
+	ck_assert_msg(!load_keep(&w, text, &d), "%s", d.msg);
+	ck_assert_uint_eq(w.cfg.mem.non_torch_bytes, KV_MEM_AUTO);
+	ck_assert_int_eq(kv_mem_budget(&w.cfg.mem, &w.cfg.model, &w.cfg.device, 1, 4096, 256, &b, &d), 0);
+	ck_assert_uint_eq(b.kv_tokens / KV_MEM_BLOCK_TOKENS, 7241); /* the later term: 110 blocks fewer */
+	kv_workload_release(&w);
+	ck_assert_msg(!load_keep(&w, "model: llama-2-7b\ndevice: a100-80g\n"
+				 "memory: {model: vllm, non_torch_bytes: 2GiB}\n"
+				 "engine: {name: vllm-v0, version: \"0.5\"}\n" LOAD_TAIL, &d), "%s", d.msg);
+	ck_assert_uint_eq(w.cfg.mem.non_torch_bytes, 2ULL << 30);
+	kv_workload_release(&w);
+}
+END_TEST
+
 /* tp splits whole heads and KV heads (or replicates them); ep splits experts and the tp GPUs. */
 START_TEST(test_workload_parallel)
 {
@@ -427,6 +477,7 @@ static Suite *memory_suite(void)
 	tcase_add_test(tc, test_activation_saturates);
 	tcase_add_test(tc, test_workload_pin);
 	tcase_add_test(tc, test_workload_parallel);
+	tcase_add_test(tc, test_vllm_v05_non_torch);
 	suite_add_tcase(s, tc);
 	return s;
 }

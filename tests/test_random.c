@@ -16,7 +16,9 @@
  * with CV 1-4, quiet spells), edge lengths (prompt 1, output 0 and 1, prompt
  * a few tokens below the context, over the context) and shared prefix ids,
  * which in 30% of the cases make sessions (workload.arrival.sessions:
- * prefix-chains; with the session-affinity router on the router axis).
+ * prefix-chains; with the session-affinity router on the router axis), and
+ * in 25% a client concurrency limit of 1-6 (workload.arrival.max_concurrency:
+ * a request then arrives at its trace time or later, never more outstanding).
  * A variant is the defaults, or one enum or bool option of the plugin set to
  * one of its other values: a plugin or an option added to a registry is
  * covered without touching this file.  A variant on one of the shared cache
@@ -917,10 +919,13 @@ static void case_draw(struct rcase *c, uint64_t base, unsigned idx)
 	kv_sim_release(&s);
 	/* sessions by prefix chains (drawn last: the draws above keep their stream) */
 	c->cfg.sessions.chains = gsl_rng_uniform(g) < 0.3;
+	/* a client concurrency limit of 1-6 in a quarter of the cases (drawn after the rest) */
+	c->cfg.source.max_concurrency = gsl_rng_uniform(g) < 0.25 ? 1 + gsl_rng_uniform_int(g, 6) : 0;
 	gsl_rng_free(g);
 	appendf(c->desc, sizeof(c->desc), " requests: %u min_block: %" PRIu64
-		" option draws refused: %u sessions: %s\n  scheduler: ", c->n, c->cfg.pool_min_block_bytes,
-		refused, c->cfg.sessions.chains ? "prefix-chains" : "none");
+		" option draws refused: %u sessions: %s max_concurrency: %" PRIu64 "\n  scheduler: ",
+		c->n, c->cfg.pool_min_block_bytes, refused,
+		c->cfg.sessions.chains ? "prefix-chains" : "none", c->cfg.source.max_concurrency);
 	opts_describe(c->desc, sizeof(c->desc), c->sv, c->cfg.sched_opts);
 	appendf(c->desc, sizeof(c->desc), "\n  cache: ");
 	opts_describe(c->desc, sizeof(c->desc), c->cv, c->cfg.cache_opts);
@@ -1135,8 +1140,13 @@ static int on_request(void *ctx, const struct kv_sim *s, const struct kv_req *q,
 	      ", last callback %" PRIu64,
 	      q->id, q->finish_ns, s->now, fe, w->last_ns);
 	w->last_ns = s->now;
-	CHECK(q->arrival_ns == c->want[q->id].t_ns, "request %" PRIu64 " arrived at %" PRIu64
+	/* under a concurrency limit a request is sent at its time or when a place frees, later */
+	CHECK(c->cfg.source.max_concurrency ? q->arrival_ns >= c->want[q->id].t_ns :
+	      q->arrival_ns == c->want[q->id].t_ns, "request %" PRIu64 " arrived at %" PRIu64
 	      " ns, the trace says %" PRIu64, q->id, q->arrival_ns, c->want[q->id].t_ns);
+	CHECK(!s->gate.limit || s->gate.out <= s->gate.limit,
+	      "request %" PRIu64 ": %" PRIu64 " outstanding, limit %" PRIu64, q->id, s->gate.out,
+	      c->cfg.source.max_concurrency);
 	CHECK((unsigned)e < KV_END_N && q->replica < s->n_rep && q->tenant < c->cfg.source.n_tenants,
 	      "request %" PRIu64 ": end %d, replica %u, tenant %u", q->id, (int)e, q->replica,
 	      q->tenant);

@@ -491,6 +491,25 @@ static int check_pin(struct kv_cfg_node *n, const struct kv_sim_config *c, struc
 	return KV_ERANGE;
 }
 
+/*
+ * vLLM before 0.6 (engine vllm-v0 with version "0.5"): the non-torch term
+ * of that era's profiler, KV_MEM_NON_TORCH_V05_BYTES (x2 at TP > 1, the
+ * same rule as the later default), unless memory.non_torch_bytes is set.
+ * Reads the engine section's nodes; the engine plugin reads them again.
+ */
+static void v05_non_torch(struct kv_cfg_node *root, struct kv_sim_config *c)
+{
+	struct kv_cfg_node *e = kv_cfg_get(root, "engine"), *name, *ver;
+
+	if (c->mem.model != KV_MEM_VLLM || c->mem.non_torch_bytes != KV_MEM_AUTO || !e || e->value)
+		return; /* (a scalar engine names no version: its default, not 0.5) */
+	name = kv_cfg_get(e, "name");
+	ver = kv_cfg_get(e, "version");
+	if (name && name->value && !strcmp(name->value, "vllm-v0") && ver && ver->value &&
+	    !strcmp(ver->value, "0.5"))
+		c->mem.non_torch_bytes = KV_MEM_NON_TORCH_V05_BYTES * (c->tp > 1 ? 2 : 1);
+}
+
 static int read_memory(struct kv_cfg_node *root, struct kv_sim_config *c, struct kv_diag *d)
 {
 	static const char *const keys[] = { "model", "share", "gpu_memory_utilization",
@@ -502,6 +521,7 @@ static int read_memory(struct kv_cfg_node *root, struct kv_sim_config *c, struct
 	TRY(kv_cfg_expect_map(n, d));
 	TRY(kv_cfg_check_keys(n, keys, d));
 	TRY(read_memory_model(n, &c->mem, d));
+	v05_non_torch(root, c);
 	c->mem.dp = c->dp;
 	if (c->dp > 1 && c->mem.model == KV_MEM_SHARE)
 		return kv_cfg_error(kv_cfg_get(n, "model") ? kv_cfg_get(n, "model") : n ? n : root, d,
@@ -661,21 +681,69 @@ static int read_lengths(struct kv_cfg_doc *doc, struct kv_cfg_node *n, struct kv
 			       sizeof(l->path), d);
 }
 
+/* The `process:` names, in enum kv_arrival_kind order. */
+static const char *const arrival_procs[] = { "poisson", "gamma", "trace", "diurnal", "closed", NULL };
+
+/*
+ * workload.arrival.rate: requests per second, or `inf` under poisson or
+ * gamma (vllm bench serve's --request-rate inf: every request due at 0).
+ */
+static int read_rate(struct kv_cfg_node *n, struct kv_source_spec *s, struct kv_diag *d)
+{
+	struct kv_cfg_node *r = kv_cfg_get(n, "rate");
+
+	if (r && r->value && !r->quoted && (!strcmp(r->value, "inf") || !strcmp(r->value, ".inf"))) {
+		if (s->arrival != KV_ARRIVAL_POISSON && s->arrival != KV_ARRIVAL_GAMMA)
+			return kv_cfg_error(r, d, "bad value inf: expected a finite rate (inf: poisson or gamma only)");
+		s->rate_per_s = INFINITY;
+		return 0;
+	}
+	return kv_cfg_dbl(n, "rate", 1.0, 1e-9, 1e9, &s->rate_per_s, d);
+}
+
+/*
+ * The client's concurrency limit (sim/gate.h): max_concurrency under an
+ * open process (vllm bench serve --max-concurrency), concurrency and
+ * think_time under process: closed (that many users, each sending its
+ * next request its think time after its previous one completes).
+ */
+static int read_concurrency(struct kv_cfg_node *n, struct kv_source_spec *s, struct kv_diag *d)
+{
+	const uint64_t most = 1ULL << 30;
+	int closed = s->arrival == KV_ARRIVAL_CLOSED;
+
+	if (closed && kv_cfg_get(n, "max_concurrency"))
+		return kv_cfg_error(kv_cfg_get(n, "max_concurrency"), d,
+				    "max_concurrency under process closed: expected `concurrency:` (its users)");
+	if (!closed && kv_cfg_get(n, "concurrency"))
+		return kv_cfg_error(kv_cfg_get(n, "concurrency"), d,
+				    "concurrency without process closed: expected `max_concurrency:` (a limit on the %s arrivals) or process: closed",
+				    arrival_procs[s->arrival]);
+	if (!closed && kv_cfg_get(n, "think_time"))
+		return kv_cfg_error(kv_cfg_get(n, "think_time"), d,
+				    "think_time without process closed: expected process: closed (users who think between requests)");
+	if (closed && !kv_cfg_get(n, "concurrency"))
+		return kv_cfg_error(n, d, "process closed without its users: expected `concurrency: N` (N >= 1)");
+	TRY(kv_cfg_u64(n, closed ? "concurrency" : "max_concurrency", 0, closed ? 1 : 0, most,
+		       &s->max_concurrency, d));
+	return kv_cfg_ns(n, "think_time", 0, 0, 86400 * KV_NS_PER_S, &s->think_ns, d);
+}
+
 static int read_arrival(struct kv_cfg_doc *doc, struct kv_cfg_node *w, struct kv_source_spec *s,
 			struct kv_diag *d)
 {
 	static const char *const keys[] = { "process", "rate", "cv", "trace", "format",
 					    "time_scale", "trough", "peak_at", "period", "sessions",
-					    NULL };
-	static const char *const procs[] = { "poisson", "gamma", "trace", "diurnal", NULL };
+					    "max_concurrency", "concurrency", "think_time", NULL };
 	struct kv_cfg_node *n = kv_cfg_get(w, "arrival");
 	int i;
 
 	TRY(kv_cfg_expect_map(n, d));
 	TRY(kv_cfg_check_keys(n, keys, d));
-	TRY(kv_cfg_enum(n, "process", procs, 0, &i, d));
+	TRY(kv_cfg_enum(n, "process", arrival_procs, 0, &i, d));
 	s->arrival = (enum kv_arrival_kind)i;
-	TRY(kv_cfg_dbl(n, "rate", 1.0, 1e-9, 1e9, &s->rate_per_s, d));
+	TRY(read_rate(n, s, d));
+	TRY(read_concurrency(n, s, d));
 	TRY(kv_cfg_dbl(n, "cv", 1.0, 1e-3, 100, &s->cv, d));
 	TRY(kv_cfg_dbl(n, "time_scale", 1.0, 1e-6, 1e6, &s->time_scale, d));
 	/* diurnal: the daily curve (source.h); defaults docs/workload.md */
@@ -793,11 +861,17 @@ static int read_workload(struct kv_cfg_doc *doc, struct kv_sim_config *c, struct
 		TRY(read_lengths(doc, NULL, &s->lengths, d));
 	}
 	TRY(read_tenants(doc, w, s, d));
+	if (kv_cfg_get(w, "sessions") && s->max_concurrency)
+		return kv_cfg_error(kv_cfg_get(w, "sessions"), d,
+				    "sessions under a concurrency limit: expected one of the two (a session is a closed loop of its own; workload.arrival.max_concurrency and process closed pace lone requests)");
 	if (kv_cfg_get(w, "sessions")) /* multi-turn sessions: each arrival starts one */
 		TRY(kv__workload_sessions(kv_cfg_get(w, "sessions"), &c->sessions, d));
 	TRY(kv__workload_chains(kv_cfg_get(w, "arrival"), s->arrival == KV_ARRIVAL_TRACE, &c->sessions, d));
 	if (!s->requests && !s->duration_ns && s->arrival != KV_ARRIVAL_TRACE)
 		return kv_cfg_error(w, d, "no end: expected `requests:` or `duration:` (or a timestamped trace)");
+	if (!s->requests && (s->arrival == KV_ARRIVAL_CLOSED || isinf(s->rate_per_s)))
+		return kv_cfg_error(w, d, "no end: every request is due at 0 (%s): expected `requests:`",
+				    s->arrival == KV_ARRIVAL_CLOSED ? "process closed" : "rate inf");
 	return 0;
 }
 
@@ -845,8 +919,9 @@ static int check_samples(struct kv_cfg_doc *doc, struct kv_workload *w,
 						   (KV_NS_NEVER - 1) / KV_MAX_SAMPLES ?
 					   KV_NS_NEVER - 1 :
 					   w->cfg.sample_interval_ns * KV_MAX_SAMPLES;
-	if (!w->cfg.sample_interval_ns || s->arrival == KV_ARRIVAL_TRACE)
-		return 0;
+	if (!w->cfg.sample_interval_ns || s->arrival == KV_ARRIVAL_TRACE ||
+	    s->arrival == KV_ARRIVAL_CLOSED)
+		return 0; /* (a closed loop's span is the service's: sampled while requests live) */
 	span_s = s->requests ? (double)s->requests /
 				       (s->arrival == KV_ARRIVAL_DIURNAL ? /* its mean rate */
 					s->rate_per_s * (1 + s->trough) / 2 : s->rate_per_s) :
