@@ -299,7 +299,10 @@ static int vllm_v0_formed(void *priv, struct kv_replica *r)
  * The formations at t[1..] of a macro step repeat the decode batch while the
  * pass lasts: with requests waiting, up to the next boundary (pass_pos 0 after
  * t[0]'s formed(): the next formation is one); with none waiting, the batch
- * repeats whatever the pass position (an arrival ends the macro step).
+ * repeats whatever the pass position (an arrival ends the macro step).  The
+ * formations inside a pass try no admission (vllm_v0_step), so the memory
+ * refusals of t[0]'s formation, a boundary's, are not made again in them
+ * (macro.no_admit).
  */
 static uint32_t vllm_v0_macro_steps(void *priv, struct kv_replica *r, uint32_t K)
 {
@@ -309,6 +312,7 @@ static uint32_t vllm_v0_macro_steps(void *priv, struct kv_replica *r, uint32_t K
 	if (n == 1 || r->sched->waiting(r->sched_priv) == 0)
 		return K;
 	left = v->pass_pos ? n - v->pass_pos + 1 : 1;
+	r->macro.no_admit = 1; /* t[1..left - 1] fall inside the pass */
 	return (uint32_t)KV_MIN((uint64_t)K, left);
 }
 

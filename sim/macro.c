@@ -367,6 +367,7 @@ int kv__macro_start(struct kv_replica *r, kv_ns d1_ns)
 	step_ends(r, d1_ns, K);
 	if (r->sched->order == KV_ORDER_PRIORITY) /* the policy's next decision */
 		K = KV_MIN(K, r->sched->ranks_hold(r->sched_priv, r, t, (uint32_t)K));
+	r->macro.no_admit = 0;
 	if (K >= 2 && r->eng->macro_steps) /* the engine's (SGLang: a prefill batch to try) */
 		K = KV_MIN(K, r->eng->macro_steps(r->eng_priv, r, (uint32_t)K));
 	if (K < 2)
@@ -375,7 +376,7 @@ int kv__macro_start(struct kv_replica *r, kv_ns d1_ns)
 		r->macro.ng--; /* growths planned past the run, now cut shorter */
 	count_tenants(r);
 	/* every formation of the run repeats them (a full batch refuses with KV_ERANGE, no side effect) */
-	r->macro.nref = refused ? r->n_ref : 0;
+	r->macro.nref = refused && !r->macro.no_admit ? r->n_ref : 0;
 	r->macro.k = r->macro.kq = r->macro.ko = 0;
 	r->macro.K = (uint32_t)K;
 	r->macro.seq = kv_heap_push_at(&s->heap, t[K], t[K - 1], KV_EV_ITER_DONE, r->idx,

@@ -83,6 +83,7 @@ struct kv_macro {
 	uint32_t *tn; /* those tenants, nt of them; n_tenants entries */
 	uint32_t *tc; /* by tenant: its requests in the run's batch (0 for others); n_tenants entries */
 	uint32_t nref; /* refusals each formation of the run repeats (the replica's ref_q[0..nref)) */
+	int no_admit; /* set by the engine's macro_steps: the run's formations try no admission (nothing to repeat) */
 	uint32_t *wx; /* wx[k]: requests of the run's batch past the window at step k (each adds one to live_win_excess); KV_MACRO_STEPS + 1 */
 	/* the replica's kv__replica_schedule, to make a recorded refusal again (0 or a code) */
 	int (*schedule)(struct kv_replica *r, struct kv_req *q);

@@ -1084,6 +1084,15 @@ static int form_step(struct kv_replica *r, kv_ns now, kv_ns *ns)
 			break;
 		if (r->n_xfer_held && r->n_running == 0 && r->last_nomem)
 			return 0; /* KV on links holds the memory: wait for its release (disagg.h) */
+		if (r->n_running && r->step_preempted && r->sched->yield_stops) {
+			/*
+			 * The grower preempted itself and ended the running pass
+			 * (vLLM V1) before any request ran, admission shut by the
+			 * preemption: vLLM's step is empty and its next schedule()
+			 * runs the rest.  Form that one.
+			 */
+			continue;
+		}
 		if (!r->last_nomem && r->n_running == 0) {
 			/* a request alone was rejected or restarted: form again; else none would run */
 			KV_CHECK(r->n_assigned != assigned || r->step_preempted,

@@ -476,6 +476,46 @@ START_TEST(vllm_v0_multistep_admits_between_passes)
 END_TEST
 
 /*
+ * Multi-step scheduling under memory pressure: a pass boundary's formation
+ * is refused memory for waiting requests; the formations inside the pass
+ * try no admission, so a macro step over the pass must not make those
+ * refusals again.  Each refused try counts in the pool's allocations (a
+ * refused alloc_n takes and gives back the free blocks), so macro and exact
+ * steps hold the same counts.
+ */
+START_TEST(vllm_v0_multistep_macro_refusals_exact)
+{
+	struct kv_workload wl;
+	struct kv_sim s;
+	uint64_t allocs[2], fails[2], iters[2], macro[2], pool = 0;
+	int exact;
+
+	for (exact = 0; exact < 2; exact++) {
+		load(&wl, BASE "engine: {name: vllm-v0, num_scheduler_steps: 4}\n"
+			  "memory: {kv_tokens: 6000}\n"
+			  "batching: {max_tokens: 4096, max_seqs: 64}\n"
+			  "workload:\n  requests: 60\n  arrival: {process: poisson, rate: 200}\n"
+			  "  lengths: {dist: fixed, prompt: 600, output: 120}\n");
+		wl.cfg.exact_steps = exact;
+		sim_start(&wl, &s, NULL, 0);
+		sim_finish(&s);
+		allocs[exact] = s.rep[0].pool.n_allocs;
+		fails[exact] = s.rep[0].pool.alloc_fail;
+		pool = s.rep[0].pool.size_bytes;
+		iters[exact] = s.rep[0].iterations;
+		macro[exact] = s.macro_steps;
+		kv_sim_release(&s);
+		kv_workload_release(&wl);
+	}
+	ck_assert_msg(macro[0] > 0 && fails[1] > 0, "macro steps %llu, refusals %llu, pool %llu: vacuous",
+		      (unsigned long long)macro[0], (unsigned long long)fails[1], (unsigned long long)pool);
+	ck_assert_uint_eq(iters[0], iters[1]);
+	ck_assert_uint_eq(fails[0], fails[1]);
+	ck_assert_uint_eq(allocs[0], allocs[1]);
+}
+END_TEST
+
+/*
  * The progress guard: under fifo the victim is always the newest and the
  * guard never closes; under drf (victims by dominant share, two tenants of
  * different weights) an older request is preempted and admission closes, and
@@ -571,6 +611,7 @@ static Suite *engines_suite(void)
 	tcase_add_test(tc, vllm_progress_guard);
 	tcase_add_test(tc, async_sees_arrivals_one_step_late);
 	tcase_add_test(tc, vllm_v0_multistep_admits_between_passes);
+	tcase_add_test(tc, vllm_v0_multistep_macro_refusals_exact);
 	tcase_add_test(tc, vllm_alone_restarts_in_empty_pool);
 	suite_add_tcase(s, tc);
 	return s;

@@ -191,6 +191,32 @@ START_TEST(yield_ends_running_pass)
 END_TEST
 
 /*
+ * The grower that yields is first in running order, so nothing ran before
+ * it: 0 (priority 9, 31 tokens, 2 of 5 blocks) runs, then 1 (priority 0,
+ * 40 tokens, 3 blocks) joins.  When 0 needs its third block it is the
+ * largest key and yields; vLLM's loop breaks with nothing scheduled and the
+ * preemption shuts admission: an empty step, and the next schedule() runs 1.
+ * The step formed is that one (not an empty batch with 1 running).
+ */
+START_TEST(yield_first_forms_again)
+{
+	int k;
+
+	run_steps(BASE "scheduler: priority\nmemory: {kv_blocks: 5}\n"
+		       "batching: {max_tokens: 200, max_seqs: 4}\n"
+		       "workload:\n  arrival: {process: trace, trace: %s}\n",
+		  "arrived_at,num_prefill_tokens,num_decode_tokens,priority\n"
+		  "0,31,30,9\n0.0001,40,30,0\n");
+	k = preempted_at(0);
+	ck_assert_msg(k > 1, "request 0 preempted after step %d", k);
+	ck_assert_msg(st.len[k] == 1 && in_batch((uint32_t)k, 1) && st.running[k] == 1,
+		      "step %d: running %u, batch of %u (1 in: %d)", k + 1, st.running[k], st.len[k],
+		      in_batch((uint32_t)k, 1));
+	ck_assert_int_eq(preempted_at(1), -1);
+}
+END_TEST
+
+/*
  * Under memory pressure with three priorities, victims withdrawn from the
  * batch keep its counters exact at every step (check_shape, in run_steps),
  * and the run ends (sim_finish: every request accounted for).
@@ -225,6 +251,7 @@ static Suite *priority_suite(void)
 
 	tcase_add_test(tc, victim_ties_first_in_running_order);
 	tcase_add_test(tc, yield_ends_running_pass);
+	tcase_add_test(tc, yield_first_forms_again);
 	tcase_add_test(tc, pressure_counters_exact);
 	suite_add_tcase(s, tc);
 	return s;
