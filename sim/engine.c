@@ -416,28 +416,6 @@ static void turn_arrival(struct kv_sim *s, struct kv_arrival *a, const struct kv
 }
 
 /*
- * While the pending arrival waits for a place: a wake-up at the earliest
- * time t a place frees (an arrival event, arg 1), unless one is queued at
- * or before t.  A wake-up that finds the places still taken queues the
- * next (on_wake).
- */
-static void gate_wake(struct kv_sim *s, kv_ns t)
-{
-	if (t == KV_NS_NEVER || t >= s->gate.wake_ns)
-		return;
-	s->gate.wake_ns = t;
-	kv_heap_push_at(&s->heap, t, 0, KV_EV_ARRIVAL, 0, 1);
-}
-
-void kv__gate_end(struct kv_sim *s, const struct kv_req *q)
-{
-	kv_ns t = kv_gate_end(&s->gate, q->finish_ns);
-
-	if (s->gate.blocked)
-		gate_wake(s, t);
-}
-
-/*
  * The pending arrival, due: 1 when it goes now (it takes a place, and is
  * sent now when it was due before), 0 when N are outstanding (it waits in
  * line, the gate blocked, a wake-up queued).  Always 1 without a limit.
@@ -451,7 +429,7 @@ static int gate_admit(struct kv_sim *s)
 	kv_gate_settle(g, s->now);
 	if (kv_gate_full(g)) {
 		g->blocked = 1;
-		gate_wake(s, kv_gate_next_free(g));
+		kv__gate_wake(s, kv_gate_next_free(g));
 		return 0;
 	}
 	g->blocked = 0;

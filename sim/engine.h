@@ -506,11 +506,30 @@ static inline void kv__session_end(struct kv_sim *s, const struct kv_req *q, enu
 }
 
 /*
+ * Queues a wake-up of the concurrency limit's waiting arrival at the time t
+ * a place frees (an arrival event, arg 1), unless one is queued at or before
+ * t.  A wake-up that finds the places still taken queues the next.
+ */
+static inline void kv__gate_wake(struct kv_sim *s, kv_ns t)
+{
+	if (t == KV_NS_NEVER || t >= s->gate.wake_ns)
+		return;
+	s->gate.wake_ns = t;
+	kv_heap_push_at(&s->heap, t, 0, KV_EV_ARRIVAL, 0, 1);
+}
+
+/*
  * Request q ended (kv__replica_end, after its client-side finish is set):
  * under a concurrency limit its place frees at that finish (plus think
  * time), and a request waiting for a place gets a wake-up then.
  */
-void kv__gate_end(struct kv_sim *s, const struct kv_req *q);
+static inline void kv__gate_end(struct kv_sim *s, const struct kv_req *q)
+{
+	kv_ns t = kv_gate_end(&s->gate, q->finish_ns);
+
+	if (s->gate.blocked)
+		kv__gate_wake(s, t);
+}
 
 /* Tokens past the window w of a request holding kv tokens: max(0, kv - w). */
 static inline uint64_t kv_win_excess(uint64_t kv, uint64_t w)

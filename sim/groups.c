@@ -4,7 +4,6 @@
  */
 #include "groups.h"
 
-#include "autoscale.h"
 #include "replica.h"
 
 #include <math.h>
@@ -31,15 +30,6 @@ static double class_weight(const struct kv_sim *s, const struct kv_group *g)
 static double quantile_s(const struct kv_hist *h, double p)
 {
 	return h->n ? (double)kv_hist_quantile(h, p) * 1e-9 : NAN;
-}
-
-double kv_group_gpu_hours(const struct kv_sim *s, const struct kv_group *g)
-{
-	const struct kv_autoscale *a = s->rep_state && g->count ? kv__autoscale_of(s, g->first) : NULL;
-
-	if (a) /* replica-seconds provisioned: starting, active, draining (autoscale.h) */
-		return a->gpu_s / 3600.0;
-	return (double)kv_cfg_gpus(g->cfg) * (double)s->last_finish_ns * 1e-9 / 3600.0;
 }
 
 void kv_group_summary(const struct kv_sim *s, const struct kv_group *g,

@@ -34,7 +34,8 @@ extern const char kv_csv_header_groups[];
  * The GPU-hours group g held over the run: an autoscaled group's billed
  * replica-seconds x GPUs per replica (autoscale.h: starting, active and
  * draining replicas, up to the end of billing; the last row of
- * autoscale.csv), else every GPU from 0 to the last finish.
+ * autoscale.csv), else every GPU from 0 to the last finish.  Defined in
+ * metrics.c, which sums it into the summary.
  */
 double kv_group_gpu_hours(const struct kv_sim *s, const struct kv_group *g);
 

@@ -540,6 +540,22 @@ static void add_slo(const struct kv_sim *s, const struct kv_done_log *l, struct 
 }
 
 /*
+ * The GPU-hours group g held (groups.h): an autoscaled group's billed
+ * replica-seconds (starting, active, draining: autoscale.h's gpu_s, read
+ * from s->as), a static one every GPU from 0 to the last finish.  Here, not
+ * in groups.c, so that the summary does not call back into the groups.
+ */
+double kv_group_gpu_hours(const struct kv_sim *s, const struct kv_group *g)
+{
+	uint32_t j;
+
+	for (j = 0; s->rep_state && g->count && j < s->n_as; j++)
+		if (g->first >= s->as[j].lo && g->first < s->as[j].hi)
+			return s->as[j].gpu_s / 3600.0;
+	return (double)kv_cfg_gpus(g->cfg) * (double)s->last_finish_ns * 1e-9 / 3600.0;
+}
+
+/*
  * GPU-hours and their list price over the groups (only with cluster.groups):
  * a static group holds every GPU from 0 to the last finish T, gpus_g x T,
  * an autoscaled one the GPU-hours it billed (kv_group_gpu_hours); the cost

@@ -1643,7 +1643,11 @@ START_TEST(rates_drawn_realistic)
 						      "%s: %s drawn %g B/s", axes[a][i].name, o->name, v);
 				}
 			}
+#ifndef KV_TEST_PLUGINS /* the throwaway plugins have no rate option; the built-in shared cache's tiers do */
 	ck_assert_uint_gt(rates, 0);
+#else
+	(void)rates;
+#endif
 	gsl_rng_free(g);
 }
 END_TEST
