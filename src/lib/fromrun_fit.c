@@ -702,22 +702,29 @@ int kv_run_fit(struct kv_replay *rp, const struct kv_device *start, size_t n_fit
 	return status;
 }
 
-int kv_run_write_profile(const char *path, const struct kv_device *dev, const char *header,
-			 struct kv_diag *d)
+/* Writes text as YAML comment lines, "# " before each of its lines. */
+static void write_comment(FILE *f, const char *text)
 {
-	struct kv_atomic a;
-	const char *p = header;
-	int rc;
+	const char *p = text;
 
-	if ((rc = kv_atomic_open(&a, path, d)))
-		return rc;
 	while (p && *p) {
 		const char *nl = strchr(p, '\n');
 		int len = nl ? (int)(nl - p) : (int)strlen(p);
 
-		fprintf(a.f, "# %.*s\n", len, p);
+		fprintf(f, "# %.*s\n", len, p);
 		p += len + (nl != NULL);
 	}
+}
+
+int kv_run_write_profile(const char *path, const struct kv_device *dev, const char *header,
+			 struct kv_diag *d)
+{
+	struct kv_atomic a;
+	int rc;
+
+	if ((rc = kv_atomic_open(&a, path, d)))
+		return rc;
+	write_comment(a.f, header);
 	fprintf(a.f, "name: %s\nmemory: %llu\n", dev->name, (unsigned long long)dev->mem_bytes);
 	if (dev->mem_cuda_bytes)
 		fprintf(a.f, "memory_cuda: %llu\n", (unsigned long long)dev->mem_cuda_bytes);
@@ -748,18 +755,11 @@ int kv_run_write_host(const char *path, const struct kv_host_profile *h, const c
 		      struct kv_diag *d)
 {
 	struct kv_atomic a;
-	const char *p = header;
 	int rc, i;
 
 	if ((rc = kv_atomic_open(&a, path, d)))
 		return rc;
-	while (p && *p) {
-		const char *nl = strchr(p, '\n');
-		int len = nl ? (int)(nl - p) : (int)strlen(p);
-
-		fprintf(a.f, "# %.*s\n", len, p);
-		p += len + (nl != NULL);
-	}
+	write_comment(a.f, header);
 	fprintf(a.f, "name: %s\nsource: \"kvsim calibrate --from-run --fit-host (see the comment above)\"\n"
 		     "cpu_speed: %.9g\ncoefficients:\n",
 		h->name, h->cpu_speed > 0 ? h->cpu_speed : 1.0);
