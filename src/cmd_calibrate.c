@@ -106,8 +106,7 @@ static int parse_args(int argc, char **argv, struct cal_args *a)
 		{ .name = "quiet", .kind = KV_CLI_FLAG, .dst = &a->quiet,
 		  .help = "no progress or table" },
 		{ .name = "progress", .kind = KV_CLI_FLAG, .dst = &a->progress,
-		  .help = "a progress line every 5 s on stderr even when it is not a\n"
-			  "terminal (CI logs, Slurm; also KVSIM_PROGRESS=1)" },
+		  .help = KV_CLI_PROGRESS_HELP },
 		{ .name = NULL },
 	};
 	const struct kv_cli_cmd cmd = { .name = "calibrate", .synopsis = cal_synopsis,

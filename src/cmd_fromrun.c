@@ -46,6 +46,16 @@ struct fr_args {
 	struct kv_cli_sets set; /* --set, into sets[] */
 };
 
+/* The options both modes end with: --set, --quiet, --progress, the terminator. */
+#define FR_TAIL_OPTS(a)                                                                        \
+	{ .name = "set", .kind = KV_CLI_SET, .dst = &(a)->set, .max = MAX_SETS, .arg = "K=V",    \
+	  .help = "override a workload key, as in `kvsim run`; repeatable" },                    \
+	{ .name = "quiet", .kind = KV_CLI_FLAG, .dst = &(a)->quiet,                              \
+	  .help = "no progress or table" },                                                      \
+	{ .name = "progress", .kind = KV_CLI_FLAG, .dst = &(a)->progress,                        \
+	  .help = KV_CLI_PROGRESS_HELP },                                                        \
+	{ .name = NULL }
+
 static const char *const fr_synopsis[] = { "RUN [options] WORKLOAD.yaml", NULL };
 
 static const char fr_run_help[] =
@@ -130,13 +140,7 @@ static int parse_calibrate(int argc, char **argv, struct fr_args *a)
 		{ .name = "host-only", .kind = KV_CLI_FLAG, .dst = &a->host_only,
 		  .help = "with --fit-host: fit the host terms alone, the device\n"
 			  "held at WORKLOAD's (one calibrated on its backend)" },
-		{ .name = "set", .kind = KV_CLI_SET, .dst = &a->set, .max = MAX_SETS, .arg = "K=V",
-		  .help = "override a workload key, as in `kvsim run`; repeatable" },
-		{ .name = "quiet", .kind = KV_CLI_FLAG, .dst = &a->quiet, .help = "no progress or table" },
-		{ .name = "progress", .kind = KV_CLI_FLAG, .dst = &a->progress,
-		  .help = "a progress line every 5 s on stderr even when it is not a\n"
-			  "terminal (CI logs, Slurm; also KVSIM_PROGRESS=1)" },
-		{ .name = NULL },
+		FR_TAIL_OPTS(a),
 	};
 	const struct kv_cli_cmd cmd = { .name = "calibrate", .mode = "--from-run",
 					.synopsis = fr_synopsis, .desc = fr_cal_desc,
@@ -166,13 +170,7 @@ static int parse_validate(int argc, char **argv, struct fr_args *a)
 		{ .name = "steps-out", .kind = KV_CLI_PATH, .dst = &a->steps_out, .what = "a file path",
 		  .arg = "FILE", .help = "write the replay's engine steps (shape, time) as\n"
 					 "calibrate --steps reads them" },
-		{ .name = "set", .kind = KV_CLI_SET, .dst = &a->set, .max = MAX_SETS, .arg = "K=V",
-		  .help = "override a workload key, as in `kvsim run`; repeatable" },
-		{ .name = "quiet", .kind = KV_CLI_FLAG, .dst = &a->quiet, .help = "no progress or table" },
-		{ .name = "progress", .kind = KV_CLI_FLAG, .dst = &a->progress,
-		  .help = "a progress line every 5 s on stderr even when it is not a\n"
-			  "terminal (CI logs, Slurm; also KVSIM_PROGRESS=1)" },
-		{ .name = NULL },
+		FR_TAIL_OPTS(a),
 	};
 	const struct kv_cli_cmd cmd = { .name = "validate", .mode = "--from-run",
 					.synopsis = fr_synopsis, .desc = fr_val_desc,

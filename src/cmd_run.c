@@ -115,8 +115,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		{ .name = "quiet", .short_name = 'q', .kind = KV_CLI_FLAG, .dst = &a->quiet,
 		  .help = "no progress line and no table" },
 		{ .name = "progress", .kind = KV_CLI_FLAG, .dst = &a->progress,
-		  .help = "a progress line every 5 s on stderr even when it is not a\n"
-			  "terminal (CI logs, Slurm; also KVSIM_PROGRESS=1)" },
+		  .help = KV_CLI_PROGRESS_HELP },
 		{ .name = "trace-out", .short_name = 't', .kind = KV_CLI_PATH, .dst = &a->trace_out,
 		  .what = "a file path", .arg = "FILE",
 		  .help = "write a Chrome/Perfetto trace-event timeline (JSON) of the\n"

@@ -89,8 +89,7 @@ static int sweep_parse_args(int argc, char **argv, struct sweep_args *a)
 		{ .name = "quiet", .short_name = 'q', .kind = KV_CLI_FLAG, .dst = &a->quiet,
 		  .help = "no progress line and no closing line" },
 		{ .name = "progress", .kind = KV_CLI_FLAG, .dst = &a->progress,
-		  .help = "a progress line every 5 s on stderr even when it is not a\n"
-			  "terminal (CI logs, Slurm; also KVSIM_PROGRESS=1)" },
+		  .help = KV_CLI_PROGRESS_HELP },
 		{ .name = "target-mean", .kind = KV_CLI_FLAG, .dst = &a->target_mean,
 		  .help = "judge the target on the mean over seeds, not on the\n"
 			  "95% confidence interval's pessimistic end" },

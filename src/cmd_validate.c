@@ -80,8 +80,7 @@ static int parse_args(int argc, char **argv, struct val_args *a)
 			  "than 1): use the clock the profile was fitted with" },
 		{ .name = "quiet", .kind = KV_CLI_FLAG, .dst = &a->quiet, .help = "no progress or table" },
 		{ .name = "progress", .kind = KV_CLI_FLAG, .dst = &a->progress,
-		  .help = "a progress line every 5 s on stderr even when it is not a\n"
-			  "terminal (CI logs, Slurm; also KVSIM_PROGRESS=1)" },
+		  .help = KV_CLI_PROGRESS_HELP },
 		{ .name = "force", .kind = KV_CLI_FLAG, .dst = &a->force,
 		  .help = "replace DIR even when it holds files no kvsim run wrote" },
 		{ .name = NULL },

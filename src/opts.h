@@ -57,6 +57,11 @@ struct kv_cli_opt {
 	const char *help; /* what it does, default and units; "\n" starts a further line */
 };
 
+/* --progress's help, the same in every command that has it. */
+#define KV_CLI_PROGRESS_HELP                                                                   \
+	"a progress line every 5 s on stderr even when it is not a\n"                          \
+	"terminal (CI logs, Slurm; also KVSIM_PROGRESS=1)"
+
 /* The --set collector: KV_CLI_SET appends here (argv strings, not copied). */
 struct kv_cli_sets {
 	char **v; /* the caller's array of max entries */
