@@ -15,6 +15,7 @@
 #   markdown table of TTFT, TPOT and E2E mean errors that docs/calibration.md
 #   quotes: the other levels held out, the fitted level in-sample beside them.
 set -euo pipefail
+. "$(dirname "$0")/levels.sh"
 MODE=table
 [ "${1:-}" = record ] && { MODE=record; shift; }
 KVSIM=${1:-build/src/kvsim}
@@ -38,24 +39,7 @@ trap 'rm -rf "$T"' EXIT
 S=(--set device="$C/cpu-start.yaml")
 "$KVSIM" calibrate --from-run "$R/requests-$FIT_RATE.csv" "$C/host-levels-cpu.yaml" "${S[@]}" \
 	--fit-host --steps "$R/steps-$FIT_RATE.csv" --holdout 0 --max-evals 1000 -o "$T/cal/p.yaml" --quiet
-echo "| level (req/s) | profile | TTFT mean | TPOT mean | E2E mean |"
-echo "|---|---|---|---|---|"
-for r in 2 4 6 8; do
-	for prof in start fitted; do
-		if [ $prof = fitted ]; then
-			P=(--profile "$T/cal/p.yaml" --set host="$T/cal/p-host.yaml")
-		else
-			P=("${S[@]}")
-		fi
-		"$KVSIM" validate --from-run "$R/requests-$r.csv" "$C/host-levels-cpu.yaml" "${P[@]}" \
-			-o "$T/v.csv" --quiet
-		awk -F, -v r=$r -v p=$prof -v fr=$FIT_RATE '
-		$3 == "mean" { e[$2] = sprintf("%+.1f%%", $6) }
-		END { printf "| %s%s | %s | %s | %s | %s |\n", r, (r == fr ? " (fitted, in-sample)" : " (held out)"),
-		      p == "start" ? "start" : "fitted", e["ttft"], e["tpot"], e["e2e"] }' "$T/v.csv"
-	done
-done
+levels_table "$KVSIM" "$C/host-levels-cpu.yaml" "$R/requests-" .csv $FIT_RATE "$T/cal/p" 1 start "${S[@]}"
 echo
 echo "fitted to the $FIT_RATE req/s level's steps:"
-awk -F, 'NR > 1 && $6 != "" {
-	printf "- %s %.4g %s [%.4g, %.4g]\n", $1, $3, $6, $4, $5 }' "$T/cal/p-fit.csv"
+levels_fitted "$T/cal/p"

@@ -11,6 +11,7 @@
 # Prints a markdown table of TTFT/TPOT/E2E mean errors (hold-out levels, and
 # the fitted level in-sample beside them); docs/calibration.md quotes it.
 set -euo pipefail
+. "$(dirname "$0")/levels.sh"
 KVSIM=${1:-build/src/kvsim}
 D=tests/data/fromrun
 FIT_RATE=4
@@ -24,22 +25,7 @@ for r in 2 4 6 8; do
 done
 "$KVSIM" calibrate --from-run "$T/run$FIT_RATE.csv" "$D/host-settings.yaml" --fit-host --holdout 0 \
 	-o "$T/cal/p.yaml" --quiet
-echo "| level (req/s) | | TTFT mean | TPOT mean | E2E mean |"
-echo "|---|---|---|---|---|"
-for r in 2 4 6 8; do
-	for prof in start fitted; do
-		if [ $prof = fitted ]; then
-			set -- --profile "$T/cal/p.yaml" --set host="$T/cal/p-host.yaml"
-		else
-			set --
-		fi
-		"$KVSIM" validate --from-run "$T/run$r.csv" "$D/host-settings.yaml" "$@" -o "$T/v.csv" --quiet
-		awk -F, -v r=$r -v p=$prof -v fr=$FIT_RATE '
-		$3 == "mean" { e[$2] = sprintf("%+.2f%%", $6) }
-		END { printf "| %s%s | %s | %s | %s | %s |\n", r, (r == fr ? " (fitted, in-sample)" : " (held out)"),
-		      p == "start" ? "version defaults" : "fitted", e["ttft"], e["tpot"], e["e2e"] }' "$T/v.csv"
-	done
-done
+levels_table "$KVSIM" "$D/host-settings.yaml" "$T/run" .csv $FIT_RATE "$T/cal/p" 2 "version defaults"
 echo
 echo "fitted on $FIT_RATE req/s (\`kvsim calibrate --from-run --fit-host --holdout 0\`):"
-awk -F, 'NR > 1 && $6 != "" { printf "- %s %.4g %s [%.4g, %.4g]\n", $1, $3, $6, $4, $5 }' "$T/cal/p-fit.csv"
+levels_fitted "$T/cal/p"
