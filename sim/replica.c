@@ -181,6 +181,8 @@ int kv__replica_end(struct kv_replica *r, struct kv_req *q, enum kv_end e)
 	struct kv_sim *s = r->sim;
 	const struct kv_sim_config *c = r->cfg;
 	struct kv_tenant_stats *ts = &s->tenant[q->tenant];
+	/* what q leaves of r's outstanding tokens, read before a landed q's KV tokens are dropped */
+	uint64_t todo = prefill_left(q) + (q->output_tokens - q->generated);
 	int rc = 0;
 
 	q->finish_ns = s->now;
@@ -197,7 +199,7 @@ int kv__replica_end(struct kv_replica *r, struct kv_req *q, enum kv_end e)
 	} else if (q->kv_bytes || q->kv_tokens) {
 		req_release(r, q);
 	}
-	r->outstanding_tokens -= prefill_left(q) + (q->output_tokens - q->generated);
+	r->outstanding_tokens -= todo;
 	kv__out_changed(r);
 	r->n_assigned--;
 	if (c->router->on_end)

@@ -3,8 +3,9 @@
  * request's exact transfer and decode times, contention on a prefill
  * replica's link, one-token requests ending on the prefill side, no
  * request scheduled before its transfer completes (an observer watches
- * every batch), bytes conserved, decode memory pressure, and
- * macro-stepping byte-identical to exact steps under every engine.
+ * every batch), bytes conserved, decode memory pressure, a landed request
+ * rejected for the decode pool, and macro-stepping byte-identical to exact
+ * steps under every engine.
  */
 #include "simtest.h"
 
@@ -441,6 +442,50 @@ START_TEST(role_errors)
 }
 END_TEST
 
+/*
+ * A request whose KV lands on a decode replica too small for it (a prefill
+ * group of 40000 tokens, a decode group of 300, a 500-token prompt) is
+ * rejected there for the pool before it is admitted, under every engine:
+ * the decode replica's outstanding tokens fall back to 0 (it counted only
+ * the request's outputs to generate, its prefill being done; the landed
+ * KV's tokens were once dropped first, so the end took the whole prompt
+ * off as prefill left and the counter wrapped below 0).
+ */
+START_TEST(landed_rejected)
+{
+	static const char *const eng[] = { "vllm", "vllm-v0", "sglang" };
+	char yaml[2048];
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		static struct pd_rec r;
+		struct kv_workload w;
+		struct kv_sim s;
+
+		snprintf(yaml, sizeof(yaml),
+			 "model: llama-2-7b\ndevice: a100-80g\nscheduler: fifo\ncache: full\n"
+			 "engine: {name: %s}\noutputs: {sample_interval: 0}\n"
+			 "cluster:\n  kv_transfer: {bandwidth: 20GB/s}\n  groups:\n"
+			 "    - {name: p, role: prefill, replicas: 1, memory: {kv_tokens: 40000, context_check: warn}}\n"
+			 "    - {name: d, role: decode, replicas: 1, memory: {kv_tokens: 300, context_check: warn}}\n"
+			 "workload:\n  requests: 1\n  arrival: {process: poisson, rate: 1}\n"
+			 "  lengths: {dist: uniform, prompt_min: 500, prompt_max: 500, output_min: 10, output_max: 10}\n",
+			 eng[i]);
+		pd_run(yaml, &r, &s, &w, i == 0);
+		EXPECT(r.n == 1 && r.rejected == 1 && r.q[0].replica == 1 && s.pd->landed == 1,
+		       "%s: %llu ended, %llu rejected, on replica %u, %llu landed", eng[i],
+		       (unsigned long long)r.n, (unsigned long long)r.rejected, r.q[0].replica,
+		       (unsigned long long)s.pd->landed);
+		EXPECT(s.rep[1].outstanding_tokens == 0 && s.rep[0].outstanding_tokens == 0,
+		       "%s: outstanding tokens %llu (prefill), %llu (decode)", eng[i],
+		       (unsigned long long)s.rep[0].outstanding_tokens,
+		       (unsigned long long)s.rep[1].outstanding_tokens);
+		kv_sim_release(&s);
+		kv_workload_release(&w);
+	}
+}
+END_TEST
+
 static Suite *disagg_suite(void)
 {
 	Suite *s = suite_create("disagg");
@@ -454,6 +499,7 @@ static Suite *disagg_suite(void)
 	tcase_add_test(tc, bad_options);
 	tcase_add_test(tc, group_roles);
 	tcase_add_test(tc, role_errors);
+	tcase_add_test(tc, landed_rejected);
 	suite_add_tcase(s, tc);
 	return s;
 }
