@@ -161,6 +161,15 @@ void kv__disagg_release(struct kv_sim *s)
 		kv_kvlink_release(&pd->link[i]);
 	for (i = 0; i < pd->n_pg; i++)
 		free(pd->pg[i].dec);
+	for (i = 0; i < pd->n_tree; i++)
+		kv_mintree_release(&pd->tree[i]);
+	for (i = 0; pd->tree_of && i < s->n_rep; i++)
+		if (pd->tree_of[i] != UINT32_MAX)
+			s->rep[i].pool.watch = NULL;
+	free(pd->tree);
+	free(pd->tree_of);
+	free(pd->pos_of);
+	free(pd->watch.id);
 	free(pd->link);
 	free(pd->pg);
 	free(pd->pg_of);
@@ -176,33 +185,110 @@ static double kv_load(const struct kv_replica *d)
 	return d->pool.size_bytes ? used / (double)d->pool.size_bytes : 0.0;
 }
 
+/* d's least-kv load as a tree key: a non-negative double's bits order as the double. */
+static uint64_t load_key(const struct kv_replica *d)
+{
+	double load = kv_load(d);
+	uint64_t key;
+
+	memcpy(&key, &load, sizeof(key));
+	return key;
+}
+
+/* Sets d's key in its tree to its load now (pending macro steps not applied: a lower bound). */
+static void key_now(struct kv_disagg *pd, const struct kv_replica *d)
+{
+	kv_mintree_set(&pd->tree[pd->tree_of[d->idx]], pd->pos_of[d->idx], load_key(d));
+}
+
 /*
- * The index in pg->dec of the decode replica q goes to.  least-kv reads
- * every candidate's pool, its pending macro steps applied first.  A
- * replica its group's autoscaler holds off, starting (not yet warm) or
- * draining is no candidate (autoscale.h): a decode group keeps at least
- * one active replica, so one always is.
+ * Gives pg's candidates a tree of their own, or the one an earlier group
+ * sending to the same list made (a decode group serves one model: lists
+ * are equal or disjoint); a list that overlaps another otherwise keeps
+ * the scan (pg->tree UINT32_MAX).
  */
-static uint32_t place(struct kv_sim *s, struct kv_pd_group *pg)
+static void tree_for(struct kv_sim *s, struct kv_pd_group *pg)
+{
+	struct kv_disagg *pd = s->pd;
+	uint32_t j, t = pd->tree_of[pg->dec[0]];
+
+	if (t != UINT32_MAX) {
+		int same = pd->tree[t].n == pg->n_dec;
+
+		for (j = 0; same && j < pg->n_dec; j++)
+			same = pd->tree_of[pg->dec[j]] == t && pd->pos_of[pg->dec[j]] == j;
+		pg->tree = same ? t : UINT32_MAX;
+		return;
+	}
+	for (j = 0; j < pg->n_dec; j++)
+		if (pd->tree_of[pg->dec[j]] != UINT32_MAX)
+			return; /* overlaps another list: scans */
+	t = pg->tree = pd->n_tree++;
+	kv_mintree_init(&pd->tree[t], pg->n_dec, 0);
+	for (j = 0; j < pg->n_dec; j++) {
+		struct kv_replica *d = &s->rep[pg->dec[j]];
+
+		pd->tree_of[d->idx] = t;
+		pd->pos_of[d->idx] = j;
+		d->pool.watch = &pd->watch;
+		d->pool.watch_id = d->idx;
+		d->pool.watch_listed = 0;
+		key_now(pd, d);
+	}
+}
+
+/*
+ * At the first placement (autoscaling is set up by then): the least-kv
+ * groups' trees, unless an autoscaler may take candidates out (then every
+ * placement scans).
+ */
+static void trees_set(struct kv_sim *s)
+{
+	struct kv_disagg *pd = s->pd;
+	uint32_t i;
+
+	pd->trees_set = 1;
+	for (i = 0; i < pd->n_pg; i++)
+		pd->pg[i].tree = UINT32_MAX;
+	if (s->rep_state)
+		return;
+	pd->tree = kv_xcalloc(pd->n_pg, sizeof(*pd->tree));
+	pd->tree_of = kv_xmalloc(s->n_rep * sizeof(*pd->tree_of));
+	pd->pos_of = kv_xmalloc(s->n_rep * sizeof(*pd->pos_of));
+	pd->watch.id = kv_xmalloc(s->n_rep * sizeof(*pd->watch.id));
+	for (i = 0; i < s->n_rep; i++)
+		pd->tree_of[i] = UINT32_MAX;
+	for (i = 0; i < pd->n_pg; i++)
+		if (pd->pg[i].x.place == KV_PLACE_LEAST_KV)
+			tree_for(s, &pd->pg[i]);
+}
+
+/* Brings candidate d's pending macro steps up to the event being handled. */
+static void bring_up(struct kv_sim *s, struct kv_replica *d)
+{
+	if (s->macro && s->macro_next[d->idx] <= s->ev.t_ns)
+		kv__macro_sync(d, &s->ev);
+}
+
+/*
+ * least-kv by a scan: every active candidate brought up and read (with
+ * autoscaling; and to check the tree with cfg->check_pool).  A replica its
+ * group's autoscaler holds off, starting (not yet warm) or draining is no
+ * candidate (autoscale.h): a decode group keeps at least one active
+ * replica, so one always is.
+ */
+static uint32_t place_scan(struct kv_sim *s, struct kv_pd_group *pg)
 {
 	uint32_t j, best = UINT32_MAX;
 	double best_load = 0;
 
-	if (pg->x.place == KV_PLACE_ROUND_ROBIN) {
-		do { /* the candidates in turn, skipping those autoscaling keeps out */
-			j = pg->rr;
-			pg->rr = (pg->rr + 1) % pg->n_dec;
-		} while (!kv_rep_routable(s, pg->dec[j]));
-		return j;
-	}
 	for (j = 0; j < pg->n_dec; j++) {
 		struct kv_replica *d = &s->rep[pg->dec[j]];
 		double load;
 
 		if (!kv_rep_routable(s, d->idx))
 			continue;
-		if (s->macro && s->macro_next[d->idx] <= s->ev.t_ns)
-			kv__macro_sync(d, &s->ev);
+		bring_up(s, d);
 		load = kv_load(d);
 		if (best == UINT32_MAX || load < best_load) {
 			best = j;
@@ -211,6 +297,70 @@ static uint32_t place(struct kv_sim *s, struct kv_pd_group *pg)
 	}
 	KV_CHECK(best != UINT32_MAX, "prefill group %s: no active decode replica", pg->name);
 	return best;
+}
+
+/*
+ * least-kv from pg's tree (disagg.h): first the bounds of the pools freed
+ * since the last placement are lowered to their loads now, then the root
+ * is brought up and read until its load is its bound.  Each candidate is
+ * brought up at most once (its bound is then its load at this event).
+ */
+static uint32_t place_tree(struct kv_sim *s, struct kv_pd_group *pg)
+{
+	struct kv_disagg *pd = s->pd;
+	struct kv_mintree *t = &pd->tree[pg->tree];
+	uint32_t i;
+
+	for (i = 0; i < pd->watch.n; i++) {
+		struct kv_replica *d = &s->rep[pd->watch.id[i]];
+
+		d->pool.watch_listed = 0;
+		key_now(pd, d);
+	}
+	pd->watch.n = 0;
+	for (;;) {
+		uint32_t j = kv_mintree_min(t);
+		struct kv_replica *d = &s->rep[pg->dec[j]];
+		uint64_t key;
+
+		bring_up(s, d);
+		key = load_key(d);
+		if (key == t->key[j])
+			return j;
+		KV_CHECK(key > t->key[j], "decode replica %u: load %g under its bound (key %llx)",
+			 d->idx, kv_load(d), (unsigned long long)t->key[j]);
+		kv_mintree_set(t, j, key);
+	}
+}
+
+/*
+ * The index in pg->dec of the decode replica q goes to: round-robin's
+ * next active candidate, or least-kv's, as if every candidate's pending
+ * macro steps were applied first (disagg.h).
+ */
+static uint32_t place(struct kv_sim *s, struct kv_pd_group *pg)
+{
+	uint32_t j;
+
+	if (pg->x.place == KV_PLACE_ROUND_ROBIN) {
+		do { /* the candidates in turn, skipping those autoscaling keeps out */
+			j = pg->rr;
+			pg->rr = (pg->rr + 1) % pg->n_dec;
+		} while (!kv_rep_routable(s, pg->dec[j]));
+		return j;
+	}
+	if (!s->pd->trees_set)
+		trees_set(s);
+	if (pg->tree == UINT32_MAX)
+		return place_scan(s, pg);
+	j = place_tree(s, pg);
+	if (s->cfg->check_pool) { /* the tree's pick is the scan's */
+		uint32_t k = place_scan(s, pg);
+
+		KV_CHECK(j == k, "prefill group %s: least-kv's tree picks candidate %u, a scan %u",
+			 pg->name, j, k);
+	}
+	return j;
 }
 
 /* The link a transfer from prefill replica p to candidate j of pg takes. */
@@ -251,6 +401,8 @@ static void send_one(struct kv_sim *s, struct kv_replica *r, struct kv_req *q)
 	q->xfer_done_ns = t.done_ns;
 	q->xfer_ns = t.done_ns - s->now;
 	d->inbound_bytes += x.bytes;
+	if (pg->tree != UINT32_MAX && pd->trees_set) /* its load now, as least-kv read it */
+		key_now(pd, d);
 	d->n_inbound++;
 	pd->sent++;
 	if (s->rep_state && kv__autoscale_of(s, r->idx)) /* a prefill group's slo count */

@@ -41,15 +41,30 @@
  *
  * Macro-stepping: a transfer's completion is an event that cuts the decode
  * replica's run (kv__replica_arrive) and the prefill replica's
- * (kv__replica_xfer_release); least-kv placement brings every candidate's
- * pending steps up to the event first; prefill replicas never run decode
- * steps, so they never macro-step.
+ * (kv__replica_xfer_release); least-kv placement picks as if every
+ * candidate's pending steps were brought up to the event first (it brings
+ * up those whose lower bound could win, below); prefill replicas never run
+ * decode steps, so they never macro-step.
+ *
+ * least-kv without a scan: a decode replica's load only grows while its
+ * pool frees nothing and no transfer to it lands (its pending macro steps
+ * only reserve: macro.h), so a load read earlier is a lower bound of its
+ * load now.  The placement keeps these bounds in a tournament tree
+ * (mintree.h) over the candidates, lowered to the load read then whenever
+ * a pool frees (pool.h kv__pool_freed) or a transfer lands, and takes the
+ * root: brought up and read, its load either equals its bound (every other
+ * candidate's load is at least its bound, which is at least this one, and
+ * a tie goes to the lower index in both: exactly the scan's pick) or
+ * exceeds it (the bound is raised, the next root tried).  With autoscaling
+ * (a candidate's eligibility changes without an event here) it scans.
  */
 #ifndef KV_DISAGG_H
 #define KV_DISAGG_H
 
 #include "kv_common.h"
 #include "kvlink.h"
+#include "mintree.h"
+#include "pool.h"
 
 struct kv_sim;
 struct kv_replica;
@@ -98,6 +113,7 @@ struct kv_pd_group {
 	struct kv_xfer_cfg x; /* its settings, defaults resolved */
 	uint32_t pieces; /* layer-wise pieces (the model's layers), 1 when off */
 	uint64_t token_bytes; /* KV bytes per token moved (the group's model, fp16) */
+	uint32_t tree; /* least-kv: its candidates' tree in kv_disagg.tree, UINT32_MAX: none (a scan); set with kv_disagg.trees_set */
 };
 
 /* The run's disaggregation state (kv_sim.pd). */
@@ -110,6 +126,17 @@ struct kv_disagg {
 	uint64_t sent, landed; /* transfers submitted, completed */
 	kv_ns xfer_ns_sum; /* sum of the transfer times (prefill end -> KV arrival), ns */
 	kv_ns xfer_ns_max; /* the longest, ns */
+	/*
+	 * least-kv without a scan (disagg.c place): per distinct candidate
+	 * list, a tournament tree over its replicas of lower bounds of their
+	 * loads (the double's bits: a non-negative double orders as its bits)
+	 */
+	struct kv_mintree *tree; /* n_tree trees, keys indexed as the list (kv_pd_group.dec) */
+	uint32_t n_tree;
+	uint32_t *tree_of; /* by replica: its tree, UINT32_MAX when none */
+	uint32_t *pos_of; /* by replica: its leaf in that tree */
+	struct kv_pool_watch watch; /* the decode pools freed since the last placement */
+	int trees_set; /* the trees were set up (at the first placement: autoscaling is known) */
 };
 
 /*

@@ -503,6 +503,7 @@ unsigned kv_pool_free(struct kv_pool *p, uint32_t off)
 		return p->u[off].refs;
 	}
 	assert(p->u[off].order == p->max_order || p->n_low > 0);
+	kv__pool_freed(p);
 	p->n_frees++;
 	p->n_low -= p->u[off].order < p->max_order;
 	for (k = p->u[off].order; k < p->max_order; k++) {
@@ -544,6 +545,8 @@ static inline uint64_t push_lazy(struct kv_pool *p, unsigned top, uint64_t n)
 	p->free_bytes += bytes;
 	p->n_frees += n;
 	p->lazy += n;
+	if (n)
+		kv__pool_freed(p);
 	return bytes;
 }
 
@@ -607,6 +610,8 @@ uint64_t kv_pool_free_n(struct kv_pool *p, const uint32_t *off, uint32_t n)
 		p->free_mask |= 1ULL << top;
 	p->free_bytes += pushed * (p->unit_bytes << top);
 	p->n_frees += pushed;
+	if (pushed)
+		kv__pool_freed(p);
 	return bytes;
 }
 

@@ -90,7 +90,32 @@ struct kv_pool {
 	void *unpark_ctx; /* its argument: the block tables holding them; NULL: none */
 	uint64_t n_shared; /* allocated blocks with more than one reference */
 	uint64_t n_low; /* allocated blocks below max_order */
+	struct kv_pool_watch *watch; /* NULL, or the list a free puts this pool on (kv__pool_freed) */
+	uint32_t watch_id; /* this pool's id on that list (its replica's index) */
+	int watch_listed; /* 1: on the list since its watcher last read it */
 };
+
+/*
+ * The pools that may have gained free bytes since their watcher last read
+ * this list (disagg.c keeps lower bounds of its decode replicas' loads,
+ * which stay bounds while nothing is freed; the replica also lists its
+ * pool when KV bytes on their way to it are taken off its load): each id
+ * at most once, id has room for every watched pool.  The watcher empties
+ * it and clears each pool's watch_listed.
+ */
+struct kv_pool_watch {
+	uint32_t *id; /* watch_id of each pool listed */
+	uint32_t n; /* entries of id */
+};
+
+/* Lists p on its watch (if any): its free bytes may have grown.  O(1). */
+static inline void kv__pool_freed(struct kv_pool *p)
+{
+	if (p->watch && !p->watch_listed) {
+		p->watch_listed = 1;
+		p->watch->id[p->watch->n++] = p->watch_id;
+	}
+}
 
 /*
  * Initialises a pool of size_bytes (rounded down to whole units) with units

@@ -194,6 +194,7 @@ int kv__replica_end(struct kv_replica *r, struct kv_req *q, enum kv_end e)
 	} else if (q->xfer_bytes) { /* landed from a link, never admitted: dropped */
 		r->xfer_dropped_bytes += q->xfer_bytes;
 		r->inbound_bytes -= q->xfer_bytes;
+		kv__pool_freed(&r->pool); /* least-kv's load drops (disagg.h) */
 		q->xfer_bytes = 0;
 		q->kv_tokens = 0;
 	} else if (q->kv_bytes || q->kv_tokens) {
@@ -293,6 +294,7 @@ static void xfer_land(struct kv_replica *r, struct kv_req *q)
 	r->live_win_excess += kv_win_excess(q->kv_tokens, r->window_tokens);
 	r->xfer_in_bytes += q->xfer_bytes;
 	r->inbound_bytes -= q->xfer_bytes;
+	kv__pool_freed(&r->pool); /* least-kv's load may drop: the holding can be smaller (disagg.h) */
 	q->xfer_bytes = 0;
 }
 

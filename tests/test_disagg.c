@@ -300,6 +300,67 @@ START_TEST(macro_exact)
 END_TEST
 
 /* Bad kv_transfer values are input errors naming the field. */
+/* Runs yaml with or without the pool check (and least-kv's scan beside its tree), recording into r. */
+static void pd_run_check(const char *yaml, struct pd_rec *r, int exact, int check, uint32_t *trees)
+{
+	struct kv_sink sink = { .ctx = r, .request = pd_request };
+	struct kv_workload w;
+	struct kv_sim s;
+
+	memset(r, 0, sizeof(*r));
+	load(&w, yaml);
+	w.cfg.exact_steps = exact;
+	sim_start(&w, &s, &sink, check);
+	sim_finish(&s);
+	*trees = s.pd->n_tree;
+	kv_sim_release(&s);
+	kv_workload_release(&w);
+}
+
+/*
+ * least-kv from its tree of lower bounds (disagg.h): under every engine,
+ * with caches whose holdings grow in macro steps and whose landed KV may
+ * take less than its transfer (shared prefixes), the pick at every hand-off
+ * is the scan's (the pool check runs the scan beside the tree and aborts on
+ * a difference), and without the check, where only the candidates whose
+ * bound could win are brought up, every request ends as with exact steps.
+ */
+START_TEST(least_kv_tree)
+{
+	static const char *const eng[] = { "vllm", "vllm-v0", "sglang" };
+	static const char *const cache[] = { "full", "shared", "chunked" };
+	char yaml[2048];
+	int i;
+
+	for (i = 0; i < 6; i++) {
+		static struct pd_rec a, b, c;
+		uint32_t ta, tb, tc, k;
+		char base[256];
+
+		snprintf(base, sizeof(base),
+			 "model: llama-2-7b\ndevice: a100-80g\nscheduler: fifo\ncache: %s\n"
+			 "outputs: {sample_interval: 0}\n",
+			 cache[i % 3]);
+		snprintf(yaml, sizeof(yaml), "%s" LOADED, base, i < 3 ? "false" : "true", "prefill",
+			 "least-kv", 20000u, eng[i % 3], n_loaded());
+		pd_run_check(yaml, &a, 0, 1, &ta);
+		pd_run_check(yaml, &b, 0, 0, &tb);
+		pd_run_check(yaml, &c, 1, 0, &tc);
+		EXPECT(ta == 1 && tb == 1 && tc == 1, "case %d: %u, %u, %u trees", i, ta, tb, tc);
+		EXPECT(a.n == n_loaded() && b.n == a.n && c.n == a.n,
+		       "case %d: %llu, %llu and %llu requests ended", i, (unsigned long long)a.n,
+		       (unsigned long long)b.n, (unsigned long long)c.n);
+		for (k = 0; k < n_loaded(); k++)
+			EXPECT(a.q[k].finish_ns == b.q[k].finish_ns && b.q[k].finish_ns == c.q[k].finish_ns &&
+				       a.q[k].replica == b.q[k].replica && b.q[k].replica == c.q[k].replica,
+			       "case %d: request %u: finish %llu, %llu, %llu; replica %u, %u, %u", i, k,
+			       (unsigned long long)a.q[k].finish_ns, (unsigned long long)b.q[k].finish_ns,
+			       (unsigned long long)c.q[k].finish_ns, a.q[k].replica, b.q[k].replica,
+			       c.q[k].replica);
+	}
+}
+END_TEST
+
 START_TEST(bad_options)
 {
 	static const char *const bad[][2] = {
@@ -496,6 +557,7 @@ static Suite *disagg_suite(void)
 	tcase_add_test(tc, link_contention);
 	tcase_add_test(tc, never_before_transfer);
 	tcase_add_test(tc, macro_exact);
+	tcase_add_test(tc, least_kv_tree);
 	tcase_add_test(tc, bad_options);
 	tcase_add_test(tc, group_roles);
 	tcase_add_test(tc, role_errors);
