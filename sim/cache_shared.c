@@ -145,6 +145,7 @@
 #define LO_MASK 0x7fffffffULL /* cache[1] >> 32: the first windowed entry still held */
 
 enum { G_FULL, G_WIN }; /* entry groups: every layer (or the full-attention ones), the windowed ones */
+#define G_OWN 2 /* grp[]: or'ed into the group of an entry keyed by its request's id (request_blocks) */
 
 struct shared {
 	uint64_t prefix_block_tokens; /* option: tokens per shared prefix block, default 512 */
@@ -174,7 +175,7 @@ struct shared {
 	uint32_t free_entry; /* free list through next[], NIL */
 	uint64_t *key; /* chained key */
 	uint32_t *off; /* buddy block offsets, ext_max per entry */
-	unsigned char *grp; /* its group, G_FULL or G_WIN */
+	unsigned char *grp; /* its group, G_FULL or G_WIN, | G_OWN when keyed by a request's id */
 	uint32_t *refs; /* requests using it (its publisher included, which holds it through its own table) */
 	uint32_t *owner; /* slot of the running request whose own table holds the entry's blocks (published), NIL */
 	uint64_t *origin; /* id of the request that computed it (published or donated it) */
@@ -182,7 +183,10 @@ struct shared {
 	uint32_t lru_head, lru_tail; /* least / most recently used, NIL when empty */
 	uint64_t lru_bytes; /* bytes of the entries on the LRU list (evictable) */
 	/* The index: open addressing, linear probing, mask + 1 slots. */
-	uint32_t *slot; /* entry index, NIL when empty */
+	struct slot {
+		uint32_t hash; /* hash(key) of its entry: its home, and a probe's first test */
+		uint32_t e; /* entry index, NIL when empty */
+	} *slot;
 	uint32_t mask; /* slots - 1 */
 	uint32_t *scratch; /* max_blocks entries: a request's entries during release */
 	uint32_t *wscratch; /* with a window: a request's G_WIN entries during release, NIL when none */
@@ -371,20 +375,42 @@ static int keys_next(struct keys *k, uint64_t *key)
 	return 1;
 }
 
-/* --- the index ------------------------------------------------------------ */
-
-static inline uint32_t home(const struct shared *c, uint64_t key)
+/*
+ * G_OWN when block i of k's walk is keyed by the request's id (request_blocks):
+ * only that request can ever match it.
+ */
+static inline int keys_own(const struct keys *k, uint64_t i)
 {
-	return (uint32_t)(key ^ (key >> 32)) & c->mask;
+	return i >= k->n_shared ? G_OWN : 0;
 }
 
-/* The entry holding key, or NIL. */
+/* --- the index ------------------------------------------------------------ */
+
+/* Entry e's group, G_FULL or G_WIN. */
+static inline int grp(const struct shared *c, uint32_t e)
+{
+	return c->grp[e] & 1;
+}
+
+
+/* A key's 32-bit hash (keys are mix() outputs); its home slot is hash & mask. */
+static inline uint32_t hash(uint64_t key)
+{
+	return (uint32_t)(key ^ (key >> 32));
+}
+
+/*
+ * The entry holding key, or NIL.  A slot keeps its entry's hash: a probe
+ * reads an entry's key only when the hashes agree, so a miss touches the
+ * slot array alone (one or two cache lines; the key array holds millions
+ * of entries across a fleet's replicas).
+ */
 static uint32_t index_find(const struct shared *c, uint64_t key)
 {
-	uint32_t i = home(c, key), e;
+	uint32_t h = hash(key), i = h & c->mask, e;
 
-	while ((e = c->slot[i]) != NIL) {
-		if (c->key[e] == key)
+	while ((e = c->slot[i].e) != NIL) {
+		if (c->slot[i].hash == h && c->key[e] == key)
 			return e;
 		i = (i + 1) & c->mask;
 	}
@@ -401,22 +427,27 @@ static inline int lookup_group(const struct shared *c)
 	return c->win.win_tokens && !c->has_full ? G_WIN : G_FULL;
 }
 
-/* Reports e entering (held 1) or leaving (0) the index, when someone listens. */
+/*
+ * Reports e entering (held 1) or leaving (0) the index, when someone
+ * listens; KV_BLOCK_OWN or'ed in for a key only its request can match.
+ */
 static inline void block_event(const struct shared *c, uint32_t e, int held)
 {
-	if (c->on_block && c->grp[e] == lookup_group(c))
-		c->on_block(c->block_ctx, c->replica, c->key[e], held);
+	if (c->on_block && grp(c, e) == lookup_group(c))
+		c->on_block(c->block_ctx, c->replica, c->key[e],
+			    held | (c->grp[e] & G_OWN ? KV_BLOCK_OWN : 0));
 }
 
 static void index_insert(struct shared *c, uint32_t e)
 {
-	uint32_t i = home(c, c->key[e]);
+	uint32_t h = hash(c->key[e]), i = h & c->mask;
 
 	block_event(c, e, 1);
 
-	while (c->slot[i] != NIL)
+	while (c->slot[i].e != NIL)
 		i = (i + 1) & c->mask;
-	c->slot[i] = e;
+	c->slot[i].hash = h;
+	c->slot[i].e = e;
 }
 
 /*
@@ -426,26 +457,26 @@ static void index_insert(struct shared *c, uint32_t e)
  */
 static void index_remove(struct shared *c, uint32_t e)
 {
-	uint32_t i = home(c, c->key[e]), j;
+	uint32_t i = hash(c->key[e]) & c->mask, j;
 
 	block_event(c, e, 0);
-	while (c->slot[i] != e) {
-		KV_CHECK(c->slot[i] != NIL, "entry %u missing from the index", e);
+	while (c->slot[i].e != e) {
+		KV_CHECK(c->slot[i].e != NIL, "entry %u missing from the index", e);
 		i = (i + 1) & c->mask;
 	}
 	for (j = i;;) {
 		uint32_t h;
 
 		j = (j + 1) & c->mask;
-		if (c->slot[j] == NIL)
+		if (c->slot[j].e == NIL)
 			break;
-		h = home(c, c->key[c->slot[j]]);
+		h = c->slot[j].hash & c->mask;
 		if (i <= j ? (i < h && h <= j) : (i < h || h <= j))
 			continue;
 		c->slot[i] = c->slot[j];
 		i = j;
 	}
-	c->slot[i] = NIL;
+	c->slot[i].e = NIL;
 }
 
 /* --- the LRU list: an entry is on it iff its count is 0 ---------------- */
@@ -460,7 +491,7 @@ static void lru_unlink(struct shared *c, uint32_t e)
 		c->prev[c->next[e]] = c->prev[e];
 	else
 		c->lru_tail = c->prev[e];
-	c->lru_bytes -= c->entry_bytes[c->grp[e]];
+	c->lru_bytes -= c->entry_bytes[grp(c, e)];
 }
 
 /* Appends e as the most recently used. */
@@ -473,7 +504,7 @@ static void lru_push(struct shared *c, uint32_t e)
 	else
 		c->lru_head = e;
 	c->lru_tail = e;
-	c->lru_bytes += c->entry_bytes[c->grp[e]];
+	c->lru_bytes += c->entry_bytes[grp(c, e)];
 }
 
 /* --- entries ----------------------------------------------------------- */
@@ -510,12 +541,15 @@ static int extent_alloc(struct shared *c, uint32_t *off, int g)
 	return 0;
 }
 
-/* A new cached entry of group g for key, count 0, most recently used; NIL when memory is short. */
+/*
+ * A new cached entry of group g (| G_OWN: keyed by a request's id) for key,
+ * count 0, most recently used; NIL when memory is short.
+ */
 static uint32_t entry_new(struct shared *c, uint64_t key, int g, uint64_t origin)
 {
 	uint32_t e = c->free_entry;
 
-	if (e == NIL || extent_alloc(c, entry_off(c, e), g))
+	if (e == NIL || extent_alloc(c, entry_off(c, e), g & 1))
 		return NIL; /* a free entry exists whenever the pool has room (cap bound) */
 	c->free_entry = c->next[e];
 	c->key[e] = key;
@@ -538,7 +572,7 @@ static uint32_t entry_new(struct shared *c, uint64_t key, int g, uint64_t origin
  * entry is free (cannot happen below cap: one entry per pool extent).
  */
 static int entry_adopt(struct shared *c, const struct kv_req *q, uint64_t t, uint64_t j,
-		       uint64_t key)
+		       uint64_t key, int own)
 {
 	uint32_t e = c->free_entry, *off, k;
 
@@ -552,7 +586,7 @@ static int entry_adopt(struct shared *c, const struct kv_req *q, uint64_t t, uin
 			 off[k]);
 	}
 	c->key[e] = key;
-	c->grp[e] = G_FULL;
+	c->grp[e] = (unsigned char)(G_FULL | own);
 	c->refs[e] = 1;
 	c->owner[e] = q->slot;
 	c->origin[e] = q->id;
@@ -571,7 +605,7 @@ static void entry_ref(struct shared *c, uint32_t e)
 	if (c->refs[e] == 0)
 		lru_unlink(c, e);
 	c->refs[e]++;
-	for (k = 0; k < c->ext_blocks[c->grp[e]]; k++) {
+	for (k = 0; k < c->ext_blocks[grp(c, e)]; k++) {
 		unsigned r = kv_pool_ref(c->pool, off[k]);
 
 		KV_CHECK(r == c->refs[e] + 1, "entry %u block %u has %u references, %u sharers", e,
@@ -587,7 +621,7 @@ static void entry_unref(struct shared *c, uint32_t e)
 
 	KV_CHECK(c->refs[e] > 0, "entry %u released with no sharer", e);
 	c->refs[e]--;
-	for (k = 0; k < c->ext_blocks[c->grp[e]]; k++) {
+	for (k = 0; k < c->ext_blocks[grp(c, e)]; k++) {
 		unsigned r = kv_pool_free(c->pool, off[k]);
 
 		KV_CHECK(r == c->refs[e] + 1, "entry %u block %u has %u references, %u sharers", e,
@@ -605,7 +639,7 @@ static void entry_drop(struct shared *c, uint32_t e)
 
 	KV_CHECK(c->refs[e] == 0, "dropping entry %u with %u sharers", e, c->refs[e]);
 	lru_unlink(c, e);
-	for (k = 0; k < c->ext_blocks[c->grp[e]]; k++) {
+	for (k = 0; k < c->ext_blocks[grp(c, e)]; k++) {
 		unsigned r = kv_pool_free(c->pool, off[k]);
 
 		KV_CHECK(r == 0, "cached entry %u block %u still has %u references", e, off[k], r);
@@ -668,7 +702,7 @@ static void arrays_init(struct shared *c)
 		slots *= 2;
 	c->mask = (uint32_t)(slots - 1);
 	c->slot = kv_xmalloc(slots * sizeof(*c->slot));
-	memset(c->slot, 0xff, slots * sizeof(*c->slot)); /* every slot NIL */
+	memset(c->slot, 0xff, slots * sizeof(*c->slot)); /* every slot's entry NIL */
 	c->key = kv_xcalloc(c->cap + 1, sizeof(*c->key));
 	c->off = kv_xcalloc(((size_t)c->cap + 1) * c->ext_max, sizeof(*c->off));
 	c->grp = kv_xcalloc(c->cap + 1, sizeof(*c->grp));
@@ -927,7 +961,8 @@ static uint64_t tier_hit(struct shared *c, struct keys *k, uint64_t key,
 		c->tier_lookup_blocks++;
 		if (t < 0)
 			break;
-		while ((e = entry_new(c, key, G_FULL, UINT64_MAX)) == NIL && !evict_one(c))
+		while ((e = entry_new(c, key, G_FULL | keys_own(k, k->i - 1), UINT64_MAX)) == NIL &&
+		       !evict_one(c))
 			;
 		if (e == NIL)
 			break; /* no room in the pool: the rest is recomputed */
@@ -1184,7 +1219,8 @@ static void release_entry(struct shared *c, uint32_t e, int held, const struct k
  * blocks could not match without it).  Returns the blocks covered, f >= m.
  * With every layer windowed all of them, scratch[] NIL.
  */
-static uint64_t donate_full(struct shared *c, const struct kv_req *q, uint64_t m, uint64_t n)
+static uint64_t donate_full(struct shared *c, const struct kv_req *q, uint64_t m, uint64_t n,
+			    uint64_t n_shared)
 {
 	uint64_t i;
 
@@ -1195,7 +1231,8 @@ static uint64_t donate_full(struct shared *c, const struct kv_req *q, uint64_t m
 			e = index_find(c, c->keybuf[i]);
 			KV_CHECK(i >= m || e != NIL, "request %llu lost shared block %llu",
 				 (unsigned long long)q->id, (unsigned long long)i);
-			if (e == NIL && (e = entry_new(c, c->keybuf[i], G_FULL, q->id)) == NIL)
+			if (e == NIL && (e = entry_new(c, c->keybuf[i], G_FULL | (i >= n_shared ? G_OWN : 0),
+						    q->id)) == NIL)
 				break;
 		}
 		c->scratch[i] = e;
@@ -1214,7 +1251,7 @@ static uint64_t donate_full(struct shared *c, const struct kv_req *q, uint64_t m
  * release when room allows.
  */
 static void donate_win(struct shared *c, const struct kv_req *q, uint64_t m, uint64_t lo,
-		       uint64_t f)
+		       uint64_t f, uint64_t n_shared)
 {
 	uint64_t i;
 	int room = 1;
@@ -1225,7 +1262,8 @@ static void donate_win(struct shared *c, const struct kv_req *q, uint64_t m, uin
 
 		KV_CHECK(i >= m || i < lo || e != NIL, "request %llu lost windowed block %llu",
 			 (unsigned long long)q->id, (unsigned long long)i);
-		if (e == NIL && i >= m && room && (e = entry_new(c, wk, G_WIN, q->id)) == NIL)
+		if (e == NIL && i >= m && room &&
+		    (e = entry_new(c, wk, G_WIN | (i >= n_shared ? G_OWN : 0), q->id)) == NIL)
 			room = 0;
 		c->wscratch[i] = e;
 	}
@@ -1257,8 +1295,8 @@ static void release_window(struct shared *c, struct kv_req *q)
 	}
 	KV_CHECK(n >= m, "request %llu matched %llu blocks, found %llu",
 		 (unsigned long long)q->id, (unsigned long long)m, (unsigned long long)n);
-	f = donate_full(c, q, m, n);
-	donate_win(c, q, m, lo, f);
+	f = donate_full(c, q, m, n, k.n_shared);
+	donate_win(c, q, m, lo, f, k.n_shared);
 	gone = KV_MIN(kv_win_excess(q->kv_tokens + 1, c->win.win_tokens) / PB, f);
 	for (i = 0; i < gone; i++) {
 		release_entry(c, c->wscratch[i], i < m, q, 1);
@@ -1305,7 +1343,7 @@ static void publish(struct shared *c, struct kv_req *q, uint64_t tokens)
 	while (i < full && keys_next(k, &key)) {
 		if (i++ < p || index_find(c, key) != NIL)
 			continue;
-		if (entry_adopt(c, q, q->cache[0], i - 1 - m, key)) {
+		if (entry_adopt(c, q, q->cache[0], i - 1 - m, key, keys_own(k, i - 1))) {
 			i--;
 			break;
 		}
@@ -1399,7 +1437,8 @@ static uint32_t collect(struct shared *c, const struct kv_req *q, uint64_t m)
 		/* past a failed donation or its computed blocks, only the entries q published */
 		if (e != NIL && n >= m && (!room || n >= done) && c->owner[e] != q->slot)
 			e = NIL;
-		else if (e == NIL && room && n < done && (e = entry_new(c, key, G_FULL, q->id)) == NIL)
+		else if (e == NIL && room && n < done &&
+			 (e = entry_new(c, key, G_FULL | keys_own(&k, n), q->id)) == NIL)
 			room = 0; /* no room: later blocks could not match without this one */
 		c->scratch[n++] = e;
 	}
