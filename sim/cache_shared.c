@@ -38,9 +38,12 @@
  * and are evicted least recently used first whenever an allocation fails,
  * the allocation being retried (vLLM's free-block queue; SGLang evicts LRU
  * leaves).  The index is open addressing with linear probing and
- * backward-shift deletion over flat arrays, sized at init for the most
- * entries the pool can hold (n_units / units per entry), so the load stays
- * below 0.7 without ever growing and no event allocates.
+ * backward-shift deletion over flat arrays; the entry arrays double when
+ * no entry is free, up to the most entries the pool can hold (n_units /
+ * units per entry), and the index with them, so its load stays below 0.7
+ * and no event allocates once a replica's high-water mark is reached (a
+ * fleet's replicas seldom fill theirs: sizing every one for its bound at
+ * init took half the fleet benchmark's memory).
  *
  * The life of a request:
  *   prefix_hit  walks its keys while they are in the index, for the complete
@@ -169,8 +172,9 @@ struct shared {
 	int has_full; /* some layers attend to the whole context (a G_FULL entry per block) */
 	uint64_t win_need; /* prefix blocks a hit needs on the windowed group: ceil((W - 1) / B) */
 	uint32_t max_blocks; /* prefix blocks in the longest prompt (the model's context) */
-	/* Entries, flat arrays of cap (offsets: cap * ext_max). */
-	uint32_t cap; /* entries the pool can hold at most */
+	/* Entries, flat arrays of cap (offsets: cap * ext_max), grown by doubling up to max_cap. */
+	uint32_t cap; /* entries allocated */
+	uint32_t max_cap; /* entries the pool can hold at most */
 	uint32_t n; /* live entries */
 	uint32_t free_entry; /* free list through next[], NIL */
 	uint64_t *key; /* chained key */
@@ -507,6 +511,68 @@ static void lru_push(struct shared *c, uint32_t e)
 	c->lru_bytes += c->entry_bytes[grp(c, e)];
 }
 
+/*
+ * Rebuilds the index with `slots` slots (a power of two) from the old one:
+ * each slot's hash and entry move to their new home; no entry is read.
+ */
+static void index_resize(struct shared *c, uint64_t slots)
+{
+	struct slot *old = c->slot;
+	uint32_t n = old ? c->mask + 1 : 0, i, j;
+
+	c->slot = kv_xmalloc(slots * sizeof(*c->slot));
+	memset(c->slot, 0xff, slots * sizeof(*c->slot)); /* every slot's entry NIL */
+	c->mask = (uint32_t)(slots - 1);
+	for (i = 0; i < n; i++) {
+		if (old[i].e == NIL)
+			continue;
+		for (j = old[i].hash & c->mask; c->slot[j].e != NIL; j = (j + 1) & c->mask)
+			;
+		c->slot[j] = old[i];
+	}
+	free(old);
+}
+
+/*
+ * Doubles the entry arrays (from 64, at most max_cap), the new entries
+ * free, lowest first; grows the index to keep its load below 0.7 at the
+ * new cap.  Entries keep their numbers.
+ */
+static void entries_grow(struct shared *c)
+{
+	uint32_t old = c->cap, e;
+	uint64_t slots = c->slot ? (uint64_t)c->mask + 1 : 16;
+	size_t n;
+
+	c->cap = (uint32_t)KV_MIN(KV_MAX(2 * (uint64_t)old, 64), (uint64_t)c->max_cap);
+	n = (size_t)c->cap + 1;
+	c->key = kv_xrealloc(c->key, n * sizeof(*c->key));
+	c->off = kv_xrealloc(c->off, n * c->ext_max * sizeof(*c->off));
+	c->grp = kv_xrealloc(c->grp, n * sizeof(*c->grp));
+	c->refs = kv_xrealloc(c->refs, n * sizeof(*c->refs));
+	c->owner = kv_xrealloc(c->owner, n * sizeof(*c->owner));
+	memset(c->owner + old, 0xff, (n - old) * sizeof(*c->owner)); /* NIL: not published */
+	c->origin = kv_xrealloc(c->origin, n * sizeof(*c->origin));
+	c->prev = kv_xrealloc(c->prev, n * sizeof(*c->prev));
+	c->next = kv_xrealloc(c->next, n * sizeof(*c->next));
+	for (e = c->cap; e-- > old;) {
+		c->next[e] = c->free_entry;
+		c->free_entry = e;
+	}
+	while (slots * 7 < (uint64_t)c->cap * 10 + 7) /* load below 0.7 even at cap */
+		slots *= 2;
+	if (!c->slot || slots != (uint64_t)c->mask + 1)
+		index_resize(c, slots);
+}
+
+/* A free entry, the arrays grown when none is left below max_cap; NIL when the pool's bound is reached. */
+static uint32_t entry_free(struct shared *c)
+{
+	if (c->free_entry == NIL && c->cap < c->max_cap)
+		entries_grow(c);
+	return c->free_entry;
+}
+
 /* --- entries ----------------------------------------------------------- */
 
 static inline uint32_t *entry_off(const struct shared *c, uint32_t e)
@@ -547,7 +613,7 @@ static int extent_alloc(struct shared *c, uint32_t *off, int g)
  */
 static uint32_t entry_new(struct shared *c, uint64_t key, int g, uint64_t origin)
 {
-	uint32_t e = c->free_entry;
+	uint32_t e = entry_free(c);
 
 	if (e == NIL || extent_alloc(c, entry_off(c, e), g & 1))
 		return NIL; /* a free entry exists whenever the pool has room (cap bound) */
@@ -574,7 +640,7 @@ static uint32_t entry_new(struct shared *c, uint64_t key, int g, uint64_t origin
 static int entry_adopt(struct shared *c, const struct kv_req *q, uint64_t t, uint64_t j,
 		       uint64_t key, int own)
 {
-	uint32_t e = c->free_entry, *off, k;
+	uint32_t e = entry_free(c), *off, k;
 
 	if (e == NIL)
 		return 1;
@@ -650,6 +716,27 @@ static void entry_drop(struct shared *c, uint32_t e)
 	c->n--;
 }
 
+/*
+ * Prefetches what evicting the LRU entry would touch (evictions come in
+ * runs: a reserve evicts one entry per block it cannot place): its slot,
+ * offsets and successor, and its way down the tiers.  A hint.
+ */
+static void prefetch_victim(const struct shared *c)
+{
+	uint32_t e = c->lru_head;
+	uint64_t key;
+
+	if (e == NIL)
+		return;
+	key = c->key[e];
+	__builtin_prefetch(&c->slot[hash(key) & c->mask]);
+	__builtin_prefetch(entry_off(c, e));
+	if (c->next[e] != NIL)
+		__builtin_prefetch(&c->prev[c->next[e]], 1);
+	if (c->tiers.n)
+		kv_tiers_prefetch(&c->tiers, key);
+}
+
 /* Evicts the least recently used entry; KV_ENOMEM when none is cached. */
 static int evict_one(struct shared *c)
 {
@@ -659,6 +746,7 @@ static int evict_one(struct shared *c)
 		kv_tiers_put(&c->tiers, c->key[c->lru_head], c->sim->now);
 	entry_drop(c, c->lru_head);
 	c->evictions++;
+	prefetch_victim(c);
 	return 0;
 }
 
@@ -691,36 +779,16 @@ static int check_options(const struct shared *c, const struct kv_model *m, struc
 	return 0;
 }
 
-/* Sizes the entry arrays and the index for the most entries the pool can hold. */
+/* The entry arrays and the index, first for 64 entries (entries_grow). */
 static void arrays_init(struct shared *c)
 {
-	uint64_t slots = 16;
-	uint32_t e;
-
-	c->cap = (uint32_t)(c->pool->n_units / KV_MIN(c->entry_units[G_FULL], c->entry_units[G_WIN]));
-	while (slots * 7 < (uint64_t)c->cap * 10 + 7) /* load below 0.7 even at cap */
-		slots *= 2;
-	c->mask = (uint32_t)(slots - 1);
-	c->slot = kv_xmalloc(slots * sizeof(*c->slot));
-	memset(c->slot, 0xff, slots * sizeof(*c->slot)); /* every slot's entry NIL */
-	c->key = kv_xcalloc(c->cap + 1, sizeof(*c->key));
-	c->off = kv_xcalloc(((size_t)c->cap + 1) * c->ext_max, sizeof(*c->off));
-	c->grp = kv_xcalloc(c->cap + 1, sizeof(*c->grp));
-	c->refs = kv_xcalloc(c->cap + 1, sizeof(*c->refs));
-	c->owner = kv_xmalloc((c->cap + 1) * sizeof(*c->owner));
-	memset(c->owner, 0xff, (c->cap + 1) * sizeof(*c->owner)); /* NIL */
-	c->origin = kv_xcalloc(c->cap + 1, sizeof(*c->origin));
-	c->prev = kv_xcalloc(c->cap + 1, sizeof(*c->prev));
-	c->next = kv_xcalloc(c->cap + 1, sizeof(*c->next));
+	c->max_cap = (uint32_t)(c->pool->n_units / KV_MIN(c->entry_units[G_FULL], c->entry_units[G_WIN]));
+	c->free_entry = NIL;
+	entries_grow(c);
 	c->scratch = kv_xcalloc(c->max_blocks + 1, sizeof(*c->scratch));
 	if (c->win.win_tokens) {
 		c->wscratch = kv_xcalloc(c->max_blocks + 1, sizeof(*c->wscratch));
 		c->keybuf = kv_xcalloc(c->max_blocks + 1, sizeof(*c->keybuf));
-	}
-	c->free_entry = NIL;
-	for (e = c->cap; e-- > 0;) {
-		c->next[e] = c->free_entry;
-		c->free_entry = e;
 	}
 	c->lru_head = c->lru_tail = NIL;
 }

@@ -329,15 +329,7 @@ static void arrive(struct kv_tiers *s, uint32_t i, uint64_t key, kv_ns now)
 	}
 }
 
-/*
- * Prefetches what putting key touches: in each tier down the stack, the
- * slot of the arriving key, and when the tier is full the LRU block that
- * leaves it (its entry, its successor's, its slot), which arrives in the
- * next tier.  The tiers' loads are independent, so their cache misses
- * overlap instead of following one another (a fleet's tiers outgrow the
- * caches).  Touches no state.
- */
-static void prefetch_put(const struct kv_tiers *s, uint64_t key)
+void kv_tiers_prefetch(const struct kv_tiers *s, uint64_t key)
 {
 	uint32_t i;
 
@@ -362,7 +354,7 @@ void kv_tiers_put(struct kv_tiers *s, uint64_t key, kv_ns now)
 {
 	if (!s->n)
 		return;
-	prefetch_put(s, key);
+	kv_tiers_prefetch(s, key);
 	s->gpu_out_bytes += s->t[0]->block_bytes;
 	arrive(s, 0, key, now);
 	kv_tiers_check(s); /* O(tiers): always on */
