@@ -94,6 +94,8 @@
  * (held 0), with env->replica, at the moment it does: the router's index
  * of which replica caches which block (NVIDIA Dynamo's KV events) stays
  * equal to the union of the instances' indexes.
+ * KV_BLOCK_OWN is or'ed into held for a key no other request can match
+ * (keyed by its request's id: cache_shared.c request_blocks).
  *
  * Hooks must not allocate per call (use the pool and the request's cache[]
  * words), must not touch other requests, and must not change scheduling
@@ -112,6 +114,8 @@ struct kv_tier;
 struct kv_tiers;
 
 /* What a cache model instance sees of its replica. */
+#define KV_BLOCK_OWN 2 /* on_block's held: the key is its request's own (above) */
+
 struct kv_cache_env {
 	struct kv_pool *pool; /* the replica's memory pool */
 	const struct kv_model *model; /* the served model */

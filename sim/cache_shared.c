@@ -38,9 +38,12 @@
  * and are evicted least recently used first whenever an allocation fails,
  * the allocation being retried (vLLM's free-block queue; SGLang evicts LRU
  * leaves).  The index is open addressing with linear probing and
- * backward-shift deletion over flat arrays, sized at init for the most
- * entries the pool can hold (n_units / units per entry), so the load stays
- * below 0.7 without ever growing and no event allocates.
+ * backward-shift deletion over flat arrays; the entry arrays double when
+ * no entry is free, up to the most entries the pool can hold (n_units /
+ * units per entry), and the index with them, so its load stays below 0.7
+ * and no event allocates once a replica's high-water mark is reached (a
+ * fleet's replicas seldom fill theirs: sizing every one for its bound at
+ * init took half the fleet benchmark's memory).
  *
  * The life of a request:
  *   prefix_hit  walks its keys while they are in the index, for the complete
@@ -145,6 +148,7 @@
 #define LO_MASK 0x7fffffffULL /* cache[1] >> 32: the first windowed entry still held */
 
 enum { G_FULL, G_WIN }; /* entry groups: every layer (or the full-attention ones), the windowed ones */
+#define G_OWN 2 /* grp[]: or'ed into the group of an entry keyed by its request's id (request_blocks) */
 
 struct shared {
 	uint64_t prefix_block_tokens; /* option: tokens per shared prefix block, default 512 */
@@ -168,13 +172,14 @@ struct shared {
 	int has_full; /* some layers attend to the whole context (a G_FULL entry per block) */
 	uint64_t win_need; /* prefix blocks a hit needs on the windowed group: ceil((W - 1) / B) */
 	uint32_t max_blocks; /* prefix blocks in the longest prompt (the model's context) */
-	/* Entries, flat arrays of cap (offsets: cap * ext_max). */
-	uint32_t cap; /* entries the pool can hold at most */
+	/* Entries, flat arrays of cap (offsets: cap * ext_max), grown by doubling up to max_cap. */
+	uint32_t cap; /* entries allocated */
+	uint32_t max_cap; /* entries the pool can hold at most */
 	uint32_t n; /* live entries */
 	uint32_t free_entry; /* free list through next[], NIL */
 	uint64_t *key; /* chained key */
 	uint32_t *off; /* buddy block offsets, ext_max per entry */
-	unsigned char *grp; /* its group, G_FULL or G_WIN */
+	unsigned char *grp; /* its group, G_FULL or G_WIN, | G_OWN when keyed by a request's id */
 	uint32_t *refs; /* requests using it (its publisher included, which holds it through its own table) */
 	uint32_t *owner; /* slot of the running request whose own table holds the entry's blocks (published), NIL */
 	uint64_t *origin; /* id of the request that computed it (published or donated it) */
@@ -182,7 +187,10 @@ struct shared {
 	uint32_t lru_head, lru_tail; /* least / most recently used, NIL when empty */
 	uint64_t lru_bytes; /* bytes of the entries on the LRU list (evictable) */
 	/* The index: open addressing, linear probing, mask + 1 slots. */
-	uint32_t *slot; /* entry index, NIL when empty */
+	struct slot {
+		uint32_t hash; /* hash(key) of its entry: its home, and a probe's first test */
+		uint32_t e; /* entry index, NIL when empty */
+	} *slot;
 	uint32_t mask; /* slots - 1 */
 	uint32_t *scratch; /* max_blocks entries: a request's entries during release */
 	uint32_t *wscratch; /* with a window: a request's G_WIN entries during release, NIL when none */
@@ -371,20 +379,42 @@ static int keys_next(struct keys *k, uint64_t *key)
 	return 1;
 }
 
-/* --- the index ------------------------------------------------------------ */
-
-static inline uint32_t home(const struct shared *c, uint64_t key)
+/*
+ * G_OWN when block i of k's walk is keyed by the request's id (request_blocks):
+ * only that request can ever match it.
+ */
+static inline int keys_own(const struct keys *k, uint64_t i)
 {
-	return (uint32_t)(key ^ (key >> 32)) & c->mask;
+	return i >= k->n_shared ? G_OWN : 0;
 }
 
-/* The entry holding key, or NIL. */
+/* --- the index ------------------------------------------------------------ */
+
+/* Entry e's group, G_FULL or G_WIN. */
+static inline int grp(const struct shared *c, uint32_t e)
+{
+	return c->grp[e] & 1;
+}
+
+
+/* A key's 32-bit hash (keys are mix() outputs); its home slot is hash & mask. */
+static inline uint32_t hash(uint64_t key)
+{
+	return (uint32_t)(key ^ (key >> 32));
+}
+
+/*
+ * The entry holding key, or NIL.  A slot keeps its entry's hash: a probe
+ * reads an entry's key only when the hashes agree, so a miss touches the
+ * slot array alone (one or two cache lines; the key array holds millions
+ * of entries across a fleet's replicas).
+ */
 static uint32_t index_find(const struct shared *c, uint64_t key)
 {
-	uint32_t i = home(c, key), e;
+	uint32_t h = hash(key), i = h & c->mask, e;
 
-	while ((e = c->slot[i]) != NIL) {
-		if (c->key[e] == key)
+	while ((e = c->slot[i].e) != NIL) {
+		if (c->slot[i].hash == h && c->key[e] == key)
 			return e;
 		i = (i + 1) & c->mask;
 	}
@@ -401,22 +431,27 @@ static inline int lookup_group(const struct shared *c)
 	return c->win.win_tokens && !c->has_full ? G_WIN : G_FULL;
 }
 
-/* Reports e entering (held 1) or leaving (0) the index, when someone listens. */
+/*
+ * Reports e entering (held 1) or leaving (0) the index, when someone
+ * listens; KV_BLOCK_OWN or'ed in for a key only its request can match.
+ */
 static inline void block_event(const struct shared *c, uint32_t e, int held)
 {
-	if (c->on_block && c->grp[e] == lookup_group(c))
-		c->on_block(c->block_ctx, c->replica, c->key[e], held);
+	if (c->on_block && grp(c, e) == lookup_group(c))
+		c->on_block(c->block_ctx, c->replica, c->key[e],
+			    held | (c->grp[e] & G_OWN ? KV_BLOCK_OWN : 0));
 }
 
 static void index_insert(struct shared *c, uint32_t e)
 {
-	uint32_t i = home(c, c->key[e]);
+	uint32_t h = hash(c->key[e]), i = h & c->mask;
 
 	block_event(c, e, 1);
 
-	while (c->slot[i] != NIL)
+	while (c->slot[i].e != NIL)
 		i = (i + 1) & c->mask;
-	c->slot[i] = e;
+	c->slot[i].hash = h;
+	c->slot[i].e = e;
 }
 
 /*
@@ -426,26 +461,26 @@ static void index_insert(struct shared *c, uint32_t e)
  */
 static void index_remove(struct shared *c, uint32_t e)
 {
-	uint32_t i = home(c, c->key[e]), j;
+	uint32_t i = hash(c->key[e]) & c->mask, j;
 
 	block_event(c, e, 0);
-	while (c->slot[i] != e) {
-		KV_CHECK(c->slot[i] != NIL, "entry %u missing from the index", e);
+	while (c->slot[i].e != e) {
+		KV_CHECK(c->slot[i].e != NIL, "entry %u missing from the index", e);
 		i = (i + 1) & c->mask;
 	}
 	for (j = i;;) {
 		uint32_t h;
 
 		j = (j + 1) & c->mask;
-		if (c->slot[j] == NIL)
+		if (c->slot[j].e == NIL)
 			break;
-		h = home(c, c->key[c->slot[j]]);
+		h = c->slot[j].hash & c->mask;
 		if (i <= j ? (i < h && h <= j) : (i < h || h <= j))
 			continue;
 		c->slot[i] = c->slot[j];
 		i = j;
 	}
-	c->slot[i] = NIL;
+	c->slot[i].e = NIL;
 }
 
 /* --- the LRU list: an entry is on it iff its count is 0 ---------------- */
@@ -460,7 +495,7 @@ static void lru_unlink(struct shared *c, uint32_t e)
 		c->prev[c->next[e]] = c->prev[e];
 	else
 		c->lru_tail = c->prev[e];
-	c->lru_bytes -= c->entry_bytes[c->grp[e]];
+	c->lru_bytes -= c->entry_bytes[grp(c, e)];
 }
 
 /* Appends e as the most recently used. */
@@ -473,7 +508,69 @@ static void lru_push(struct shared *c, uint32_t e)
 	else
 		c->lru_head = e;
 	c->lru_tail = e;
-	c->lru_bytes += c->entry_bytes[c->grp[e]];
+	c->lru_bytes += c->entry_bytes[grp(c, e)];
+}
+
+/*
+ * Rebuilds the index with `slots` slots (a power of two) from the old one:
+ * each slot's hash and entry move to their new home; no entry is read.
+ */
+static void index_resize(struct shared *c, uint64_t slots)
+{
+	struct slot *old = c->slot;
+	uint32_t n = old ? c->mask + 1 : 0, i, j;
+
+	c->slot = kv_xmalloc(slots * sizeof(*c->slot));
+	memset(c->slot, 0xff, slots * sizeof(*c->slot)); /* every slot's entry NIL */
+	c->mask = (uint32_t)(slots - 1);
+	for (i = 0; i < n; i++) {
+		if (old[i].e == NIL)
+			continue;
+		for (j = old[i].hash & c->mask; c->slot[j].e != NIL; j = (j + 1) & c->mask)
+			;
+		c->slot[j] = old[i];
+	}
+	free(old);
+}
+
+/*
+ * Doubles the entry arrays (from 64, at most max_cap), the new entries
+ * free, lowest first; grows the index to keep its load below 0.7 at the
+ * new cap.  Entries keep their numbers.
+ */
+static void entries_grow(struct shared *c)
+{
+	uint32_t old = c->cap, e;
+	uint64_t slots = c->slot ? (uint64_t)c->mask + 1 : 16;
+	size_t n;
+
+	c->cap = (uint32_t)KV_MIN(KV_MAX(2 * (uint64_t)old, 64), (uint64_t)c->max_cap);
+	n = (size_t)c->cap + 1;
+	c->key = kv_xrealloc(c->key, n * sizeof(*c->key));
+	c->off = kv_xrealloc(c->off, n * c->ext_max * sizeof(*c->off));
+	c->grp = kv_xrealloc(c->grp, n * sizeof(*c->grp));
+	c->refs = kv_xrealloc(c->refs, n * sizeof(*c->refs));
+	c->owner = kv_xrealloc(c->owner, n * sizeof(*c->owner));
+	memset(c->owner + old, 0xff, (n - old) * sizeof(*c->owner)); /* NIL: not published */
+	c->origin = kv_xrealloc(c->origin, n * sizeof(*c->origin));
+	c->prev = kv_xrealloc(c->prev, n * sizeof(*c->prev));
+	c->next = kv_xrealloc(c->next, n * sizeof(*c->next));
+	for (e = c->cap; e-- > old;) {
+		c->next[e] = c->free_entry;
+		c->free_entry = e;
+	}
+	while (slots * 7 < (uint64_t)c->cap * 10 + 7) /* load below 0.7 even at cap */
+		slots *= 2;
+	if (!c->slot || slots != (uint64_t)c->mask + 1)
+		index_resize(c, slots);
+}
+
+/* A free entry, the arrays grown when none is left below max_cap; NIL when the pool's bound is reached. */
+static uint32_t entry_free(struct shared *c)
+{
+	if (c->free_entry == NIL && c->cap < c->max_cap)
+		entries_grow(c);
+	return c->free_entry;
 }
 
 /* --- entries ----------------------------------------------------------- */
@@ -510,12 +607,15 @@ static int extent_alloc(struct shared *c, uint32_t *off, int g)
 	return 0;
 }
 
-/* A new cached entry of group g for key, count 0, most recently used; NIL when memory is short. */
+/*
+ * A new cached entry of group g (| G_OWN: keyed by a request's id) for key,
+ * count 0, most recently used; NIL when memory is short.
+ */
 static uint32_t entry_new(struct shared *c, uint64_t key, int g, uint64_t origin)
 {
-	uint32_t e = c->free_entry;
+	uint32_t e = entry_free(c);
 
-	if (e == NIL || extent_alloc(c, entry_off(c, e), g))
+	if (e == NIL || extent_alloc(c, entry_off(c, e), g & 1))
 		return NIL; /* a free entry exists whenever the pool has room (cap bound) */
 	c->free_entry = c->next[e];
 	c->key[e] = key;
@@ -538,9 +638,9 @@ static uint32_t entry_new(struct shared *c, uint64_t key, int g, uint64_t origin
  * entry is free (cannot happen below cap: one entry per pool extent).
  */
 static int entry_adopt(struct shared *c, const struct kv_req *q, uint64_t t, uint64_t j,
-		       uint64_t key)
+		       uint64_t key, int own)
 {
-	uint32_t e = c->free_entry, *off, k;
+	uint32_t e = entry_free(c), *off, k;
 
 	if (e == NIL)
 		return 1;
@@ -552,7 +652,7 @@ static int entry_adopt(struct shared *c, const struct kv_req *q, uint64_t t, uin
 			 off[k]);
 	}
 	c->key[e] = key;
-	c->grp[e] = G_FULL;
+	c->grp[e] = (unsigned char)(G_FULL | own);
 	c->refs[e] = 1;
 	c->owner[e] = q->slot;
 	c->origin[e] = q->id;
@@ -571,7 +671,7 @@ static void entry_ref(struct shared *c, uint32_t e)
 	if (c->refs[e] == 0)
 		lru_unlink(c, e);
 	c->refs[e]++;
-	for (k = 0; k < c->ext_blocks[c->grp[e]]; k++) {
+	for (k = 0; k < c->ext_blocks[grp(c, e)]; k++) {
 		unsigned r = kv_pool_ref(c->pool, off[k]);
 
 		KV_CHECK(r == c->refs[e] + 1, "entry %u block %u has %u references, %u sharers", e,
@@ -587,7 +687,7 @@ static void entry_unref(struct shared *c, uint32_t e)
 
 	KV_CHECK(c->refs[e] > 0, "entry %u released with no sharer", e);
 	c->refs[e]--;
-	for (k = 0; k < c->ext_blocks[c->grp[e]]; k++) {
+	for (k = 0; k < c->ext_blocks[grp(c, e)]; k++) {
 		unsigned r = kv_pool_free(c->pool, off[k]);
 
 		KV_CHECK(r == c->refs[e] + 1, "entry %u block %u has %u references, %u sharers", e,
@@ -605,7 +705,7 @@ static void entry_drop(struct shared *c, uint32_t e)
 
 	KV_CHECK(c->refs[e] == 0, "dropping entry %u with %u sharers", e, c->refs[e]);
 	lru_unlink(c, e);
-	for (k = 0; k < c->ext_blocks[c->grp[e]]; k++) {
+	for (k = 0; k < c->ext_blocks[grp(c, e)]; k++) {
 		unsigned r = kv_pool_free(c->pool, off[k]);
 
 		KV_CHECK(r == 0, "cached entry %u block %u still has %u references", e, off[k], r);
@@ -614,6 +714,27 @@ static void entry_drop(struct shared *c, uint32_t e)
 	c->next[e] = c->free_entry;
 	c->free_entry = e;
 	c->n--;
+}
+
+/*
+ * Prefetches what evicting the LRU entry would touch (evictions come in
+ * runs: a reserve evicts one entry per block it cannot place): its slot,
+ * offsets and successor, and its way down the tiers.  A hint.
+ */
+static void prefetch_victim(const struct shared *c)
+{
+	uint32_t e = c->lru_head;
+	uint64_t key;
+
+	if (e == NIL)
+		return;
+	key = c->key[e];
+	__builtin_prefetch(&c->slot[hash(key) & c->mask]);
+	__builtin_prefetch(entry_off(c, e));
+	if (c->next[e] != NIL)
+		__builtin_prefetch(&c->prev[c->next[e]], 1);
+	if (c->tiers.n)
+		kv_tiers_prefetch(&c->tiers, key);
 }
 
 /* Evicts the least recently used entry; KV_ENOMEM when none is cached. */
@@ -625,6 +746,7 @@ static int evict_one(struct shared *c)
 		kv_tiers_put(&c->tiers, c->key[c->lru_head], c->sim->now);
 	entry_drop(c, c->lru_head);
 	c->evictions++;
+	prefetch_victim(c);
 	return 0;
 }
 
@@ -657,36 +779,16 @@ static int check_options(const struct shared *c, const struct kv_model *m, struc
 	return 0;
 }
 
-/* Sizes the entry arrays and the index for the most entries the pool can hold. */
+/* The entry arrays and the index, first for 64 entries (entries_grow). */
 static void arrays_init(struct shared *c)
 {
-	uint64_t slots = 16;
-	uint32_t e;
-
-	c->cap = (uint32_t)(c->pool->n_units / KV_MIN(c->entry_units[G_FULL], c->entry_units[G_WIN]));
-	while (slots * 7 < (uint64_t)c->cap * 10 + 7) /* load below 0.7 even at cap */
-		slots *= 2;
-	c->mask = (uint32_t)(slots - 1);
-	c->slot = kv_xmalloc(slots * sizeof(*c->slot));
-	memset(c->slot, 0xff, slots * sizeof(*c->slot)); /* every slot NIL */
-	c->key = kv_xcalloc(c->cap + 1, sizeof(*c->key));
-	c->off = kv_xcalloc(((size_t)c->cap + 1) * c->ext_max, sizeof(*c->off));
-	c->grp = kv_xcalloc(c->cap + 1, sizeof(*c->grp));
-	c->refs = kv_xcalloc(c->cap + 1, sizeof(*c->refs));
-	c->owner = kv_xmalloc((c->cap + 1) * sizeof(*c->owner));
-	memset(c->owner, 0xff, (c->cap + 1) * sizeof(*c->owner)); /* NIL */
-	c->origin = kv_xcalloc(c->cap + 1, sizeof(*c->origin));
-	c->prev = kv_xcalloc(c->cap + 1, sizeof(*c->prev));
-	c->next = kv_xcalloc(c->cap + 1, sizeof(*c->next));
+	c->max_cap = (uint32_t)(c->pool->n_units / KV_MIN(c->entry_units[G_FULL], c->entry_units[G_WIN]));
+	c->free_entry = NIL;
+	entries_grow(c);
 	c->scratch = kv_xcalloc(c->max_blocks + 1, sizeof(*c->scratch));
 	if (c->win.win_tokens) {
 		c->wscratch = kv_xcalloc(c->max_blocks + 1, sizeof(*c->wscratch));
 		c->keybuf = kv_xcalloc(c->max_blocks + 1, sizeof(*c->keybuf));
-	}
-	c->free_entry = NIL;
-	for (e = c->cap; e-- > 0;) {
-		c->next[e] = c->free_entry;
-		c->free_entry = e;
 	}
 	c->lru_head = c->lru_tail = NIL;
 }
@@ -927,7 +1029,8 @@ static uint64_t tier_hit(struct shared *c, struct keys *k, uint64_t key,
 		c->tier_lookup_blocks++;
 		if (t < 0)
 			break;
-		while ((e = entry_new(c, key, G_FULL, UINT64_MAX)) == NIL && !evict_one(c))
+		while ((e = entry_new(c, key, G_FULL | keys_own(k, k->i - 1), UINT64_MAX)) == NIL &&
+		       !evict_one(c))
 			;
 		if (e == NIL)
 			break; /* no room in the pool: the rest is recomputed */
@@ -1184,7 +1287,8 @@ static void release_entry(struct shared *c, uint32_t e, int held, const struct k
  * blocks could not match without it).  Returns the blocks covered, f >= m.
  * With every layer windowed all of them, scratch[] NIL.
  */
-static uint64_t donate_full(struct shared *c, const struct kv_req *q, uint64_t m, uint64_t n)
+static uint64_t donate_full(struct shared *c, const struct kv_req *q, uint64_t m, uint64_t n,
+			    uint64_t n_shared)
 {
 	uint64_t i;
 
@@ -1195,7 +1299,8 @@ static uint64_t donate_full(struct shared *c, const struct kv_req *q, uint64_t m
 			e = index_find(c, c->keybuf[i]);
 			KV_CHECK(i >= m || e != NIL, "request %llu lost shared block %llu",
 				 (unsigned long long)q->id, (unsigned long long)i);
-			if (e == NIL && (e = entry_new(c, c->keybuf[i], G_FULL, q->id)) == NIL)
+			if (e == NIL && (e = entry_new(c, c->keybuf[i], G_FULL | (i >= n_shared ? G_OWN : 0),
+						    q->id)) == NIL)
 				break;
 		}
 		c->scratch[i] = e;
@@ -1214,7 +1319,7 @@ static uint64_t donate_full(struct shared *c, const struct kv_req *q, uint64_t m
  * release when room allows.
  */
 static void donate_win(struct shared *c, const struct kv_req *q, uint64_t m, uint64_t lo,
-		       uint64_t f)
+		       uint64_t f, uint64_t n_shared)
 {
 	uint64_t i;
 	int room = 1;
@@ -1225,7 +1330,8 @@ static void donate_win(struct shared *c, const struct kv_req *q, uint64_t m, uin
 
 		KV_CHECK(i >= m || i < lo || e != NIL, "request %llu lost windowed block %llu",
 			 (unsigned long long)q->id, (unsigned long long)i);
-		if (e == NIL && i >= m && room && (e = entry_new(c, wk, G_WIN, q->id)) == NIL)
+		if (e == NIL && i >= m && room &&
+		    (e = entry_new(c, wk, G_WIN | (i >= n_shared ? G_OWN : 0), q->id)) == NIL)
 			room = 0;
 		c->wscratch[i] = e;
 	}
@@ -1257,8 +1363,8 @@ static void release_window(struct shared *c, struct kv_req *q)
 	}
 	KV_CHECK(n >= m, "request %llu matched %llu blocks, found %llu",
 		 (unsigned long long)q->id, (unsigned long long)m, (unsigned long long)n);
-	f = donate_full(c, q, m, n);
-	donate_win(c, q, m, lo, f);
+	f = donate_full(c, q, m, n, k.n_shared);
+	donate_win(c, q, m, lo, f, k.n_shared);
 	gone = KV_MIN(kv_win_excess(q->kv_tokens + 1, c->win.win_tokens) / PB, f);
 	for (i = 0; i < gone; i++) {
 		release_entry(c, c->wscratch[i], i < m, q, 1);
@@ -1305,7 +1411,7 @@ static void publish(struct shared *c, struct kv_req *q, uint64_t tokens)
 	while (i < full && keys_next(k, &key)) {
 		if (i++ < p || index_find(c, key) != NIL)
 			continue;
-		if (entry_adopt(c, q, q->cache[0], i - 1 - m, key)) {
+		if (entry_adopt(c, q, q->cache[0], i - 1 - m, key, keys_own(k, i - 1))) {
 			i--;
 			break;
 		}
@@ -1399,7 +1505,8 @@ static uint32_t collect(struct shared *c, const struct kv_req *q, uint64_t m)
 		/* past a failed donation or its computed blocks, only the entries q published */
 		if (e != NIL && n >= m && (!room || n >= done) && c->owner[e] != q->slot)
 			e = NIL;
-		else if (e == NIL && room && n < done && (e = entry_new(c, key, G_FULL, q->id)) == NIL)
+		else if (e == NIL && room && n < done &&
+			 (e = entry_new(c, key, G_FULL | keys_own(&k, n), q->id)) == NIL)
 			room = 0; /* no room: later blocks could not match without this one */
 		c->scratch[n++] = e;
 	}

@@ -32,7 +32,9 @@
  * fewer than promote holders narrows that short list: O(promote) per block.
  *
  * Invariant: the holders recorded are exactly the (key, replica) pairs the
- * replicas' cache models hold (checked against the caches' own walks by the
+ * replicas' cache models hold, less the keys only their own request can
+ * match (cache.h KV_BLOCK_OWN: the prefix-load router leaves them out)
+ * (checked against the caches' own walks by the
  * prefix-load router's verify option in the tests), a head's count is its
  * holders and its form is the one its count and history allow (1: in the
  * head; a list below promote; a set from promote until below demote); a

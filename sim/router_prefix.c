@@ -129,10 +129,21 @@ static void pl_on_end(void *priv, uint32_t replica, const struct kv_req *q)
 	p->active[replica] -= q->prompt_tokens + q->output_tokens;
 }
 
+/*
+ * A KV event into the index.  A key of KV_BLOCK_OWN is left out: keyed by
+ * its request's id (ids are unique in a run), it can match only that
+ * request's walk, and a request is routed once, at its arrival, before any
+ * replica holds anything of it (preemption, the disaggregated hand-off,
+ * tier loads and a session's later turns, which have ids of their own,
+ * never route it again).  So every walk's depths, hence every pick, are
+ * those of the full index, and the index skips millions of keys.
+ */
 static void pl_on_block(void *ctx, uint32_t replica, uint64_t key, int held)
 {
 	struct prefix_load *p = ctx;
 
+	if (held & KV_BLOCK_OWN)
+		return;
 	if (held)
 		kv_kvindex_add(&p->ix, key, replica);
 	else

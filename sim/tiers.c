@@ -2,6 +2,13 @@
  * tiers.c -- the KV store below the GPU pool (tiers.h): per tier an LRU set
  * of block keys (open addressing with linear probing, backward-shift
  * deletion, as cache_shared.c's index) and two FIFO links (kvlink.h).
+ * A slot holds its entry and a 32-bit hash of the entry's key, from which
+ * the slot's home comes: a probe compares hashes in the slot array and
+ * reads an entry only when its hash matches, and a deletion's backward
+ * shift reads no entry, so a lookup that misses touches one or two cache
+ * lines instead of one per slot of its probe run (the tiers of a fleet's
+ * replicas outgrow the caches: every eviction probes three of them).  An
+ * entry's key and LRU links share one 16-byte record.
  *
  * A transfer of x bytes on a link of bandwidth W that is next free at f,
  * asked at now, starts at s = max(now, f), keeps the link until s + x / W
@@ -27,11 +34,16 @@ struct kv_tier {
 	uint32_t max_blocks; /* capacity_bytes / block_bytes */
 	uint32_t cap; /* slots in the arrays now (grows to max_blocks) */
 	uint32_t n; /* blocks held */
-	uint32_t free_entry; /* free list through next[] */
-	uint64_t *key; /* per entry */
-	uint32_t *prev, *next; /* LRU list (prev toward the least recently used) */
+	uint32_t free_entry; /* free list through ent[].next */
+	struct tier_entry {
+		uint64_t key; /* the block's key */
+		uint32_t prev, next; /* LRU list (prev toward the least recently used); next: free list */
+	} *ent; /* cap entries */
 	uint32_t head, tail; /* least / most recently used */
-	uint32_t *slot; /* open-addressing index: entry or NIL */
+	struct tier_slot {
+		uint32_t hash; /* hash(key) of its entry */
+		uint32_t e; /* the entry, NIL when empty */
+	} *slot; /* open-addressing index, mask + 1 slots */
 	uint32_t mask; /* index slots - 1 */
 	struct kv_kvlink rd, wr; /* the read link (toward the GPU) and the write link (kvlink.h) */
 	struct kv_tier_stats st;
@@ -58,54 +70,62 @@ uint32_t kv_tier_users(const struct kv_tier *t)
 	return t->users;
 }
 
-static inline uint32_t home(const struct kv_tier *t, uint64_t key)
+/* A key's 32-bit hash: splitmix64's finaliser, high half (any keys spread). */
+static inline uint32_t key_hash(uint64_t key)
 {
-	return (uint32_t)(key ^ (key >> 32)) & t->mask;
+	uint64_t z = key;
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return (uint32_t)((z ^ (z >> 31)) >> 32);
 }
 
-static uint32_t find(const struct kv_tier *t, uint64_t key)
+/* The entry holding key (of hash h), or NIL. */
+static uint32_t find(const struct kv_tier *t, uint64_t key, uint32_t h)
 {
-	uint32_t i = home(t, key), e;
+	uint32_t i = h & t->mask, e;
 
-	while ((e = t->slot[i]) != NIL) {
-		if (t->key[e] == key)
+	while ((e = t->slot[i].e) != NIL) {
+		if (t->slot[i].hash == h && t->ent[e].key == key)
 			return e;
 		i = (i + 1) & t->mask;
 	}
 	return NIL;
 }
 
-static void index_insert(struct kv_tier *t, uint32_t e)
+/* Indexes entry e, whose key hashes to h. */
+static void index_insert(struct kv_tier *t, uint32_t e, uint32_t h)
 {
-	uint32_t i = home(t, t->key[e]);
+	uint32_t i = h & t->mask;
 
-	while (t->slot[i] != NIL)
+	while (t->slot[i].e != NIL)
 		i = (i + 1) & t->mask;
-	t->slot[i] = e;
+	t->slot[i].hash = h;
+	t->slot[i].e = e;
 }
 
-/* Backward-shift deletion (cache_shared.c index_remove). */
-static void index_remove(struct kv_tier *t, uint32_t e)
+/* Backward-shift deletion (cache_shared.c index_remove) of entry e, whose key hashes to h. */
+static void index_remove(struct kv_tier *t, uint32_t e, uint32_t h)
 {
-	uint32_t i = home(t, t->key[e]), j;
+	uint32_t i = h & t->mask, j;
 
-	while (t->slot[i] != e) {
-		KV_CHECK(t->slot[i] != NIL, "tier entry %u missing from its index", e);
+	while (t->slot[i].e != e) {
+		KV_CHECK(t->slot[i].e != NIL, "tier entry %u missing from its index", e);
 		i = (i + 1) & t->mask;
 	}
 	for (j = i;;) {
-		uint32_t h;
+		uint32_t hj;
 
 		j = (j + 1) & t->mask;
-		if (t->slot[j] == NIL)
+		if (t->slot[j].e == NIL)
 			break;
-		h = home(t, t->key[t->slot[j]]);
-		if (i <= j ? (i < h && h <= j) : (i < h || h <= j))
+		hj = t->slot[j].hash & t->mask;
+		if (i <= j ? (i < hj && hj <= j) : (i < hj || hj <= j))
 			continue;
 		t->slot[i] = t->slot[j];
 		i = j;
 	}
-	t->slot[i] = NIL;
+	t->slot[i].e = NIL;
 }
 
 /* Index slots for cap entries: a power of two keeping the load below 0.7. */
@@ -125,20 +145,18 @@ static void grow(struct kv_tier *t)
 	uint64_t want = KV_MAX(64, (uint64_t)old * 2), slots;
 
 	t->cap = (uint32_t)KV_MIN(want, (uint64_t)t->max_blocks);
-	t->key = kv_xrealloc(t->key, (size_t)t->cap * sizeof(*t->key));
-	t->prev = kv_xrealloc(t->prev, (size_t)t->cap * sizeof(*t->prev));
-	t->next = kv_xrealloc(t->next, (size_t)t->cap * sizeof(*t->next));
+	t->ent = kv_xrealloc(t->ent, (size_t)t->cap * sizeof(*t->ent));
 	for (e = t->cap; e-- > old;) {
-		t->next[e] = t->free_entry;
+		t->ent[e].next = t->free_entry;
 		t->free_entry = e;
 	}
 	slots = index_slots(t->cap);
 	free(t->slot);
 	t->slot = kv_xmalloc(slots * sizeof(*t->slot));
-	memset(t->slot, 0xff, slots * sizeof(*t->slot));
+	memset(t->slot, 0xff, slots * sizeof(*t->slot)); /* every slot's entry NIL */
 	t->mask = (uint32_t)(slots - 1);
-	for (e = t->head; e != NIL; e = t->next[e])
-		index_insert(t, e);
+	for (e = t->head; e != NIL; e = t->ent[e].next)
+		index_insert(t, e, key_hash(t->ent[e].key));
 }
 
 /* A link's bandwidth in whole bytes/s, at least 1 (kvlink.h needs W > 0). */
@@ -188,9 +206,7 @@ void kv_tier_free(struct kv_tier *t)
 	kv_kvlink_check(&t->wr);
 	kv_kvlink_release(&t->rd);
 	kv_kvlink_release(&t->wr);
-	free(t->key);
-	free(t->prev);
-	free(t->next);
+	free(t->ent);
 	free(t->slot);
 	free(t);
 }
@@ -207,22 +223,24 @@ void kv_tiers_add(struct kv_tiers *s, struct kv_tier *t, uint32_t kind)
 
 static void lru_unlink(struct kv_tier *t, uint32_t e)
 {
-	if (t->prev[e] != NIL)
-		t->next[t->prev[e]] = t->next[e];
+	struct tier_entry *x = &t->ent[e];
+
+	if (x->prev != NIL)
+		t->ent[x->prev].next = x->next;
 	else
-		t->head = t->next[e];
-	if (t->next[e] != NIL)
-		t->prev[t->next[e]] = t->prev[e];
+		t->head = x->next;
+	if (x->next != NIL)
+		t->ent[x->next].prev = x->prev;
 	else
-		t->tail = t->prev[e];
+		t->tail = x->prev;
 }
 
 static void lru_push(struct kv_tier *t, uint32_t e)
 {
-	t->prev[e] = t->tail;
-	t->next[e] = NIL;
+	t->ent[e].prev = t->tail;
+	t->ent[e].next = NIL;
 	if (t->tail != NIL)
-		t->next[t->tail] = e;
+		t->ent[t->tail].next = e;
 	else
 		t->head = e;
 	t->tail = e;
@@ -257,11 +275,11 @@ static void write_link(struct kv_tier *t, kv_ns now)
 static uint64_t pop_lru(struct kv_tier *t)
 {
 	uint32_t e = t->head;
-	uint64_t key = t->key[e];
+	uint64_t key = t->ent[e].key;
 
 	lru_unlink(t, e);
-	index_remove(t, e);
-	t->next[e] = t->free_entry;
+	index_remove(t, e, key_hash(key));
+	t->ent[e].next = t->free_entry;
 	t->free_entry = e;
 	t->n--;
 	t->st.used_bytes -= t->block_bytes;
@@ -277,7 +295,7 @@ static void arrive(struct kv_tiers *s, uint32_t i, uint64_t key, kv_ns now)
 {
 	for (;;) {
 		struct kv_tier *t = s->t[i];
-		uint32_t e = find(t, key);
+		uint32_t h = key_hash(key), e = find(t, key, h);
 		uint64_t out;
 
 		t->st.in_bytes += t->block_bytes;
@@ -298,9 +316,9 @@ static void arrive(struct kv_tiers *s, uint32_t i, uint64_t key, kv_ns now)
 		if (t->free_entry == NIL)
 			grow(t);
 		e = t->free_entry;
-		t->free_entry = t->next[e];
-		t->key[e] = key;
-		index_insert(t, e);
+		t->free_entry = t->ent[e].next;
+		t->ent[e].key = key;
+		index_insert(t, e, h);
 		lru_push(t, e);
 		t->n++;
 		t->st.used_bytes += t->block_bytes;
@@ -311,10 +329,32 @@ static void arrive(struct kv_tiers *s, uint32_t i, uint64_t key, kv_ns now)
 	}
 }
 
+void kv_tiers_prefetch(const struct kv_tiers *s, uint64_t key)
+{
+	uint32_t i;
+
+	for (i = 0; i < s->n; i++) {
+		const struct kv_tier *t = s->t[i];
+		const struct tier_entry *v;
+
+		__builtin_prefetch(&t->slot[key_hash(key) & t->mask]);
+		if (t->tail != NIL)
+			__builtin_prefetch(&t->ent[t->tail]);
+		if (t->n < t->max_blocks || t->head == NIL)
+			return;
+		v = &t->ent[t->head];
+		if (v->next != NIL)
+			__builtin_prefetch(&t->ent[v->next]);
+		key = v->key; /* the block that goes down */
+		__builtin_prefetch(&t->slot[key_hash(key) & t->mask]);
+	}
+}
+
 void kv_tiers_put(struct kv_tiers *s, uint64_t key, kv_ns now)
 {
 	if (!s->n)
 		return;
+	kv_tiers_prefetch(s, key);
 	s->gpu_out_bytes += s->t[0]->block_bytes;
 	arrive(s, 0, key, now);
 	kv_tiers_check(s); /* O(tiers): always on */
@@ -322,15 +362,14 @@ void kv_tiers_put(struct kv_tiers *s, uint64_t key, kv_ns now)
 
 int kv_tiers_find(struct kv_tiers *s, uint64_t key)
 {
-	uint32_t i;
+	uint32_t i, h = key_hash(key);
 
 	for (i = 0; i < s->n; i++) {
 		struct kv_tier *t = s->t[i];
-
 		uint32_t e;
 
 		t->st.lookup_blocks++;
-		if ((e = find(t, key)) != NIL) {
+		if ((e = find(t, key, h)) != NIL) {
 			touch(t, e); /* read soon: most recently used */
 			t->st.hit_blocks++;
 			return (int)i;

@@ -84,6 +84,16 @@ void kv_tiers_add(struct kv_tiers *s, struct kv_tier *t, uint32_t kind);
 /* A block the GPU evicts, at now: into tier 0, moving blocks down as above. */
 void kv_tiers_put(struct kv_tiers *s, uint64_t key, kv_ns now);
 
+/*
+ * Prefetches what a put of key would touch: in each tier down the stack,
+ * the slot of the arriving key, and when the tier is full the LRU block
+ * that leaves it (its entry, its successor's, its slot), which arrives in
+ * the next tier.  The tiers' loads are independent, so their cache misses
+ * overlap instead of following one another (a fleet's tiers outgrow the
+ * caches).  A hint: changes nothing.
+ */
+void kv_tiers_prefetch(const struct kv_tiers *s, uint64_t key);
+
 /* The first tier (index into t[]) holding key, counting the lookups; -1 when none. */
 int kv_tiers_find(struct kv_tiers *s, uint64_t key);
 

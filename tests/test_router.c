@@ -349,6 +349,53 @@ START_TEST(index_exact_on_mooncake)
 }
 END_TEST
 
+/*
+ * A request's own blocks (cache.request_blocks: keyed by its id) stay out
+ * of the index: only that request could match them, and it is routed
+ * before any replica holds one.  On 8 replicas (3 prefill, 5 decode) under
+ * pressure, with a 1,024-token system prompt, 16-token prefix blocks and a
+ * CPU tier, under each engine: the index equals every replica's cache at
+ * every arrival (verify aborts otherwise), its table never grows past its
+ * first 1,024 slots (the system prompt's 64 keys; the thousands of own
+ * blocks the caches publish and evict would grow it), and after the
+ * flush it is empty.
+ */
+START_TEST(own_keys_left_out)
+{
+	static const char *const engines[] = { "vllm-v0", "vllm", "sglang" };
+	char yaml[2048];
+	unsigned e;
+
+	for (e = 0; e < 3; e++) {
+		struct kv_workload w;
+		struct kv_sim s;
+		const struct kv_kvindex *x;
+		struct kv_cache_stats st = { 0 };
+
+		snprintf(yaml, sizeof(yaml),
+			 "model: llama-2-7b\ndevice: a100-80g\nscheduler: fifo\n"
+			 "outputs: {sample_interval: 0}\n"
+			 "cluster: {replicas: 8, prefill_replicas: 3, router: {name: prefix-load, verify: true}}\n"
+			 "engine: %s\n"
+			 "cache: {name: shared, system_prompt_tokens: 1024, prefix_block_tokens: 16, request_blocks: true, tier_cpu_bytes: 1GiB}\n"
+			 "workload:\n  requests: 400\n"
+			 "  arrival: {process: poisson, rate: 40}\n"
+			 "  lengths: {dist: uniform, prompt_min: 1000, prompt_max: 3000, output_min: 10, output_max: 300}\n",
+			 engines[e]);
+		load(&w, yaml);
+		sim_start(&w, &s, NULL, 0);
+		sim_finish(&s);
+		x = s.router_priv; /* ix is its first member */
+		ck_assert_uint_eq(x->holders, 0);
+		ck_assert_uint_eq(x->mask + 1, 1024);
+		s.rep[0].cache->stats(s.rep[0].cache_priv, &st);
+		ck_assert_msg(st.evictions > 0, "%s: replica 0 evicted nothing", engines[e]);
+		kv_sim_release(&s);
+		kv_workload_release(&w);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *su = suite_create("router");
@@ -361,6 +408,7 @@ int main(void)
 	tcase_add_test(tc, weights_move_the_choice);
 	tcase_add_test(tc, within_the_group);
 	tcase_add_test(tc, index_exact_on_mooncake);
+	tcase_add_test(tc, own_keys_left_out);
 	tcase_set_timeout(tc, 600);
 	suite_add_tcase(su, tc);
 	sr = srunner_create(su);
