@@ -44,8 +44,8 @@
  *  - a second run of the same case (without the pool check) gives the same
  *    digest of every request record and of the summary.
  *
- * Environment: KVSIM_RANDOM_CASES (default 400, 200 under ASan, 50 under
- * valgrind; the plugin build 4, 2 and 1 times its matrix; the `slow`
+ * Environment: KVSIM_RANDOM_CASES (default 400, 200 under ASan, 25 under
+ * valgrind, spread over the matrix; the plugin build 4, 1 and 1/2 times its matrix; the `slow`
  * registrations set 3000), KVSIM_RANDOM_SEED (base seed, default 1), KVSIM_RANDOM_CASE
  * (run only that case), KVSIM_RANDOM_VERBOSE=1 (print each case and its
  * outcome).  A failure prints the case, its seed and combination, and the
@@ -74,6 +74,7 @@
 #define MAX_VARIANTS 256 /* variants per registry at most */
 #define UNIT_CAP 16384 /* pool units per replica at most (the per-event check is O(units)) */
 #define TRIES 8 /* option draws before falling back to the defaults */
+#define VALGRIND_CASES 25 /* cases under valgrind, spread over the matrix (case_index) */
 
 static const char *const models[] = { "tiny", "tinyllama-1.1b", "llama-2-7b", "opt-13b",
 				      "deepseek-v2-lite", "gemma-2-9b" };
@@ -1470,9 +1471,9 @@ static void catch_fatal(void)
 
 /*
  * Cases when KVSIM_RANDOM_CASES is unset: 400 (every matrix cell twice; 34 s
- * of CPU measured), 200 under AddressSanitizer (76 s), 50 under valgrind
- * (found by its preload library in LD_PRELOAD; 62 s of memcheck with the
- * larger_than_pool test case), so each stays well within its run's time.
+ * of CPU measured), 200 under AddressSanitizer (76 s), 25 under valgrind
+ * (found by its preload library in LD_PRELOAD), spread over the matrix
+ * (case_index), so each stays well within its run's time.
  */
 static unsigned default_cases(void)
 {
@@ -1482,19 +1483,23 @@ static unsigned default_cases(void)
 	/*
 	 * The plugin build's matrix is small (fifo and the test schedulers, full and
 	 * test-pages, 1 and 3 replicas): every cell four times (about a quarter of the
-	 * 400 cases it once ran; 79 s of a loaded CI's 30 minutes), twice under
-	 * AddressSanitizer, once under valgrind; the slow suite's plugin-slow runs 3000.
+	 * 400 cases it once ran; 79 s of a loaded CI's 30 minutes), once under
+	 * AddressSanitizer (a second pass draws other workloads through the same
+	 * cells: repetition, which the plain build and plugin-slow's 3000 have), and
+	 * under valgrind its one-replica half, cells 0 .. cells / 2 - 1: every engine,
+	 * scheduler and cache model of the matrix (larger_than_pool runs each cache
+	 * model on 3 replicas there too); the slow suite's plugin-slow runs 3000.
 	 */
 	if (pre && strstr(pre, "vgpreload"))
-		return matrix_cells();
+		return matrix_cells() / 2;
 #if defined(__SANITIZE_ADDRESS__)
-	return 2 * matrix_cells();
+	return matrix_cells();
 #else
 	return 4 * matrix_cells();
 #endif
 #else
 	if (pre && strstr(pre, "vgpreload"))
-		return 50;
+		return VALGRIND_CASES;
 #if defined(__SANITIZE_ADDRESS__)
 	return 200;
 #else
@@ -1508,6 +1513,31 @@ static unsigned first_case(void)
 	return (unsigned)env_u64("KVSIM_RANDOM_CASE", 0);
 }
 
+/*
+ * The matrix index of the run's case i: first_case() + i, but under valgrind
+ * with the default count (neither KVSIM_RANDOM_CASES nor KVSIM_RANDOM_CASE
+ * set), where cases 0..24 would all be the first cache variant on one replica
+ * (case_draw's cell cycles engines first, then schedulers, cache variants and
+ * replicas), a diagonal through the matrix: engine i mod E, scheduler variant
+ * i mod S, cache variant (i + i / S) mod C, replicas 1 or 3 by i mod 2, so the
+ * 25 cases run every scheduler and cache variant, on both replica counts and
+ * every engine.  Memcheck took 84 s of CPU over cases 0..49 and
+ * larger_than_pool.  A failing case prints its index, which KVSIM_RANDOM_CASE
+ * reruns.
+ */
+static unsigned case_index(unsigned i)
+{
+#ifndef KV_TEST_PLUGINS
+	const char *pre = getenv("LD_PRELOAD");
+	size_t e = n_engine_axis, sc = n_sched_axis, ca = n_cache_axis;
+
+	if (pre && strstr(pre, "vgpreload") && !getenv("KVSIM_RANDOM_CASES") &&
+	    !getenv("KVSIM_RANDOM_CASE"))
+		return (unsigned)(i % e + e * (i % sc + sc * ((i + i / sc) % ca + ca * (i % 2))));
+#endif
+	return first_case() + i;
+}
+
 /* One random case: every check of run_case. */
 START_TEST(random_case)
 {
@@ -1516,7 +1546,7 @@ START_TEST(random_case)
 	struct outcome o;
 
 	catch_fatal();
-	case_draw(c, base, first_case() + (unsigned)_i);
+	case_draw(c, base, case_index((unsigned)_i));
 	if (getenv("KVSIM_RANDOM_VERBOSE"))
 		printf("%s\n", c->desc);
 	run_case(c, &o);
