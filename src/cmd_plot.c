@@ -841,9 +841,13 @@ static int plot_dir(const char *dir, const char *metric, const char *x, const ch
 		free(name);
 		return rc;
 	}
-	if (!first_field(dir, "summary.csv", title, sizeof(title)) ||
-	    !(replicas = count_replicas(dir))) {
+	if (!first_field(dir, "summary.csv", title, sizeof(title))) {
 		fprintf(stderr, "kvsim: plot: %s: expected a run directory (summary.csv, timeseries.csv) or a sweep directory (sweep.csv)\n", dir);
+		return 2;
+	}
+	if (!(replicas = count_replicas(dir))) {
+		fprintf(stderr, "kvsim: plot: %s/timeseries.csv: no samples (the run's outputs.sample_interval was 0): "
+				"nothing to chart; rerun with a sample interval\n", dir);
 		return 2;
 	}
 	tenants = tenant_names(dir, names, sizeof(names));

@@ -8,6 +8,8 @@
 #     (binned: the SVG stays under 400 KB);
 #  4. outputs.requests off (no CDF), and kvsim plot on a run directory (PNG and SVG);
 #  4b. SLO lines: a manifest's slo_lines draws limits on the CDFs;
+#  4c. outputs.sample_interval 0 (no timeseries): the run exits 0 with a note
+#      and no chart, `kvsim plot` exits 2 naming the empty timeseries.csv;
 #  5. sweeps: a numeric x that is not the fastest axis with a by axis (one
 #     line per by value: every data block has all 3 x values), a categorical
 #     x (bars); an unknown --metric exits 2 listing the valid names.
@@ -65,6 +67,18 @@ echo "slo_lines ttft_s=2 e2e_p99_s=30 tpot_p90_s=0.05" >> "$tmp/ten/manifest.txt
   ok || bad "SLO lines from slo_lines"
 run_ok noreq "$w/default.yaml" --set workload.requests=200 --set outputs.requests=false &&
   png_ok "$tmp/noreq/run.png" 1400 1000 && ok || bad "outputs.requests off: chart"
+# No timeseries (sample_interval 0): the run exits 0 with its CSVs and a note instead of a
+# gnuplot error; kvsim plot names the empty timeseries.csv (exit 2)
+"$kvsim" run "$w/default.yaml" --set workload.requests=50 --set outputs.sample_interval=0 \
+  -o "$tmp/nots" -q 2> "$tmp/nots.err"
+rc=$?
+[ $rc = 0 ] && [ -f "$tmp/nots/summary.csv" ] && [ ! -e "$tmp/nots/run.png" ] &&
+  grep -q "no run.png: the run has no timeseries samples (outputs.sample_interval: 0)" "$tmp/nots.err" &&
+  ! grep -q gnuplot "$tmp/nots.err" && ok || { cat "$tmp/nots.err"; bad "sample_interval 0: exit $rc"; }
+"$kvsim" plot "$tmp/nots" > /dev/null 2> "$tmp/nots-plot.err"
+rc=$?
+[ $rc = 2 ] && grep -q "nots/timeseries.csv: no samples" "$tmp/nots-plot.err" && ok ||
+  { cat "$tmp/nots-plot.err"; bad "plot without samples: exit $rc"; }
 
 cat > "$tmp/sw.yaml" <<Y
 name: chartsweep

@@ -462,11 +462,19 @@ int kv_chart_run(const struct kv_chart_run *c)
 	char *script = kv_xasprintf("%s/plots/run.gp", KV_SOURCE_DIR);
 	char *cdf = kv_xasprintf("%s/.run-cdf.dat.tmp", c->dir), *ts = kv_xasprintf("%s/.run-ts.dat.tmp", c->dir);
 	char *ten = kv_xasprintf("%s/.run-ten.dat.tmp", c->dir), *vars = kv_xasprintf("%s/.run-vars.gp.tmp", c->dir);
+	char *ts_csv = kv_xasprintf("%s/timeseries.csv", c->dir);
 	int bands = c->replicas > KV_CHART_MAX_LINES, rc = 0;
 	double lo = INFINITY, hi = 0, bin_s = 0, max_req[3] = { 0, 0, 0 }; /* waiting, running, per tenant waiting */
 	size_t done = 0;
 	FILE *f;
 
+	if (!count_rows(ts_csv)) { /* outputs.sample_interval 0: the time panels have nothing */
+		fprintf(stderr, "kvsim: no %s: the run has no timeseries samples (outputs.sample_interval: 0); "
+				"set a sample interval to chart it, or outputs.chart: false\n",
+			c->svg == 1 ? "run.svg" : "run.png");
+		rc = 0;
+		goto out;
+	}
 	if ((f = fopen(cdf, "w"))) {
 		if (c->with_requests)
 			rc |= cdfs(c, f, &lo, &hi, &done);
@@ -501,7 +509,8 @@ int kv_chart_run(const struct kv_chart_run *c)
 					svg ? "run.svg" : "run.png");
 	}
 	unlink(cdf), unlink(ts), unlink(ten), unlink(vars);
-	free(cdf), free(ts), free(ten), free(vars), free(script);
+out:
+	free(cdf), free(ts), free(ten), free(vars), free(script), free(ts_csv);
 	return rc;
 }
 
