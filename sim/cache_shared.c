@@ -194,7 +194,7 @@ struct shared {
 	uint32_t mask; /* slots - 1 */
 	uint32_t *scratch; /* max_blocks entries: a request's entries during release */
 	uint32_t *wscratch; /* with a window: a request's G_WIN entries during release, NIL when none */
-	uint64_t *keybuf; /* with a window: a request's block keys during a lookup */
+	uint64_t *keybuf; /* a request's block keys during a lookup (window) or a release's prefetch */
 	/* Statistics. */
 	uint64_t hit_tokens, lookup_tokens, bytes_saved; /* summed over admissions */
 	uint64_t evictions; /* entries evicted to make room */
@@ -786,10 +786,9 @@ static void arrays_init(struct shared *c)
 	c->free_entry = NIL;
 	entries_grow(c);
 	c->scratch = kv_xcalloc(c->max_blocks + 1, sizeof(*c->scratch));
-	if (c->win.win_tokens) {
+	c->keybuf = kv_xcalloc(c->max_blocks + 1, sizeof(*c->keybuf));
+	if (c->win.win_tokens)
 		c->wscratch = kv_xcalloc(c->max_blocks + 1, sizeof(*c->wscratch));
-		c->keybuf = kv_xcalloc(c->max_blocks + 1, sizeof(*c->keybuf));
-	}
 	c->lru_head = c->lru_tail = NIL;
 }
 
@@ -1486,6 +1485,33 @@ static uint64_t shared_grow_units(const void *priv, const struct kv_req *q, uint
  * blocks q computed itself, donated as new entries while memory allows.
  * Fills scratch[] with one entry per block walked; returns their number.
  */
+/*
+ * Prefetches what collect's probes of q's first `end` keys read: their home
+ * slots (a walk of the keys into keybuf[]), then, those slots loaded, their
+ * entries' keys and owners, so a release's cache misses overlap instead of
+ * following one another (a fleet's caches outgrow the processor's).  Hints
+ * only: collect reads the index itself.
+ */
+static void collect_prefetch(struct shared *c, const struct kv_req *q, uint64_t end)
+{
+	uint64_t key;
+	uint32_t n = 0, i, e;
+	struct keys k;
+
+	keys_init(&k, c, q);
+	while (n < end && n <= c->max_blocks && keys_next(&k, &key)) {
+		c->keybuf[n++] = key;
+		__builtin_prefetch(&c->slot[hash(key) & c->mask]);
+	}
+	for (i = 0; i < n; i++) {
+		e = c->slot[hash(c->keybuf[i]) & c->mask].e;
+		if (e != NIL) {
+			__builtin_prefetch(&c->key[e]);
+			__builtin_prefetch(&c->owner[e]);
+		}
+	}
+}
+
 static uint32_t collect(struct shared *c, const struct kv_req *q, uint64_t m)
 {
 	uint64_t done = KV_MIN(q->kv_tokens, q->prompt_tokens) / c->prefix_block_tokens;
@@ -1494,6 +1520,7 @@ static uint32_t collect(struct shared *c, const struct kv_req *q, uint64_t m)
 	int room = 1;
 	struct keys k;
 
+	collect_prefetch(c, q, end);
 	keys_init(&k, c, q);
 	while (n < end && keys_next(&k, &key)) {
 		uint32_t e = index_find(c, key);
