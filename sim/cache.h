@@ -113,9 +113,9 @@ struct kv_sim;
 struct kv_tier;
 struct kv_tiers;
 
-/* What a cache model instance sees of its replica. */
 #define KV_BLOCK_OWN 2 /* on_block's held: the key is its request's own (above) */
 
+/* What a cache model instance sees of its replica. */
 struct kv_cache_env {
 	struct kv_pool *pool; /* the replica's memory pool */
 	const struct kv_model *model; /* the served model */

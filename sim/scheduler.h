@@ -255,8 +255,10 @@ const struct kv_sched_ops *kv_sched_find(const char *name);
  *            are built; validates options (KV_EINVAL with d filled).
  *   fini     (optional) once at the end.
  *   on_block (optional) a KV event of a replica's cache model (cache.h):
- *            block key entered (held 1) or left (0) replica's index; ctx is
- *            s->router_priv.  Must not touch the replicas.
+ *            block key entered (held 1) or left (0) replica's index, with
+ *            KV_BLOCK_OWN or'ed in for a key only its own request can match
+ *            (an index for routing may skip those); ctx is s->router_priv.
+ *            Must not touch the replicas.
  *   on_end   (optional) request q, placed on replica, ended (completed or
  *            rejected), at the event it ends.  Must not touch the replicas.
  */
