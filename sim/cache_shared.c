@@ -1486,20 +1486,22 @@ static uint64_t shared_grow_units(const void *priv, const struct kv_req *q, uint
  * Fills scratch[] with one entry per block walked; returns their number.
  */
 /*
- * Prefetches what collect's probes of q's first `end` keys read: their home
- * slots (a walk of the keys into keybuf[]), then, those slots loaded, their
- * entries' keys and owners, so a release's cache misses overlap instead of
- * following one another (a fleet's caches outgrow the processor's).  Hints
- * only: collect reads the index itself.
+ * The walk of q's first `end` keys into keybuf[] (k left at its end, for
+ * keys_own), prefetching what collect's probes read: their home slots
+ * during the walk, then, those slots loaded, their entries' keys and
+ * owners, so a release's cache misses overlap instead of following one
+ * another (a fleet's caches outgrow the processor's).  Returns the keys.
  */
-static void collect_prefetch(struct shared *c, const struct kv_req *q, uint64_t end)
+static uint32_t collect_keys(struct shared *c, const struct kv_req *q, uint64_t end,
+			     struct keys *k)
 {
 	uint64_t key;
 	uint32_t n = 0, i, e;
-	struct keys k;
 
-	keys_init(&k, c, q);
-	while (n < end && n <= c->max_blocks && keys_next(&k, &key)) {
+	keys_init(k, c, q);
+	while (n < end && keys_next(k, &key)) {
+		KV_CHECK(n <= c->max_blocks, "request %llu has over %u prefix blocks",
+			 (unsigned long long)q->id, c->max_blocks);
 		c->keybuf[n++] = key;
 		__builtin_prefetch(&c->slot[hash(key) & c->mask]);
 	}
@@ -1510,32 +1512,36 @@ static void collect_prefetch(struct shared *c, const struct kv_req *q, uint64_t 
 			__builtin_prefetch(&c->owner[e]);
 		}
 	}
+	return n;
 }
 
+/*
+ * Re-walks q's keys: the m matched entries (present: q holds them), then the
+ * blocks q computed itself, donated as new entries while memory allows.
+ * Fills scratch[] with one entry per block walked; returns their number.
+ */
 static uint32_t collect(struct shared *c, const struct kv_req *q, uint64_t m)
 {
 	uint64_t done = KV_MIN(q->kv_tokens, q->prompt_tokens) / c->prefix_block_tokens;
-	uint64_t key, end = KV_MAX(KV_MAX(m, done), q->cache[3]);
-	uint32_t n = 0;
+	uint64_t end = KV_MAX(KV_MAX(m, done), q->cache[3]);
+	uint32_t n, n_keys;
 	int room = 1;
 	struct keys k;
 
-	collect_prefetch(c, q, end);
-	keys_init(&k, c, q);
-	while (n < end && keys_next(&k, &key)) {
+	n_keys = collect_keys(c, q, end, &k);
+	for (n = 0; n < n_keys; n++) {
+		uint64_t key = c->keybuf[n];
 		uint32_t e = index_find(c, key);
 
 		KV_CHECK(n >= m || e != NIL, "request %llu lost shared block %u",
 			 (unsigned long long)q->id, n);
-		KV_CHECK(n <= c->max_blocks, "request %llu has over %u prefix blocks",
-			 (unsigned long long)q->id, c->max_blocks);
 		/* past a failed donation or its computed blocks, only the entries q published */
 		if (e != NIL && n >= m && (!room || n >= done) && c->owner[e] != q->slot)
 			e = NIL;
 		else if (e == NIL && room && n < done &&
 			 (e = entry_new(c, key, G_FULL | keys_own(&k, n), q->id)) == NIL)
 			room = 0; /* no room: later blocks could not match without this one */
-		c->scratch[n++] = e;
+		c->scratch[n] = e;
 	}
 	KV_CHECK(n >= m, "request %llu matched %llu blocks, found %u",
 		 (unsigned long long)q->id, (unsigned long long)m, n);
