@@ -1,14 +1,18 @@
 /*
  * tiers.c -- the KV store below the GPU pool (tiers.h): per tier an LRU set
- * of block keys (open addressing with linear probing, backward-shift
- * deletion, as cache_shared.c's index) and two FIFO links (kvlink.h).
- * A slot holds its entry and a 32-bit hash of the entry's key, from which
- * the slot's home comes: a probe compares hashes in the slot array and
- * reads an entry only when its hash matches, and a deletion's backward
- * shift reads no entry, so a lookup that misses touches one or two cache
- * lines instead of one per slot of its probe run (the tiers of a fleet's
- * replicas outgrow the caches: every eviction probes three of them).  An
- * entry's key and LRU links share one 16-byte record.
+ * of block keys and two FIFO links (kvlink.h).  The LRU order is a ring of
+ * keys, least recently used at its head: a block enters at the tail, the
+ * tier's victim leaves at the head, and a block touched (found, or arriving
+ * again) moves to the tail, its old place marked in a bitset and skipped
+ * when the head reaches it.  The index is open addressing with linear
+ * probing and backward-shift deletion (as cache_shared.c's), a slot holding
+ * the block's ring position and a 32-bit hash of its key, from which the
+ * slot's home comes: a probe compares hashes in the slot array and reads a
+ * key only when its hash matches, and a deletion's backward shift reads no
+ * key.  So a put touches, per tier, the ring's head and tail (sequential:
+ * no linked list to chase) and two slots, and a put's slots across the
+ * stack can be fetched at once (kv_tiers_prefetch): a fleet's tiers
+ * outgrow the processor's caches and every eviction passes three of them.
  *
  * A transfer of x bytes on a link of bandwidth W that is next free at f,
  * asked at now, starts at s = max(now, f), keeps the link until s + x / W
@@ -32,17 +36,16 @@ struct kv_tier {
 	struct kv_tier_cfg cfg;
 	uint64_t block_bytes; /* bytes of one block */
 	uint32_t max_blocks; /* capacity_bytes / block_bytes */
-	uint32_t cap; /* slots in the arrays now (grows to max_blocks) */
 	uint32_t n; /* blocks held */
-	uint32_t free_entry; /* free list through ent[].next */
-	struct tier_entry {
-		uint64_t key; /* the block's key */
-		uint32_t prev, next; /* LRU list (prev toward the least recently used); next: free list */
-	} *ent; /* cap entries */
-	uint32_t head, tail; /* least / most recently used */
+	/* The LRU order: a ring of keys, least recently used at head. */
+	uint64_t *ring; /* rmask + 1 positions */
+	uint64_t *moved; /* bitset over positions: the block there was touched and lives later in the ring */
+	uint32_t rmask; /* ring positions - 1 (a power of two; grows to 2 * max_blocks rounded up) */
+	uint32_t head; /* position of the least recently used block (perhaps a moved one's) */
+	uint32_t used; /* positions from head on in use: n + moved ones */
 	struct tier_slot {
-		uint32_t hash; /* hash(key) of its entry */
-		uint32_t e; /* the entry, NIL when empty */
+		uint32_t hash; /* hash(key) of its block */
+		uint32_t e; /* the block's ring position, NIL when empty */
 	} *slot; /* open-addressing index, mask + 1 slots */
 	uint32_t mask; /* index slots - 1 */
 	struct kv_kvlink rd, wr; /* the read link (toward the GPU) and the write link (kvlink.h) */
@@ -80,20 +83,20 @@ static inline uint32_t key_hash(uint64_t key)
 	return (uint32_t)((z ^ (z >> 31)) >> 32);
 }
 
-/* The entry holding key (of hash h), or NIL. */
+/* The index slot of the block key (of hash h), or NIL. */
 static uint32_t find(const struct kv_tier *t, uint64_t key, uint32_t h)
 {
 	uint32_t i = h & t->mask, e;
 
 	while ((e = t->slot[i].e) != NIL) {
-		if (t->slot[i].hash == h && t->ent[e].key == key)
-			return e;
+		if (t->slot[i].hash == h && t->ring[e] == key)
+			return i;
 		i = (i + 1) & t->mask;
 	}
 	return NIL;
 }
 
-/* Indexes entry e, whose key hashes to h. */
+/* Indexes the block at ring position e, whose key hashes to h. */
 static void index_insert(struct kv_tier *t, uint32_t e, uint32_t h)
 {
 	uint32_t i = h & t->mask;
@@ -104,13 +107,13 @@ static void index_insert(struct kv_tier *t, uint32_t e, uint32_t h)
 	t->slot[i].e = e;
 }
 
-/* Backward-shift deletion (cache_shared.c index_remove) of entry e, whose key hashes to h. */
+/* Backward-shift deletion (cache_shared.c index_remove) of position e, whose key hashes to h. */
 static void index_remove(struct kv_tier *t, uint32_t e, uint32_t h)
 {
 	uint32_t i = h & t->mask, j;
 
 	while (t->slot[i].e != e) {
-		KV_CHECK(t->slot[i].e != NIL, "tier entry %u missing from its index", e);
+		KV_CHECK(t->slot[i].e != NIL, "tier position %u missing from its index", e);
 		i = (i + 1) & t->mask;
 	}
 	for (j = i;;) {
@@ -128,7 +131,7 @@ static void index_remove(struct kv_tier *t, uint32_t e, uint32_t h)
 	t->slot[i].e = NIL;
 }
 
-/* Index slots for cap entries: a power of two keeping the load below 0.7. */
+/* Index slots for cap blocks: a power of two keeping the load below 0.7. */
 static uint64_t index_slots(uint32_t cap)
 {
 	uint64_t slots = 16;
@@ -138,25 +141,71 @@ static uint64_t index_slots(uint32_t cap)
 	return slots;
 }
 
-/* Doubles the arrays (up to max_blocks) and rebuilds the index; entries keep their numbers. */
-static void grow(struct kv_tier *t)
+static inline int is_moved(const struct kv_tier *t, uint32_t p)
 {
-	uint32_t old = t->cap, e;
-	uint64_t want = KV_MAX(64, (uint64_t)old * 2), slots;
+	return (int)(t->moved[p >> 6] >> (p & 63) & 1);
+}
 
-	t->cap = (uint32_t)KV_MIN(want, (uint64_t)t->max_blocks);
-	t->ent = kv_xrealloc(t->ent, (size_t)t->cap * sizeof(*t->ent));
-	for (e = t->cap; e-- > old;) {
-		t->ent[e].next = t->free_entry;
-		t->free_entry = e;
+/*
+ * Rewrites the ring with `size` positions (a power of two), its live blocks
+ * in LRU order from position 0 and no moved ones, and rebuilds the index
+ * (sized for the blocks the ring can then hold).  Called when the ring is
+ * full: it doubles while more than half its positions hold live blocks
+ * (up to the size that holds 2 * max_blocks), else is compacted, which
+ * frees at least half its positions; so a rewrite comes at most once per
+ * half a ring of pushes, O(1) per push amortised.
+ */
+static void rewrite(struct kv_tier *t, uint32_t size)
+{
+	uint64_t *ring = kv_xmalloc((size_t)size * sizeof(*ring)), slots;
+	uint32_t p, k, n = 0, cap = KV_MIN(size, t->max_blocks);
+
+	for (k = 0; k < t->used; k++) {
+		p = (t->head + k) & t->rmask;
+		if (!is_moved(t, p))
+			ring[n++] = t->ring[p];
 	}
-	slots = index_slots(t->cap);
-	free(t->slot);
-	t->slot = kv_xmalloc(slots * sizeof(*t->slot));
+	KV_CHECK(n == t->n, "tier ring holds %u live blocks, %u counted", n, t->n);
+	free(t->ring);
+	free(t->moved);
+	t->ring = ring;
+	t->moved = kv_xcalloc((size + 63) / 64, sizeof(*t->moved));
+	t->rmask = size - 1;
+	t->head = 0;
+	t->used = n;
+	slots = index_slots(cap);
+	if (!t->slot || slots != (uint64_t)t->mask + 1) {
+		free(t->slot);
+		t->slot = kv_xmalloc(slots * sizeof(*t->slot));
+		t->mask = (uint32_t)(slots - 1);
+	}
 	memset(t->slot, 0xff, slots * sizeof(*t->slot)); /* every slot's entry NIL */
-	t->mask = (uint32_t)(slots - 1);
-	for (e = t->head; e != NIL; e = t->ent[e].next)
-		index_insert(t, e, key_hash(t->ent[e].key));
+	for (p = 0; p < n; p++)
+		index_insert(t, p, key_hash(ring[p]));
+}
+
+/* Makes room for one more position at the ring's tail. */
+static void ring_room(struct kv_tier *t)
+{
+	uint32_t size = t->rmask + 1;
+
+	if (t->used < size)
+		return;
+	if (2 * (uint64_t)t->n > size && size < 2 * (uint64_t)t->max_blocks)
+		size *= 2;
+	rewrite(t, size);
+}
+
+/* Appends key (hash h) at the tail: most recently used; returns its position. */
+static uint32_t ring_push(struct kv_tier *t, uint64_t key)
+{
+	uint32_t p;
+
+	ring_room(t);
+	p = (t->head + t->used++) & t->rmask;
+	t->ring[p] = key;
+	t->moved[p >> 6] &= ~(1ULL << (p & 63));
+	return p;
 }
 
 /* A link's bandwidth in whole bytes/s, at least 1 (kvlink.h needs W > 0). */
@@ -172,11 +221,11 @@ struct kv_tier *kv_tier_new(const struct kv_tier_cfg *cfg, uint64_t block_bytes)
 	assert(block_bytes > 0 && cfg->capacity_bytes >= block_bytes);
 	t->cfg = *cfg;
 	t->block_bytes = block_bytes;
-	t->max_blocks = (uint32_t)KV_MIN(cfg->capacity_bytes / block_bytes, (uint64_t)NIL - 1);
-	t->free_entry = t->head = t->tail = NIL;
+	t->max_blocks = (uint32_t)KV_MIN(cfg->capacity_bytes / block_bytes, (uint64_t)NIL / 4);
 	kv_kvlink_init(&t->rd, link_Bps(cfg->read_Bps), 0, 16);
 	kv_kvlink_init(&t->wr, link_Bps(cfg->write_Bps), 0, 16);
-	grow(t);
+	t->rmask = 63; /* grows by use */
+	rewrite(t, 64);
 	return t;
 }
 
@@ -184,6 +233,8 @@ static void check_tier(const struct kv_tier *t)
 {
 	const struct kv_tier_stats *s = &t->st;
 
+	KV_CHECK(t->n <= t->used && t->used <= t->rmask + 1, "tier ring: %u blocks in %u of %u positions",
+		 t->n, t->used, t->rmask + 1);
 	KV_CHECK(s->in_bytes == s->used_bytes + s->down_bytes + s->drop_bytes,
 		 "tier: %llu bytes in, %llu held + %llu down + %llu dropped",
 		 (unsigned long long)s->in_bytes, (unsigned long long)s->used_bytes,
@@ -206,7 +257,8 @@ void kv_tier_free(struct kv_tier *t)
 	kv_kvlink_check(&t->wr);
 	kv_kvlink_release(&t->rd);
 	kv_kvlink_release(&t->wr);
-	free(t->ent);
+	free(t->ring);
+	free(t->moved);
 	free(t->slot);
 	free(t);
 }
@@ -219,37 +271,18 @@ void kv_tiers_add(struct kv_tiers *s, struct kv_tier *t, uint32_t kind)
 	t->users++;
 }
 
-/* --- the LRU list ---------------------------------------------------------- */
+/* --- the LRU order ---------------------------------------------------------- */
 
-static void lru_unlink(struct kv_tier *t, uint32_t e)
+/* Makes the block indexed at slot i the most recently used: a move to the ring's tail. */
+static void touch(struct kv_tier *t, uint64_t key, uint32_t h)
 {
-	struct tier_entry *x = &t->ent[e];
+	uint32_t i, p;
 
-	if (x->prev != NIL)
-		t->ent[x->prev].next = x->next;
-	else
-		t->head = x->next;
-	if (x->next != NIL)
-		t->ent[x->next].prev = x->prev;
-	else
-		t->tail = x->prev;
-}
-
-static void lru_push(struct kv_tier *t, uint32_t e)
-{
-	t->ent[e].prev = t->tail;
-	t->ent[e].next = NIL;
-	if (t->tail != NIL)
-		t->ent[t->tail].next = e;
-	else
-		t->head = e;
-	t->tail = e;
-}
-
-static void touch(struct kv_tier *t, uint32_t e)
-{
-	lru_unlink(t, e);
-	lru_push(t, e);
+	ring_room(t); /* first: a rewrite rebuilds the index */
+	i = find(t, key, h);
+	p = t->slot[i].e;
+	t->moved[p >> 6] |= 1ULL << (p & 63);
+	t->slot[i].e = ring_push(t, key);
 }
 
 /* Queues `bytes` on link l at now (after popping what has landed); returns when they land. */
@@ -274,13 +307,16 @@ static void write_link(struct kv_tier *t, kv_ns now)
 /* Takes t's least recently used block out; returns its key. */
 static uint64_t pop_lru(struct kv_tier *t)
 {
-	uint32_t e = t->head;
-	uint64_t key = t->ent[e].key;
+	uint64_t key;
 
-	lru_unlink(t, e);
-	index_remove(t, e, key_hash(key));
-	t->ent[e].next = t->free_entry;
-	t->free_entry = e;
+	while (is_moved(t, t->head)) { /* a touched block's old place */
+		t->head = (t->head + 1) & t->rmask;
+		t->used--;
+	}
+	key = t->ring[t->head];
+	index_remove(t, t->head, key_hash(key));
+	t->head = (t->head + 1) & t->rmask;
+	t->used--;
 	t->n--;
 	t->st.used_bytes -= t->block_bytes;
 	return key;
@@ -295,12 +331,12 @@ static void arrive(struct kv_tiers *s, uint32_t i, uint64_t key, kv_ns now)
 {
 	for (;;) {
 		struct kv_tier *t = s->t[i];
-		uint32_t h = key_hash(key), e = find(t, key, h);
+		uint32_t h = key_hash(key);
 		uint64_t out;
 
 		t->st.in_bytes += t->block_bytes;
-		if (e != NIL) { /* already here: the copy is dropped, counted */
-			touch(t, e);
+		if (find(t, key, h) != NIL) { /* already here: the copy is dropped, counted */
+			touch(t, key, h);
 			t->st.drop_bytes += t->block_bytes;
 			return;
 		}
@@ -313,13 +349,7 @@ static void arrive(struct kv_tiers *s, uint32_t i, uint64_t key, kv_ns now)
 			else
 				t->st.drop_bytes += t->block_bytes;
 		}
-		if (t->free_entry == NIL)
-			grow(t);
-		e = t->free_entry;
-		t->free_entry = t->ent[e].next;
-		t->ent[e].key = key;
-		index_insert(t, e, h);
-		lru_push(t, e);
+		index_insert(t, ring_push(t, key), h);
 		t->n++;
 		t->st.used_bytes += t->block_bytes;
 		if (out == NIL || i + 1 >= s->n)
@@ -329,25 +359,28 @@ static void arrive(struct kv_tiers *s, uint32_t i, uint64_t key, kv_ns now)
 	}
 }
 
+/*
+ * The tiers' loads are independent: each tier's head key is read before
+ * any slot is needed, so the misses of the three tiers overlap.  The empty
+ * volatile asm keeps the call: a function of loads and prefetches alone is
+ * pure to the compiler, and a call to a pure function returning nothing
+ * is deleted (GCC did, across units, with LTO).
+ */
 void kv_tiers_prefetch(const struct kv_tiers *s, uint64_t key)
 {
 	uint32_t i;
 
 	for (i = 0; i < s->n; i++) {
 		const struct kv_tier *t = s->t[i];
-		const struct tier_entry *v;
 
 		__builtin_prefetch(&t->slot[key_hash(key) & t->mask]);
-		if (t->tail != NIL)
-			__builtin_prefetch(&t->ent[t->tail]);
-		if (t->n < t->max_blocks || t->head == NIL)
-			return;
-		v = &t->ent[t->head];
-		if (v->next != NIL)
-			__builtin_prefetch(&t->ent[v->next]);
-		key = v->key; /* the block that goes down */
+		__builtin_prefetch(&t->ring[(t->head + t->used) & t->rmask], 1);
+		if (t->n < t->max_blocks)
+			break;
+		key = t->ring[t->head]; /* the block that goes down (a moved one's key: a hint) */
 		__builtin_prefetch(&t->slot[key_hash(key) & t->mask]);
 	}
+	__asm__ __volatile__("");
 }
 
 void kv_tiers_put(struct kv_tiers *s, uint64_t key, kv_ns now)
@@ -366,11 +399,10 @@ int kv_tiers_find(struct kv_tiers *s, uint64_t key)
 
 	for (i = 0; i < s->n; i++) {
 		struct kv_tier *t = s->t[i];
-		uint32_t e;
 
 		t->st.lookup_blocks++;
-		if ((e = find(t, key, h)) != NIL) {
-			touch(t, e); /* read soon: most recently used */
+		if (find(t, key, h) != NIL) {
+			touch(t, key, h); /* read soon: most recently used */
 			t->st.hit_blocks++;
 			return (int)i;
 		}

@@ -30,8 +30,9 @@
  * tier, in_bytes = used_bytes + down_bytes + drop_bytes (bytes that
  * arrived either stay, move down to the next tier, whose in_bytes they
  * are, or are dropped and counted), and used_bytes <= capacity_bytes.
- * Reads copy and move nothing.  Arrays grow by doubling up to the tier's
- * capacity in blocks; no allocation otherwise.
+ * Reads copy and move nothing.  A tier's ring and index grow by doubling
+ * up to twice its capacity in blocks (the ring) and are compacted at most
+ * once per half a ring of touches; no allocation otherwise.
  */
 #ifndef KV_TIERS_H
 #define KV_TIERS_H

@@ -3,7 +3,8 @@
  * one is full and are dropped, counted, from the last; a block already
  * below is not duplicated; lookups find the first tier; loads queue on the
  * read link; a shared tier keeps its blocks for every stack; bytes are
- * conserved and occupancy stays within capacity under random traffic.
+ * conserved and occupancy stays within capacity under random traffic; the
+ * LRU order (a ring, compacted and grown) is a plain list's.
  */
 #include "testutil.h"
 
@@ -166,6 +167,109 @@ START_TEST(test_conservation)
 }
 END_TEST
 
+/* A reference stack: per tier an array of keys in LRU order, least recent first. */
+struct ref_tier {
+	uint64_t key[64];
+	uint32_t n, cap;
+};
+
+static int ref_find_in(const struct ref_tier *t, uint64_t key)
+{
+	uint32_t i;
+
+	for (i = 0; i < t->n; i++)
+		if (t->key[i] == key)
+			return (int)i;
+	return -1;
+}
+
+/* Moves position i of t to the most recent end. */
+static void ref_touch(struct ref_tier *t, uint32_t i)
+{
+	uint64_t key = t->key[i];
+
+	memmove(&t->key[i], &t->key[i + 1], (t->n - i - 1) * sizeof(t->key[0]));
+	t->key[t->n - 1] = key;
+}
+
+static void ref_put(struct ref_tier *r, uint32_t n, uint64_t key)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		struct ref_tier *t = &r[i];
+		int at = ref_find_in(t, key);
+		uint64_t out = 0;
+		int moves = 0;
+
+		if (at >= 0) {
+			ref_touch(t, (uint32_t)at);
+			return;
+		}
+		if (t->n == t->cap) {
+			out = t->key[0];
+			memmove(&t->key[0], &t->key[1], (t->n - 1) * sizeof(t->key[0]));
+			t->n--;
+			moves = 1;
+		}
+		t->key[t->n++] = key;
+		if (!moves)
+			return;
+		key = out;
+	}
+}
+
+static int ref_find(struct ref_tier *r, uint32_t n, uint64_t key)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		int at = ref_find_in(&r[i], key);
+
+		if (at >= 0) {
+			ref_touch(&r[i], (uint32_t)at);
+			return (int)i;
+		}
+	}
+	return -1;
+}
+
+/*
+ * The LRU order against a plain reference under random puts and lookups:
+ * every lookup finds the same tier, every tier holds the same count.  Many
+ * touches (a few keys, mostly lookups) make the ring compact and grow.
+ */
+START_TEST(test_lru_reference)
+{
+	static const uint64_t cap[] = { 5, 11, 37, 0 };
+	struct ref_tier ref[3] = { { .cap = 5 }, { .cap = 11 }, { .cap = 37 } };
+	struct kv_tiers s;
+	unsigned seed = 11;
+	int k;
+
+	stack(&s, cap, 0);
+	for (k = 0; k < 200000; k++) {
+		uint64_t key = 1000 + (uint64_t)(rand_r(&seed) % (k < 100000 ? 70 : 12));
+		uint32_t i;
+
+		if (rand_r(&seed) % 4 == 0) {
+			kv_tiers_put(&s, key, (kv_ns)k);
+			ref_put(ref, 3, key);
+		} else {
+			int got = kv_tiers_find(&s, key), want = ref_find(ref, 3, key);
+
+			ck_assert_msg(got == want, "step %d: key %llu found in tier %d, the reference %d", k,
+				      (unsigned long long)key, got, want);
+		}
+		for (i = 0; i < 3; i++)
+			ck_assert_msg(kv_tier_stats(s.t[i])->used_bytes == ref[i].n * BLK,
+				      "step %d: tier %u holds %llu bytes, the reference %u blocks", k, i,
+				      (unsigned long long)kv_tier_stats(s.t[i])->used_bytes, ref[i].n);
+	}
+	stack_free(&s);
+}
+END_TEST
+
 static Suite *tiers_suite(void)
 {
 	Suite *s = suite_create("tiers");
@@ -176,6 +280,7 @@ static Suite *tiers_suite(void)
 	tcase_add_test(tc, test_load_contention);
 	tcase_add_test(tc, test_shared);
 	tcase_add_test(tc, test_conservation);
+	tcase_add_test(tc, test_lru_reference);
 	suite_add_tcase(s, tc);
 	return s;
 }
