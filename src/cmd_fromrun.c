@@ -42,6 +42,7 @@ struct fr_args {
 	int multi; /* --multi-start: screen a grid of starts, descend from the best few */
 	int fit_host; /* --fit-host: fit the host's terms with the device's */
 	int host_only; /* --host-only: the host's terms alone, the device held (fit_host 2) */
+	int fit_attn; /* --fit-attn: with --steps, fit eff_attn too */
 	int evals_set; /* --max-evals given */
 	struct kv_cli_sets set; /* --set, into sets[] */
 };
@@ -137,6 +138,10 @@ static int parse_calibrate(int argc, char **argv, struct fr_args *a)
 		{ .name = "steps", .kind = KV_CLI_PATH, .dst = &a->steps, .what = "a steps CSV",
 		  .arg = "FILE", .help = "the run's engine steps (the columns of validate's\n"
 					 "iterations.csv): each step's log error is a residual too" },
+		{ .name = "fit-attn", .kind = KV_CLI_FLAG, .dst = &a->fit_attn,
+		  .help = "with --steps: fit eff_attn too (attention's FLOP rate;\n"
+			  "the steps' attention pairs tell it apart where\n"
+			  "attention is a visible share of their time)" },
 		{ .name = "host-only", .kind = KV_CLI_FLAG, .dst = &a->host_only,
 		  .help = "with --fit-host: fit the host terms alone, the device\n"
 			  "held at WORKLOAD's (one calibrated on its backend)" },
@@ -421,10 +426,12 @@ int kv_cmd_validate_from_run(int argc, char **argv)
 /* Human units of coefficient k: eff as a share, fixed terms (overhead, sched) in ms, the rest in us. */
 static double shown(int k, double v)
 {
+	if (k == KV_RFIT_ATTN)
+		return v;
 	return k == KV_RFIT_OVERHEAD || k == KV_RFIT_SCHED ? v * 1e-6 : k >= KV_RFIT_PER_SEQ ? v * 1e-3 : v;
 }
 
-static const char *const shown_unit[KV_RFIT_N] = { "", "", "ms", "us", "ms", "us", "us", "us" };
+static const char *const shown_unit[KV_RFIT_N] = { "", "", "ms", "us", "", "ms", "us", "us", "us" };
 
 static int write_fit_csv(const char *path, const struct kv_run_fit *f, size_t n_fit)
 {
@@ -521,10 +528,10 @@ static int write_outputs(const char *path, const struct fr_args *a, const struct
 			 const struct kv_run *run, struct kv_run_fit *f, size_t n_fit,
 			 const struct kv_run_score *s0, const struct kv_run_score *s1)
 {
-	char stem[KV_PATH_MAX], p2[KV_PATH_MAX + 32], date[32], *hdr;
+	char stem[KV_PATH_MAX], p2[KV_PATH_MAX + 32], date[32], attn[96] = "", *hdr;
 	struct kv_diag d = { 0 };
 	time_t now = time(NULL);
-	int rc;
+	int rc, j;
 
 	strftime(date, sizeof(date), "%Y-%m-%d", gmtime(&now));
 	kv_calib_stem(path, stem, sizeof(stem));
@@ -535,15 +542,19 @@ static int write_outputs(const char *path, const struct fr_args *a, const struct
 	if (s0 && (rc = write_errors(p2, "", s0, s1)))
 		return rc;
 	snprintf(f->dev.name, sizeof(f->dev.name), "%.48s-fromrun", w->cfg.device.name);
+	for (j = 0; j < f->np && !attn[0]; j++)
+		if (f->ks[j] == KV_RFIT_ATTN)
+			snprintf(attn, sizeof(attn), "eff_attn fitted to the steps: [%.4g, %.4g].\n",
+				 f->lo[KV_RFIT_ATTN], f->hi[KV_RFIT_ATTN]);
 	hdr = kv_xasprintf("Fitted by `kvsim calibrate --from-run %s %s` on %s: the\n"
 			   "device %s with eff_bw, eff_flops, overhead and per_seq fitted to the\n"
 			   "first %zu of %zu requests (%s; %u replays, %s).\n"
 			   "95%% intervals: eff_bw [%.4g, %.4g], eff_flops [%.4g, %.4g],\n"
 			   "overhead [%.4g, %.4g] ms, per_seq [%.4g, %.4g] us.\n"
-			   "Use it with the model and engine settings of %s.",
+			   "%sUse it with the model and engine settings of %s.",
 			   run->path, a->settings, date, w->cfg.device.name, n_fit, run->n, run->format,
 			   f->evals, f->why, f->lo[0], f->hi[0], f->lo[1], f->hi[1], shown(2, f->lo[2]),
-			   shown(2, f->hi[2]), shown(3, f->lo[3]), shown(3, f->hi[3]), a->settings);
+			   shown(2, f->hi[2]), shown(3, f->lo[3]), shown(3, f->hi[3]), attn, a->settings);
 	rc = kv_run_write_profile(path, &f->dev, hdr, &d);
 	free(hdr);
 	if (!rc && a->fit_host)
@@ -605,13 +616,18 @@ int kv_cmd_calibrate_from_run(int argc, char **argv)
 		fprintf(stderr, "kvsim: calibrate: --host-only: expected it with --fit-host\n");
 		return fr_end(&c, 2);
 	}
+	if (c.a.fit_attn && (!c.a.steps || c.a.host_only)) {
+		fprintf(stderr, "kvsim: calibrate: --fit-attn: expected it with --steps and without "
+				"--host-only\n");
+		return fr_end(&c, 2);
+	}
 	if (c.a.steps) {
 		if (kv_steps_load(&c.steps, c.a.steps, &d))
 			return fr_end(&c, failed(&d, 2));
 		c.rp.steps = &c.steps;
 	}
 	if ((rc = kv_run_fit(&c.rp, &start, n_fit, c.a.max_evals, c.a.multi,
-			     c.a.fit_host ? 1 + c.a.host_only : 0, &fit, &d)))
+			     c.a.fit_host ? 1 + c.a.host_only : 0, c.a.fit_attn, &fit, &d)))
 		return fr_end(&c, failed(&d, rc == KV_ERANGE ? 1 : 2));
 	/* the start host is the settings' again (kv_run_fit); the fitted one scores the fit */
 	if (n_fit < c.run.n && (status = score(&c.rp, &start, n_fit, &s0)))

@@ -8,7 +8,8 @@
 #   --backend cpu` at 2, 4, 6 and 8 req/s and keeps each level's measured
 #   requests (requests-measured.csv) and steps (iterations.csv) in
 #   configs/calibrate/cpu-runs/ (about 4 minutes on a quiet core; committed).
-# otherwise: from those records, fits eff_bw, eff_flops and the host terms to
+# otherwise: from those records, fits eff_bw, eff_flops, eff_attn (--fit-attn:
+#   attention is a third of a 256-token chunk's time here) and the host terms to
 #   the 4 req/s level's steps (from cpu-start.yaml and the version's host
 #   defaults), then replays every level with the start and the fitted
 #   profiles (`validate --from-run`, every request scored) and prints the
@@ -38,7 +39,8 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 S=(--set device="$C/cpu-start.yaml")
 "$KVSIM" calibrate --from-run "$R/requests-$FIT_RATE.csv" "$C/host-levels-cpu.yaml" "${S[@]}" \
-	--fit-host --steps "$R/steps-$FIT_RATE.csv" --holdout 0 --max-evals 1000 -o "$T/cal/p.yaml" --quiet
+	--fit-host --steps "$R/steps-$FIT_RATE.csv" --fit-attn --holdout 0 --max-evals 1000 \
+	-o "$T/cal/p.yaml" --quiet
 levels_table "$KVSIM" "$C/host-levels-cpu.yaml" "$R/requests-" .csv $FIT_RATE "$T/cal/p" 1 start "${S[@]}"
 echo
 echo "fitted to the $FIT_RATE req/s level's steps:"
