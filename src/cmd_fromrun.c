@@ -120,7 +120,8 @@ static int parse_calibrate(int argc, char **argv, struct fr_args *a)
 		  .help = "device profile to write (default\n"
 			  "out/calibrate/RUN-fromrun.yaml); beside it PATH's stem\n"
 			  "plus -fit.csv (coefficients and intervals) and\n"
-			  "-holdout.csv (held-out errors, start and fitted)" },
+			  "-holdout.csv (held-out errors, start and fitted);\n"
+			  "with --steps -steps.csv (each step's fitted time)" },
 		{ .name = "holdout", .kind = KV_CLI_FN, .dst = &a->holdout, .fn = parse_holdout,
 		  .what = "a share in [0, 0.9]", .arg = "F",
 		  .help = "share of the run held out, in [0, 0.9] (default 0.5)" },
@@ -566,6 +567,25 @@ static int write_outputs(const char *path, const struct fr_args *a, const struct
 	return 0;
 }
 
+/*
+ * --steps: the steps with the fitted profiles' time of each, STEM-steps.csv;
+ * 0 or the exit status.  Last: kv_steps_perf leaves dev in the settings.
+ */
+static int write_fit_steps(struct fr_ctx *c, const struct kv_run_fit *f, const char *path)
+{
+	char p[KV_PATH_MAX + 32];
+	struct kv_diag d = { 0 };
+	double *pred = kv_xmalloc(c->steps.n * sizeof(*pred));
+	int rc;
+
+	snprintf(p, sizeof(p), "%s-steps.csv", fit_stem(path));
+	rc = kv_steps_perf(&c->rp, &f->dev, &c->steps, pred, &d);
+	if (!rc)
+		rc = kv_steps_write_fitted(p, &c->steps, pred, &d);
+	free(pred);
+	return rc ? failed(&d, rc == KV_EIO ? 1 : 2) : 0;
+}
+
 /* The profile path: -o, or out/calibrate/RUN-fromrun.yaml (its folder created). */
 static int out_path(const struct fr_args *a, char *path, size_t len)
 {
@@ -639,6 +659,8 @@ int kv_cmd_calibrate_from_run(int argc, char **argv)
 	if ((status = write_outputs(path, &c.a, &c.w, &c.run, &fit, n_fit,
 				    n_fit < c.run.n ? &s0 : NULL, &s1)))
 		return fr_end(&c, status);
+	if (c.a.steps && (status = write_fit_steps(&c, &fit, path)))
+		return fr_end(&c, status);
 	if (!c.a.quiet) {
 		printf("calibration from run %s (%s, %zu requests, %zu failed left out)\n"
 		       "settings %s (device %s)\n"
@@ -655,8 +677,9 @@ int kv_cmd_calibrate_from_run(int argc, char **argv)
 			       strcmp(fit.host_mode, "async") ? ": overhead and per_seq held at the\n"
 			       "  device's (they add to sched and sched_seq in every step)" : "");
 		if (c.a.steps)
-			printf("  fitted to the %zu steps of %s (the requests are not in the cost)\n",
-			       c.steps.n, c.steps.path);
+			printf("  fitted to the %zu steps of %s (the requests are not in the cost;\n"
+			       "  each step's fitted time: %s-steps.csv)\n", c.steps.n, c.steps.path,
+			       fit_stem(path));
 		if (n_fit < c.run.n) {
 			printf("held out: requests %zu-%zu\n", n_fit + 1, c.run.n);
 			print_compare(&s0, &s1);

@@ -288,6 +288,12 @@ awk -F, '$1 == "eff_attn" { n++; if ($3 / 0.006 - 1 > 0.02 || $3 / 0.006 - 1 < -
 	 END { exit bad || n != 1 }' "$T/attn--fit-attn/p-fit.csv" || fail "--fit-attn: eff_attn 0.006 not recovered"
 grep -q '^  eff_attn: 0.00' "$T/attn--fit-attn/p.yaml" || fail "--fit-attn: the profile does not hold eff_attn"
 ! grep -q '^eff_attn,' "$T/attn/p-fit.csv" || fail "eff_attn fitted without --fit-attn"
+# -steps.csv: every step with the fitted profile's time, which matches the truth's here
+[ "$(wc -l < "$T/attn--fit-attn/p-steps.csv")" = "$(wc -l < "$T/attn-steps.csv")" ] ||
+	fail "p-steps.csv: not one row a step"
+awk -F, 'NR == 1 { ok = $9 == "fitted_ms" && $10 == "rel_error"; next }
+	 $10 > 1e-4 || $10 < -1e-4 { ok = 0 } END { exit !ok }' "$T/attn--fit-attn/p-steps.csv" ||
+	fail "p-steps.csv: fitted_ms and rel_error not the truth's steps"
 grep -q '^  eff_attn: 0.0023$' "$T/attn/p.yaml" || fail "without --fit-attn: eff_attn not the start's"
 bad "fit-attn: expected it with --steps" "$D/host-settings.yaml" --fit-host --fit-attn
 bad "fit-attn: expected it with --steps" "$D/host-settings.yaml" --fit-host --host-only --fit-attn \

@@ -129,6 +129,14 @@ void kv_steps_release(struct kv_steps *st);
 /* Writes st in the format kv_steps_load reads; 0 or KV_EIO with d filled (atomic). */
 int kv_steps_write(const char *path, const struct kv_steps *st, struct kv_diag *d);
 
+/*
+ * kv_steps_write's columns and, after them, each step's predicted time
+ * pred_ns[i] as fitted_ms and rel_error (fitted / measured - 1), as validate's
+ * iterations.csv has them; kv_steps_load reads it back.
+ */
+int kv_steps_write_fitted(const char *path, const struct kv_steps *st, const double *pred_ns,
+			  struct kv_diag *d);
+
 /* The simulator set up to replay a run. */
 struct kv_replay {
 	struct kv_workload *w; /* the settings; its source now reads the run's trace */
