@@ -61,14 +61,15 @@ echo
 levels_fitted "$T/held/p"
 # the 4 req/s level's steps by kind and prefill tokens: each fit's error on their summed time
 echo
-echo "the $FIT_RATE req/s level's steps, fitted time over measured, summed by kind and prefill tokens:"
+echo "the $FIT_RATE req/s level's steps, fitted time over measured, summed by sequences (decode) and prefill tokens:"
 echo
 echo "| steps | count | measured mean | eff_attn held | eff_attn fitted |"
 echo "|---|---|---|---|---|"
 paste -d, "$T/held/p-steps.csv" "$T/cal/p-steps.csv" | awk -F, '
-NR > 1 { k = $1 == "decode" ? 0 : ($4 <= 64 ? 1 : $4 <= 128 ? 2 : $4 <= 192 ? 3 : 4)
+NR > 1 { k = $1 == "decode" ? ($2 < 5 ? $2 : 5) : ($4 <= 64 ? 6 : $4 <= 128 ? 7 : $4 <= 192 ? 8 : 9)
 	 n[k]++; m[k] += $8; h[k] += $9; f[k] += $19 }
-END { split("decode,with 1-64 prefill tokens,with 65-128,with 129-192,with 193-256", lab, ",")
-      for (k = 0; k <= 4; k++) if (n[k])
-	printf "| %s | %d | %.1f ms | %+.1f%% | %+.1f%% |\n", lab[k + 1], n[k], m[k] / n[k],
+END { split("decode of 1 sequence,decode of 2,decode of 3,decode of 4,decode of 5 or more," \
+	    "with 1-64 prefill tokens,with 65-128,with 129-192,with 193-256", lab, ",")
+      for (k = 1; k <= 9; k++) if (n[k])
+	printf "| %s | %d | %.1f ms | %+.1f%% | %+.1f%% |\n", lab[k], n[k], m[k] / n[k],
 	       100 * (h[k] / m[k] - 1), 100 * (f[k] / m[k] - 1) }'
