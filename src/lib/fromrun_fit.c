@@ -103,8 +103,8 @@ const char *const kv_run_fit_name[KV_RFIT_N] = { "eff_bw",  "eff_flops", "overhe
  * logistic into [0.01, 1] (shares of the datasheet peak); eff_attn into
  * [1e-5, 1]: attention on a CPU runs at 0.2% to 0.6% of the peak its
  * profile states (docs/calibration.md), and near its lower bound the
- * logistic is exp(x), so an FD step moves it by 10% wherever it is.  overhead and
- * per_seq: softplus, v = s log(1 + e^x) >= 0, with s 1 ms and 10 us: linear
+ * logistic is exp(x), so an FD step moves it by 10% wherever it is.
+ * overhead and per_seq: softplus, v = s log(1 + e^x) >= 0, with s 1 ms and 10 us: linear
  * (steps of s per unit of x) away from 0, so an FD step moves them by an
  * amount that shows in the iteration time; a logistic over [0, 200 ms]
  * moved a 2 us per_seq by 0.2 us a step, below the replay's noise.  The
@@ -522,8 +522,8 @@ static int host_start(struct fit_ctx *c, const struct kv_device *dev, struct kv_
  * and eff_attn with fit_attn (held otherwise: where attention is a small
  * share of every step no residual tells it apart, and a free eff_attn
  * moves the host terms; docs/calibration.md); with fit_host the host's
- * four too, but for overhead and per_seq when CPU
- * and GPU run in sequence (not async): they add to sched and sched_seq in
+ * four too, but for overhead and per_seq when CPU and GPU run in sequence
+ * (not async): they add to sched and sched_seq in
  * every step, so no record tells them apart, and the device keeps its own
  * (the GPU side; docs/host-model.md "The device overhead") while the host
  * takes the rest.  fit_host 2: the host's alone.
