@@ -42,6 +42,7 @@ struct fr_args {
 	int multi; /* --multi-start: screen a grid of starts, descend from the best few */
 	int fit_host; /* --fit-host: fit the host's terms with the device's */
 	int host_only; /* --host-only: the host's terms alone, the device held (fit_host 2) */
+	int fit_attn; /* --fit-attn: with --steps, fit eff_attn too */
 	int evals_set; /* --max-evals given */
 	struct kv_cli_sets set; /* --set, into sets[] */
 };
@@ -119,7 +120,8 @@ static int parse_calibrate(int argc, char **argv, struct fr_args *a)
 		  .help = "device profile to write (default\n"
 			  "out/calibrate/RUN-fromrun.yaml); beside it PATH's stem\n"
 			  "plus -fit.csv (coefficients and intervals) and\n"
-			  "-holdout.csv (held-out errors, start and fitted)" },
+			  "-holdout.csv (held-out errors, start and fitted);\n"
+			  "with --steps -steps.csv (each step's fitted time)" },
 		{ .name = "holdout", .kind = KV_CLI_FN, .dst = &a->holdout, .fn = parse_holdout,
 		  .what = "a share in [0, 0.9]", .arg = "F",
 		  .help = "share of the run held out, in [0, 0.9] (default 0.5)" },
@@ -137,6 +139,10 @@ static int parse_calibrate(int argc, char **argv, struct fr_args *a)
 		{ .name = "steps", .kind = KV_CLI_PATH, .dst = &a->steps, .what = "a steps CSV",
 		  .arg = "FILE", .help = "the run's engine steps (the columns of validate's\n"
 					 "iterations.csv): each step's log error is a residual too" },
+		{ .name = "fit-attn", .kind = KV_CLI_FLAG, .dst = &a->fit_attn,
+		  .help = "with --steps: fit eff_attn too (attention's FLOP rate;\n"
+			  "the steps' attention pairs tell it apart where\n"
+			  "attention is a visible share of their time)" },
 		{ .name = "host-only", .kind = KV_CLI_FLAG, .dst = &a->host_only,
 		  .help = "with --fit-host: fit the host terms alone, the device\n"
 			  "held at WORKLOAD's (one calibrated on its backend)" },
@@ -421,10 +427,12 @@ int kv_cmd_validate_from_run(int argc, char **argv)
 /* Human units of coefficient k: eff as a share, fixed terms (overhead, sched) in ms, the rest in us. */
 static double shown(int k, double v)
 {
+	if (k == KV_RFIT_ATTN)
+		return v;
 	return k == KV_RFIT_OVERHEAD || k == KV_RFIT_SCHED ? v * 1e-6 : k >= KV_RFIT_PER_SEQ ? v * 1e-3 : v;
 }
 
-static const char *const shown_unit[KV_RFIT_N] = { "", "", "ms", "us", "ms", "us", "us", "us" };
+static const char *const shown_unit[KV_RFIT_N] = { "", "", "ms", "us", "", "ms", "us", "us", "us" };
 
 static int write_fit_csv(const char *path, const struct kv_run_fit *f, size_t n_fit)
 {
@@ -521,10 +529,10 @@ static int write_outputs(const char *path, const struct fr_args *a, const struct
 			 const struct kv_run *run, struct kv_run_fit *f, size_t n_fit,
 			 const struct kv_run_score *s0, const struct kv_run_score *s1)
 {
-	char stem[KV_PATH_MAX], p2[KV_PATH_MAX + 32], date[32], *hdr;
+	char stem[KV_PATH_MAX], p2[KV_PATH_MAX + 32], date[32], attn[96] = "", *hdr;
 	struct kv_diag d = { 0 };
 	time_t now = time(NULL);
-	int rc;
+	int rc, j;
 
 	strftime(date, sizeof(date), "%Y-%m-%d", gmtime(&now));
 	kv_calib_stem(path, stem, sizeof(stem));
@@ -535,15 +543,19 @@ static int write_outputs(const char *path, const struct fr_args *a, const struct
 	if (s0 && (rc = write_errors(p2, "", s0, s1)))
 		return rc;
 	snprintf(f->dev.name, sizeof(f->dev.name), "%.48s-fromrun", w->cfg.device.name);
+	for (j = 0; j < f->np && !attn[0]; j++)
+		if (f->ks[j] == KV_RFIT_ATTN)
+			snprintf(attn, sizeof(attn), "eff_attn fitted to the steps: [%.4g, %.4g].\n",
+				 f->lo[KV_RFIT_ATTN], f->hi[KV_RFIT_ATTN]);
 	hdr = kv_xasprintf("Fitted by `kvsim calibrate --from-run %s %s` on %s: the\n"
 			   "device %s with eff_bw, eff_flops, overhead and per_seq fitted to the\n"
 			   "first %zu of %zu requests (%s; %u replays, %s).\n"
 			   "95%% intervals: eff_bw [%.4g, %.4g], eff_flops [%.4g, %.4g],\n"
 			   "overhead [%.4g, %.4g] ms, per_seq [%.4g, %.4g] us.\n"
-			   "Use it with the model and engine settings of %s.",
+			   "%sUse it with the model and engine settings of %s.",
 			   run->path, a->settings, date, w->cfg.device.name, n_fit, run->n, run->format,
 			   f->evals, f->why, f->lo[0], f->hi[0], f->lo[1], f->hi[1], shown(2, f->lo[2]),
-			   shown(2, f->hi[2]), shown(3, f->lo[3]), shown(3, f->hi[3]), a->settings);
+			   shown(2, f->hi[2]), shown(3, f->lo[3]), shown(3, f->hi[3]), attn, a->settings);
 	rc = kv_run_write_profile(path, &f->dev, hdr, &d);
 	free(hdr);
 	if (!rc && a->fit_host)
@@ -553,6 +565,25 @@ static int write_outputs(const char *path, const struct fr_args *a, const struct
 		return 1;
 	}
 	return 0;
+}
+
+/*
+ * --steps: the steps with the fitted profiles' time of each, STEM-steps.csv;
+ * 0 or the exit status.  Last: kv_steps_perf leaves dev in the settings.
+ */
+static int write_fit_steps(struct fr_ctx *c, const struct kv_run_fit *f, const char *path)
+{
+	char p[KV_PATH_MAX + 32];
+	struct kv_diag d = { 0 };
+	double *pred = kv_xmalloc(c->steps.n * sizeof(*pred));
+	int rc;
+
+	snprintf(p, sizeof(p), "%s-steps.csv", fit_stem(path));
+	rc = kv_steps_perf(&c->rp, &f->dev, &c->steps, pred, &d);
+	if (!rc)
+		rc = kv_steps_write_fitted(p, &c->steps, pred, &d);
+	free(pred);
+	return rc ? failed(&d, rc == KV_EIO ? 1 : 2) : 0;
 }
 
 /* The profile path: -o, or out/calibrate/RUN-fromrun.yaml (its folder created). */
@@ -605,13 +636,18 @@ int kv_cmd_calibrate_from_run(int argc, char **argv)
 		fprintf(stderr, "kvsim: calibrate: --host-only: expected it with --fit-host\n");
 		return fr_end(&c, 2);
 	}
+	if (c.a.fit_attn && (!c.a.steps || c.a.host_only)) {
+		fprintf(stderr, "kvsim: calibrate: --fit-attn: expected it with --steps and without "
+				"--host-only\n");
+		return fr_end(&c, 2);
+	}
 	if (c.a.steps) {
 		if (kv_steps_load(&c.steps, c.a.steps, &d))
 			return fr_end(&c, failed(&d, 2));
 		c.rp.steps = &c.steps;
 	}
 	if ((rc = kv_run_fit(&c.rp, &start, n_fit, c.a.max_evals, c.a.multi,
-			     c.a.fit_host ? 1 + c.a.host_only : 0, &fit, &d)))
+			     c.a.fit_host ? 1 + c.a.host_only : 0, c.a.fit_attn, &fit, &d)))
 		return fr_end(&c, failed(&d, rc == KV_ERANGE ? 1 : 2));
 	/* the start host is the settings' again (kv_run_fit); the fitted one scores the fit */
 	if (n_fit < c.run.n && (status = score(&c.rp, &start, n_fit, &s0)))
@@ -622,6 +658,8 @@ int kv_cmd_calibrate_from_run(int argc, char **argv)
 		return fr_end(&c, status);
 	if ((status = write_outputs(path, &c.a, &c.w, &c.run, &fit, n_fit,
 				    n_fit < c.run.n ? &s0 : NULL, &s1)))
+		return fr_end(&c, status);
+	if (c.a.steps && (status = write_fit_steps(&c, &fit, path)))
 		return fr_end(&c, status);
 	if (!c.a.quiet) {
 		printf("calibration from run %s (%s, %zu requests, %zu failed left out)\n"
@@ -639,8 +677,9 @@ int kv_cmd_calibrate_from_run(int argc, char **argv)
 			       strcmp(fit.host_mode, "async") ? ": overhead and per_seq held at the\n"
 			       "  device's (they add to sched and sched_seq in every step)" : "");
 		if (c.a.steps)
-			printf("  fitted to the %zu steps of %s (the requests are not in the cost)\n",
-			       c.steps.n, c.steps.path);
+			printf("  fitted to the %zu steps of %s (the requests are not in the cost;\n"
+			       "  each step's fitted time: %s-steps.csv)\n", c.steps.n, c.steps.path,
+			       fit_stem(path));
 		if (n_fit < c.run.n) {
 			printf("held out: requests %zu-%zu\n", n_fit + 1, c.run.n);
 			print_compare(&s0, &s1);

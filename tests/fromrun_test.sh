@@ -268,6 +268,36 @@ awk -F, '$1 == "fitted" && $3 == "mean" && ($6 > 1 || $6 < -1) { print $2 " " $6
 awk -F, '$1 == "sched" && $3 > 0.005 { print "sched " $3 " ms"; bad = 1 }
 	 ($1 == "sched_seq" || $1 == "prep_token" || $1 == "sample") && $3 > 0.05 { print $1 " " $3 " us"; bad = 1 }
 	 END { exit bad }' "$T/szgen/p-fit.csv" || fail "--steps on a zero host, from the defaults: a term left 0"
+# --fit-attn: where attention is a visible share of the steps (configs/calibrate's tiny
+# model at fp32 on the CPU start, prefill chunks of 256 tokens), the steps of a replay on
+# that device with eff_attn 0.006 give eff_attn back from the start's 0.0023 within 2%,
+# inside an interval narrower than +-10% (determined); without --fit-attn it is held
+C=$SRC/configs/calibrate
+sed 's/^  eff_attn: .*/  eff_attn: 0.006/' "$C/cpu-start.yaml" > "$T/cpu-true.yaml"
+grep -q '^  eff_attn: 0.006$' "$T/cpu-true.yaml" || fail "cpu-true.yaml: eff_attn not set"
+"$KVSIM" validate --from-run "$C/cpu-runs/requests-4.csv" "$C/host-levels-cpu.yaml" \
+	--set device="$T/cpu-true.yaml" --steps-out "$T/attn-steps.csv" --quiet
+for a in --fit-attn ""; do
+	"$KVSIM" calibrate --from-run "$C/cpu-runs/requests-4.csv" "$C/host-levels-cpu.yaml" \
+		--set device="$C/cpu-start.yaml" --fit-host --steps "$T/attn-steps.csv" $a --holdout 0 \
+		--max-evals 1000 -o "$T/attn$a/p.yaml" --quiet
+done
+cat "$T/attn--fit-attn/p-fit.csv"
+awk -F, '$1 == "eff_attn" { n++; if ($3 / 0.006 - 1 > 0.02 || $3 / 0.006 - 1 < -0.02 ||
+	 !($4 <= $3 && $3 <= $5 && $5 / $4 < 1.2)) { print "eff_attn " $3 " [" $4 ", " $5 "]"; bad = 1 } }
+	 END { exit bad || n != 1 }' "$T/attn--fit-attn/p-fit.csv" || fail "--fit-attn: eff_attn 0.006 not recovered"
+grep -q '^  eff_attn: 0.00' "$T/attn--fit-attn/p.yaml" || fail "--fit-attn: the profile does not hold eff_attn"
+! grep -q '^eff_attn,' "$T/attn/p-fit.csv" || fail "eff_attn fitted without --fit-attn"
+# -steps.csv: every step with the fitted profile's time, which matches the truth's here
+[ "$(wc -l < "$T/attn--fit-attn/p-steps.csv")" = "$(wc -l < "$T/attn-steps.csv")" ] ||
+	fail "p-steps.csv: not one row a step"
+awk -F, 'NR == 1 { ok = $9 == "fitted_ms" && $10 == "rel_error"; next }
+	 $10 > 1e-4 || $10 < -1e-4 { ok = 0 } END { exit !ok }' "$T/attn--fit-attn/p-steps.csv" ||
+	fail "p-steps.csv: fitted_ms and rel_error not the truth's steps"
+grep -q '^  eff_attn: 0.0023$' "$T/attn/p.yaml" || fail "without --fit-attn: eff_attn not the start's"
+bad "fit-attn: expected it with --steps" "$D/host-settings.yaml" --fit-host --fit-attn
+bad "fit-attn: expected it with --steps" "$D/host-settings.yaml" --fit-host --host-only --fit-attn \
+	--steps "$T/attn-steps.csv"
 printf 'n_seqs,n_decode\n1,1\n' > "$T/steps-cols.csv"
 bad "steps-cols.csv:1: n_prefill_tokens: missing column" "$D/host-settings.yaml" --fit-host --steps "$T/steps-cols.csv"
 sed '3s/,[0-9.]*$/,-1/' "$T/zgen-steps.csv" > "$T/steps-time.csv"

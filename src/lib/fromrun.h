@@ -129,6 +129,14 @@ void kv_steps_release(struct kv_steps *st);
 /* Writes st in the format kv_steps_load reads; 0 or KV_EIO with d filled (atomic). */
 int kv_steps_write(const char *path, const struct kv_steps *st, struct kv_diag *d);
 
+/*
+ * kv_steps_write's columns and, after them, each step's predicted time
+ * pred_ns[i] as fitted_ms and rel_error (fitted / measured - 1), as validate's
+ * iterations.csv has them; kv_steps_load reads it back.
+ */
+int kv_steps_write_fitted(const char *path, const struct kv_steps *st, const double *pred_ns,
+			  struct kv_diag *d);
+
 /* The simulator set up to replay a run. */
 struct kv_replay {
 	struct kv_workload *w; /* the settings; its source now reads the run's trace */
@@ -219,14 +227,18 @@ void kv_run_score_csv(FILE *f, const char *label, const struct kv_run_score *sc)
 void kv_run_score_print(FILE *f, const struct kv_run_score *sc);
 
 /*
- * The coefficients fitted: the device's four, then (fit_host) the host's
- * four groups a step's shape separates (host.h): per step (sched), per
+ * The coefficients fitted: the device's four (eff_attn a fifth on request,
+ * with step records: a step's attention pairs separate it from the
+ * per-token terms),
+ * then (fit_host) the host's four groups a step's shape separates (host.h):
+ * per step (sched), per
  * scheduled sequence (sched_seq, prep_seq folded in), per scheduled token
  * (prep_token, block and hash folded in at N / B), per sampling sequence
  * (sample, detok folded in).
  */
 enum {
 	KV_RFIT_BW, KV_RFIT_FLOPS, KV_RFIT_OVERHEAD, KV_RFIT_PER_SEQ,
+	KV_RFIT_ATTN, /* eff_attn: fitted with step records only */
 	KV_RFIT_DEV_N, /* the device's coefficients come first */
 	KV_RFIT_SCHED = KV_RFIT_DEV_N, KV_RFIT_SCHED_SEQ, KV_RFIT_PREP_TOKEN, KV_RFIT_SAMPLE,
 	KV_RFIT_N
@@ -239,7 +251,7 @@ struct kv_run_fit {
 	struct kv_host_profile host0; /* fit_host: the settings' host terms, resolved and folded */
 	struct kv_host_profile host; /* fit_host: host0 with the fitted terms (a host profile) */
 	const char *host_mode; /* fit_host: how CPU and GPU time combine ("sync", "async", ...) */
-	double start[KV_RFIT_N]; /* start values (eff: share; the others: ns) */
+	double start[KV_RFIT_N]; /* start values (eff: share, eff_attn as attention runs; the others: ns) */
 	double val[KV_RFIT_N]; /* fitted values, same units */
 	double lo[KV_RFIT_N], hi[KV_RFIT_N]; /* 95% confidence interval, same units */
 	double cost0, cost; /* sum of squared residuals at the start and at the optimum */
@@ -265,7 +277,10 @@ extern const char *const kv_run_fit_name[KV_RFIT_N]; /* "eff_bw", ..., "sched", 
  * GPU in sequence overhead and per_seq are held at start (they add to sched
  * and sched_seq in every step: f->ks lists what was fitted).  With
  * rp->steps the residuals are the steps' (log predicted / recorded step
- * time) and no replay runs; without, the requests' windows.  It needs the
+ * time) and no replay runs; without, the requests' windows.  With fit_attn
+ * (rp->steps needed, fit_host not 2) eff_attn is fitted too, from the
+ * start's attention rate (its eff_attn, or eff_flops when that is 0), and
+ * the profile written holds it.  It needs the
  * host model on and no engine.host_* option set (an option overrides the
  * host profile the fit adjusts): else KV_EINVAL with d saying which.  On
  * return rp's settings hold the start host (f->host0).  Returns 0, or a
@@ -273,7 +288,7 @@ extern const char *const kv_run_fit_name[KV_RFIT_N]; /* "eff_bw", ..., "sched", 
  * failed).
  */
 int kv_run_fit(struct kv_replay *rp, const struct kv_device *start, size_t n_fit,
-	       unsigned max_evals, int multi, int fit_host, struct kv_run_fit *f,
+	       unsigned max_evals, int multi, int fit_host, int fit_attn, struct kv_run_fit *f,
 	       struct kv_diag *d);
 
 /*

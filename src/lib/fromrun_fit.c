@@ -3,7 +3,12 @@
  * replaying it (fromrun.h, kv_run_fit).
  *
  * Unknowns: eff_bw, eff_flops, overhead and per_seq of the device profile
- * (sim/perf.h: t = overhead + S*per_seq + t_lin + t_attn), each bounded and
+ * (sim/perf.h: t = overhead + S*per_seq + t_lin + t_attn), and with step
+ * records on request (fit_attn) eff_attn, t_attn's FLOP rate: a step's
+ * attention pairs, which grow as a chunk's tokens times its context, tell
+ * it from the per-token linear and host terms where attention is a visible
+ * share of the steps (the CPU backend's prefill chunks: docs/calibration.md),
+ * and nowhere else; each bounded and
  * reparametrised by a logistic, v = lo + (hi - lo) / (1 + exp(-x)), so the
  * unconstrained solver never leaves the bounds and a coefficient at a bound
  * (per_seq 0) is approached, not crossed.
@@ -89,13 +94,17 @@
  * overhead times 2^(+-2^-r).
  */
 
-const char *const kv_run_fit_name[KV_RFIT_N] = { "eff_bw", "eff_flops", "overhead", "per_seq",
-						 "sched", "sched_seq", "prep_token", "sample" };
+const char *const kv_run_fit_name[KV_RFIT_N] = { "eff_bw",  "eff_flops", "overhead",
+						 "per_seq", "eff_attn",  "sched",
+						 "sched_seq", "prep_token", "sample" };
 
 /*
  * The maps from the solver's x to each coefficient.  eff_bw and eff_flops:
- * logistic into [0.01, 1] (shares of the datasheet peak).  overhead and
- * per_seq: softplus, v = s log(1 + e^x) >= 0, with s 1 ms and 10 us: linear
+ * logistic into [0.01, 1] (shares of the datasheet peak); eff_attn into
+ * [1e-5, 1]: attention on a CPU runs at 0.2% to 0.6% of the peak its
+ * profile states (docs/calibration.md), and near its lower bound the
+ * logistic is exp(x), so an FD step moves it by 10% wherever it is.
+ * overhead and per_seq: softplus, v = s log(1 + e^x) >= 0, with s 1 ms and 10 us: linear
  * (steps of s per unit of x) away from 0, so an FD step moves them by an
  * amount that shows in the iteration time; a logistic over [0, 200 ms]
  * moved a 2 us per_seq by 0.2 us a step, below the replay's noise.  The
@@ -103,9 +112,9 @@ const char *const kv_run_fit_name[KV_RFIT_N] = { "eff_bw", "eff_flops", "overhea
  * per_seq (the same kind of term), sched_seq 10 us, prep_token 1 us (an FD
  * step adds 0.1 us a token: 50 us to a 512-token chunk).
  */
-static const double lo_of[KV_RFIT_N] = { 0.01, 0.01, 0, 0, 0, 0, 0, 0 };
-static const double hi_of[KV_RFIT_N] = { 1, 1, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY };
-static const double soft_of[KV_RFIT_N] = { 0, 0, 1e6, 1e4, 1e6, 1e4, 1e3, 1e4 }; /* softplus scale, ns; 0: logistic */
+static const double lo_of[KV_RFIT_N] = { 0.01, 0.01, 0, 0, 1e-5, 0, 0, 0, 0 };
+static const double hi_of[KV_RFIT_N] = { 1, 1, INFINITY, INFINITY, 1, INFINITY, INFINITY, INFINITY, INFINITY };
+static const double soft_of[KV_RFIT_N] = { 0, 0, 1e6, 1e4, 0, 1e6, 1e4, 1e3, 1e4 }; /* softplus scale, ns; 0: logistic */
 /* The host coefficient (host.h) each fitted host term sets. */
 static const enum kv_host_coef host_of[KV_RFIT_N] = {
 	[KV_RFIT_SCHED] = KV_HOSTC_SCHED, [KV_RFIT_SCHED_SEQ] = KV_HOSTC_SCHED_SEQ,
@@ -134,8 +143,11 @@ static double to_x(int k, double v)
 	return log(u / (1 - u));
 }
 
+/* Device coefficient k of dev; eff_attn the share attention runs at (eff_flops if 0: perf.h). */
 static double get_v(const struct kv_device *dev, int k)
 {
+	if (k == KV_RFIT_ATTN)
+		return dev->eff_attn > 0 ? dev->eff_attn : dev->eff_flops;
 	return k == KV_RFIT_BW ? dev->eff_bw : k == KV_RFIT_FLOPS ? dev->eff_flops :
 	       k == KV_RFIT_OVERHEAD ? (double)dev->overhead_ns : (double)dev->per_seq_ns;
 }
@@ -146,6 +158,8 @@ static void set_v(struct kv_device *dev, int k, double v)
 		dev->eff_bw = v;
 	else if (k == KV_RFIT_FLOPS)
 		dev->eff_flops = v;
+	else if (k == KV_RFIT_ATTN)
+		dev->eff_attn = v;
 	else if (k == KV_RFIT_OVERHEAD)
 		dev->overhead_ns = (kv_ns)llround(v);
 	else
@@ -304,8 +318,8 @@ static int eval(struct fit_ctx *c, const gsl_vector *x, gsl_vector *f)
 	}
 	gsl_blas_ddot(f, f, &cost);
 	if (getenv("KVSIM_FIT_TRACE")) {
-		fprintf(stderr, "eval %u: %.5f %.5f %.0f %.0f", c->evals, dev.eff_bw, dev.eff_flops,
-			(double)dev.overhead_ns, (double)dev.per_seq_ns);
+		fprintf(stderr, "eval %u: %.5f %.5f %.0f %.0f %.6g", c->evals, dev.eff_bw, dev.eff_flops,
+			(double)dev.overhead_ns, (double)dev.per_seq_ns, dev.eff_attn);
 		for (k = KV_RFIT_DEV_N; k < KV_RFIT_N; k++)
 			fprintf(stderr, " %.0f", get_host(&c->rp->w->cfg.host, k));
 		fprintf(stderr, " cost %.6g\n", cost);
@@ -504,14 +518,17 @@ static int host_start(struct fit_ctx *c, const struct kv_device *dev, struct kv_
 }
 
 /*
- * The coefficients fitted into c->ks (c->np of them): the device's four;
- * with fit_host the host's four too, but for overhead and per_seq when CPU
- * and GPU run in sequence (not async): they add to sched and sched_seq in
+ * The coefficients fitted into c->ks (c->np of them): the device's four,
+ * and eff_attn with fit_attn (held otherwise: where attention is a small
+ * share of every step no residual tells it apart, and a free eff_attn
+ * moves the host terms; docs/calibration.md); with fit_host the host's
+ * four too, but for overhead and per_seq when CPU and GPU run in sequence
+ * (not async): they add to sched and sched_seq in
  * every step, so no record tells them apart, and the device keeps its own
  * (the GPU side; docs/host-model.md "The device overhead") while the host
  * takes the rest.  fit_host 2: the host's alone.
  */
-static void choose(struct fit_ctx *c, int fit_host, int async)
+static void choose(struct fit_ctx *c, int fit_host, int async, int fit_attn)
 {
 	int k, seq;
 
@@ -520,12 +537,14 @@ static void choose(struct fit_ctx *c, int fit_host, int async)
 		seq = k == KV_RFIT_OVERHEAD || k == KV_RFIT_PER_SEQ;
 		if (k >= KV_RFIT_DEV_N ? !fit_host : fit_host == 2 || (fit_host && !async && seq))
 			continue;
+		if (k == KV_RFIT_ATTN && !fit_attn)
+			continue;
 		c->ks[c->np++] = k;
 	}
 }
 
 int kv_run_fit(struct kv_replay *rp, const struct kv_device *start, size_t n_fit,
-	       unsigned max_evals, int multi, int fit_host, struct kv_run_fit *f,
+	       unsigned max_evals, int multi, int fit_host, int fit_attn, struct kv_run_fit *f,
 	       struct kv_diag *d)
 {
 	const gsl_multifit_nlinear_type *T = gsl_multifit_nlinear_trust;
@@ -542,11 +561,12 @@ int kv_run_fit(struct kv_replay *rp, const struct kv_device *start, size_t n_fit
 	double top_before;
 
 	assert(n_fit >= 1 && n_fit <= rp->run->n);
+	assert(!fit_attn || (rp->steps && fit_host != 2));
 	memset(f, 0, sizeof(*f));
 	c.rp = rp;
 	if (fit_host && (status = host_start(&c, start, f, &async, d)))
 		return status;
-	choose(&c, fit_host, async);
+	choose(&c, fit_host, async, fit_attn);
 	f->np = c.np;
 	memcpy(f->ks, c.ks, sizeof(f->ks));
 	if (!(c.np >= 3 && c.ks[KV_RFIT_OVERHEAD] == KV_RFIT_OVERHEAD))

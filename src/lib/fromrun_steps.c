@@ -155,7 +155,9 @@ void kv_steps_release(struct kv_steps *st)
 	memset(st, 0, sizeof(*st));
 }
 
-int kv_steps_write(const char *path, const struct kv_steps *st, struct kv_diag *d)
+/* st's steps; with pred_ns, each one's fitted_ms and rel_error after them. */
+static int steps_write(const char *path, const struct kv_steps *st, const double *pred_ns,
+		       struct kv_diag *d)
 {
 	struct kv_atomic a;
 	size_t i;
@@ -164,17 +166,32 @@ int kv_steps_write(const char *path, const struct kv_steps *st, struct kv_diag *
 	if ((rc = kv_atomic_open(&a, path, d)))
 		return rc;
 	fprintf(a.f, "what,n_seqs,n_decode,n_prefill_tokens,n_sample,attn_pairs,kv_read_bytes,"
-		     "measured_ms\n");
+		     "measured_ms%s\n", pred_ns ? ",fitted_ms,rel_error" : "");
 	for (i = 0; i < st->n; i++) {
 		const struct kv_batch_shape *b = &st->rec[i].shape;
+		double real = (double)st->rec[i].real_ns;
 
-		fprintf(a.f, "%s,%u,%u,%llu,%u,%llu,%llu,%.6f\n",
+		fprintf(a.f, "%s,%u,%u,%llu,%u,%llu,%llu,%.6f",
 			b->n_prefill_tokens ? (b->n_decode ? "mixed" : "prefill") : "decode",
 			b->n_seqs, b->n_decode, (unsigned long long)b->n_prefill_tokens, b->n_sample,
 			(unsigned long long)b->attn_pairs, (unsigned long long)b->kv_read_bytes,
-			(double)st->rec[i].real_ns * 1e-6);
+			real * 1e-6);
+		if (pred_ns)
+			fprintf(a.f, ",%.6f,%.6f", pred_ns[i] * 1e-6, pred_ns[i] / real - 1);
+		fputc('\n', a.f);
 	}
 	return kv_atomic_commit(&a, d);
+}
+
+int kv_steps_write(const char *path, const struct kv_steps *st, struct kv_diag *d)
+{
+	return steps_write(path, st, NULL, d);
+}
+
+int kv_steps_write_fitted(const char *path, const struct kv_steps *st, const double *pred_ns,
+			  struct kv_diag *d)
+{
+	return steps_write(path, st, pred_ns, d);
 }
 
 /* The recording executor: the perf model's time, each step appended to the log. */
