@@ -258,7 +258,8 @@ const char *const kv_summary_names[] = {
 	NULL,
 };
 
-/* Index of name in kv_summary_names[], or -1. */
+#ifndef NDEBUG
+/* Index of name in kv_summary_names[], or -1 (the append's order check). */
 static int name_index(const char *name)
 {
 	int i;
@@ -268,6 +269,7 @@ static int name_index(const char *name)
 			return i;
 	return -1;
 }
+#endif
 
 /*
  * Appends an item; its name must come after the previous item's in
