@@ -553,6 +553,7 @@ static int on_scale(struct kv_sim *s, const struct kv_event *ev)
 
 static int dispatch(struct kv_sim *s, const struct kv_event *ev)
 {
+	uint64_t steps0 = s->macro_steps;
 	int rc;
 
 	switch (ev->kind) {
@@ -588,7 +589,8 @@ static int dispatch(struct kv_sim *s, const struct kv_event *ev)
 	}
 	if (!rc && s->rep_state && (ev->kind == KV_EV_ITER_DONE || ev->kind == KV_EV_ENQUEUE))
 		kv__autoscale_check(s, &s->rep[ev->target]); /* a draining one may be empty now */
-	if (!rc && s->cfg->check_pool) {
+	/* a sample changes no pool unless it applies macro steps: the last check holds */
+	if (!rc && s->cfg->check_pool && (ev->kind != KV_EV_SAMPLE || s->macro_steps != steps0)) {
 		uint32_t i;
 
 		for (i = 0; i < s->n_rep; i++)
