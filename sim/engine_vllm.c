@@ -68,6 +68,7 @@ static const struct kv_option vllm_options[] = {
 	  .offset = offsetof(struct vllm, long_prefill_token_threshold), .def = 0, .min = 0,
 	  .max = 1 << 24, .units = "tokens",
 	  .help = "largest prefill chunk a request takes in one step (0: the token budget)" },
+	KV__ENGINE_INPUTS_OPTIONS(struct vllm),
 	{ .name = NULL },
 };
 
@@ -244,6 +245,7 @@ static const struct kv_option vllm_v0_options[] = {
 	{ .name = "worker_sync", .type = KV_OPT_NS, .offset = offsetof(struct vllm_v0, base.worker_sync_ns),
 	  .def = 0, .min = 0, .max = 1e9, .units = "ns",
 	  .help = "per-step host cost of driving the TP/PP workers (multi-GPU replicas): V0's driver broadcasts each step's inputs to its workers (broadcast_tensor_dict) before the forward pass; 0 (docs/fidelity.md fits it)" },
+	KV__ENGINE_HOST_OPTIONS(struct vllm_v0, vllm_v0_version_names, 0),
 	{ .name = "executor", .type = KV_OPT_ENUM, .offset = offsetof(struct vllm_v0, base.executor),
 	  .def = 0, .units = "", .names = kv__engine_executor_names,
 	  .help = "how a multi-GPU replica drives its workers: mp (worker processes, or one in-process worker) or ray (Ray actors: adds ray_step_overhead per step)" },
@@ -251,7 +253,6 @@ static const struct kv_option vllm_v0_options[] = {
 	  .def = 274000, .min = 0, .max = 1e9, .units = "ns",
 	  .help = "added per step by executor ray: 0.27 ms, vLLM PR 11107 (V1 Ray vs mp, Llama-3.1-8B TP2)" },
 	KV__ENGINE_INPUTS_OPTIONS(struct vllm_v0),
-	KV__ENGINE_HOST_OPTIONS(struct vllm_v0, vllm_v0_version_names, 0),
 	{ .name = NULL },
 };
 

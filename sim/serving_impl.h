@@ -94,8 +94,7 @@ struct kv__engine_base {
 	  .help = "per-step host cost of broadcasting the scheduler output to the workers and gathering the result (multi-GPU replicas): " sync_src }, \
 	{ .name = "ray_step_overhead", .type = KV_OPT_NS, .offset = offsetof(T, base.ray_step_ns), \
 	  .def = 274000, .min = 0, .max = 1e9, .units = "ns",                                \
-	  .help = "added per step by executor ray: 0.27 ms, vLLM PR 11107 (V1 Ray vs mp, Llama-3.1-8B TP2)" }, \
-	KV__ENGINE_INPUTS_OPTIONS(T)
+	  .help = "added per step by executor ray: 0.27 ms, vLLM PR 11107 (V1 Ray vs mp, Llama-3.1-8B TP2)" }
 
 /*
  * How a step's inputs reach the workers of a multi-GPU replica
@@ -105,7 +104,8 @@ struct kv__engine_base {
  * receives the per-sequence scheduler output and builds its own inputs
  * (vLLM up to 0.2.6 and Sarathi-Serve through Ray actors, vLLM 0.5-0.6's
  * VLLM_USE_RAY_SPMD_WORKER), which costs worker_seq_overhead per scheduled
- * sequence per worker each scheduling pass.
+ * sequence per worker each scheduling pass.  Listed last in each engine's
+ * table, after the engine's own options.
  */
 #define KV__ENGINE_INPUTS_OPTIONS(T)                                                         \
 	{ .name = "worker_inputs", .type = KV_OPT_ENUM, .offset = offsetof(T, base.worker_inputs), \
