@@ -95,6 +95,7 @@ static const struct kv_option sglang_options[] = {
 	{ .name = "clip_max_new_tokens", .type = KV_OPT_U64,
 	  .offset = offsetof(struct sglang, clip_tokens), .def = 4096, .min = 1, .max = 1 << 30,
 	  .units = "tokens", .help = "clip of a request's remaining output in the estimate" },
+	KV__ENGINE_INPUTS_OPTIONS(struct sglang),
 	{ .name = NULL },
 };
 

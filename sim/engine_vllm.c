@@ -68,6 +68,7 @@ static const struct kv_option vllm_options[] = {
 	  .offset = offsetof(struct vllm, long_prefill_token_threshold), .def = 0, .min = 0,
 	  .max = 1 << 24, .units = "tokens",
 	  .help = "largest prefill chunk a request takes in one step (0: the token budget)" },
+	KV__ENGINE_INPUTS_OPTIONS(struct vllm),
 	{ .name = NULL },
 };
 
@@ -245,6 +246,13 @@ static const struct kv_option vllm_v0_options[] = {
 	  .def = 0, .min = 0, .max = 1e9, .units = "ns",
 	  .help = "per-step host cost of driving the TP/PP workers (multi-GPU replicas): V0's driver broadcasts each step's inputs to its workers (broadcast_tensor_dict) before the forward pass; 0 (docs/fidelity.md fits it)" },
 	KV__ENGINE_HOST_OPTIONS(struct vllm_v0, vllm_v0_version_names, 0),
+	{ .name = "executor", .type = KV_OPT_ENUM, .offset = offsetof(struct vllm_v0, base.executor),
+	  .def = 0, .units = "", .names = kv__engine_executor_names,
+	  .help = "how a multi-GPU replica drives its workers: mp (worker processes, or one in-process worker) or ray (Ray actors: adds ray_step_overhead per step)" },
+	{ .name = "ray_step_overhead", .type = KV_OPT_NS, .offset = offsetof(struct vllm_v0, base.ray_step_ns),
+	  .def = 274000, .min = 0, .max = 1e9, .units = "ns",
+	  .help = "added per step by executor ray: 0.27 ms, vLLM PR 11107 (V1 Ray vs mp, Llama-3.1-8B TP2)" },
+	KV__ENGINE_INPUTS_OPTIONS(struct vllm_v0),
 	{ .name = NULL },
 };
 
@@ -333,6 +341,12 @@ uint64_t kv_engine_vllm_v0_pass_gated(const void *priv)
 	return ((const struct vllm_v0 *)priv)->pass_gated;
 }
 
+/* worker_sync, plus ray_step_overhead with executor ray, ns (x + 0.0 is x: mp unchanged). */
+static double v0_sync_ns(const struct kv__engine_base *b)
+{
+	return (double)b->worker_sync_ns + (b->executor ? (double)b->ray_step_ns : 0.0);
+}
+
 /* The embedding model and the workers' per-step cost: V0 has no GEMM ramp. */
 static void vllm_v0_perf(const void *priv, struct kv_perf *pf)
 {
@@ -340,7 +354,7 @@ static void vllm_v0_perf(const void *priv, struct kv_perf *pf)
 
 	kv_perf_set_embed_lookup(pf, v->base.embed_lookup);
 	/* the workers' per-step cost, a host term (host.h), as kv_perf_set_comm sets it; the all-reduce as it is */
-	pf->host.worker_sync_ns = pf->tp * pf->pp > 1 ? (double)v->base.worker_sync_ns : 0.0;
+	pf->host.worker_sync_ns = pf->tp * pf->pp > 1 ? v0_sync_ns(&v->base) : 0.0;
 	kv__engine_host_perf(&v->base, &vllm_v0_versions[v->base.version], pf);
 }
 

@@ -37,6 +37,12 @@ static inline double max_d(double a, double b)
 	return a >= b ? a : b;
 }
 
+/* Driving the workers of one scheduling pass of shape b: w = worker_sync + S * worker_seq, ns. */
+static double workers_ns(const struct kv_host *h, const struct kv_batch_shape *b)
+{
+	return h->worker_sync_ns + (double)b->n_seqs * h->worker_seq_ns; /* + 0.0: worker_sync unchanged */
+}
+
 /* A step whose pre-forward host work (workers' sync included) is pre: output processing after or beside the GPU. */
 static double sync_step(const struct kv_host *h, double pre, double out, double gpu_ns)
 {
@@ -46,16 +52,16 @@ static double sync_step(const struct kv_host *h, double pre, double out, double 
 double kv_host_step_ns(const struct kv_host *h, const struct kv_batch_shape *b, double cpu_ns,
 		       double gpu_ns)
 {
-	double out, pre;
+	double w = workers_ns(h, b), out, pre;
 
 	if (!h->on) /* x + 0.0 is x: one GPU's step is unchanged */
-		return gpu_ns + h->worker_sync_ns;
+		return gpu_ns + w;
 	switch (h->mode) {
 	case KV_HOST_ASYNC:
-		return max_d(cpu_ns + h->worker_sync_ns, gpu_ns) + h->sync_ns;
+		return max_d(cpu_ns + w, gpu_ns) + h->sync_ns;
 	case KV_HOST_MULTISTEP:
 		out = out_ns(h, b);
-		pre = cpu_ns - out + h->worker_sync_ns;
+		pre = cpu_ns - out + w;
 		/* one scheduling pass serves n decode steps; a step with prefill is scheduled alone */
 		if (b->n_prefill_tokens == 0 && h->steps > 1)
 			pre /= h->steps;
@@ -63,7 +69,7 @@ double kv_host_step_ns(const struct kv_host *h, const struct kv_batch_shape *b, 
 	case KV_HOST_SYNC:
 	default:
 		out = out_ns(h, b);
-		return sync_step(h, cpu_ns - out + h->worker_sync_ns, out, gpu_ns);
+		return sync_step(h, cpu_ns - out + w, out, gpu_ns);
 	}
 }
 

@@ -19,9 +19,11 @@
  * shape, which keeps a run of identical decode steps identical (macro.h).
  *
  * A multi-GPU replica's engine also drives its workers each scheduling
- * pass (broadcasts the scheduler output, gathers the sampled tokens): w,
- * worker_sync_ns, host time before the forward pass, so c_pre = c_sched +
- * c_prep + c_block + c_hash + w.
+ * pass (broadcasts the scheduler output, gathers the sampled tokens): w =
+ * worker_sync_ns + S * worker_seq_ns (the second where every worker gets
+ * the per-sequence scheduler output: engine option worker_inputs), host
+ * time before the forward pass, so c_pre = c_sched + c_prep + c_block +
+ * c_hash + w.
  *
  * Combined with the GPU's time g (the roofline, perf.h), per mode:
  *   off        t = g + w
@@ -43,7 +45,7 @@
  * host has launched every kernel: g = max(g, layers * kernels * launch).
  *
  * Everything here is pure and allocation-free (the hot path).  Invariant:
- * with `on` 0, worker_sync_ns 0, graph_max 0 and launch 0,
+ * with `on` 0, worker_sync_ns 0, worker_seq_ns 0, graph_max 0 and launch 0,
  * kv_host_step_ns(h, b, 0, g) == g and no shape is padded: the GPU model's
  * time is returned unchanged.
  */
@@ -77,6 +79,7 @@ struct kv_host {
 	double detok_ns; /* detokenisation in the engine process, per sampling sequence, ns (0: elsewhere) */
 	double sync_ns; /* async mode: the per-step synchronisation cost, ns */
 	double worker_sync_ns; /* driving the workers of a multi-GPU replica (broadcast, gather), per scheduling pass, ns; 0 on one GPU; charged even with `on` 0 */
+	double worker_seq_ns; /* the same per scheduled sequence (every worker gets the scheduler output), summed over the workers, ns; 0 with broadcast inputs or one GPU; charged even with `on` 0 */
 	double inv_block_tokens; /* 1 / KV block tokens (blocks per new token) */
 	/* CUDA graphs (GPU side) */
 	uint32_t graph_max; /* largest captured decode batch; 0: graphs off (every step eager) */

@@ -36,6 +36,7 @@ void kv__engine_base_init(const struct kv__engine_base *b, struct kv_replica *r)
 
 const char *const kv__engine_car_names[] = { "off", "vllm", "sglang", NULL };
 const char *const kv__engine_executor_names[] = { "mp", "ray", NULL };
+const char *const kv__engine_inputs_names[] = { "broadcast", "metadata", NULL };
 
 void kv__engine_base_perf(const struct kv__engine_base *b, struct kv_perf *pf)
 {
@@ -45,6 +46,13 @@ void kv__engine_base_perf(const struct kv__engine_base *b, struct kv_perf *pf)
 	pf->gemm_half_tokens = b->gemm_half_tokens;
 	kv_perf_set_embed_lookup(pf, b->embed_lookup);
 	kv_perf_set_comm(pf, &car, sync);
+}
+
+double kv__engine_worker_seq_ns(const struct kv__engine_base *b, const struct kv_perf *pf)
+{
+	double workers = (double)pf->tp * (double)pf->pp;
+
+	return b->worker_inputs && workers > 1 ? (double)b->worker_seq_ns * workers : 0.0;
 }
 
 const char *const kv__async_names[] = { "version", "off", "on", NULL };
@@ -83,6 +91,7 @@ void kv__engine_host_perf(const struct kv__engine_base *b, const struct kv_host_
 
 	memset(h, 0, sizeof(*h));
 	h->worker_sync_ns = wsync;
+	h->worker_seq_ns = kv__engine_worker_seq_ns(b, pf);
 	if (!b->host_model || !v->on)
 		return; /* the GPU model alone, as before the host model */
 	h->on = 1;

@@ -29,6 +29,8 @@ struct kv__engine_base {
 	int executor; /* executor: 0 mp (shared-memory broadcast), 1 ray */
 	kv_ns worker_sync_ns; /* worker_sync: per-step cost of driving the workers (mp), ns; default 0 */
 	kv_ns ray_step_ns; /* ray_step_overhead: what the Ray executor adds per step, ns */
+	int worker_inputs; /* worker_inputs: 0 broadcast (the driver's input tensors), 1 metadata (each worker gets the per-sequence scheduler output) */
+	kv_ns worker_seq_ns; /* worker_seq_overhead: metadata's cost per scheduled sequence per worker, ns */
 	/* The host model (host.h; docs/host-model.md): the version's defaults unless an option says otherwise. */
 	int version; /* version: index into the engine's version table */
 	int host_model; /* host_model: 1 (default) runs the host model where the version has one */
@@ -94,8 +96,28 @@ struct kv__engine_base {
 	  .def = 274000, .min = 0, .max = 1e9, .units = "ns",                                \
 	  .help = "added per step by executor ray: 0.27 ms, vLLM PR 11107 (V1 Ray vs mp, Llama-3.1-8B TP2)" }
 
+/*
+ * How a step's inputs reach the workers of a multi-GPU replica
+ * (docs/host-model.md, "Driving the workers"): broadcast, the driver builds
+ * the input tensors once and broadcasts them (vLLM V0 since PR 2221, 0.2.7:
+ * broadcast_tensor_dict, mp and Ray executors alike); metadata, every worker
+ * receives the per-sequence scheduler output and builds its own inputs
+ * (vLLM up to 0.2.6 and Sarathi-Serve through Ray actors, vLLM 0.5-0.6's
+ * VLLM_USE_RAY_SPMD_WORKER), which costs worker_seq_overhead per scheduled
+ * sequence per worker each scheduling pass.  Listed last in each engine's
+ * table, after the engine's own options.
+ */
+#define KV__ENGINE_INPUTS_OPTIONS(T)                                                         \
+	{ .name = "worker_inputs", .type = KV_OPT_ENUM, .offset = offsetof(T, base.worker_inputs), \
+	  .def = 0, .units = "", .names = kv__engine_inputs_names,                           \
+	  .help = "how a multi-GPU replica's workers get a step's inputs: broadcast (the driver's tensors) or metadata (the per-sequence scheduler output to every worker: adds worker_seq_overhead x sequences x workers per step)" }, \
+	{ .name = "worker_seq_overhead", .type = KV_OPT_NS, .offset = offsetof(T, base.worker_seq_ns), \
+	  .def = 46000, .min = 0, .max = 1e8, .units = "ns",                                 \
+	  .help = "worker_inputs metadata: cost per scheduled sequence per worker of a step: 46 us, vLLM PR 2221 (Llama-70B, 8 x A100-40G, Ray: 2.48 -> 3.48 req/s when the metadata became a broadcast; docs/host-model.md)" }
+
 extern const char *const kv__engine_car_names[];
 extern const char *const kv__engine_executor_names[];
+extern const char *const kv__engine_inputs_names[];
 /* The host options, for an engine whose private struct is T and whose versions are named by names (default def). */
 #define KV__HOST_COEF_OPTION(T, i, key, what)                                               \
 	{ .name = "host_" key, .type = KV_OPT_DBL, .offset = offsetof(T, base.coef[i]),    \
@@ -178,6 +200,13 @@ extern const char *const kv__async_names[]; /* "version", "off", "on" */
  * coefficients, each replaced by the host profile's measured value
  * (pf->host_prof) or scaled by its cpu_speed, then by an option >= 0.
  */
+/*
+ * The workers' per-sequence cost of a step (host.h worker_seq_ns): with
+ * worker_inputs metadata on a replica of W = tp x pp > 1 workers,
+ * worker_seq_overhead x W ns per scheduled sequence; else 0.
+ */
+double kv__engine_worker_seq_ns(const struct kv__engine_base *b, const struct kv_perf *pf);
+
 void kv__engine_host_perf(const struct kv__engine_base *b, const struct kv_host_version *v,
 			  struct kv_perf *pf);
 

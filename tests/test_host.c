@@ -8,6 +8,7 @@
 
 #include <check.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine.h"
@@ -173,6 +174,36 @@ START_TEST(combine_worker_sync)
 	ck_near(kv_host_step_ns(&h, &dec, cpu, 900), 800 + 40 + 200 + 7);
 	h.on = 0;
 	ck_near(kv_host_step_ns(&h, &dec, 0, 2000), 2000 + 200);
+}
+END_TEST
+
+/*
+ * Every worker gets the step's per-sequence scheduler output (worker_inputs
+ * metadata): w grows by S x worker_seq_ns, paid where worker_sync is (once
+ * per pass in multi-step, beside the GPU in async, after it with the host
+ * model off).
+ */
+START_TEST(combine_worker_seq)
+{
+	struct kv_host h = bare();
+	struct kv_batch_shape dec = shape(4, 4, 0, 4);
+	double cpu;
+
+	h.sched_ns = 800;
+	h.sample_ns = 10;
+	h.worker_sync_ns = 200;
+	h.worker_seq_ns = 30;
+	cpu = kv_host_cpu_ns(&h, &dec);
+	ck_near(cpu, 800 + 40);
+	ck_near(kv_host_step_ns(&h, &dec, cpu, 2000), 800 + 200 + 4 * 30 + 40 + 2000);
+	h.mode = KV_HOST_MULTISTEP;
+	h.steps = 8;
+	ck_near(kv_host_step_ns(&h, &dec, cpu, 2000), (800 + 200 + 4 * 30) / 8.0 + 40 + 2000);
+	h.mode = KV_HOST_ASYNC;
+	h.sync_ns = 7;
+	ck_near(kv_host_step_ns(&h, &dec, cpu, 900), 800 + 40 + 200 + 4 * 30 + 7);
+	h.on = 0;
+	ck_near(kv_host_step_ns(&h, &dec, 0, 2000), 2000 + 200 + 4 * 30);
 }
 END_TEST
 
@@ -369,6 +400,86 @@ START_TEST(v0_worker_sync)
 }
 END_TEST
 
+/*
+ * worker_inputs metadata (docs/host-model.md, "Driving the workers"): each
+ * scheduled sequence costs worker_seq_overhead per worker (tp x pp) each
+ * pass, on every engine, on multi-GPU replicas only; broadcast (the
+ * default) costs nothing per sequence.  vllm-v0's executor ray adds
+ * ray_step_overhead per step.
+ */
+START_TEST(worker_inputs_metadata)
+{
+	static const char tp2[] = "cluster: {tensor_parallel: 2}\n";
+	static const char tp4[] = "cluster: {tensor_parallel: 4}\n";
+	struct kv_host h;
+
+	h = resolved("{name: vllm-v0, version: \"0.5\", worker_inputs: metadata}", tp2);
+	ck_near(h.worker_seq_ns, 2 * 46e3);
+	ck_near(h.worker_sync_ns, 0);
+	h = resolved("{name: vllm-v0, version: \"0.5\", worker_inputs: metadata, worker_seq_overhead: 10us}", tp4);
+	ck_near(h.worker_seq_ns, 4 * 10e3);
+	h = resolved("{name: vllm-v0, worker_inputs: metadata}", tp2); /* legacy: host model off, still charged */
+	ck_assert(!h.on);
+	ck_near(h.worker_seq_ns, 2 * 46e3);
+	h = resolved("{name: vllm-v0, version: \"0.5\", worker_inputs: metadata}", ""); /* one GPU: no workers */
+	ck_near(h.worker_seq_ns, 0);
+	h = resolved("{name: vllm-v0, version: \"0.5\"}", tp4);
+	ck_near(h.worker_seq_ns, 0);
+	h = resolved("{name: vllm-v0, version: \"0.5\", executor: ray}", tp2);
+	ck_near(h.worker_sync_ns, 274e3);
+	ck_near(h.worker_seq_ns, 0);
+	h = resolved("{name: vllm, worker_inputs: metadata, worker_seq_overhead: 5us}", tp2);
+	ck_near(h.worker_seq_ns, 2 * 5e3);
+	h = resolved("{name: sglang, worker_inputs: metadata}", tp4);
+	ck_near(h.worker_seq_ns, 4 * 46e3);
+}
+END_TEST
+
+/* The step time of a decode batch of n on a TP 2 vllm-v0 0.5 replica under engine options opts. */
+static kv_ns v0_tp2_step(const char *opts, uint32_t n)
+{
+	struct kv_workload wl;
+	struct kv_sim s;
+	struct kv_batch_shape b = decodes(n);
+	char yaml[1024];
+	kv_ns t;
+
+	snprintf(yaml, sizeof(yaml),
+		 "model: llama-2-7b\ndevice: a100-80g\ncluster: {tensor_parallel: 2}\n"
+		 "engine: {name: vllm-v0, version: \"0.5\"%s}\n"
+		 "workload:\n  requests: 1\n  arrival: {process: poisson, rate: 1}\n"
+		 "  lengths: {dist: fixed, prompt: 10, output: 2}\n", opts);
+	load(&wl, yaml);
+	sim_start(&wl, &s, NULL, 0);
+	t = kv_perf_iter_ns(&s.grp[0].perf, &b);
+	kv_sim_release(&s);
+	kv_workload_release(&wl);
+	return t;
+}
+
+/*
+ * The documented effect on a step (docs/host-model.md): a decode step of 16
+ * sequences at TP 2 with worker_inputs metadata lasts 16 x 2 x 46 us =
+ * 1.472 ms longer than with broadcast, 16 x 2 x 10 us with
+ * worker_seq_overhead 10 us; executor ray adds 274 us.
+ */
+START_TEST(worker_inputs_step_time)
+{
+	kv_ns base = v0_tp2_step("", 16);
+	kv_ns meta = v0_tp2_step(", worker_inputs: metadata", 16);
+	kv_ns meta10 = v0_tp2_step(", worker_inputs: metadata, worker_seq_overhead: 10us", 16);
+	kv_ns ray = v0_tp2_step(", executor: ray", 16);
+
+	ck_assert_msg(llabs((long long)(meta - base) - 1472000) <= 1, "metadata adds %lld ns",
+		      (long long)(meta - base));
+	ck_assert_msg(llabs((long long)(meta10 - base) - 320000) <= 1, "adds %lld ns",
+		      (long long)(meta10 - base));
+	ck_assert_msg(llabs((long long)(ray - base) - 274000) <= 1, "ray adds %lld ns",
+		      (long long)(ray - base));
+	ck_assert_uint_eq(v0_tp2_step(", worker_inputs: broadcast", 16), base);
+}
+END_TEST
+
 /* An option beats the host profile, which beats the version's default over cpu_speed. */
 START_TEST(coefficient_precedence)
 {
@@ -416,6 +527,7 @@ static Suite *host_suite(void)
 	tcase_add_test(tc, combine_multistep);
 	tcase_add_test(tc, combine_async);
 	tcase_add_test(tc, combine_worker_sync);
+	tcase_add_test(tc, combine_worker_seq);
 	tcase_add_test(tc, graph_sizes);
 	tcase_add_test(tc, perf_padding);
 	tcase_add_test(tc, perf_eager_floor);
@@ -424,6 +536,8 @@ static Suite *host_suite(void)
 	tcase_add_test(tc, engine_versions);
 	tcase_add_test(tc, coefficient_precedence);
 	tcase_add_test(tc, v0_worker_sync);
+	tcase_add_test(tc, worker_inputs_metadata);
+	tcase_add_test(tc, worker_inputs_step_time);
 	tcase_add_test(tc, device_default_host);
 	suite_add_tcase(s, tc);
 	return s;
