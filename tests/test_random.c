@@ -1470,7 +1470,7 @@ static void catch_fatal(void)
 }
 
 /*
- * Cases when KVSIM_RANDOM_CASES is unset: 400 (every matrix cell twice; 34 s
+ * Cases when KVSIM_RANDOM_CASES is unset: 400 (every matrix cell twice; 13 s
  * of CPU measured), 200 under AddressSanitizer (76 s), 25 under valgrind
  * (found by its preload library in LD_PRELOAD), spread over the matrix
  * (case_index), so each stays well within its run's time.
