@@ -133,6 +133,12 @@ static int read_class(struct kv_cfg_node *n, struct kv_session_class *c, uint32_
 		if (x->kind == KV_DIST_FIXED && x->mean < least(k->key))
 			return kv_cfg_error(kv_cfg_get(n, k->key), d, "bad value %g: expected at least %g %s",
 					    x->mean, least(k->key), k->units);
+		/* as the generator checks (sim/session.c check_dist), after min was raised to the least */
+		if (x->mean < least(k->key) ||
+		    ((x->kind == KV_DIST_EXPONENTIAL || x->kind == KV_DIST_GEOMETRIC) && x->mean < x->min))
+			return kv_cfg_error(kv_cfg_get(n, k->key), d,
+					    "bad mean %g: expected at least %g %s and at least its min (%g)",
+					    x->mean, least(k->key), k->units, x->min);
 	}
 	if (c->turns.mean > KV_SESSION_MAX_TURNS || c->turns.max > KV_SESSION_MAX_TURNS)
 		return kv_cfg_error(kv_cfg_get(n, "turns"), d, "bad value: expected at most %d turns per session",
