@@ -273,7 +273,7 @@ void kv_tiers_add(struct kv_tiers *s, struct kv_tier *t, uint32_t kind)
 
 /* --- the LRU order ---------------------------------------------------------- */
 
-/* Makes the block indexed at slot i the most recently used: a move to the ring's tail. */
+/* Makes block key (hash h, held) the most recently used: a move to the ring's tail (found again after ring_room, which may rebuild the index). */
 static void touch(struct kv_tier *t, uint64_t key, uint32_t h)
 {
 	uint32_t i, p;

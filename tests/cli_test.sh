@@ -37,6 +37,10 @@ grep -qx "blocks_seen_share,0.333333" <<<"$ts" && grep -qx "chains,2" <<<"$ts" &
 [ $st -eq 2 ] && grep -q "no sessions and no arrival trace" "$tmp/err" && ok || bad "trace-stats without sessions or a trace (status $st)"
 "$kvsim" trace-stats "$tmp/none.jsonl" 2>/dev/null; [ $? -eq 2 ] && ok || bad "trace-stats on a missing file"
 "$kvsim" list sessions | grep -q "LMSYS-Chat-1M" && ok || bad "kvsim list sessions"
+# how the engine drives its workers: a bad worker_inputs value, with its line (exit 2)
+printf 'name: w\nengine: {name: vllm-v0, worker_inputs: pickled}\nworkload: {requests: 2}\n' > "$tmp/wi.yaml"
+st=0; "$kvsim" run -q "$tmp/wi.yaml" -o "$tmp/wi" 2> "$tmp/err" || st=$?
+[ $st -eq 2 ] && grep -q "wi.yaml:2:.*worker_inputs.*pickled.*broadcast, metadata" "$tmp/err" && ok || bad "engine.worker_inputs: pickled (status $st: $(cat "$tmp/err"))"
 # a drawn turn count whose mean is below the least turn (1): refused at load, with its line
 printf 'name: s\nworkload:\n  requests: 5\n  sessions:\n    turns: {dist: geometric, mean: 0, min: 0, max: 50}\n' > "$tmp/sess0.yaml"
 st=0; "$kvsim" run -q "$tmp/sess0.yaml" -o "$tmp/sess0" 2> "$tmp/err" || st=$?
