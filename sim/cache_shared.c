@@ -144,6 +144,7 @@
 #define SEED_HASHED 0x6d6f6f6e63616b65ULL /* chain start for hash-id keys */
 #define SEED_SYSTEM 0x73797374656d2d70ULL /* chain start for system-prompt keys */
 #define SEED_OWN 0x6f776e2d626c6f63ULL /* a request's own prompt blocks (request_blocks) */
+#define SYS_KEYS 4096 /* system-prompt keys computed once per cache, at most (32 KiB) */
 #define SEED_WIN 0x77696e646f776564ULL /* a block's windowed-group entry: its key mixed with this */
 #define LO_MASK 0x7fffffffULL /* cache[1] >> 32: the first windowed entry still held */
 
@@ -157,6 +158,14 @@ struct shared {
 	int request_blocks; /* option: key a request's other prompt blocks by its id, default 0 */
 	uint64_t publish; /* option: when a request's prompt blocks become findable: PUBLISH_*, default at release */
 	uint64_t hash_block_tokens; /* option: tokens one trace hash id covers, default 512 (Mooncake) */
+	/*
+	 * The system prompt's key chain, computed once (keys_next would mix
+	 * each of them at every walk of every request: 2 of the 3 walks per
+	 * block of a request in bench/fleet-cluster.yaml); at most SYS_KEYS,
+	 * later blocks are mixed as they come.
+	 */
+	uint64_t *sys_key;
+	uint32_t n_sys_key;
 	struct kv_blocks blocks; /* requests' own block tables */
 	struct kv_pool *pool; /* the replica's pool */
 	const struct kv_sim *sim; /* the simulation, for reading requests' hash ids */
@@ -301,6 +310,8 @@ struct keys {
 	uint64_t B; /* prefix block tokens */
 	uint64_t H; /* tokens per trace hash id */
 	int hashed; /* keys from hash ids, else from the system prompt */
+	const uint64_t *sys; /* the system prompt's chain, its first n_sys keys (sys_key) */
+	uint64_t n_sys; /* blocks of sys[] this walk reads, <= n_shared */
 };
 
 static void keys_init(struct keys *k, const struct shared *c, const struct kv_req *q)
@@ -321,6 +332,8 @@ static void keys_init(struct keys *k, const struct shared *c, const struct kv_re
 		k->key = SEED_SYSTEM;
 	}
 	k->n_shared = k->n;
+	k->sys = c->sys_key;
+	k->n_sys = k->hashed ? 0 : KV_MIN(k->n_shared, (uint64_t)c->n_sys_key);
 	k->own = mix(q->id ^ SEED_OWN);
 	if (c->request_blocks)
 		k->n = q->prompt_tokens / k->B;
@@ -340,6 +353,7 @@ static void keys_resume(struct keys *k, struct shared *c, const struct kv_req *q
 {
 	if (k->B && (k->i == p || k->i == k->n) && k->i <= p) {
 		k->it.pages = c->sim->hash_pages;
+		k->sys = c->sys_key; /* this cache's copy (the walk may come from another replica's) */
 		return;
 	}
 	keys_init(k, c, q);
@@ -359,6 +373,11 @@ static int keys_next(struct keys *k, uint64_t *key)
 
 	if (k->i == k->n)
 		return 0;
+	if (k->i < k->n_sys) { /* the system prompt's chain, the same for every request */
+		k->key = k->sys[k->i++];
+		*key = k->key;
+		return 1;
+	}
 	if (k->i >= k->n_shared) {
 		v = k->own ^ k->i; /* the request's own block */
 	} else if (k->hashed) {
@@ -877,6 +896,22 @@ static int tiers_init(struct shared *c, const struct kv_cache_env *env, struct k
 	return 0;
 }
 
+/* The first blocks of the system prompt's chain (sys_key), as keys_next walks them. */
+static void sys_keys_init(struct shared *c)
+{
+	uint64_t n = KV_MIN(c->system_prompt_tokens / c->prefix_block_tokens, (uint64_t)SYS_KEYS);
+	uint64_t key = SEED_SYSTEM, i;
+
+	c->n_sys_key = (uint32_t)n;
+	if (!n)
+		return;
+	c->sys_key = kv_xmalloc(n * sizeof(*c->sys_key));
+	for (i = 0; i < n; i++) {
+		key = mix(key ^ mix(i));
+		c->sys_key[i] = key;
+	}
+}
+
 static int shared_init(void *priv, const struct kv_cache_env *env, struct kv_diag *d)
 {
 	struct shared *c = priv;
@@ -898,6 +933,7 @@ static int shared_init(void *priv, const struct kv_cache_env *env, struct kv_dia
 	if (c->prefix_block_tokens != c->block_tokens || c->win.win_tokens)
 		c->publish = PUBLISH_RELEASE; /* an entry is one own block (adopted in place) */
 	arrays_init(c);
+	sys_keys_init(c);
 	return tiers_init(c, env, d);
 }
 
@@ -925,6 +961,7 @@ static void shared_fini(void *priv)
 	free(c->grp);
 	free(c->wscratch);
 	free(c->keybuf);
+	free(c->sys_key);
 }
 
 /* A block's windowed-group key. */

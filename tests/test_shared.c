@@ -510,6 +510,56 @@ static uint64_t pool_used(const struct kv_replica *rep)
 	return rep->pool.size_bytes - rep->pool.free_bytes;
 }
 
+/* splitmix64's finaliser, as cache_shared.c chains keys with it. */
+static uint64_t ref_mix(uint64_t z)
+{
+	z += 0x9e3779b97f4a7c15ULL;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/*
+ * The system prompt's keys come from a table computed once per cache, its
+ * first 4,096 blocks, then from the chain as before: a walk across that
+ * border (a 5,000-block system prompt of 1-token blocks on a 128k-context
+ * model) gives every key the chain gives, key(i) = mix(key(i-1) ^ mix(i))
+ * from the system seed, and the same keys for two requests.
+ */
+START_TEST(system_keys_table)
+{
+	struct kv_workload w;
+	struct kv_sim s;
+	struct kv_replica *rep;
+	struct kv_req a = fake_req(1, 6000, 4), b = fake_req(2, 5001, 4);
+	uint64_t *ka = malloc(6000 * sizeof(*ka)), *kb = malloc(6000 * sizeof(*kb));
+	uint64_t key = 0x73797374656d2d70ULL, B = 0; /* SEED_SYSTEM */
+	uint32_t na, nb, i;
+
+	load(&w, "model: llama-3.1-8b\ndevice: h100-80g\nscheduler: fifo\n"
+		 "cache: {name: shared, prefix_block_tokens: 1, block_tokens: 1, system_prompt_tokens: 5000}\n"
+		 "outputs: {sample_interval: 0}\nworkload: {requests: 1, arrival: {rate: 1}}\n");
+	sim_start(&w, &s, NULL, 0);
+	rep = &s.rep[0];
+	ck_assert(rep->cache->prefix_keys != NULL);
+	na = rep->cache->prefix_keys(rep->cache_priv, &a, ka, 6000, &B);
+	nb = rep->cache->prefix_keys(rep->cache_priv, &b, kb, 6000, &B);
+	ck_assert_uint_eq(B, 1);
+	ck_assert_uint_eq(na, 5000); /* the system prompt's blocks; request_blocks is off */
+	ck_assert_uint_eq(nb, 5000);
+	for (i = 0; i < 5000; i++) {
+		key = ref_mix(key ^ ref_mix(i));
+		ck_assert_msg(ka[i] == key && kb[i] == key, "block %u: %016llx %016llx, chain %016llx",
+			      i, (unsigned long long)ka[i], (unsigned long long)kb[i],
+			      (unsigned long long)key);
+	}
+	free(ka);
+	free(kb);
+	kv_sim_release(&s);
+	kv_workload_release(&w);
+}
+END_TEST
+
 /*
  * Starts the simulator of window_prefix and window_hit_rule: Gemma-2-9B on
  * an H200 with a 16384-token pool under the shared cache (512-token prefix
@@ -848,6 +898,7 @@ static Suite *shared_suite(void)
 	TCase *tc = tcase_create("core");
 
 	tcase_add_test(tc, system_prompt);
+	tcase_add_test(tc, system_keys_table);
 	tcase_add_test(tc, shared_blocks_survive_a_sharer);
 	tcase_add_test(tc, eviction_under_pressure);
 	tcase_add_test(tc, deterministic);
