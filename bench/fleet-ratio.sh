@@ -39,13 +39,13 @@ for r in $(seq "$runs"); do
 		# what the cache did (the same in every run: the simulation is deterministic)
 		awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
 			{ e = $col["cache_evictions"]; h = $col["cache_hit_rate"] }
-			END { printf "%s %s", e, h }' "$out/run/summary.csv" >"$out/cache.$v"
+			END { printf "%s %s", e == "" ? "-" : e, h == "" ? "-" : h }' "$out/run/summary.csv" >"$out/cache.$v"
 		if [ -f "$out/run/tiers.csv" ]; then
 			awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
 				$col["tier"] == "cpu" { b += $col["in_bytes"] }
 				END { printf " %.1f\n", b / 1e12 }' "$out/run/tiers.csv" >>"$out/cache.$v"
 		else
-			echo " none" >>"$out/cache.$v"
+			echo " -" >>"$out/cache.$v"
 		fi
 		printf 'run %s/%s: %s\n' "$r" "$runs" "$name" >&2
 	done
@@ -64,5 +64,5 @@ for v in $(seq "$nv"); do
 	read -r ev hit tb <"$out/cache.$v"
 	awk -v name="$name" -v b="$best" -v t="$t" -v p="$plain" -v kb="$kb" -v ev="$ev" -v hit="$hit" -v tb="$tb" 'BEGIN {
 		printf "| %s | %.2f | %.2f | %.2f | %d MB | %s | %s | %s |\n", name, b, t, t / p, kb / 1024 + 0.5,
-			ev, hit == "" ? "none" : sprintf("%.1f%%", 100 * hit), tb }'
+			ev, hit == "-" ? "-" : sprintf("%.1f%%", 100 * hit), tb }'
 done
