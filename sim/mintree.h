@@ -14,7 +14,8 @@
  * counts and one over when each bound lapses (which replicas an arrival
  * must bring up: replica.h kv__out_bound), so that an arrival costs
  * O(log replicas) per replica it touches instead of two scans of every
- * replica.  Memory: 12 bytes per leaf, allocated at
+ * replica; the range queries serve a range of them (a disaggregated
+ * group's prefill replicas).  Memory: 12 bytes per leaf, allocated at
  * init; updates and queries allocate nothing.
  */
 #ifndef KV_MINTREE_H
@@ -82,5 +83,16 @@ static inline void kv_mintree_set(struct kv_mintree *t, uint32_t i, uint64_t v)
  * returns how many (out holds n entries at most).
  */
 uint32_t kv_mintree_at_most(const struct kv_mintree *t, uint64_t bound, uint32_t *out);
+/*
+ * The index of the smallest key among leaves lo..hi-1 (lo < hi <= n), the
+ * lowest index among equals, as a scan of that range returns it: O(log n).
+ */
+uint32_t kv_mintree_range_min(const struct kv_mintree *t, uint32_t lo, uint32_t hi);
+/*
+ * kv_mintree_at_most over leaves lo..hi-1 only: O((m + 1) log n) for m
+ * such indices, written to out in increasing order.
+ */
+uint32_t kv_mintree_at_most_in(const struct kv_mintree *t, uint64_t bound, uint32_t lo,
+			       uint32_t hi, uint32_t *out);
 
 #endif /* KV_MINTREE_H */

@@ -62,6 +62,7 @@ struct prefix_load {
 	uint32_t *cand; /* n_rep: replicas holding the first block */
 	uint64_t *active; /* n_rep: prompt + output tokens of the requests routed there, not ended */
 	int tree; /* the least outstanding view is the tree's root */
+	uint32_t *due; /* n_rep (tree mode): replicas of a range whose view may be the least */
 };
 
 static const char *const mode_names[] = { "tokens", "dynamo", "llm-d", NULL };
@@ -101,6 +102,7 @@ static int pl_init(void *priv, struct kv_sim *s, struct kv_diag *d)
 	p->keys = kv_xmalloc(p->max_keys * sizeof(*p->keys));
 	p->cand = kv_xmalloc(s->n_rep * sizeof(*p->cand));
 	p->active = kv_xcalloc(s->n_rep, sizeof(*p->active));
+	p->due = kv_xmalloc(s->n_rep * sizeof(*p->due));
 	if (p->mode == MODE_DYNAMO) {
 		s->route_flags = KV_PLUGIN_F_ROUTE_BLIND; /* its own counts only */
 	} else if (p->mode == MODE_TOKENS && p->queue_weight == 0 && p->kv_weight == 0) {
@@ -120,6 +122,7 @@ static void pl_fini(void *priv)
 	free(p->keys);
 	free(p->cand);
 	free(p->active);
+	free(p->due);
 }
 
 static void pl_on_end(void *priv, uint32_t replica, const struct kv_req *q)
@@ -338,15 +341,61 @@ static uint32_t scan_tree_keys(const struct prefix_load *p, struct kv_sim *s,
 	return b.r;
 }
 
+/*
+ * pick_tree over a range [lo, hi) of the cluster (a disaggregated group's
+ * prefill replicas): the candidates of the walk, each brought up and
+ * scored, and the range's least view, which is the best of the others
+ * (their costs differ by outstanding_weight times their views alone) or a
+ * candidate that beats them all.  The least view is found as the engine
+ * finds the cluster's (engine.c sync_route): a view not brought up is at
+ * least its true count, so the range's least tree key is a bound; a
+ * replica whose true count could reach it has its lower bound (low_tree)
+ * at or under it and is brought up; after that the range's least key is
+ * exact.  O(candidates + log replicas + those brought up) instead of a
+ * scan of the range; the same pick (verify checks it).
+ */
+static uint32_t pick_range(struct prefix_load *p, struct kv_sim *s, const struct kv_req *q,
+			   uint64_t B, uint32_t nc, uint32_t lo, uint32_t hi)
+{
+	struct best b = { KV_NIL, 0 };
+	uint32_t i, n, r0;
+
+	for (i = 0; i < nc; i++)
+		view_up(s, p->cand[i]);
+	if (p->outstanding_weight > 0) {
+		r0 = kv_mintree_range_min(&s->out_tree, lo, hi);
+		n = kv_mintree_at_most_in(&s->low_tree, s->out_tree.key[r0], lo, hi, p->due);
+		for (i = 0; i < n; i++)
+			view_up(s, p->due[i]);
+		r0 = kv_mintree_range_min(&s->out_tree, lo, hi);
+	} else {
+		r0 = first_other(p, s, lo, hi);
+	}
+	if (r0 < hi)
+		consider(p, s, q, B, r0, &b);
+	for (i = 0; i < nc; i++)
+		consider(p, s, q, B, p->cand[i], &b);
+	return b.r;
+}
+
 /* The least-cost replica of [lo, hi), read one by one. */
 static uint32_t pick_scan(struct prefix_load *p, struct kv_sim *s, const struct kv_req *q,
-			  uint64_t B, uint32_t lo, uint32_t hi)
+			  uint64_t B, uint32_t nc, uint32_t lo, uint32_t hi)
 {
 	struct best b = { KV_NIL, 0 };
 	uint32_t r;
 
-	if (p->tree)
-		return scan_tree_keys(p, s, q, B, lo, hi);
+	if (p->tree) {
+		uint32_t pick = pick_range(p, s, q, B, nc, lo, hi);
+
+		if (p->verify) { /* the tests: the scan must agree */
+			uint32_t rs = scan_tree_keys(p, s, q, B, lo, hi);
+
+			KV_CHECK(rs == pick, "prefix-load: request %llu: the range pick %u, the scan %u",
+				 (unsigned long long)q->id, pick, rs);
+		}
+		return pick;
+	}
 	for (r = lo; r < hi; r++)
 		consider(p, s, q, B, r, &b);
 	return b.r;
@@ -376,7 +425,7 @@ static uint32_t pl_pick(struct kv_sim *s, const struct kv_req *q, uint32_t lo, u
 		r = pick_llmd(p, s, n, lo, hi);
 	else
 		r = p->tree && hi - lo == s->n_rep ? pick_tree(p, s, q, B, nc)
-						    : pick_scan(p, s, q, B, lo, hi);
+						    : pick_scan(p, s, q, B, nc, lo, hi);
 	p->active[r] += q->prompt_tokens + q->output_tokens;
 	return r;
 }

@@ -2,7 +2,8 @@
  * test_mintree.c -- the tournament tree: the minimum with the lowest index
  * on ties (the linear scan the least-outstanding-tokens router replaced),
  * after random updates, for sizes that are and are not powers of two; the
- * bounded query against a scan; one leaf.
+ * bounded query against a scan; one leaf; the range queries against scans
+ * of every range.
  */
 #include "testutil.h"
 
@@ -103,6 +104,44 @@ START_TEST(test_random_vs_scan)
 }
 END_TEST
 
+/* The range queries against scans of every range, after random updates. */
+START_TEST(test_ranges)
+{
+	static const uint32_t sizes[] = { 1, 2, 3, 5, 8, 13, 33, 64 };
+	uint32_t si, i, lo, hi, round, out[64], want[64];
+	uint64_t seed = 7;
+
+	for (si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
+		uint32_t n = sizes[si];
+		struct kv_mintree t;
+
+		kv_mintree_init(&t, n, 0);
+		for (round = 0; round < 3; round++) {
+			for (i = 0; i < n; i++) {
+				seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+				kv_mintree_set(&t, i, (seed >> 33) % 6); /* many ties */
+			}
+			for (lo = 0; lo < n; lo++)
+				for (hi = lo + 1; hi <= n; hi++) {
+					uint64_t bound = (seed >> 40) % 7;
+					uint32_t m = 0, got, r;
+
+					r = lo + scan_min(t.key + lo, hi - lo);
+					ck_assert_uint_eq(kv_mintree_range_min(&t, lo, hi), r);
+					for (i = lo; i < hi; i++)
+						if (t.key[i] <= bound)
+							want[m++] = i;
+					got = kv_mintree_at_most_in(&t, bound, lo, hi, out);
+					ck_assert_uint_eq(got, m);
+					for (i = 0; i < m; i++)
+						ck_assert_uint_eq(out[i], want[i]);
+				}
+		}
+		kv_mintree_release(&t);
+	}
+}
+END_TEST
+
 static Suite *mintree_suite(void)
 {
 	Suite *s = suite_create("mintree");
@@ -111,6 +150,7 @@ static Suite *mintree_suite(void)
 	tcase_add_test(tc, test_hand);
 	tcase_add_test(tc, test_one_leaf);
 	tcase_add_test(tc, test_random_vs_scan);
+	tcase_add_test(tc, test_ranges);
 	suite_add_tcase(s, tc);
 	return s;
 }

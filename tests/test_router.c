@@ -409,6 +409,51 @@ START_TEST(own_keys_left_out)
 }
 END_TEST
 
+/*
+ * The pick over a disaggregated group's prefill range without a scan
+ * (router_prefix.c pick_range): on 80 replicas (the engine's trees serve
+ * 64 or more), 24 of them prefill, every prompt opening with the same
+ * 1,024-token system prompt, so that first no prefill replica holds it
+ * (no candidate), then some or all do, at depths that the 16-token own
+ * blocks' evictions cut down; with verify on, each arrival's range pick is checked against the
+ * scan (abort when they differ), under each engine, macro-stepped, with
+ * and without request blocks and a CPU tier, and at prefix blocks of 16
+ * and 512 tokens.
+ */
+START_TEST(range_pick_is_the_scan)
+{
+	static const char *const engines[] = { "vllm-v0", "vllm", "sglang" };
+	static const char *const caches[] = {
+		"{name: shared, system_prompt_tokens: 1024, prefix_block_tokens: 16, request_blocks: true, tier_cpu_bytes: 1GiB}",
+		"{name: shared, system_prompt_tokens: 1024}",
+	};
+	char yaml[2048];
+	unsigned e, c;
+
+	for (e = 0; e < 3; e++)
+		for (c = 0; c < 2; c++) {
+			struct kv_workload w;
+			struct kv_sim s;
+
+			snprintf(yaml, sizeof(yaml),
+				 "model: llama-2-7b\ndevice: a100-80g\nscheduler: fifo\n"
+				 "outputs: {sample_interval: 0}\n"
+				 "cluster: {replicas: 80, prefill_replicas: 24, router: {name: prefix-load, verify: true}}\n"
+				 "engine: %s\ncache: %s\n"
+				 "workload:\n  requests: 600\n"
+				 "  arrival: {process: poisson, rate: 60}\n"
+				 "  lengths: {dist: uniform, prompt_min: 1100, prompt_max: 3000, output_min: 10, output_max: 300}\n",
+				 engines[e], caches[c]);
+			load(&w, yaml);
+			sim_start(&w, &s, NULL, 0);
+			sim_finish(&s);
+			ck_assert_uint_eq(s.tenant[0].completed, 600);
+			kv_sim_release(&s);
+			kv_workload_release(&w);
+		}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *su = suite_create("router");
@@ -422,6 +467,7 @@ int main(void)
 	tcase_add_test(tc, within_the_group);
 	tcase_add_test(tc, index_exact_on_mooncake);
 	tcase_add_test(tc, own_keys_left_out);
+	tcase_add_test(tc, range_pick_is_the_scan);
 	tcase_set_timeout(tc, 600);
 	suite_add_tcase(su, tc);
 	sr = srunner_create(su);
