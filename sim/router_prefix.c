@@ -291,9 +291,38 @@ static void consider(const struct prefix_load *p, const struct kv_sim *s, const 
 	}
 }
 
-/* The least-cost replica among the candidates and the least-loaded other (tree mode). */
+/*
+ * The least outstanding view among replicas [lo, hi), the lowest index
+ * among equals.  The whole cluster: the tree's root (the engine brought up
+ * every view that could be least).  A range of it (a disaggregated
+ * group's prefill replicas), as the engine does for the cluster (engine.c
+ * sync_route): a view not brought up is at least its true count, so the
+ * range's least tree key is a bound; a replica whose true count could
+ * reach it has its lower bound (low_tree) at or under it and is brought
+ * up; then the range's least key is exact.  O(log replicas + those
+ * brought up) instead of a scan of the range.
+ */
+static uint32_t least_view(struct prefix_load *p, struct kv_sim *s, uint32_t lo, uint32_t hi)
+{
+	uint32_t i, n, r;
+
+	if (hi - lo == s->n_rep)
+		return kv_mintree_min(&s->out_tree);
+	r = kv_mintree_range_min(&s->out_tree, lo, hi);
+	n = kv_mintree_at_most_in(&s->low_tree, s->out_tree.key[r], lo, hi, p->due);
+	for (i = 0; i < n; i++)
+		view_up(s, p->due[i]);
+	return kv_mintree_range_min(&s->out_tree, lo, hi);
+}
+
+/*
+ * The least-cost replica of [lo, hi) in tree mode: the walk's candidates,
+ * each brought up and scored, and the least view among the range, which
+ * is the best of the others (their costs differ by outstanding_weight
+ * times their views alone) or a candidate that beats them all.
+ */
 static uint32_t pick_tree(struct prefix_load *p, struct kv_sim *s, const struct kv_req *q,
-			  uint64_t B, uint32_t nc)
+			  uint64_t B, uint32_t nc, uint32_t lo, uint32_t hi)
 {
 	struct best b = { KV_NIL, 0 };
 	uint32_t i, r0;
@@ -301,8 +330,8 @@ static uint32_t pick_tree(struct prefix_load *p, struct kv_sim *s, const struct 
 	for (i = 0; i < nc; i++)
 		view_up(s, p->cand[i]);
 	/* the other replicas' cost grows with O_r: the least view (or the lowest index) wins among them */
-	r0 = p->outstanding_weight > 0 ? kv_mintree_min(&s->out_tree) : first_other(p, s, 0, s->n_rep);
-	if (r0 < s->n_rep)
+	r0 = p->outstanding_weight > 0 ? least_view(p, s, lo, hi) : first_other(p, s, lo, hi);
+	if (r0 < hi)
 		consider(p, s, q, B, r0, &b);
 	for (i = 0; i < nc; i++)
 		consider(p, s, q, B, p->cand[i], &b);
@@ -341,43 +370,6 @@ static uint32_t scan_tree_keys(const struct prefix_load *p, struct kv_sim *s,
 	return b.r;
 }
 
-/*
- * pick_tree over a range [lo, hi) of the cluster (a disaggregated group's
- * prefill replicas): the candidates of the walk, each brought up and
- * scored, and the range's least view, which is the best of the others
- * (their costs differ by outstanding_weight times their views alone) or a
- * candidate that beats them all.  The least view is found as the engine
- * finds the cluster's (engine.c sync_route): a view not brought up is at
- * least its true count, so the range's least tree key is a bound; a
- * replica whose true count could reach it has its lower bound (low_tree)
- * at or under it and is brought up; after that the range's least key is
- * exact.  O(candidates + log replicas + those brought up) instead of a
- * scan of the range; the same pick (verify checks it).
- */
-static uint32_t pick_range(struct prefix_load *p, struct kv_sim *s, const struct kv_req *q,
-			   uint64_t B, uint32_t nc, uint32_t lo, uint32_t hi)
-{
-	struct best b = { KV_NIL, 0 };
-	uint32_t i, n, r0;
-
-	for (i = 0; i < nc; i++)
-		view_up(s, p->cand[i]);
-	if (p->outstanding_weight > 0) {
-		r0 = kv_mintree_range_min(&s->out_tree, lo, hi);
-		n = kv_mintree_at_most_in(&s->low_tree, s->out_tree.key[r0], lo, hi, p->due);
-		for (i = 0; i < n; i++)
-			view_up(s, p->due[i]);
-		r0 = kv_mintree_range_min(&s->out_tree, lo, hi);
-	} else {
-		r0 = first_other(p, s, lo, hi);
-	}
-	if (r0 < hi)
-		consider(p, s, q, B, r0, &b);
-	for (i = 0; i < nc; i++)
-		consider(p, s, q, B, p->cand[i], &b);
-	return b.r;
-}
-
 /* The least-cost replica of [lo, hi), read one by one. */
 static uint32_t pick_scan(struct prefix_load *p, struct kv_sim *s, const struct kv_req *q,
 			  uint64_t B, uint32_t nc, uint32_t lo, uint32_t hi)
@@ -386,7 +378,7 @@ static uint32_t pick_scan(struct prefix_load *p, struct kv_sim *s, const struct 
 	uint32_t r;
 
 	if (p->tree) {
-		uint32_t pick = pick_range(p, s, q, B, nc, lo, hi);
+		uint32_t pick = pick_tree(p, s, q, B, nc, lo, hi);
 
 		if (p->verify) { /* the tests: the scan must agree */
 			uint32_t rs = scan_tree_keys(p, s, q, B, lo, hi);
@@ -424,7 +416,7 @@ static uint32_t pl_pick(struct kv_sim *s, const struct kv_req *q, uint32_t lo, u
 	if (p->mode == MODE_LLMD)
 		r = pick_llmd(p, s, n, lo, hi);
 	else
-		r = p->tree && hi - lo == s->n_rep ? pick_tree(p, s, q, B, nc)
+		r = p->tree && hi - lo == s->n_rep ? pick_tree(p, s, q, B, nc, 0, s->n_rep)
 						    : pick_scan(p, s, q, B, nc, lo, hi);
 	p->active[r] += q->prompt_tokens + q->output_tokens;
 	return r;
