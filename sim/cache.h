@@ -23,7 +23,10 @@
  *            call sets it to the tokens just reserved.
  *   release  called when a request finishes, is rejected, or is preempted by
  *            recompute: free everything it holds; set q->kv_bytes and
- *            q->kv_cap_tokens to 0.
+ *            q->kv_cap_tokens to 0.  q->leaving is 1 when the request will
+ *            never be looked up or admitted on this replica again (it ended,
+ *            or a prefill replica handed its KV to a decode replica), so a
+ *            model may forget what only this request could find.
  *   bytes_per_token  beta: the bytes one cached token occupies under this
  *            model (for the cost model and the "used" memory metric).
  *   read_bytes (optional) KV bytes attention reads for ctx_tokens tokens of

@@ -64,7 +64,15 @@
  *               in place: the simpler model, with identical byte counts.
  *               Entries are released deepest first so that a prefix's tail
  *               is evicted before its head (vLLM frees a request's blocks in
- *               reverse order for the same reason).
+ *               reverse order for the same reason).  A request released for
+ *               good (q->leaving: it ended, or its KV went to a decode
+ *               replica) donates its own-keyed blocks (request_blocks) out
+ *               of the index (G_ANON): only it could have found them.  They
+ *               hold memory, keep their LRU place and go down the tiers with
+ *               their keys as any entry; only the index's insert and delete
+ *               are saved, and no output changes.  While no cache has
+ *               indexed any of a request's own blocks (struct shared_req),
+ *               its lookups and releases do not probe for them.
  *   publish     (option publish = 1, the vllm and sglang engines) after a
  *               reserve, the complete prompt blocks it covers become index
  *               entries in place: the entry names the request's own pool
@@ -134,6 +142,7 @@
 #include "tiers.h"
 #include "winblocks.h"
 
+#include <assert.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,6 +159,7 @@
 
 enum { G_FULL, G_WIN }; /* entry groups: every layer (or the full-attention ones), the windowed ones */
 #define G_OWN 2 /* grp[]: or'ed into the group of an entry keyed by its request's id (request_blocks) */
+#define G_ANON 4 /* grp[]: or'ed into a G_OWN entry its request left for good (leaving): not in the index */
 
 struct shared {
 	uint64_t prefix_block_tokens; /* option: tokens per shared prefix block, default 512 */
@@ -399,6 +409,21 @@ static int keys_next(struct keys *k, uint64_t *key)
 }
 
 /*
+ * A request's state (req_size), zeroed when it arrives: the walk publishing
+ * stopped at, and whether any cache has indexed one of its own-keyed
+ * blocks.  While none has, its own keys are in no index, so its lookups and
+ * releases do not probe for them (a fleet's indexes outgrow the processor's
+ * caches: a probe is a miss, one per own block per walk).  Set by every
+ * path that indexes an own block (donation by a request that is not
+ * leaving, a load from the tiers, publishing); a leaving request's own
+ * blocks are donated unindexed (G_ANON), since only it could find them.
+ */
+struct shared_req {
+	struct keys walk; /* the key walk publish stopped at (keys_resume) */
+	uint32_t own_indexed; /* some cache has indexed one of its own-keyed blocks */
+};
+
+/*
  * G_OWN when block i of k's walk is keyed by the request's id (request_blocks):
  * only that request can ever match it.
  */
@@ -627,8 +652,9 @@ static int extent_alloc(struct shared *c, uint32_t *off, int g)
 }
 
 /*
- * A new cached entry of group g (| G_OWN: keyed by a request's id) for key,
- * count 0, most recently used; NIL when memory is short.
+ * A new cached entry of group g (| G_OWN: keyed by a request's id; | G_ANON:
+ * left out of the index) for key, count 0, most recently used; NIL when
+ * memory is short.
  */
 static uint32_t entry_new(struct shared *c, uint64_t key, int g, uint64_t origin)
 {
@@ -642,7 +668,10 @@ static uint32_t entry_new(struct shared *c, uint64_t key, int g, uint64_t origin
 	c->refs[e] = 0;
 	c->origin[e] = origin;
 	c->n++;
-	index_insert(c, e);
+	if (g & G_ANON)
+		block_event(c, e, 1); /* its request left for good: nobody can look it up */
+	else
+		index_insert(c, e);
 	lru_push(c, e);
 	c->donations++;
 	return e;
@@ -729,7 +758,10 @@ static void entry_drop(struct shared *c, uint32_t e)
 
 		KV_CHECK(r == 0, "cached entry %u block %u still has %u references", e, off[k], r);
 	}
-	index_remove(c, e);
+	if (c->grp[e] & G_ANON)
+		block_event(c, e, 0);
+	else
+		index_remove(c, e);
 	c->next[e] = c->free_entry;
 	c->free_entry = e;
 	c->n--;
@@ -1051,9 +1083,11 @@ static uint64_t prefix_hit_window(struct shared *c, struct kv_req *q, uint64_t l
  * each tier queue on its read link (kv_tiers_load); when they land and the
  * tokens are kept for the load hook.  Returns the blocks found.
  */
-static uint64_t tier_hit(struct shared *c, struct keys *k, uint64_t key,
+static uint64_t tier_hit(struct shared *c, const struct kv_req *q, struct keys *k, uint64_t key,
 			 uint64_t m, uint64_t limit)
 {
+	struct shared_req *rs = kv_req_cache(c->sim, q);
+
 	uint64_t n[KV_TIERS_MAX] = { 0 }, got = 0;
 	kv_ns now = c->sim->now, done = now;
 	uint32_t i;
@@ -1071,6 +1105,7 @@ static uint64_t tier_hit(struct shared *c, struct keys *k, uint64_t key,
 		if (e == NIL)
 			break; /* no room in the pool: the rest is recomputed */
 		c->donations--; /* a load, not a donation; origin none: not a self hit */
+		rs->own_indexed |= keys_own(k, k->i - 1) != 0;
 		entry_ref(c, e);
 		n[t]++;
 		if (m + ++got >= limit || !keys_next(k, &key))
@@ -1108,13 +1143,15 @@ static uint64_t shared_load(const void *priv, kv_ns *done_ns, int *blocking)
  * overlap instead of following one another (as collect_keys does for a
  * release).  A hint: changes nothing the lookup sees.
  */
-static void prefetch_lookup(struct shared *c, const struct kv_req *q, uint64_t limit)
+static void prefetch_lookup(struct shared *c, const struct kv_req *q, uint64_t limit, int fresh)
 {
 	uint32_t n = 0, i, e;
 	uint64_t key;
 	struct keys k;
 
 	keys_init(&k, c, q);
+	if (fresh)
+		limit = KV_MIN(limit, k.n_shared); /* its own keys are in no index */
 	while (n < limit && n <= c->max_blocks && keys_next(&k, &key)) {
 		c->keybuf[n++] = key;
 		__builtin_prefetch(&c->slot[hash(key) & c->mask]);
@@ -1135,17 +1172,21 @@ static uint64_t shared_prefix_hit(void *priv, struct kv_req *q)
 	uint64_t limit = q->prompt_tokens ? (q->prompt_tokens - 1) / c->prefix_block_tokens : 0;
 	uint64_t m = 0, key;
 	struct keys k;
+	int fresh;
 
 	if (c->win.win_tokens)
 		return prefix_hit_window(c, q, limit);
-	prefetch_lookup(c, q, limit);
+	fresh = !((struct shared_req *)kv_req_cache(c->sim, q))->own_indexed;
+	prefetch_lookup(c, q, limit, fresh);
 	keys_init(&k, c, q);
 	c->load_tokens = 0;
 	while (m < limit && keys_next(&k, &key)) {
-		uint32_t e = index_find(c, key);
+		/* an own key no cache has indexed is in none: no probe */
+		uint32_t e = fresh && keys_own(&k, k.i - 1) ? NIL : index_find(c, key);
 
+		assert(e != NIL || index_find(c, key) == NIL);
 		if (e == NIL && c->tiers.n) {
-			m += tier_hit(c, &k, key, m, limit);
+			m += tier_hit(c, q, &k, key, m, limit);
 			break;
 		}
 		if (e == NIL || c->refs[e] >= SHARERS_MAX)
@@ -1467,7 +1508,8 @@ static void publish(struct shared *c, struct kv_req *q, uint64_t tokens)
 	uint64_t B = c->prefix_block_tokens, m = (uint32_t)q->cache[1], i, key;
 	uint64_t p = KV_MAX(q->cache[3], m);
 	uint64_t full = KV_MIN(tokens, q->prompt_tokens) / B;
-	struct keys *k = kv_req_cache(c->sim, q);
+	struct shared_req *rs = kv_req_cache(c->sim, q);
+	struct keys *k = &rs->walk;
 
 	if (full <= p)
 		return;
@@ -1480,6 +1522,7 @@ static void publish(struct shared *c, struct kv_req *q, uint64_t tokens)
 			i--;
 			break;
 		}
+		rs->own_indexed |= keys_own(k, i - 1) != 0;
 	}
 	q->cache[3] = i < full && k->i < k->n ? i : full; /* keys ended: nothing more to publish */
 }
@@ -1556,22 +1599,27 @@ static uint64_t shared_grow_units(const void *priv, const struct kv_req *q, uint
  * keys_own), prefetching what collect's probes read: their home slots
  * during the walk, then, those slots loaded, their entries' keys and
  * owners, so a release's cache misses overlap instead of following one
- * another (a fleet's caches outgrow the processor's).  Returns the keys.
+ * another (a fleet's caches outgrow the processor's); with fresh (no cache
+ * has indexed q's own keys) not those of own keys past its m hit blocks,
+ * which collect does not probe.  Returns the keys.
  */
 static uint32_t collect_keys(struct shared *c, const struct kv_req *q, uint64_t end,
-			     struct keys *k)
+			     uint64_t m, int fresh, struct keys *k)
 {
-	uint64_t key;
+	uint64_t key, probe_end = end;
 	uint32_t n = 0, i, e;
 
 	keys_init(k, c, q);
+	if (fresh) /* own keys past the hit are not probed (collect) */
+		probe_end = KV_MAX(m, KV_MIN(end, k->n_shared));
 	while (n < end && keys_next(k, &key)) {
 		KV_CHECK(n <= c->max_blocks, "request %llu has over %u prefix blocks",
 			 (unsigned long long)q->id, c->max_blocks);
 		c->keybuf[n++] = key;
-		__builtin_prefetch(&c->slot[hash(key) & c->mask]);
+		if (n <= probe_end)
+			__builtin_prefetch(&c->slot[hash(key) & c->mask]);
 	}
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < KV_MIN((uint64_t)n, probe_end); i++) {
 		e = c->slot[hash(c->keybuf[i]) & c->mask].e;
 		if (e != NIL) {
 			__builtin_prefetch(&c->key[e]);
@@ -1590,23 +1638,30 @@ static uint32_t collect(struct shared *c, const struct kv_req *q, uint64_t m)
 {
 	uint64_t done = KV_MIN(q->kv_tokens, q->prompt_tokens) / c->prefix_block_tokens;
 	uint64_t end = KV_MAX(KV_MAX(m, done), q->cache[3]);
+	struct shared_req *rs = kv_req_cache(c->sim, q);
+	int room = 1, fresh = !rs->own_indexed;
 	uint32_t n, n_keys;
-	int room = 1;
 	struct keys k;
 
-	n_keys = collect_keys(c, q, end, &k);
+	n_keys = collect_keys(c, q, end, m, fresh, &k);
 	for (n = 0; n < n_keys; n++) {
 		uint64_t key = c->keybuf[n];
-		uint32_t e = index_find(c, key);
+		int own = keys_own(&k, n);
+		/* past its hit, an own key no cache has indexed is in none: no probe */
+		uint32_t e = fresh && own && n >= m ? NIL : index_find(c, key);
 
+		assert(e != NIL || index_find(c, key) == NIL);
 		KV_CHECK(n >= m || e != NIL, "request %llu lost shared block %u",
 			 (unsigned long long)q->id, n);
 		/* past a failed donation or its computed blocks, only the entries q published */
 		if (e != NIL && n >= m && (!room || n >= done) && c->owner[e] != q->slot)
 			e = NIL;
 		else if (e == NIL && room && n < done &&
-			 (e = entry_new(c, key, G_FULL | keys_own(&k, n), q->id)) == NIL)
+			 (e = entry_new(c, key, G_FULL | own | (own && q->leaving ? G_ANON : 0),
+					q->id)) == NIL)
 			room = 0; /* no room: later blocks could not match without this one */
+		else if (e != NIL && own && !(c->grp[e] & G_ANON))
+			rs->own_indexed = 1;
 		c->scratch[n] = e;
 	}
 	KV_CHECK(n >= m, "request %llu matched %llu blocks, found %u",
@@ -1685,7 +1740,7 @@ const struct kv_cache_ops kv_cache_shared = {
 	.flags = KV_PLUGIN_F_MACRO_STEPS, /* no per-step hook; a decode inside its blocks calls nothing */
 	.desc = "prefix blocks of B tokens shared by reference across requests, cached when unused and evicted LRU; the rest in blocks of Bt: kv_bytes = m * extent(B * b) + ceil((n - m*B) / Bt) * extent(Bt * b), beta = b",
 	.priv_size = sizeof(struct shared),
-	.req_size = sizeof(struct keys), /* the key walk publish stopped at (keys_resume) */
+	.req_size = sizeof(struct shared_req), /* the key walk publish stopped at, own blocks indexed */
 	.options = shared_options,
 	.init = shared_init,
 	.fini = shared_fini,

@@ -103,6 +103,7 @@ struct kv_req {
 	uint32_t slot; /* own slot index */
 	uint32_t q_prev, q_next; /* scheduler queue links (slots), KV_NIL at ends */
 	int32_t priority; /* vLLM's request priority: lower is served first (sched priority), default 0 */
+	uint32_t leaving; /* 1 while its replica releases it for good (it ended, or its KV went to a decode replica): cache.h release */
 	unsigned long origin_line; /* trace line, 0 when generated */
 	uint64_t swapped_bytes; /* KV bytes held in host memory after a swap-out, 0 when none */
 	uint32_t hash_page; /* first page of its prefix-block hashes (KV_NIL: none) */

@@ -198,7 +198,9 @@ int kv__replica_end(struct kv_replica *r, struct kv_req *q, enum kv_end e)
 		q->xfer_bytes = 0;
 		q->kv_tokens = 0;
 	} else if (q->kv_bytes || q->kv_tokens) {
+		q->leaving = 1; /* ended: never looked up here again (cache.h release) */
 		req_release(r, q);
+		q->leaving = 0;
 	}
 	r->outstanding_tokens -= todo;
 	kv__out_changed(r);
@@ -1256,8 +1258,11 @@ void kv__replica_xfer_release(struct kv_replica *r, struct kv_req *q)
 	if (r->macro.K)
 		kv__macro_cut(r); /* memory frees: the next formation may change */
 	rep_acct(r);
-	if (q->kv_bytes || q->kv_tokens)
+	if (q->kv_bytes || q->kv_tokens) {
+		q->leaving = 1; /* decodes elsewhere: never looked up here again (cache.h release) */
 		req_release(r, q);
+		q->leaving = 0;
+	}
 	r->n_xfer_held--;
 }
 

@@ -839,6 +839,60 @@ START_TEST(window_pressure)
 END_TEST
 
 /*
+ * A request's own blocks (request_blocks) under overload with a CPU tier,
+ * 1 prefill and 1 decode replica (vllm-v0: donated at release).  A request
+ * released for good (it ended, or its KV went to the decode replica) leaves
+ * its own blocks unindexed; one preempted keeps them findable, so resumed
+ * requests hit them (self hits), in the pool or loaded back from the tier;
+ * every own block still goes down to the tier when evicted.  In a debug
+ * build, every lookup and release that skips a probe asserts that the key is
+ * in no index.
+ */
+START_TEST(leaving_own_blocks)
+{
+	uint32_t n = n_requests(120, 40);
+	struct kv_workload w;
+	struct kv_sim s;
+	struct rec r = { 0 };
+	struct kv_cache_stats st;
+	char yaml[1024];
+	uint64_t loaded = 0;
+	uint32_t i;
+
+	snprintf(yaml, sizeof(yaml),
+		 "model: llama-2-7b\ndevice: l40s\nengine: vllm-v0\nscheduler: fifo\n"
+		 "cluster: {replicas: 2, prefill_replicas: 1}\n"
+		 "cache: {name: shared, prefix_block_tokens: 16, request_blocks: true,"
+		 " system_prompt_tokens: 512, tier_cpu_bytes: 4GiB}\n"
+		 "outputs: {sample_interval: 0}\nworkload:\n  requests: %u\n"
+		 "  arrival: {process: poisson, rate: 50}\n"
+		 "  lengths: {dist: uniform, prompt_min: 1000, prompt_max: 3000, output_min: 200, output_max: 1000}\n",
+		 n);
+	load(&w, yaml);
+	run(&w, &r, &s, 1);
+	st = stats(&s);
+	ck_assert_uint_eq(r.ended[KV_END_COMPLETED], n);
+	ck_assert_uint_gt(s.preemptions, 0);
+	/* preempted requests found their own blocks: more than the system prompt's 512 tokens,
+	   which only its first request computed, could give at its admissions */
+	ck_assert_uint_gt(st.self_hit_tokens, 512 * (1 + s.preemptions));
+	ck_assert_uint_gt(st.evictions, 0);
+	for (i = 0; i < s.n_rep; i++) {
+		memset(&st, 0, sizeof(st));
+		s.rep[i].cache->stats(s.rep[i].cache_priv, &st);
+		ck_assert_ptr_nonnull(st.tiers);
+		/* more blocks went down than the system prompt's 32: own blocks, leaving or not */
+		ck_assert_uint_gt(st.tiers->gpu_out_bytes, 32 * extent_bytes(&s, 16));
+		loaded += st.tier_hit_tokens[0];
+		ck_assert_uint_eq(s.rep[i].pool.free_bytes, s.rep[i].pool.size_bytes);
+	}
+	ck_assert_uint_gt(loaded, 0); /* and loaded blocks back from the tier */
+	kv_sim_release(&s);
+	kv_workload_release(&w);
+}
+END_TEST
+
+/*
  * With a window as long as any context (8191 tokens, requests of at most
  * 8000), nothing ever leaves it: splitting the layers into two groups must
  * change nothing but the entry count.  Engine vllm's prefix cache under
@@ -912,6 +966,7 @@ static Suite *shared_suite(void)
 	tcase_add_test(tc, hash_block_sizes);
 	tcase_add_test(tc, window_pressure);
 	tcase_add_test(tc, window_never_leaves);
+	tcase_add_test(tc, leaving_own_blocks);
 	tcase_set_timeout(tc, 600);
 	suite_add_tcase(s, tc);
 	return s;
