@@ -160,6 +160,8 @@
 enum { G_FULL, G_WIN }; /* entry groups: every layer (or the full-attention ones), the windowed ones */
 #define G_OWN 2 /* grp[]: or'ed into the group of an entry keyed by its request's id (request_blocks) */
 #define G_ANON 4 /* grp[]: or'ed into a G_OWN entry its request left for good (leaving): not in the index */
+#define G_RUN 8 /* grp[]: with G_ANON, the LRU node of a run of such blocks (their records in the run ring) */
+#define RUN_NONE UINT64_MAX /* no run in this release */
 
 struct shared {
 	uint64_t prefix_block_tokens; /* option: tokens per shared prefix block, default 512 */
@@ -214,6 +216,26 @@ struct shared {
 	uint32_t *scratch; /* max_blocks entries: a request's entries during release */
 	uint32_t *wscratch; /* with a window: a request's G_WIN entries during release, NIL when none */
 	uint64_t *keybuf; /* a request's block keys during a lookup (window) or a release's prefetch */
+	/*
+	 * Runs.  The own blocks a leaving request donates in one release, when
+	 * no cache has indexed any of its own blocks (fresh), are consecutive
+	 * blocks pushed on the LRU list one after the other, deepest first,
+	 * that nothing can find, reference or touch: an immutable segment of
+	 * the LRU order, which only eviction (deepest first) or the flush
+	 * takes apart.  So the segment is one LRU node (an entry of group
+	 * G_FULL | G_OWN | G_ANON | G_RUN whose origin[] counts its blocks
+	 * left) and its blocks are records of a ring, in their eviction order:
+	 * segments leave the LRU list in the order they entered it, so the
+	 * ring's head is always the next block of the oldest run.  The same
+	 * evictions, in the same order, with the same keys down the tiers, as
+	 * one entry per block, without an entry, an LRU link or a touch per
+	 * block (bench/fleet-cluster.yaml donates 46 such blocks per request).
+	 */
+	uint64_t *run_key; /* ring: a block's key, run_cap positions (a power of two; 0 before the first run) */
+	uint32_t *run_off; /* ring: its buddy block offsets, ext_max per position */
+	uint32_t run_cap, run_head, run_n; /* positions, the oldest record, records held */
+	uint32_t *run_scratch; /* (max_blocks + 1) * ext_max: a release's run blocks' offsets, by block */
+	uint64_t run_lo, run_hi; /* the blocks [lo, hi) of the release under way that form its run, RUN_NONE */
 	/* Statistics. */
 	uint64_t hit_tokens, lookup_tokens, bytes_saved; /* summed over admissions */
 	uint64_t evictions; /* entries evicted to make room */
@@ -479,6 +501,12 @@ static inline int lookup_group(const struct shared *c)
  * Reports e entering (held 1) or leaving (0) the index, when someone
  * listens; KV_BLOCK_OWN or'ed in for a key only its request can match.
  */
+static inline void block_event_key(const struct shared *c, uint64_t key, int own, int held)
+{
+	if (c->on_block && lookup_group(c) == G_FULL)
+		c->on_block(c->block_ctx, c->replica, key, held | (own ? KV_BLOCK_OWN : 0));
+}
+
 static inline void block_event(const struct shared *c, uint32_t e, int held)
 {
 	if (c->on_block && grp(c, e) == lookup_group(c))
@@ -529,6 +557,12 @@ static void index_remove(struct shared *c, uint32_t e)
 
 /* --- the LRU list: an entry is on it iff its count is 0 ---------------- */
 
+/* The evictable bytes entry e stands for on the LRU list: a run node's blocks left, else its extent. */
+static inline uint64_t lru_weight(const struct shared *c, uint32_t e)
+{
+	return c->grp[e] & G_RUN ? c->origin[e] * c->entry_bytes[G_FULL] : c->entry_bytes[grp(c, e)];
+}
+
 static void lru_unlink(struct shared *c, uint32_t e)
 {
 	if (c->prev[e] != NIL)
@@ -539,7 +573,7 @@ static void lru_unlink(struct shared *c, uint32_t e)
 		c->prev[c->next[e]] = c->prev[e];
 	else
 		c->lru_tail = c->prev[e];
-	c->lru_bytes -= c->entry_bytes[grp(c, e)];
+	c->lru_bytes -= lru_weight(c, e);
 }
 
 /* Appends e as the most recently used. */
@@ -552,7 +586,7 @@ static void lru_push(struct shared *c, uint32_t e)
 	else
 		c->lru_head = e;
 	c->lru_tail = e;
-	c->lru_bytes += c->entry_bytes[grp(c, e)];
+	c->lru_bytes += lru_weight(c, e);
 }
 
 /*
@@ -745,12 +779,100 @@ static void entry_unref(struct shared *c, uint32_t e)
 		lru_push(c, e);
 }
 
-/* Frees an unused entry's extent and forgets it. */
+/* --- runs ---------------------------------------------------------------- */
+
+/* Doubles the run ring (from 64), its records kept in order from position 0. */
+static void run_ring_grow(struct shared *c)
+{
+	uint32_t cap = c->run_cap ? 2 * c->run_cap : 64, i, x = c->ext_max;
+	uint64_t *key = kv_xmalloc((size_t)cap * sizeof(*key));
+	uint32_t *off = kv_xmalloc((size_t)cap * x * sizeof(*off));
+
+	for (i = 0; i < c->run_n; i++) {
+		uint32_t p = (c->run_head + i) & (c->run_cap - 1);
+
+		key[i] = c->run_key[p];
+		memcpy(&off[(size_t)i * x], &c->run_off[(size_t)p * x], x * sizeof(*off));
+	}
+	free(c->run_key);
+	free(c->run_off);
+	c->run_key = key;
+	c->run_off = off;
+	c->run_cap = cap;
+	c->run_head = 0;
+}
+
+/*
+ * The run of the release under way: blocks hi-1 down to lo (their keys in
+ * keybuf[], their offsets in run_scratch[]) enter the ring in that order,
+ * their eviction order, and one node stands for them on the LRU list, where
+ * the release would have pushed them one after the other.
+ */
+static void run_push(struct shared *c, uint64_t lo, uint64_t hi)
+{
+	uint32_t e = entry_free(c), x = c->ext_max;
+	uint64_t i;
+
+	KV_CHECK(e != NIL, "no entry for a run of %llu blocks", (unsigned long long)(hi - lo));
+	c->free_entry = c->next[e];
+	while (c->run_n + (hi - lo) > c->run_cap)
+		run_ring_grow(c);
+	for (i = hi; i-- > lo;) {
+		uint32_t p = (c->run_head + c->run_n++) & (c->run_cap - 1);
+
+		c->run_key[p] = c->keybuf[i];
+		memcpy(&c->run_off[(size_t)p * x], &c->run_scratch[i * x], x * sizeof(*c->run_off));
+	}
+	c->key[e] = 0;
+	c->grp[e] = G_FULL | G_OWN | G_ANON | G_RUN;
+	c->refs[e] = 0;
+	c->origin[e] = hi - lo; /* blocks left */
+	c->n++;
+	lru_push(c, e);
+}
+
+/*
+ * Takes the next block of run node e (the ring's head: e is the oldest run)
+ * out, down the tiers when put; the node goes when its last block does.
+ */
+static void run_pop(struct shared *c, uint32_t e, int put)
+{
+	uint32_t p = c->run_head, k, *off = &c->run_off[(size_t)p * c->ext_max];
+	uint64_t key = c->run_key[p];
+
+	KV_CHECK(c->run_n > 0 && c->origin[e] > 0, "run node %u with %llu blocks, ring %u", e,
+		 (unsigned long long)c->origin[e], c->run_n);
+	if (put && c->tiers.n) /* down a tier instead of gone (tiers.h) */
+		kv_tiers_put(&c->tiers, key, c->sim->now);
+	for (k = 0; k < c->ext_blocks[G_FULL]; k++) {
+		unsigned r = kv_pool_free(c->pool, off[k]);
+
+		KV_CHECK(r == 0, "run block %u still has %u references", off[k], r);
+	}
+	block_event_key(c, key, 1, 0);
+	c->run_head = (p + 1) & (c->run_cap - 1);
+	c->run_n--;
+	c->origin[e]--;
+	c->lru_bytes -= c->entry_bytes[G_FULL];
+	if (c->origin[e] == 0) {
+		lru_unlink(c, e); /* weighs nothing now */
+		c->next[e] = c->free_entry;
+		c->free_entry = e;
+		c->n--;
+	}
+}
+
+/* Frees an unused entry's extent and forgets it (a run node: every block left). */
 static void entry_drop(struct shared *c, uint32_t e)
 {
 	const uint32_t *off = entry_off(c, e);
 	uint32_t k;
 
+	if (c->grp[e] & G_RUN) {
+		while (c->grp[e] & G_RUN && c->origin[e])
+			run_pop(c, e, 0);
+		return;
+	}
 	KV_CHECK(c->refs[e] == 0, "dropping entry %u with %u sharers", e, c->refs[e]);
 	lru_unlink(c, e);
 	for (k = 0; k < c->ext_blocks[grp(c, e)]; k++) {
@@ -779,6 +901,11 @@ static void prefetch_victim(const struct shared *c)
 
 	if (e == NIL)
 		return;
+	if (c->grp[e] & G_RUN) { /* the ring's head: read in order */
+		if (c->tiers.n)
+			kv_tiers_prefetch(&c->tiers, c->run_key[c->run_head]);
+		return;
+	}
 	key = c->key[e];
 	__builtin_prefetch(&c->slot[hash(key) & c->mask]);
 	__builtin_prefetch(entry_off(c, e));
@@ -793,9 +920,13 @@ static int evict_one(struct shared *c)
 {
 	if (c->lru_head == NIL)
 		return KV_ENOMEM;
-	if (c->tiers.n) /* down a tier instead of gone (tiers.h) */
-		kv_tiers_put(&c->tiers, c->key[c->lru_head], c->sim->now);
-	entry_drop(c, c->lru_head);
+	if (c->grp[c->lru_head] & G_RUN) {
+		run_pop(c, c->lru_head, 1);
+	} else {
+		if (c->tiers.n) /* down a tier instead of gone (tiers.h) */
+			kv_tiers_put(&c->tiers, c->key[c->lru_head], c->sim->now);
+		entry_drop(c, c->lru_head);
+	}
 	c->evictions++;
 	prefetch_victim(c);
 	return 0;
@@ -838,6 +969,7 @@ static void arrays_init(struct shared *c)
 	entries_grow(c);
 	c->scratch = kv_xcalloc(c->max_blocks + 1, sizeof(*c->scratch));
 	c->keybuf = kv_xcalloc(c->max_blocks + 1, sizeof(*c->keybuf));
+	c->run_scratch = kv_xcalloc((size_t)(c->max_blocks + 1) * c->ext_max, sizeof(*c->run_scratch));
 	if (c->win.win_tokens)
 		c->wscratch = kv_xcalloc(c->max_blocks + 1, sizeof(*c->wscratch));
 	c->lru_head = c->lru_tail = NIL;
@@ -994,6 +1126,9 @@ static void shared_fini(void *priv)
 	free(c->wscratch);
 	free(c->keybuf);
 	free(c->sys_key);
+	free(c->run_key);
+	free(c->run_off);
+	free(c->run_scratch);
 }
 
 /* A block's windowed-group key. */
@@ -1644,6 +1779,7 @@ static uint32_t collect(struct shared *c, const struct kv_req *q, uint64_t m)
 	struct keys k;
 
 	n_keys = collect_keys(c, q, end, m, fresh, &k);
+	c->run_lo = c->run_hi = RUN_NONE;
 	for (n = 0; n < n_keys; n++) {
 		uint64_t key = c->keybuf[n];
 		int own = keys_own(&k, n);
@@ -1651,6 +1787,21 @@ static uint32_t collect(struct shared *c, const struct kv_req *q, uint64_t m)
 		uint32_t e = fresh && own && n >= m ? NIL : index_find(c, key);
 
 		assert(e != NIL || index_find(c, key) == NIL);
+		if (fresh && own && n >= m && q->leaving) { /* a run's block: nothing can find it */
+			if (room && n < done) {
+				if (extent_alloc(c, &c->run_scratch[n * c->ext_max], G_FULL)) {
+					room = 0; /* no room: later blocks could not match without this one */
+				} else {
+					if (c->run_lo == RUN_NONE)
+						c->run_lo = n;
+					c->run_hi = n + 1;
+					c->donations++;
+					block_event_key(c, key, 1, 1);
+				}
+			}
+			c->scratch[n] = NIL;
+			continue;
+		}
 		KV_CHECK(n >= m || e != NIL, "request %llu lost shared block %u",
 			 (unsigned long long)q->id, n);
 		/* past a failed donation or its computed blocks, only the entries q published */
@@ -1684,8 +1835,11 @@ static void shared_release(void *priv, struct kv_req *q)
 		kv_blocks_free(&c->blocks, &q->cache[0]); /* first: donations reuse the room */
 	n = collect(c, q, m);
 	/* Deepest first, so a prefix's head ends up the most recently used. */
-	for (i = n; i-- > 0;)
+	for (i = n; i-- > 0;) {
+		if (i + 1 == c->run_hi)
+			run_push(c, c->run_lo, c->run_hi); /* its blocks, i down to run_lo */
 		release_entry(c, c->scratch[i], i < m, q, i < done);
+	}
 	q->cache[0] = KV_BLOCKS_EMPTY;
 	q->cache[1] = q->cache[2] = q->cache[3] = 0;
 	q->kv_bytes = 0;

@@ -892,6 +892,110 @@ START_TEST(leaving_own_blocks)
 }
 END_TEST
 
+/* A shared cache's KV events, in order: what entered (held 1) and left (0). */
+struct events {
+	uint64_t key[256];
+	int held[256];
+	uint32_t n;
+};
+
+static void on_block(void *ctx, uint32_t replica, uint64_t key, int held)
+{
+	struct events *ev = ctx;
+
+	(void)replica;
+	ck_assert_uint_lt(ev->n, 256);
+	ev->key[ev->n] = key;
+	ev->held[ev->n++] = held & 1;
+}
+
+/*
+ * The order in which a released request's own blocks (request_blocks, no
+ * system prompt: every block its own) leave the pool under pressure:
+ * deepest first, whether the request is released for good (its blocks one
+ * LRU node and records of the run ring) or preempted (one indexed entry per
+ * block).  On a pool of 48 blocks (llama-2-7b, 16-token blocks), request A
+ * computes 320 tokens and is released: its 20 blocks enter; request B then
+ * reserves 33 blocks, which evicts 5 of A's: blocks 19, 18, 17, 16 and 15,
+ * as the KV events say.
+ */
+START_TEST(run_eviction_order)
+{
+	int leaving;
+
+	for (leaving = 0; leaving <= 1; leaving++) {
+		struct kv_workload w;
+		struct kv_sim s, shadow;
+		struct kv_pool pool;
+		struct events ev = { .n = 0 };
+		struct kv_req a, b;
+		struct kv_diag d;
+		const struct kv_cache_ops *ops;
+		void *priv, *state;
+		uint32_t i;
+
+		load(&w, "model: llama-2-7b\ndevice: a100-80g\nengine: vllm-v0\nscheduler: fifo\n"
+			 "cache: {name: shared, prefix_block_tokens: 16, request_blocks: true}\n"
+			 "outputs: {sample_interval: 0}\nworkload:\n  requests: 1\n"
+			 "  lengths: {dist: uniform, prompt_min: 100, prompt_max: 100, output_min: 1, output_max: 1}\n");
+		sim_start(&w, &s, NULL, 0);
+		ops = s.rep[0].cache;
+		shadow = s; /* the two requests' own per-request state */
+		state = kv_xcalloc(KV_SLOT_PAGE, shadow.req_state[KV_PLUGIN_CACHE].size);
+		shadow.req_state[KV_PLUGIN_CACHE].pages = (unsigned char **)&state;
+		ck_assert_int_eq(kv_pool_init(&pool, 48 * s.grp[0].pool_unit_bytes, s.grp[0].pool_unit_bytes,
+					      w.cfg.pool_max_block_bytes), 0);
+		ck_assert_uint_eq(16 * s.grp[0].token_bytes, s.grp[0].pool_unit_bytes); /* a block is a unit */
+		priv = kv_xcalloc(1, ops->priv_size);
+		memcpy(priv, s.rep[0].cache_opts_own ? s.rep[0].cache_opts_own : w.cfg.cache_opts, ops->priv_size);
+		{
+			struct kv_cache_env env = { .pool = &pool, .model = &w.cfg.model, .device = &w.cfg.device,
+						    .tp = 1, .token_bytes = s.grp[0].token_bytes, .sim = &shadow,
+						    .on_block = on_block, .block_ctx = &ev };
+
+			ck_assert_int_eq(ops->init(priv, &env, &d), 0);
+		}
+		memset(&a, 0, sizeof(a));
+		a.id = 1;
+		a.slot = 0;
+		a.prompt_tokens = a.prefill_target = 321; /* 20 prefix blocks looked up: (321 - 1) / 16 */
+		a.output_tokens = 1;
+		a.hash_page = KV_NIL;
+		b = a;
+		b.id = 2;
+		b.slot = 1;
+		b.prompt_tokens = b.prefill_target = 33 * 16;
+		ck_assert_uint_eq(ops->prefix_hit(priv, &a), 0);
+		ck_assert_int_eq(ops->reserve(priv, &a, 321), 0);
+		a.kv_tokens = 321; /* computed */
+		a.leaving = (uint32_t)leaving;
+		ops->release(priv, &a);
+		ck_assert_uint_eq(ev.n, 20);
+		ck_assert_uint_eq(pool.free_bytes, 28 * s.grp[0].pool_unit_bytes);
+		ck_assert_uint_eq(ops->prefix_hit(priv, &b), 0);
+		ck_assert_int_eq(ops->reserve(priv, &b, 33 * 16), 0);
+		ck_assert_uint_eq(ev.n, 25);
+		for (i = 0; i < 5; i++) {
+			ck_assert_int_eq(ev.held[20 + i], 0);
+			ck_assert_msg(ev.key[20 + i] == ev.key[19 - i] && ev.held[19 - i],
+				      "leaving %d: eviction %u took the block entered %u-th", leaving, i,
+				      19 - i);
+		}
+		b.kv_tokens = 0;
+		ops->release(priv, &b);
+		ops->flush(priv);
+		ck_assert_uint_eq(pool.free_bytes, pool.size_bytes);
+		ck_assert_uint_eq(ev.n, 40); /* the flush: A's 15 blocks left */
+		ops->fini(priv);
+		free(priv);
+		free(state);
+		kv_pool_release(&pool);
+		kv_sim_release(&s);
+		kv_workload_release(&w);
+	}
+}
+END_TEST
+
 /*
  * With a window as long as any context (8191 tokens, requests of at most
  * 8000), nothing ever leaves it: splitting the layers into two groups must
@@ -967,6 +1071,7 @@ static Suite *shared_suite(void)
 	tcase_add_test(tc, window_pressure);
 	tcase_add_test(tc, window_never_leaves);
 	tcase_add_test(tc, leaving_own_blocks);
+	tcase_add_test(tc, run_eviction_order);
 	tcase_set_timeout(tc, 600);
 	suite_add_tcase(s, tc);
 	return s;
