@@ -842,8 +842,8 @@ static void run_pop(struct shared *c, uint32_t e, int put)
 
 	KV_CHECK(c->run_n > 0 && c->origin[e] > 0, "run node %u with %llu blocks, ring %u", e,
 		 (unsigned long long)c->origin[e], c->run_n);
-	if (put && c->tiers.n) /* down a tier instead of gone (tiers.h) */
-		kv_tiers_put(&c->tiers, key, c->sim->now);
+	if (put && c->tiers.n) /* down a tier, where nobody will look it up (tiers.h) */
+		kv_tiers_put_unseen(&c->tiers, key, c->sim->now);
 	for (k = 0; k < c->ext_blocks[G_FULL]; k++) {
 		unsigned r = kv_pool_free(c->pool, off[k]);
 

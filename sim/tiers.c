@@ -40,6 +40,7 @@ struct kv_tier {
 	/* The LRU order: a ring of keys, least recently used at head. */
 	uint64_t *ring; /* rmask + 1 positions */
 	uint64_t *moved; /* bitset over positions: the block there was touched and lives later in the ring */
+	uint64_t *unseen; /* bitset over positions: the block there is in no index (kv_tiers_put_unseen) */
 	uint32_t rmask; /* ring positions - 1 (a power of two; grows to 2 * max_blocks rounded up) */
 	uint32_t head; /* position of the least recently used block (perhaps a moved one's) */
 	uint32_t used; /* positions from head on in use: n + moved ones */
@@ -146,6 +147,11 @@ static inline int is_moved(const struct kv_tier *t, uint32_t p)
 	return (int)(t->moved[p >> 6] >> (p & 63) & 1);
 }
 
+static inline int is_unseen(const struct kv_tier *t, uint32_t p)
+{
+	return t->unseen && (int)(t->unseen[p >> 6] >> (p & 63) & 1);
+}
+
 /*
  * Rewrites the ring with `size` positions (a power of two), its live blocks
  * in LRU order from position 0 and no moved ones, and rebuilds the index
@@ -158,17 +164,23 @@ static inline int is_moved(const struct kv_tier *t, uint32_t p)
 static void rewrite(struct kv_tier *t, uint32_t size)
 {
 	uint64_t *ring = kv_xmalloc((size_t)size * sizeof(*ring)), slots;
+	uint64_t *unseen = kv_xcalloc((size + 63) / 64, sizeof(*unseen));
 	uint32_t p, k, n = 0, cap = KV_MIN(size, t->max_blocks);
 
 	for (k = 0; k < t->used; k++) {
 		p = (t->head + k) & t->rmask;
-		if (!is_moved(t, p))
-			ring[n++] = t->ring[p];
+		if (is_moved(t, p))
+			continue;
+		if (is_unseen(t, p))
+			unseen[n >> 6] |= 1ULL << (n & 63);
+		ring[n++] = t->ring[p];
 	}
 	KV_CHECK(n == t->n, "tier ring holds %u live blocks, %u counted", n, t->n);
 	free(t->ring);
 	free(t->moved);
+	free(t->unseen);
 	t->ring = ring;
+	t->unseen = unseen;
 	t->moved = kv_xcalloc((size + 63) / 64, sizeof(*t->moved));
 	t->rmask = size - 1;
 	t->head = 0;
@@ -181,7 +193,8 @@ static void rewrite(struct kv_tier *t, uint32_t size)
 	}
 	memset(t->slot, 0xff, slots * sizeof(*t->slot)); /* every slot's entry NIL */
 	for (p = 0; p < n; p++)
-		index_insert(t, p, key_hash(ring[p]));
+		if (!is_unseen(t, p))
+			index_insert(t, p, key_hash(ring[p]));
 }
 
 /* Makes room for one more position at the ring's tail. */
@@ -196,8 +209,8 @@ static void ring_room(struct kv_tier *t)
 	rewrite(t, size);
 }
 
-/* Appends key (hash h) at the tail: most recently used; returns its position. */
-static uint32_t ring_push(struct kv_tier *t, uint64_t key)
+/* Appends key at the tail, in no index when unseen: most recently used; returns its position. */
+static uint32_t ring_push(struct kv_tier *t, uint64_t key, int unseen)
 {
 	uint32_t p;
 
@@ -205,6 +218,7 @@ static uint32_t ring_push(struct kv_tier *t, uint64_t key)
 	p = (t->head + t->used++) & t->rmask;
 	t->ring[p] = key;
 	t->moved[p >> 6] &= ~(1ULL << (p & 63));
+	t->unseen[p >> 6] = (t->unseen[p >> 6] & ~(1ULL << (p & 63))) | (uint64_t)(unseen != 0) << (p & 63);
 	return p;
 }
 
@@ -259,6 +273,7 @@ void kv_tier_free(struct kv_tier *t)
 	kv_kvlink_release(&t->wr);
 	free(t->ring);
 	free(t->moved);
+	free(t->unseen);
 	free(t->slot);
 	free(t);
 }
@@ -282,7 +297,7 @@ static void touch(struct kv_tier *t, uint64_t key, uint32_t h)
 	i = find(t, key, h);
 	p = t->slot[i].e;
 	t->moved[p >> 6] |= 1ULL << (p & 63);
-	t->slot[i].e = ring_push(t, key);
+	t->slot[i].e = ring_push(t, key, 0);
 }
 
 /* Queues `bytes` on link l at now (after popping what has landed); returns when they land. */
@@ -304,8 +319,8 @@ static void write_link(struct kv_tier *t, kv_ns now)
 	t->st.write_busy_ns = t->wr.busy_ns;
 }
 
-/* Takes t's least recently used block out; returns its key. */
-static uint64_t pop_lru(struct kv_tier *t)
+/* Takes t's least recently used block out; returns its key, *unseen whether it was in no index. */
+static uint64_t pop_lru(struct kv_tier *t, int *unseen)
 {
 	uint64_t key;
 
@@ -314,7 +329,9 @@ static uint64_t pop_lru(struct kv_tier *t)
 		t->used--;
 	}
 	key = t->ring[t->head];
-	index_remove(t, t->head, key_hash(key));
+	*unseen = is_unseen(t, t->head);
+	if (!*unseen)
+		index_remove(t, t->head, key_hash(key));
 	t->head = (t->head + 1) & t->rmask;
 	t->used--;
 	t->n--;
@@ -325,17 +342,23 @@ static uint64_t pop_lru(struct kv_tier *t)
 /*
  * Block key arrives in tier i (its bytes counted in), written at now.  The
  * tier full, its LRU block moves to tier i + 1 first, or is dropped from
- * the last tier.  Iterative: one block moves per tier at most.
+ * the last tier.  Iterative: one block moves per tier at most.  An unseen
+ * block (kv_tiers_put_unseen) stays out of a tier only this stack uses: it
+ * is in none of them, and nobody will look for it there; a tier that other
+ * stacks share indexes it (and drops it when it is there already).
  */
-static void arrive(struct kv_tiers *s, uint32_t i, uint64_t key, kv_ns now)
+static void arrive(struct kv_tiers *s, uint32_t i, uint64_t key, kv_ns now, int unseen)
 {
 	for (;;) {
 		struct kv_tier *t = s->t[i];
 		uint32_t h = key_hash(key);
+		int out_unseen = 0;
 		uint64_t out;
 
+		unseen = unseen && t->users == 1;
 		t->st.in_bytes += t->block_bytes;
-		if (find(t, key, h) != NIL) { /* already here: the copy is dropped, counted */
+		assert(!unseen || find(t, key, h) == NIL);
+		if (!unseen && find(t, key, h) != NIL) { /* already here: the copy is dropped, counted */
 			touch(t, key, h);
 			t->st.drop_bytes += t->block_bytes;
 			return;
@@ -343,18 +366,22 @@ static void arrive(struct kv_tiers *s, uint32_t i, uint64_t key, kv_ns now)
 		write_link(t, now);
 		out = NIL;
 		if (t->n == t->max_blocks) {
-			out = pop_lru(t);
+			out = pop_lru(t, &out_unseen);
 			if (i + 1 < s->n)
 				t->st.down_bytes += t->block_bytes;
 			else
 				t->st.drop_bytes += t->block_bytes;
 		}
-		index_insert(t, ring_push(t, key), h);
+		if (unseen)
+			ring_push(t, key, 1);
+		else
+			index_insert(t, ring_push(t, key, 0), h);
 		t->n++;
 		t->st.used_bytes += t->block_bytes;
 		if (out == NIL || i + 1 >= s->n)
 			return;
 		key = out; /* the evicted block goes down */
+		unseen = out_unseen;
 		i++;
 	}
 }
@@ -383,14 +410,24 @@ void kv_tiers_prefetch(const struct kv_tiers *s, uint64_t key)
 	__asm__ __volatile__("");
 }
 
-void kv_tiers_put(struct kv_tiers *s, uint64_t key, kv_ns now)
+static void put(struct kv_tiers *s, uint64_t key, kv_ns now, int unseen)
 {
 	if (!s->n)
 		return;
 	kv_tiers_prefetch(s, key);
 	s->gpu_out_bytes += s->t[0]->block_bytes;
-	arrive(s, 0, key, now);
+	arrive(s, 0, key, now, unseen);
 	kv_tiers_check(s); /* O(tiers): always on */
+}
+
+void kv_tiers_put(struct kv_tiers *s, uint64_t key, kv_ns now)
+{
+	put(s, key, now, 0);
+}
+
+void kv_tiers_put_unseen(struct kv_tiers *s, uint64_t key, kv_ns now)
+{
+	put(s, key, now, 1);
 }
 
 int kv_tiers_find(struct kv_tiers *s, uint64_t key)

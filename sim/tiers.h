@@ -86,6 +86,18 @@ void kv_tiers_add(struct kv_tiers *s, struct kv_tier *t, uint32_t kind);
 void kv_tiers_put(struct kv_tiers *s, uint64_t key, kv_ns now);
 
 /*
+ * The same for a block that is in no tier of this stack and that nobody
+ * will ever look up in the tiers only this stack uses (the own blocks of a
+ * request that left the replica for good, cache_shared.c runs): there it
+ * takes its place in the LRU order and the capacity but no index entry, and
+ * keeps none as it moves down them; a tier other stacks share (the remote
+ * one) indexes it and drops it when it is there already, as any block.  No
+ * counter, order or time differs from kv_tiers_put; a tier's index insert
+ * and delete, a cache miss each on a fleet's tiers, are saved.
+ */
+void kv_tiers_put_unseen(struct kv_tiers *s, uint64_t key, kv_ns now);
+
+/*
  * Prefetches what a put of key would touch: in each tier down the stack,
  * the slot of the arriving key, and when the tier is full the LRU block
  * that leaves it (its entry, its successor's, its slot), which arrives in

@@ -131,6 +131,107 @@ START_TEST(test_shared)
 }
 END_TEST
 
+/* Two stacks over one shared remote tier: CPU 3 and SSD 5 blocks each, remote 24. */
+static void pair(struct kv_tiers *a, struct kv_tiers *b)
+{
+	struct kv_tier_cfg cpu = { .capacity_bytes = 3 * BLK, .read_Bps = 1e9, .write_Bps = 1e9 };
+	struct kv_tier_cfg ssd = { .capacity_bytes = 5 * BLK, .read_Bps = 1e9, .write_Bps = 2e9 };
+	struct kv_tier_cfg r = { .capacity_bytes = 24 * BLK, .read_Bps = 1e9, .write_Bps = 1e9 };
+	struct kv_tier *remote = kv_tier_new(&r, BLK);
+
+	memset(a, 0, sizeof(*a));
+	memset(b, 0, sizeof(*b));
+	kv_tiers_add(a, kv_tier_new(&cpu, BLK), 0);
+	kv_tiers_add(a, kv_tier_new(&ssd, BLK), 1);
+	kv_tiers_add(a, remote, 2);
+	kv_tiers_add(b, kv_tier_new(&cpu, BLK), 0);
+	kv_tiers_add(b, kv_tier_new(&ssd, BLK), 1);
+	kv_tiers_add(b, remote, 2);
+}
+
+/*
+ * kv_tiers_put_unseen against kv_tiers_put on the same traffic: 3,000 random
+ * puts into two stacks sharing a remote tier (keys below 64 reused and
+ * looked up; unseen keys new to their stack, each put unseen once by each
+ * stack, so the shared tier sees each twice): every counter and busy time
+ * of every tier is the same after every step, and so is every lookup of a
+ * reused key; an unseen key is never found in a stack's own tiers, and is
+ * found in the shared one exactly when the plain run finds it there.
+ */
+START_TEST(test_unseen)
+{
+	struct kv_tiers a[2], b[2]; /* [0] with unseen puts, [1] with plain ones */
+	uint64_t x = 12345, next = 1000, i;
+	uint32_t k, v;
+
+	pair(&a[0], &b[0]);
+	pair(&a[1], &b[1]);
+	for (i = 0; i < 3000; i++) {
+		int which = (int)((x >> 20) & 1), found[2];
+		uint64_t key;
+
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+		if ((x >> 33) % 3 == 0) { /* a reused key: a plain put, then a lookup in the other stack */
+			key = (x >> 40) % 64;
+			for (v = 0; v < 2; v++) {
+				kv_tiers_put(which ? &b[v] : &a[v], key, (kv_ns)i * 100);
+				found[v] = kv_tiers_find(which ? &a[v] : &b[v], (key * 7) % 64);
+			}
+			ck_assert_int_eq(found[0], found[1]);
+		} else { /* a new key, left by its request: in stack a, later in stack b */
+			key = next++;
+			for (v = 0; v < 2; v++) {
+				if (v == 0)
+					kv_tiers_put_unseen(&a[v], key, (kv_ns)i * 100);
+				else
+					kv_tiers_put(&a[v], key, (kv_ns)i * 100);
+			}
+			if (key % 2 == 0) { /* the same key leaves stack b too (a decode replica) */
+				kv_tiers_put_unseen(&b[0], key - 1, (kv_ns)i * 100);
+				kv_tiers_put(&b[1], key - 1, (kv_ns)i * 100);
+			}
+		}
+		for (k = 0; k < 3; k++) {
+			const struct kv_tier_stats *p = kv_tier_stats(a[0].t[k]), *q = kv_tier_stats(a[1].t[k]);
+
+			ck_assert_msg(p->in_bytes == q->in_bytes && p->down_bytes == q->down_bytes &&
+					      p->drop_bytes == q->drop_bytes && p->used_bytes == q->used_bytes &&
+					      p->write_busy_ns == q->write_busy_ns,
+				      "step %llu tier %u: unseen puts moved other bytes", (unsigned long long)i, k);
+			p = kv_tier_stats(b[0].t[k]);
+			q = kv_tier_stats(b[1].t[k]);
+			ck_assert_msg(p->in_bytes == q->in_bytes && p->drop_bytes == q->drop_bytes &&
+					      p->used_bytes == q->used_bytes,
+				      "step %llu tier %u of b differs", (unsigned long long)i, k);
+		}
+		kv_tiers_check(&a[0]);
+		kv_tiers_check(&b[0]);
+	}
+	{
+		struct kv_tiers r[2]; /* the shared tier alone, to ask it */
+
+		for (v = 0; v < 2; v++) {
+			memset(&r[v], 0, sizeof(r[v]));
+			kv_tiers_add(&r[v], a[v].t[2], 2);
+		}
+		for (i = 1000; i < next; i++)
+			ck_assert_int_eq(kv_tiers_find(&r[0], i), kv_tiers_find(&r[1], i));
+		for (v = 0; v < 2; v++)
+			kv_tier_free(r[v].t[0]);
+	}
+	for (i = 1000; i < next; i++) {
+		int f = kv_tiers_find(&a[0], i);
+
+		ck_assert_msg(f == -1 || f == 2, "unseen key %llu found in tier %d of its stack",
+			      (unsigned long long)i, f);
+	}
+	for (v = 0; v < 2; v++) {
+		stack_free(&a[v]);
+		stack_free(&b[v]);
+	}
+}
+END_TEST
+
 /* Random puts and lookups: conservation and capacity hold after every step. */
 START_TEST(test_conservation)
 {
@@ -279,6 +380,7 @@ static Suite *tiers_suite(void)
 	tcase_add_test(tc, test_dedup);
 	tcase_add_test(tc, test_load_contention);
 	tcase_add_test(tc, test_shared);
+	tcase_add_test(tc, test_unseen);
 	tcase_add_test(tc, test_conservation);
 	tcase_add_test(tc, test_lru_reference);
 	suite_add_tcase(s, tc);
