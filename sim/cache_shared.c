@@ -903,7 +903,7 @@ static void prefetch_victim(const struct shared *c)
 		return;
 	if (c->grp[e] & G_RUN) { /* the ring's head: read in order */
 		if (c->tiers.n)
-			kv_tiers_prefetch(&c->tiers, c->run_key[c->run_head]);
+			kv_tiers_prefetch_unseen(&c->tiers, c->run_key[c->run_head]);
 		return;
 	}
 	key = c->key[e];

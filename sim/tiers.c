@@ -393,28 +393,42 @@ static void arrive(struct kv_tiers *s, uint32_t i, uint64_t key, kv_ns now, int 
  * pure to the compiler, and a call to a pure function returning nothing
  * is deleted (GCC did, across units, with LTO).
  */
-void kv_tiers_prefetch(const struct kv_tiers *s, uint64_t key)
+static void prefetch(const struct kv_tiers *s, uint64_t key, int unseen)
 {
 	uint32_t i;
 
 	for (i = 0; i < s->n; i++) {
 		const struct kv_tier *t = s->t[i];
 
-		__builtin_prefetch(&t->slot[key_hash(key) & t->mask]);
+		unseen = unseen && t->users == 1;
+		if (!unseen) /* an unseen block takes no slot here (arrive) */
+			__builtin_prefetch(&t->slot[key_hash(key) & t->mask]);
 		__builtin_prefetch(&t->ring[(t->head + t->used) & t->rmask], 1);
 		if (t->n < t->max_blocks)
 			break;
 		key = t->ring[t->head]; /* the block that goes down (a moved one's key: a hint) */
-		__builtin_prefetch(&t->slot[key_hash(key) & t->mask]);
+		unseen = is_unseen(t, t->head);
+		if (!unseen) /* its slot, which it leaves */
+			__builtin_prefetch(&t->slot[key_hash(key) & t->mask]);
 	}
 	__asm__ __volatile__("");
+}
+
+void kv_tiers_prefetch(const struct kv_tiers *s, uint64_t key)
+{
+	prefetch(s, key, 0);
+}
+
+void kv_tiers_prefetch_unseen(const struct kv_tiers *s, uint64_t key)
+{
+	prefetch(s, key, 1);
 }
 
 static void put(struct kv_tiers *s, uint64_t key, kv_ns now, int unseen)
 {
 	if (!s->n)
 		return;
-	kv_tiers_prefetch(s, key);
+	prefetch(s, key, unseen);
 	s->gpu_out_bytes += s->t[0]->block_bytes;
 	arrive(s, 0, key, now, unseen);
 	kv_tiers_check(s); /* O(tiers): always on */

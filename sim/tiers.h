@@ -106,6 +106,7 @@ void kv_tiers_put_unseen(struct kv_tiers *s, uint64_t key, kv_ns now);
  * caches).  A hint: changes nothing.
  */
 void kv_tiers_prefetch(const struct kv_tiers *s, uint64_t key);
+void kv_tiers_prefetch_unseen(const struct kv_tiers *s, uint64_t key); /* for kv_tiers_put_unseen */
 
 /* The first tier (index into t[]) holding key, counting the lookups; -1 when none. */
 int kv_tiers_find(struct kv_tiers *s, uint64_t key);
