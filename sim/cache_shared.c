@@ -821,7 +821,10 @@ static void run_push(struct shared *c, uint64_t lo, uint64_t hi)
 		uint32_t p = (c->run_head + c->run_n++) & (c->run_cap - 1);
 
 		c->run_key[p] = c->keybuf[i];
-		memcpy(&c->run_off[(size_t)p * x], &c->run_scratch[i * x], x * sizeof(*c->run_off));
+		if (x == 1) /* an extent of one buddy block (16-token blocks of most models): no call */
+			c->run_off[p] = c->run_scratch[i];
+		else
+			memcpy(&c->run_off[(size_t)p * x], &c->run_scratch[i * x], x * sizeof(*c->run_off));
 	}
 	c->key[e] = 0;
 	c->grp[e] = G_FULL | G_OWN | G_ANON | G_RUN;
