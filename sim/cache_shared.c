@@ -69,10 +69,14 @@
  *               replica) donates its own-keyed blocks (request_blocks) out
  *               of the index (G_ANON): only it could have found them.  They
  *               hold memory, keep their LRU place and go down the tiers with
- *               their keys as any entry; only the index's insert and delete
- *               are saved, and no output changes.  While no cache has
- *               indexed any of a request's own blocks (struct shared_req),
- *               its lookups and releases do not probe for them.
+ *               their keys as any entry, and no output changes; when no
+ *               cache has indexed any of the request's own blocks (struct
+ *               shared_req) they are one run (struct shared, "Runs"): an
+ *               LRU node and records of a ring instead of an entry each,
+ *               and the tiers only their replica uses keep them unindexed
+ *               too (tiers.h kv_tiers_put_unseen).  While no cache has
+ *               indexed any of a request's own blocks, its lookups and
+ *               releases do not probe for them.
  *   publish     (option publish = 1, the vllm and sglang engines) after a
  *               reserve, the complete prompt blocks it covers become index
  *               entries in place: the entry names the request's own pool
@@ -127,7 +131,8 @@
  * nonzero), cache[1] matched blocks m (low 32 bits) and PENDING (bit 63:
  * the lookup is not yet counted in the statistics), cache[2] own bytes,
  * cache[3] the prompt blocks examined for publishing (0 before the first);
- * the per-request state (req_size) is the key walk publishing stopped at.
+ * the per-request state (req_size, struct shared_req) is the key walk
+ * publishing stopped at and whether a cache has indexed its own blocks.
  * With a window: cache[0] and cache[2] the own full and windowed tables
  * (valid when cache[3] is nonzero), cache[1] also lo (bits 32-62), cache[3]
  * own bytes.  All zero when the request holds nothing.
@@ -872,7 +877,7 @@ static void entry_drop(struct shared *c, uint32_t e)
 	uint32_t k;
 
 	if (c->grp[e] & G_RUN) {
-		while (c->grp[e] & G_RUN && c->origin[e])
+		while (c->origin[e]) /* the last pop frees the node */
 			run_pop(c, e, 0);
 		return;
 	}
