@@ -66,17 +66,15 @@
  *               is evicted before its head (vLLM frees a request's blocks in
  *               reverse order for the same reason).  A request released for
  *               good (q->leaving: it ended, or its KV went to a decode
- *               replica) donates its own-keyed blocks (request_blocks) out
- *               of the index (G_ANON): only it could have found them.  They
- *               hold memory, keep their LRU place and go down the tiers with
- *               their keys as any entry, and no output changes; when no
- *               cache has indexed any of the request's own blocks (struct
- *               shared_req) they are one run (struct shared, "Runs"): an
- *               LRU node and records of a ring instead of an entry each,
- *               and the tiers only their replica uses keep them unindexed
- *               too (tiers.h kv_tiers_put_unseen).  While no cache has
- *               indexed any of a request's own blocks, its lookups and
- *               releases do not probe for them.
+ *               replica) while no cache has indexed any of its own blocks
+ *               (struct shared_req) donates its own-keyed blocks
+ *               (request_blocks) as one run (struct shared, "Runs"): out of
+ *               the index, an LRU node and records of a ring instead of an
+ *               entry each, and unindexed in the tiers only its replica uses
+ *               (tiers.h kv_tiers_put_unseen); only it could have found
+ *               them, so no output changes.  While no cache has indexed any
+ *               of a request's own blocks, its lookups and releases do not
+ *               probe for them.
  *   publish     (option publish = 1, the vllm and sglang engines) after a
  *               reserve, the complete prompt blocks it covers become index
  *               entries in place: the entry names the request's own pool
@@ -164,8 +162,7 @@
 
 enum { G_FULL, G_WIN }; /* entry groups: every layer (or the full-attention ones), the windowed ones */
 #define G_OWN 2 /* grp[]: or'ed into the group of an entry keyed by its request's id (request_blocks) */
-#define G_ANON 4 /* grp[]: or'ed into a G_OWN entry its request left for good (leaving): not in the index */
-#define G_RUN 8 /* grp[]: with G_ANON, the LRU node of a run of such blocks (their records in the run ring) */
+#define G_RUN 4 /* grp[]: or'ed into G_FULL | G_OWN: the LRU node of a run, in no index (struct shared, "Runs") */
 #define RUN_NONE UINT64_MAX /* no run in this release */
 
 struct shared {
@@ -228,7 +225,7 @@ struct shared {
 	 * that nothing can find, reference or touch: an immutable segment of
 	 * the LRU order, which only eviction (deepest first) or the flush
 	 * takes apart.  So the segment is one LRU node (an entry of group
-	 * G_FULL | G_OWN | G_ANON | G_RUN whose origin[] counts its blocks
+	 * G_FULL | G_OWN | G_RUN whose origin[] counts its blocks
 	 * left) and its blocks are records of a ring, in their eviction order:
 	 * segments leave the LRU list in the order they entered it, so the
 	 * ring's head is always the next block of the oldest run.  The same
@@ -443,7 +440,7 @@ static int keys_next(struct keys *k, uint64_t *key)
  * caches: a probe is a miss, one per own block per walk).  Set by every
  * path that indexes an own block (donation by a request that is not
  * leaving, a load from the tiers, publishing); a leaving request's own
- * blocks are donated unindexed (G_ANON), since only it could find them.
+ * blocks are donated unindexed, as a run, since only it could find them.
  */
 struct shared_req {
 	struct keys walk; /* the key walk publish stopped at (keys_resume) */
@@ -508,15 +505,14 @@ static inline int lookup_group(const struct shared *c)
  */
 static inline void block_event_key(const struct shared *c, uint64_t key, int own, int held)
 {
-	if (c->on_block && lookup_group(c) == G_FULL)
+	if (c->on_block)
 		c->on_block(c->block_ctx, c->replica, key, held | (own ? KV_BLOCK_OWN : 0));
 }
 
 static inline void block_event(const struct shared *c, uint32_t e, int held)
 {
-	if (c->on_block && grp(c, e) == lookup_group(c))
-		c->on_block(c->block_ctx, c->replica, c->key[e],
-			    held | (c->grp[e] & G_OWN ? KV_BLOCK_OWN : 0));
+	if (grp(c, e) == lookup_group(c))
+		block_event_key(c, c->key[e], c->grp[e] & G_OWN, held);
 }
 
 static void index_insert(struct shared *c, uint32_t e)
@@ -691,9 +687,8 @@ static int extent_alloc(struct shared *c, uint32_t *off, int g)
 }
 
 /*
- * A new cached entry of group g (| G_OWN: keyed by a request's id; | G_ANON:
- * left out of the index) for key, count 0, most recently used; NIL when
- * memory is short.
+ * A new cached entry of group g (| G_OWN: keyed by a request's id) for key,
+ * count 0, most recently used; NIL when memory is short.
  */
 static uint32_t entry_new(struct shared *c, uint64_t key, int g, uint64_t origin)
 {
@@ -707,10 +702,7 @@ static uint32_t entry_new(struct shared *c, uint64_t key, int g, uint64_t origin
 	c->refs[e] = 0;
 	c->origin[e] = origin;
 	c->n++;
-	if (g & G_ANON)
-		block_event(c, e, 1); /* its request left for good: nobody can look it up */
-	else
-		index_insert(c, e);
+	index_insert(c, e);
 	lru_push(c, e);
 	c->donations++;
 	return e;
@@ -832,7 +824,7 @@ static void run_push(struct shared *c, uint64_t lo, uint64_t hi)
 			memcpy(&c->run_off[(size_t)p * x], &c->run_scratch[i * x], x * sizeof(*c->run_off));
 	}
 	c->key[e] = 0;
-	c->grp[e] = G_FULL | G_OWN | G_ANON | G_RUN;
+	c->grp[e] = G_FULL | G_OWN | G_RUN;
 	c->refs[e] = 0;
 	c->origin[e] = hi - lo; /* blocks left */
 	c->n++;
@@ -888,10 +880,7 @@ static void entry_drop(struct shared *c, uint32_t e)
 
 		KV_CHECK(r == 0, "cached entry %u block %u still has %u references", e, off[k], r);
 	}
-	if (c->grp[e] & G_ANON)
-		block_event(c, e, 0);
-	else
-		index_remove(c, e);
+	index_remove(c, e);
 	c->next[e] = c->free_entry;
 	c->free_entry = e;
 	c->n--;
@@ -1816,10 +1805,9 @@ static uint32_t collect(struct shared *c, const struct kv_req *q, uint64_t m)
 		if (e != NIL && n >= m && (!room || n >= done) && c->owner[e] != q->slot)
 			e = NIL;
 		else if (e == NIL && room && n < done &&
-			 (e = entry_new(c, key, G_FULL | own | (own && q->leaving ? G_ANON : 0),
-					q->id)) == NIL)
+			 (e = entry_new(c, key, G_FULL | own, q->id)) == NIL)
 			room = 0; /* no room: later blocks could not match without this one */
-		else if (e != NIL && own && !(c->grp[e] & G_ANON))
+		else if (e != NIL && own)
 			rs->own_indexed = 1;
 		c->scratch[n] = e;
 	}
