@@ -231,7 +231,7 @@ struct shared {
 	 * ring's head is always the next block of the oldest run.  The same
 	 * evictions, in the same order, with the same keys down the tiers, as
 	 * one entry per block, without an entry, an LRU link or a touch per
-	 * block (bench/fleet-cluster.yaml donates 46 such blocks per request).
+	 * block (bench/fleet-cluster.yaml donates every own block this way).
 	 */
 	uint64_t *run_key; /* ring: a block's key, run_cap positions (a power of two; 0 before the first run) */
 	uint32_t *run_off; /* ring: its buddy block offsets, ext_max per position */
