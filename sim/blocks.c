@@ -218,6 +218,28 @@ uint64_t kv_blocks_free(struct kv_blocks *b, uint64_t *t)
 	return cut(b, t, 0);
 }
 
+uint64_t kv_blocks_hand_over(struct kv_blocks *b, uint64_t *t, uint32_t *out, uint64_t max)
+{
+	uint64_t count = kv_blocks_count(*t);
+	uint32_t page = count ? t_last(*t) : NIL;
+
+	if (count > max)
+		return UINT64_MAX;
+	while (count) { /* from the last page back: each page's offsets go where they belong */
+		struct kv_blocks_page *pg = &b->pages[page];
+		uint32_t fill = last_fill(count), prev = pg->prev;
+
+		assert(page < b->n_pages);
+		count -= fill;
+		memcpy(&out[count], pg->off, fill * sizeof(*out));
+		page_put(b, page);
+		page = prev;
+	}
+	count = kv_blocks_count(*t);
+	*t = KV_BLOCKS_EMPTY;
+	return count;
+}
+
 uint64_t kv_blocks_keep(struct kv_blocks *b, uint64_t *t, uint64_t keep)
 {
 	return cut(b, t, keep);

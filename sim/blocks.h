@@ -104,6 +104,15 @@ uint64_t kv_blocks_keep(struct kv_blocks *b, uint64_t *t, uint64_t keep);
 uint64_t kv_blocks_free(struct kv_blocks *b, uint64_t *t);
 
 /*
+ * Empties *t without touching the pool: its blocks' offsets go to out[] in
+ * table order (room for max), and their references to the caller, which
+ * keeps or frees each.  Returns the count, or UINT64_MAX (nothing done)
+ * above max.  For a cache that keeps a leaving request's blocks where they
+ * are instead of freeing and allocating them again.
+ */
+uint64_t kv_blocks_hand_over(struct kv_blocks *b, uint64_t *t, uint32_t *out, uint64_t max);
+
+/*
  * Lists the pool units table t holds, in table (token) order: a block of 2^k
  * units at offset o contributes o, o+1, ..., o+2^k-1.  Returns the count, or
  * UINT64_MAX (out untouched) when it exceeds max.  Allocation-free; for the

@@ -148,6 +148,7 @@ struct kv_cache_stats {
 	const struct kv_tiers *tiers; /* the tiers below the pool (tiers.h), NULL when none */
 	uint64_t tier_hit_tokens[3]; /* tokens loaded from the CPU, SSD, remote tier */
 	uint64_t tier_lookup_blocks; /* blocks looked up below the pool */
+	uint64_t kept_blocks; /* blocks a release donated where they lay, not freed and taken again (shared: in_place); in no output */
 };
 
 struct kv_cache_ops {

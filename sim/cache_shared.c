@@ -238,11 +238,30 @@ struct shared {
 	uint32_t run_cap, run_head, run_n; /* positions, the oldest record, records held */
 	uint32_t *run_scratch; /* (max_blocks + 1) * ext_max: a release's run blocks' offsets, by block */
 	uint64_t run_lo, run_hi; /* the blocks [lo, hi) of the release under way that form its run, RUN_NONE */
+	/*
+	 * In place.  When every own block and every entry is one max-order
+	 * pool block (no window, prefix blocks of block_tokens), pool blocks
+	 * are interchangeable: none is ever split or merged, so which offset
+	 * a block has changes no count, refusal or fragmentation figure.  A
+	 * fresh leaving request's release then keeps its table's blocks as
+	 * the blocks it donates (own block j is prefix block m + j) and frees
+	 * only the others, instead of freeing the table and allocating the
+	 * donations again: the same outputs without two pool operations (a
+	 * record write each, a cache miss on a fleet's pools) per block.  And
+	 * a reserve that free blocks cover takes them in one call (the pool
+	 * fetches their records together), not block by block.
+	 */
+	int in_place; /* option: keep them in place where the condition holds, default 1 */
+	int inplace; /* in_place and the condition above holds for this cache */
+	uint32_t *tbl; /* tbl_max offsets: the table of the release under way, NIL once taken */
+	uint64_t tbl_max; /* max_blocks + 2: a table's most blocks (prompt and output within the context) */
+	uint64_t tbl_n; /* blocks in tbl[] */
 	/* Statistics. */
 	uint64_t hit_tokens, lookup_tokens, bytes_saved; /* summed over admissions */
 	uint64_t evictions; /* entries evicted to make room */
 	uint64_t donations; /* entries inserted by releasing requests */
 	uint64_t published; /* entries published by running requests */
+	uint64_t kept; /* blocks donated in place (in_place) */
 	uint64_t self_hit_tokens; /* of hit_tokens, those in blocks the request had computed itself */
 	/* KV events (cache.h): keys of the lookup group entering and leaving the index */
 	void (*on_block)(void *ctx, uint32_t replica, uint64_t key, int held); /* NULL: none */
@@ -316,6 +335,9 @@ static const struct kv_option shared_options[] = {
 	TIER_OPTS(0, "cpu", "CPU DRAM", 0, 0, 0),
 	TIER_OPTS(1, "ssd", "local SSD", 13e9, 6.6e9, 100000),
 	TIER_OPTS(2, "remote", "remote store", 25e9, 25e9, 10000),
+	{ .name = "in_place", .type = KV_OPT_BOOL,
+	  .offset = offsetof(struct shared, in_place), .def = 1, .min = 0, .max = 1, .units = "",
+	  .help = "when every pool block is one largest block, a request that leaves donates its own blocks where they lie (as the engines do) and a reserve takes its blocks at once (0: block by block, freed and allocated again; the outputs are the same either way, for checking)" },
 	{ .name = "publish", .type = KV_OPT_U64,
 	  .offset = offsetof(struct shared, publish), .def = PUBLISH_RELEASE, .min = 0, .max = 1,
 	  .units = "", .help = "when a running request's complete prompt blocks become findable: 0 at release, 1 when allocated (vLLM V1; SGLang one step later); 1 needs prefix_block_tokens = block_tokens and no sliding window, else 0" },
@@ -709,6 +731,30 @@ static uint32_t entry_new(struct shared *c, uint64_t key, int g, uint64_t origin
 }
 
 /*
+ * As entry_new, with the one max-order block at off (in place: a leaving
+ * request's table block, whose reference becomes the index's) as its extent.
+ */
+static uint32_t entry_new_at(struct shared *c, uint64_t key, int g, uint64_t origin, uint32_t off)
+{
+	uint32_t e = entry_free(c);
+
+	if (e == NIL)
+		return NIL;
+	assert(c->inplace && c->ext_blocks[g & 1] == 1);
+	c->free_entry = c->next[e];
+	*entry_off(c, e) = off;
+	c->key[e] = key;
+	c->grp[e] = (unsigned char)g;
+	c->refs[e] = 0;
+	c->origin[e] = origin;
+	c->n++;
+	index_insert(c, e);
+	lru_push(c, e);
+	c->donations++;
+	return e;
+}
+
+/*
  * Publishes own block j of running request q (table t) as the entry for
  * key, in place: the entry names the same pool blocks, which gain the
  * index's reference, and q counts as its one sharer (its table holds its
@@ -967,6 +1013,13 @@ static void arrays_init(struct shared *c)
 	c->scratch = kv_xcalloc(c->max_blocks + 1, sizeof(*c->scratch));
 	c->keybuf = kv_xcalloc(c->max_blocks + 1, sizeof(*c->keybuf));
 	c->run_scratch = kv_xcalloc((size_t)(c->max_blocks + 1) * c->ext_max, sizeof(*c->run_scratch));
+	c->inplace = c->in_place && !c->win.win_tokens && c->prefix_block_tokens == c->block_tokens &&
+		     c->ext_blocks[G_FULL] == 1 && c->chunk_units == c->entry_units[G_FULL] &&
+		     c->chunk_units == 1ULL << c->pool->max_order;
+	if (c->inplace) {
+		c->tbl_max = (uint64_t)c->max_blocks + 2;
+		c->tbl = kv_xmalloc(c->tbl_max * sizeof(*c->tbl));
+	}
 	if (c->win.win_tokens)
 		c->wscratch = kv_xcalloc(c->max_blocks + 1, sizeof(*c->wscratch));
 	c->lru_head = c->lru_tail = NIL;
@@ -1126,6 +1179,7 @@ static void shared_fini(void *priv)
 	free(c->run_key);
 	free(c->run_off);
 	free(c->run_scratch);
+	free(c->tbl);
 }
 
 /* A block's windowed-group key. */
@@ -1668,7 +1722,7 @@ static int shared_reserve(void *priv, struct kv_req *q, uint64_t tokens)
 {
 	struct shared *c = priv;
 	uint64_t own = q->cache[2], t = own ? q->cache[0] : KV_BLOCKS_EMPTY, saved = t;
-	uint64_t cap = q->kv_cap_tokens, held = 0, need;
+	uint64_t cap = q->kv_cap_tokens, held = 0, need, n;
 
 	if (c->win.win_tokens)
 		return reserve_window(c, q, tokens);
@@ -1677,6 +1731,19 @@ static int shared_reserve(void *priv, struct kv_req *q, uint64_t tokens)
 	need = kv_div_ceil(tokens - cap, c->block_tokens) * c->chunk_units * c->pool->unit_bytes;
 	if (need > c->pool->free_bytes + c->lru_bytes)
 		return KV_ENOMEM;
+	/*
+	 * Blocks interchangeable (in place) and enough free: what block-by-block
+	 * growth would do without evicting, in one call, so that the pool
+	 * fetches the blocks' records together.
+	 */
+	n = kv_div_ceil(tokens - cap, c->block_tokens);
+	if (c->inplace && n > 1 && c->pool->n_free_blocks[c->pool->max_order] >= n) {
+		int rc = kv_blocks_append_n(&c->blocks, &t, c->chunk_bytes, n, &held);
+
+		KV_CHECK(rc == 0, "a pool with %llu free blocks refused %llu",
+			 (unsigned long long)c->pool->n_free_blocks[c->pool->max_order], (unsigned long long)n);
+		cap += n * c->block_tokens;
+	}
 	while (cap < tokens) {
 		if (grow_one(c, &t, &held)) {
 			kv_blocks_truncate(&c->blocks, &t, saved); /* all or nothing */
@@ -1763,10 +1830,11 @@ static uint32_t collect_keys(struct shared *c, const struct kv_req *q, uint64_t 
 
 /*
  * Re-walks q's keys: the m matched entries (present: q holds them), then the
- * blocks q computed itself, donated as new entries while memory allows.
+ * blocks q computed itself, donated as new entries while memory allows
+ * (with `inplace`, its table's blocks in tbl[], each taken one marked NIL).
  * Fills scratch[] with one entry per block walked; returns their number.
  */
-static uint32_t collect(struct shared *c, const struct kv_req *q, uint64_t m)
+static uint32_t collect(struct shared *c, const struct kv_req *q, uint64_t m, int inplace)
 {
 	uint64_t done = KV_MIN(q->kv_tokens, q->prompt_tokens) / c->prefix_block_tokens;
 	uint64_t end = KV_MAX(KV_MAX(m, done), q->cache[3]);
@@ -1785,7 +1853,16 @@ static uint32_t collect(struct shared *c, const struct kv_req *q, uint64_t m)
 
 		assert(e != NIL || index_find(c, key) == NIL);
 		if (fresh && own && n >= m && q->leaving) { /* a run's block: nothing can find it */
-			if (room && n < done) {
+			if (inplace && room && n < done) { /* its table's block, kept */
+				assert(n - m < c->tbl_n);
+				c->run_scratch[n] = c->tbl[n - m];
+				c->tbl[n - m] = NIL;
+				if (c->run_lo == RUN_NONE)
+					c->run_lo = n;
+				c->run_hi = n + 1;
+				c->donations++;
+				block_event_key(c, key, 1, 1);
+			} else if (room && n < done) {
 				if (extent_alloc(c, &c->run_scratch[n * c->ext_max], G_FULL)) {
 					room = 0; /* no room: later blocks could not match without this one */
 				} else {
@@ -1804,8 +1881,15 @@ static uint32_t collect(struct shared *c, const struct kv_req *q, uint64_t m)
 		/* past a failed donation or its computed blocks, only the entries q published */
 		if (e != NIL && n >= m && (!room || n >= done) && c->owner[e] != q->slot)
 			e = NIL;
-		else if (e == NIL && room && n < done &&
-			 (e = entry_new(c, key, G_FULL | own, q->id)) == NIL)
+		else if (e == NIL && room && n < done && inplace) {
+			/* its table's block, kept (an entry is free: one per pool extent) */
+			assert(n - m < c->tbl_n);
+			if ((e = entry_new_at(c, key, G_FULL | own, q->id, c->tbl[n - m])) == NIL)
+				room = 0;
+			else
+				c->tbl[n - m] = NIL;
+		} else if (e == NIL && room && n < done &&
+			   (e = entry_new(c, key, G_FULL | own, q->id)) == NIL)
 			room = 0; /* no room: later blocks could not match without this one */
 		else if (e != NIL && own)
 			rs->own_indexed = 1;
@@ -1822,14 +1906,36 @@ static void shared_release(void *priv, struct kv_req *q)
 	uint64_t m = (uint32_t)q->cache[1];
 	uint64_t done = KV_MIN(q->kv_tokens, q->prompt_tokens) / c->prefix_block_tokens;
 	uint32_t n, i;
+	int inplace;
 
 	if (c->win.win_tokens) {
 		release_window(c, q);
 		return;
 	}
-	if (q->cache[2])
-		kv_blocks_free(&c->blocks, &q->cache[0]); /* first: donations reuse the room */
-	n = collect(c, q, m);
+	/*
+	 * In place (struct shared) for a fresh leaving request whose table
+	 * fits tbl[]; else the table is freed first, so donations reuse the
+	 * room.  (The pool's watcher hears of the blocks freed, as ever: a
+	 * block kept in place was never free.)
+	 */
+	inplace = c->inplace && q->leaving && q->cache[2] &&
+		  !((struct shared_req *)kv_req_cache(c->sim, q))->own_indexed &&
+		  kv_blocks_count(q->cache[0]) <= c->tbl_max;
+	if (inplace) {
+		c->tbl_n = kv_blocks_hand_over(&c->blocks, &q->cache[0], c->tbl, c->tbl_max);
+	} else if (q->cache[2]) {
+		kv_blocks_free(&c->blocks, &q->cache[0]);
+	}
+	n = collect(c, q, m, inplace);
+	if (inplace) { /* the table's blocks not kept go back to the pool, in table order */
+		uint64_t j, k = 0;
+
+		for (j = 0; j < c->tbl_n; j++)
+			if (c->tbl[j] != NIL)
+				c->tbl[k++] = c->tbl[j];
+		kv_pool_free_n(c->pool, c->tbl, (uint32_t)k);
+		c->kept += c->tbl_n - k;
+	}
 	/* Deepest first, so a prefix's head ends up the most recently used. */
 	for (i = n; i-- > 0;) {
 		if (i + 1 == c->run_hi)
@@ -1869,6 +1975,7 @@ static void shared_stats(const void *priv, struct kv_cache_stats *st)
 	st->tiers = c->tiers.n ? &c->tiers : NULL;
 	memcpy(st->tier_hit_tokens, c->tier_hit_tokens, sizeof(st->tier_hit_tokens));
 	st->tier_lookup_blocks = c->tier_lookup_blocks;
+	st->kept_blocks = c->kept;
 }
 
 static uint64_t shared_evictable_bytes(const void *priv)

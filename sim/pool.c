@@ -454,6 +454,9 @@ int kv_pool_alloc_n(struct kv_pool *p, unsigned order, uint32_t n, uint32_t *off
 	assert(p->free_bytes >= (uint64_t)n * (p->unit_bytes << order));
 	lazy = order == p->max_order ? KV_MIN(p->lazy, (uint64_t)n) : 0;
 	fresh = order == p->max_order ? p->fresh : 0;
+	/* the records to write, fetched together: a freed block's is a cache miss of its own */
+	for (i = KV_MAX(top, fresh) - top; n - lazy > 1 && i < n - lazy; i++)
+		__builtin_prefetch(&p->u[p->stack[order][top + i]], 1);
 	for (i = 0; i < n - lazy; i++) {
 		uint64_t at = top + i;
 		uint32_t o = at < fresh ? (uint32_t)at << order : p->stack[order][at];

@@ -2,7 +2,9 @@
  * test_blocks.c -- block tables over the buddy pool: parked tables (a
  * table freed whole and taken back whole, blocks.h) give the offsets, the
  * counters and, once settled, the pool state of tables freed and built
- * block by block; unparking asserts its conservation (debug builds).
+ * block by block; unparking asserts its conservation (debug builds); a
+ * table handed over (kv_blocks_hand_over) gives its blocks, in order, still
+ * allocated.
  */
 #include "testutil.h"
 
@@ -136,6 +138,47 @@ START_TEST(test_release_unparks)
 }
 END_TEST
 
+/*
+ * kv_blocks_hand_over lists a table's blocks in table order across its
+ * pages (130 blocks: three pages, the last partly full), empties it, gives
+ * its pages back for the next table and leaves every block allocated with
+ * its one reference; a table above `max` is left as it was.
+ */
+START_TEST(test_hand_over)
+{
+	struct kv_pool p;
+	struct kv_blocks b;
+	uint64_t t = KV_BLOCKS_EMPTY, t2 = KV_BLOCKS_EMPTY, held = 0, i;
+	uint32_t want[130], out[130], pages;
+
+	ck_assert_int_eq(kv_pool_init(&p, 512 * UNIT, UNIT, UNIT), 0);
+	kv_blocks_init(&b, &p);
+	for (i = 0; i < 130; i++) {
+		ck_assert_int_eq(kv_blocks_append(&b, &t, UNIT, 0, &held), 0);
+		want[i] = kv_blocks_at(&b, t, i);
+	}
+	pages = b.n_pages;
+	ck_assert_uint_eq(kv_blocks_hand_over(&b, &t, out, 129), UINT64_MAX);
+	ck_assert_uint_eq(kv_blocks_count(t), 130);
+	ck_assert_uint_eq(kv_blocks_hand_over(&b, &t, out, 130), 130);
+	ck_assert_uint_eq(t, KV_BLOCKS_EMPTY);
+	for (i = 0; i < 130; i++) {
+		ck_assert_uint_eq(out[i], want[i]);
+		ck_assert_uint_eq(p.u[out[i]].refs, 1); /* still allocated, the caller's now */
+	}
+	ck_assert_uint_eq(p.free_bytes, p.size_bytes - 130 * UNIT);
+	for (i = 0; i < 130; i++) /* the pages are free again: a new table takes no more */
+		ck_assert_int_eq(kv_blocks_append(&b, &t2, UNIT, 0, &held), 0);
+	ck_assert_uint_eq(b.n_pages, pages);
+	kv_pool_free_n(&p, out, 130);
+	kv_blocks_free(&b, &t2);
+	ck_assert_uint_eq(p.free_bytes, p.size_bytes);
+	pool_ok(&p, "handed over", 0);
+	kv_blocks_release(&b);
+	kv_pool_release(&p);
+}
+END_TEST
+
 #ifndef NDEBUG
 /* Unparking asserts (debug builds) it writes exactly the entries the pool counts parked. */
 START_TEST(test_assert_unpark_conserves)
@@ -162,6 +205,7 @@ static Suite *blocks_suite(void)
 #endif
 	tcase_add_test(tc, test_parked_match_eager);
 	tcase_add_test(tc, test_release_unparks);
+	tcase_add_test(tc, test_hand_over);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -26,6 +26,7 @@ struct rec {
 	kv_ns ttft[8]; /* of the first requests */
 	int (*check)(struct rec *r, const struct kv_sim *s, const struct kv_req *q); /* optional */
 	uint64_t checks; /* times check ran */
+	uint64_t digest; /* digest_request's, when it is the check */
 	char failure[512]; /* the first failed check, "" when none */
 };
 
@@ -892,6 +893,94 @@ START_TEST(leaving_own_blocks)
 }
 END_TEST
 
+/* Every request's end as the sink saw it: id, reason, first token, end, preemptions. */
+static int digest_request(struct rec *r, const struct kv_sim *s, const struct kv_req *q)
+{
+	uint64_t f[5] = { q->id, (uint64_t)q->state, (uint64_t)q->first_token_ns,
+			  (uint64_t)s->now, q->preemptions };
+	uint32_t i;
+
+	for (i = 0; i < 5; i++)
+		r->digest = (r->digest ^ f[i]) * 0x100000001b3ULL; /* FNV-1a over words */
+	return 0;
+}
+
+/*
+ * A leaving request's blocks donated in place (in_place, the default: every
+ * pool block is one max-order block for llama-2-7b's 16-token blocks) give
+ * exactly what freeing its table and allocating the donations again gives
+ * (and reserves that take their blocks at once, what block-by-block growth gives):
+ * every request's end, times and preemptions, the cache's hits, self hits,
+ * evictions and the bytes down the tiers.  Overloaded 1 prefill + 1 decode
+ * replicas with a CPU tier under vllm-v0 (donated at release), vllm with
+ * publishing when allocated and sglang (whose requests index their own
+ * blocks as they run, so nothing is kept in place); and vllm-v0 without
+ * disaggregation.
+ * The in-place path ran (kept_blocks) where runs form, and never with
+ * in_place: false.
+ */
+START_TEST(in_place_same_outputs)
+{
+	static const char *const variants[] = {
+		"engine: vllm-v0\ncluster: {replicas: 2, prefill_replicas: 1}\ncache: {",
+		"engine: vllm\ncluster: {replicas: 2, prefill_replicas: 1}\ncache: {publish: 1, ",
+		"engine: sglang\ncluster: {replicas: 2, prefill_replicas: 1}\ncache: {",
+		"engine: vllm-v0\ncluster: {replicas: 2}\ncache: {",
+	};
+	/* publishing when allocated (vllm's, sglang's radix tree) indexes a request's own blocks
+	   while it runs: no run, nothing in place */
+	static const int runs[] = { 1, 0, 0, 1 };
+	uint32_t n = n_requests(120, 40), v;
+
+	for (v = 0; v < sizeof(variants) / sizeof(variants[0]); v++) {
+		struct rec r[2];
+		struct kv_cache_stats st[2];
+		uint64_t down[2] = { 0, 0 }, kept[2] = { 0, 0 };
+		int in_place;
+
+		for (in_place = 0; in_place <= 1; in_place++) {
+			struct kv_workload w;
+			struct kv_sim s;
+			char yaml[1024];
+			uint32_t i;
+
+			snprintf(yaml, sizeof(yaml),
+				 "model: llama-2-7b\ndevice: l40s\nscheduler: fifo\n%s"
+				 "name: shared, prefix_block_tokens: 16, request_blocks: true,"
+				 " system_prompt_tokens: 512, tier_cpu_bytes: 4GiB, in_place: %s}\n"
+				 "outputs: {sample_interval: 0}\nworkload:\n  requests: %u\n"
+				 "  arrival: {process: poisson, rate: 50}\n"
+				 "  lengths: {dist: uniform, prompt_min: 1000, prompt_max: 3000, output_min: 200, output_max: 1000}\n",
+				 variants[v], in_place ? "true" : "false", n);
+			load(&w, yaml);
+			r[in_place].check = digest_request;
+			run(&w, &r[in_place], &s, 1);
+			st[in_place] = stats(&s);
+			for (i = 0; i < s.n_rep; i++) {
+				struct kv_cache_stats one = { 0 };
+
+				s.rep[i].cache->stats(s.rep[i].cache_priv, &one);
+				down[in_place] += one.tiers->gpu_out_bytes;
+				kept[in_place] += one.kept_blocks;
+			}
+			ck_assert_uint_eq(r[in_place].ended[KV_END_COMPLETED], n);
+			kv_sim_release(&s);
+			kv_workload_release(&w);
+		}
+		ck_assert_msg(r[0].digest == r[1].digest, "variant %u: requests differ in place", v);
+		ck_assert_uint_eq(r[0].n, r[1].n);
+		ck_assert_uint_eq(st[0].hit_tokens, st[1].hit_tokens);
+		ck_assert_uint_eq(st[0].self_hit_tokens, st[1].self_hit_tokens);
+		ck_assert_uint_eq(st[0].evictions, st[1].evictions);
+		ck_assert_uint_gt(st[1].evictions, 0);
+		ck_assert_uint_eq(down[0], down[1]);
+		ck_assert_uint_eq(kept[0], 0);
+		ck_assert_msg((kept[1] > 0) == runs[v], "variant %u: %llu blocks kept in place", v,
+			      (unsigned long long)kept[1]);
+	}
+}
+END_TEST
+
 /* A shared cache's KV events, in order: what entered (held 1) and left (0). */
 struct events {
 	uint64_t key[256];
@@ -1071,6 +1160,7 @@ static Suite *shared_suite(void)
 	tcase_add_test(tc, window_pressure);
 	tcase_add_test(tc, window_never_leaves);
 	tcase_add_test(tc, leaving_own_blocks);
+	tcase_add_test(tc, in_place_same_outputs);
 	tcase_add_test(tc, run_eviction_order);
 	tcase_set_timeout(tc, 600);
 	suite_add_tcase(s, tc);
