@@ -164,6 +164,7 @@ enum { G_FULL, G_WIN }; /* entry groups: every layer (or the full-attention ones
 #define G_OWN 2 /* grp[]: or'ed into the group of an entry keyed by its request's id (request_blocks) */
 #define G_RUN 4 /* grp[]: or'ed into G_FULL | G_OWN: the LRU node of a run, in no index (struct shared, "Runs") */
 #define RUN_NONE UINT64_MAX /* no run in this release */
+#define EVICT_AHEAD 8 /* evict_n fetches what the victim this many later touches */
 
 struct shared {
 	uint64_t prefix_block_tokens; /* option: tokens per shared prefix block, default 512 */
@@ -975,6 +976,34 @@ static int evict_one(struct shared *c)
 	return 0;
 }
 
+/*
+ * Evicts k entries (KV_ENOMEM when the list empties first, the evictions
+ * made kept), as k calls of evict_one, fetching ahead what the victims
+ * EVICT_AHEAD later will touch while they are blocks of the oldest run:
+ * its pool record and the puts' way down the tiers (kv_tiers_prefetch_ahead),
+ * whose slots in a shared tier are cache misses on a fleet.  A reserve's
+ * evictions come in such batches.
+ */
+static int evict_n(struct shared *c, uint64_t k)
+{
+	uint64_t j;
+
+	for (j = 0; j < k; j++) {
+		uint32_t e = c->lru_head;
+
+		if (j + EVICT_AHEAD < k && e != NIL && (c->grp[e] & G_RUN) && c->origin[e] > EVICT_AHEAD) {
+			uint32_t p = (c->run_head + EVICT_AHEAD) & (c->run_cap - 1);
+
+			kv_pool_prefetch_block(c->pool, c->run_off[(size_t)p * c->ext_max]);
+			if (c->tiers.n)
+				kv_tiers_prefetch_ahead(&c->tiers, c->run_key[p], EVICT_AHEAD);
+		}
+		if (evict_one(c))
+			return KV_ENOMEM;
+	}
+	return 0;
+}
+
 /* --- hooks ------------------------------------------------------------- */
 
 /* Buddy blocks in an extent of `units` pool units, largest first, capped at max_order. */
@@ -1732,14 +1761,20 @@ static int shared_reserve(void *priv, struct kv_req *q, uint64_t tokens)
 	if (need > c->pool->free_bytes + c->lru_bytes)
 		return KV_ENOMEM;
 	/*
-	 * Blocks interchangeable (in place) and enough free: what block-by-block
-	 * growth would do without evicting, in one call, so that the pool
-	 * fetches the blocks' records together.
+	 * Blocks interchangeable (in place): block-by-block growth takes the f
+	 * free blocks and evicts one entry per block after them, each freeing
+	 * one block; the same evictions first, then the n blocks in one call
+	 * (the pool fetches their records together).  When the evictions run
+	 * out, as there, the ones made stay and nothing is taken.
 	 */
 	n = kv_div_ceil(tokens - cap, c->block_tokens);
-	if (c->inplace && n > 1 && c->pool->n_free_blocks[c->pool->max_order] >= n) {
-		int rc = kv_blocks_append_n(&c->blocks, &t, c->chunk_bytes, n, &held);
+	if (c->inplace && n > 1) {
+		uint64_t f = c->pool->n_free_blocks[c->pool->max_order];
+		int rc;
 
+		if (f < n && evict_n(c, n - f))
+			return KV_ENOMEM;
+		rc = kv_blocks_append_n(&c->blocks, &t, c->chunk_bytes, n, &held);
 		KV_CHECK(rc == 0, "a pool with %llu free blocks refused %llu",
 			 (unsigned long long)c->pool->n_free_blocks[c->pool->max_order], (unsigned long long)n);
 		cap += n * c->block_tokens;

@@ -190,6 +190,17 @@ void kv_pool_unpark_take(struct kv_pool *p, uint64_t n);
 int kv_pool_alloc_n(struct kv_pool *p, unsigned order, uint32_t n, uint32_t *off);
 
 /*
+ * A hint: fetches, for writing, the record of the allocated block at off
+ * (about to be freed or referenced).  Changes nothing.
+ */
+static inline void kv_pool_prefetch_block(const struct kv_pool *p, uint32_t off)
+{
+	if (p->u && off < p->n_units)
+		__builtin_prefetch(&p->u[off], 1);
+	__asm__ __volatile__(""); /* kept: a function of loads and prefetches alone is pure (tiers.c) */
+}
+
+/*
  * Drops one reference to the allocated block at off; frees (and coalesces)
  * it at zero.  Returns the remaining count.  off must be an allocated
  * block's head (KV_CHECK).

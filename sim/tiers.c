@@ -424,6 +424,30 @@ void kv_tiers_prefetch_unseen(const struct kv_tiers *s, uint64_t key)
 	prefetch(s, key, 1);
 }
 
+void kv_tiers_prefetch_ahead(const struct kv_tiers *s, uint64_t key, uint32_t d)
+{
+	int unseen = 1;
+	uint32_t i;
+
+	for (i = 0; i < s->n; i++) {
+		const struct kv_tier *t = s->t[i];
+		uint32_t p;
+
+		unseen = unseen && t->users == 1;
+		if (!unseen)
+			__builtin_prefetch(&t->slot[key_hash(key) & t->mask]);
+		__builtin_prefetch(&t->ring[(t->head + t->used + d) & t->rmask], 1);
+		if (t->n < t->max_blocks || d >= t->used)
+			break;
+		p = (t->head + d) & t->rmask;
+		key = t->ring[p]; /* the block that will go down then (a guess) */
+		unseen = is_unseen(t, p);
+		if (!unseen)
+			__builtin_prefetch(&t->slot[key_hash(key) & t->mask]);
+	}
+	__asm__ __volatile__("");
+}
+
 static void put(struct kv_tiers *s, uint64_t key, kv_ns now, int unseen)
 {
 	if (!s->n)

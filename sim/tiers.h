@@ -108,6 +108,16 @@ void kv_tiers_put_unseen(struct kv_tiers *s, uint64_t key, kv_ns now);
 void kv_tiers_prefetch(const struct kv_tiers *s, uint64_t key);
 void kv_tiers_prefetch_unseen(const struct kv_tiers *s, uint64_t key); /* for kv_tiers_put_unseen */
 
+/*
+ * As kv_tiers_prefetch_unseen for the put of key that comes d puts from
+ * now, when each of them is unseen and moves every full tier's LRU block
+ * down by one (a batch of evictions from a run): the tiers' ring positions
+ * d ahead, and the slots of the keys that will then arrive in and leave
+ * a shared tier.  A hint: changes nothing, and a guess wrong (a touched
+ * block in the way) costs only the fetch.
+ */
+void kv_tiers_prefetch_ahead(const struct kv_tiers *s, uint64_t key, uint32_t d);
+
 /* The first tier (index into t[]) holding key, counting the lookups; -1 when none. */
 int kv_tiers_find(struct kv_tiers *s, uint64_t key);
 
