@@ -118,6 +118,28 @@ void kv_kvlink_submit(struct kv_kvlink *l, const struct kv_kvlink_xfer *x,
 		*out = t;
 }
 
+kv_ns kv_kvlink_submit_untracked(struct kv_kvlink *l, uint64_t bytes, kv_ns ser_ns, kv_ns now)
+{
+	kv_ns start, done;
+
+	assert(ser_ns == kv_kvlink_ser_ns(l->bw_bytes_s, bytes));
+	KV_CHECK(now >= l->last_submit_ns, "link submission at %llu ns after one at %llu ns",
+		 (unsigned long long)now, (unsigned long long)l->last_submit_ns);
+	l->last_submit_ns = now;
+	start = KV_MAX(now, l->free_ns);
+	l->free_ns = add_ns(start, ser_ns);
+	done = add_ns(l->free_ns, l->latency_ns);
+	l->n_submitted++;
+	l->n_done++;
+	l->bytes_in += bytes;
+	l->bytes_out += bytes;
+	l->busy_ns += ser_ns;
+	l->queue_ns += start - now;
+	l->max_queue_ns = KV_MAX(l->max_queue_ns, start - now);
+	l->xfer_ns += done - now;
+	return done;
+}
+
 kv_ns kv_kvlink_next_done_ns(const struct kv_kvlink *l)
 {
 	return l->n ? l->ring[l->head].done_ns : KV_NS_NEVER;

@@ -118,6 +118,17 @@ void kv_kvlink_submit(struct kv_kvlink *l, const struct kv_kvlink_xfer *x,
 kv_ns kv_kvlink_next_done_ns(const struct kv_kvlink *l);
 
 /*
+ * A whole transfer of `bytes` ready at now that nobody waits for (a tier's
+ * asynchronous write): the link's time and every counter as
+ * kv_kvlink_submit's, but delivered at once (bytes_out, n_done), so it takes
+ * no ring slot and is never popped; max_in_flight does not count it.
+ * ser_ns must be kv_kvlink_ser_ns(bw_bytes_s, bytes), which a caller sending
+ * blocks of one size computes once (a 128-bit division saved per transfer).
+ * Returns d_k.
+ */
+kv_ns kv_kvlink_submit_untracked(struct kv_kvlink *l, uint64_t bytes, kv_ns ser_ns, kv_ns now);
+
+/*
  * Pops the oldest transfer if it is done by now_ns: returns 1 and its tag
  * and bytes (either pointer may be NULL), or 0 when none is done.
  */

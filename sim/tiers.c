@@ -19,8 +19,9 @@
  * and lands at s + x / W + latency: transfers queue in order and contend
  * for the bandwidth (kvlink.h says why FIFO).  Writes use the write link
  * and delay nothing (LMCache stores KV asynchronously); their busy time is
- * reported.  Transfers done by the time of the next one are popped, so a
- * link's ring holds only those still in flight.
+ * reported, and since nothing waits for one the write link keeps no record
+ * of it (kv_kvlink_submit_untracked).  Loads done by the time of the next
+ * one are popped, so the read link's ring holds only those still in flight.
  */
 #include "tiers.h"
 #include "kvlink.h"
@@ -50,6 +51,7 @@ struct kv_tier {
 	} *slot; /* open-addressing index, mask + 1 slots */
 	uint32_t mask; /* index slots - 1 */
 	struct kv_kvlink rd, wr; /* the read link (toward the GPU) and the write link (kvlink.h) */
+	kv_ns write_ser_ns; /* a block's time on the write link */
 	struct kv_tier_stats st;
 	uint32_t users; /* stacks using it (a shared tier: the replicas) */
 };
@@ -238,6 +240,7 @@ struct kv_tier *kv_tier_new(const struct kv_tier_cfg *cfg, uint64_t block_bytes)
 	t->max_blocks = (uint32_t)KV_MIN(cfg->capacity_bytes / block_bytes, (uint64_t)NIL / 4);
 	kv_kvlink_init(&t->rd, link_Bps(cfg->read_Bps), 0, 16);
 	kv_kvlink_init(&t->wr, link_Bps(cfg->write_Bps), 0, 16);
+	t->write_ser_ns = kv_kvlink_ser_ns(t->wr.bw_bytes_s, block_bytes);
 	t->rmask = 63; /* grows by use */
 	rewrite(t, 64);
 	return t;
@@ -312,10 +315,13 @@ static kv_ns transfer(struct kv_kvlink *l, uint64_t bytes, kv_ns now)
 	return tm.done_ns;
 }
 
-/* A write of one block on t's write link at now (asynchronous: nothing waits). */
+/*
+ * A write of one block on t's write link at now (asynchronous: nothing
+ * waits, so the link keeps no record of it: kv_kvlink_submit_untracked).
+ */
 static void write_link(struct kv_tier *t, kv_ns now)
 {
-	transfer(&t->wr, t->block_bytes, now);
+	kv_kvlink_submit_untracked(&t->wr, t->block_bytes, t->write_ser_ns, now);
 	t->st.write_busy_ns = t->wr.busy_ns;
 }
 

@@ -1,7 +1,8 @@
 /*
  * test_kvlink.c -- the KV transfer link: exact serialisation time, FIFO
  * order, contention, pipelined latency, layer-wise streaming, ring growth,
- * byte conservation under random load and drops.
+ * byte conservation under random load and drops; an untracked transfer
+ * (nobody waits for it) times and counts as a submitted one.
  */
 #include "testutil.h"
 
@@ -210,6 +211,52 @@ START_TEST(test_conservation)
 }
 END_TEST
 
+/*
+ * 20,000 random whole transfers, bursts and gaps, on two links: one tracked
+ * (submitted, popped as they land), one untracked: the same done times and
+ * the same counters once the tracked one has delivered everything (but
+ * max_in_flight, which the untracked link does not count); both check.
+ */
+START_TEST(test_untracked)
+{
+	struct kv_kvlink a, b;
+	kv_ns now = 0;
+	uint64_t bytes = 8u << 20;
+	kv_ns ser = kv_kvlink_ser_ns(3 * GBS, bytes);
+	int i;
+
+	kv_kvlink_init(&a, 3 * GBS, 5000, 4);
+	kv_kvlink_init(&b, 3 * GBS, 5000, 4);
+	srand(7);
+	for (i = 0; i < 20000; i++) {
+		struct kv_kvlink_times t;
+
+		now += rand() % 4 ? 0 : (kv_ns)(rand() % 20000000);
+		while (kv_kvlink_pop(&a, now, NULL, NULL))
+			;
+		t = put(&a, now, bytes, (uint64_t)i);
+		ck_assert_uint_eq(kv_kvlink_submit_untracked(&b, bytes, ser, now), t.done_ns);
+		ck_assert_uint_eq(b.free_ns, a.free_ns);
+		ck_assert_uint_eq(b.n, 0);
+	}
+	while (kv_kvlink_pop(&a, KV_NS_NEVER - 1, NULL, NULL))
+		;
+	ck_assert_uint_eq(b.busy_ns, a.busy_ns);
+	ck_assert_uint_eq(b.queue_ns, a.queue_ns);
+	ck_assert_uint_eq(b.max_queue_ns, a.max_queue_ns);
+	ck_assert_uint_eq(b.xfer_ns, a.xfer_ns);
+	ck_assert_uint_eq(b.bytes_in, a.bytes_in);
+	ck_assert_uint_eq(b.bytes_out, a.bytes_out);
+	ck_assert_uint_eq(b.n_submitted, a.n_submitted);
+	ck_assert_uint_eq(b.n_done, a.n_done);
+	ck_assert_uint_gt(a.max_queue_ns, 0); /* transfers did queue */
+	kv_kvlink_check(&a);
+	kv_kvlink_check(&b);
+	kv_kvlink_release(&a);
+	kv_kvlink_release(&b);
+}
+END_TEST
+
 static Suite *kvlink_suite(void)
 {
 	Suite *s = suite_create("kvlink");
@@ -221,6 +268,7 @@ static Suite *kvlink_suite(void)
 	tcase_add_test(tc, test_layerwise);
 	tcase_add_test(tc, test_growth);
 	tcase_add_test(tc, test_conservation);
+	tcase_add_test(tc, test_untracked);
 	suite_add_tcase(s, tc);
 	return s;
 }
