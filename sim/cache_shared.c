@@ -711,14 +711,23 @@ static int extent_alloc(struct shared *c, uint32_t *off, int g)
 
 /*
  * A new cached entry of group g (| G_OWN: keyed by a request's id) for key,
- * count 0, most recently used; NIL when memory is short.
+ * count 0, most recently used; NIL when memory is short.  Its extent is
+ * allocated, or with off != NIL (in place) the one max-order block at off,
+ * a leaving request's table block whose reference becomes the index's.
  */
-static uint32_t entry_new(struct shared *c, uint64_t key, int g, uint64_t origin)
+static uint32_t entry_new_at(struct shared *c, uint64_t key, int g, uint64_t origin, uint32_t off)
 {
 	uint32_t e = entry_free(c);
 
-	if (e == NIL || extent_alloc(c, entry_off(c, e), g & 1))
+	if (e == NIL)
 		return NIL; /* a free entry exists whenever the pool has room (cap bound) */
+	if (off == NIL) {
+		if (extent_alloc(c, entry_off(c, e), g & 1))
+			return NIL;
+	} else {
+		assert(c->inplace && c->ext_blocks[g & 1] == 1);
+		*entry_off(c, e) = off;
+	}
 	c->free_entry = c->next[e];
 	c->key[e] = key;
 	c->grp[e] = (unsigned char)g;
@@ -731,28 +740,10 @@ static uint32_t entry_new(struct shared *c, uint64_t key, int g, uint64_t origin
 	return e;
 }
 
-/*
- * As entry_new, with the one max-order block at off (in place: a leaving
- * request's table block, whose reference becomes the index's) as its extent.
- */
-static uint32_t entry_new_at(struct shared *c, uint64_t key, int g, uint64_t origin, uint32_t off)
+/* entry_new_at with its extent allocated. */
+static uint32_t entry_new(struct shared *c, uint64_t key, int g, uint64_t origin)
 {
-	uint32_t e = entry_free(c);
-
-	if (e == NIL)
-		return NIL;
-	assert(c->inplace && c->ext_blocks[g & 1] == 1);
-	c->free_entry = c->next[e];
-	*entry_off(c, e) = off;
-	c->key[e] = key;
-	c->grp[e] = (unsigned char)g;
-	c->refs[e] = 0;
-	c->origin[e] = origin;
-	c->n++;
-	index_insert(c, e);
-	lru_push(c, e);
-	c->donations++;
-	return e;
+	return entry_new_at(c, key, g, origin, NIL);
 }
 
 /*
