@@ -931,6 +931,7 @@ START_TEST(in_place_same_outputs)
 	   while it runs: no run, nothing in place */
 	static const int runs[] = { 1, 0, 0, 1 };
 	uint32_t n = n_requests(120, 40), v;
+	uint64_t evictions = 0;
 
 	for (v = 0; v < sizeof(variants) / sizeof(variants[0]); v++) {
 		struct rec r[2];
@@ -972,12 +973,15 @@ START_TEST(in_place_same_outputs)
 		ck_assert_uint_eq(st[0].hit_tokens, st[1].hit_tokens);
 		ck_assert_uint_eq(st[0].self_hit_tokens, st[1].self_hit_tokens);
 		ck_assert_uint_eq(st[0].evictions, st[1].evictions);
-		ck_assert_uint_gt(st[1].evictions, 0);
+		if (!under_valgrind()) /* 40 requests may not fill every variant's pool */
+			ck_assert_msg(st[1].evictions > 0, "variant %u: no evictions", v);
+		evictions += st[1].evictions;
 		ck_assert_uint_eq(down[0], down[1]);
 		ck_assert_uint_eq(kept[0], 0);
 		ck_assert_msg((kept[1] > 0) == runs[v], "variant %u: %llu blocks kept in place", v,
 			      (unsigned long long)kept[1]);
 	}
+	ck_assert_uint_gt(evictions, 0);
 }
 END_TEST
 
